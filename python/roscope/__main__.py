@@ -1,0 +1,3 @@
+from roscope.cli import main
+
+raise SystemExit(main())

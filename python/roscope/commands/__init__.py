@@ -1,0 +1,1 @@
+"""One module per `roscope` subcommand; each defines register(subparsers)."""

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs everything roscope needs on a fresh Debian 12 machine, idempotently.
+# System packages (apt), the Rust toolchain's crates (cargo, through maturin),
+# and Python packages in a virtual environment at .venv (built on Debian's
+# python3 so that babeltrace2's python3-bt2 and ROS 1's rospy are importable).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PKGS=(
+  lttng-tools liblttng-ust-dev babeltrace2 python3-bt2
+  ros-core-dev libroscpp-dev python3-rospy ros-std-msgs-dev
+  linux-perf python3-venv python3-dev pkg-config
+  build-essential cmake
+)
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+fi
+command -v cargo >/dev/null || { echo "setup: cargo (Rust) is required; install rustup first" >&2; exit 1; }
+
+PY=/usr/bin/python3
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv on $PY (with system site-packages for bt2 and rospy)"
+  $PY -m venv --system-site-packages .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -r requirements-dev.txt
+echo "setup: building the roscope Rust core (release)"
+.venv/bin/maturin develop --release -q 2>&1 | grep -v -E '^\s*(Compiling|Finished|Built|Installed|Blocking)' || true
+.venv/bin/python -c "import roscope._core" || { echo "setup: the roscope core did not build" >&2; exit 1; }
+echo "setup: ok"
