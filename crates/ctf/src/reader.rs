@@ -1,0 +1,179 @@
+//! Finding traces under the paths a user gives, and merging all their streams
+//! into one time-ordered sequence of events.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{CtfError, Result, Warning};
+use crate::metadata::{self, Metadata};
+use crate::stream::StreamReader;
+
+pub struct Trace {
+    pub dir: PathBuf,
+    /// Directory relative to the path the user gave ("." for the path itself).
+    pub rel: String,
+    pub md: Arc<Metadata>,
+    /// Offset of the trace clock's origin to the Unix epoch, in ns.
+    pub offset_ns: i64,
+}
+
+pub struct TraceSet {
+    pub traces: Vec<Trace>,
+    pub streams: Vec<StreamReader>,
+    pub warnings: Vec<Warning>,
+    heap: BinaryHeap<Reverse<(i64, u32)>>,
+    pending: Option<u32>,
+    started: bool,
+}
+
+/// Orders names so that `ros2_10` comes after `ros2_9`.
+fn natural_key(s: &str) -> (String, u64) {
+    let digits = s.chars().rev().take_while(|c| c.is_ascii_digit()).count();
+    let (head, tail) = s.split_at(s.len() - digits);
+    (head.to_string(), tail.parse().unwrap_or(0))
+}
+
+fn find_trace_dirs(root: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if root.join("metadata").is_file() {
+        out.push(root.to_path_buf());
+    }
+    let mut subdirs: Vec<PathBuf> = std::fs::read_dir(root)?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
+        .map(|e| e.path())
+        .collect();
+    subdirs.sort_by_key(|p| natural_key(&p.file_name().unwrap_or_default().to_string_lossy()));
+    for d in subdirs {
+        find_trace_dirs(&d, out)?;
+    }
+    Ok(())
+}
+
+/// Stream files of a trace directory, in natural name order.
+pub fn stream_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().unwrap_or_default().to_string_lossy().to_string();
+            n != "metadata" && !n.starts_with('.') && !n.ends_with(".idx")
+        })
+        .collect();
+    files.sort_by_key(|p| natural_key(&p.file_name().unwrap_or_default().to_string_lossy()));
+    Ok(files)
+}
+
+impl TraceSet {
+    /// Opens every trace found under `paths`. A trace whose metadata cannot be
+    /// read is skipped with a warning, unless no trace at all can be read.
+    pub fn open<P: AsRef<Path>>(paths: &[P]) -> Result<TraceSet> {
+        let mut traces = Vec::new();
+        let mut warnings = Vec::new();
+        let mut first_err: Option<CtfError> = None;
+        for p in paths {
+            let p = p.as_ref();
+            let root = if p.is_file() && p.file_name().map(|n| n == "metadata").unwrap_or(false) {
+                p.parent().unwrap_or(Path::new(".")).to_path_buf()
+            } else {
+                p.to_path_buf()
+            };
+            if !root.exists() {
+                return Err(CtfError::NotFound(format!("{}: no such file or directory", p.display())));
+            }
+            if !root.is_dir() {
+                return Err(CtfError::NotFound(format!("{}: not a trace directory (a CTF trace is a directory holding a 'metadata' file)", p.display())));
+            }
+            let mut dirs = Vec::new();
+            find_trace_dirs(&root, &mut dirs).map_err(|e| CtfError::Io { path: root.display().to_string(), msg: e.to_string() })?;
+            if dirs.is_empty() {
+                return Err(CtfError::NotFound(format!("{}: no CTF trace found (no 'metadata' file in it or below it)", p.display())));
+            }
+            for dir in dirs {
+                let mfile = dir.join("metadata");
+                let res = metadata::read_text(&mfile, &mut warnings)
+                    .and_then(|text| metadata::parse(&text, &mfile.display().to_string()));
+                match res {
+                    Ok(md) => {
+                        let rel = dir.strip_prefix(&root).map(|r| r.display().to_string()).unwrap_or_default();
+                        let rel = if rel.is_empty() { ".".to_string() } else { rel };
+                        let offset_ns = md.main_clock().map(|c| c.offset_ns()).unwrap_or(0);
+                        traces.push(Trace { dir, rel, md: Arc::new(md), offset_ns });
+                    }
+                    Err(e) => {
+                        warnings.push(Warning { file: mfile.display().to_string(), offset: None, msg: format!("trace skipped: {}", e) });
+                        if first_err.is_none() {
+                            first_err = Some(e);
+                        }
+                    }
+                }
+            }
+        }
+        if traces.is_empty() {
+            return Err(first_err.unwrap_or_else(|| CtfError::NotFound("no trace given".into())));
+        }
+        let mut streams = Vec::new();
+        for (ti, t) in traces.iter().enumerate() {
+            let files = stream_files(&t.dir).map_err(|e| CtfError::Io { path: t.dir.display().to_string(), msg: e.to_string() })?;
+            for f in files {
+                match std::fs::metadata(&f) {
+                    Ok(m) if m.len() == 0 => continue,
+                    _ => {}
+                }
+                match StreamReader::open(&f, ti, t.md.clone()) {
+                    Ok(s) => streams.push(s),
+                    Err(msg) => warnings.push(Warning { file: f.display().to_string(), offset: None, msg: format!("stream skipped: {}", msg) }),
+                }
+            }
+        }
+        Ok(TraceSet { traces, streams, warnings, heap: BinaryHeap::new(), pending: None, started: false })
+    }
+
+    #[inline]
+    fn key(&self, i: usize) -> i64 {
+        let s = &self.streams[i];
+        self.traces[s.trace].offset_ns.wrapping_add(s.cur_ts as i64)
+    }
+
+    /// Advances to the next event in time order and returns the index of the
+    /// stream holding it (`streams[i]` then describes the event), or None at
+    /// the end.
+    pub fn next(&mut self) -> Option<usize> {
+        if !self.started {
+            self.started = true;
+            for i in 0..self.streams.len() {
+                if self.streams[i].advance() {
+                    let k = self.key(i);
+                    self.heap.push(Reverse((k, i as u32)));
+                }
+            }
+        } else if let Some(p) = self.pending.take() {
+            let p = p as usize;
+            if self.streams[p].advance() {
+                let k = self.key(p);
+                // Fast path: still the earliest? Then no heap traffic.
+                match self.heap.peek() {
+                    Some(Reverse(top)) if *top < (k, p as u32) => self.heap.push(Reverse((k, p as u32))),
+                    _ => {
+                        self.pending = Some(p as u32);
+                        return Some(p);
+                    }
+                }
+            }
+        }
+        let Reverse((_, i)) = self.heap.pop()?;
+        self.pending = Some(i);
+        Some(i as usize)
+    }
+
+    /// Warnings from opening and from every stream so far.
+    pub fn all_warnings(&self) -> Vec<Warning> {
+        let mut w = self.warnings.clone();
+        for s in &self.streams {
+            w.extend(s.warnings.iter().cloned());
+        }
+        w
+    }
+}

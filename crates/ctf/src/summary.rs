@@ -1,0 +1,257 @@
+//! One pass over every event to summarize a trace set: what `roscope info` shows.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::json::{text_at, write_str};
+use crate::metadata::EnvValue;
+use crate::reader::TraceSet;
+use crate::stream::Val;
+use crate::types::Ty;
+
+#[derive(Debug, Default, Clone)]
+pub struct ProcessSummary {
+    pub trace: usize,
+    pub vpid: i64,
+    pub procname: String,
+    pub events: u64,
+    pub first_ts: u64,
+    pub last_ts: u64,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct StreamSummary {
+    pub trace: usize,
+    pub file: String,
+    pub stream_class: u64,
+    pub packets: u64,
+    pub events: u64,
+    pub events_discarded: u64,
+    pub packets_lost: u64,
+    pub first_ts: Option<u64>,
+    pub last_ts: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub events: u64,
+    /// Per trace: event counts by name.
+    pub counts: Vec<BTreeMap<String, u64>>,
+    pub trace_events: Vec<u64>,
+    pub trace_first: Vec<Option<u64>>,
+    pub trace_last: Vec<Option<u64>>,
+    pub processes: Vec<ProcessSummary>,
+    pub streams: Vec<StreamSummary>,
+}
+
+/// Tape index of a top-level field of a struct scope, if every field before it
+/// has a fixed number of tape values.
+pub fn static_index(ty: Option<&Ty>, names: &[&str]) -> Option<usize> {
+    let Some(Ty::Struct(s)) = ty else { return None };
+    let mut idx = 0usize;
+    for f in &s.fields {
+        if names.contains(&f.name.as_str()) {
+            return Some(idx);
+        }
+        idx += tape_width(&f.ty)?;
+    }
+    None
+}
+
+fn tape_width(ty: &Ty) -> Option<usize> {
+    match ty {
+        Ty::Int(_) | Ty::Enum(_) | Ty::Float(_) | Ty::Str => Some(1),
+        Ty::Array { text: true, .. } => Some(1),
+        Ty::Array { elem, len, .. } => tape_width(elem).map(|w| w * *len as usize),
+        Ty::Struct(s) => s.fields.iter().map(|f| tape_width(&f.ty)).sum(),
+        Ty::Seq { .. } | Ty::Variant(_) => None,
+    }
+}
+
+pub fn summarize(set: &mut TraceSet) -> Summary {
+    let nt = set.traces.len();
+    let mut sum = Summary {
+        counts: vec![BTreeMap::new(); nt],
+        trace_events: vec![0; nt],
+        trace_first: vec![None; nt],
+        trace_last: vec![None; nt],
+        ..Default::default()
+    };
+    // Per (trace, class) counters, folded into names at the end.
+    let mut class_counts: Vec<Vec<u64>> = set.traces.iter().map(|t| vec![0u64; t.md.events.len()]).collect();
+    // Where vpid and procname sit in each stream class's event context.
+    let pid_pos: Vec<Vec<(Option<usize>, Option<usize>)>> = set
+        .traces
+        .iter()
+        .map(|t| {
+            t.md.streams
+                .iter()
+                .map(|sc| {
+                    (
+                        static_index(sc.event_context.as_ref(), &["vpid", "pid"]),
+                        static_index(sc.event_context.as_ref(), &["procname"]),
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    let mut procs: HashMap<(usize, i64), ProcessSummary> = HashMap::new();
+    while let Some(i) = set.next() {
+        let s = &set.streams[i];
+        class_counts[s.trace][s.cur_class] += 1;
+        sum.events += 1;
+        let (pp, np) = pid_pos[s.trace][s.sc];
+        if let Some(pp) = pp {
+            let vpid = match s.tape.get(pp) {
+                Some(Val::I(v)) => *v,
+                Some(Val::U(v)) => *v as i64,
+                _ => continue,
+            };
+            let ts = s.cur_ts;
+            let e = procs.entry((s.trace, vpid)).or_insert_with(|| ProcessSummary {
+                trace: s.trace,
+                vpid,
+                first_ts: ts,
+                ..Default::default()
+            });
+            e.events += 1;
+            e.last_ts = ts;
+            if let Some(np) = np {
+                if let Some(Val::Str(off, len)) = s.tape.get(np) {
+                    // The name may change (exec, prctl): keep the latest.
+                    let name = text_at(s.data(), *off, *len);
+                    if e.procname != name {
+                        e.procname = name.into_owned();
+                    }
+                }
+            }
+        }
+    }
+    for (ti, t) in set.traces.iter().enumerate() {
+        for (ci, &n) in class_counts[ti].iter().enumerate() {
+            if n > 0 {
+                *sum.counts[ti].entry(t.md.events[ci].name.clone()).or_insert(0) += n;
+                sum.trace_events[ti] += n;
+            }
+        }
+    }
+    for s in &set.streams {
+        sum.streams.push(StreamSummary {
+            trace: s.trace,
+            file: s.path.clone(),
+            stream_class: s.stream_class_id,
+            packets: s.packets,
+            events: s.events_read,
+            events_discarded: s.loss.events_discarded,
+            packets_lost: s.loss.packets_lost,
+            first_ts: s.first_ts,
+            last_ts: s.last_ts,
+        });
+        let t = s.trace;
+        if let Some(f) = s.first_ts {
+            sum.trace_first[t] = Some(sum.trace_first[t].map_or(f, |x: u64| x.min(f)));
+        }
+        if let Some(l) = s.last_ts {
+            sum.trace_last[t] = Some(sum.trace_last[t].map_or(l, |x: u64| x.max(l)));
+        }
+    }
+    let mut p: Vec<ProcessSummary> = procs.into_values().collect();
+    p.sort_by_key(|x| (x.trace, x.first_ts, x.vpid));
+    sum.processes = p;
+    sum
+}
+
+/// The summary as a JSON document (used by the CLI binary and the Python side).
+pub fn to_json(set: &TraceSet, sum: &Summary) -> String {
+    let mut o: Vec<u8> = Vec::new();
+    let num = |o: &mut Vec<u8>, v: u64| o.extend_from_slice(v.to_string().as_bytes());
+    o.extend_from_slice(b"{\"events\":");
+    num(&mut o, sum.events);
+    o.extend_from_slice(b",\"traces\":[");
+    for (ti, t) in set.traces.iter().enumerate() {
+        if ti > 0 {
+            o.push(b',');
+        }
+        o.extend_from_slice(b"{\"path\":");
+        write_str(&mut o, &t.dir.display().to_string());
+        o.extend_from_slice(b",\"rel\":");
+        write_str(&mut o, &t.rel);
+        o.extend_from_slice(b",\"env\":{");
+        for (k, (key, v)) in t.md.env.iter().enumerate() {
+            if k > 0 {
+                o.push(b',');
+            }
+            write_str(&mut o, key);
+            o.push(b':');
+            match v {
+                EnvValue::Int(i) => o.extend_from_slice(i.to_string().as_bytes()),
+                EnvValue::Str(s) => write_str(&mut o, s),
+            }
+        }
+        o.extend_from_slice(b"},\"clocks\":[");
+        for (k, c) in t.md.clocks.iter().enumerate() {
+            if k > 0 {
+                o.push(b',');
+            }
+            o.extend_from_slice(b"{\"name\":");
+            write_str(&mut o, &c.name);
+            o.extend_from_slice(format!(",\"freq\":{},\"offset_s\":{},\"offset\":{},\"offset_ns\":{}}}", c.freq, c.offset_s, c.offset, c.offset_ns()).as_bytes());
+        }
+        o.extend_from_slice(b"],\"event_classes\":");
+        num(&mut o, t.md.events.len() as u64);
+        o.extend_from_slice(b",\"events\":");
+        num(&mut o, sum.trace_events[ti]);
+        o.extend_from_slice(b",\"first_ts\":");
+        match sum.trace_first[ti] {
+            Some(v) => num(&mut o, v),
+            None => o.extend_from_slice(b"null"),
+        }
+        o.extend_from_slice(b",\"last_ts\":");
+        match sum.trace_last[ti] {
+            Some(v) => num(&mut o, v),
+            None => o.extend_from_slice(b"null"),
+        }
+        o.extend_from_slice(b",\"counts\":{");
+        for (k, (name, n)) in sum.counts[ti].iter().enumerate() {
+            if k > 0 {
+                o.push(b',');
+            }
+            write_str(&mut o, name);
+            o.push(b':');
+            num(&mut o, *n);
+        }
+        o.extend_from_slice(b"}}");
+    }
+    o.extend_from_slice(b"],\"processes\":[");
+    for (k, p) in sum.processes.iter().enumerate() {
+        if k > 0 {
+            o.push(b',');
+        }
+        o.extend_from_slice(format!("{{\"trace\":{},\"vpid\":{},\"procname\":", p.trace, p.vpid).as_bytes());
+        write_str(&mut o, &p.procname);
+        o.extend_from_slice(format!(",\"events\":{},\"first_ts\":{},\"last_ts\":{}}}", p.events, p.first_ts, p.last_ts).as_bytes());
+    }
+    o.extend_from_slice(b"],\"streams\":[");
+    for (k, s) in sum.streams.iter().enumerate() {
+        if k > 0 {
+            o.push(b',');
+        }
+        o.extend_from_slice(format!("{{\"trace\":{},\"file\":", s.trace).as_bytes());
+        write_str(&mut o, &s.file);
+        o.extend_from_slice(
+            format!(
+                ",\"stream_class\":{},\"packets\":{},\"events\":{},\"events_discarded\":{},\"packets_lost\":{}}}",
+                s.stream_class, s.packets, s.events, s.events_discarded, s.packets_lost
+            )
+            .as_bytes(),
+        );
+    }
+    o.extend_from_slice(b"],\"warnings\":[");
+    for (k, w) in set.all_warnings().iter().enumerate() {
+        if k > 0 {
+            o.push(b',');
+        }
+        write_str(&mut o, &w.to_string());
+    }
+    o.extend_from_slice(b"]}");
+    String::from_utf8(o).unwrap_or_default()
+}
