@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::tsdl::{Attr, Dim, EnumMapping, FieldDecl, TypeSpec, Value};
 
@@ -45,7 +46,7 @@ pub struct FloatTy {
 pub struct EnumTy {
     pub int: IntTy,
     /// (low, high, label), in declaration order.
-    pub mappings: Rc<Vec<(i128, i128, String)>>,
+    pub mappings: Arc<Vec<(i128, i128, String)>>,
 }
 
 impl EnumTy {
@@ -216,7 +217,7 @@ impl Resolver {
                         _ => return Err((line, "enum without a container type, and no 'int' alias".into())),
                     },
                 };
-                let ty = Ty::Enum(EnumTy { int, mappings: Rc::new(enum_ranges(maps)) });
+                let ty = Ty::Enum(EnumTy { int, mappings: Arc::new(enum_ranges(maps)) });
                 if let Some(n) = name {
                     self.enums.insert(n.clone(), ty.clone());
                 }
@@ -391,7 +392,7 @@ pub fn collect_refs(ty: &Ty, out: &mut HashSet<String>) {
 struct Entry {
     raw: String,
     reg: Option<u32>,
-    enum_maps: Option<Rc<Vec<(i128, i128, String)>>>,
+    enum_maps: Option<Arc<Vec<(i128, i128, String)>>>,
     signed: bool,
     /// For structs: their own fields' entries, for dotted references.
     children: Option<Rc<Vec<Entry>>>,
