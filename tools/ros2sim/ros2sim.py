@@ -1,0 +1,679 @@
+#!/usr/bin/env python3
+"""ros2sim driver: run a described ROS 2-like system under real LTTng and keep
+its trace(s), ground truth and a manifest.
+
+    ros2sim.py run (--preset NAME | --system FILE) --out DIR [--distro humble|jazzy|rolling]
+                   [--duration SECONDS] [--scale K] [--seed N]
+    ros2sim.py presets
+    ros2sim.py show PRESET
+
+Each simulated host gets its own UTS + mount namespace (own hostname, private
+/var/run/lttng and /dev/shm), its own lttng-sessiond and its own trace; a clock
+override plugin gives it a clock offset and drift.  See docs/ros2sim.md.
+"""
+import argparse
+import copy
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.path.join(HERE, 'build')
+PRESETS = os.path.join(HERE, 'presets')
+DISTROS = {'humble': '4.1.1', 'jazzy': '8.2.3', 'rolling': '8.10.0'}
+DEFAULT_HOST = 'ros2sim-host'
+
+
+class DescriptionError(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------- description
+def load_description(path):
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise DescriptionError(f'{path}: cannot read: {e.strerror}')
+    if path.endswith(('.yaml', '.yml')):
+        try:
+            import yaml
+        except ImportError:
+            raise DescriptionError(f'{path}: YAML needs PyYAML (python3-yaml); or give JSON')
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise DescriptionError(f'{path}: not valid YAML: {e}')
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DescriptionError(f'{path}: not valid JSON: line {e.lineno} column {e.colno}: {e.msg}')
+
+
+def _work_ns(w, where):
+    """Work distribution in ns: (kind, a, b)."""
+    if w is None:
+        return ('fixed', 0.0, 0.0)
+    if isinstance(w, (int, float)):
+        return ('fixed', float(w) * 1e3, 0.0)
+    if not isinstance(w, dict):
+        raise DescriptionError(f'{where}.work: expected an object like {{"dist": "uniform", "min_us": 100, "max_us": 200}}')
+    d = w.get('dist', 'fixed')
+    try:
+        if d == 'fixed':
+            return ('fixed', float(w['us']) * 1e3, 0.0)
+        if d == 'uniform':
+            lo, hi = float(w['min_us']) * 1e3, float(w['max_us']) * 1e3
+            if hi < lo:
+                raise DescriptionError(f'{where}.work: max_us < min_us')
+            return ('uniform', lo, hi)
+        if d == 'normal':
+            return ('normal', float(w['mean_us']) * 1e3, float(w['std_us']) * 1e3)
+        if d == 'exponential':
+            return ('exponential', float(w['mean_us']) * 1e3, 0.0)
+    except KeyError as e:
+        raise DescriptionError(f'{where}.work: distribution "{d}" needs field {e.args[0]}')
+    except (TypeError, ValueError):
+        raise DescriptionError(f'{where}.work: numbers expected')
+    raise DescriptionError(f'{where}.work.dist: unknown distribution "{d}" (fixed, uniform, normal, exponential)')
+
+
+def _topic(name):
+    return name if name.startswith('/') else '/' + name
+
+
+def _class_name(node):
+    parts = re.split(r'[^A-Za-z0-9]+', node)
+    c = ''.join(p[:1].upper() + p[1:] for p in parts if p)
+    if not c or c[0].isdigit():
+        c = 'N' + c
+    return c if c.endswith('Node') else c + 'Node'
+
+
+def resolve(desc, src, scale=1.0):
+    """Validate a system description and resolve it into flat tables."""
+    if not isinstance(desc, dict):
+        raise DescriptionError(f'{src}: top level must be an object with "processes"')
+    if scale <= 0:
+        raise DescriptionError('--scale must be > 0')
+    hosts = desc.get('hosts') or [{'name': DEFAULT_HOST}]
+    host_idx = {}
+    R = {'hosts': [], 'procs': [], 'nodes': [], 'topics': [], 'pubs': [], 'subs': [], 'timers': [],
+         'cbs': [], 'syncs': [], 'routes': []}
+    for i, h in enumerate(hosts):
+        if not isinstance(h, dict) or 'name' not in h:
+            raise DescriptionError(f'{src}: hosts[{i}]: needs a "name"')
+        if not re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9-]{0,62}', h['name']):
+            raise DescriptionError(f'{src}: hosts[{i}].name "{h["name"]}" is not a valid hostname')
+        if h['name'] in host_idx:
+            raise DescriptionError(f'{src}: hosts[{i}]: duplicate host "{h["name"]}"')
+        host_idx[h['name']] = i
+        R['hosts'].append({'name': h['name'], 'clock_offset_ns': int(h.get('clock_offset_ns', 0)),
+                           'clock_drift_ppm': float(h.get('clock_drift_ppm', 0.0))})
+    procs = desc.get('processes')
+    if not isinstance(procs, list) or not procs:
+        raise DescriptionError(f'{src}: "processes" must be a non-empty list')
+    topic_idx = {}
+
+    def tid(name):
+        t = _topic(name)
+        if t not in topic_idx:
+            topic_idx[t] = len(R['topics'])
+            R['topics'].append(t)
+        return topic_idx[t]
+
+    pub_by = {}  # (node index, topic) -> pub index
+    sub_by = {}
+    pnames = set()
+    pending = []  # callbacks whose publish/input lists are resolved after all nodes exist
+    for pi, p in enumerate(procs):
+        where = f'{src}: processes[{pi}]'
+        if not isinstance(p, dict) or 'name' not in p:
+            raise DescriptionError(f'{where}: needs a "name"')
+        if p['name'] in pnames:
+            raise DescriptionError(f'{where}: duplicate process name "{p["name"]}"')
+        if not re.fullmatch(r'[A-Za-z0-9_.-]{1,15}', p['name']):
+            raise DescriptionError(f'{where}.name "{p["name"]}": 1-15 characters [A-Za-z0-9_.-] (it becomes procname)')
+        pnames.add(p['name'])
+        host = p.get('host', R['hosts'][0]['name'])
+        if host not in host_idx:
+            raise DescriptionError(f'{where}.host "{host}" is not in "hosts"')
+        ex = p.get('executor', 'single')
+        if isinstance(ex, str):
+            ex = {'type': ex}
+        etype = ex.get('type', 'single')
+        if etype not in ('single', 'multi'):
+            raise DescriptionError(f'{where}.executor: type must be "single" or "multi", not "{etype}"')
+        threads = int(ex.get('threads', 1 if etype == 'single' else 2))
+        if threads < 1:
+            raise DescriptionError(f'{where}.executor.threads must be >= 1')
+        R['procs'].append({'name': p['name'], 'host': host_idx[host], 'executor': etype, 'threads': threads,
+                           'intra': 1 if p.get('intra_process', False) else 0})
+        nodes = p.get('nodes')
+        if not isinstance(nodes, list) or not nodes:
+            raise DescriptionError(f'{where}: "nodes" must be a non-empty list')
+        for ni, n in enumerate(nodes):
+            nw = f'{where}.nodes[{ni}]'
+            if not isinstance(n, dict) or 'name' not in n:
+                raise DescriptionError(f'{nw}: needs a "name"')
+            if not re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', n['name']):
+                raise DescriptionError(f'{nw}.name "{n["name"]}" is not a valid ROS node name')
+            nidx = len(R['nodes'])
+            R['nodes'].append({'proc': pi, 'name': n['name'], 'ns': n.get('namespace', '/'),
+                               'reentrant': 1 if n.get('reentrant', False) else 0})
+            cls = _class_name(n['name'])
+            for k, pb in enumerate(n.get('publishers', [])):
+                if isinstance(pb, str):
+                    pb = {'topic': pb}
+                t = tid(pb['topic'])
+                if (nidx, t) in pub_by:
+                    raise DescriptionError(f'{nw}.publishers[{k}]: node already publishes {R["topics"][t]}')
+                pub_by[(nidx, t)] = len(R['pubs'])
+                R['pubs'].append({'node': nidx, 'topic': t, 'depth': int(pb.get('depth', 10))})
+            for k, sb in enumerate(n.get('subscriptions', [])):
+                sw = f'{nw}.subscriptions[{k}]'
+                if not isinstance(sb, dict) or 'topic' not in sb:
+                    raise DescriptionError(f'{sw}: needs a "topic"')
+                t = tid(sb['topic'])
+                if (nidx, t) in sub_by:
+                    raise DescriptionError(f'{sw}: node already subscribes to {R["topics"][t]}')
+                depth = int(sb.get('depth', 10))
+                if depth < 1:
+                    raise DescriptionError(f'{sw}.depth must be >= 1')
+                si = len(R['subs'])
+                sub_by[(nidx, t)] = si
+                ci = len(R['cbs'])
+                R['subs'].append({'node': nidx, 'topic': t, 'depth': depth, 'cb': ci})
+                w = _work_ns(sb.get('work'), sw)
+                if 'work' in sb and isinstance(sb['work'], dict):
+                    pass
+                R['cbs'].append({'node': nidx, 'kind': 'sub', 'entity': si, 'work': w, 'mode': 'sink',
+                                 'sync': -1, 'outs': [], 'ins': [],
+                                 'sym': f'std::_Bind<void ({cls}::*({cls}*, std::_Placeholder<1>))'
+                                        f'(std::shared_ptr<std_msgs::msg::String_<std::allocator<void> > const>)>'})
+                pending.append((ci, sb.get('publish', []), [], sw))
+            for k, tm in enumerate(n.get('timers', [])):
+                tw = f'{nw}.timers[{k}]'
+                if not isinstance(tm, dict) or ('period_ms' not in tm and 'period_us' not in tm):
+                    raise DescriptionError(f'{tw}: needs "period_ms" (or "period_us")')
+                period = float(tm['period_ms']) * 1e6 if 'period_ms' in tm else float(tm['period_us']) * 1e3
+                period = int(period / scale)
+                if period <= 0:
+                    raise DescriptionError(f'{tw}: period must be > 0 (after --scale)')
+                offset = int(float(tm.get('offset_ms', 0)) * 1e6 / scale)
+                ci = len(R['cbs'])
+                R['timers'].append({'node': nidx, 'period': period, 'offset': offset, 'cb': ci})
+                R['cbs'].append({'node': nidx, 'kind': 'timer', 'entity': len(R['timers']) - 1,
+                                 'work': _work_ns(tm.get('work'), tw), 'mode': 'source', 'sync': -1,
+                                 'outs': [], 'ins': [],
+                                 'sym': f'std::_Bind<void ({cls}::*({cls}*))()>' if k == 0 else
+                                        f'{cls}::{cls}(rclcpp::NodeOptions const&)::{{lambda()#{k}}}'})
+                pending.append((ci, tm.get('publish', []), tm.get('inputs', []), tw))
+            for k, sg in enumerate(n.get('sync_groups', [])):
+                gw = f'{nw}.sync_groups[{k}]'
+                ins = sg.get('inputs', [])
+                if len(ins) < 2:
+                    raise DescriptionError(f'{gw}: "inputs" needs at least 2 subscribed topics')
+                R['syncs'].append({'node': nidx, 'ins': ins, 'outs': sg.get('publish', []), 'where': gw})
+    # resolve publish / input lists
+    for ci, outs, ins, where in pending:
+        c = R['cbs'][ci]
+        n = c['node']
+        for t in outs:
+            key = (n, topic_idx.get(_topic(t)))
+            if key not in pub_by:
+                raise DescriptionError(f'{where}.publish: node "{R["nodes"][n]["name"]}" has no publisher on {_topic(t)}')
+            c['outs'].append(pub_by[key])
+        for t in ins:
+            key = (n, topic_idx.get(_topic(t)))
+            if key not in sub_by:
+                raise DescriptionError(f'{where}.inputs: node "{R["nodes"][n]["name"]}" has no subscription to {_topic(t)}')
+            c['ins'].append(sub_by[key])
+        if c['kind'] == 'sub':
+            c['mode'] = 'direct' if c['outs'] else 'sink'
+        else:
+            c['mode'] = 'async' if c['ins'] else 'source'
+    for gi, g in enumerate(R['syncs']):
+        n = g['node']
+        subs_i, pubs_i = [], []
+        for t in g['ins']:
+            key = (n, topic_idx.get(_topic(t)))
+            if key not in sub_by:
+                raise DescriptionError(f'{g["where"]}.inputs: node has no subscription to {_topic(t)}')
+            subs_i.append(sub_by[key])
+        for t in g['outs']:
+            key = (n, topic_idx.get(_topic(t)))
+            if key not in pub_by:
+                raise DescriptionError(f'{g["where"]}.publish: node has no publisher on {_topic(t)}')
+            pubs_i.append(pub_by[key])
+        for si in subs_i:
+            c = R['cbs'][R['subs'][si]['cb']]
+            if c['mode'] == 'sync':
+                raise DescriptionError(f'{g["where"]}: {R["topics"][R["subs"][si]["topic"]]} is in two sync groups')
+            if c['outs']:
+                raise DescriptionError(f'{g["where"]}: a sync-group subscription cannot also "publish" directly')
+            c['mode'] = 'sync'
+            c['sync'] = gi
+        g['subs'], g['pubs'] = subs_i, pubs_i
+    # routes: every publisher reaches every subscription of its topic
+    for pi, pb in enumerate(R['pubs']):
+        pproc = R['nodes'][pb['node']]['proc']
+        for si, sb in enumerate(R['subs']):
+            if sb['topic'] != pb['topic']:
+                continue
+            sproc = R['nodes'][sb['node']]['proc']
+            intra = 1 if (pproc == sproc and R['procs'][pproc]['intra']) else 0
+            R['routes'].append((pi, si, intra))
+    return R
+
+
+def apply_work_scale(R, scale):
+    for c in R['cbs']:
+        k, a, b = c['work']
+        c['work'] = (k, a / scale, b / scale)
+
+
+def write_plan(R, path, distro, t_start, t_end, grace_ns, seed, sockdir):
+    L = [f'# ros2sim plan (generated)', f'version {DISTROS[distro]}', f'run {t_start} {t_end} {grace_ns} {seed}']
+    for h in R['hosts']:
+        L.append(f'host {h["name"]}')
+    for i, p in enumerate(R['procs']):
+        L.append(f'proc {p["name"]} {p["host"]} {p["executor"]} {p["threads"]} {p["intra"]} {sockdir}/{i}.sock')
+    for n in R['nodes']:
+        L.append(f'node {n["proc"]} {n["name"]} {n["ns"]} {n["reentrant"]}')
+    for t in R['topics']:
+        L.append(f'topic {t}')
+    for p in R['pubs']:
+        L.append(f'pub {p["node"]} {p["topic"]} {p["depth"]}')
+    for s in R['subs']:
+        L.append(f'sub {s["node"]} {s["topic"]} {s["depth"]} {s["cb"]}')
+    for t in R['timers']:
+        L.append(f'timer {t["node"]} {t["period"]} {t["offset"]} {t["cb"]}')
+    for g in R['syncs']:
+        L.append(f'sync {g["node"]} {len(g["subs"])} {" ".join(map(str, g["subs"]))} '
+                 f'{len(g["pubs"])} {" ".join(map(str, g["pubs"]))}')
+    for c in R['cbs']:
+        k, a, b = c['work']
+        L.append(f'cb {c["node"]} {"timer" if c["kind"] == "timer" else "sub"} {c["entity"]} {k} {a:.0f} {b:.0f} '
+                 f'{c["mode"]} {c["sync"]} {len(c["outs"])} {" ".join(map(str, c["outs"]))} '
+                 f'{len(c["ins"])} {" ".join(map(str, c["ins"]))}')
+    for i, c in enumerate(R['cbs']):
+        L.append(f'sym {i} {c["sym"]}')
+    for p, s, intra in R['routes']:
+        L.append(f'route {p} {s} {intra}')
+    with open(path, 'w') as f:
+        f.write('\n'.join(L) + '\n')
+
+
+# --------------------------------------------------------------------------- per-host runner
+def _sh(cmd, env=None, check=True):
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError(f'{" ".join(cmd)} failed ({r.returncode}): {r.stdout.strip()}')
+    return r.stdout
+
+
+def host_main(spec_path):
+    """Runs inside `unshare --uts --mount`: private hostname, /var/run/lttng, /dev/shm."""
+    with open(spec_path) as f:
+        spec = json.load(f)
+    status = {'host': spec['host'], 'ok': False}
+    status_path = spec['status']
+    sessiond_pid = None
+    env = dict(os.environ)
+    env['LTTNG_HOME'] = spec['lttng_home']
+    env.update(spec['clock_env'])
+    session = spec['session']
+    try:
+        os.makedirs('/var/run/lttng', exist_ok=True)
+        _sh(['mount', '-t', 'tmpfs', '-o', 'mode=0755', 'ros2sim', '/var/run/lttng'])
+        _sh(['mount', '-t', 'tmpfs', '-o', 'mode=1777', 'ros2sim', '/dev/shm'])
+        _sh(['hostname', spec['hostname']])
+        os.makedirs(spec['lttng_home'], exist_ok=True)
+        _sh(['lttng-sessiond', '--daemonize', '--no-kernel'], env=env)
+        with open('/var/run/lttng/lttng-sessiond.pid') as f:
+            sessiond_pid = int(f.read().strip())
+        status['sessiond_pid'] = sessiond_pid
+        _sh(['lttng', 'create', session, f'--output={spec["trace_dir"]}'], env=env)
+        ch = ['lttng', 'enable-channel', '--userspace', 'ros2', '--session', session,
+              f'--subbuf-size={spec["subbuf_size"]}', f'--num-subbuf={spec["num_subbuf"]}',
+              '--switch-timer=0', '--read-timer=200000']
+        if spec['blocking']:
+            ch.append('--blocking-timeout=inf')
+        _sh(ch, env=env)
+        _sh(['lttng', 'enable-event', '--userspace', 'ros2:*', '--channel', 'ros2', '--session', session], env=env)
+        _sh(['lttng', 'add-context', '--userspace', '--channel', 'ros2', '--session', session,
+             '--type', 'vpid', '--type', 'vtid', '--type', 'procname'], env=env)
+        _sh(['lttng', 'start', session], env=env)
+        # ready; wait for the go (the plan with a common start time)
+        with open(spec['ready'], 'w') as f:
+            f.write('ready')
+        deadline = time.time() + 60
+        while not os.path.exists(spec['go']):
+            if time.time() > deadline:
+                raise RuntimeError('no go from the driver within 60 s')
+            time.sleep(0.02)
+        penv = dict(env)
+        penv['LTTNG_UST_REGISTER_TIMEOUT'] = '-1'   # register before the first (init) event
+        if spec['blocking']:
+            penv['LTTNG_UST_ALLOW_BLOCKING'] = '1'
+        children = []
+        for p in spec['procs']:
+            log = open(p['log'], 'w')
+            children.append((p, subprocess.Popen([spec['binary'], spec['plan'], str(p['index']), spec['gt_dir']],
+                                                 env=penv, stdout=log, stderr=subprocess.STDOUT), log))
+        status['procs'] = []
+        for p, c, log in children:
+            rc = c.wait()
+            log.close()
+            status['procs'].append({'index': p['index'], 'pid': c.pid, 'returncode': rc})
+        _sh(['lttng', 'stop', session], env=env)
+        listing = _sh(['lttng', 'list', session, '--userspace'], env=env, check=False)
+        m = re.findall(r'Discarded events:\s*(\d+)', listing)
+        status['discarded_events'] = sum(int(x) for x in m) if m else None
+        lp = re.findall(r'Lost packets:\s*(\d+)', listing)
+        status['lost_packets'] = sum(int(x) for x in lp) if lp else 0
+        _sh(['lttng', 'destroy', session], env=env)
+        status['ok'] = all(p['returncode'] == 0 for p in status['procs'])
+    except Exception as e:  # reported to the driver through the status file
+        status['error'] = str(e)
+    finally:
+        if sessiond_pid:
+            try:
+                os.kill(sessiond_pid, signal.SIGTERM)
+                for _ in range(100):
+                    os.kill(sessiond_pid, 0)
+                    time.sleep(0.05)
+            except ProcessLookupError:
+                pass
+        with open(status_path, 'w') as f:
+            json.dump(status, f)
+    return 0 if status['ok'] else 1
+
+
+# --------------------------------------------------------------------------- ground truth
+GT_HEADERS = {
+    'messages': 'msg_id,publisher_id,topic,node,process,host,seq,vpid,tid,publisher_handle,rmw_publisher_handle,'
+                'message,source_timestamp,publish_ns,callback_run,n_intra_subs,n_inter_subs',
+    'links': 'msg_id,input_msg_id,kind',
+    'deliveries': 'msg_id,subscription_id,topic,node,process,host,intra,status,vpid,tid,subscription_handle,'
+                  'rmw_subscription_handle,callback,source_timestamp,arrive_ns,take_ns,callback_start_ns,'
+                  'callback_end_ns,drop_ns,callback_run,message',
+    'callbacks': 'run_id,process,host,vpid,tid,node,kind,entity_handle,callback,is_intra,start_ns,end_ns,input_msg_id',
+}
+
+
+def merge_ground_truth(R, gt_parts, gt_dir):
+    objs = {'pub': {}, 'sub': {}, 'timer': {}, 'node': {}}
+    n = len(R['procs'])
+    for i in range(n):
+        p = os.path.join(gt_parts, f'{i}.objects.part')
+        if not os.path.exists(p):
+            continue
+        with open(p) as f:
+            for line in f:
+                k, idx, *rest = line.rstrip('\n').split(',')
+                objs[k][int(idx)] = rest
+    hosts = [h['name'] for h in R['hosts']]
+    pname = lambda pi: R['procs'][pi]['name']
+    counts = {}
+    outs = {k: open(os.path.join(gt_dir, f'{k}.csv'), 'w') for k in GT_HEADERS}
+    for k, f in outs.items():
+        f.write(GT_HEADERS[k] + '\n')
+        counts[k] = 0
+    for i in range(n):
+        proc = pname(i)
+        host = hosts[R['procs'][i]['host']]
+        # messages: id,pub,seq,tid,vpid,addr,src,publish_ns,run,n_intra,n_inter
+        path = os.path.join(gt_parts, f'{i}.messages.part')
+        if os.path.exists(path):
+            w = outs['messages']
+            with open(path) as f:
+                for line in f:
+                    mid, pub, seq, tid, vpid, addr, src, pns, run, ni, nx = line.rstrip('\n').split(',')
+                    pb = R['pubs'][int(pub)]
+                    o = objs['pub'].get(int(pub), ['', ''])
+                    w.write(f'{mid},{pub},{R["topics"][pb["topic"]]},{R["nodes"][pb["node"]]["name"]},{proc},{host},'
+                            f'{seq},{vpid},{tid},{o[0]},{o[1]},{addr},{src},{pns},{i}-{run},{ni},{nx}\n')
+                    counts['messages'] += 1
+        path = os.path.join(gt_parts, f'{i}.links.part')
+        if os.path.exists(path):
+            with open(path) as f:
+                for line in f:
+                    outs['links'].write(line)
+                    counts['links'] += 1
+        # deliveries: id,sub,intra,tid,vpid,status,arrive,take,cbs,cbe,drop,src,run,addr
+        path = os.path.join(gt_parts, f'{i}.deliveries.part')
+        if os.path.exists(path):
+            w = outs['deliveries']
+            with open(path) as f:
+                for line in f:
+                    mid, sub, intra, tid, vpid, st, arr, take, cbs, cbe, drop, src, run, addr = line.rstrip('\n').split(',')
+                    sb = R['subs'][int(sub)]
+                    o = objs['sub'].get(int(sub), ['', '', '', '', ''])
+                    cb = o[3] if intra == '1' else o[2]
+                    runs = '' if run.startswith('-') else f'{i}-{run}'
+                    if st != 'taken':
+                        tid, take, cbs, cbe, addr = '', '', '', '', ''
+                    if st != 'dropped':
+                        drop = ''
+                    w.write(f'{mid},{sub},{R["topics"][sb["topic"]]},{R["nodes"][sb["node"]]["name"]},{proc},{host},'
+                            f'{intra},{st},{vpid},{tid},{o[0]},{o[1]},{cb},{src if intra == "0" else ""},{arr},{take},'
+                            f'{cbs},{cbe},{drop},{runs},{addr}\n')
+                    counts['deliveries'] += 1
+        # callbacks: run,tid,vpid,node,kind,entity,cb,intra,start,end,input
+        path = os.path.join(gt_parts, f'{i}.callbacks.part')
+        if os.path.exists(path):
+            w = outs['callbacks']
+            with open(path) as f:
+                for line in f:
+                    run, tid, vpid, node, kind, ent, cb, intra, st, en, inp = line.rstrip('\n').split(',')
+                    w.write(f'{i}-{run},{proc},{host},{vpid},{tid},{R["nodes"][int(node)]["name"]},{kind},{ent},{cb},'
+                            f'{intra},{st},{en},{inp}\n')
+                    counts['callbacks'] += 1
+    for f in outs.values():
+        f.close()
+    return counts
+
+
+# --------------------------------------------------------------------------- driver
+def preset_path(name):
+    p = os.path.join(PRESETS, name + '.json')
+    if not os.path.exists(p):
+        avail = ', '.join(sorted(x[:-5] for x in os.listdir(PRESETS) if x.endswith('.json')))
+        raise DescriptionError(f'no preset "{name}" (available: {avail})')
+    return p
+
+
+def ensure_built(distro):
+    binary = os.path.join(BUILD, f'ros2sim-{distro}')
+    if not os.path.exists(binary):
+        r = subprocess.run(['make', '-C', HERE, '-s'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0 or not os.path.exists(binary):
+            raise RuntimeError(f'building {binary} failed:\n{r.stdout}')
+    return binary
+
+
+def run(args):
+    src = preset_path(args.preset) if args.preset else args.system
+    desc = load_description(src)
+    if args.distro not in DISTROS:
+        raise DescriptionError(f'--distro must be one of {", ".join(DISTROS)}')
+    R = resolve(desc, src, args.scale)
+    apply_work_scale(R, args.scale)
+    out = os.path.abspath(args.out)
+    if os.path.exists(out):
+        raise FileExistsError(f'{out} already exists; ros2sim never overwrites an output directory')
+    os.makedirs(out)
+    binary = ensure_built(args.distro)
+    for d in ('traces', 'ground_truth', 'logs', 'run', 'run/gt'):
+        os.makedirs(os.path.join(out, d))
+    with open(os.path.join(out, 'system.json'), 'w') as f:
+        json.dump(desc, f, indent=1)
+    sockdir = tempfile.mkdtemp(prefix='ros2sim-')
+    tag = uuid.uuid4().hex[:8]
+    ref_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    hosts_used = sorted({p['host'] for p in R['procs']})
+    n_events_hint = args.subbuf_size
+    host_specs, runners = [], []
+    t0_wall = time.time()
+    try:
+        for hi in hosts_used:
+            h = R['hosts'][hi]
+            clock_env = {}
+            if h['clock_offset_ns'] or h['clock_drift_ppm']:
+                clock_env = {'LTTNG_UST_CLOCK_PLUGIN': os.path.join(BUILD, 'libros2sim_clock.so'),
+                             'ROS2SIM_CLOCK_OFFSET_NS': str(h['clock_offset_ns']),
+                             'ROS2SIM_CLOCK_DRIFT_PPM': repr(h['clock_drift_ppm']),
+                             'ROS2SIM_CLOCK_REF_NS': str(ref_ns),
+                             'ROS2SIM_CLOCK_UUID': str(uuid.uuid5(uuid.NAMESPACE_DNS, f'{tag}.{h["name"]}'))}
+            spec = {
+                'host': h['name'], 'hostname': h['name'], 'session': f'ros2sim-{tag}-{h["name"]}',
+                'trace_dir': os.path.join(out, 'traces', h['name']),
+                'lttng_home': os.path.join(sockdir, f'home-{hi}'),
+                'clock_env': clock_env, 'subbuf_size': args.subbuf_size, 'num_subbuf': args.num_subbuf,
+                'blocking': not args.discard,
+                'ready': os.path.join(out, 'run', f'{hi}.ready'), 'go': os.path.join(out, 'run', 'go'),
+                'status': os.path.join(out, 'run', f'{hi}.status.json'),
+                'binary': binary, 'plan': os.path.join(out, 'run', 'plan.txt'),
+                'gt_dir': os.path.join(out, 'run', 'gt'),
+                'procs': [{'index': i, 'name': p['name'], 'log': os.path.join(out, 'logs', f'{p["name"]}.log')}
+                          for i, p in enumerate(R['procs']) if p['host'] == hi],
+            }
+            sp = os.path.join(out, 'run', f'{hi}.host.json')
+            with open(sp, 'w') as f:
+                json.dump(spec, f, indent=1)
+            host_specs.append((hi, spec))
+            runners.append(subprocess.Popen(
+                ['unshare', '--uts', '--mount', '--fork', '--kill-child', sys.executable, os.path.abspath(__file__),
+                 '_host', sp], stdout=open(os.path.join(out, 'logs', f'host-{h["name"]}.log'), 'w'),
+                stderr=subprocess.STDOUT))
+        # wait until every host's session is recording
+        deadline = time.time() + 60
+        while not all(os.path.exists(s['ready']) for _, s in host_specs):
+            for (hi, s), r in zip(host_specs, runners):
+                if r.poll() is not None:
+                    st = _read_status(s)
+                    raise RuntimeError(f'host {s["host"]} failed to start tracing: {st.get("error", "see logs")}')
+            if time.time() > deadline:
+                raise RuntimeError('hosts did not get ready within 60 s')
+            time.sleep(0.02)
+        now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        t_start = now + int((1.0 + 0.03 * len(R['procs'])) * 1e9)
+        t_end = t_start + int(args.duration * 1e9)
+        grace = int(0.3e9)
+        write_plan(R, os.path.join(out, 'run', 'plan.txt'), args.distro, t_start, t_end, grace, args.seed, sockdir)
+        with open(os.path.join(out, 'run', 'go'), 'w') as f:
+            f.write('go')
+        statuses = []
+        for (hi, s), r in zip(host_specs, runners):
+            r.wait()
+            statuses.append(_read_status(s))
+    finally:
+        for r in runners:
+            if r.poll() is None:
+                r.kill()
+        shutil.rmtree(sockdir, ignore_errors=True)
+    counts = merge_ground_truth(R, os.path.join(out, 'run', 'gt'), os.path.join(out, 'ground_truth'))
+    elapsed = time.time() - t0_wall
+    manifest = {
+        'tool': 'ros2sim', 'distro': args.distro, 'tracetools_version': DISTROS[args.distro],
+        'description': os.path.abspath(src), 'scale': args.scale, 'seed': args.seed,
+        'duration_s': args.duration, 'start_ns': t_start, 'end_ns': t_end, 'clock_ref_ns': ref_ns,
+        'channel': {'name': 'ros2', 'subbuf_size': args.subbuf_size, 'num_subbuf': args.num_subbuf,
+                    'mode': 'discard' if args.discard else 'blocking (no loss: applications wait for buffer space)',
+                    'buffering': 'per-uid', 'context': ['vpid', 'vtid', 'procname']},
+        'hosts': [], 'processes': [], 'ground_truth': {k: f'ground_truth/{k}.csv' for k in GT_HEADERS},
+        'ground_truth_rows': counts, 'wall_time_s': round(elapsed, 3),
+    }
+    ok = True
+    for (hi, s), st in zip(host_specs, statuses):
+        h = R['hosts'][hi]
+        manifest['hosts'].append({
+            'name': h['name'], 'hostname': s['hostname'], 'trace': f'traces/{h["name"]}',
+            'clock_offset_ns': h['clock_offset_ns'], 'clock_drift_ppm': h['clock_drift_ppm'],
+            'clock_formula': 'trace_ns = mono + offset_ns + (mono - clock_ref_ns) * drift_ppm / 1e6',
+            'clock_uuid': s['clock_env'].get('ROS2SIM_CLOCK_UUID'),
+            'discarded_events': st.get('discarded_events'), 'lost_packets': st.get('lost_packets'),
+            'error': st.get('error')})
+        ok = ok and st.get('ok', False)
+        for p in st.get('procs', []):
+            pr = R['procs'][p['index']]
+            manifest['processes'].append({'index': p['index'], 'name': pr['name'], 'host': h['name'],
+                                          'vpid': p['pid'], 'executor': pr['executor'], 'threads': pr['threads'],
+                                          'intra_process': bool(pr['intra']), 'returncode': p['returncode']})
+    manifest['processes'].sort(key=lambda p: p['index'])
+    manifest['ok'] = ok
+    with open(os.path.join(out, 'manifest.json'), 'w') as f:
+        json.dump(manifest, f, indent=1)
+    shutil.rmtree(os.path.join(out, 'run', 'gt'), ignore_errors=True)
+    if not ok:
+        errs = [h['error'] for h in manifest['hosts'] if h['error']]
+        bad = [p['name'] for p in manifest['processes'] if p['returncode'] != 0]
+        raise RuntimeError(f'run failed: {"; ".join(errs)} {"processes failed: " + ", ".join(bad) if bad else ""} '
+                           f'(see {out}/logs)')
+    disc = [h['discarded_events'] for h in manifest['hosts']]
+    print(f'ros2sim: {out}: {len(manifest["hosts"])} trace(s), {counts["messages"]} messages, '
+          f'{counts["callbacks"]} callback runs, discarded events {disc}, {elapsed:.1f} s')
+    return out
+
+
+def _read_status(spec):
+    try:
+        with open(spec['status']) as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError):
+        return {'ok': False, 'error': f'no status from host {spec["host"]}'}
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ['_host']:
+        return host_main(argv[1])
+    ap = argparse.ArgumentParser(prog='ros2sim', description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest='cmd', required=True)
+    r = sub.add_parser('run', help='run a system and record it')
+    g = r.add_mutually_exclusive_group(required=True)
+    g.add_argument('--preset')
+    g.add_argument('--system', help='system description (JSON, or YAML with PyYAML)')
+    r.add_argument('--out', required=True, help='output directory (must not exist)')
+    r.add_argument('--distro', default='jazzy')
+    r.add_argument('--duration', type=float, default=3.0, help='seconds of simulated system time')
+    r.add_argument('--scale', type=float, default=1.0, help='divide timer periods and work times by K')
+    r.add_argument('--seed', type=int, default=1)
+    r.add_argument('--subbuf-size', default='1M')
+    r.add_argument('--num-subbuf', type=int, default=8)
+    r.add_argument('--discard', action='store_true',
+                   help='discard mode like `ros2 trace` (losses are counted in the manifest); default blocks')
+    sub.add_parser('presets', help='list presets')
+    s = sub.add_parser('show', help='print a preset')
+    s.add_argument('preset')
+    a = ap.parse_args(argv)
+    try:
+        if a.cmd == 'presets':
+            for x in sorted(os.listdir(PRESETS)):
+                if x.endswith('.json'):
+                    with open(os.path.join(PRESETS, x)) as f:
+                        print(f'{x[:-5]:32s} {json.load(f).get("description", "")}')
+        elif a.cmd == 'show':
+            with open(preset_path(a.preset)) as f:
+                sys.stdout.write(f.read())
+        else:
+            run(a)
+    except (DescriptionError, FileExistsError, RuntimeError) as e:
+        print(f'ros2sim: error: {e}', file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
