@@ -64,8 +64,9 @@ else:
     BT2_IMPORT_ERROR = None
 
 __all__ = [
-    "BOOKKEEPING", "F32", "Reading", "compare", "read_dump_lines",
-    "find_traces", "Mismatch", "sample_full",
+    "BOOKKEEPING", "F32", "Reading", "compare", "compare_by_trace", "read_dump_lines",
+    "find_traces", "Mismatch", "sample_full", "project_like", "read_lttng_index",
+    "group_by", "stream_key",
 ]
 
 BOOKKEEPING = frozenset({
@@ -184,7 +185,7 @@ class Reading:
     ``events()`` yields dump-format dicts in bt2's merged time order.  While it
     runs it fills:
 
-    * ``counts``: Counter of event names,
+    * ``counts``: Counter of event names; ``trace_counts``: {trace: Counter},
     * ``discarded_events`` / ``discarded_packets``: {(trace, stream file
       name): total count} from bt2's discarded-events/packets messages (a
       message whose count is unknown counts as 1 and is listed in
@@ -205,6 +206,7 @@ class Reading:
         self.path = os.path.abspath(path)
         self.full = full
         self.counts: collections.Counter = collections.Counter()
+        self.trace_counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
         self.discarded_events: dict[tuple[str, str], int] = collections.defaultdict(int)
         self.discarded_packets: dict[tuple[str, str], int] = collections.defaultdict(int)
         self.discarded_unknown: list[tuple[str, str, str]] = []
@@ -243,6 +245,7 @@ class Reading:
                 ts = cycles if num == den else cycles * num // den
                 name = ev.cls.name
                 counts[name] += 1
+                sinfo[3][name] += 1
                 self.n_events += 1
                 if full is not None and not full(ts, name):
                     yield {"ts": ts, "name": name, "trace": sinfo[0], "stream": sinfo[1]}
@@ -290,7 +293,7 @@ class Reading:
                 if tdir not in self.clock_offsets_ns:
                     off = cc.offset
                     self.clock_offsets_ns[tdir] = off.seconds * 10**9 + off.cycles * 10**9 // freq
-                streams[st.addr] = [tdir, {"id": st.cls.id}, (10**9, freq)]
+                streams[st.addr] = [tdir, {"id": st.cls.id}, (10**9, freq), self.trace_counts[tdir]]
             elif t is DiscEv or t is DiscPk:
                 key = self._stream_key(msg.stream)
                 n = msg.count
@@ -391,13 +394,15 @@ def _bucket_key(ev) -> str:
 
 def compare(expected: Iterable[dict], actual: Iterable[dict],
             project: Callable[[dict], dict] | None = None,
-            what: str = "roscope dump") -> int:
+            what: str = "roscope dump", prefix: bool = False) -> int:
     """Check that *actual* (e.g. roscope's events) equals *expected* (the
     oracle's), event by event, with runs of equal ``ts`` compared as
     multisets.  *project*, if given, is applied to each actual event first
-    (for sampled comparisons).  Raises ``Mismatch`` describing the first
-    difference (index of the run, the expected event and the actual one);
-    returns the number of events compared."""
+    (for sampled comparisons).  With *prefix*, *actual* may stop early (its
+    last run of equal ts may then be part of the expected run).  Raises
+    ``Mismatch`` describing the first difference (index of the run, the
+    expected event and the actual one); returns the number of actual events
+    compared."""
     ei = iter(expected)
     ai = iter(actual)
     index = 0
@@ -408,6 +413,8 @@ def compare(expected: Iterable[dict], actual: Iterable[dict],
         if e_next is None:
             raise Mismatch(f"{what} has more events than babeltrace2: event #{index} {_short(a_next)} is extra")
         if a_next is None:
+            if prefix:
+                return index
             raise Mismatch(f"{what} stops early: it has {index} events; babeltrace2's event #{index} is {_short(e_next)}")
         if type(a_next.get("ts")) is not int:
             raise Mismatch(f"{what} event #{index} has no integer ts: {_short(a_next)}")
@@ -432,13 +439,15 @@ def compare(expected: Iterable[dict], actual: Iterable[dict],
             raise Mismatch(f"{what} event #{index}: expected ts {ts} (babeltrace2: {_short(erun[0])}) "
                            f"but {what} has {_short(a_next) if a_next else 'no more events'}")
         else:
-            _match_run(what, index, erun, arun)
+            _match_run(what, index, erun, arun, partial=prefix and a_next is None)
+            if prefix and a_next is None:
+                return index + len(arun)
         index += len(erun)
         prev_ts = ts
     return index
 
 
-def _match_run(what, index, erun, arun):
+def _match_run(what, index, erun, arun, partial=False):
     buckets = collections.defaultdict(list)
     for a in arun:
         buckets[_bucket_key(a)].append(a)
@@ -449,6 +458,8 @@ def _match_run(what, index, erun, arun):
                 del cands[j]
                 break
         else:
+            if partial:
+                continue
             other = cands[0] if cands else (arun[0] if arun else None)
             raise Mismatch(
                 f"{what}: in the run of {len(erun)} babeltrace2 events with ts {e['ts']} starting at event "
@@ -475,6 +486,56 @@ def _diff_msg(what, index, exp, act) -> str:
                 break
     return (f"event #{index} differs{where}\n  babeltrace2: {_short(exp)}\n"
             f"  {what}: {_short(act) if act is not None else '<none>'}")
+
+
+def group_by(events: Iterable[dict], key: Callable[[dict], object]) -> dict:
+    out: dict = collections.defaultdict(list)
+    for ev in events:
+        out[key(ev)].append(ev)
+    return out
+
+
+def stream_key(ev: dict) -> tuple[str, str]:
+    """What tells an event's stream apart in the dump format: trace + stream."""
+    return ev.get("trace"), json.dumps(ev.get("stream"), sort_keys=True)
+
+
+def compare_by_trace(expected: Iterable[dict], actual: Iterable[dict],
+                     what: str = "roscope dump") -> dict[str, int]:
+    """Compare trace by trace (for collections of several traces, whose
+    clocks have different offsets, so the global merge order of babeltrace2,
+    which uses the offsets, may differ from roscope's).  Holds the events in
+    memory; returns {trace: events compared}."""
+    exp = group_by(expected, lambda e: e["trace"])
+    act = group_by(actual, lambda e: e.get("trace"))
+    extra = sorted(set(act) - set(exp), key=str)
+    if extra:
+        raise Mismatch(f"{what} has events of traces babeltrace2 does not know: {extra} "
+                       f"(babeltrace2's traces: {sorted(exp)}); first: {_short(act[extra[0]][0])}")
+    out = {}
+    for trace in sorted(exp):
+        try:
+            out[trace] = compare(exp[trace], act.get(trace, []), what=what)
+        except Mismatch as exc:
+            raise Mismatch(f"trace {trace!r}: {exc}") from None
+    return out
+
+
+def read_lttng_index(path: str) -> list[dict]:
+    """Entries of an LTTng packet index file (``index/<stream>.idx``): offset
+    (bytes), packet_size and content_size (bits), timestamp_begin/_end,
+    events_discarded, stream_id (CTF index format 1.0/1.1, big-endian)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, major, minor, entry_len = struct.unpack_from(">IIII", data, 0)
+    if magic != 0xC1F1DCC1:
+        raise ValueError(f"{path}: not an LTTng index (magic {magic:#x})")
+    names = ("offset", "packet_size", "content_size", "timestamp_begin", "timestamp_end",
+             "events_discarded", "stream_id")
+    out = []
+    for pos in range(16, len(data) - entry_len + 1, entry_len):
+        out.append(dict(zip(names, struct.unpack_from(">7Q", data, pos))))
+    return out
 
 
 def project_like(full: Callable[[int, str], bool]) -> Callable[[dict], dict]:

@@ -1,0 +1,143 @@
+"""Shared pytest fixtures for roscope's tests (generic; any test may use them).
+
+* ``shared_traces``      -- the directory of real traces (/work/shared/traces,
+                            or $ROSCOPE_TRACES); skips when absent.
+* ``roscope_cmd``        -- argv prefix that runs the roscope CLI; skips with a
+                            clear reason when the ``roscope`` module is not
+                            importable.  $ROSCOPE_CLI (a path) overrides it.
+* ``run_roscope``        -- run ``roscope ARGS...`` and get a CompletedProcess.
+* ``lttng_session``      -- factory for LTTng sessions with unique names,
+                            all destroyed at teardown (needs ``@pytest.mark.lttng``).
+* ``ust_traces``         -- live LTTng-UST recordings of tests/fixtures
+                            (dict name -> directory), made once per test session.
+* ``fx_emit``            -- path of the built tests/fixtures/build/fx_emit.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_DIR = os.path.dirname(TESTS_DIR)
+FIXTURES_DIR = os.path.join(TESTS_DIR, "fixtures")
+if TESTS_DIR not in sys.path:
+    sys.path.insert(0, TESTS_DIR)
+
+
+def _load_recordings():
+    spec = importlib.util.spec_from_file_location(
+        "roscope_test_recordings", os.path.join(FIXTURES_DIR, "recordings.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+recordings = _load_recordings()
+
+
+def shared_traces_dir() -> str:
+    return os.environ.get("ROSCOPE_TRACES", "/work/shared/traces")
+
+
+@pytest.fixture(scope="session")
+def shared_traces() -> str:
+    d = shared_traces_dir()
+    if not os.path.isdir(d):
+        pytest.skip(f"the shared real traces are not at {d} (set ROSCOPE_TRACES)")
+    return d
+
+
+# --------------------------------------------------------------------------
+# the roscope CLI
+# --------------------------------------------------------------------------
+
+def roscope_argv() -> list[str] | None:
+    """How to run the roscope CLI from the tests, or None if it cannot be."""
+    override = os.environ.get("ROSCOPE_CLI")
+    if override:
+        return override.split()
+    if importlib.util.find_spec("roscope") is None:
+        return None
+    return [sys.executable, "-m", "roscope"]
+
+
+@pytest.fixture(scope="session")
+def roscope_cmd() -> list[str]:
+    argv = roscope_argv()
+    if argv is None:
+        pytest.skip(f"the roscope module is not importable from {sys.executable} "
+                    "(build it: make setup, then run pytest with .venv/bin/python)")
+    return argv
+
+
+@pytest.fixture(scope="session")
+def run_roscope(roscope_cmd):
+    def run(*args: str, timeout: float = 600, **kw) -> subprocess.CompletedProcess:
+        return subprocess.run([*roscope_cmd, *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, timeout=timeout, **kw)
+    return run
+
+
+# --------------------------------------------------------------------------
+# LTTng
+# --------------------------------------------------------------------------
+
+def _lttng_unavailable() -> str | None:
+    for tool in ("lttng", "lttng-sessiond"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    try:
+        recordings.ensure_sessiond()
+    except Exception as exc:  # pragma: no cover - depends on the machine
+        return f"cannot start lttng-sessiond: {exc}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def lttng_ready() -> None:
+    why = _lttng_unavailable()
+    if why:
+        pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def fx_emit(lttng_ready) -> str:
+    try:
+        return recordings.build_fx_emit()
+    except subprocess.CalledProcessError as exc:
+        pytest.fail(f"cannot build tests/fixtures (make -C tests/fixtures):\n{exc.stdout}")
+
+
+@pytest.fixture
+def lttng_session(lttng_ready, tmp_path):
+    """Factory: ``lttng_session(tag="x", buffers=None|"pid"|"uid")`` returns a
+    created ``recordings.Session`` writing under tmp_path; every session made
+    is destroyed at teardown, whatever happens."""
+    made = []
+
+    def make(tag: str = "t", buffers: str | None = None, output: str | None = None):
+        out = output or str(tmp_path / f"lttng-{tag}-{len(made)}")
+        s = recordings.Session(out, tag, buffers=buffers)
+        made.append(s)
+        s.__enter__()
+        return s
+
+    yield make
+    for s in made:
+        s.destroy()
+
+
+@pytest.fixture(scope="session")
+def ust_traces(fx_emit, tmp_path_factory) -> dict:
+    """Live recordings of tests/fixtures/fx_emit (see fixtures/recordings.py):
+    {"uid": dir, "pid": dir, "discard": dir, "multi": dir}."""
+    base = tmp_path_factory.mktemp("ust-fixtures")
+    try:
+        return recordings.record_all(str(base))
+    except (recordings.LttngError, RuntimeError, subprocess.SubprocessError) as exc:
+        pytest.fail(f"recording the LTTng-UST fixtures failed: {exc}")
