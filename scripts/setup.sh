@@ -8,9 +8,9 @@ cd "$(dirname "$0")/.."
 
 APT_PKGS=(
   lttng-tools liblttng-ust-dev babeltrace2 python3-bt2
-  ros-core-dev libroscpp-dev python3-rospy ros-std-msgs-dev
+  ros-core-dev libroscpp-dev python3-rospy libstd-msgs-dev
   linux-perf python3-venv python3-dev pkg-config
-  build-essential cmake
+  build-essential cmake time
 )
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -10,6 +10,7 @@
 //! - `json`: the `roscope dump` JSON-lines writer;
 //! - `summary`: the one-pass summary behind `roscope info`.
 
+pub mod columns;
 pub mod error;
 pub mod json;
 pub mod metadata;

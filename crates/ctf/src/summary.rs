@@ -41,6 +41,8 @@ pub struct Summary {
     pub trace_last: Vec<Option<u64>>,
     pub processes: Vec<ProcessSummary>,
     pub streams: Vec<StreamSummary>,
+    /// Per trace, per event name: the first event of that name, as a JSON line.
+    pub first: Vec<BTreeMap<String, String>>,
 }
 
 /// Tape index of a top-level field of a struct scope, if every field before it
@@ -74,6 +76,7 @@ pub fn summarize(set: &mut TraceSet) -> Summary {
         trace_events: vec![0; nt],
         trace_first: vec![None; nt],
         trace_last: vec![None; nt],
+        first: vec![BTreeMap::new(); nt],
         ..Default::default()
     };
     // Per (trace, class) counters, folded into names at the end.
@@ -97,6 +100,12 @@ pub fn summarize(set: &mut TraceSet) -> Summary {
     let mut procs: HashMap<(usize, i64), ProcessSummary> = HashMap::new();
     while let Some(i) = set.next() {
         let s = &set.streams[i];
+        if class_counts[s.trace][s.cur_class] == 0 {
+            let mut line = Vec::new();
+            crate::json::write_event(&mut line, set, s);
+            let name = set.traces[s.trace].md.events[s.cur_class].name.clone();
+            sum.first[s.trace].entry(name).or_insert_with(|| String::from_utf8_lossy(&line).trim_end().to_string());
+        }
         class_counts[s.trace][s.cur_class] += 1;
         sum.events += 1;
         let (pp, np) = pid_pos[s.trace][s.sc];
@@ -218,6 +227,15 @@ pub fn to_json(set: &TraceSet, sum: &Summary) -> String {
             write_str(&mut o, name);
             o.push(b':');
             num(&mut o, *n);
+        }
+        o.extend_from_slice(b"},\"first\":{");
+        for (k, (name, line)) in sum.first[ti].iter().enumerate() {
+            if k > 0 {
+                o.push(b',');
+            }
+            write_str(&mut o, name);
+            o.push(b':');
+            o.extend_from_slice(line.as_bytes());
         }
         o.extend_from_slice(b"}}");
     }

@@ -1,0 +1,96 @@
+"""What kind of ROS system a trace comes from, guessed from its event set.
+
+ROS 2: ros2_tracing's `ros2:*` events; the distro from rcl_init's version
+(tracetools' own version) and from which events and fields exist.
+CARET: `ros2_caret:*` events. ROS 1: Bosch ros1_tracetools' `roscpp:*` events,
+or roscope's own ROS 1 tracer.
+"""
+from __future__ import annotations
+
+import json
+
+# tracetools major version -> ROS 2 distro (release branches of ros2_tracing).
+_TRACETOOLS_MAJOR = {
+    0: "Eloquent",
+    1: "Foxy",
+    2: "Galactic",
+    3: "Rolling (late 2021)",
+    4: "Humble",
+    5: "Rolling (2022)",
+    6: "Iron",
+    7: "Rolling (2023)",
+    8: "Jazzy or later",
+}
+
+
+def _first_payload(summary_trace: dict, name: str) -> dict | None:
+    ev = summary_trace.get("first", {}).get(name)
+    if isinstance(ev, str):
+        try:
+            ev = json.loads(ev)
+        except ValueError:
+            return None
+    return ev.get("payload") if isinstance(ev, dict) else None
+
+
+def detect(summary_trace: dict) -> dict:
+    """A description of one trace: {'flavour': ..., 'distro': ..., 'evidence': [...]}."""
+    counts: dict = summary_trace.get("counts", {})
+    names = set(counts)
+    env = summary_trace.get("env", {})
+    evidence: list[str] = []
+    out: dict = {"flavour": "unknown", "distro": None, "caret": False, "evidence": evidence}
+    if env.get("domain") == "kernel":
+        out["flavour"] = "kernel"
+        evidence.append("env.domain = kernel")
+        return out
+    ros2 = {n for n in names if n.startswith("ros2:")}
+    if any(n.startswith("ros2_caret:") for n in names):
+        out["caret"] = True
+        evidence.append("ros2_caret:* events (CARET)")
+    if any(n.startswith("roscpp:") for n in names):
+        out["flavour"] = "ROS 1"
+        out["distro"] = "roscpp (ros1_tracetools)"
+        evidence.append("roscpp:* events (Bosch ros1_tracetools)")
+        return out
+    if any(n.startswith("roscope_ros1:") for n in names):
+        out["flavour"] = "ROS 1"
+        out["distro"] = "roscpp (roscope tracer)"
+        evidence.append("roscope_ros1:* events")
+        return out
+    if not ros2:
+        return out
+    out["flavour"] = "ROS 2"
+    distro = None
+    init = _first_payload(summary_trace, "ros2:rcl_init")
+    if init and isinstance(init.get("version"), str):
+        ver = init["version"]
+        evidence.append(f"rcl_init version {ver}")
+        try:
+            distro = _TRACETOOLS_MAJOR.get(int(ver.split(".")[0]))
+        except ValueError:
+            pass
+    # Event-set evidence, newest first.
+    if "ros2:message_link_periodic_async" in names or "ros2:message_link_partial_sync" in names:
+        evidence.append("message_link_* events (Rolling)")
+        distro = distro or "Rolling"
+    elif "ros2:rmw_client_init" in names:
+        evidence.append("rmw_client_init (Kilted or later)")
+        distro = distro or "Kilted or later"
+    pub = _first_payload(summary_trace, "ros2:rmw_publish")
+    if pub is not None:
+        if "timestamp" in pub:
+            evidence.append("rmw_publish has a timestamp (Jazzy or later)")
+            distro = distro or "Jazzy or later"
+    if any(n.startswith("ros2:rclcpp_ring_buffer") for n in names):
+        evidence.append("intra-process ring buffer events (Iron or later)")
+        distro = distro or "Iron or later"
+    if "ros2:rclcpp_executor_execute" in names:
+        evidence.append("executor events (Humble or later, or Rolling from 2021)")
+    if distro is None:
+        if "ros2:rclcpp_timer_link_node" in names or "ros2:rcl_publish" in names:
+            distro = "Galactic or later"
+        else:
+            distro = "Foxy or later"
+    out["distro"] = distro
+    return out

@@ -1,0 +1,135 @@
+"""Reading traces from Python: summaries, JSON lines, and columnar batches.
+
+Every method makes one pass over the events in the Rust core; Python only
+ever sees whole columns (Arrow arrays), never one object per event.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import IO, Iterator, Sequence
+
+from roscope import _core
+
+TraceError = _core.TraceError
+
+
+@dataclass
+class Batch:
+    trace: int
+    event: str
+    batch: "pyarrow.RecordBatch"  # noqa: F821
+
+
+def _paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    out = [os.fspath(p) for p in paths]
+    if not out:
+        raise ValueError("no trace path given")
+    for p in out:
+        if not os.path.exists(p):
+            raise FileNotFoundError(f"{p}: no such file or directory")
+    return out
+
+
+def _arrow_array(kind: str, rows: int, values: bytes, offsets: bytes, validity: bytes):
+    import numpy as np
+    import pyarrow as pa
+
+    bitmap = None
+    null_count = 0
+    if validity:
+        v = np.frombuffer(validity, dtype=np.uint8)
+        null_count = int(rows - v.sum())
+        bitmap = pa.py_buffer(np.packbits(v, bitorder="little").tobytes())
+    if kind in ("int64", "uint64", "float64"):
+        typ = {"int64": pa.int64(), "uint64": pa.uint64(), "float64": pa.float64()}[kind]
+        return pa.Array.from_buffers(typ, rows, [bitmap, pa.py_buffer(values)], null_count=null_count)
+    if kind in ("string", "json"):
+        return pa.Array.from_buffers(
+            pa.large_string(), rows, [bitmap, pa.py_buffer(offsets), pa.py_buffer(values)], null_count=null_count
+        )
+    if kind.startswith("list<"):
+        inner = kind[5:-1]
+        typ = {"int64": pa.int64(), "uint64": pa.uint64(), "float64": pa.float64()}[inner]
+        child = pa.Array.from_buffers(typ, len(values) // 8, [None, pa.py_buffer(values)])
+        return pa.Array.from_buffers(
+            pa.large_list(typ), rows, [bitmap, pa.py_buffer(offsets)], null_count=null_count, children=[child]
+        )
+    raise ValueError(f"unknown column kind {kind!r}")
+
+
+@dataclass
+class Trace:
+    """One or more CTF traces (a directory anywhere above `metadata` files)."""
+
+    paths: list[str]
+    warnings: list[str] = field(default_factory=list)
+    #: (stream file, events discarded, packets lost) for streams that lost any.
+    losses: list[tuple[str, int, int]] = field(default_factory=list)
+
+    def __init__(self, paths):
+        self.paths = _paths(paths)
+        self.warnings = []
+        self.losses = []
+
+    def _open(self):
+        return _core.Trace(self.paths)
+
+    def metadata(self) -> list[tuple[str, str, str]]:
+        """(relative dir, dir, TSDL text) of each trace found."""
+        return self._open().traces()
+
+    def summary(self) -> dict:
+        """Counts, processes, streams and lost events, from one pass."""
+        t = self._open()
+        s = json.loads(t.summary_json())
+        self.warnings = t.warnings()
+        return s
+
+    def dump(self, out: IO | int | None = None, limit: int | None = None) -> int:
+        """Writes every event as a JSON line (docs/dump-format.md)."""
+        if out is None:
+            out = sys.stdout
+        if not isinstance(out, int):
+            out.flush()
+            out = out.fileno()
+        t = self._open()
+        try:
+            return t.dump(out, limit)
+        finally:
+            self.warnings = t.warnings()
+            self.losses = t.losses()
+
+    def batches(self, events: Sequence[str] | None = None, max_rows: int = 1 << 18) -> Iterator[Batch]:
+        """Columnar batches, one table per (trace, event class), as Arrow record batches."""
+        import pyarrow as pa
+
+        t = self._open()
+        ev = list(events) if events is not None else None
+        while True:
+            got = t.read_batches(ev, max_rows)
+            if got is None:
+                break
+            for trace_idx, name, rows, cols in got:
+                arrays = [_arrow_array(kind, rows, v, o, m) for (_, kind, v, o, m) in cols]
+                yield Batch(trace_idx, name, pa.RecordBatch.from_arrays(arrays, names=[c[0] for c in cols]))
+        self.warnings = t.warnings()
+        self.losses = t.losses()
+
+    def tables(self, events: Sequence[str] | None = None) -> dict[str, "pyarrow.Table"]:  # noqa: F821
+        """All events of each class as one Arrow table per event name (all traces)."""
+        import pyarrow as pa
+
+        parts: dict[str, list] = {}
+        for b in self.batches(events):
+            parts.setdefault(b.event, []).append(b.batch)
+        out = {}
+        for name, bs in parts.items():
+            out[name] = pa.Table.from_batches(bs) if len({tuple(x.schema.names) for x in bs}) == 1 else pa.concat_tables(
+                [pa.Table.from_batches([x]) for x in bs], promote_options="default"
+            )
+        return out
