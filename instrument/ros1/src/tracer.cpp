@@ -179,7 +179,7 @@ static std::string code_symbol(const void* addr) {
 // Symbol of the callable stored in a boost::function: the function for plain
 // function pointers and boost::bind of a (member) function, else the demangled
 // type of the callable (e.g. a lambda), like ros2_tracing's get_symbol().
-static std::string function_symbol(const boost::function_base& f) {
+static std::string function_symbol(const boost::function_base& f, int depth = 0) {
   if (f.empty()) return "<empty>";
   const boost::typeindex::type_info& ti = f.target_type();
   std::string tname = demangle(ti.name());
@@ -189,6 +189,9 @@ static std::string function_symbol(const boost::function_base& f) {
   out.members.type.volatile_qualified = false;
   f.get_vtable()->manager(f.functor, out, boost::detail::function::check_functor_type_tag);
   const void* obj = out.members.obj_ptr;
+  // roscpp often wraps the user's callable in another boost::function.
+  if (obj && depth < 4 && tname.compare(0, 16, "boost::function<") == 0)
+    return function_symbol(*static_cast<const boost::function_base*>(obj), depth + 1);
   if (obj && (tname.find("(*)(") != std::string::npos || tname.compare(0, 19, "boost::_bi::bind_t<") == 0)) {
     // Function pointer: the stored object is the pointer. bind_t: its first
     // member is the bound function pointer or member-function pointer, whose

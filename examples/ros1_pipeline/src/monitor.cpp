@@ -1,0 +1,44 @@
+// Process "monitor": a second subscriber of /lidar and /lidar_filtered (topics
+// with several subscribers), a /plan subscriber, and a 2 Hz timer that calls
+// the planner's service.
+#include "common.h"
+
+#include <std_srvs/Trigger.h>
+
+using namespace pipeline;
+
+class Monitor {
+ public:
+  explicit Monitor(GroundTruth& gt) : gt_(gt), nh_("/monitor") {
+    sub_lidar_ = nh_.subscribe("/lidar", 100, &Monitor::onLidar, this);
+    sub_filtered_ = nh_.subscribe("/lidar_filtered", 100, &Monitor::onFiltered, this);
+    sub_plan_ = nh_.subscribe("/plan", 100, &Monitor::onPlan, this);
+    client_ = nh_.serviceClient<std_srvs::Trigger>("/planner/get_status");
+    timer_ = nh_.createTimer(ros::Duration(0.5), &Monitor::onTimer, this);
+  }
+  void onLidar(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/lidar", *in); }
+  void onFiltered(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/lidar_filtered", *in); }
+  void onPlan(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/plan", *in); }
+  void onTimer(const ros::TimerEvent&) {
+    gt_.timer(nh_.getNamespace(), 0.5);
+    std_srvs::Trigger t;
+    bool ok = client_.exists() && client_.call(t);
+    gt_.service(nh_.getNamespace(), "/planner/get_status", "srv_call", ok);
+  }
+
+ private:
+  GroundTruth& gt_;
+  ros::NodeHandle nh_;
+  ros::Subscriber sub_lidar_, sub_filtered_, sub_plan_;
+  ros::ServiceClient client_;
+  ros::Timer timer_;
+};
+
+int main(int argc, char** argv) {
+  ros::init(argc, argv, "monitor");
+  GroundTruth gt("monitor");
+  Monitor monitor(gt);
+  ros::spin();
+  gt.close();
+  return 0;
+}

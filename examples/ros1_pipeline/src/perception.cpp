@@ -1,0 +1,106 @@
+// Process "perception": three nodes in one process (nodelet-style), so that
+// /lidar_filtered (filter -> fusion) and /tf_like (localizer -> itself) are
+// delivered intra-process.
+//   filter:    /lidar -> /lidar_filtered, one output per input (direct link),
+//              published as a shared_ptr (roscpp's no-copy intra-process path).
+//   fusion:    partial synchronous: publishes /fused once both /lidar_filtered
+//              and /imu have a new message.
+//   localizer: timer publishes /tf_like (by value: serialized intra-process
+//              path) and subscribes /tf_like as well.
+#include "common.h"
+
+#include <roscope/annotate.h>
+
+using namespace pipeline;
+
+class Filter {
+ public:
+  explicit Filter(GroundTruth& gt) : gt_(gt), nh_("/perception/filter"), ids_(10) {
+    pub_ = nh_.advertise<Msg>("/lidar_filtered", 100);
+    sub_ = nh_.subscribe("/lidar", 100, &Filter::onLidar, this);
+  }
+  void onLidar(const Msg::ConstPtr& in) {
+    gt_.recv(nh_.getNamespace(), "/lidar", *in);
+    boost::shared_ptr<Msg> out = boost::make_shared<Msg>(make_msg(ids_.next(), {in->data[0]}, 1024));
+    gt_.pub(nh_.getNamespace(), pub_, *out);
+    pub_.publish(out);
+  }
+
+ private:
+  GroundTruth& gt_;
+  ros::NodeHandle nh_;
+  ros::Publisher pub_;
+  ros::Subscriber sub_;
+  IdSource ids_;
+};
+
+class Fusion {
+ public:
+  explicit Fusion(GroundTruth& gt) : gt_(gt), nh_("/perception/fusion"), ids_(11) {
+    pub_ = nh_.advertise<Msg>("/fused", 100);
+    sub_lidar_ = nh_.subscribe("/lidar_filtered", 100, &Fusion::onLidar, this);
+    sub_imu_ = nh_.subscribe("/imu", 100, &Fusion::onImu, this);
+    roscope::message_link_partial_sync({&sub_lidar_, &sub_imu_}, {&pub_});
+  }
+  void onLidar(const Msg::ConstPtr& in) {
+    gt_.recv(nh_.getNamespace(), "/lidar_filtered", *in);
+    lidar_ = in;
+    maybePublish();
+  }
+  void onImu(const Msg::ConstPtr& in) {
+    gt_.recv(nh_.getNamespace(), "/imu", *in);
+    imu_ = in;
+    maybePublish();
+  }
+
+ private:
+  void maybePublish() {
+    if (!lidar_ || !imu_) return;
+    Msg out = make_msg(ids_.next(), {lidar_->data[0], imu_->data[0]}, 0);
+    lidar_.reset();
+    imu_.reset();
+    gt_.pub(nh_.getNamespace(), pub_, out);
+    pub_.publish(out);
+  }
+  GroundTruth& gt_;
+  ros::NodeHandle nh_;
+  ros::Publisher pub_;
+  ros::Subscriber sub_lidar_, sub_imu_;
+  Msg::ConstPtr lidar_, imu_;
+  IdSource ids_;
+};
+
+class Localizer {
+ public:
+  explicit Localizer(GroundTruth& gt) : gt_(gt), nh_("/perception/localizer"), ids_(12) {
+    pub_ = nh_.advertise<Msg>("/tf_like", 100);
+    sub_ = nh_.subscribe("/tf_like", 100, &Localizer::onTf, this);
+    timer_ = nh_.createTimer(ros::Duration(1.0 / param_rate("PIPELINE_TF_HZ", 25)), &Localizer::onTimer, this);
+  }
+  void onTimer(const ros::TimerEvent& e) {
+    gt_.timer(nh_.getNamespace(), (e.current_expected - e.last_expected).toSec());
+    Msg m = make_msg(ids_.next(), {}, 0);
+    gt_.pub(nh_.getNamespace(), pub_, m);
+    pub_.publish(m);
+  }
+  void onTf(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/tf_like", *in); }
+
+ private:
+  GroundTruth& gt_;
+  ros::NodeHandle nh_;
+  ros::Publisher pub_;
+  ros::Subscriber sub_;
+  ros::Timer timer_;
+  IdSource ids_;
+};
+
+int main(int argc, char** argv) {
+  ros::init(argc, argv, "perception");
+  GroundTruth gt("perception");
+  Filter filter(gt);
+  Fusion fusion(gt);
+  Localizer localizer(gt);
+  ros::spin();
+  gt.close();
+  return 0;
+}
