@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::error::{CtfError, Result, Warning};
 use crate::tsdl::{self, Decl, Value};
-use crate::types::{byte_order, collect_refs, Linker, Resolver, Ty};
+use crate::types::{byte_order, collect_refs, program, Linker, Op, Resolver, Ty};
 
 pub const METADATA_MAGIC: u32 = 0x75D1_1D57;
 
@@ -49,6 +49,9 @@ pub struct EventClass {
     pub loglevel: Option<i64>,
     pub context: Option<Ty>,
     pub payload: Option<Ty>,
+    /// Compiled decoding programs of `context` and `payload`.
+    pub context_prog: Vec<Op>,
+    pub payload_prog: Vec<Op>,
 }
 
 #[derive(Debug, Clone)]
@@ -59,6 +62,8 @@ pub struct StreamClass {
     pub event_context: Option<Ty>,
     /// Event classes of this stream, by id.
     pub events: HashMap<u64, usize>,
+    pub event_header_prog: Vec<Op>,
+    pub event_context_prog: Vec<Op>,
 }
 
 #[derive(Debug, Clone)]
@@ -246,7 +251,7 @@ pub fn parse(text: &str, file: &str) -> Result<Metadata> {
                     md.clocks.push(c);
                 }
                 "stream" => {
-                    let mut s = StreamClass { id: 0, packet_context: None, event_header: None, event_context: None, events: HashMap::new() };
+                    let mut s = StreamClass { id: 0, packet_context: None, event_header: None, event_context: None, events: HashMap::new(), event_header_prog: Vec::new(), event_context_prog: Vec::new() };
                     for a in attrs {
                         match (a.key.as_str(), &a.value) {
                             ("id", Value::Int(v)) => s.id = *v as u64,
@@ -262,7 +267,7 @@ pub fn parse(text: &str, file: &str) -> Result<Metadata> {
                     md.streams.push(s);
                 }
                 "event" => {
-                    let mut e = EventClass { id: 0, name: String::new(), stream_id: u64::MAX, loglevel: None, context: None, payload: None };
+                    let mut e = EventClass { id: 0, name: String::new(), stream_id: u64::MAX, loglevel: None, context: None, payload: None, context_prog: Vec::new(), payload_prog: Vec::new() };
                     for a in attrs {
                         match (a.key.as_str(), &a.value) {
                             ("id", Value::Int(v)) => e.id = *v as u64,
@@ -284,7 +289,7 @@ pub fn parse(text: &str, file: &str) -> Result<Metadata> {
         return Err(merr(0, "no 'trace' block".into()));
     }
     if md.streams.is_empty() {
-        md.streams.push(StreamClass { id: 0, packet_context: None, event_header: None, event_context: None, events: HashMap::new() });
+        md.streams.push(StreamClass { id: 0, packet_context: None, event_header: None, event_context: None, events: HashMap::new(), event_header_prog: Vec::new(), event_context_prog: Vec::new() });
     }
     // Events may be declared before their stream class (CARET's metadata does so).
     let single = if md.streams.len() == 1 { Some(md.streams[0].id) } else { None };
@@ -341,6 +346,14 @@ pub fn parse(text: &str, file: &str) -> Result<Metadata> {
                 lk.link_scope("event.fields", t, false).map_err(|m| lerr(&what, m))?;
             }
         }
+    }
+    for e in events.iter_mut() {
+        e.context_prog = program(e.context.as_ref());
+        e.payload_prog = program(e.payload.as_ref());
+    }
+    for s in md.streams.iter_mut() {
+        s.event_header_prog = program(s.event_header.as_ref());
+        s.event_context_prog = program(s.event_context.as_ref());
     }
     md.events = events;
     md.nregs = lk.nregs;

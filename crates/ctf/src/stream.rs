@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::error::Warning;
 use crate::metadata::{Metadata, StreamClass};
-use crate::types::{Role, Ty};
+use crate::types::{Op, Role, Ty};
 
 pub const PACKET_MAGIC: u64 = 0xC1FC_1FC1;
 /// An event may not produce more values than this (guards against absurd
@@ -350,13 +350,16 @@ impl StreamReader {
 
     #[inline]
     fn read_event(&mut self) -> DResult<()> {
-        let md = self.md.clone();
+        // SAFETY: `self.md` is set at construction and never replaced, so the
+        // metadata outlives this call; going through a pointer avoids touching
+        // the Arc's counter for every event.
+        let md: &Metadata = unsafe { &*Arc::as_ptr(&self.md) };
         let sc = &md.streams[self.sc];
         self.event_id = 0;
-        if let Some(h) = &sc.event_header {
+        if !sc.event_header_prog.is_empty() {
             let mut ht = std::mem::take(&mut self.hdr_tape);
             ht.clear();
-            let r = self.dec(h, &mut ht);
+            let r = self.run(&sc.event_header_prog, &mut ht);
             self.hdr_tape = ht;
             r?;
         }
@@ -369,23 +372,44 @@ impl StreamReader {
         self.cur_ts = self.to_ns(self.clock);
         let mut tape = std::mem::take(&mut self.tape);
         tape.clear();
-        let r = (|| {
-            if let Some(c) = &sc.event_context {
-                self.dec(c, &mut tape)?;
-            }
-            self.ctx_start = tape.len();
-            let ec = &md.events[class];
-            if let Some(c) = &ec.context {
-                self.dec(c, &mut tape)?;
-            }
-            self.payload_start = tape.len();
-            if let Some(p) = &ec.payload {
-                self.dec(p, &mut tape)?;
-            }
-            Ok(())
-        })();
+        let ec = &md.events[class];
+        let mut r = self.run(&sc.event_context_prog, &mut tape);
+        self.ctx_start = tape.len();
+        if r.is_ok() {
+            r = self.run(&ec.context_prog, &mut tape);
+        }
+        self.payload_start = tape.len();
+        if r.is_ok() {
+            r = self.run(&ec.payload_prog, &mut tape);
+        }
         self.tape = tape;
         r
+    }
+
+    /// Runs a compiled program (see `types::Op`).
+    #[inline]
+    fn run(&mut self, prog: &[Op], out: &mut Vec<Val>) -> DResult<()> {
+        for op in prog {
+            match op {
+                Op::Int { size, align, le, signed, role, reg } => {
+                    let raw = self.read_bits(*size, *align, *le)?;
+                    self.int_done(raw, *size, *signed, *role, *reg, out);
+                }
+                Op::Align(a) => self.align(*a),
+                Op::F32 { align, le } => {
+                    let raw = self.read_bits(32, *align, *le)?;
+                    out.push(Val::F(f32::from_bits(raw as u32) as f64));
+                }
+                Op::F64 { align, le } => {
+                    let raw = self.read_bits(64, *align, *le)?;
+                    out.push(Val::F(f64::from_bits(raw)));
+                }
+                Op::Str => self.string(out)?,
+                Op::Text(len) => self.text_array(*len, out)?,
+                Op::Other(t) => self.dec(t, out)?,
+            }
+        }
+        Ok(())
     }
 
     #[inline(always)]
@@ -442,21 +466,7 @@ impl StreamReader {
                 let raw = self.read_bits(size, f.align, f.le)?;
                 out.push(Val::F(if size == 32 { f32::from_bits(raw as u32) as f64 } else { f64::from_bits(raw) }));
             }
-            Ty::Str => {
-                self.align(8);
-                let byte = (self.pos >> 3) as usize;
-                let end = (self.end >> 3) as usize;
-                if byte > end {
-                    return Err(DErr("string starts past the end of the packet content".into()));
-                }
-                match memchr::memchr(0, &self.data[byte..end]) {
-                    Some(n) => {
-                        out.push(Val::Str(byte as u64, n as u32));
-                        self.pos = ((byte + n + 1) as u64) << 3;
-                    }
-                    None => return Err(DErr("string has no terminating NUL before the end of the packet content".into())),
-                }
-            }
+            Ty::Str => self.string(out)?,
             Ty::Struct(s) => {
                 self.align(s.align);
                 for f in &s.fields {
@@ -499,6 +509,24 @@ impl StreamReader {
             }
         }
         Ok(())
+    }
+
+    #[inline]
+    fn string(&mut self, out: &mut Vec<Val>) -> DResult<()> {
+        self.align(8);
+        let byte = (self.pos >> 3) as usize;
+        let end = (self.end >> 3) as usize;
+        if byte > end {
+            return Err(DErr("string starts past the end of the packet content".into()));
+        }
+        match memchr::memchr(0, &self.data[byte..end]) {
+            Some(n) => {
+                out.push(Val::Str(byte as u64, n as u32));
+                self.pos = ((byte + n + 1) as u64) << 3;
+                Ok(())
+            }
+            None => Err(DErr("string has no terminating NUL before the end of the packet content".into())),
+        }
     }
 
     fn text_array(&mut self, len: u64, out: &mut Vec<Val>) -> DResult<()> {

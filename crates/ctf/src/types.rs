@@ -574,3 +574,53 @@ fn descend(entries: &[Entry], parts: &[&str]) -> Option<Entry> {
         descend(e.children.as_ref()?, &parts[1..])
     }
 }
+
+/// A flattened decoding program: what `Ty` trees of fixed shape become, so
+/// that the hot loop runs without recursion. Values land on the tape exactly
+/// as decoding the tree would put them.
+#[derive(Debug, Clone)]
+pub enum Op {
+    Align(u32),
+    Int { size: u32, align: u32, le: bool, signed: bool, role: Role, reg: Option<u32> },
+    F32 { align: u32, le: bool },
+    F64 { align: u32, le: bool },
+    Str,
+    Text(u64),
+    /// Anything with a data-dependent shape (sequences, variants, large arrays).
+    Other(Box<Ty>),
+}
+
+pub fn compile(ty: &Ty, out: &mut Vec<Op>) {
+    match ty {
+        Ty::Int(i) => out.push(Op::Int { size: i.size, align: i.align, le: i.le, signed: i.signed, role: i.role, reg: i.reg }),
+        Ty::Enum(e) => {
+            let i = &e.int;
+            out.push(Op::Int { size: i.size, align: i.align, le: i.le, signed: i.signed, role: i.role, reg: i.reg })
+        }
+        Ty::Float(f) => out.push(if f.mant_dig == 24 { Op::F32 { align: f.align, le: f.le } } else { Op::F64 { align: f.align, le: f.le } }),
+        Ty::Str => out.push(Op::Str),
+        Ty::Struct(s) => {
+            if s.align > 1 {
+                out.push(Op::Align(s.align));
+            }
+            for f in &s.fields {
+                compile(&f.ty, out);
+            }
+        }
+        Ty::Array { text: true, len, .. } => out.push(Op::Text(*len)),
+        Ty::Array { elem, len, .. } if *len <= 32 && !matches!(**elem, Ty::Seq { .. } | Ty::Variant(_)) => {
+            for _ in 0..*len {
+                compile(elem, out);
+            }
+        }
+        other => out.push(Op::Other(Box::new(other.clone()))),
+    }
+}
+
+pub fn program(ty: Option<&Ty>) -> Vec<Op> {
+    let mut v = Vec::new();
+    if let Some(t) = ty {
+        compile(t, &mut v);
+    }
+    v
+}
