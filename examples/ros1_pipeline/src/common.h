@@ -45,6 +45,7 @@ class GroundTruth {
       fprintf(stderr, "%s: cannot create ground-truth log %s (exists already?)\n", process.c_str(), path.c_str());
       exit(2);
     }
+    setvbuf(f_, nullptr, _IOLBF, 1 << 16);  // line-buffered: the log survives a crash
     line("{\"ev\":\"start\",\"process\":\"%s\",\"pid\":%d,\"mono_ns\":%" PRId64 ",\"wall_ns\":%" PRId64 "}",
          process.c_str(), getpid(), mono_ns(), wall_ns());
   }

@@ -13,12 +13,19 @@ class Monitor {
     sub_lidar_ = nh_.subscribe("/lidar", 100, &Monitor::onLidar, this);
     sub_filtered_ = nh_.subscribe("/lidar_filtered", 100, &Monitor::onFiltered, this);
     sub_plan_ = nh_.subscribe("/plan", 100, &Monitor::onPlan, this);
+    // A slow subscriber with a queue of 1: roscpp drops messages in the
+    // subscription queue (subscriber side).
+    sub_burst_ = nh_.subscribe("/burst", 1, &Monitor::onBurst, this);
     client_ = nh_.serviceClient<std_srvs::Trigger>("/planner/get_status");
     timer_ = nh_.createTimer(ros::Duration(0.5), &Monitor::onTimer, this);
   }
   void onLidar(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/lidar", *in); }
   void onFiltered(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/lidar_filtered", *in); }
   void onPlan(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/plan", *in); }
+  void onBurst(const Msg::ConstPtr& in) {
+    gt_.recv(nh_.getNamespace(), "/burst", *in);
+    ros::WallDuration(0.03).sleep();
+  }
   void onTimer(const ros::TimerEvent&) {
     gt_.timer(nh_.getNamespace(), 0.5);
     std_srvs::Trigger t;
@@ -29,7 +36,7 @@ class Monitor {
  private:
   GroundTruth& gt_;
   ros::NodeHandle nh_;
-  ros::Subscriber sub_lidar_, sub_filtered_, sub_plan_;
+  ros::Subscriber sub_lidar_, sub_filtered_, sub_plan_, sub_burst_;
   ros::ServiceClient client_;
   ros::Timer timer_;
 };

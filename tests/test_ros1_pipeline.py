@@ -1,0 +1,414 @@
+"""The ROS 1 tracer on the real example pipeline, checked against ground truth.
+
+`roscope record` records examples/ros1_pipeline (real roscpp processes on a
+private rosmaster port, preloaded with instrument/ros1's tracer). The trace is
+decoded with babeltrace2's Python bindings (bt2) here in the test, and compared
+with the ground-truth logs the nodes write themselves (message ids carried in
+the message data, their inputs, and times). Nothing comes from roscope's own
+trace loader.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+bt2 = pytest.importorskip("bt2", reason="babeltrace2 Python bindings (python3-bt2) are needed")
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "ros1_pipeline"
+TRACER_DIR = REPO / "instrument" / "ros1"
+MSG_TYPE = "std_msgs/UInt64MultiArray"
+
+pytestmark = [pytest.mark.lttng, pytest.mark.ros1]
+
+
+# --------------------------------------------------------------------------
+# shared helpers (also used by test_record_*.py)
+# --------------------------------------------------------------------------
+
+def build_all() -> None:
+    for d in (TRACER_DIR, EXAMPLE):
+        p = subprocess.run(["make", "-C", str(d)], capture_output=True, text=True)
+        assert p.returncode == 0, f"building {d} failed:\n{p.stdout}\n{p.stderr}"
+
+
+def roscope_record(args: list[str], timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO / "python") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return subprocess.run([sys.executable, "-m", "roscope", "record", *args], capture_output=True, text=True,
+                          env=env, timeout=timeout, **kw)
+
+
+def read_trace(path: Path) -> tuple[list[dict], int]:
+    """All events (name, ts in ns of the monotonic clock, context, payload) and the discarded count."""
+    events = []
+    discarded = 0
+    for m in bt2.TraceCollectionMessageIterator(str(path)):
+        if type(m) is bt2._DiscardedEventsMessageConst:
+            discarded += m.count or 0
+            continue
+        if type(m) is not bt2._EventMessageConst:
+            continue
+        ev = m.event
+        d = {"name": ev.name, "ts": int(m.default_clock_snapshot.value)}
+        for fields in (ev.common_context_field, ev.payload_field):
+            for k, v in fields.items():
+                if isinstance(v, bt2._StringFieldConst):
+                    d[k] = str(v)
+                elif isinstance(v, bt2._ArrayFieldConst):
+                    d[k] = [int(x) for x in v]
+                else:
+                    d[k] = int(v)
+        events.append(d)
+    events.sort(key=lambda e: e["ts"])
+    return events, discarded
+
+
+def read_ground_truth(gtdir: Path) -> list[dict]:
+    rows = []
+    for f in sorted(gtdir.glob("*.jsonl")):
+        with open(f) as fh:
+            for line in fh:
+                line = line.strip()
+                if line:
+                    r = json.loads(line)
+                    r["file"] = f.stem
+                    rows.append(r)
+    return rows
+
+
+class TraceModel:
+    """Objects and message flow rebuilt from decoded roscope_ros1 events."""
+
+    def __init__(self, events: list[dict]):
+        self.events = events
+        self.pubs = {}        # (pid, publisher) -> init event
+        self.subs = {}        # (pid, subscription) -> init event
+        self.cb_sub = {}      # (pid, callback) -> init event of subscription/timer/service
+        self.cb_kind = {}     # (pid, callback) -> kind
+        self.symbols = {}     # (pid, callback) -> symbol
+        self.timers = {}
+        self.services = {}
+        tx_by_addr = {}
+        rx_links = {}
+        for e in events:
+            pid = e["vpid"]
+            n = e["name"].split(":", 1)[1]
+            if n == "publisher_init":
+                self.pubs[(pid, e["publisher"])] = e
+            elif n == "subscription_init":
+                self.subs[(pid, e["subscription"])] = e
+                self.cb_sub[(pid, e["callback"])] = e
+                self.cb_kind[(pid, e["callback"])] = "subscription"
+            elif n == "timer_init":
+                self.timers[(pid, e["timer"])] = e
+                self.cb_sub[(pid, e["callback"])] = e
+                self.cb_kind[(pid, e["callback"])] = "timer"
+            elif n == "service_init":
+                self.services[(pid, e["service"])] = e
+                self.cb_sub[(pid, e["callback"])] = e
+                self.cb_kind[(pid, e["callback"])] = "service"
+            elif n == "callback_register":
+                self.symbols[(pid, e["callback"])] = (e["kind"], e["symbol"])
+            elif n == "link_tx_init":
+                tx_by_addr[(e["local_addr"], e["remote_addr"])] = (pid, e["link"])
+            elif n == "link_rx_init":
+                rx_links[(pid, e["link"])] = (e["local_addr"], e["remote_addr"])
+        # receiver link -> sender link, by the TCP 4-tuple seen from both ends
+        self.peer = {}
+        for k, (local, remote) in rx_links.items():
+            if (remote, local) in tx_by_addr:
+                self.peer[k] = tx_by_addr[(remote, local)]
+        self.rx_links = rx_links
+
+        # Replay the runtime events in time order.
+        pub_count = collections.Counter()
+        msg_of_id = {}        # (pid, message_id) -> (pid, publisher, k)
+        last_buf = {}         # (pid, buffer) -> message
+        last_obj = {}         # (pid, object) -> message
+        tx_writes = collections.defaultdict(list)  # (pid, tx link) -> [message]
+        rx_seen = collections.Counter()
+        deser = {}            # (pid, deserializer) -> (message, via)
+        self.publishes = collections.defaultdict(list)   # (pid, publisher) -> [event]
+        self.runs = collections.defaultdict(list)        # (pid, callback) -> [(start, end, message, via)]
+        self.unresolved_rx = []
+        open_runs = {}
+        for e in events:
+            pid = e["vpid"]
+            n = e["name"].split(":", 1)[1]
+            if n == "publish":
+                key = (pid, e["publisher"])
+                pub_count[key] += 1
+                msg = (pid, e["publisher"], pub_count[key])
+                msg_of_id[(pid, e["message_id"])] = msg
+                self.publishes[key].append(e)
+                if e["message"]:
+                    last_obj[(pid, e["message"])] = msg
+            elif n == "publish_buffer":
+                last_buf[(pid, e["buffer"])] = msg_of_id.get((pid, e["message_id"]))
+            elif n == "link_tx_write":
+                tx_writes[(pid, e["link"])].append(last_buf.get((pid, e["buffer"])))
+            elif n == "link_rx_message":
+                lk = (pid, e["link"])
+                k = rx_seen[lk]
+                rx_seen[lk] += 1
+                assert e["index"] == k, "link_rx_message.index counts the link's messages"
+                peer = self.peer.get(lk)
+                writes = tx_writes.get(peer, [])
+                msg = writes[k] if peer and k < len(writes) else None
+                if msg is None:
+                    self.unresolved_rx.append(e)
+                last_buf[(pid, e["buffer"])] = ("rx", msg)
+            elif n == "message_queue":
+                src = last_buf.get((pid, e["buffer"])) if e["buffer"] else last_obj.get((pid, e["message"]))
+                if isinstance(src, tuple) and src and src[0] == "rx":
+                    deser[(pid, e["deserializer"])] = (src[1], "inter")
+                else:
+                    deser[(pid, e["deserializer"])] = (src, "intra")
+            elif n == "callback_start":
+                msg, via = deser.get((pid, e["deserializer"]), (None, None)) if e["deserializer"] else (None, None)
+                open_runs[(pid, e["vtid"])] = (e["callback"], e["ts"], msg, via)
+            elif n == "callback_end":
+                cb, ts, msg, via = open_runs.pop((pid, e["vtid"]), (None, None, None, None))
+                assert cb == e["callback"], "callback_start/end pair on one thread"
+                self.runs[(pid, cb)].append((ts, e["ts"], msg, via))
+        for (pid, _tid), (cb, ts, msg, via) in open_runs.items():
+            self.runs[(pid, cb)].append((ts, None, msg, via))
+
+
+# --------------------------------------------------------------------------
+# fixtures
+# --------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pipeline_recording(tmp_path_factory):
+    build_all()
+    base = tmp_path_factory.mktemp("ros1_pipeline")
+    out, gt = base / "trace", base / "gt"
+    p = roscope_record(["-o", str(out), "--", str(EXAMPLE / "system.sh"), "-d", "8", "-g", str(gt)])
+    assert p.returncode == 0, f"roscope record failed:\n{p.stdout}\n{p.stderr}"
+    events, discarded = read_trace(out)
+    manifest = json.loads((out / "roscope-manifest.json").read_text())
+    return {"out": out, "gt": read_ground_truth(gt), "events": events, "discarded": discarded,
+            "manifest": manifest, "model": TraceModel(events), "stderr": p.stderr}
+
+
+# The example's source code says which member function serves which callback.
+EXPECTED_SUB_SYMBOLS = {
+    ("/perception/filter", "/lidar"): "Filter::onLidar(",
+    ("/perception/fusion", "/lidar_filtered"): "Fusion::onLidar(",
+    ("/perception/fusion", "/imu"): "Fusion::onImu(",
+    ("/perception/localizer", "/tf_like"): "Localizer::onTf(",
+    ("/planner", "/fused"): "Planner::onFused(",
+    ("/planner", "/camera"): "Planner::onCamera(",
+    ("/planner", "/tf_like"): "Planner::onTf(",
+    ("/monitor", "/lidar"): "Monitor::onLidar(",
+    ("/monitor", "/lidar_filtered"): "Monitor::onFiltered(",
+    ("/monitor", "/plan"): "Monitor::onPlan(",
+    ("/monitor", "/burst"): "Monitor::onBurst(",
+}
+EXPECTED_TIMER_SYMBOLS = {
+    "/sensors/lidar": "SensorNode::onTimer(", "/sensors/imu": "SensorNode::onTimer(",
+    "/sensors/camera": "SensorNode::onTimer(", "/sensors/burst": "BurstNode::onTimer(",
+    "/perception/localizer": "Localizer::onTimer(",
+    "/planner": "Planner::onTimer(", "/monitor": "Monitor::onTimer(",
+}
+
+
+# --------------------------------------------------------------------------
+# tests
+# --------------------------------------------------------------------------
+
+def test_nothing_lost_at_default_settings(pipeline_recording):
+    r = pipeline_recording
+    assert r["discarded"] == 0
+    assert r["manifest"]["events_discarded"] == 0
+    assert r["manifest"]["events_recorded"] == len(r["events"])
+    assert "LOST" not in r["stderr"]
+
+
+def test_init_events_names_topics_types_symbols(pipeline_recording):
+    m, gt = pipeline_recording["model"], pipeline_recording["gt"]
+    # publishers: exactly the (node, topic) pairs that the ground truth published on
+    gt_pub = {(r["node"], r["topic"]) for r in gt if r["ev"] == "pub"}
+    tr_pub = collections.Counter((e["nh_namespace"], e["topic"]) for e in m.pubs.values())
+    assert set(tr_pub) == gt_pub and all(v == 1 for v in tr_pub.values())
+    assert {e["msg_type"] for e in m.pubs.values()} == {MSG_TYPE}
+    # subscriptions: the example's eleven, with the member function as symbol
+    tr_sub = {(e["nh_namespace"], e["topic"]): key for key, e in m.subs.items()}
+    assert set(tr_sub) == set(EXPECTED_SUB_SYMBOLS)
+    for (ns, topic), (pid, handle) in tr_sub.items():
+        e = m.subs[(pid, handle)]
+        assert e["msg_type"] == MSG_TYPE and e["queue_size"] == (1 if topic == "/burst" else 100)
+        kind, sym = m.symbols[(pid, e["callback"])]
+        assert kind == "subscription"
+        assert sym.startswith(EXPECTED_SUB_SYMBOLS[(ns, topic)]), (ns, topic, sym)
+        assert "UInt64MultiArray" in sym
+    # timers (period from the source) and the service
+    tr_timers = {e["nh_namespace"]: e for e in m.timers.values()}
+    assert set(tr_timers) == set(EXPECTED_TIMER_SYMBOLS)
+    assert tr_timers["/sensors/lidar"]["period"] == 50_000_000
+    assert tr_timers["/sensors/imu"]["period"] == 20_000_000
+    assert tr_timers["/monitor"]["period"] == 500_000_000
+    for ns, e in tr_timers.items():
+        kind, sym = m.symbols[(e["vpid"], e["callback"])]
+        assert kind == "timer" and sym.startswith(EXPECTED_TIMER_SYMBOLS[ns]), (ns, sym)
+    (srv,) = m.services.values()
+    assert (srv["service_name"], srv["srv_type"], srv["nh_namespace"]) == (
+        "/planner/get_status", "std_srvs/Trigger", "/planner")
+    assert m.symbols[(srv["vpid"], srv["callback"])][1].startswith("Planner::onStatus(")
+    # node_init: one per roscpp process, named as the processes were
+    nodes = {e["node_name"] for e in pipeline_recording["events"] if e["name"] == "roscope_ros1:node_init"}
+    assert nodes == {"/sensors", "/perception", "/planner", "/monitor"}
+
+
+def test_every_callback_run_appears(pipeline_recording):
+    m, gt = pipeline_recording["model"], pipeline_recording["gt"]
+    gt_recv = collections.defaultdict(list)
+    gt_timer = collections.defaultdict(list)
+    gt_srv = [r for r in gt if r["ev"] == "srv"]
+    for r in gt:
+        if r["ev"] == "recv":
+            gt_recv[(r["node"], r["topic"])].append(r)
+        elif r["ev"] == "timer":
+            gt_timer[r["node"]].append(r)
+    checked = 0
+    for (pid, cb), init in m.cb_sub.items():
+        runs = m.runs.get((pid, cb), [])
+        kind = m.cb_kind[(pid, cb)]
+        if kind == "subscription":
+            truth = gt_recv[(init["nh_namespace"], init["topic"])]
+        elif kind == "timer":
+            truth = gt_timer[init["nh_namespace"]]
+        else:
+            truth = gt_srv
+        assert len(runs) == len(truth), (kind, init.get("nh_namespace"), init.get("topic"))
+        # the k-th logged run happened inside the k-th traced callback span
+        for (start, end, _msg, _via), row in zip(runs, truth):
+            assert end is not None and start <= row["mono_ns"] <= end
+        checked += len(runs)
+    assert checked > 500
+    # no callback run of an unknown callback
+    assert set(m.runs) <= set(m.cb_sub)
+
+
+def test_every_publication_appears(pipeline_recording):
+    m, gt = pipeline_recording["model"], pipeline_recording["gt"]
+    gt_pub = collections.defaultdict(list)
+    for r in gt:
+        if r["ev"] == "pub":
+            gt_pub[(r["node"], r["topic"])].append(r)
+    for key, init in m.pubs.items():
+        pubs = m.publishes.get(key, [])
+        truth = gt_pub[(init["nh_namespace"], init["topic"])]
+        assert len(pubs) == len(truth) > 0, (init["nh_namespace"], init["topic"])
+        for ev, row in zip(pubs, truth):
+            # logged right before publish(): the trace event follows within 50 ms
+            assert 0 <= ev["ts"] - row["mono_ns"] < 50_000_000
+
+
+def test_every_message_matched_to_its_receptions(pipeline_recording):
+    """Publisher-side and subscriber-side events identify the same message, exactly."""
+    m, gt = pipeline_recording["model"], pipeline_recording["gt"]
+    gt_pub = collections.defaultdict(list)
+    gt_recv = collections.defaultdict(list)
+    for r in gt:
+        if r["ev"] == "pub":
+            gt_pub[(r["node"], r["topic"])].append(r["id"])
+        elif r["ev"] == "recv":
+            gt_recv[(r["node"], r["topic"])].append(r["id"])
+    truth_fanout = collections.defaultdict(set)
+    trace_fanout = collections.defaultdict(set)
+    kinds = collections.Counter()
+    for (pid, cb), init in m.cb_sub.items():
+        if m.cb_kind[(pid, cb)] != "subscription":
+            continue
+        sub = (init["nh_namespace"], init["topic"])
+        received = gt_recv[sub]
+        runs = m.runs[(pid, cb)]
+        assert len(runs) == len(received)
+        for (start, _end, msg, via), gt_id in zip(runs, received):
+            assert msg is not None, f"callback run of {sub} at {start} not matched to a publication"
+            mpid, publisher, k = msg
+            pinit = m.pubs[(mpid, publisher)]
+            assert pinit["topic"] == init["topic"]
+            traced_id = gt_pub[(pinit["nh_namespace"], pinit["topic"])][k - 1]
+            assert traced_id == gt_id, f"{sub}: trace says message {traced_id}, ground truth {gt_id}"
+            assert (via == "intra") == (mpid == pid)
+            kinds[(via, init["topic"])] += 1
+            trace_fanout[traced_id].add(sub)
+            truth_fanout[gt_id].add(sub)
+    assert trace_fanout == truth_fanout
+    assert not m.unresolved_rx
+    # both delivery paths were exercised: no-copy and serialized intra-process, and TCP
+    assert kinds[("intra", "/lidar_filtered")] > 50      # filter -> fusion, shared_ptr (no copy)
+    assert kinds[("intra", "/tf_like")] > 50             # localizer -> itself, serialized
+    assert kinds[("inter", "/lidar_filtered")] > 50      # same publishes, to the monitor over TCP
+    assert kinds[("inter", "/lidar")] > 100
+    assert kinds[("inter", "/tf_like")] > 50             # localizer -> planner
+    # /burst loses messages on purpose (publisher outbox of 1, subscription queue of 1):
+    # matching stays exact when roscpp drops messages on either side.
+    burst_pub, burst_recv = gt_pub[("/sensors/burst", "/burst")], gt_recv[("/monitor", "/burst")]
+    assert 0 < kinds[("inter", "/burst")] == len(burst_recv) < len(burst_pub) - 10
+    queued = collections.Counter(
+        (e["vpid"], e["callback"]) for e in m.events if e["name"] == "roscope_ros1:message_queue")
+    (burst_cb,) = [k for k, i in m.cb_sub.items() if i.get("topic") == "/burst"]
+    assert len(burst_recv) < queued[burst_cb], "drops in the subscription queue"
+    assert queued[burst_cb] < len(burst_pub), "drops in the publisher's outbox"
+
+
+def test_inputs_of_direct_and_indirect_links(pipeline_recording):
+    """Ground-truth inputs are consistent with the trace's message flow (causality in time)."""
+    m, gt = pipeline_recording["model"], pipeline_recording["gt"]
+    pub_ts = {}
+    gt_pub = collections.defaultdict(list)
+    for r in gt:
+        if r["ev"] == "pub":
+            gt_pub[(r["node"], r["topic"])].append(r)
+    for key, init in m.pubs.items():
+        for ev, row in zip(m.publishes[key], gt_pub[(init["nh_namespace"], init["topic"])]):
+            pub_ts[row["id"]] = ev["ts"]
+    fused = gt_pub[("/perception/fusion", "/fused")]
+    assert fused and all(len(r["inputs"]) == 2 for r in fused)
+    for r in fused + gt_pub[("/perception/filter", "/lidar_filtered")] + gt_pub[("/planner", "/plan")]:
+        for i in r["inputs"]:
+            assert pub_ts[i] < pub_ts[r["id"]]
+
+
+def test_annotations_name_the_right_handles(pipeline_recording):
+    m = pipeline_recording["model"]
+    evs = pipeline_recording["events"]
+    (ps,) = [e for e in evs if e["name"] == "roscope_ros1:message_link_partial_sync"]
+    (pa,) = [e for e in evs if e["name"] == "roscope_ros1:message_link_periodic_async"]
+
+    def names(e):
+        subs = {(m.subs[(e["vpid"], h)]["nh_namespace"], m.subs[(e["vpid"], h)]["topic"]) for h in e["subs"]}
+        pubs = {(m.pubs[(e["vpid"], h)]["nh_namespace"], m.pubs[(e["vpid"], h)]["topic"]) for h in e["pubs"]}
+        return subs, pubs
+
+    assert names(ps) == ({("/perception/fusion", "/lidar_filtered"), ("/perception/fusion", "/imu")},
+                         {("/perception/fusion", "/fused")})
+    assert names(pa) == ({("/planner", "/fused"), ("/planner", "/camera")}, {("/planner", "/plan")})
+
+
+def test_queue_span_is_not_a_callback_run(pipeline_recording):
+    evs = pipeline_recording["events"]
+    starts = [e for e in evs if e["name"] == "roscope_ros1:callback_start"]
+    queue = [e for e in evs if e["name"] == "roscope_ros1:queue_call_start"]
+    # every user callback run is inside a callOneCB span on the same thread
+    spans = collections.defaultdict(list)
+    open_q = {}
+    for e in evs:
+        if e["name"] == "roscope_ros1:queue_call_start":
+            open_q[e["vtid"]] = e["ts"]
+        elif e["name"] == "roscope_ros1:queue_call_end" and e["vtid"] in open_q:
+            spans[e["vtid"]].append((open_q.pop(e["vtid"]), e["ts"]))
+    for s in starts:
+        assert any(a <= s["ts"] <= b for a, b in spans[s["vtid"]])
+    assert len(queue) >= len(starts)
