@@ -66,7 +66,7 @@ else:
 __all__ = [
     "BOOKKEEPING", "F32", "Reading", "compare", "compare_by_trace", "read_dump_lines",
     "find_traces", "Mismatch", "sample_full", "project_like", "read_lttng_index",
-    "group_by", "stream_key",
+    "group_by", "stream_key", "leading_lost_packets",
 ]
 
 BOOKKEEPING = frozenset({
@@ -531,11 +531,42 @@ def read_lttng_index(path: str) -> list[dict]:
     if magic != 0xC1F1DCC1:
         raise ValueError(f"{path}: not an LTTng index (magic {magic:#x})")
     names = ("offset", "packet_size", "content_size", "timestamp_begin", "timestamp_end",
-             "events_discarded", "stream_id")
+             "events_discarded", "stream_id", "stream_instance_id", "packet_seq_num")
+    nfields = min(len(names), entry_len // 8)
+    fmt = f">{nfields}Q"
     out = []
     for pos in range(16, len(data) - entry_len + 1, entry_len):
-        out.append(dict(zip(names, struct.unpack_from(">7Q", data, pos))))
+        out.append(dict(zip(names, struct.unpack_from(fmt, data, pos))))
     return out
+
+
+def leading_lost_packets(trace_dir: str) -> int | None:
+    """Packets missing *before* the first one kept, summed over the stream
+    files of one trace (the first packet_seq_num of each stream, from LTTng's
+    index files; for a stream split into several trace files only the first
+    file counts).  Overwrite-mode (flight recorder) channels overwrite their
+    oldest packets, so the first kept one can have seq num > 0; babeltrace2
+    only counts gaps *between* packets.  None without index files."""
+    idx = os.path.join(trace_dir, "index")
+    if not os.path.isdir(idx):
+        return None
+    firsts: dict[str, int] = {}
+    for f in sorted(os.listdir(idx)):
+        if not f.endswith(".idx"):
+            continue
+        entries = read_lttng_index(os.path.join(idx, f))
+        if not entries or "packet_seq_num" not in entries[0]:
+            return None
+        stem = f[:-4]
+        # chan_0 or, when split into trace files, chan_0_0, chan_0_1, ...
+        parts = stem.rsplit("_", 2)
+        stream = stem
+        if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+            stream = f"{parts[0]}_{parts[1]}"
+            if stream in firsts and entries[0]["packet_seq_num"] >= firsts[stream]:
+                continue
+        firsts[stream] = entries[0]["packet_seq_num"]
+    return sum(firsts.values())
 
 
 def project_like(full: Callable[[int, str], bool]) -> Callable[[dict], dict]:
