@@ -38,8 +38,9 @@ def build_all() -> None:
         assert p.returncode == 0, f"building {d} failed:\n{p.stdout}\n{p.stderr}"
 
 
-def roscope_record(args: list[str], timeout: float = 120, **kw) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
+def roscope_record(args: list[str], timeout: float = 120, env: dict | None = None,
+                   **kw) -> subprocess.CompletedProcess:
+    env = dict(os.environ if env is None else env)
     env["PYTHONPATH"] = str(REPO / "python") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return subprocess.run([sys.executable, "-m", "roscope", "record", *args], capture_output=True, text=True,
                           env=env, timeout=timeout, **kw)

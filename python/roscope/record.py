@@ -264,7 +264,17 @@ def _start_perf(out: Path) -> tuple[subprocess.Popen, list[str]]:
     return p, cmd
 
 
-def _stop_perf(p: subprocess.Popen) -> int:
+def _perf_ok(out: Path) -> bool:
+    """perf wrote its file completely (it re-raises SIGINT after writing, so its status is -2)."""
+    log = out / "perf" / "perf-record.log"
+    data = out / "perf" / "perf.data"
+    try:
+        return data.stat().st_size > 0 and "Captured and wrote" in log.read_text()
+    except OSError:
+        return False
+
+
+def _stop_perf(p: subprocess.Popen, out: Path) -> dict:
     if p.poll() is None:
         p.send_signal(signal.SIGINT)
         try:
@@ -272,7 +282,11 @@ def _stop_perf(p: subprocess.Popen) -> int:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
-    return p.returncode
+    ok = _perf_ok(out)
+    if not ok:
+        print(f"roscope: WARNING: perf did not finish writing {out / 'perf' / 'perf.data'} "
+              f"(see {out / 'perf' / 'perf-record.log'})", file=sys.stderr)
+    return {"perf_exit_status": p.returncode, "perf_ok": ok}
 
 
 # --------------------------------------------------------------------------
@@ -406,7 +420,7 @@ def record_command(command: list[str], opts: RecordOptions) -> int:
             result.setdefault("exit_code", None)
             result["error"] = "the command was not started"
         if perf is not None:
-            manifest["kernel"]["perf_exit_code"] = _stop_perf(perf)
+            manifest["kernel"].update(_stop_perf(perf, out))
         problems = _stop_session(name)
         if problems:
             result["lttng_problems"] = problems
@@ -507,6 +521,8 @@ def stop_session(name: str | None) -> dict:
                 time.sleep(0.1)
         except ProcessLookupError:
             pass
+        if manifest.get("kernel"):
+            manifest["kernel"]["perf_ok"] = _perf_ok(out)
     problems = _stop_session(state["name"])
     if problems:
         extra["lttng_problems"] = problems
