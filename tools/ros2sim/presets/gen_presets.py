@@ -123,7 +123,7 @@ save('autoware_reference_system', {
                    'fusions -> cyclic BehaviorPlanner -> VehicleInterface -> VehicleDBWSystem, plus the '
                    'EuclideanClusterDetector intersection; all nodes in one process on a single-threaded '
                    'executor (autoware_default_singlethreaded)',
-    'processes': [{'name': 'autoware_default', 'nodes': list(nodes.values())}]})
+    'processes': [{'name': 'autoware', 'nodes': list(nodes.values())}]})
 
 GROUPS = {'sensors': [s for s, _ in SENSORS],
           'perception': ['PointsTransformerFront', 'PointsTransformerRear', 'PointCloudFusion', 'RayGroundFilter',
