@@ -4,3 +4,14 @@ The heavy lifting (CTF decoding, event -> model building) is in the Rust core,
 ``roscope._core``; this package holds the CLI, the Python API and the analyses.
 """
 __version__ = "0.1.0"
+
+
+def open(trace_or_db, **kwargs):  # noqa: A001 - roscope.open is the API's entry point
+    """Opens a trace (loaded in memory) or a database written by `roscope load`.
+
+    Returns a `roscope.db.Database`: `.sql(query)` and `.table(name)` give
+    pandas DataFrames.
+    """
+    from roscope.db import open as _open
+
+    return _open(trace_or_db, **kwargs)

@@ -168,6 +168,11 @@ impl TraceSet {
         Some(i as usize)
     }
 
+    /// (bytes read so far, total bytes) over every stream file: for progress.
+    pub fn progress(&self) -> (u64, u64) {
+        self.streams.iter().fold((0, 0), |(a, b), s| (a + s.consumed(), b + s.file_len()))
+    }
+
     /// Warnings from opening and from every stream so far.
     pub fn all_warnings(&self) -> Vec<Warning> {
         let mut w = self.warnings.clone();

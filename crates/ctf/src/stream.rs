@@ -155,6 +155,11 @@ impl StreamReader {
         &self.data
     }
 
+    /// Bytes of the file read so far (up to the end of the current packet).
+    pub fn consumed(&self) -> u64 {
+        if self.done { self.data.len() as u64 } else { self.next_packet.min(self.data.len() as u64) }
+    }
+
     pub fn file_len(&self) -> u64 {
         self.data.len() as u64
     }

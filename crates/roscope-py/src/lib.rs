@@ -141,21 +141,7 @@ impl Trace {
         }
         let list = PyList::empty_bound(py);
         for b in batches {
-            let cl = PyList::empty_bound(py);
-            for c in b.columns {
-                let offsets: Vec<u8> = c.offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
-                let t = PyTuple::new_bound(
-                    py,
-                    [
-                        c.name.into_py(py),
-                        c.kind.name().into_py(py),
-                        PyBytes::new_bound(py, &c.values).into_py(py),
-                        PyBytes::new_bound(py, &offsets).into_py(py),
-                        PyBytes::new_bound(py, &c.validity).into_py(py),
-                    ],
-                );
-                cl.append(t)?;
-            }
+            let cl = columns_to_py(py, b.columns)?;
             list.append(PyTuple::new_bound(py, [b.trace.into_py(py), b.event.into_py(py), b.rows.into_py(py), cl.into_py(py)]))?;
         }
         Ok(Some(list.unbind()))
@@ -177,9 +163,54 @@ impl Trace {
     }
 }
 
+fn columns_to_py(py: Python<'_>, cols: Vec<roscope_ctf::columns::Column>) -> PyResult<Py<PyList>> {
+    let cl = PyList::empty_bound(py);
+    for c in cols {
+        let offsets: Vec<u8> = c.offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+        let t = PyTuple::new_bound(
+            py,
+            [
+                c.name.into_py(py),
+                c.kind.name().into_py(py),
+                PyBytes::new_bound(py, &c.values).into_py(py),
+                PyBytes::new_bound(py, &offsets).into_py(py),
+                PyBytes::new_bound(py, &c.validity).into_py(py),
+            ],
+        );
+        cl.append(t)?;
+    }
+    Ok(cl.unbind())
+}
+
+/// Builds the execution model of the traces under `paths`. Returns
+/// (tables, stats, warnings, losses): tables is a list of (name, rows, columns)
+/// with columns as in `Trace.read_batches`.
+#[pyfunction]
+#[pyo3(signature = (paths, heuristics=true, progress=false))]
+fn build_model(py: Python<'_>, paths: Vec<String>, heuristics: bool, progress: bool) -> PyResult<PyObject> {
+    let mut set = TraceSet::open(&paths).map_err(err)?;
+    let model = py.allow_threads(|| roscope_model::build(&mut set, roscope_model::Options { heuristics, progress }));
+    py.check_signals()?;
+    let tables = PyList::empty_bound(py);
+    for t in model.tables {
+        let rows = t.rows;
+        let (name, cols) = t.finish();
+        tables.append((name, rows, columns_to_py(py, cols)?))?;
+    }
+    let warnings: Vec<String> = set.all_warnings().iter().map(|w| w.to_string()).collect();
+    let losses: Vec<(String, u64, u64)> = set
+        .streams
+        .iter()
+        .filter(|s| s.loss.events_discarded > 0 || s.loss.packets_lost > 0)
+        .map(|s| (s.path.clone(), s.loss.events_discarded, s.loss.packets_lost))
+        .collect();
+    Ok((tables, model.stats, warnings, losses).into_py(py))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Trace>()?;
+    m.add_function(wrap_pyfunction!(build_model, m)?)?;
     m.add("TraceError", m.py().get_type_bound::<TraceError>())?;
     Ok(())
 }

@@ -1,0 +1,132 @@
+//! Small typed column builders for the model's tables, finished into the same
+//! Arrow-layout `Column`s the CTF reader hands to Python.
+
+use roscope_ctf::columns::{Column, Kind};
+
+pub enum Data {
+    I64(Vec<i64>),
+    U64(Vec<u64>),
+    F64(Vec<f64>),
+    Str(Vec<u8>, Vec<i64>),
+}
+
+pub struct Col {
+    pub name: &'static str,
+    pub data: Data,
+    pub valid: Vec<u8>,
+    pub any_null: bool,
+}
+
+pub struct Table {
+    pub name: &'static str,
+    pub cols: Vec<Col>,
+    pub rows: usize,
+}
+
+impl Table {
+    pub fn new(name: &'static str, spec: &[(&'static str, char)]) -> Self {
+        let cols = spec
+            .iter()
+            .map(|(n, k)| Col {
+                name: n,
+                data: match k {
+                    'i' => Data::I64(Vec::new()),
+                    'u' => Data::U64(Vec::new()),
+                    'f' => Data::F64(Vec::new()),
+                    's' => Data::Str(Vec::new(), vec![0]),
+                    _ => panic!("unknown column kind {}", k),
+                },
+                valid: Vec::new(),
+                any_null: false,
+            })
+            .collect();
+        Table { name, cols, rows: 0 }
+    }
+
+    /// Starts a row: values are then set column by column, in order, with the
+    /// `put_*` methods of `Row`.
+    pub fn row(&mut self) -> Row<'_> {
+        self.rows += 1;
+        Row { t: self, k: 0 }
+    }
+
+    pub fn finish(self) -> (String, Vec<Column>) {
+        let cols = self
+            .cols
+            .into_iter()
+            .map(|c| {
+                let validity = if c.any_null { c.valid } else { Vec::new() };
+                match c.data {
+                    Data::I64(v) => Column { name: c.name.into(), kind: Kind::I64, values: v.iter().flat_map(|x| x.to_le_bytes()).collect(), offsets: vec![], validity },
+                    Data::U64(v) => Column { name: c.name.into(), kind: Kind::U64, values: v.iter().flat_map(|x| x.to_le_bytes()).collect(), offsets: vec![], validity },
+                    Data::F64(v) => Column { name: c.name.into(), kind: Kind::F64, values: v.iter().flat_map(|x| x.to_le_bytes()).collect(), offsets: vec![], validity },
+                    Data::Str(b, o) => Column { name: c.name.into(), kind: Kind::Str, values: b, offsets: o, validity },
+                }
+            })
+            .collect();
+        (self.name.to_string(), cols)
+    }
+}
+
+pub struct Row<'a> {
+    t: &'a mut Table,
+    k: usize,
+}
+
+impl<'a> Row<'a> {
+    fn col(&mut self) -> &mut Col {
+        let k = self.k;
+        self.k += 1;
+        &mut self.t.cols[k]
+    }
+    pub fn i(mut self, v: Option<i64>) -> Self {
+        let c = self.col();
+        if let Data::I64(d) = &mut c.data {
+            d.push(v.unwrap_or(0));
+        } else {
+            panic!("column {} is not int64", c.name);
+        }
+        c.valid.push(v.is_some() as u8);
+        c.any_null |= v.is_none();
+        self
+    }
+    pub fn u(mut self, v: Option<u64>) -> Self {
+        let c = self.col();
+        if let Data::U64(d) = &mut c.data {
+            d.push(v.unwrap_or(0));
+        } else {
+            panic!("column {} is not uint64", c.name);
+        }
+        c.valid.push(v.is_some() as u8);
+        c.any_null |= v.is_none();
+        self
+    }
+    pub fn f(mut self, v: Option<f64>) -> Self {
+        let c = self.col();
+        if let Data::F64(d) = &mut c.data {
+            d.push(v.unwrap_or(0.0));
+        } else {
+            panic!("column {} is not float64", c.name);
+        }
+        c.valid.push(v.is_some() as u8);
+        c.any_null |= v.is_none();
+        self
+    }
+    pub fn s(mut self, v: Option<&str>) -> Self {
+        let c = self.col();
+        if let Data::Str(b, o) = &mut c.data {
+            if let Some(s) = v {
+                b.extend_from_slice(s.as_bytes());
+            }
+            o.push(b.len() as i64);
+        } else {
+            panic!("column {} is not a string", c.name);
+        }
+        c.valid.push(v.is_some() as u8);
+        c.any_null |= v.is_none();
+        self
+    }
+    pub fn done(self) {
+        debug_assert_eq!(self.k, self.t.cols.len(), "row of table {} is incomplete", self.t.name);
+    }
+}

@@ -1,0 +1,132 @@
+"""Statistics over the execution database: per callback, per topic, per node.
+
+All computed in SQL (DuckDB) over the model's tables; durations in ns.
+"""
+from __future__ import annotations
+
+from roscope.db import Database
+
+# Callback runs that count: complete (start and end seen).
+_RUNS = "SELECT * FROM callback_runs WHERE end_ts IS NOT NULL"
+
+
+def trace_span(db: Database) -> tuple[int, int]:
+    """(first, last) event time over all threads, ns."""
+    r = db.con.execute("SELECT min(first_ts), max(last_ts) FROM threads").fetchone()
+    return (int(r[0] or 0), int(r[1] or 0))
+
+
+def callbacks(db: Database):
+    first, last = trace_span(db)
+    span = max(last - first, 1)
+    return db.sql(
+        f"""
+        WITH runs AS ({_RUNS}),
+        d AS (
+            SELECT callback_id, count(*) AS count,
+                   min(duration_ns) AS min_ns, avg(duration_ns) AS mean_ns, stddev_samp(duration_ns) AS std_ns,
+                   quantile_cont(duration_ns, 0.5) AS p50_ns, quantile_cont(duration_ns, 0.9) AS p90_ns,
+                   quantile_cont(duration_ns, 0.99) AS p99_ns, max(duration_ns) AS max_ns,
+                   sum(duration_ns) AS busy_ns
+            FROM runs GROUP BY callback_id),
+        periods AS (
+            SELECT callback_id, start_ts - lag(start_ts) OVER (PARTITION BY callback_id ORDER BY start_ts) AS period
+            FROM runs),
+        p AS (
+            SELECT callback_id, avg(period) AS period_mean_ns, stddev_samp(period) AS period_jitter_ns
+            FROM periods WHERE period IS NOT NULL GROUP BY callback_id)
+        SELECT c.hostname, c.pid, c.procname, c.node, c.callback_id, c.handle, c.symbol, c.kind, c.topic,
+               c.period_ns AS timer_period_ns, d.count, d.min_ns, d.mean_ns, d.std_ns, d.p50_ns, d.p90_ns,
+               d.p99_ns, d.max_ns, d.busy_ns,
+               CASE WHEN c.kind = 'timer' THEN p.period_mean_ns END AS period_mean_ns,
+               CASE WHEN c.kind = 'timer' THEN p.period_jitter_ns END AS period_jitter_ns,
+               d.busy_ns / {span}::DOUBLE AS cpu_share
+        FROM d JOIN callbacks_info c USING (callback_id) LEFT JOIN p USING (callback_id)
+        ORDER BY d.busy_ns DESC, c.callback_id"""
+    )
+
+
+def topics(db: Database):
+    first, last = trace_span(db)
+    span_s = max(last - first, 1) / 1e9
+    return db.sql(
+        f"""
+        WITH pubs AS (SELECT topic, count(*) AS publications FROM publications_info WHERE topic IS NOT NULL GROUP BY topic),
+        lat AS (
+            SELECT topic, count(*) AS deliveries,
+                   min(callback_start_ts - publish_ts) AS lat_min_ns,
+                   avg(callback_start_ts - publish_ts) AS lat_mean_ns,
+                   stddev_samp(callback_start_ts - publish_ts) AS lat_std_ns,
+                   quantile_cont(callback_start_ts - publish_ts, 0.5) AS lat_p50_ns,
+                   quantile_cont(callback_start_ts - publish_ts, 0.9) AS lat_p90_ns,
+                   quantile_cont(callback_start_ts - publish_ts, 0.99) AS lat_p99_ns,
+                   max(callback_start_ts - publish_ts) AS lat_max_ns,
+                   count(*) FILTER (WHERE heuristic = 1) AS heuristic_links
+            FROM links_info WHERE callback_start_ts IS NOT NULL GROUP BY topic),
+        linked AS (
+            SELECT pi.topic, count(*) FILTER (WHERE l.publication_id IS NULL) AS unmatched_publications
+            FROM publications_info pi LEFT JOIN (SELECT DISTINCT publication_id FROM links) l USING (publication_id)
+            WHERE pi.topic IS NOT NULL GROUP BY pi.topic),
+        tk AS (
+            SELECT s.name AS topic, count(*) AS takes,
+                   count(*) FILTER (WHERE l.take_id IS NULL) AS unmatched_takes
+            FROM takes t JOIN subscriptions s USING (subscription_id)
+            LEFT JOIN (SELECT DISTINCT take_id FROM links WHERE take_id IS NOT NULL) l USING (take_id)
+            WHERE t.taken = 1 AND s.name IS NOT NULL GROUP BY s.name)
+        SELECT t.topic, t.publishers, t.subscriptions, coalesce(pubs.publications, 0) AS publications,
+               coalesce(pubs.publications, 0) / {span_s}::DOUBLE AS rate_hz,
+               coalesce(tk.takes, 0) AS takes, coalesce(lat.deliveries, 0) AS deliveries,
+               lat.lat_min_ns, lat.lat_mean_ns, lat.lat_std_ns, lat.lat_p50_ns, lat.lat_p90_ns, lat.lat_p99_ns,
+               lat.lat_max_ns, coalesce(lat.heuristic_links, 0) AS heuristic_links,
+               CASE WHEN t.subscriptions > 0 THEN coalesce(linked.unmatched_publications, 0) END AS unmatched_publications,
+               coalesce(tk.unmatched_takes, 0) AS unmatched_takes
+        FROM topics t LEFT JOIN pubs USING (topic) LEFT JOIN lat USING (topic)
+        LEFT JOIN linked USING (topic) LEFT JOIN tk USING (topic)
+        ORDER BY publications DESC, t.topic"""
+    )
+
+
+def nodes(db: Database):
+    first, last = trace_span(db)
+    span = max(last - first, 1)
+    return db.sql(
+        f"""
+        WITH runs AS ({_RUNS}),
+        cb AS (
+            SELECT c.node, c.hostname, c.pid, count(DISTINCT c.callback_id) AS callbacks, count(r.run_id) AS runs,
+                   coalesce(sum(r.duration_ns), 0) AS busy_ns
+            FROM callbacks_info c LEFT JOIN runs r USING (callback_id)
+            WHERE c.node IS NOT NULL GROUP BY c.node, c.hostname, c.pid),
+        pb AS (
+            SELECT CASE WHEN n.namespace IS NULL OR n.namespace = '/' THEN '/' || ltrim(n.name, '/')
+                        ELSE rtrim(n.namespace, '/') || '/' || n.name END AS node,
+                   p.pid, count(*) AS publications
+            FROM publications_info pi JOIN nodes n ON n.node_id = pi.node_id JOIN processes p ON p.proc_id = n.proc_id
+            GROUP BY 1, 2)
+        SELECT cb.node, cb.hostname, cb.pid, cb.callbacks, cb.runs, cb.busy_ns, cb.busy_ns / {span}::DOUBLE AS cpu_share,
+               coalesce(pb.publications, 0) AS publications
+        FROM cb LEFT JOIN pb USING (node, pid)
+        ORDER BY cb.busy_ns DESC"""
+    )
+
+
+def summary(db: Database) -> dict:
+    first, last = trace_span(db)
+    q = lambda s: db.con.execute(s).fetchone()[0]  # noqa: E731
+    return {
+        "first_ts": first,
+        "last_ts": last,
+        "duration_ns": last - first,
+        "processes": q("SELECT count(*) FROM processes"),
+        "nodes": q("SELECT count(*) FROM nodes"),
+        "callbacks": q("SELECT count(*) FROM callbacks"),
+        "callback_runs": q("SELECT count(*) FROM callback_runs WHERE end_ts IS NOT NULL"),
+        "incomplete_runs": q("SELECT count(*) FROM callback_runs WHERE end_ts IS NULL"),
+        "publications": q("SELECT count(*) FROM publications"),
+        "takes": q("SELECT count(*) FROM takes WHERE taken = 1"),
+        "links": q("SELECT count(*) FROM links"),
+        "links_by_method": dict(db.con.execute("SELECT method, count(*) FROM links GROUP BY 1 ORDER BY 1").fetchall()),
+        "model_stats": db.meta.get("stats", {}),
+        "events_discarded": q("SELECT coalesce(sum(events_discarded), 0) FROM traces"),
+        "packets_lost": q("SELECT coalesce(sum(packets_lost), 0) FROM traces"),
+    }
