@@ -351,3 +351,165 @@ event {
         ]
     );
 }
+
+#[test]
+fn struct_align_is_in_bits_relative_to_the_packet() {
+    // babeltrace2 reads `align(32)` as 32 bits (4 bytes), like every CTF
+    // alignment; the payload struct inherits the largest alignment of its
+    // fields, so it starts 4-byte aligned too.
+    let dir = TempDir::new("align");
+    let events = r#"
+event {
+    id = 0; name = "al"; stream_id = 0;
+    fields := struct {
+        uint8_t a;
+        struct { uint8_t b; } align(32) s;
+        uint8_t c;
+    };
+};"#;
+    dir.write("metadata", std_metadata("le", events).as_bytes());
+    // Event 0 at byte 56: id, ts (bytes 57..65), payload aligned from 65 to
+    // 68: a = byte 68, s aligned to 72: b = byte 72, c = byte 73.
+    let mut evs = ev(false, 0, 5, &[0xEE, 0xEE, 0xEE, 1, 0xEE, 0xEE, 0xEE, 2, 3]);
+    assert_eq!(STD_HEADER_BYTES + evs.len(), 74);
+    // Event 1 at byte 74: id, ts (75..83), payload at 84: a = 84, b = 88, c = 89.
+    evs.extend(ev(false, 0, 6, &[0xEE, 4, 0xEE, 0xEE, 0xEE, 5, 6]));
+    dir.write("chan_0", &Pkt::new(false).build(&evs));
+    let d = dump(dir.path());
+    assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+    assert_eq!(d.payloads(), vec![r#"{"a":1,"s":{"b":2},"c":3}"#, r#"{"a":4,"s":{"b":5},"c":6}"#]);
+}
+
+const SIMPLE_EVENT: &str =
+    r#"event { id = 0; name = "e"; stream_id = 0; fields := struct { uint32_t x; }; };"#;
+
+fn x(v: u32) -> Vec<u8> {
+    v.to_le_bytes().to_vec()
+}
+
+#[test]
+fn truncated_stream_file_keeps_events_before_the_cut() {
+    let dir = TempDir::new("trunc");
+    dir.write("metadata", std_metadata("le", SIMPLE_EVENT).as_bytes());
+    let mut evs = ev(false, 0, 10, &x(1));
+    evs.extend(ev(false, 0, 20, &x(2)));
+    let third = STD_HEADER_BYTES + evs.len(); // 56 + 2 * 13 = 82
+    evs.extend(ev(false, 0, 30, &x(3)));
+    let mut pk = Pkt::new(false);
+    pk.packet_bytes = 4096;
+    let full = pk.build(&evs);
+    // Cut 5 bytes into the third event (its id and 4 of its 8 timestamp bytes).
+    let path = dir.write("chan_0", &full[..third + 5]);
+    // A second, intact stream file of the same trace is read whole.
+    let mut pk1 = Pkt::new(false);
+    pk1.packet_bytes = 128;
+    let mut evs1 = ev(false, 0, 15, &x(100));
+    evs1.extend(ev(false, 0, 25, &x(200)));
+    dir.write("chan_1", &pk1.build(&evs1));
+    let d = dump(dir.path());
+    assert_eq!(d.ts, vec![10, 15, 20, 25]);
+    assert_eq!(
+        d.payloads(),
+        vec![r#"{"x":1}"#, r#"{"x":100}"#, r#"{"x":2}"#, r#"{"x":200}"#]
+    );
+    let p = path.display().to_string();
+    assert!(
+        d.warnings.iter().any(|w| w.starts_with(&format!("{}: at byte 0: ", p)) && w.contains("truncated")),
+        "{:?}",
+        d.warnings
+    );
+    assert!(
+        d.warnings.iter().any(|w| w.starts_with(&format!("{}: at byte {}: ", p, third))),
+        "no warning at byte {}: {:?}",
+        third,
+        d.warnings
+    );
+    assert!(d.warnings.iter().all(|w| w.starts_with(&p)), "{:?}", d.warnings);
+}
+
+#[test]
+fn wrong_packet_magic_stops_that_stream_only() {
+    let dir = TempDir::new("magic");
+    dir.write("metadata", std_metadata("le", SIMPLE_EVENT).as_bytes());
+    let mut pk = Pkt::new(false);
+    pk.packet_bytes = 100;
+    let mut file = pk.build(&ev(false, 0, 10, &x(1)));
+    let second = file.len();
+    pk.magic = 0xDEAD_BEEF;
+    pk.seq = 1;
+    file.extend(pk.build(&ev(false, 0, 20, &x(2))));
+    pk.magic = MAGIC;
+    pk.seq = 2;
+    file.extend(pk.build(&ev(false, 0, 30, &x(3))));
+    let path = dir.write("chan_0", &file);
+    dir.write("chan_1", &Pkt::new(false).build(&ev(false, 0, 25, &x(9))));
+    let d = dump(dir.path());
+    assert_eq!(d.payloads(), vec![r#"{"x":1}"#, r#"{"x":9}"#]);
+    assert_eq!(d.warnings.len(), 1, "{:?}", d.warnings);
+    let prefix = format!("{}: at byte {}: ", path.display(), second);
+    assert!(d.warnings[0].starts_with(&prefix), "{:?} vs {:?}", d.warnings[0], prefix);
+    assert!(d.warnings[0].contains("0xdeadbeef"), "{}", d.warnings[0]);
+}
+
+#[test]
+fn wrong_magic_in_the_first_packet_yields_no_event_and_a_warning() {
+    let dir = TempDir::new("magic0");
+    dir.write("metadata", std_metadata("le", SIMPLE_EVENT).as_bytes());
+    let mut pk = Pkt::new(false);
+    pk.magic = 0x1234_5678;
+    let path = dir.write("chan_0", &pk.build(&ev(false, 0, 10, &x(1))));
+    let d = dump(dir.path());
+    assert!(d.lines.is_empty());
+    assert_eq!(d.warnings, vec![format!(
+        "{}: at byte 0: wrong packet magic number 0x12345678 (expected 0xc1fc1fc1)",
+        path.display()
+    )]);
+}
+
+#[test]
+fn events_discarded_counters_become_loss_stats() {
+    // The counter is cumulative per stream: 0, 3, 3, 10 -> 3 events lost
+    // between packets 0 and 1, 7 between packets 2 and 3. babeltrace2 reports
+    // the same: "3 discarded events between [200 and 400]", "7 ... [600, 800]".
+    let dir = TempDir::new("discarded");
+    dir.write("metadata", std_metadata("le", SIMPLE_EVENT).as_bytes());
+    let mut file = Vec::new();
+    for (k, disc) in [0u64, 3, 3, 10].iter().enumerate() {
+        let mut pk = Pkt::new(false);
+        let k64 = k as u64;
+        pk.ts_begin = 100 + 200 * k64;
+        pk.ts_end = 200 + 200 * k64;
+        pk.seq = k64;
+        pk.discarded = *disc;
+        file.extend(pk.build(&ev(false, 0, 150 + 200 * k64, &x(k as u32))));
+    }
+    dir.write("chan_0", &file);
+    let d = dump(dir.path());
+    assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+    assert_eq!(d.ts, vec![150, 350, 550, 750]);
+    assert_eq!(d.packets, vec![4]);
+    assert_eq!(d.loss[0].events_discarded, 10);
+    assert_eq!(d.loss[0].discard_intervals, vec![(200, 400, 3), (600, 800, 7)]);
+    assert_eq!(d.loss[0].packets_lost, 0);
+}
+
+#[test]
+fn packet_sequence_number_gaps_count_lost_packets() {
+    // Sequence numbers 0, 1, 4, 5, 9: packets 2, 3, 6, 7 and 8 are missing.
+    let dir = TempDir::new("seqnum");
+    dir.write("metadata", std_metadata("le", SIMPLE_EVENT).as_bytes());
+    let mut file = Vec::new();
+    for (k, seq) in [0u64, 1, 4, 5, 9].iter().enumerate() {
+        let mut pk = Pkt::new(false);
+        pk.ts_begin = 100 * seq;
+        pk.ts_end = 100 * seq + 50;
+        pk.seq = *seq;
+        file.extend(pk.build(&ev(false, 0, 100 * seq + 10, &x(k as u32))));
+    }
+    dir.write("chan_0", &file);
+    let d = dump(dir.path());
+    assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+    assert_eq!(d.ts, vec![10, 110, 410, 510, 910]);
+    assert_eq!(d.loss[0].packets_lost, 5);
+    assert_eq!(d.loss[0].events_discarded, 0);
+}
