@@ -342,6 +342,8 @@ def host_main(spec_path):
         with open('/var/run/lttng/lttng-sessiond.pid') as f:
             sessiond_pid = int(f.read().strip())
         status['sessiond_pid'] = sessiond_pid
+        with open(spec['sessiond_pidfile'], 'w') as f:   # lets the driver clean up if this runner dies
+            f.write(str(sessiond_pid))
         _sh(['lttng', 'create', session, f'--output={spec["trace_dir"]}'], env=env)
         ch = ['lttng', 'enable-channel', '--userspace', 'ros2', '--session', session,
               f'--subbuf-size={spec["subbuf_size"]}', f'--num-subbuf={spec["num_subbuf"]}',
@@ -543,6 +545,7 @@ def run(args):
                 'blocking': not args.discard,
                 'ready': os.path.join(out, 'run', f'{hi}.ready'), 'go': os.path.join(out, 'run', 'go'),
                 'status': os.path.join(out, 'run', f'{hi}.status.json'),
+                'sessiond_pidfile': os.path.join(out, 'run', f'{hi}.sessiond.pid'),
                 'binary': binary, 'plan': os.path.join(out, 'run', 'plan.txt'),
                 'gt_dir': os.path.join(out, 'run', 'gt'),
                 'procs': [{'index': i, 'name': p['name'], 'log': os.path.join(out, 'logs', f'{p["name"]}.log')}
@@ -578,9 +581,11 @@ def run(args):
             r.wait()
             statuses.append(_read_status(s))
     finally:
-        for r in runners:
+        for (hi, s), r in zip(host_specs, runners):
             if r.poll() is None:
                 r.kill()
+                r.wait()
+                _kill_orphan_sessiond(s)
         shutil.rmtree(sockdir, ignore_errors=True)
     counts = merge_ground_truth(R, os.path.join(out, 'run', 'gt'), os.path.join(out, 'ground_truth'))
     elapsed = time.time() - t0_wall
@@ -626,6 +631,19 @@ def run(args):
     return out
 
 
+def _kill_orphan_sessiond(spec):
+    """The session daemon a killed host runner started (by its pid, nothing else)."""
+    try:
+        with open(spec['sessiond_pidfile']) as f:
+            pid = int(f.read().strip())
+        with open(f'/proc/{pid}/cmdline', 'rb') as f:
+            if b'lttng-sessiond' not in f.read():
+                return
+        os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError):
+        pass
+
+
 def _read_status(spec):
     try:
         with open(spec['status']) as f:
@@ -668,6 +686,8 @@ def main(argv=None):
             with open(preset_path(a.preset)) as f:
                 sys.stdout.write(f.read())
         else:
+            # a terminated driver still stops its hosts' session daemons (finally in run())
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
             run(a)
     except (DescriptionError, FileExistsError, RuntimeError) as e:
         print(f'ros2sim: error: {e}', file=sys.stderr)
