@@ -6,6 +6,7 @@ database file, with DataFrames and raw SQL.
 """
 from __future__ import annotations
 
+import builtins
 import datetime as _dt
 import json
 import os
@@ -184,7 +185,7 @@ class Database:
 def is_db(path: str) -> bool:
     if not os.path.isfile(path):
         return False
-    with open(path, "rb") as f:
+    with builtins.open(path, "rb") as f:
         head = f.read(16)
     return b"DUCK" in head
 

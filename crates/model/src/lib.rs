@@ -325,18 +325,18 @@ impl Builder {
         }
     }
 
-    /// The process instance of an event. A pid is reused when its process
-    /// name changes, or when a process-start event (rcl_init, ROS 1 node init)
-    /// arrives for a pid that has already run callbacks or published.
-    fn process(&mut self, host: usize, trace: usize, pid: i64, procname: &str, ts: u64, starts: bool) -> usize {
+    /// The process instance of an event. A pid is reused when a process-start
+    /// event (rcl_init, ROS 1 node init) arrives for a pid that has already
+    /// run callbacks or published. (The `procname` context is the *thread's*
+    /// name, which threads may change: it is no evidence of a new process.)
+    /// The process's name is the one its main thread (tid = pid) carries.
+    fn process(&mut self, host: usize, trace: usize, pid: i64, tid: i64, procname: &str, ts: u64, starts: bool) -> usize {
         if let Some(&p) = self.proc_of.get(&(host, pid)) {
-            let pr = &self.procs[p];
-            let reused = (!procname.is_empty() && !pr.procname.is_empty() && pr.procname != procname) || (starts && pr.runtime_seen);
-            if !reused {
+            if !(starts && self.procs[p].runtime_seen) {
                 let pr = &mut self.procs[p];
                 pr.last = ts;
                 pr.events += 1;
-                if pr.procname.is_empty() {
+                if (tid == pid || pr.procname.is_empty()) && pr.procname != procname && !procname.is_empty() {
                     pr.procname = procname.to_string();
                 }
                 return p;
@@ -416,7 +416,7 @@ impl Builder {
         let ts = s.cur_ts;
         let host = self.trace_host[s.trace];
         let starts = matches!(ci.ev, Ev::RclInit | Ev::Ros1InitNode);
-        let p = self.process(host, s.trace, pid, &procname, ts, starts);
+        let p = self.process(host, s.trace, pid, tid, &procname, ts, starts);
         let th = self.thread(p, tid, ts);
         let base = s.payload_start;
         let f = |k: usize| -> Option<&Val> { ci.ix.get(k).copied().flatten().and_then(|i| tape.get(base + i)) };
