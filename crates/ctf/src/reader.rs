@@ -19,6 +19,19 @@ pub struct Trace {
     pub offset_ns: i64,
 }
 
+/// Lost events and packets of one stream (possibly split over several files).
+#[derive(Debug, Clone, Default)]
+pub struct StreamLoss {
+    pub trace: usize,
+    pub files: Vec<String>,
+    pub stream_class: u64,
+    pub stream_instance: Option<u64>,
+    pub events_discarded: u64,
+    pub packets_lost: u64,
+    /// (begin ns, end ns, events) of each discard report.
+    pub intervals: Vec<(u64, u64, u64)>,
+}
+
 pub struct TraceSet {
     pub traces: Vec<Trace>,
     pub streams: Vec<StreamReader>,
@@ -166,6 +179,58 @@ impl TraceSet {
         let Reverse((_, i)) = self.heap.pop()?;
         self.pending = Some(i);
         Some(i as usize)
+    }
+
+    /// Lost events and packets per stream. A stream may be split over several
+    /// files (LTTng's tracefile rotation): files of one trace with the same
+    /// stream class and stream instance id are one stream, whose counters run
+    /// on across them. Reports what was read so far.
+    pub fn losses(&self) -> Vec<StreamLoss> {
+        let mut groups: Vec<(usize, u64, Option<u64>, Vec<usize>)> = Vec::new();
+        for (i, s) in self.streams.iter().enumerate() {
+            let key = (s.trace, s.stream_class_id, s.stream_instance_id);
+            match groups.iter_mut().find(|g| key.2.is_some() && (g.0, g.1, g.2) == key) {
+                Some(g) => g.3.push(i),
+                None => groups.push((key.0, key.1, key.2, vec![i])),
+            }
+        }
+        let mut out = Vec::new();
+        for (trace, class, instance, files) in groups {
+            let mut l = StreamLoss { trace, stream_class: class, stream_instance: instance, ..Default::default() };
+            let mut prev_disc = 0u64;
+            let mut prev_seq: Option<u64> = None;
+            let mut prev_end: Option<u64> = None;
+            for &fi in &files {
+                let s = &self.streams[fi];
+                l.files.push(s.path.clone());
+                for pk in &s.packet_log {
+                    if let Some(d) = pk.events_discarded {
+                        if d > prev_disc {
+                            let n = d - prev_disc;
+                            let begin = prev_end.or(pk.begin_ns).unwrap_or(0);
+                            l.intervals.push((begin, pk.end_ns.unwrap_or(begin), n));
+                            l.events_discarded += n;
+                            prev_disc = d;
+                        }
+                    }
+                    if let Some(sq) = pk.seq_num {
+                        match prev_seq {
+                            Some(p) if sq > p + 1 => l.packets_lost += sq - p - 1,
+                            // The first packet kept is not number 0: earlier
+                            // ones were overwritten (flight-recorder mode) or lost.
+                            None if sq > 0 => l.packets_lost += sq,
+                            _ => {}
+                        }
+                        prev_seq = Some(sq);
+                    }
+                    if pk.end_ns.is_some() {
+                        prev_end = pk.end_ns;
+                    }
+                }
+            }
+            out.push(l);
+        }
+        out
     }
 
     /// (bytes read so far, total bytes) over every stream file: for progress.

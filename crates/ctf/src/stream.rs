@@ -27,26 +27,16 @@ pub enum Val {
     Opt(u32),
 }
 
-/// Per-packet facts, for lost-event accounting and `info`.
+/// Per-packet facts, for lost-event accounting (see `reader::TraceSet::losses`).
 #[derive(Debug, Clone, Default)]
 pub struct PacketInfo {
     pub offset: u64,
-    pub ts_begin: Option<u64>,
-    pub ts_end: Option<u64>,
+    /// Packet begin and end, ns of the trace clock.
+    pub begin_ns: Option<u64>,
+    pub end_ns: Option<u64>,
     pub seq_num: Option<u64>,
+    /// The tracer's cumulative discarded-events counter for this stream.
     pub events_discarded: Option<u64>,
-}
-
-/// Lost events found in one stream.
-#[derive(Debug, Clone, Default)]
-pub struct LossStats {
-    /// Events the tracer counted as discarded (last counter value seen, or the
-    /// sum of counter increases).
-    pub events_discarded: u64,
-    /// Packets missing according to packet sequence numbers.
-    pub packets_lost: u64,
-    /// (clock ns of the interval begin, end, count) for each discard report.
-    pub discard_intervals: Vec<(u64, u64, u64)>,
 }
 
 struct DErr(String);
@@ -87,10 +77,8 @@ pub struct StreamReader {
     /// Non-bookkeeping packet-context fields of the current packet (e.g. cpu_id).
     pub packet_fields: Vec<(String, u64)>,
     pub packets: u64,
-    pub loss: LossStats,
-    last_discarded: u64,
-    last_seq: Option<u64>,
-    last_packet_end_ns: Option<u64>,
+    /// Every packet's bookkeeping facts, in file order.
+    pub packet_log: Vec<PacketInfo>,
     pub first_ts: Option<u64>,
     pub last_ts: Option<u64>,
     pub warnings: Vec<Warning>,
@@ -141,10 +129,7 @@ impl StreamReader {
             events_read: 0,
             packet_fields: Vec::new(),
             packets: 0,
-            loss: LossStats::default(),
-            last_discarded: 0,
-            last_seq: None,
-            last_packet_end_ns: None,
+            packet_log: Vec::new(),
             first_ts: None,
             last_ts: None,
             warnings: Vec::new(),
@@ -275,6 +260,7 @@ impl StreamReader {
         let mut content_bits: Option<u64> = None;
         let mut packet_bits: Option<u64> = None;
         let mut info = PacketInfo { offset: off, ..Default::default() };
+        let (mut ts_begin, mut ts_end) = (None, None);
         self.packet_fields.clear();
         if let Some(pc) = &sc.packet_context {
             tape.clear();
@@ -284,8 +270,8 @@ impl StreamReader {
                 match name.as_str() {
                     "content_size" => content_bits = Some(v),
                     "packet_size" => packet_bits = Some(v),
-                    "timestamp_begin" => info.ts_begin = Some(v),
-                    "timestamp_end" => info.ts_end = Some(v),
+                    "timestamp_begin" => ts_begin = Some(v),
+                    "timestamp_end" => ts_end = Some(v),
                     "packet_seq_num" => info.seq_num = Some(v),
                     "events_discarded" => info.events_discarded = Some(v),
                     _ => {}
@@ -324,32 +310,12 @@ impl StreamReader {
         self.next_packet = off + packet_bits / 8;
         self.packets += 1;
         // Clock at packet start.
-        if let Some(tb) = info.ts_begin {
+        if let Some(tb) = ts_begin {
             self.clock = tb;
         }
-        // Lost events: the counter is cumulative per stream.
-        if let Some(d) = info.events_discarded {
-            if d > self.last_discarded {
-                let n = d - self.last_discarded;
-                let begin = self.last_packet_end_ns.unwrap_or_else(|| info.ts_begin.map(|t| self.to_ns(t)).unwrap_or(0));
-                let end = info.ts_end.map(|t| self.to_ns(t)).unwrap_or(begin);
-                self.loss.discard_intervals.push((begin, end, n));
-                self.loss.events_discarded += n;
-            }
-            self.last_discarded = self.last_discarded.max(d);
-        }
-        if let Some(s) = info.seq_num {
-            if let Some(prev) = self.last_seq {
-                if s > prev + 1 {
-                    self.loss.packets_lost += s - prev - 1;
-                }
-            } else if s > 0 {
-                // The first packet recorded is not number 0: earlier ones are missing.
-                self.loss.packets_lost += s;
-            }
-            self.last_seq = Some(s);
-        }
-        self.last_packet_end_ns = info.ts_end.map(|t| self.to_ns(t));
+        info.begin_ns = ts_begin.map(|t| self.to_ns(t));
+        info.end_ns = ts_end.map(|t| self.to_ns(t));
+        self.packet_log.push(info);
         Ok(true)
     }
 

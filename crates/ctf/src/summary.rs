@@ -150,8 +150,8 @@ pub fn summarize(set: &mut TraceSet) -> Summary {
             stream_class: s.stream_class_id,
             packets: s.packets,
             events: s.events_read,
-            events_discarded: s.loss.events_discarded,
-            packets_lost: s.loss.packets_lost,
+            events_discarded: 0,
+            packets_lost: 0,
             first_ts: s.first_ts,
             last_ts: s.last_ts,
         });
@@ -161,6 +161,16 @@ pub fn summarize(set: &mut TraceSet) -> Summary {
         }
         if let Some(l) = s.last_ts {
             sum.trace_last[t] = Some(sum.trace_last[t].map_or(l, |x: u64| x.max(l)));
+        }
+    }
+    // Losses are per stream, which may span several files: reported on the
+    // stream's first file.
+    for l in set.losses() {
+        if let Some(first) = l.files.first() {
+            if let Some(ss) = sum.streams.iter_mut().find(|x| x.file == *first) {
+                ss.events_discarded += l.events_discarded;
+                ss.packets_lost += l.packets_lost;
+            }
         }
     }
     let mut p: Vec<ProcessSummary> = procs.into_values().collect();

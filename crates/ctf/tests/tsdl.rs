@@ -489,7 +489,7 @@ fn events_discarded_counters_become_loss_stats() {
     assert_eq!(d.ts, vec![150, 350, 550, 750]);
     assert_eq!(d.packets, vec![4]);
     assert_eq!(d.loss[0].events_discarded, 10);
-    assert_eq!(d.loss[0].discard_intervals, vec![(200, 400, 3), (600, 800, 7)]);
+    assert_eq!(d.loss[0].intervals, vec![(200, 400, 3), (600, 800, 7)]);
     assert_eq!(d.loss[0].packets_lost, 0);
 }
 

@@ -942,6 +942,7 @@ impl Builder {
 
     fn tables(self, set: &TraceSet, links: Vec<(usize, Option<usize>, Option<usize>, &'static str)>) -> Model {
         let mut out = Vec::new();
+        let losses = set.losses();
         let mut t = Table::new("hosts", &[("host_id", 'i'), ("hostname", 's')]);
         for (i, h) in self.hosts.iter().enumerate() {
             t.row().i(Some(i as i64)).s(Some(h)).done();
@@ -953,7 +954,7 @@ impl Builder {
                 Some(roscope_ctf::metadata::EnvValue::Str(s)) => Some(s.clone()),
                 _ => None,
             };
-            let (d, pl) = set.streams.iter().filter(|s| s.trace == i).fold((0u64, 0u64), |(a, b), s| (a + s.loss.events_discarded, b + s.loss.packets_lost));
+            let (d, pl) = losses.iter().filter(|l| l.trace == i).fold((0u64, 0u64), |(a, b), l| (a + l.events_discarded, b + l.packets_lost));
             t.row()
                 .i(Some(i as i64))
                 .i(Some(self.trace_host[i] as i64))
@@ -967,9 +968,9 @@ impl Builder {
         }
         out.push(t);
         let mut t = Table::new("lost", &[("trace_id", 'i'), ("stream", 's'), ("begin_ts", 'i'), ("end_ts", 'i'), ("events", 'i')]);
-        for s in &set.streams {
-            for (b, e, n) in &s.loss.discard_intervals {
-                t.row().i(Some(s.trace as i64)).s(Some(&s.path)).i(Some(*b as i64)).i(Some(*e as i64)).i(Some(*n as i64)).done();
+        for l in &losses {
+            for (b, e, n) in &l.intervals {
+                t.row().i(Some(l.trace as i64)).s(l.files.first().map(|x| x.as_str())).i(Some(*b as i64)).i(Some(*e as i64)).i(Some(*n as i64)).done();
             }
         }
         out.push(t);

@@ -154,13 +154,17 @@ impl Trace {
 
     /// Lost events so far, per stream: (file, events discarded, packets lost).
     fn losses(&self) -> Vec<(String, u64, u64)> {
-        self.set
-            .streams
-            .iter()
-            .filter(|s| s.loss.events_discarded > 0 || s.loss.packets_lost > 0)
-            .map(|s| (s.path.clone(), s.loss.events_discarded, s.loss.packets_lost))
-            .collect()
+        losses(&self.set)
     }
+}
+
+/// (stream's first file, events discarded, packets lost) for streams that lost any.
+fn losses(set: &TraceSet) -> Vec<(String, u64, u64)> {
+    set.losses()
+        .into_iter()
+        .filter(|l| l.events_discarded > 0 || l.packets_lost > 0)
+        .map(|l| (l.files.first().cloned().unwrap_or_default(), l.events_discarded, l.packets_lost))
+        .collect()
 }
 
 fn columns_to_py(py: Python<'_>, cols: Vec<roscope_ctf::columns::Column>) -> PyResult<Py<PyList>> {
@@ -198,12 +202,7 @@ fn build_model(py: Python<'_>, paths: Vec<String>, heuristics: bool, progress: b
         tables.append((name, rows, columns_to_py(py, cols)?))?;
     }
     let warnings: Vec<String> = set.all_warnings().iter().map(|w| w.to_string()).collect();
-    let losses: Vec<(String, u64, u64)> = set
-        .streams
-        .iter()
-        .filter(|s| s.loss.events_discarded > 0 || s.loss.packets_lost > 0)
-        .map(|s| (s.path.clone(), s.loss.events_discarded, s.loss.packets_lost))
-        .collect();
+    let losses = losses(&set);
     Ok((tables, model.stats, warnings, losses).into_py(py))
 }
 

@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use roscope_ctf::stream::LossStats;
 use roscope_ctf::{json, TraceSet};
 
 pub const MAGIC: u32 = 0xC1FC_1FC1;
@@ -185,7 +184,7 @@ pub struct Dump {
     pub ts: Vec<u64>,
     pub names: Vec<String>,
     pub warnings: Vec<String>,
-    pub loss: Vec<LossStats>,
+    pub loss: Vec<roscope_ctf::reader::StreamLoss>,
     pub packets: Vec<u64>,
 }
 
@@ -245,7 +244,7 @@ pub fn dump(dir: &Path) -> Dump {
         d.lines.push(String::from_utf8(buf.clone()).unwrap().trim_end().to_string());
     }
     d.warnings = set.all_warnings().iter().map(|w| w.to_string()).collect();
-    d.loss = set.streams.iter().map(|s| s.loss.clone()).collect();
+    d.loss = set.losses();
     d.packets = set.streams.iter().map(|s| s.packets).collect();
     d
 }
