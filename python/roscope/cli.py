@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:
             pass
         return 0
-    except (UserError, FileNotFoundError, ValueError) as exc:
+    except (UserError, OSError, ValueError) as exc:
         print(f"roscope: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
