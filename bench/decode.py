@@ -31,7 +31,7 @@ import time
 BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
 RESULTS = os.path.join(BENCH, "results")
-TRACES = os.environ.get("ROSCOPE_TRACES", "/work/shared/traces")
+TRACES = os.environ.get("ROSCOPE_TRACES", os.path.join(os.path.dirname(REPO), "shared", "traces"))
 BIG_REAL = os.path.join(TRACES, "ros2", "autoware-carla-galactic")
 GEN_DIR = os.path.join(RESULTS, "gen-10M")
 ROSCOPE_CTF = os.path.join(REPO, "target", "release", "roscope-ctf")

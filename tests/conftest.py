@@ -41,7 +41,7 @@ recordings = _load_recordings()
 
 
 def shared_traces_dir() -> str:
-    return os.environ.get("ROSCOPE_TRACES", "/work/shared/traces")
+    return os.environ.get("ROSCOPE_TRACES", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shared", "traces"))
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ bt2 = pytest.importorskip('bt2')
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIM = os.path.join(ROOT, 'tools', 'ros2sim')
 DRIVER = os.path.join(SIM, 'ros2sim.py')
-REAL = os.environ.get('ROSCOPE_TRACES', '/work/shared/traces')
+REAL = os.environ.get('ROSCOPE_TRACES', os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'shared', 'traces'))
 PINGPONG = os.path.join(REAL, 'ros2', 'pingpong-rolling-2021')
 GALACTIC = [os.path.join(REAL, 'ros2', t) for t in
             ('caret-talker-listener-galactic', 'caret-intra-process-galactic', 'autoware-carla-galactic')]
