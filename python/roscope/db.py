@@ -162,6 +162,12 @@ class Database:
         """Runs SQL; returns a pandas DataFrame."""
         return self.con.execute(query, params or []).df()
 
+    def records(self, query: str, params=None) -> list[dict]:
+        """Runs SQL; returns a list of dicts (no pandas needed)."""
+        cur = self.con.execute(query, params or [])
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row)) for row in cur.fetchall()]
+
     def table(self, name: str):
         """A table or view as a pandas DataFrame."""
         return self.con.execute(f'SELECT * FROM "{name}"').df()

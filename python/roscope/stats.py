@@ -4,7 +4,10 @@ All computed in SQL (DuckDB) over the model's tables; durations in ns.
 """
 from __future__ import annotations
 
-from roscope.db import Database
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from roscope.db import Database
 
 # Callback runs that count: complete (start and end seen).
 _RUNS = "SELECT * FROM callback_runs WHERE end_ts IS NOT NULL"
@@ -19,7 +22,7 @@ def trace_span(db: Database) -> tuple[int, int]:
 def callbacks(db: Database):
     first, last = trace_span(db)
     span = max(last - first, 1)
-    return db.sql(
+    return db.records(
         f"""
         WITH runs AS ({_RUNS}),
         d AS (
@@ -49,7 +52,7 @@ def callbacks(db: Database):
 def topics(db: Database):
     first, last = trace_span(db)
     span_s = max(last - first, 1) / 1e9
-    return db.sql(
+    return db.records(
         f"""
         WITH pubs AS (SELECT topic, count(*) AS publications FROM publications_info WHERE topic IS NOT NULL GROUP BY topic),
         lat AS (
@@ -89,7 +92,7 @@ def topics(db: Database):
 def nodes(db: Database):
     first, last = trace_span(db)
     span = max(last - first, 1)
-    return db.sql(
+    return db.records(
         f"""
         WITH runs AS ({_RUNS}),
         cb AS (

@@ -51,6 +51,9 @@ pub enum Ev {
     Ros1SubMsgQueued,
 }
 
+/// The most fields read from one event.
+pub const MAX_FIELDS: usize = 5;
+
 /// Payload fields read for each event, indexed by `Ev as usize`.
 pub const FIELDS: &[&[&str]] = &[
     &["context_handle", "version"],

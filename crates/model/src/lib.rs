@@ -12,7 +12,7 @@
 mod events;
 pub mod table;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use roscope_ctf::stream::{StreamReader, Val};
 use roscope_ctf::summary::static_index;
@@ -153,12 +153,12 @@ struct ExecState {
 const EXEC_STATES: [&str; 3] = ["waiting", "selecting", "executing"];
 
 /// Per (trace, event class): what the event is and where its fields are.
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 struct ClassInfo {
     ev: Ev,
     /// Static tape indexes (relative to the payload) of the fields named in
     /// `events::FIELDS[ev]`, in that order.
-    ix: Vec<Option<usize>>,
+    ix: [Option<usize>; events::MAX_FIELDS],
 }
 
 struct Builder {
@@ -237,7 +237,10 @@ impl Builder {
                     .map(|ec| {
                         let ev = classify(&ec.name)?;
                         let names = FIELDS[ev as usize];
-                        let ix = names.iter().map(|n| static_index(ec.payload.as_ref(), &[n])).collect();
+                        let mut ix = [None; events::MAX_FIELDS];
+                        for (k, n) in names.iter().enumerate() {
+                            ix[k] = static_index(ec.payload.as_ref(), &[n]);
+                        }
                         Some(ClassInfo { ev, ix })
                     })
                     .collect()
@@ -280,9 +283,9 @@ impl Builder {
             hosts,
             trace_host,
             procs: vec![],
-            proc_of: HashMap::new(),
+            proc_of: HashMap::default(),
             threads: vec![],
-            thread_of: HashMap::new(),
+            thread_of: HashMap::default(),
             nodes: vec![],
             pubs: vec![],
             subs: vec![],
@@ -290,24 +293,24 @@ impl Builder {
             services: vec![],
             clients: vec![],
             cbs: vec![],
-            node_of: HashMap::new(),
-            pub_of: HashMap::new(),
-            pub_of_rmw: HashMap::new(),
-            sub_of: HashMap::new(),
-            sub_of_rmw: HashMap::new(),
-            sub_of_rclcpp: HashMap::new(),
-            timer_of: HashMap::new(),
-            service_of: HashMap::new(),
-            client_of: HashMap::new(),
-            cb_of: HashMap::new(),
-            gid_of: HashMap::new(),
-            ipb_sub: HashMap::new(),
-            buffer_ipb: HashMap::new(),
-            rb_slot: HashMap::new(),
-            intra_msg: HashMap::new(),
-            ros1_queues: HashMap::new(),
-            ros1_sub_by_topic: HashMap::new(),
-            ros1_pub_by_topic: HashMap::new(),
+            node_of: HashMap::default(),
+            pub_of: HashMap::default(),
+            pub_of_rmw: HashMap::default(),
+            sub_of: HashMap::default(),
+            sub_of_rmw: HashMap::default(),
+            sub_of_rclcpp: HashMap::default(),
+            timer_of: HashMap::default(),
+            service_of: HashMap::default(),
+            client_of: HashMap::default(),
+            cb_of: HashMap::default(),
+            gid_of: HashMap::default(),
+            ipb_sub: HashMap::default(),
+            buffer_ipb: HashMap::default(),
+            rb_slot: HashMap::default(),
+            intra_msg: HashMap::default(),
+            ros1_queues: HashMap::default(),
+            ros1_sub_by_topic: HashMap::default(),
+            ros1_pub_by_topic: HashMap::default(),
             runs: vec![],
             publications: vec![],
             takes: vec![],
@@ -407,12 +410,15 @@ impl Builder {
     fn run_event(&mut self, set: &TraceSet, si: usize) {
         let s = &set.streams[si];
         self.events += 1;
-        let Some(ci) = self.classes[s.trace][s.cur_class].clone() else { return };
+        let Some(ci) = self.classes[s.trace][s.cur_class] else { return };
         let [pp, tp, np] = self.ctx[s.trace][s.sc];
         let tape = &s.tape;
         let pid = pp.and_then(|i| vi(tape.get(i))).unwrap_or(-1);
         let tid = tp.and_then(|i| vi(tape.get(i))).unwrap_or(pid);
-        let procname = np.and_then(|i| Self::text(s, tape.get(i))).unwrap_or_default();
+        let procname = match np.and_then(|i| tape.get(i)) {
+            Some(Val::Str(off, len)) => roscope_ctf::json::text_at(s.data(), *off, *len),
+            _ => std::borrow::Cow::Borrowed(""),
+        };
         let ts = s.cur_ts;
         let host = self.trace_host[s.trace];
         let starts = matches!(ci.ev, Ev::RclInit | Ev::Ros1InitNode);
@@ -487,7 +493,7 @@ impl Builder {
                 let sub = match self.sub_of_rclcpp.get(&(p, x)) {
                     Some(&i) => i,
                     None => {
-                        let i = Self::obj(&mut self.subs, &mut HashMap::new(), p, 0, "subscription");
+                        let i = Self::obj(&mut self.subs, &mut HashMap::default(), p, 0, "subscription");
                         self.subs[i].extra = Some(x);
                         self.sub_of_rclcpp.insert((p, x), i);
                         i
@@ -547,7 +553,7 @@ impl Builder {
                     let sub = match self.sub_of_rclcpp.get(&(p, x)) {
                         Some(&i) => i,
                         None => {
-                            let i = Self::obj(&mut self.subs, &mut HashMap::new(), p, 0, "subscription");
+                            let i = Self::obj(&mut self.subs, &mut HashMap::default(), p, 0, "subscription");
                             self.subs[i].extra = Some(x);
                             self.sub_of_rclcpp.insert((p, x), i);
                             i
@@ -601,7 +607,7 @@ impl Builder {
                         match self.pub_of_rmw.get(&(p, h)) {
                             Some(&i) => i,
                             None => {
-                                let i = Self::obj(&mut self.pubs, &mut HashMap::new(), p, 0, "publisher");
+                                let i = Self::obj(&mut self.pubs, &mut HashMap::default(), p, 0, "publisher");
                                 self.pubs[i].rmw_handle = Some(h);
                                 self.pub_of_rmw.insert((p, h), i);
                                 i
@@ -694,7 +700,7 @@ impl Builder {
                 let sub = fu(0).map(|h| match self.sub_of_rmw.get(&(p, h)) {
                     Some(&i) => i,
                     None => {
-                        let i = Self::obj(&mut self.subs, &mut HashMap::new(), p, 0, "subscription");
+                        let i = Self::obj(&mut self.subs, &mut HashMap::default(), p, 0, "subscription");
                         self.subs[i].rmw_handle = Some(h);
                         self.sub_of_rmw.insert((p, h), i);
                         i
@@ -869,7 +875,7 @@ impl Builder {
         let topic_of_pub = |pb: &Publication| pb.publisher.and_then(|i| self.pubs[i].name.clone());
         let topic_of_take = |t: &Take| t.sub.and_then(|i| self.subs[i].name.clone());
         // 1 and 2: exact source-stamp identity within a topic.
-        let mut by_stamp: HashMap<(String, i64), Vec<usize>> = HashMap::new();
+        let mut by_stamp: HashMap<(String, i64), Vec<usize>> = HashMap::default();
         for (i, pb) in self.publications.iter().enumerate() {
             if let (Some(st), Some(topic)) = (pb.src_ts, topic_of_pub(pb)) {
                 by_stamp.entry((topic, st)).or_default().push(i);
@@ -899,7 +905,7 @@ impl Builder {
         }
         // Heuristic: the publishing host's wall clock, as the DDS source stamp.
         if self.opts.heuristics {
-            let mut by_topic: HashMap<(usize, String), Vec<(i64, usize)>> = HashMap::new();
+            let mut by_topic: HashMap<(usize, String), Vec<(i64, usize)>> = HashMap::default();
             for (i, pb) in self.publications.iter().enumerate() {
                 if pb.src_ts.is_some() || pb.intra {
                     continue;

@@ -4,7 +4,6 @@ from __future__ import annotations
 import sys
 import time
 
-from roscope.db import load
 
 
 def register(sub) -> None:
@@ -22,6 +21,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from roscope.db import load
+
     t0 = time.perf_counter()
     db, res = load(args.traces, args.output, heuristics=not args.no_heuristics, parquet_dir=args.parquet, force=args.force)
     db.close()

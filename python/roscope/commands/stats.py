@@ -5,8 +5,6 @@ import json
 import math
 import sys
 
-import roscope
-from roscope import stats as st
 
 
 def register(sub) -> None:
@@ -34,11 +32,13 @@ def _clean(v):
     return v
 
 
-def _records(df) -> list[dict]:
-    return [{k: _clean(v) for k, v in row.items()} for row in df.to_dict(orient="records")]
+def _records(rows: list[dict]) -> list[dict]:
+    return [{k: _clean(v) for k, v in row.items()} for row in rows]
 
 
 def collect(db) -> dict:
+    from roscope import stats as st
+
     return {
         "summary": st.summary(db),
         "callbacks": _records(st.callbacks(db)),
@@ -92,6 +92,8 @@ def render_text(d: dict, out=sys.stdout) -> None:
 
 
 def run(args) -> int:
+    import roscope
+
     if len(args.inputs) == 1:
         db = roscope.open(args.inputs[0], heuristics=not args.no_heuristics)
     else:
