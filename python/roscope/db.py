@@ -196,12 +196,12 @@ def is_db(path: str) -> bool:
     return b"DUCK" in head
 
 
-def open(trace_or_db, *, heuristics: bool = True) -> Database:  # noqa: A001 - the API's name
+def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True) -> Database:  # noqa: A001 - the API's name
     """A Database over a DuckDB file written by `roscope load`, or over traces
-    (loaded in memory)."""
+    (loaded in memory). Analyses that store their results need `read_only=False`."""
     if isinstance(trace_or_db, (str, os.PathLike)) and is_db(os.fspath(trace_or_db)):
         path = os.fspath(trace_or_db)
-        con = duckdb.connect(path, read_only=True)
+        con = duckdb.connect(path, read_only=read_only)
         try:
             ver = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         except duckdb.Error as exc:

@@ -49,6 +49,8 @@ pub enum Ev {
     Ros1SubCbEnd,
     Ros1PubQueued,
     Ros1SubMsgQueued,
+    MsgLinkPeriodic,
+    MsgLinkPartial,
 }
 
 /// The most fields read from one event.
@@ -101,6 +103,8 @@ pub const FIELDS: &[&[&str]] = &[
     &["topic", "buffer_ref", "queue_ref", "callback_ref", "message_ref"],
     &["topic", "buffer_ref"],
     &["topic", "buffer_ref", "queue_ref", "callback_ref", "message_ref"],
+    &[],
+    &[],
 ];
 
 pub fn classify(full: &str) -> Option<Ev> {
@@ -143,6 +147,8 @@ pub fn classify(full: &str) -> Option<Ev> {
             "rclcpp_executor_wait_for_work" => ExecWait,
             "rclcpp_executor_get_next_ready" => ExecGetNext,
             "rclcpp_executor_execute" => ExecExecute,
+            "message_link_periodic_async" => MsgLinkPeriodic,
+            "message_link_partial_sync" => MsgLinkPartial,
             _ => return None,
         }),
         "roscpp" => Some(match name {

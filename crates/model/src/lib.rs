@@ -202,6 +202,8 @@ struct Builder {
     ros1_queues: HashMap<(usize, u64), ()>,
     ros1_sub_by_topic: HashMap<(usize, String), usize>,
     ros1_pub_by_topic: HashMap<(usize, String), usize>,
+    /// Causal-link annotations: (proc, kind, ts, subscription handles, publisher handles).
+    annotations: Vec<(usize, &'static str, u64, Vec<u64>, Vec<u64>)>,
     runs: Vec<Run>,
     publications: Vec<Publication>,
     takes: Vec<Take>,
@@ -311,6 +313,7 @@ impl Builder {
             ros1_queues: HashMap::default(),
             ros1_sub_by_topic: HashMap::default(),
             ros1_pub_by_topic: HashMap::default(),
+            annotations: vec![],
             runs: vec![],
             publications: vec![],
             takes: vec![],
@@ -827,6 +830,14 @@ impl Builder {
                 let run = self.threads[th].stack.last().copied();
                 self.publications.push(Publication { publisher, thread: th, run, ts, rclcpp_ts: Some(ts), message: fu(1).unwrap_or(0), ..Default::default() });
             }
+            MsgLinkPeriodic | MsgLinkPartial => {
+                let md = &set.traces[s.trace].md;
+                let ec = &md.events[s.cur_class];
+                let subs = seq_values(ec.payload.as_ref(), tape, base, "subs");
+                let pubs = seq_values(ec.payload.as_ref(), tape, base, "pubs");
+                let kind = if ci.ev == MsgLinkPeriodic { "periodic_async" } else { "partial_sync" };
+                self.annotations.push((p, kind, ts, subs, pubs));
+            }
             Ros1SubMsgQueued => {
                 let topic = ft(0);
                 let sub = topic.and_then(|t| self.ros1_sub_by_topic.get(&(p, t)).copied());
@@ -1103,6 +1114,23 @@ impl Builder {
             t.row().i(Some(*p as i64)).i(k.map(|x| x as i64)).i(r.map(|x| x as i64)).s(Some(m)).i(Some((*m == M_HEUR_WALL) as i64)).done();
         }
         out.push(t);
+        let mut t = Table::new("annotations", &[("annotation_id", 'i'), ("proc_id", 'i'), ("kind", 's'), ("ts", 'i')]);
+        for (i, (p, k, ts, _, _)) in self.annotations.iter().enumerate() {
+            t.row().i(Some(i as i64)).i(Some(*p as i64)).s(Some(k)).i(Some(*ts as i64)).done();
+        }
+        out.push(t);
+        let mut t = Table::new("annotation_members", &[("annotation_id", 'i'), ("role", 's'), ("handle", 'u'), ("subscription_id", 'i'), ("publisher_id", 'i')]);
+        for (i, (p, _, _, subs, pubs)) in self.annotations.iter().enumerate() {
+            for h in subs {
+                let sid = self.sub_of.get(&(*p, *h)).or_else(|| self.sub_of_rclcpp.get(&(*p, *h))).map(|x| *x as i64);
+                t.row().i(Some(i as i64)).s(Some("subscription")).u(Some(*h)).i(sid).i(None).done();
+            }
+            for h in pubs {
+                let pid = self.pub_of.get(&(*p, *h)).map(|x| *x as i64);
+                t.row().i(Some(i as i64)).s(Some("publisher")).u(Some(*h)).i(None).i(pid).done();
+            }
+        }
+        out.push(t);
         let mut t = Table::new("executor_states", &[("thread_id", 'i'), ("state", 's'), ("start_ts", 'i'), ("end_ts", 'i'), ("handle", 'u')]);
         for e in &self.exec_states {
             t.row().i(Some(e.thread as i64)).s(Some(EXEC_STATES[e.state as usize])).i(Some(e.start as i64)).i(Some(e.end as i64)).u(e.handle).done();
@@ -1115,6 +1143,27 @@ impl Builder {
         ];
         Model { tables: out, stats }
     }
+}
+
+/// The values of a sequence or array field of a struct scope, found by walking it.
+fn seq_values(ty: Option<&roscope_ctf::types::Ty>, tape: &[Val], start: usize, name: &str) -> Vec<u64> {
+    use roscope_ctf::types::Ty;
+    let Some(Ty::Struct(st)) = ty else { return vec![] };
+    let mut i = start;
+    for f in &st.fields {
+        if f.name == name {
+            return match &f.ty {
+                Ty::Seq { .. } => match tape.get(i) {
+                    Some(Val::Len(n)) => tape.get(i + 1..i + 1 + *n as usize).map(|v| v.iter().filter_map(|x| vu(Some(x))).collect()).unwrap_or_default(),
+                    _ => vec![],
+                },
+                Ty::Array { len, .. } => tape.get(i..i + *len as usize).map(|v| v.iter().filter_map(|x| vu(Some(x))).collect()).unwrap_or_default(),
+                _ => vec![],
+            };
+        }
+        roscope_ctf::stream::skip(&f.ty, tape, &mut i);
+    }
+    vec![]
 }
 
 fn gid_hex(s: &StreamReader, ci: &ClassInfo, k: usize) -> Option<String> {

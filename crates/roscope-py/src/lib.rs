@@ -206,10 +206,174 @@ fn build_model(py: Python<'_>, paths: Vec<String>, heuristics: bool, progress: b
     Ok((tables, model.stats, warnings, losses).into_py(py))
 }
 
+fn i64s(b: &[u8]) -> Vec<i64> {
+    b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+fn bytes_of(v: &[i64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The execution model as columns, for the flow algorithms (roscope-flow).
+/// Columns are little-endian int64 buffers; ids are row positions, -1 is none.
+#[pyclass(module = "roscope._core")]
+struct FlowModel {
+    m: roscope_flow::Model,
+    links: Option<Vec<roscope_flow::CausalLink>>,
+}
+
+#[pymethods]
+impl FlowModel {
+    #[new]
+    fn new(cols: std::collections::HashMap<String, Vec<u8>>, annotations: Vec<(i64, Vec<i64>, Vec<i64>)>, n_topics: usize) -> PyResult<Self> {
+        let get = |k: &str| -> PyResult<Vec<i64>> {
+            cols.get(k).map(|b| i64s(b)).ok_or_else(|| PyValueError::new_err(format!("missing column {}", k)))
+        };
+        let m = roscope_flow::Model {
+            cb_node: get("cb_node")?,
+            cb_kind: get("cb_kind")?,
+            cb_sub: get("cb_sub")?,
+            sub_topic: get("sub_topic")?,
+            sub_node: get("sub_node")?,
+            pub_topic: get("pub_topic")?,
+            pub_node: get("pub_node")?,
+            run_cb: get("run_cb")?,
+            run_start: get("run_start")?,
+            run_end: get("run_end")?,
+            pb_publisher: get("pb_publisher")?,
+            pb_run: get("pb_run")?,
+            pb_ts: get("pb_ts")?,
+            tl_pub: get("tl_pub")?,
+            tl_run: get("tl_run")?,
+            annotations,
+            n_topics,
+        };
+        let n = |v: &Vec<i64>| v.len();
+        if n(&m.cb_node) != n(&m.cb_kind) || n(&m.cb_node) != n(&m.cb_sub) || n(&m.run_cb) != n(&m.run_start)
+            || n(&m.run_cb) != n(&m.run_end) || n(&m.pb_ts) != n(&m.pb_run) || n(&m.pb_ts) != n(&m.pb_publisher)
+            || n(&m.tl_pub) != n(&m.tl_run) || n(&m.sub_topic) != n(&m.sub_node) || n(&m.pub_topic) != n(&m.pub_node)
+        {
+            return Err(PyValueError::new_err("flow model columns have inconsistent lengths"));
+        }
+        Ok(FlowModel { m, links: None })
+    }
+
+    /// Causal links: (in_publication, in_run, out_publication, kind) int64 columns as bytes.
+    #[pyo3(signature = (infer_timer_inputs=true))]
+    fn causal_links(&mut self, py: Python<'_>, infer_timer_inputs: bool) -> PyResult<PyObject> {
+        let m = &self.m;
+        let links = py.allow_threads(|| {
+            let ix = roscope_flow::Index::new(m);
+            roscope_flow::causal_links(&ix, roscope_flow::Policy { infer_timer_inputs })
+        });
+        let a: Vec<i64> = links.iter().map(|l| l.in_pub).collect();
+        let b: Vec<i64> = links.iter().map(|l| l.in_run).collect();
+        let c: Vec<i64> = links.iter().map(|l| l.out_pub).collect();
+        let d: Vec<i64> = links.iter().map(|l| l.kind as i64).collect();
+        self.links = Some(links);
+        let out = (
+            PyBytes::new_bound(py, &bytes_of(&a)),
+            PyBytes::new_bound(py, &bytes_of(&b)),
+            PyBytes::new_bound(py, &bytes_of(&c)),
+            PyBytes::new_bound(py, &bytes_of(&d)),
+        );
+        Ok(out.into_py(py))
+    }
+
+    /// One message's flow graph: (publications, runs, edges as (from_kind, from, to_kind, to, kind)).
+    #[pyo3(signature = (publication, forward=true, backward=true))]
+    fn message_graph(&mut self, py: Python<'_>, publication: i64, forward: bool, backward: bool) -> PyResult<PyObject> {
+        if publication < 0 || publication as usize >= self.m.pb_ts.len() {
+            return Err(PyValueError::new_err(format!("no publication {}", publication)));
+        }
+        if self.links.is_none() {
+            let ix = roscope_flow::Index::new(&self.m);
+            self.links = Some(roscope_flow::causal_links(&ix, roscope_flow::Policy::default()));
+        }
+        let ix = roscope_flow::Index::new(&self.m);
+        let g = roscope_flow::message_graph(&ix, self.links.as_ref().unwrap(), publication, forward, backward);
+        let edges: Vec<(String, i64, String, i64, &str)> = g.edges.iter().map(|e| (e.0.to_string(), e.1, e.2.to_string(), e.3, e.4)).collect();
+        Ok((g.pubs, g.runs, edges).into_py(py))
+    }
+
+    /// Data flows between input and output topics (bool masks over topic ids).
+    /// Returns (flows, steps, stats): flows and steps as dicts of int64 column bytes.
+    #[pyo3(signature = (is_input, is_output, implicit=None, exact_links=true, max_flows_per_output=10000))]
+    fn data_flows(
+        &self,
+        py: Python<'_>,
+        is_input: Vec<bool>,
+        is_output: Vec<bool>,
+        implicit: Option<Vec<(i64, i64)>>,
+        exact_links: bool,
+        max_flows_per_output: usize,
+    ) -> PyResult<PyObject> {
+        if is_input.len() != self.m.n_topics || is_output.len() != self.m.n_topics {
+            return Err(PyValueError::new_err("topic masks must have one entry per topic"));
+        }
+        let o = roscope_flow::FlowOptions {
+            is_input_topic: is_input,
+            is_output_topic: is_output,
+            implicit: implicit.map(|v| v.into_iter().collect()),
+            exact_links,
+            max_flows_per_output,
+        };
+        let m = &self.m;
+        let t0 = std::time::Instant::now();
+        let (res, keys) = py.allow_threads(|| {
+            let ix = roscope_flow::Index::new(m);
+            let res = roscope_flow::data_flows(&ix, &o);
+            // Group by path: the callback/topic sequence.
+            let mut ids: std::collections::HashMap<Vec<(char, i64)>, i64> = std::collections::HashMap::new();
+            let keys: Vec<i64> = res.flows.iter().map(|f| {
+                let k = roscope_flow::path_key(m, f);
+                let n = ids.len() as i64;
+                *ids.entry(k).or_insert(n)
+            }).collect();
+            (res, keys)
+        });
+        let secs = t0.elapsed().as_secs_f64();
+        let n = res.flows.len();
+        let col = |f: &dyn Fn(&roscope_flow::DataFlow) -> i64| -> Vec<u8> { bytes_of(&res.flows.iter().map(f).collect::<Vec<i64>>()) };
+        let flows = pyo3::types::PyDict::new_bound(py);
+        flows.set_item("flow_id", PyBytes::new_bound(py, &bytes_of(&(0..n as i64).collect::<Vec<_>>())))?;
+        flows.set_item("path_id", PyBytes::new_bound(py, &bytes_of(&keys)))?;
+        flows.set_item("output_publication_id", PyBytes::new_bound(py, &col(&|f| f.steps.last().unwrap().1)))?;
+        flows.set_item("start_ts", PyBytes::new_bound(py, &col(&|f| f.start)))?;
+        flows.set_item("end_ts", PyBytes::new_bound(py, &col(&|f| f.end)))?;
+        flows.set_item("latency_ns", PyBytes::new_bound(py, &col(&|f| f.end - f.start)))?;
+        flows.set_item("communication_ns", PyBytes::new_bound(py, &col(&|f| f.communication)))?;
+        flows.set_item("idle_ns", PyBytes::new_bound(py, &col(&|f| f.idle)))?;
+        flows.set_item("computation_ns", PyBytes::new_bound(py, &col(&|f| f.computation)))?;
+        let (mut sf, mut si, mut sk, mut sid) = (vec![], vec![], vec![], vec![]);
+        for (k, f) in res.flows.iter().enumerate() {
+            for (j, &(kind, id)) in f.steps.iter().enumerate() {
+                sf.push(k as i64);
+                si.push(j as i64);
+                sk.push(if kind == 'p' { 0 } else { 1 });
+                sid.push(id);
+            }
+        }
+        let steps = pyo3::types::PyDict::new_bound(py);
+        steps.set_item("flow_id", PyBytes::new_bound(py, &bytes_of(&sf)))?;
+        steps.set_item("step", PyBytes::new_bound(py, &bytes_of(&si)))?;
+        steps.set_item("is_run", PyBytes::new_bound(py, &bytes_of(&sk)))?;
+        steps.set_item("id", PyBytes::new_bound(py, &bytes_of(&sid)))?;
+        let stats = pyo3::types::PyDict::new_bound(py);
+        stats.set_item("outputs", res.outputs)?;
+        stats.set_item("flows", n)?;
+        stats.set_item("trees_cached", res.trees)?;
+        stats.set_item("cache_hits", res.cache_hits)?;
+        stats.set_item("seconds", secs)?;
+        Ok((flows, steps, stats).into_py(py))
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Trace>()?;
     m.add_function(wrap_pyfunction!(build_model, m)?)?;
+    m.add_class::<FlowModel>()?;
     m.add("TraceError", m.py().get_type_bound::<TraceError>())?;
     Ok(())
 }

@@ -1,0 +1,260 @@
+"""Message flows and end-to-end latency over the execution database.
+
+- `causal_links(db)`: direct, annotated (periodic asynchronous, partial
+  synchronous) and inferred causal links between messages;
+- `message_graph(db, publication_id)`: one message's flow, forward and backward;
+- `data_flows(db, from_regex, to_regex)`: data flows from input to output topics
+  (data-flow paper, Algorithm 1), grouped into paths, with the latency of each
+  split into communication, idle and computation;
+- `executor(db)`: executor states, utilization, and how long inputs waited.
+
+The algorithms run in Rust (`crates/flow`); results are stored as tables in the
+database (`causal_links`, `data_flows`, `data_flow_steps`, `paths`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from roscope import _core
+
+CB_KINDS = {"timer": 0, "subscription": 1}
+LINK_KINDS = ["direct", "periodic_async", "partial_sync", "inferred"]
+STAT_COLUMNS = ("min", "mean", "std", "q25", "q50", "q75", "p99", "max")
+
+
+def _col(con, sql: str) -> bytes:
+    import numpy as np
+
+    arr = con.execute(sql).fetchnumpy()
+    (values,) = arr.values()
+    return np.ascontiguousarray(np.asarray(values, dtype=np.int64)).tobytes()
+
+
+@dataclass
+class FlowContext:
+    model: "_core.FlowModel"
+    topics: list[str]
+
+
+def context(db) -> FlowContext:
+    con = db.con
+    topics = [r[0] for r in con.execute(
+        "SELECT DISTINCT name FROM (SELECT name FROM publishers UNION ALL SELECT name FROM subscriptions) "
+        "WHERE name IS NOT NULL ORDER BY name").fetchall()]
+    con.execute("CREATE OR REPLACE TEMP TABLE _topic_ids AS SELECT name, (row_number() OVER (ORDER BY name)) - 1 AS tid "
+                "FROM (SELECT DISTINCT name FROM (SELECT name FROM publishers UNION ALL SELECT name FROM subscriptions) "
+                "WHERE name IS NOT NULL)")
+    cols = {
+        "cb_node": _col(con, "SELECT coalesce(node_id, -1) FROM callbacks ORDER BY callback_id"),
+        "cb_kind": _col(con, "SELECT CASE kind WHEN 'timer' THEN 0 WHEN 'subscription' THEN 1 ELSE 2 END FROM callbacks ORDER BY callback_id"),
+        "cb_sub": _col(con, "SELECT CASE WHEN kind = 'subscription' THEN coalesce(owner_id, -1) ELSE -1 END FROM callbacks ORDER BY callback_id"),
+        "sub_topic": _col(con, "SELECT coalesce(t.tid, -1) FROM subscriptions s LEFT JOIN _topic_ids t USING (name) ORDER BY s.subscription_id"),
+        "sub_node": _col(con, "SELECT coalesce(node_id, -1) FROM subscriptions ORDER BY subscription_id"),
+        "pub_topic": _col(con, "SELECT coalesce(t.tid, -1) FROM publishers p LEFT JOIN _topic_ids t USING (name) ORDER BY p.publisher_id"),
+        "pub_node": _col(con, "SELECT coalesce(node_id, -1) FROM publishers ORDER BY publisher_id"),
+        "run_cb": _col(con, "SELECT callback_id FROM callback_runs ORDER BY run_id"),
+        "run_start": _col(con, "SELECT start_ts FROM callback_runs ORDER BY run_id"),
+        "run_end": _col(con, "SELECT coalesce(end_ts, -1) FROM callback_runs ORDER BY run_id"),
+        "pb_publisher": _col(con, "SELECT coalesce(publisher_id, -1) FROM publications ORDER BY publication_id"),
+        "pb_run": _col(con, "SELECT coalesce(run_id, -1) FROM publications ORDER BY publication_id"),
+        "pb_ts": _col(con, "SELECT coalesce(rclcpp_ts, rcl_ts, rmw_ts, ts) FROM publications ORDER BY publication_id"),
+        "tl_pub": _col(con, "SELECT publication_id FROM links WHERE run_id IS NOT NULL ORDER BY publication_id, run_id"),
+        "tl_run": _col(con, "SELECT run_id FROM links WHERE run_id IS NOT NULL ORDER BY publication_id, run_id"),
+    }
+    annotations = []
+    for aid, kind in con.execute("SELECT annotation_id, kind FROM annotations ORDER BY annotation_id").fetchall():
+        subs = [r[0] for r in con.execute(
+            "SELECT subscription_id FROM annotation_members WHERE annotation_id = ? AND subscription_id IS NOT NULL", [aid]).fetchall()]
+        pubs = [r[0] for r in con.execute(
+            "SELECT publisher_id FROM annotation_members WHERE annotation_id = ? AND publisher_id IS NOT NULL", [aid]).fetchall()]
+        annotations.append((0 if kind == "periodic_async" else 1, subs, pubs))
+    return FlowContext(_core.FlowModel(cols, annotations, len(topics)), topics)
+
+
+def _store(db, name: str, columns: dict[str, bytes], names: list[str] | None = None) -> None:
+    import numpy as np
+    import pyarrow as pa
+
+    arrays = {k: pa.array(np.frombuffer(v, dtype=np.int64)) for k, v in columns.items()}
+    table = pa.table(arrays)
+    db.con.register("_flow_src", table)
+    db.con.execute(f'CREATE OR REPLACE TABLE "{name}" AS SELECT * FROM _flow_src')
+    db.con.unregister("_flow_src")
+
+
+def causal_links(db, ctx: FlowContext | None = None, infer: bool = True) -> int:
+    """Computes the causal links and stores them as table `causal_links`; returns their count."""
+    ctx = ctx or context(db)
+    a, b, c, d = ctx.model.causal_links(infer)
+    _store(db, "causal_links", {"in_publication_id": a, "in_run_id": b, "out_publication_id": c, "kind_id": d})
+    db.con.execute(
+        "CREATE OR REPLACE TABLE causal_links AS SELECT in_publication_id, in_run_id, out_publication_id, "
+        "CASE kind_id WHEN 0 THEN 'direct' WHEN 1 THEN 'periodic_async' WHEN 2 THEN 'partial_sync' ELSE 'inferred' END AS kind "
+        "FROM causal_links")
+    return db.con.execute("SELECT count(*) FROM causal_links").fetchone()[0]
+
+
+def message_graph(db, publication_id: int, ctx: FlowContext | None = None, forward=True, backward=True) -> dict:
+    ctx = ctx or context(db)
+    pubs, runs, edges = ctx.model.message_graph(int(publication_id), forward, backward)
+    info = {}
+    if pubs:
+        for r in db.records(
+            f"SELECT publication_id, topic, publish_ts FROM publications_info WHERE publication_id IN ({','.join(map(str, pubs))})"):
+            info[("p", r["publication_id"])] = r
+    if runs:
+        for r in db.records(
+            "SELECT r.run_id, r.start_ts, r.end_ts, c.node, c.kind, c.topic FROM callback_runs r JOIN callbacks_info c USING (callback_id) "
+            f"WHERE r.run_id IN ({','.join(map(str, runs))})"):
+            info[("r", r["run_id"])] = r
+    return {"publication_id": publication_id, "publications": pubs, "runs": runs,
+            "edges": [{"from": f"{a}{x}", "to": f"{b}{y}", "kind": k} for a, x, b, y, k in edges],
+            "nodes": {f"{k}{i}": v for (k, i), v in info.items()}}
+
+
+def _topic_mask(topics: list[str], pattern: str) -> list[bool]:
+    try:
+        rx = re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"bad regular expression {pattern!r}: {exc}") from None
+    return [bool(rx.search(t)) for t in topics]
+
+
+def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, implicit: str = "all",
+               exact_links: bool = True, max_flows_per_output: int = 10000) -> dict:
+    """Data flows from topics matching `from_re` to topics matching `to_re`.
+
+    `implicit`: 'all' (every pair of callbacks of a node, the data-flow paper's
+    fallback), 'annotations' (only the annotated indirect links), or 'none'.
+    Stores `data_flows`, `data_flow_steps` and `paths`; returns a summary.
+    """
+    ctx = ctx or context(db)
+    is_in = _topic_mask(ctx.topics, from_re)
+    is_out = _topic_mask(ctx.topics, to_re)
+    if not any(is_in):
+        raise ValueError(f"no topic matches --from {from_re!r} (topics: {', '.join(ctx.topics[:20])}...)")
+    if not any(is_out):
+        raise ValueError(f"no topic matches --to {to_re!r}")
+    imp = None
+    if implicit == "annotations":
+        imp = [tuple(r) for r in db.con.execute(
+            "SELECT DISTINCT cs.callback_id, ct.callback_id FROM annotation_members s JOIN annotation_members p "
+            "ON s.annotation_id = p.annotation_id AND s.role = 'subscription' AND p.role = 'publisher' "
+            "JOIN annotations a ON a.annotation_id = s.annotation_id AND a.kind = 'periodic_async' "
+            "JOIN callbacks cs ON cs.kind = 'subscription' AND cs.owner_id = s.subscription_id "
+            "JOIN publications pb ON pb.publisher_id = p.publisher_id JOIN callback_runs r ON r.run_id = pb.run_id "
+            "JOIN callbacks ct ON ct.callback_id = r.callback_id AND ct.kind = 'timer'").fetchall()]
+    elif implicit == "none":
+        imp = []
+    flows, steps, stats = ctx.model.data_flows(is_in, is_out, imp, exact_links, max_flows_per_output)
+    _store(db, "data_flows", flows)
+    _store(db, "data_flow_steps", steps)
+    con = db.con
+    # Paths: the callback/topic sequence of each path id, readable.
+    con.execute("""
+        CREATE OR REPLACE TABLE paths AS
+        WITH first AS (SELECT path_id, min(flow_id) AS flow_id, count(*) AS flows FROM data_flows GROUP BY path_id),
+        seq AS (
+            SELECT f.path_id, s.step,
+                   CASE WHEN s.is_run = 1 THEN coalesce(c.node, '?') || ' ' || c.kind ||
+                             CASE WHEN c.topic IS NOT NULL THEN '(' || c.topic || ')' ELSE '' END
+                        ELSE '[' || coalesce(pi.topic, '?') || ']' END AS label
+            FROM first f JOIN data_flow_steps s ON s.flow_id = f.flow_id
+            LEFT JOIN callback_runs r ON s.is_run = 1 AND r.run_id = s.id
+            LEFT JOIN callbacks_info c ON c.callback_id = r.callback_id
+            LEFT JOIN publications_info pi ON s.is_run = 0 AND pi.publication_id = s.id)
+        SELECT f.path_id, f.flows, string_agg(label, ' -> ' ORDER BY step) AS path
+        FROM first f JOIN seq USING (path_id) GROUP BY f.path_id, f.flows""")
+    summary = {"outputs": stats["outputs"], "flows": stats["flows"], "paths": con.execute("SELECT count(*) FROM paths").fetchone()[0],
+               "seconds": stats["seconds"], "trees_cached": stats["trees_cached"], "cache_hits": stats["cache_hits"],
+               "topics_from": [t for t, m in zip(ctx.topics, is_in) if m], "topics_to": [t for t, m in zip(ctx.topics, is_out) if m]}
+    summary["us_per_flow"] = 1e6 * stats["seconds"] / stats["flows"] if stats["flows"] else None
+    return summary
+
+
+def _stats_sql(col: str) -> str:
+    return (f"min({col}) AS min, avg({col}) AS mean, stddev_samp({col}) AS std, quantile_cont({col}, 0.25) AS q25, "
+            f"quantile_cont({col}, 0.5) AS q50, quantile_cont({col}, 0.75) AS q75, quantile_cont({col}, 0.99) AS p99, "
+            f"max({col}) AS max")
+
+
+def path_stats(db) -> list[dict]:
+    """Per path: flow count and statistics of end-to-end latency and its parts (ns)."""
+    out = []
+    for p in db.records("SELECT path_id, flows, path FROM paths ORDER BY flows DESC, path_id"):
+        row = dict(p)
+        for comp in ("latency_ns", "communication_ns", "idle_ns", "computation_ns"):
+            r = db.records(f"SELECT {_stats_sql(comp)} FROM data_flows WHERE path_id = ?", [p["path_id"]])[0]
+            row[comp.replace("_ns", "")] = r
+        out.append(row)
+    return out
+
+
+def component_stats(db) -> dict:
+    """Statistics per component over all data flows, like the data-flow paper's Tables II-IV:
+    communication per topic, idle per node (implicit dependencies), computation per callback."""
+    com = db.records(f"""
+        WITH st AS (SELECT s.flow_id, s.step, s.is_run, s.id,
+                           lead(s.is_run) OVER w AS next_is_run, lead(s.id) OVER w AS next_id
+                    FROM data_flow_steps s WINDOW w AS (PARTITION BY s.flow_id ORDER BY s.step)),
+        seg AS (SELECT DISTINCT st.id AS pub, st.next_id AS run FROM st WHERE st.is_run = 0 AND st.next_is_run = 1)
+        SELECT pi.topic, count(*) AS n, {_stats_sql('r.start_ts - pi.publish_ts')}
+        FROM seg JOIN publications_info pi ON pi.publication_id = seg.pub JOIN callback_runs r ON r.run_id = seg.run
+        GROUP BY pi.topic ORDER BY mean DESC""")
+    idle = db.records(f"""
+        WITH st AS (SELECT s.flow_id, s.step, s.is_run, s.id, lead(s.is_run) OVER w AS next_is_run, lead(s.id) OVER w AS next_id
+                    FROM data_flow_steps s WINDOW w AS (PARTITION BY s.flow_id ORDER BY s.step)),
+        seg AS (SELECT DISTINCT st.id AS a, st.next_id AS b FROM st WHERE st.is_run = 1 AND st.next_is_run = 1)
+        SELECT c.node, count(*) AS n, {_stats_sql('rb.start_ts - ra.end_ts')}
+        FROM seg JOIN callback_runs ra ON ra.run_id = seg.a JOIN callback_runs rb ON rb.run_id = seg.b
+        JOIN callbacks_info c ON c.callback_id = rb.callback_id GROUP BY c.node ORDER BY mean DESC""")
+    calc = db.records(f"""
+        WITH st AS (SELECT s.flow_id, s.step, s.is_run, s.id, lead(s.is_run) OVER w AS next_is_run, lead(s.id) OVER w AS next_id
+                    FROM data_flow_steps s WINDOW w AS (PARTITION BY s.flow_id ORDER BY s.step)),
+        seg AS (SELECT DISTINCT st.id AS run, st.next_id AS pub FROM st WHERE st.is_run = 1 AND st.next_is_run = 0)
+        SELECT c.node, c.kind, c.topic, c.symbol, count(*) AS n, {_stats_sql('pi.publish_ts - r.start_ts')},
+               avg(r.duration_ns) AS callback_mean_ns
+        FROM seg JOIN callback_runs r ON r.run_id = seg.run JOIN publications_info pi ON pi.publication_id = seg.pub
+        JOIN callbacks_info c ON c.callback_id = r.callback_id GROUP BY ALL ORDER BY mean DESC""")
+    return {"communication_by_topic": com, "idle_by_node": idle, "computation_by_callback": calc}
+
+
+def executor(db) -> dict:
+    """Executor states per thread and their shares; input waits per callback."""
+    threads = db.records("""
+        SELECT e.thread_id, t.tid, p.pid, p.procname, h.hostname,
+               sum(e.end_ts - e.start_ts) AS traced_ns,
+               sum(e.end_ts - e.start_ts) FILTER (WHERE e.state = 'waiting') AS waiting_ns,
+               sum(e.end_ts - e.start_ts) FILTER (WHERE e.state = 'selecting') AS selecting_ns,
+               sum(e.end_ts - e.start_ts) FILTER (WHERE e.state = 'executing') AS executing_ns,
+               count(*) FILTER (WHERE e.state = 'executing') AS executions
+        FROM executor_states e JOIN threads t USING (thread_id) JOIN processes p USING (proc_id)
+        JOIN hosts h ON h.host_id = p.host_id
+        GROUP BY ALL ORDER BY h.hostname, p.pid, t.tid""")
+    for t in threads:
+        tr = t["traced_ns"] or 0
+        t["utilization"] = (t["executing_ns"] or 0) / tr if tr else None
+    waits = input_waits(db)
+    return {"threads": threads, "input_waits": waits}
+
+
+def input_waits(db) -> list[dict]:
+    """For each subscription callback (aggregated): how long its input waited between
+    publication and the start of the run, and how much of that the executor thread
+    spent executing other callbacks."""
+    db.con.execute("""
+        CREATE OR REPLACE TABLE run_input_waits AS
+        SELECT l.run_id, l.publication_id, r.callback_id, r.thread_id, pi.publish_ts, r.start_ts,
+               r.start_ts - pi.publish_ts AS wait_ns,
+               coalesce((SELECT sum(least(o.end_ts, r.start_ts) - greatest(o.start_ts, pi.publish_ts))
+                         FROM callback_runs o
+                         WHERE o.thread_id = r.thread_id AND o.run_id <> r.run_id AND o.depth = 0
+                           AND o.end_ts > pi.publish_ts AND o.start_ts < r.start_ts), 0) AS executor_busy_ns
+        FROM links l JOIN callback_runs r ON r.run_id = l.run_id
+        JOIN publications_info pi ON pi.publication_id = l.publication_id""")
+    return db.records(f"""
+        SELECT c.node, c.topic, c.symbol, count(*) AS n, {_stats_sql('w.wait_ns')},
+               avg(w.executor_busy_ns) AS executor_busy_mean_ns, max(w.executor_busy_ns) AS executor_busy_max_ns
+        FROM run_input_waits w JOIN callbacks_info c USING (callback_id)
+        GROUP BY ALL ORDER BY mean DESC""")
