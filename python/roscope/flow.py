@@ -121,7 +121,52 @@ def _topic_mask(topics: list[str], pattern: str) -> list[bool]:
     return [bool(rx.search(t)) for t in topics]
 
 
-def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, implicit: str = "all",
+def implicit_edges(db, mode: str) -> list[tuple[int, int]] | None:
+    """Implicit (intra-node) dependency edges (from callback, to callback).
+
+    - 'all': every ordered pair of distinct callbacks of a node (the data-flow
+      paper's fallback when nothing is known); returns None (computed in Rust);
+    - 'annotations': only what causal-link annotations declare (periodic
+      asynchronous: each input's subscription callback -> the timer callback that
+      publishes; partial synchronous: between the group's subscription callbacks);
+    - 'auto': annotations where a node has them, every pair elsewhere;
+    - 'none': no implicit edges.
+    """
+    if mode == "all":
+        return None
+    if mode == "none":
+        return []
+    if mode not in ("annotations", "auto"):
+        raise ValueError(f"unknown implicit-dependency mode {mode!r}")
+    con = db.con
+    ann = [tuple(r) for r in con.execute("""
+        WITH subs AS (SELECT m.annotation_id, c.callback_id, c.node_id FROM annotation_members m
+                      JOIN callbacks c ON c.kind = 'subscription' AND c.owner_id = m.subscription_id
+                      WHERE m.role = 'subscription'),
+        timer_cbs AS (SELECT DISTINCT m.annotation_id, r.callback_id FROM annotation_members m
+                      JOIN publications pb ON pb.publisher_id = m.publisher_id
+                      JOIN callback_runs r ON r.run_id = pb.run_id JOIN callbacks c ON c.callback_id = r.callback_id
+                      WHERE m.role = 'publisher' AND c.kind = 'timer')
+        SELECT s.callback_id, t.callback_id FROM subs s JOIN annotations a USING (annotation_id)
+        JOIN timer_cbs t USING (annotation_id) WHERE a.kind = 'periodic_async'
+        UNION
+        SELECT s1.callback_id, s2.callback_id FROM subs s1 JOIN subs s2 USING (annotation_id)
+        JOIN annotations a USING (annotation_id) WHERE a.kind = 'partial_sync' AND s1.callback_id <> s2.callback_id
+        """).fetchall()]
+    if mode == "annotations":
+        return ann
+    annotated_nodes = [r[0] for r in con.execute("""
+        SELECT DISTINCT c.node_id FROM annotation_members m JOIN subscriptions s ON s.subscription_id = m.subscription_id
+        JOIN callbacks c ON c.kind = 'subscription' AND c.owner_id = s.subscription_id WHERE c.node_id IS NOT NULL""").fetchall()]
+    others = [tuple(r) for r in con.execute(f"""
+        SELECT a.callback_id, b.callback_id FROM callbacks a JOIN callbacks b ON a.node_id = b.node_id
+        WHERE a.callback_id <> b.callback_id AND a.node_id IS NOT NULL
+          AND a.kind IN ('timer', 'subscription') AND b.kind IN ('timer', 'subscription')
+          {"AND a.node_id NOT IN (" + ",".join(map(str, annotated_nodes)) + ")" if annotated_nodes else ""}""").fetchall()]
+    return ann + others
+
+
+def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, implicit: str = "auto",
                exact_links: bool = True, max_flows_per_output: int = 10000) -> dict:
     """Data flows from topics matching `from_re` to topics matching `to_re`.
 
@@ -136,17 +181,7 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
         raise ValueError(f"no topic matches --from {from_re!r} (topics: {', '.join(ctx.topics[:20])}...)")
     if not any(is_out):
         raise ValueError(f"no topic matches --to {to_re!r}")
-    imp = None
-    if implicit == "annotations":
-        imp = [tuple(r) for r in db.con.execute(
-            "SELECT DISTINCT cs.callback_id, ct.callback_id FROM annotation_members s JOIN annotation_members p "
-            "ON s.annotation_id = p.annotation_id AND s.role = 'subscription' AND p.role = 'publisher' "
-            "JOIN annotations a ON a.annotation_id = s.annotation_id AND a.kind = 'periodic_async' "
-            "JOIN callbacks cs ON cs.kind = 'subscription' AND cs.owner_id = s.subscription_id "
-            "JOIN publications pb ON pb.publisher_id = p.publisher_id JOIN callback_runs r ON r.run_id = pb.run_id "
-            "JOIN callbacks ct ON ct.callback_id = r.callback_id AND ct.kind = 'timer'").fetchall()]
-    elif implicit == "none":
-        imp = []
+    imp = implicit_edges(db, implicit)
     flows, steps, stats = ctx.model.data_flows(is_in, is_out, imp, exact_links, max_flows_per_output)
     _store(db, "data_flows", flows)
     _store(db, "data_flow_steps", steps)
