@@ -1,0 +1,227 @@
+"""Message flows and end-to-end latency against the ROS 2 synthesizer's ground truth.
+
+ros2sim runs real processes that emit the ros2_tracing events through real LTTng
+and write what really happened (tools/ros2sim, docs/ros2sim.md): every message,
+its true input messages, every callback run. Identities come from that ground
+truth; exact timestamps of the events it names come from babeltrace2 (bt2), so
+latencies are compared exactly, independently of roscope's decoder.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.lttng
+
+REPO = Path(__file__).resolve().parents[1]
+DRIVER = REPO / "tools" / "ros2sim" / "ros2sim.py"
+
+roscope = pytest.importorskip("roscope._core", reason="the roscope core is not built")
+bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) are needed as the oracle")
+
+
+def simulate(out: Path, preset: str, distro: str, duration: float) -> Path:
+    cmd = [sys.executable, str(DRIVER), "run", "--preset", preset, "--distro", distro,
+           "--duration", str(duration), "--out", str(out)]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout
+    return out
+
+
+@pytest.fixture(scope="module")
+def sims(tmp_path_factory):
+    subprocess.run(["make", "-s", "-C", str(REPO / "tools" / "ros2sim")], check=True, stdout=subprocess.DEVNULL)
+    base = tmp_path_factory.mktemp("flowsims")
+    runs = {}
+    for preset, distro, dur in [("mfa_fig5_direct", "rolling", 1.5), ("mfa_fig6a_periodic_async", "rolling", 1.5),
+                                ("mfa_fig6b_partial_sync", "rolling", 1.5), ("mfa_fig6a_periodic_async", "jazzy", 1.5),
+                                ("mfa_fig6b_partial_sync", "jazzy", 1.5), ("autoware_reference_system", "rolling", 2.0)]:
+        runs[(preset, distro)] = simulate(base / f"{preset}-{distro}", preset, distro, dur)
+    return runs
+
+
+def gt(run: Path, name: str) -> list[dict]:
+    with open(run / "ground_truth" / f"{name}.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def open_db(run: Path):
+    import roscope as rs
+
+    return rs.open(str(run / "traces"), read_only=False)
+
+
+def msg_ids(db, run: Path) -> dict[int, str]:
+    """roscope publication_id -> ground-truth msg_id, by (pid, publisher handle, n-th publication)."""
+    by = {(int(m["vpid"]), int(m["publisher_handle"], 16), int(m["seq"])): m["msg_id"] for m in gt(run, "messages")}
+    rows = db.records("""
+        SELECT pb.publication_id, p.pid, pu.handle,
+               row_number() OVER (PARTITION BY pb.publisher_id ORDER BY coalesce(pb.rclcpp_ts, pb.rcl_ts, pb.rmw_ts, pb.ts)) AS seq
+        FROM publications pb JOIN publishers pu USING (publisher_id) JOIN processes p ON p.proc_id = pu.proc_id""")
+    return {r["publication_id"]: by.get((r["pid"], r["handle"], r["seq"])) for r in rows}
+
+
+def roscope_links(db, run: Path) -> set:
+    from roscope import flow as fl
+
+    fl.causal_links(db)
+    ids = msg_ids(db, run)
+    return {(ids[r["out_publication_id"]], ids[r["in_publication_id"]], r["kind"])
+            for r in db.records("SELECT in_publication_id, out_publication_id, kind FROM causal_links")}
+
+
+@pytest.mark.parametrize("preset", ["mfa_fig5_direct", "mfa_fig6a_periodic_async", "mfa_fig6b_partial_sync"])
+def test_causal_links_equal_ground_truth(sims, preset):
+    run = sims[(preset, "rolling")]
+    truth = {(r["msg_id"], r["input_msg_id"], r["kind"]) for r in gt(run, "links")}
+    assert len(truth) > 100
+    got = roscope_links(open_db(run), run)
+    assert got == truth, f"missing {sorted(truth - got)[:5]}, extra {sorted(got - truth)[:5]}"
+
+
+def precision_recall(got: set, truth: set) -> tuple[float, float]:
+    g = {(a, b) for a, b, _k in got}
+    t = {(a, b) for a, b, _k in truth}
+    tp = len(g & t)
+    return (tp / len(g) if g else 1.0, tp / len(t) if t else 1.0)
+
+
+def test_inferred_links_precision_recall_without_annotations(sims, capsys):
+    """Jazzy has no annotation events: timer outputs get inferred links (the latest
+    completed run of each subscription callback of the node); partial synchronous
+    outputs are then seen as direct only."""
+    report = {}
+    for preset in ("mfa_fig6a_periodic_async", "mfa_fig6b_partial_sync"):
+        run = sims[(preset, "jazzy")]
+        truth = {(r["msg_id"], r["input_msg_id"], r["kind"]) for r in gt(run, "links")}
+        got = roscope_links(open_db(run), run)
+        report[preset] = precision_recall(got, truth)
+    with capsys.disabled():
+        print(f"\ninferred links, precision/recall vs ground truth: {report}")
+    p, r = report["mfa_fig6a_periodic_async"]
+    assert p == 1.0 and r == 1.0
+    p, r = report["mfa_fig6b_partial_sync"]
+    # Only the input of the callback that publishes is found: one of two.
+    assert p == 1.0 and 0.45 < r < 0.55
+
+
+def bt2_times(trace: Path):
+    """From babeltrace2: callback_start times per (vpid, callback) in order, and for
+    each rmw_publish timestamp (the DDS source stamp) the time of the first publish
+    layer (rclcpp_publish of the same message on the same thread)."""
+    starts = defaultdict(list)
+    first_layer = {}
+    pending = {}
+    for msg in bt2.TraceCollectionMessageIterator(str(trace)):
+        if type(msg) is not bt2._EventMessageConst:
+            continue
+        ev = msg.event
+        ts = msg.default_clock_snapshot.value
+        ctx = ev.common_context_field
+        key = (int(ctx["vpid"]), int(ctx["vtid"]))
+        if ev.name == "ros2:callback_start":
+            starts[(key[0], int(ev.payload_field["callback"]))].append(ts)
+        elif ev.name == "ros2:rclcpp_publish":
+            pending[key] = (int(ev.payload_field["message"]), ts)
+        elif ev.name == "ros2:rmw_publish":
+            m, t0 = pending.get(key, (None, ts))
+            first_layer[int(ev.payload_field["timestamp"])] = t0 if m == int(ev.payload_field["message"]) else ts
+    return starts, first_layer
+
+
+def expected_flows(run: Path, inputs: set[str], outputs: set[str]) -> dict:
+    """Ground truth: for each output message, its input-topic ancestors, and the flow's
+    exact start (the callback run that published the input) and end (the output's publication)."""
+    msgs = {m["msg_id"]: m for m in gt(run, "messages")}
+    parents = defaultdict(set)
+    for r in gt(run, "links"):
+        parents[r["msg_id"]].add(r["input_msg_id"])
+    runs = {r["run_id"]: r for r in gt(run, "callbacks")}
+    # n-th run of (vpid, callback) for each run id
+    order = defaultdict(list)
+    for r in sorted(runs.values(), key=lambda r: int(r["start_ns"])):
+        order[(int(r["vpid"]), int(r["callback"], 16))].append(r["run_id"])
+    nth = {rid: (k, i) for k, lst in order.items() for i, rid in enumerate(lst)}
+    starts, first_layer = bt2_times(run / "traces")
+    out = {}
+    for mid, m in msgs.items():
+        if m["topic"] not in outputs:
+            continue
+        seen, stack = set(), [mid]
+        while stack:
+            x = stack.pop()
+            for p in parents.get(x, ()):
+                if p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+        for a in seen:
+            if msgs[a]["topic"] in inputs:
+                (vpid_cb, i) = nth[msgs[a]["callback_run"]]
+                start = starts[vpid_cb][i]
+                end = first_layer[int(m["source_timestamp"])]
+                out[(a, mid)] = end - start
+    return out
+
+
+@pytest.mark.parametrize("preset,inputs,outputs", [
+    ("mfa_fig5_direct", {"/topic_a"}, {"/topic_b"}),
+    ("mfa_fig6a_periodic_async", {"/topic_a", "/topic_b"}, {"/topic_c"}),
+    ("mfa_fig6b_partial_sync", {"/topic_a", "/topic_b"}, {"/topic_c"}),
+])
+def test_data_flows_and_latency_equal_ground_truth(sims, preset, inputs, outputs):
+    from roscope import flow as fl
+
+    run = sims[(preset, "rolling")]
+    expected = expected_flows(run, inputs, outputs)
+    assert len(expected) > 100
+    db = open_db(run)
+    rx = lambda s: "^(" + "|".join(sorted(s)) + ")$"  # noqa: E731
+    summary = fl.data_flows(db, rx(inputs), rx(outputs))
+    ids = msg_ids(db, run)
+    got = {}
+    for r in db.records("""
+        SELECT f.flow_id, f.output_publication_id, f.latency_ns, f.communication_ns + f.idle_ns + f.computation_ns AS parts,
+               s.id AS input_pub
+        FROM data_flows f JOIN data_flow_steps s ON s.flow_id = f.flow_id AND s.step = 1"""):
+        assert r["parts"] == r["latency_ns"], "latency parts must sum to the whole"
+        got[(ids[r["input_pub"]], ids[r["output_publication_id"]])] = r["latency_ns"]
+    # Flows at the very start or end of the run whose other end was not traced are
+    # not in the ground truth closure either way; compare the identical key sets.
+    assert set(got) == set(expected), f"missing {sorted(set(expected) - set(got))[:5]}, extra {sorted(set(got) - set(expected))[:5]}"
+    assert got == expected
+    assert summary["flows"] == len(got)
+
+
+def test_autoware_reference_system_flows(sims, capsys):
+    """All link kinds at once (direct transforms, partial-sync fusions, the periodic
+    asynchronous BehaviorPlanner): sensor-to-command flows equal the ground truth."""
+    from roscope import flow as fl
+
+    run = sims[("autoware_reference_system", "rolling")]
+    topics = {m["topic"] for m in gt(run, "messages")}
+    inputs = {t for t in topics if t in ("/FrontLidarDriver", "/RearLidarDriver", "/PointCloudMap", "/Lanelet2Map")}
+    outputs = {t for t in topics if t in ("/VehicleInterface", "/VehicleDBWSystem")}
+    assert inputs and outputs, topics
+    truth = {(r["msg_id"], r["input_msg_id"], r["kind"]) for r in gt(run, "links")}
+    db = open_db(run)
+    got_links = roscope_links(db, run)
+    assert got_links == truth
+    expected = expected_flows(run, inputs, outputs)
+    rx = lambda s: "^(" + "|".join(sorted(s)) + ")$"  # noqa: E731
+    summary = fl.data_flows(db, rx(inputs), rx(outputs), implicit="annotations")
+    ids = msg_ids(db, run)
+    got = {}
+    for r in db.records("""SELECT f.output_publication_id, f.latency_ns, s.id AS input_pub FROM data_flows f
+                           JOIN data_flow_steps s ON s.flow_id = f.flow_id AND s.step = 1"""):
+        got[(ids[r["input_pub"]], ids[r["output_publication_id"]])] = r["latency_ns"]
+    with capsys.disabled():
+        print(f"\nautoware reference system: {summary['flows']} flows, {summary['paths']} paths, "
+              f"{summary['us_per_flow']:.2f} µs per flow; ground truth pairs {len(expected)}")
+    assert set(got) == set(expected)
+    assert got == expected
