@@ -24,6 +24,8 @@ test-rust:
 
 bench: setup
 	$(PY) bench/decode.py
+	$(PY) bench/load.py
+	$(PY) bench/flow.py
 
 fuzz:
 	bash crates/ctf/fuzz/run.sh
