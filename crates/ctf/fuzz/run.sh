@@ -3,7 +3,7 @@
 #
 #   bash crates/ctf/fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]
 #
-# SECONDS_PER_TARGET defaults to 300 (metadata + stream = 10 minutes).
+# SECONDS_PER_TARGET defaults to 300 (metadata + stream + trace = 15 minutes).
 # Needs the nightly toolchain and cargo-fuzz:
 #   rustup toolchain install nightly && cargo install cargo-fuzz
 #
@@ -18,7 +18,7 @@ cd "$here"
 secs="${1:-300}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(metadata stream)
+[ ${#targets[@]} -eq 0 ] && targets=(metadata stream trace)
 export PATH="$HOME/.cargo/bin:$PATH"
 
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
@@ -26,7 +26,7 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     exit 2
 fi
 
-declare -A maxlen=([metadata]=32768 [stream]=16385)
+declare -A maxlen=([metadata]=32768 [stream]=16385 [trace]=32768)
 status=0
 summary=()
 for t in "${targets[@]}"; do

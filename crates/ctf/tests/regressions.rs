@@ -160,3 +160,51 @@ fn deeply_nested_arrays_are_an_error_not_a_stack_overflow() {
     let e = parse_metadata_file("deep-arrays.metadata").expect_err("5000 array dimensions");
     assert!(e.starts_with("deep-arrays.metadata:"), "{}", e);
 }
+
+#[test]
+fn absurd_packet_sequence_numbers_do_not_overflow_the_lost_packet_count() {
+    // Sequence numbers 0, 2^63, 0, 2^63, 0, 2^63, u64::MAX, 3: three gaps of
+    // 2^63 - 1 packets overflowed the sum (wrapped to a small, wrong count;
+    // panic with overflow checks), and u64::MAX + 1 overflowed.
+    let dir = TempDir::new("seqabsurd");
+    dir.write("metadata", std_metadata("le", r#"event { id = 0; name = "e"; stream_id = 0; fields := struct { uint8_t x; }; };"#).as_bytes());
+    let mut file = Vec::new();
+    for (k, seq) in [0u64, 1 << 63, 0, 1 << 63, 0, 1 << 63, u64::MAX, 3].iter().enumerate() {
+        let mut pk = Pkt::new(false);
+        pk.seq = *seq;
+        pk.ts_begin = 10 * k as u64;
+        pk.ts_end = 10 * k as u64 + 5;
+        file.extend(pk.build(&ev(false, 0, 10 * k as u64 + 1, &[k as u8])));
+    }
+    dir.write("chan_0", &file);
+    let d = bounded(20, {
+        let p = dir.path().to_path_buf();
+        move || dump(&p)
+    });
+    assert_eq!(d.lines.len(), 8);
+    assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+    // At least 3 * (2^63 - 1) packets are missing: more than a u64 holds.
+    assert_eq!(d.loss[0].packets_lost, u64::MAX);
+}
+
+#[test]
+fn nested_small_arrays_are_not_unrolled_without_bound() {
+    // x[32][32][32][32][32][32][32]: the flat-program compiler unrolled every
+    // array of at most 32 elements, 32^7 operations (6 GiB, then abort).
+    let dir = TempDir::new("unroll");
+    let events = String::from_utf8(data("nested-small-arrays.tsdl")).unwrap();
+    dir.write("metadata", std_metadata("le", &events).as_bytes());
+    let bytes: Vec<u8> = (0u8..24).collect();
+    let mut evs = ev(false, 0, 1, &bytes);
+    evs.extend(ev(false, 1, 2, &[0u8; 8])); // far too short for 32^7 bytes
+    let file = dir.write("chan_0", &Pkt::new(false).build(&evs));
+    let (lines, warnings) = dump_all(dir.path().to_path_buf());
+    assert_eq!(lines.len(), 1);
+    assert_eq!(
+        json_member(&lines[0], "payload"),
+        r#"{"x":[[[0,1,2,3],[4,5,6,7],[8,9,10,11]],[[12,13,14,15],[16,17,18,19],[20,21,22,23]]]}"#
+    );
+    // The second event starts at 56 + 9 + 24 = 89.
+    let prefix = format!("{}: at byte 89: ", file.display());
+    assert!(warnings.len() == 1 && warnings[0].starts_with(&prefix), "{:?}", warnings);
+}

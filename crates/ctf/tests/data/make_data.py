@@ -90,3 +90,11 @@ write("deep-structs.metadata", b"/* CTF 1.8 */\ntypealias integer { size = 8; al
 write("deep-arrays.metadata", b"/* CTF 1.8 */\ntypealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
       b"trace { major = 1; minor = 8; byte_order = le; };\n"
       b'event { name = "e"; id = 0; fields := struct { uint8_t x' + b"[1]" * n + b"; }; };\n")
+
+# 8. Event declarations (appended to the tests' standard metadata): nested
+#    small arrays, which the program compiler unrolled into 32^7 operations
+#    (a 6 GiB allocation, then abort), and a small one decoded normally.
+write("nested-small-arrays.tsdl", b"""
+event { id = 0; name = "small"; stream_id = 0; fields := struct { uint8_t x[2][3][4]; }; };
+event { id = 1; name = "big"; stream_id = 0; fields := struct { uint8_t x[32][32][32][32][32][32][32]; }; };
+""")
