@@ -26,7 +26,6 @@ roscope.
 """
 from __future__ import annotations
 
-import collections
 import json
 import os
 import shutil
