@@ -182,9 +182,13 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
     if not any(is_out):
         raise ValueError(f"no topic matches --to {to_re!r}")
     imp = implicit_edges(db, implicit)
-    flows, steps, stats = ctx.model.data_flows(is_in, is_out, imp, exact_links, max_flows_per_output)
+    flows, steps, segs, stats = ctx.model.data_flows(is_in, is_out, imp, exact_links, max_flows_per_output)
     _store(db, "data_flows", flows)
     _store(db, "data_flow_steps", steps)
+    _store(db, "data_flow_segments", segs)
+    db.con.execute("""CREATE OR REPLACE TABLE data_flow_segments AS
+        SELECT CASE kind WHEN 0 THEN 'communication' WHEN 1 THEN 'computation' ELSE 'idle' END AS kind,
+               a, b, duration_ns FROM data_flow_segments""")
     con = db.con
     # Paths: the callback/topic sequence of each path id, readable.
     con.execute("""
@@ -216,42 +220,43 @@ def _stats_sql(col: str) -> str:
 
 def path_stats(db) -> list[dict]:
     """Per path: flow count and statistics of end-to-end latency and its parts (ns)."""
+    comps = ("latency_ns", "communication_ns", "idle_ns", "computation_ns")
+    sel = ", ".join(
+        f"{fn}({c}) AS {c[:-3]}_{k}" for c in comps for k, fn in
+        (("min", "min"), ("mean", "avg"), ("std", "stddev_samp"), ("max", "max")))
+    q = ", ".join(f"quantile_cont({c}, [0.25, 0.5, 0.75, 0.99]) AS {c[:-3]}_q" for c in comps)
+    rows = db.records(f"""
+        SELECT p.path_id, p.flows, p.path, {sel}, {q}
+        FROM data_flows f JOIN paths p USING (path_id) GROUP BY ALL ORDER BY p.flows DESC, p.path_id""")
     out = []
-    for p in db.records("SELECT path_id, flows, path FROM paths ORDER BY flows DESC, path_id"):
-        row = dict(p)
-        for comp in ("latency_ns", "communication_ns", "idle_ns", "computation_ns"):
-            r = db.records(f"SELECT {_stats_sql(comp)} FROM data_flows WHERE path_id = ?", [p["path_id"]])[0]
-            row[comp.replace("_ns", "")] = r
+    for r in rows:
+        row = {"path_id": r["path_id"], "flows": r["flows"], "path": r["path"]}
+        for c in comps:
+            n = c[:-3]
+            qs = r[f"{n}_q"]
+            row[n] = {"min": r[f"{n}_min"], "mean": r[f"{n}_mean"], "std": r[f"{n}_std"], "q25": qs[0], "q50": qs[1],
+                      "q75": qs[2], "p99": qs[3], "max": r[f"{n}_max"]}
         out.append(row)
     return out
 
 
 def component_stats(db) -> dict:
-    """Statistics per component over all data flows, like the data-flow paper's Tables II-IV:
-    communication per topic, idle per node (implicit dependencies), computation per callback."""
+    """Statistics per component over the distinct segments of all data flows, like the
+    data-flow paper's Tables II-IV: communication per topic, idle per node (implicit
+    dependencies), computation per callback (with the callback's mean duration)."""
     com = db.records(f"""
-        WITH st AS (SELECT s.flow_id, s.step, s.is_run, s.id,
-                           lead(s.is_run) OVER w AS next_is_run, lead(s.id) OVER w AS next_id
-                    FROM data_flow_steps s WINDOW w AS (PARTITION BY s.flow_id ORDER BY s.step)),
-        seg AS (SELECT DISTINCT st.id AS pub, st.next_id AS run FROM st WHERE st.is_run = 0 AND st.next_is_run = 1)
-        SELECT pi.topic, count(*) AS n, {_stats_sql('r.start_ts - pi.publish_ts')}
-        FROM seg JOIN publications_info pi ON pi.publication_id = seg.pub JOIN callback_runs r ON r.run_id = seg.run
-        GROUP BY pi.topic ORDER BY mean DESC""")
+        SELECT pi.topic, count(*) AS n, {_stats_sql('s.duration_ns')}
+        FROM data_flow_segments s JOIN publications_info pi ON pi.publication_id = s.a
+        WHERE s.kind = 'communication' GROUP BY pi.topic ORDER BY mean DESC""")
     idle = db.records(f"""
-        WITH st AS (SELECT s.flow_id, s.step, s.is_run, s.id, lead(s.is_run) OVER w AS next_is_run, lead(s.id) OVER w AS next_id
-                    FROM data_flow_steps s WINDOW w AS (PARTITION BY s.flow_id ORDER BY s.step)),
-        seg AS (SELECT DISTINCT st.id AS a, st.next_id AS b FROM st WHERE st.is_run = 1 AND st.next_is_run = 1)
-        SELECT c.node, count(*) AS n, {_stats_sql('rb.start_ts - ra.end_ts')}
-        FROM seg JOIN callback_runs ra ON ra.run_id = seg.a JOIN callback_runs rb ON rb.run_id = seg.b
-        JOIN callbacks_info c ON c.callback_id = rb.callback_id GROUP BY c.node ORDER BY mean DESC""")
+        SELECT c.node, count(*) AS n, {_stats_sql('s.duration_ns')}
+        FROM data_flow_segments s JOIN callback_runs r ON r.run_id = s.b JOIN callbacks_info c USING (callback_id)
+        WHERE s.kind = 'idle' GROUP BY c.node ORDER BY mean DESC""")
     calc = db.records(f"""
-        WITH st AS (SELECT s.flow_id, s.step, s.is_run, s.id, lead(s.is_run) OVER w AS next_is_run, lead(s.id) OVER w AS next_id
-                    FROM data_flow_steps s WINDOW w AS (PARTITION BY s.flow_id ORDER BY s.step)),
-        seg AS (SELECT DISTINCT st.id AS run, st.next_id AS pub FROM st WHERE st.is_run = 1 AND st.next_is_run = 0)
-        SELECT c.node, c.kind, c.topic, c.symbol, count(*) AS n, {_stats_sql('pi.publish_ts - r.start_ts')},
+        SELECT c.node, c.kind, c.topic, c.symbol, count(*) AS n, {_stats_sql('s.duration_ns')},
                avg(r.duration_ns) AS callback_mean_ns
-        FROM seg JOIN callback_runs r ON r.run_id = seg.run JOIN publications_info pi ON pi.publication_id = seg.pub
-        JOIN callbacks_info c ON c.callback_id = r.callback_id GROUP BY ALL ORDER BY mean DESC""")
+        FROM data_flow_segments s JOIN callback_runs r ON r.run_id = s.a JOIN callbacks_info c USING (callback_id)
+        WHERE s.kind = 'computation' GROUP BY ALL ORDER BY mean DESC""")
     return {"communication_by_topic": com, "idle_by_node": idle, "computation_by_callback": calc}
 
 

@@ -620,6 +620,50 @@ fn breakdown(m: &Model, steps: &[(char, i64)]) -> DataFlow {
     DataFlow { steps: steps.to_vec(), start: t_of(steps[0]), end: t_of(*steps.last().unwrap()), communication: com, idle, computation: calc }
 }
 
+/// A distinct segment of the data flows: communication (publication -> run),
+/// computation (run -> publication made in it, or run -> run: its duration),
+/// idle (run -> next run of the node).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Segment {
+    pub kind: u8,
+    pub a: i64,
+    pub b: i64,
+    pub duration: i64,
+}
+
+pub const SEG_COMMUNICATION: u8 = 0;
+pub const SEG_COMPUTATION: u8 = 1;
+pub const SEG_IDLE: u8 = 2;
+
+/// The distinct segments of a set of flows.
+pub fn segments(m: &Model, flows: &[DataFlow]) -> Vec<Segment> {
+    let t_of = |s: (char, i64)| if s.0 == 'p' { m.pb_ts[s.1 as usize] } else { m.run_start[s.1 as usize] };
+    let mut seen: HashSet<(u8, i64, i64)> = HashSet::new();
+    let mut out = Vec::new();
+    let mut push = |k: u8, a: i64, b: i64, d: i64, out: &mut Vec<Segment>| {
+        if seen.insert((k, a, b)) {
+            out.push(Segment { kind: k, a, b, duration: d });
+        }
+    };
+    for f in flows {
+        for w in f.steps.windows(2) {
+            let (x, y) = (w[0], w[1]);
+            match (x.0, y.0) {
+                ('p', 'r') => push(SEG_COMMUNICATION, x.1, y.1, t_of(y) - t_of(x), &mut out),
+                ('r', 'p') => push(SEG_COMPUTATION, x.1, y.1, t_of(y) - t_of(x), &mut out),
+                ('r', 'r') => {
+                    let end = m.run_end[x.1 as usize];
+                    let d = if end >= 0 { end - t_of(x) } else { t_of(y) - t_of(x) };
+                    push(SEG_COMPUTATION, x.1, NONE, d, &mut out);
+                    push(SEG_IDLE, x.1, y.1, t_of(y) - (t_of(x) + d), &mut out);
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 pub struct FlowResult {
     pub flows: Vec<DataFlow>,
     pub outputs: usize,

@@ -377,6 +377,25 @@ impl Builder {
         c
     }
 
+    /// A `*_callback_added` event: the callback of `owner`. A callback address
+    /// already bound to another owner (an object that has since died, its
+    /// address reused) starts a new callback; the same owner again (CARET's
+    /// re-emitted events) or a callback seen only at run time is the same one.
+    fn cb_added(&mut self, proc: usize, handle: u64, kind: &'static str, owner: usize, ts: u64) -> usize {
+        if let Some(&c) = self.cb_of.get(&(proc, handle)) {
+            let old = &self.cbs[c];
+            if old.owner.is_some() && !(old.kind == kind && old.owner == Some(owner)) {
+                self.cbs.push(Cb { proc, handle, kind: "unknown", ..Default::default() });
+                self.cb_of.insert((proc, handle), self.cbs.len() - 1);
+            }
+        }
+        let c = self.cb(proc, handle);
+        self.cbs[c].kind = kind;
+        self.cbs[c].owner = Some(owner);
+        self.cbs[c].ts.get_or_insert(ts);
+        c
+    }
+
     /// Looks an object up by handle, creating an "unknown" one (its init event
     /// was not recorded) when needed.
     fn obj(list: &mut Vec<Obj>, map: &mut HashMap<(usize, u64), usize>, proc: usize, handle: u64, kind: &'static str) -> usize {
@@ -502,10 +521,7 @@ impl Builder {
                         i
                     }
                 };
-                let c = self.cb(p, fu(1).unwrap_or(0));
-                self.cbs[c].kind = "subscription";
-                self.cbs[c].owner = Some(sub);
-                self.cbs[c].ts.get_or_insert(ts);
+                self.cb_added(p, fu(1).unwrap_or(0), "subscription", sub, ts);
             }
             SrvInit | ClientInit => {
                 let node = fu(1).map(|n| Self::obj(&mut self.nodes, &mut self.node_of, p, n, "node"));
@@ -521,10 +537,7 @@ impl Builder {
             }
             SrvCbAdded => {
                 let sv = Self::obj(&mut self.services, &mut self.service_of, p, fu(0).unwrap_or(0), "service");
-                let c = self.cb(p, fu(1).unwrap_or(0));
-                self.cbs[c].kind = "service";
-                self.cbs[c].owner = Some(sv);
-                self.cbs[c].ts.get_or_insert(ts);
+                self.cb_added(p, fu(1).unwrap_or(0), "service", sv, ts);
             }
             TimerInit => {
                 let o = Obj { proc: p, handle: fu(0).unwrap_or(0), period: fi(1), ts: Some(ts), kind: "timer", ..Default::default() };
@@ -534,10 +547,7 @@ impl Builder {
             }
             TimerCbAdded => {
                 let t = Self::obj(&mut self.timers, &mut self.timer_of, p, fu(0).unwrap_or(0), "timer");
-                let c = self.cb(p, fu(1).unwrap_or(0));
-                self.cbs[c].kind = "timer";
-                self.cbs[c].owner = Some(t);
-                self.cbs[c].ts.get_or_insert(ts);
+                self.cb_added(p, fu(1).unwrap_or(0), "timer", t, ts);
             }
             TimerLinkNode => {
                 let t = Self::obj(&mut self.timers, &mut self.timer_of, p, fu(0).unwrap_or(0), "timer");

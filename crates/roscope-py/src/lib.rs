@@ -320,7 +320,7 @@ impl FlowModel {
         };
         let m = &self.m;
         let t0 = std::time::Instant::now();
-        let (res, keys) = py.allow_threads(|| {
+        let (res, keys, segs) = py.allow_threads(|| {
             let ix = roscope_flow::Index::new(m);
             let res = roscope_flow::data_flows(&ix, &o);
             // Group by path: the callback/topic sequence.
@@ -330,7 +330,8 @@ impl FlowModel {
                 let n = ids.len() as i64;
                 *ids.entry(k).or_insert(n)
             }).collect();
-            (res, keys)
+            let segs = roscope_flow::segments(m, &res.flows);
+            (res, keys, segs)
         });
         let secs = t0.elapsed().as_secs_f64();
         let n = res.flows.len();
@@ -359,13 +360,18 @@ impl FlowModel {
         steps.set_item("step", PyBytes::new_bound(py, &bytes_of(&si)))?;
         steps.set_item("is_run", PyBytes::new_bound(py, &bytes_of(&sk)))?;
         steps.set_item("id", PyBytes::new_bound(py, &bytes_of(&sid)))?;
+        let sg = pyo3::types::PyDict::new_bound(py);
+        sg.set_item("kind", PyBytes::new_bound(py, &bytes_of(&segs.iter().map(|x| x.kind as i64).collect::<Vec<_>>())))?;
+        sg.set_item("a", PyBytes::new_bound(py, &bytes_of(&segs.iter().map(|x| x.a).collect::<Vec<_>>())))?;
+        sg.set_item("b", PyBytes::new_bound(py, &bytes_of(&segs.iter().map(|x| x.b).collect::<Vec<_>>())))?;
+        sg.set_item("duration_ns", PyBytes::new_bound(py, &bytes_of(&segs.iter().map(|x| x.duration).collect::<Vec<_>>())))?;
         let stats = pyo3::types::PyDict::new_bound(py);
         stats.set_item("outputs", res.outputs)?;
         stats.set_item("flows", n)?;
         stats.set_item("trees_cached", res.trees)?;
         stats.set_item("cache_hits", res.cache_hits)?;
         stats.set_item("seconds", secs)?;
-        Ok((flows, steps, stats).into_py(py))
+        Ok((flows, steps, sg, stats).into_py(py))
     }
 }
 
