@@ -73,6 +73,8 @@ def main() -> int:
     outs, ref_flows = flow_reference.run(d, FROM, TO, pairs, a.outputs)
     t_ref = time.perf_counter() - t0
     # roscope's flows for the same outputs
+    # roscope again, on all outputs, keeping every flow's steps, for the comparison.
+    fl.data_flows(d, FROM, TO, implicit=a.implicit, all_steps=True)
     ours = d.con.execute(
         "SELECT f.flow_id, list(s.is_run ORDER BY s.step), list(s.id ORDER BY s.step) FROM data_flows f "
         "JOIN data_flow_steps s USING (flow_id) WHERE f.output_publication_id IN (SELECT unnest(?)) GROUP BY f.flow_id",

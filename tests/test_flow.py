@@ -187,8 +187,8 @@ def test_data_flows_and_latency_equal_ground_truth(sims, preset, inputs, outputs
     got = {}
     for r in db.records("""
         SELECT f.flow_id, f.output_publication_id, f.latency_ns, f.communication_ns + f.idle_ns + f.computation_ns AS parts,
-               s.id AS input_pub
-        FROM data_flows f JOIN data_flow_steps s ON s.flow_id = f.flow_id AND s.step = 1"""):
+               f.input_publication_id AS input_pub
+        FROM data_flows f"""):
         assert r["parts"] == r["latency_ns"], "latency parts must sum to the whole"
         got[(ids[r["input_pub"]], ids[r["output_publication_id"]])] = r["latency_ns"]
     # Flows at the very start or end of the run whose other end was not traced are
@@ -217,8 +217,7 @@ def test_autoware_reference_system_flows(sims, capsys):
     summary = fl.data_flows(db, rx(inputs), rx(outputs), implicit="annotations")
     ids = msg_ids(db, run)
     got = {}
-    for r in db.records("""SELECT f.output_publication_id, f.latency_ns, s.id AS input_pub FROM data_flows f
-                           JOIN data_flow_steps s ON s.flow_id = f.flow_id AND s.step = 1"""):
+    for r in db.records("SELECT output_publication_id, latency_ns, input_publication_id AS input_pub FROM data_flows"):
         got[(ids[r["input_pub"]], ids[r["output_publication_id"]])] = r["latency_ns"]
     with capsys.disabled():
         print(f"\nautoware reference system: {summary['flows']} flows, {summary['paths']} paths, "

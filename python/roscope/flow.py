@@ -167,12 +167,14 @@ def implicit_edges(db, mode: str) -> list[tuple[int, int]] | None:
 
 
 def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, implicit: str = "auto",
-               exact_links: bool = True, max_flows_per_output: int = 10000) -> dict:
+               exact_links: bool = True, max_flows_per_output: int = 10000, all_steps: bool = False) -> dict:
     """Data flows from topics matching `from_re` to topics matching `to_re`.
 
     `implicit`: 'all' (every pair of callbacks of a node, the data-flow paper's
     fallback), 'annotations' (only the annotated indirect links), or 'none'.
-    Stores `data_flows`, `data_flow_steps` and `paths`; returns a summary.
+    Stores `data_flows` (one row per flow), `data_flow_steps` (the steps of one
+    flow per path, or of every flow with `all_steps`), `data_flow_segments` and
+    `paths`; returns a summary.
     """
     ctx = ctx or context(db)
     is_in = _topic_mask(ctx.topics, from_re)
@@ -182,7 +184,7 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
     if not any(is_out):
         raise ValueError(f"no topic matches --to {to_re!r}")
     imp = implicit_edges(db, implicit)
-    flows, steps, segs, stats = ctx.model.data_flows(is_in, is_out, imp, exact_links, max_flows_per_output)
+    flows, steps, segs, stats = ctx.model.data_flows(is_in, is_out, imp, exact_links, max_flows_per_output, all_steps)
     _store(db, "data_flows", flows)
     _store(db, "data_flow_steps", steps)
     _store(db, "data_flow_segments", segs)

@@ -410,6 +410,7 @@ struct Search<'a, 'b> {
     implicit_in: HashMap<i64, Vec<i64>>,
     cache: HashMap<(char, i64, bool), std::rc::Rc<Tree>>,
     pub cache_hits: u64,
+    pub evicted: u64,
 }
 
 /// A dependency tree (Algorithm 1's result): head instance and subtrees.
@@ -456,7 +457,7 @@ impl<'a, 'b> Search<'a, 'b> {
             v.sort();
             v.dedup();
         }
-        Search { ix, o, pubs_of_topic, topic_of_cb, implicit_in, cache: HashMap::new(), cache_hits: 0 }
+        Search { ix, o, pubs_of_topic, topic_of_cb, implicit_in, cache: HashMap::new(), cache_hits: 0, evicted: 0 }
     }
 
     fn topic_of_pub(&self, p: i64) -> i64 {
@@ -635,65 +636,107 @@ pub const SEG_COMMUNICATION: u8 = 0;
 pub const SEG_COMPUTATION: u8 = 1;
 pub const SEG_IDLE: u8 = 2;
 
-/// The distinct segments of a set of flows.
-pub fn segments(m: &Model, flows: &[DataFlow]) -> Vec<Segment> {
-    let t_of = |s: (char, i64)| if s.0 == 'p' { m.pb_ts[s.1 as usize] } else { m.run_start[s.1 as usize] };
-    let mut seen: HashSet<(u8, i64, i64)> = HashSet::new();
-    let mut out = Vec::new();
-    let mut push = |k: u8, a: i64, b: i64, d: i64, out: &mut Vec<Segment>| {
-        if seen.insert((k, a, b)) {
-            out.push(Segment { kind: k, a, b, duration: d });
-        }
-    };
-    for f in flows {
+/// Collects the distinct segments of flows, one flow at a time.
+#[derive(Default)]
+pub struct SegmentSet {
+    seen: HashSet<(u8, i64, i64)>,
+    pub segments: Vec<Segment>,
+}
+
+impl SegmentSet {
+    pub fn add(&mut self, m: &Model, f: &DataFlow) {
+        let t_of = |s: (char, i64)| if s.0 == 'p' { m.pb_ts[s.1 as usize] } else { m.run_start[s.1 as usize] };
         for w in f.steps.windows(2) {
             let (x, y) = (w[0], w[1]);
+            let mut push = |k: u8, a: i64, b: i64, d: i64| {
+                if self.seen.insert((k, a, b)) {
+                    self.segments.push(Segment { kind: k, a, b, duration: d });
+                }
+            };
             match (x.0, y.0) {
-                ('p', 'r') => push(SEG_COMMUNICATION, x.1, y.1, t_of(y) - t_of(x), &mut out),
-                ('r', 'p') => push(SEG_COMPUTATION, x.1, y.1, t_of(y) - t_of(x), &mut out),
+                ('p', 'r') => push(SEG_COMMUNICATION, x.1, y.1, t_of(y) - t_of(x)),
+                ('r', 'p') => push(SEG_COMPUTATION, x.1, y.1, t_of(y) - t_of(x)),
                 ('r', 'r') => {
                     let end = m.run_end[x.1 as usize];
                     let d = if end >= 0 { end - t_of(x) } else { t_of(y) - t_of(x) };
-                    push(SEG_COMPUTATION, x.1, NONE, d, &mut out);
-                    push(SEG_IDLE, x.1, y.1, t_of(y) - (t_of(x) + d), &mut out);
+                    push(SEG_COMPUTATION, x.1, NONE, d);
+                    push(SEG_IDLE, x.1, y.1, t_of(y) - (t_of(x) + d));
                 }
                 _ => {}
             }
         }
     }
-    out
+}
+
+/// The distinct segments of a set of flows.
+pub fn segments(m: &Model, flows: &[DataFlow]) -> Vec<Segment> {
+    let mut s = SegmentSet::default();
+    for f in flows {
+        s.add(m, f);
+    }
+    s.segments
 }
 
 pub struct FlowResult {
-    pub flows: Vec<DataFlow>,
+    pub flows: usize,
     pub outputs: usize,
     pub cache_hits: u64,
     pub trees: usize,
+    /// Cached subtrees dropped because they were older than any flow reaches back.
+    pub evicted: u64,
 }
 
+/// Cached subtrees are dropped once the cache holds this many and they are
+/// older than the longest flow seen so far reaches back (twice over): the cache
+/// only saves work, so what is dropped is recomputed if ever needed again.
+pub const CACHE_SOFT_CAP: usize = 1 << 18;
+
 /// All data flows ending in a publication on an output topic and starting with a run
-/// that published on an input topic.
-pub fn data_flows(ix: &Index, o: &FlowOptions) -> FlowResult {
+/// that published on an input topic, collected in a vector (see `each_data_flow`).
+pub fn data_flows(ix: &Index, o: &FlowOptions) -> (Vec<DataFlow>, FlowResult) {
+    let mut v = Vec::new();
+    let r = each_data_flow(ix, o, |f| v.push(f));
+    (v, r)
+}
+
+/// Every data flow, handed to `sink` as it is found, outputs in time order; memory
+/// holds only the subtree cache (bounded, see `CACHE_SOFT_CAP`), not the flows.
+pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow)) -> FlowResult {
     let m = ix.m;
     let mut s = Search::new(ix, o);
-    let mut flows = Vec::new();
+    let mut flows = 0usize;
     let mut outputs = 0;
     let mut order: Vec<i64> = (0..m.pb_ts.len() as i64).filter(|&p| {
         let t = s.topic_of_pub(p);
         t >= 0 && o.is_output_topic[t as usize]
     }).collect();
     order.sort_by_key(|&p| (m.pb_ts[p as usize], p));
+    let mut max_span: i64 = 0;
+    let mut peak_cache = 0usize;
+    let mut cap = CACHE_SOFT_CAP;
     for p in order {
         outputs += 1;
+        let t_out = m.pb_ts[p as usize];
+        if s.cache.len() > cap {
+            let horizon = t_out.saturating_sub(max_span.saturating_mul(2).saturating_add(1_000_000_000));
+            let before = s.cache.len();
+            let t_of = |h: (char, i64)| if h.0 == 'p' { m.pb_ts[h.1 as usize] } else { m.run_start[h.1 as usize] };
+            s.cache.retain(|_, t| t_of(t.head) >= horizon);
+            s.evicted += (before - s.cache.len()) as u64;
+            cap = CACHE_SOFT_CAP.max(2 * s.cache.len());
+        }
         let tree = s.tree(('p', p), false, 0);
+        peak_cache = peak_cache.max(s.cache.len());
         let mut out = Vec::new();
         s.flows(&tree, &mut Vec::new(), &mut Vec::new(), &mut Vec::new(), &mut out);
         for steps in out {
-            flows.push(breakdown(m, &steps));
+            let f = breakdown(m, &steps);
+            max_span = max_span.max(f.end - f.start);
+            flows += 1;
+            sink(f);
         }
     }
-    let trees = s.cache.len();
-    FlowResult { flows, outputs, cache_hits: s.cache_hits, trees }
+    FlowResult { flows, outputs, cache_hits: s.cache_hits, trees: peak_cache, evicted: s.evicted }
 }
 
 /// The path of a data flow: its callback/topic sequence (callback ids and topic ids),

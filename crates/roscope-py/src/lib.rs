@@ -298,7 +298,8 @@ impl FlowModel {
 
     /// Data flows between input and output topics (bool masks over topic ids).
     /// Returns (flows, steps, stats): flows and steps as dicts of int64 column bytes.
-    #[pyo3(signature = (is_input, is_output, implicit=None, exact_links=true, max_flows_per_output=10000))]
+    #[pyo3(signature = (is_input, is_output, implicit=None, exact_links=true, max_flows_per_output=10000, all_steps=false))]
+    #[allow(clippy::too_many_arguments)]
     fn data_flows(
         &self,
         py: Python<'_>,
@@ -307,6 +308,7 @@ impl FlowModel {
         implicit: Option<Vec<(i64, i64)>>,
         exact_links: bool,
         max_flows_per_output: usize,
+        all_steps: bool,
     ) -> PyResult<PyObject> {
         if is_input.len() != self.m.n_topics || is_output.len() != self.m.n_topics {
             return Err(PyValueError::new_err("topic masks must have one entry per topic"));
@@ -320,56 +322,75 @@ impl FlowModel {
         };
         let m = &self.m;
         let t0 = std::time::Instant::now();
-        let (res, keys, segs) = py.allow_threads(|| {
+        // Columns are written straight into little-endian byte buffers.
+        struct Out {
+            flows: Vec<Vec<u8>>,
+            steps: Vec<Vec<u8>>,
+            segs: Vec<Vec<u8>>,
+            n: usize,
+            outputs: usize,
+            trees: usize,
+            hits: u64,
+            evicted: u64,
+        }
+        let out = py.allow_threads(|| {
             let ix = roscope_flow::Index::new(m);
-            let res = roscope_flow::data_flows(&ix, &o);
-            // Group by path: the callback/topic sequence.
             let mut ids: std::collections::HashMap<Vec<(char, i64)>, i64> = std::collections::HashMap::new();
-            let keys: Vec<i64> = res.flows.iter().map(|f| {
-                let k = roscope_flow::path_key(m, f);
+            let mut fl: Vec<Vec<u8>> = (0..11).map(|_| Vec::new()).collect();
+            let mut st: Vec<Vec<u8>> = (0..4).map(|_| Vec::new()).collect();
+            let mut segset = roscope_flow::SegmentSet::default();
+            let mut k = 0usize;
+            let res = roscope_flow::each_data_flow(&ix, &o, |f| {
+                segset.add(m, &f);
+                let key = roscope_flow::path_key(m, &f);
                 let n = ids.len() as i64;
-                *ids.entry(k).or_insert(n)
-            }).collect();
-            let segs = roscope_flow::segments(m, &res.flows);
-            (res, keys, segs)
+                let mut first_of_path = false;
+                let pid = *ids.entry(key).or_insert_with(|| {
+                    first_of_path = true;
+                    n
+                });
+                let first_run = if f.steps[0].0 == 'r' { f.steps[0].1 } else { -1 };
+                let input_pub = f.steps.get(1).filter(|s| s.0 == 'p').map(|s| s.1).unwrap_or(-1);
+                let vals = [k as i64, pid, f.steps.last().unwrap().1, input_pub, first_run, f.start, f.end, f.end - f.start, f.communication, f.idle, f.computation];
+                for (c, v) in fl.iter_mut().zip(vals) {
+                    c.extend_from_slice(&v.to_le_bytes());
+                }
+                if all_steps || first_of_path {
+                    for (j, &(kind, id)) in f.steps.iter().enumerate() {
+                        for (c, v) in st.iter_mut().zip([k as i64, j as i64, (kind == 'r') as i64, id]) {
+                            c.extend_from_slice(&v.to_le_bytes());
+                        }
+                    }
+                }
+                k += 1;
+            });
+            let segs = segset.segments;
+            let mut sg: Vec<Vec<u8>> = (0..4).map(|_| Vec::with_capacity(segs.len() * 8)).collect();
+            for x in &segs {
+                for (c, v) in sg.iter_mut().zip([x.kind as i64, x.a, x.b, x.duration]) {
+                    c.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+            Out { flows: fl, steps: st, segs: sg, n: res.flows, outputs: res.outputs, trees: res.trees, hits: res.cache_hits, evicted: res.evicted }
         });
         let secs = t0.elapsed().as_secs_f64();
-        let n = res.flows.len();
-        let col = |f: &dyn Fn(&roscope_flow::DataFlow) -> i64| -> Vec<u8> { bytes_of(&res.flows.iter().map(f).collect::<Vec<i64>>()) };
-        let flows = pyo3::types::PyDict::new_bound(py);
-        flows.set_item("flow_id", PyBytes::new_bound(py, &bytes_of(&(0..n as i64).collect::<Vec<_>>())))?;
-        flows.set_item("path_id", PyBytes::new_bound(py, &bytes_of(&keys)))?;
-        flows.set_item("output_publication_id", PyBytes::new_bound(py, &col(&|f| f.steps.last().unwrap().1)))?;
-        flows.set_item("start_ts", PyBytes::new_bound(py, &col(&|f| f.start)))?;
-        flows.set_item("end_ts", PyBytes::new_bound(py, &col(&|f| f.end)))?;
-        flows.set_item("latency_ns", PyBytes::new_bound(py, &col(&|f| f.end - f.start)))?;
-        flows.set_item("communication_ns", PyBytes::new_bound(py, &col(&|f| f.communication)))?;
-        flows.set_item("idle_ns", PyBytes::new_bound(py, &col(&|f| f.idle)))?;
-        flows.set_item("computation_ns", PyBytes::new_bound(py, &col(&|f| f.computation)))?;
-        let (mut sf, mut si, mut sk, mut sid) = (vec![], vec![], vec![], vec![]);
-        for (k, f) in res.flows.iter().enumerate() {
-            for (j, &(kind, id)) in f.steps.iter().enumerate() {
-                sf.push(k as i64);
-                si.push(j as i64);
-                sk.push(if kind == 'p' { 0 } else { 1 });
-                sid.push(id);
+        let mk = |names: &[&str], cols: Vec<Vec<u8>>| -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+            let d = pyo3::types::PyDict::new_bound(py);
+            for (n, c) in names.iter().zip(cols) {
+                d.set_item(*n, PyBytes::new_bound(py, &c))?;
             }
-        }
-        let steps = pyo3::types::PyDict::new_bound(py);
-        steps.set_item("flow_id", PyBytes::new_bound(py, &bytes_of(&sf)))?;
-        steps.set_item("step", PyBytes::new_bound(py, &bytes_of(&si)))?;
-        steps.set_item("is_run", PyBytes::new_bound(py, &bytes_of(&sk)))?;
-        steps.set_item("id", PyBytes::new_bound(py, &bytes_of(&sid)))?;
-        let sg = pyo3::types::PyDict::new_bound(py);
-        sg.set_item("kind", PyBytes::new_bound(py, &bytes_of(&segs.iter().map(|x| x.kind as i64).collect::<Vec<_>>())))?;
-        sg.set_item("a", PyBytes::new_bound(py, &bytes_of(&segs.iter().map(|x| x.a).collect::<Vec<_>>())))?;
-        sg.set_item("b", PyBytes::new_bound(py, &bytes_of(&segs.iter().map(|x| x.b).collect::<Vec<_>>())))?;
-        sg.set_item("duration_ns", PyBytes::new_bound(py, &bytes_of(&segs.iter().map(|x| x.duration).collect::<Vec<_>>())))?;
+            Ok(d)
+        };
+        let flows = mk(&["flow_id", "path_id", "output_publication_id", "input_publication_id", "first_run_id", "start_ts", "end_ts",
+                         "latency_ns", "communication_ns", "idle_ns", "computation_ns"], out.flows)?;
+        let steps = mk(&["flow_id", "step", "is_run", "id"], out.steps)?;
+        let sg = mk(&["kind", "a", "b", "duration_ns"], out.segs)?;
         let stats = pyo3::types::PyDict::new_bound(py);
-        stats.set_item("outputs", res.outputs)?;
-        stats.set_item("flows", n)?;
-        stats.set_item("trees_cached", res.trees)?;
-        stats.set_item("cache_hits", res.cache_hits)?;
+        stats.set_item("outputs", out.outputs)?;
+        stats.set_item("flows", out.n)?;
+        stats.set_item("trees_cached", out.trees)?;
+        stats.set_item("cache_evicted", out.evicted)?;
+        stats.set_item("cache_hits", out.hits)?;
         stats.set_item("seconds", secs)?;
         Ok((flows, steps, sg, stats).into_py(py))
     }
