@@ -213,6 +213,7 @@ EXPECTED_SUB_SYMBOLS = {
     ("/monitor", "/lidar_filtered"): "Monitor::onFiltered(",
     ("/monitor", "/plan"): "Monitor::onPlan(",
     ("/monitor", "/burst"): "Monitor::onBurst(",
+    ("/monitor", "/camera_py"): "Monitor::onCameraPy(",
 }
 EXPECTED_TIMER_SYMBOLS = {
     "/sensors/lidar": "SensorNode::onTimer(", "/sensors/imu": "SensorNode::onTimer(",
@@ -241,7 +242,7 @@ def test_init_events_names_topics_types_symbols(pipeline_recording):
     tr_pub = collections.Counter((e["nh_namespace"], e["topic"]) for e in m.pubs.values())
     assert set(tr_pub) == gt_pub and all(v == 1 for v in tr_pub.values())
     assert {e["msg_type"] for e in m.pubs.values()} == {MSG_TYPE}
-    # subscriptions: the example's eleven, with the member function as symbol
+    # subscriptions: the example's twelve, with the member function as symbol
     tr_sub = {(e["nh_namespace"], e["topic"]): key for key, e in m.subs.items()}
     assert set(tr_sub) == set(EXPECTED_SUB_SYMBOLS)
     for (ns, topic), (pid, handle) in tr_sub.items():
@@ -314,9 +315,9 @@ def test_every_publication_appears(pipeline_recording):
             assert 0 <= ev["ts"] - row["mono_ns"] < 50_000_000
 
 
-def test_every_message_matched_to_its_receptions(pipeline_recording):
-    """Publisher-side and subscriber-side events identify the same message, exactly."""
-    m, gt = pipeline_recording["model"], pipeline_recording["gt"]
+def match_receptions(m: TraceModel, gt: list[dict]):
+    """Resolve every subscription callback run to a publication through the trace, and compare
+    its identity with the ground truth. Returns (kinds, gt_pub, gt_recv) after asserting."""
     gt_pub = collections.defaultdict(list)
     gt_recv = collections.defaultdict(list)
     for r in gt:
@@ -333,7 +334,7 @@ def test_every_message_matched_to_its_receptions(pipeline_recording):
         sub = (init["nh_namespace"], init["topic"])
         received = gt_recv[sub]
         runs = m.runs[(pid, cb)]
-        assert len(runs) == len(received)
+        assert len(runs) == len(received), sub
         for (start, _end, msg, via), gt_id in zip(runs, received):
             assert msg is not None, f"callback run of {sub} at {start} not matched to a publication"
             mpid, publisher, k = msg
@@ -347,6 +348,13 @@ def test_every_message_matched_to_its_receptions(pipeline_recording):
             truth_fanout[gt_id].add(sub)
     assert trace_fanout == truth_fanout
     assert not m.unresolved_rx
+    return kinds, gt_pub, gt_recv
+
+
+def test_every_message_matched_to_its_receptions(pipeline_recording):
+    """Publisher-side and subscriber-side events identify the same message, exactly."""
+    m, gt = pipeline_recording["model"], pipeline_recording["gt"]
+    kinds, gt_pub, gt_recv = match_receptions(m, gt)
     # both delivery paths were exercised: no-copy and serialized intra-process, and TCP
     assert kinds[("intra", "/lidar_filtered")] > 50      # filter -> fusion, shared_ptr (no copy)
     assert kinds[("intra", "/tf_like")] > 50             # localizer -> itself, serialized

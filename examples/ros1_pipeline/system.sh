@@ -3,19 +3,22 @@
 # processes) for N seconds, then stop everything cleanly (SIGINT to the nodes,
 # then the master). Ground-truth logs go to GTDIR (must not exist or be empty).
 #
-# usage: system.sh [-d SECONDS] [-p PORT] [-g GTDIR]
+# usage: system.sh [-d SECONDS] [-p PORT] [-g GTDIR] [-P]
 #   defaults: -d 10, -p a free port, -g ./ground-truth-<timestamp>
+#   -P: also run the rospy nodes py/pyrelay.py and py/pylistener.py
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 duration=10
 port=""
 gtdir=""
-while getopts "d:p:g:h" opt; do
+with_py=0
+while getopts "d:p:g:Ph" opt; do
   case "$opt" in
     d) duration="$OPTARG" ;;
     p) port="$OPTARG" ;;
     g) gtdir="$OPTARG" ;;
-    *) sed -n '2,8p' "$0"; exit 2 ;;
+    P) with_py=1 ;;
+    *) sed -n '2,9p' "$0"; exit 2 ;;
   esac
 done
 for n in sensors perception planner monitor; do
@@ -68,6 +71,13 @@ for _ in $(seq 100); do
 done
 echo "system.sh: master $ROS_MASTER_URI, ground truth in $gtdir" >&2
 # Subscribers first, so that the sources' first messages find them.
+if [[ "$with_py" == 1 ]]; then
+  for n in pylistener pyrelay; do
+    /usr/bin/python3 "$here/py/$n.py" __name:="$n" >"$gtdir/$n.out" 2>&1 &
+    pids+=($!)
+  done
+  sleep 1
+fi
 for n in monitor planner perception sensors; do
   "$here/build/$n" __name:="$n" >"$gtdir/$n.out" 2>&1 &
   pids+=($!)

@@ -90,6 +90,14 @@ def find_tracer(explicit: str | None = None) -> Path:
         f"build it with 'make -C instrument/ros1', set ${TRACER_ENV}, or pass --no-preload")
 
 
+def rospy_hook_dir(tracer: Path) -> Path | None:
+    """Directory holding the rospy import hook (sitecustomize.py), next to the tracer's build dir."""
+    for d in (tracer.parent.parent / "rospy", tracer.parent / "rospy"):
+        if (d / "sitecustomize.py").is_file() and (d / "roscope_rospy.py").is_file():
+            return d
+    return None
+
+
 def _lttng(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     if shutil.which("lttng") is None:
         raise RecordError("the 'lttng' command was not found; install lttng-tools")
@@ -319,6 +327,7 @@ def _base_manifest(out: Path, name: str, opts: RecordOptions, tracer: Path | Non
         },
         "options": {k: v for k, v in asdict(opts).items() if k not in ("tracer",)},
         "preload": str(tracer) if tracer else None,
+        "rospy_hook": str(rospy_hook_dir(tracer)) if tracer and rospy_hook_dir(tracer) else None,
         "kernel": None,
     }
 
@@ -356,6 +365,9 @@ def record_command(command: list[str], opts: RecordOptions) -> int:
     env = dict(os.environ)
     if tracer:
         env["LD_PRELOAD"] = f"{tracer}:{env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else str(tracer)
+        hook = rospy_hook_dir(tracer)
+        if hook:
+            env["PYTHONPATH"] = f"{hook}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(hook)
 
     perf = None
     child = None
@@ -477,7 +489,9 @@ def start_session(opts: RecordOptions) -> dict:
     except BaseException:
         _stop_session(name)
         raise
-    state = {"name": name, "output": str(out), "perf_pid": perf_pid, "tracer": str(tracer) if tracer else None}
+    hook = rospy_hook_dir(tracer) if tracer else None
+    state = {"name": name, "output": str(out), "perf_pid": perf_pid, "tracer": str(tracer) if tracer else None,
+             "rospy_hook": str(hook) if hook else None}
     state_file.write_text(json.dumps(state))
     return state
 

@@ -16,12 +16,15 @@ class Monitor {
     // A slow subscriber with a queue of 1: roscpp drops messages in the
     // subscription queue (subscriber side).
     sub_burst_ = nh_.subscribe("/burst", 1, &Monitor::onBurst, this);
+    // Published by the rospy node /pyrelay when system.sh runs with -P.
+    sub_camera_py_ = nh_.subscribe("/camera_py", 100, &Monitor::onCameraPy, this);
     client_ = nh_.serviceClient<std_srvs::Trigger>("/planner/get_status");
     timer_ = nh_.createTimer(ros::Duration(0.5), &Monitor::onTimer, this);
   }
   void onLidar(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/lidar", *in); }
   void onFiltered(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/lidar_filtered", *in); }
   void onPlan(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/plan", *in); }
+  void onCameraPy(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/camera_py", *in); }
   void onBurst(const Msg::ConstPtr& in) {
     gt_.recv(nh_.getNamespace(), "/burst", *in);
     ros::WallDuration(0.03).sleep();
@@ -36,7 +39,7 @@ class Monitor {
  private:
   GroundTruth& gt_;
   ros::NodeHandle nh_;
-  ros::Subscriber sub_lidar_, sub_filtered_, sub_plan_, sub_burst_;
+  ros::Subscriber sub_lidar_, sub_filtered_, sub_plan_, sub_burst_, sub_camera_py_;
   ros::ServiceClient client_;
   ros::Timer timer_;
 };

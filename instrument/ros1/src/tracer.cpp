@@ -516,3 +516,73 @@ extern "C" EXPORT int roscope_ros1_message_link(int kind, const void* const* sub
     lttng_ust_tracepoint(roscope_ros1, message_link_partial_sync, s, n_subs, p, n_pubs);
   return 0;
 }
+
+// ---------------------------------------------------------------------------
+// Entry points for the rospy hook (instrument/ros1/rospy/roscope_rospy.py),
+// called through ctypes when this library is preloaded into a Python process.
+// Same events as for roscpp; handles are Python object ids.
+enum RospyEvent {
+  PY_NODE_INIT = 0, PY_PUBLISHER_INIT, PY_SUBSCRIPTION_INIT, PY_TIMER_INIT, PY_SERVICE_INIT,
+  PY_CALLBACK_REGISTER, PY_LINK_TX_INIT, PY_LINK_RX_INIT, PY_PUBLISH_BUFFER, PY_LINK_TX_WRITE,
+  PY_LINK_RX_MESSAGE, PY_MESSAGE_QUEUE, PY_CALLBACK_START, PY_CALLBACK_END
+};
+
+static inline const void* P(uint64_t v) { return reinterpret_cast<const void*>(static_cast<uintptr_t>(v)); }
+static inline const char* S(const char* s) { return s ? s : ""; }
+
+extern "C" EXPORT uint64_t roscope_ros1_py_publish(uint64_t publisher) {
+  uint64_t id = g_message_counter.fetch_add(1, std::memory_order_relaxed) + 1;
+  lttng_ust_tracepoint(roscope_ros1, publish, P(publisher), id, nullptr);
+  return id;
+}
+
+extern "C" EXPORT void roscope_ros1_py_event(int which, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+                                             const char* s1, const char* s2, const char* s3, const char* s4,
+                                             int64_t i1, int64_t i2) {
+  switch (which) {
+    case PY_NODE_INIT:
+      lttng_ust_tracepoint(roscope_ros1, node_init, S(s1), ROSCOPE_TRACER_VERSION " (rospy)");
+      break;
+    case PY_PUBLISHER_INIT:
+      lttng_ust_tracepoint(roscope_ros1, publisher_init, P(a), S(s1), S(s2), S(s3), S(s4), (uint32_t)i1, (int)i2);
+      break;
+    case PY_SUBSCRIPTION_INIT:
+      lttng_ust_tracepoint(roscope_ros1, subscription_init, P(a), P(b), S(s1), S(s2), S(s3), S(s4), (uint32_t)i1);
+      break;
+    case PY_TIMER_INIT:
+      lttng_ust_tracepoint(roscope_ros1, timer_init, P(a), P(b), S(s1), S(s2), i1, (int)i2);
+      break;
+    case PY_SERVICE_INIT:
+      lttng_ust_tracepoint(roscope_ros1, service_init, P(a), P(b), S(s1), S(s2), S(s3), S(s4));
+      break;
+    case PY_CALLBACK_REGISTER:
+      lttng_ust_tracepoint(roscope_ros1, callback_register, P(a), S(s1), S(s2));
+      break;
+    case PY_LINK_TX_INIT:
+      lttng_ust_tracepoint(roscope_ros1, link_tx_init, P(a), S(s1), S(s2), S(s3));
+      break;
+    case PY_LINK_RX_INIT:
+      lttng_ust_tracepoint(roscope_ros1, link_rx_init, P(a), S(s1), S(s2), S(s3));
+      break;
+    case PY_PUBLISH_BUFFER:
+      lttng_ust_tracepoint(roscope_ros1, publish_buffer, a, P(b), (uint32_t)i1);
+      break;
+    case PY_LINK_TX_WRITE:
+      lttng_ust_tracepoint(roscope_ros1, link_tx_write, P(a), P(b), (uint32_t)i1);
+      break;
+    case PY_LINK_RX_MESSAGE:
+      lttng_ust_tracepoint(roscope_ros1, link_rx_message, P(a), P(b), (uint32_t)i1, (uint64_t)i2);
+      break;
+    case PY_MESSAGE_QUEUE:
+      lttng_ust_tracepoint(roscope_ros1, message_queue, P(a), P(b), P(c), P(d));
+      break;
+    case PY_CALLBACK_START:
+      lttng_ust_tracepoint(roscope_ros1, callback_start, P(a), P(b));
+      break;
+    case PY_CALLBACK_END:
+      lttng_ust_tracepoint(roscope_ros1, callback_end, P(a));
+      break;
+    default:
+      break;
+  }
+}

@@ -70,6 +70,8 @@ def run(args) -> int:
             if state.get("tracer"):
                 print("roscope: start the ROS 1 processes to trace with:")
                 print(f"  export LD_PRELOAD={state['tracer']}")
+                if state.get("rospy_hook"):
+                    print(f"  export PYTHONPATH={state['rospy_hook']}${{PYTHONPATH:+:$PYTHONPATH}}  # rospy nodes")
             print(f"roscope: stop with: roscope record stop --name {state['name']}")
             return 0
         if not explicit and command == ["stop"]:
