@@ -205,3 +205,27 @@ def test_kernel_sched_events_with_the_monotonic_clock(tmp_path):
     # Same clock: the sensors process's context switches fall within its UST events' span.
     inside = sum(lo <= t <= hi for t in times)
     assert inside > 0.8 * len(times)
+
+
+def test_lost_events_are_counted_and_reported_loudly(tmp_path):
+    """Tiny buffers and a publish/callback loop without pauses: LTTng must discard events."""
+    subprocess.run(["make", "-C", str(REPO / "bench" / "overhead")], check=True, capture_output=True)
+    out = tmp_path / "trace"
+    port = free_port()
+    script = (
+        f"rosmaster --core -p {port} >/dev/null 2>&1 & m=$!; "
+        f"for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.1; done; "
+        f"{REPO}/bench/overhead/build/pingpong loop 256 200000; rc=$?; kill -TERM $m; wait $m; exit $rc")
+    env = dict(os.environ, ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_IP="127.0.0.1",
+               ROS_LOG_DIR=str(tmp_path / "log"))
+    p = roscope_record(["-o", str(out), "--subbuf-size", "4K", "--num-subbuf", "2", "--",
+                        "bash", "-c", script], env=env)
+    assert p.returncode == 0, p.stderr
+    m = manifest_of(out)
+    events, discarded = read_trace(out)  # the oracle: bt2's discarded-events messages
+    assert discarded > 1000
+    assert m["events_discarded"] == discarded and m["events_recorded"] == len(events)
+    assert f"WARNING: {discarded} EVENTS WERE LOST" in p.stderr
+    # what survived is still consistent: the loop's callbacks are 200000 runs minus losses
+    starts = sum(1 for e in events if e["name"] == "roscope_ros1:callback_start")
+    assert 0 < starts < 200000
