@@ -421,3 +421,22 @@ def test_queue_span_is_not_a_callback_run(pipeline_recording):
     for s in starts:
         assert any(a <= s["ts"] <= b for a, b in spans[s["vtid"]])
     assert len(queue) >= len(starts)
+
+
+def test_direct_links_are_visible_in_the_trace(pipeline_recording):
+    """A publish inside a subscription callback run (same thread, between start and end) is the
+    direct causal link of the message-flow paper: for the filter, the trace's input message must
+    be the ground truth's input id."""
+    m, gt = pipeline_recording["model"], pipeline_recording["gt"]
+    kinds, gt_pub, _ = match_receptions(m, gt)
+    (filt_key,) = [k for k, i in m.pubs.items() if i["topic"] == "/lidar_filtered"]
+    (filt_cb,) = [k for k, i in m.cb_sub.items() if i.get("topic") == "/lidar" and
+                  i["nh_namespace"] == "/perception/filter"]
+    truth = [r for r in gt if r["ev"] == "pub" and r["topic"] == "/lidar_filtered"]
+    runs = m.runs[filt_cb]
+    assert len(runs) == len(truth) == len(m.publishes[filt_key])
+    for ev, row in zip(m.publishes[filt_key], truth):
+        (run,) = [r for r in runs if r[0] <= ev["ts"] <= r[1]]
+        mpid, publisher, k = run[2]
+        pinit = m.pubs[(mpid, publisher)]
+        assert gt_pub[(pinit["nh_namespace"], pinit["topic"])][k - 1] == row["inputs"][0]
