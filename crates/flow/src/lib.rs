@@ -269,7 +269,13 @@ pub fn causal_links(ix: &Index, policy: Policy) -> Vec<CausalLink> {
                             }
                             if let Some(x) = ix.latest_run_before(c, t_run, true) {
                                 let inp = ix.input_of_run[x as usize];
-                                if inp >= 0 {
+                                // A node's own messages that it also receives (/tf-style)
+                                // are not inputs of its outputs.
+                                let from_self = inp >= 0 && {
+                                    let pu = m.pb_publisher[inp as usize];
+                                    pu >= 0 && m.pub_node[pu as usize] == node
+                                };
+                                if inp >= 0 && !from_self {
                                     out.push(CausalLink { in_pub: inp, in_run: x, out_pub: p, kind: K_INFERRED });
                                 }
                             }
@@ -351,6 +357,9 @@ pub fn message_graph(ix: &Index, links: &[CausalLink], start_pub: i64, forward: 
             }
             for &k in by_out.get(&p).map(|v| v.as_slice()).unwrap_or(&[]) {
                 let l = links[k];
+                if node_of_run(l.in_run) == node_of_pub(l.in_pub) && node_of_run(l.in_run) >= 0 {
+                    continue;
+                }
                 edges.insert(('r', l.in_run, 'p', p, KIND_NAMES[l.kind as usize]));
                 edges.insert(('p', l.in_pub, 'r', l.in_run, "transport"));
                 seen_r.insert(l.in_run);

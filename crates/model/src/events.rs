@@ -51,10 +51,25 @@ pub enum Ev {
     Ros1SubMsgQueued,
     MsgLinkPeriodic,
     MsgLinkPartial,
+    R1NodeInit,
+    R1PubInit,
+    R1SubInit,
+    R1TimerInit,
+    R1SrvInit,
+    R1CbRegister,
+    R1LinkTxInit,
+    R1LinkRxInit,
+    R1Publish,
+    R1PublishBuffer,
+    R1LinkTxWrite,
+    R1LinkRxMessage,
+    R1MessageQueue,
+    R1CallbackStart,
+    R1CallbackEnd,
 }
 
 /// The most fields read from one event.
-pub const MAX_FIELDS: usize = 5;
+pub const MAX_FIELDS: usize = 6;
 
 /// Payload fields read for each event, indexed by `Ev as usize`.
 pub const FIELDS: &[&[&str]] = &[
@@ -105,6 +120,21 @@ pub const FIELDS: &[&[&str]] = &[
     &["topic", "buffer_ref", "queue_ref", "callback_ref", "message_ref"],
     &[],
     &[],
+    &["node_name"],
+    &["publisher", "nh_namespace", "topic", "queue_size", "node_name"],
+    &["subscription", "callback", "nh_namespace", "topic", "queue_size", "node_name"],
+    &["timer", "callback", "nh_namespace", "period", "node_name"],
+    &["service", "callback", "nh_namespace", "service_name", "node_name"],
+    &["callback", "kind", "symbol"],
+    &["link", "topic", "local_addr", "remote_addr"],
+    &["link", "topic", "local_addr", "remote_addr"],
+    &["publisher", "message_id", "message"],
+    &["message_id", "buffer"],
+    &["link", "buffer"],
+    &["link", "buffer", "size", "index"],
+    &["deserializer", "callback", "buffer", "message"],
+    &["callback", "deserializer"],
+    &["callback"],
 ];
 
 pub fn classify(full: &str) -> Option<Ev> {
@@ -162,6 +192,26 @@ pub fn classify(full: &str) -> Option<Ev> {
             "subscriber_callback_end" => Ros1SubCbEnd,
             "publisher_message_queued" => Ros1PubQueued,
             "subscription_message_queued" => Ros1SubMsgQueued,
+            _ => return None,
+        }),
+        "roscope_ros1" => Some(match name {
+            "node_init" => R1NodeInit,
+            "publisher_init" => R1PubInit,
+            "subscription_init" => R1SubInit,
+            "timer_init" => R1TimerInit,
+            "service_init" => R1SrvInit,
+            "callback_register" => R1CbRegister,
+            "link_tx_init" => R1LinkTxInit,
+            "link_rx_init" => R1LinkRxInit,
+            "publish" => R1Publish,
+            "publish_buffer" => R1PublishBuffer,
+            "link_tx_write" => R1LinkTxWrite,
+            "link_rx_message" => R1LinkRxMessage,
+            "message_queue" => R1MessageQueue,
+            "callback_start" => R1CallbackStart,
+            "callback_end" => R1CallbackEnd,
+            "message_link_periodic_async" => MsgLinkPeriodic,
+            "message_link_partial_sync" => MsgLinkPartial,
             _ => return None,
         }),
         _ => None,

@@ -124,6 +124,14 @@ struct Publication {
     rb: Option<(u64, u64)>,
 }
 
+/// Where a ROS 1 message came from, before connections are resolved.
+#[derive(Clone, Copy, Debug)]
+enum R1Src {
+    Publication(usize),
+    /// Index into `r1_rx`.
+    Rx(usize),
+}
+
 #[derive(Default)]
 struct Take {
     sub: Option<usize>,
@@ -139,6 +147,8 @@ struct Take {
     intra: bool,
     /// Exact publication, when the take event itself identifies it.
     publication: Option<usize>,
+    /// ROS 1 (roscope tracer): the received message, resolved at the end.
+    r1_rx: Option<usize>,
     method: Option<&'static str>,
 }
 
@@ -202,6 +212,23 @@ struct Builder {
     ros1_queues: HashMap<(usize, u64), ()>,
     ros1_sub_by_topic: HashMap<(usize, String), usize>,
     ros1_pub_by_topic: HashMap<(usize, String), usize>,
+    /// ROS 1 (roscope tracer): logical nodes by (proc, name).
+    r1_node_of: HashMap<(usize, String), usize>,
+    /// Connections: link -> (local, remote) addresses, per side.
+    r1_tx_link: HashMap<(usize, u64), (String, String)>,
+    r1_rx_link: HashMap<(usize, u64), (String, String)>,
+    /// Publisher-side link by (local, remote) addresses: (proc, link), latest.
+    r1_tx_by_addr: HashMap<(String, String), (usize, u64)>,
+    /// Publications written on each publisher-side link, in order.
+    r1_tx_writes: HashMap<(usize, u64), Vec<usize>>,
+    r1_pub_by_id: HashMap<(usize, u64), usize>,
+    /// Latest source of a buffer / no-copy object in a process.
+    r1_buf: HashMap<(usize, u64), R1Src>,
+    r1_obj: HashMap<(usize, u64), usize>,
+    /// Latest queued message of a deserializer: (source, queue time).
+    r1_queued: HashMap<(usize, u64), (R1Src, u64)>,
+    /// Received messages: (rx proc, rx link, index).
+    r1_rx: Vec<(usize, u64, u64)>,
     /// Causal-link annotations: (proc, kind, ts, subscription handles, publisher handles).
     annotations: Vec<(usize, &'static str, u64, Vec<u64>, Vec<u64>)>,
     runs: Vec<Run>,
@@ -313,6 +340,16 @@ impl Builder {
             ros1_queues: HashMap::default(),
             ros1_sub_by_topic: HashMap::default(),
             ros1_pub_by_topic: HashMap::default(),
+            r1_node_of: HashMap::default(),
+            r1_tx_link: HashMap::default(),
+            r1_rx_link: HashMap::default(),
+            r1_tx_by_addr: HashMap::default(),
+            r1_tx_writes: HashMap::default(),
+            r1_pub_by_id: HashMap::default(),
+            r1_buf: HashMap::default(),
+            r1_obj: HashMap::default(),
+            r1_queued: HashMap::default(),
+            r1_rx: vec![],
             annotations: vec![],
             runs: vec![],
             publications: vec![],
@@ -848,12 +885,165 @@ impl Builder {
                 let kind = if ci.ev == MsgLinkPeriodic { "periodic_async" } else { "partial_sync" };
                 self.annotations.push((p, kind, ts, subs, pubs));
             }
+            // ROS 1, roscope's own tracer (docs/ros1-tracer.md).
+            R1NodeInit => {
+                self.r1_node(p, ft(0).unwrap_or_default(), ts);
+            }
+            R1PubInit | R1SubInit | R1TimerInit | R1SrvInit => {
+                let (ns, name_ix) = match ci.ev {
+                    R1PubInit => (ft(1), 4),
+                    R1SubInit => (ft(2), 5),
+                    _ => (ft(2), 4),
+                };
+                let node_name = if ns.as_deref().map_or(true, |x| x.is_empty() || x == "/") { ft(name_ix) } else { ns };
+                let node = node_name.map(|n| self.r1_node(p, n, ts));
+                match ci.ev {
+                    R1PubInit => {
+                        let o = Obj { proc: p, node, handle: fu(0).unwrap_or(0), name: ft(2), depth: fi(3), ts: Some(ts), kind: "publisher", ..Default::default() };
+                        Self::init_obj(&mut self.pubs, &mut self.pub_of, o, false);
+                    }
+                    R1SubInit => {
+                        let o = Obj { proc: p, node, handle: fu(0).unwrap_or(0), name: ft(3), depth: fi(4), ts: Some(ts), kind: "subscription", ..Default::default() };
+                        let sub = Self::init_obj(&mut self.subs, &mut self.sub_of, o, false);
+                        self.cb_added(p, fu(1).unwrap_or(0), "subscription", sub, ts);
+                    }
+                    R1TimerInit => {
+                        let o = Obj { proc: p, node, handle: fu(0).unwrap_or(0), period: fi(3), ts: Some(ts), kind: "timer", ..Default::default() };
+                        let t = Self::init_obj(&mut self.timers, &mut self.timer_of, o, false);
+                        self.cb_added(p, fu(1).unwrap_or(0), "timer", t, ts);
+                    }
+                    _ => {
+                        let o = Obj { proc: p, node, handle: fu(0).unwrap_or(0), name: ft(3), ts: Some(ts), kind: "service", ..Default::default() };
+                        let sv = Self::init_obj(&mut self.services, &mut self.service_of, o, false);
+                        self.cb_added(p, fu(1).unwrap_or(0), "service", sv, ts);
+                    }
+                }
+            }
+            R1CbRegister => {
+                let c = self.cb(p, fu(0).unwrap_or(0));
+                self.cbs[c].symbol = ft(2);
+                self.cbs[c].known = true;
+            }
+            R1LinkTxInit | R1LinkRxInit => {
+                let (Some(l), Some(local), Some(remote)) = (fu(0), ft(2), ft(3)) else { return };
+                if ci.ev == R1LinkTxInit {
+                    self.r1_tx_link.insert((p, l), (local.clone(), remote.clone()));
+                    self.r1_tx_by_addr.insert((local, remote), (p, l));
+                    self.r1_tx_writes.insert((p, l), Vec::new());
+                } else {
+                    self.r1_rx_link.insert((p, l), (local, remote));
+                }
+            }
+            R1Publish => {
+                self.procs[p].runtime_seen = true;
+                let publisher = fu(0).map(|h| Self::obj(&mut self.pubs, &mut self.pub_of, p, h, "publisher"));
+                let run = self.threads[th].stack.last().copied();
+                let msg = fu(2).unwrap_or(0);
+                self.publications.push(Publication { publisher, thread: th, run, ts, rclcpp_ts: Some(ts), message: msg, ..Default::default() });
+                let pi = self.publications.len() - 1;
+                if let Some(id) = fu(1) {
+                    self.r1_pub_by_id.insert((p, id), pi);
+                }
+                if msg != 0 {
+                    self.r1_obj.insert((p, msg), pi);
+                }
+                self.threads[th].pending_pub = Some(pi);
+            }
+            R1PublishBuffer => {
+                if let (Some(id), Some(b)) = (fu(0), fu(1)) {
+                    if let Some(&pi) = self.r1_pub_by_id.get(&(p, id)) {
+                        self.publications[pi].rmw_ts = Some(ts);
+                        self.r1_buf.insert((p, b), R1Src::Publication(pi));
+                    }
+                }
+            }
+            R1LinkTxWrite => {
+                if let (Some(l), Some(b)) = (fu(0), fu(1)) {
+                    let src = self.r1_buf.get(&(p, b)).copied();
+                    if let (Some(R1Src::Publication(pi)), Some(w)) = (src, self.r1_tx_writes.get_mut(&(p, l))) {
+                        w.push(pi);
+                    } else if let Some(w) = self.r1_tx_writes.get_mut(&(p, l)) {
+                        // A write whose message is unknown still takes its place in the order.
+                        w.push(usize::MAX);
+                    }
+                }
+            }
+            R1LinkRxMessage => {
+                if let (Some(l), Some(b), Some(k)) = (fu(0), fu(1), fu(3)) {
+                    self.r1_rx.push((p, l, k));
+                    let i = self.r1_rx.len() - 1;
+                    self.r1_buf.insert((p, b), R1Src::Rx(i));
+                }
+            }
+            R1MessageQueue => {
+                let d = fu(0).unwrap_or(0);
+                let b = fu(2).unwrap_or(0);
+                let o = fu(3).unwrap_or(0);
+                let src = if b != 0 {
+                    self.r1_buf.get(&(p, b)).copied()
+                } else if o != 0 {
+                    self.r1_obj.get(&(p, o)).map(|&pi| R1Src::Publication(pi))
+                } else {
+                    None
+                };
+                if let Some(src) = src {
+                    self.r1_queued.insert((p, d), (src, ts));
+                } else {
+                    self.r1_queued.remove(&(p, d));
+                }
+            }
+            R1CallbackStart => {
+                self.procs[p].runtime_seen = true;
+                let c = self.cb(p, fu(0).unwrap_or(0));
+                self.open_run(th, c, ts, false);
+                let r = self.runs.len() - 1;
+                let d = fu(1).unwrap_or(0);
+                if d != 0 {
+                    let sub = if self.cbs[c].kind == "subscription" { self.cbs[c].owner } else { None };
+                    let (src, qts) = match self.r1_queued.get(&(p, d)) {
+                        Some(&(s, q)) => (Some(s), q),
+                        None => (None, ts),
+                    };
+                    let (publication, rx) = match src {
+                        Some(R1Src::Publication(pi)) => (Some(pi), None),
+                        Some(R1Src::Rx(i)) => (None, Some(i)),
+                        None => (None, None),
+                    };
+                    let intra = publication.is_some();
+                    self.takes.push(Take { sub, thread: th, ts: qts, message: 0, taken: true, run: Some(r), intra, publication, r1_rx: rx, method: Some(M_ROS1_ROSCOPE), ..Default::default() });
+                }
+            }
+            R1CallbackEnd => {
+                let c = self.cb(p, fu(0).unwrap_or(0));
+                self.close_run(th, c, ts);
+            }
             Ros1SubMsgQueued => {
                 let topic = ft(0);
                 let sub = topic.and_then(|t| self.ros1_sub_by_topic.get(&(p, t)).copied());
                 self.takes.push(Take { sub, thread: th, ts, message: fu(4).unwrap_or(0), taken: true, ..Default::default() });
             }
         }
+    }
+
+    /// A ROS 1 logical node (NodeHandle namespace, or the process's node name).
+    fn r1_node(&mut self, p: usize, name: String, ts: u64) -> usize {
+        if let Some(&n) = self.r1_node_of.get(&(p, name.clone())) {
+            return n;
+        }
+        self.nodes.push(Obj { proc: p, name: Some(name.clone()), ts: Some(ts), known: true, kind: "node", ..Default::default() });
+        let n = self.nodes.len() - 1;
+        self.r1_node_of.insert((p, name), n);
+        n
+    }
+
+    /// The publication a received ROS 1 message came from: its connection's
+    /// publisher side, by addresses, and the write with the same index.
+    fn r1_resolve(&self, rx: usize) -> Option<usize> {
+        let (p, l, k) = self.r1_rx[rx];
+        let (local, remote) = self.r1_rx_link.get(&(p, l))?;
+        let tx = self.r1_tx_by_addr.get(&(remote.clone(), local.clone()))?;
+        let pi = *self.r1_tx_writes.get(tx)?.get(k as usize)?;
+        (pi != usize::MAX).then_some(pi)
     }
 
     fn open_run(&mut self, th: usize, c: usize, ts: u64, intra: bool) {
@@ -904,7 +1094,7 @@ impl Builder {
         }
         let mut linked_takes = vec![false; self.takes.len()];
         for (ti, t) in self.takes.iter().enumerate() {
-            if let Some(pi) = t.publication {
+            if let Some(pi) = t.publication.or_else(|| t.r1_rx.and_then(|i| self.r1_resolve(i))) {
                 links.push((pi, Some(ti), t.run, t.method.unwrap_or(M_INTRA_RB)));
                 linked_takes[ti] = true;
                 continue;
