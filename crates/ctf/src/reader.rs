@@ -215,10 +215,10 @@ impl TraceSet {
                     }
                     if let Some(sq) = pk.seq_num {
                         match prev_seq {
-                            Some(p) if sq > p + 1 => l.packets_lost += sq - p - 1,
+                            Some(p) if sq > p.saturating_add(1) => l.packets_lost = l.packets_lost.saturating_add(sq - p - 1),
                             // The first packet kept is not number 0: earlier
                             // ones were overwritten (flight-recorder mode) or lost.
-                            None if sq > 0 => l.packets_lost += sq,
+                            None if sq > 0 => l.packets_lost = l.packets_lost.saturating_add(sq),
                             _ => {}
                         }
                         prev_seq = Some(sq);

@@ -63,6 +63,9 @@ pub struct StreamReader {
     clock_ns_div: Option<u64>,
     event_id: u64,
     regs: Vec<u64>,
+    /// Array elements visited for the current event or packet header (bounds
+    /// the work on arrays of zero-size elements).
+    work: u64,
     pub tape: Vec<Val>,
     hdr_tape: Vec<Val>,
     /// Tape index where the event context and the payload begin.
@@ -118,6 +121,7 @@ impl StreamReader {
             clock_ns_div: if freq == 1_000_000_000 { None } else { Some(freq) },
             event_id: 0,
             regs: vec![0; nregs.max(1)],
+            work: 0,
             tape: Vec::with_capacity(64),
             hdr_tape: Vec::with_capacity(8),
             ctx_start: 0,
@@ -186,6 +190,11 @@ impl StreamReader {
             }
             let start = self.pos;
             match self.read_event() {
+                Ok(()) if self.pos == start => {
+                    self.warn(start / 8, "event occupies no bits (no event header and no fields); the rest of this stream is skipped".into());
+                    self.done = true;
+                    return false;
+                }
                 Ok(()) => {
                     self.has_event = true;
                     self.events_read += 1;
@@ -213,6 +222,7 @@ impl StreamReader {
         self.pkt = off * 8;
         self.pos = self.pkt;
         self.end = file_len * 8;
+        self.work = 0;
         let md = self.md.clone();
         let mut tape = std::mem::take(&mut self.tape);
         tape.clear();
@@ -293,12 +303,12 @@ impl StreamReader {
             )));
         }
         let header_end = self.pos;
-        if self.pkt + content_bits < header_end {
+        if content_bits < header_end - self.pkt {
             self.pos = self.pkt;
             return Err(DErr(format!("packet content size {} bits is smaller than its header and context", content_bits)));
         }
-        self.end = self.pkt + content_bits;
-        if self.pkt + packet_bits > file_len * 8 {
+        self.end = self.pkt.saturating_add(content_bits);
+        if packet_bits > file_len * 8 - self.pkt {
             let msg = format!(
                 "stream file is truncated: the packet declares {} bytes, only {} are present",
                 packet_bits / 8,
@@ -307,7 +317,7 @@ impl StreamReader {
             self.warn(off, msg);
             self.end = self.end.min(file_len * 8);
         }
-        self.next_packet = off + packet_bits / 8;
+        self.next_packet = off.saturating_add(packet_bits / 8);
         self.packets += 1;
         // Clock at packet start.
         if let Some(tb) = ts_begin {
@@ -327,6 +337,7 @@ impl StreamReader {
         let md: &Metadata = unsafe { &*Arc::as_ptr(&self.md) };
         let sc = &md.streams[self.sc];
         self.event_id = 0;
+        self.work = 0;
         if !sc.event_header_prog.is_empty() {
             let mut ht = std::mem::take(&mut self.hdr_tape);
             ht.clear();
@@ -503,7 +514,7 @@ impl StreamReader {
     fn text_array(&mut self, len: u64, out: &mut Vec<Val>) -> DResult<()> {
         self.align(8);
         let bits = len.checked_mul(8).ok_or_else(|| DErr("text length overflows".into()))?;
-        if self.pos + bits > self.end {
+        if bits > self.end.saturating_sub(self.pos) {
             return Err(DErr(format!("a {}-byte text field runs past the end of the packet content", len)));
         }
         out.push(Val::Str(self.pos >> 3, len as u32));
@@ -511,7 +522,7 @@ impl StreamReader {
         Ok(())
     }
 
-    fn check_count(&self, n: u64, elem: &Ty, tape_len: usize) -> DResult<()> {
+    fn check_count(&mut self, n: u64, elem: &Ty, tape_len: usize) -> DResult<()> {
         let min_bits = min_size_bits(elem);
         let left = self.end.saturating_sub(self.pos);
         if min_bits > 0 && n.saturating_mul(min_bits) > left {
@@ -519,6 +530,10 @@ impl StreamReader {
         }
         if tape_len as u64 + n > MAX_TAPE as u64 {
             return Err(DErr(format!("array of {} elements is too large", n)));
+        }
+        self.work = self.work.saturating_add(n);
+        if self.work > MAX_TAPE as u64 {
+            return Err(DErr(format!("arrays of more than {} elements in all", MAX_TAPE)));
         }
         Ok(())
     }

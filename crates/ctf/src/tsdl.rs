@@ -214,13 +214,21 @@ pub struct Parser<'a> {
     toks: &'a [Token],
     pos: usize,
     file: String,
+    /// Type specifiers being parsed, one inside the other.
+    depth: u32,
 }
+
+/// Deepest nesting of type specifiers, and most array dimensions of one
+/// field: beyond these, metadata is refused rather than overflowing the stack
+/// (here, or later when types are resolved, linked and decoded).
+const MAX_TYPE_DEPTH: u32 = 32;
+const MAX_DIMS: usize = 8;
 
 type PResult<T> = std::result::Result<T, CtfError>;
 
 impl<'a> Parser<'a> {
     pub fn new(toks: &'a [Token], file: &str) -> Self {
-        Parser { toks, pos: 0, file: file.to_string() }
+        Parser { toks, pos: 0, file: file.to_string(), depth: 0 }
     }
 
     fn line(&self) -> u32 {
@@ -463,6 +471,16 @@ impl<'a> Parser<'a> {
     }
 
     fn type_spec(&mut self) -> PResult<TypeSpec> {
+        if self.depth >= MAX_TYPE_DEPTH {
+            return self.err(format!("types nested more than {} deep", MAX_TYPE_DEPTH));
+        }
+        self.depth += 1;
+        let r = self.type_spec_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn type_spec_inner(&mut self) -> PResult<TypeSpec> {
         match self.peek() {
             Some(Tok::Ident(k)) => {
                 let k = k.clone();
@@ -635,6 +653,9 @@ impl<'a> Parser<'a> {
     fn dims(&mut self) -> PResult<Vec<Dim>> {
         let mut dims = Vec::new();
         while self.is_punct("[") {
+            if dims.len() >= MAX_DIMS {
+                return self.err(format!("more than {} array dimensions", MAX_DIMS));
+            }
             self.pos += 1;
             let d = match self.peek() {
                 Some(Tok::Int(v)) => {

@@ -339,7 +339,28 @@ impl Resolver {
             }
             out.push(Field { raw: d.name.clone(), name: strip_underscore(&d.name), ty });
         }
+        // Aliases are copied where they are used, so a few lines of metadata
+        // can describe an exponentially large type: refuse those.
+        let nodes = out.iter().fold(1u64, |n, f| n.saturating_add(type_nodes(&f.ty, MAX_TYPE_NODES)));
+        if nodes > MAX_TYPE_NODES {
+            let line = decls.first().map(|d| d.line).unwrap_or(0);
+            return Err((line, format!("structure or variant too large (more than {} nested fields)", MAX_TYPE_NODES)));
+        }
         Ok(out)
+    }
+}
+
+/// Largest number of type nodes (fields, elements, options) in one type.
+const MAX_TYPE_NODES: u64 = 1 << 16;
+
+/// Number of type nodes in `ty` (arrays count their element type once),
+/// counting stops a little past `cap`.
+fn type_nodes(ty: &Ty, cap: u64) -> u64 {
+    match ty {
+        Ty::Struct(s) => s.fields.iter().fold(1u64, |n, f| if n > cap { n } else { n.saturating_add(type_nodes(&f.ty, cap)) }),
+        Ty::Variant(v) => v.options.iter().fold(1u64, |n, f| if n > cap { n } else { n.saturating_add(type_nodes(&f.ty, cap)) }),
+        Ty::Array { elem, .. } | Ty::Seq { elem, .. } => 1 + type_nodes(elem, cap),
+        _ => 1,
     }
 }
 
@@ -364,7 +385,7 @@ fn enum_ranges(maps: &[EnumMapping]) -> Vec<(i128, i128, String)> {
     for m in maps {
         let (lo, hi) = m.range.unwrap_or((next, next));
         out.push((lo, hi, m.label.clone()));
-        next = hi + 1;
+        next = hi.saturating_add(1);
     }
     out
 }
@@ -608,12 +629,38 @@ pub fn compile(ty: &Ty, out: &mut Vec<Op>) {
             }
         }
         Ty::Array { text: true, len, .. } => out.push(Op::Text(*len)),
-        Ty::Array { elem, len, .. } if *len <= 32 && !matches!(**elem, Ty::Seq { .. } | Ty::Variant(_)) => {
+        Ty::Array { elem, len, .. }
+            if *len <= 32
+                && !matches!(**elem, Ty::Seq { .. } | Ty::Variant(_))
+                && (out.len() as u64).saturating_add(len.saturating_mul(flat_ops(elem))) <= MAX_PROGRAM_OPS =>
+        {
             for _ in 0..*len {
                 compile(elem, out);
             }
         }
         other => out.push(Op::Other(Box::new(other.clone()))),
+    }
+}
+
+/// Arrays are unrolled only while the program stays below this many
+/// operations (nested small arrays would otherwise multiply: 32^7 for
+/// `x[32][32][32][32][32][32][32]`).
+const MAX_PROGRAM_OPS: u64 = 1 << 14;
+
+/// An upper bound of the number of operations `compile` emits for `ty`.
+fn flat_ops(ty: &Ty) -> u64 {
+    match ty {
+        Ty::Struct(s) => s.fields.iter().fold(1u64, |n, f| {
+            if n > MAX_PROGRAM_OPS {
+                n
+            } else {
+                n.saturating_add(flat_ops(&f.ty))
+            }
+        }),
+        Ty::Array { elem, len, text: false } if *len <= 32 && !matches!(**elem, Ty::Seq { .. } | Ty::Variant(_)) => {
+            len.saturating_mul(flat_ops(elem)).max(1)
+        }
+        _ => 1,
     }
 }
 
