@@ -314,6 +314,9 @@ def _base_manifest(out: Path, name: str, opts: RecordOptions, tracer: Path | Non
         "start_time": iso,
         "start_time_ns": ns,
         "session": name,
+        # Processes started under this recording emit roscope_ros1:process_init with this id;
+        # LTTng also records any other traced process of the machine during the session.
+        "record_id": name,
         "trace_dir": str(out),
         "lttng": {
             "version": _lttng_version(),
@@ -363,6 +366,7 @@ def record_command(command: list[str], opts: RecordOptions) -> int:
     write_manifest(out, manifest)
 
     env = dict(os.environ)
+    env["ROSCOPE_RECORD_ID"] = name
     if tracer:
         env["LD_PRELOAD"] = f"{tracer}:{env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else str(tracer)
         hook = rospy_hook_dir(tracer)

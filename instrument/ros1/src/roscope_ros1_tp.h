@@ -19,6 +19,16 @@
 
 /* ---------------- initialization events ---------------- */
 
+/* Emitted once when the tracer is loaded into a process. record_id is the
+ * ROSCOPE_RECORD_ID environment variable ("" if unset), which `roscope record`
+ * sets for the command it runs: LTTng records every traced process of the
+ * machine, so it tells the processes of one recording from others. */
+LTTNG_UST_TRACEPOINT_EVENT(roscope_ros1, process_init,
+  LTTNG_UST_TP_ARGS(const char *, record_id, const char *, exe),
+  LTTNG_UST_TP_FIELDS(
+    lttng_ust_field_string(record_id, record_id)
+    lttng_ust_field_string(exe, exe)))
+
 LTTNG_UST_TRACEPOINT_EVENT(roscope_ros1, node_init,
   LTTNG_UST_TP_ARGS(const char *, node_name, const char *, tracer_version),
   LTTNG_UST_TP_FIELDS(

@@ -104,6 +104,16 @@ __attribute__((constructor)) static void resolve_all() {
 }
 }  // namespace orig
 
+// After liblttng-ust's own constructor (a dependency, so it ran first and
+// registered with the session daemon).
+__attribute__((constructor)) static void announce_process() {
+  const char* id = getenv("ROSCOPE_RECORD_ID");
+  char exe[512] = {0};
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n < 0) exe[0] = 0;
+  lttng_ust_tracepoint(roscope_ros1, process_init, id ? id : "", exe);
+}
+
 template <typename F>
 static inline F as(void* p) { return reinterpret_cast<F>(p); }
 

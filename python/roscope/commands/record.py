@@ -70,6 +70,7 @@ def run(args) -> int:
             if state.get("tracer"):
                 print("roscope: start the ROS 1 processes to trace with:")
                 print(f"  export LD_PRELOAD={state['tracer']}")
+                print(f"  export ROSCOPE_RECORD_ID={state['name']}")
                 if state.get("rospy_hook"):
                     print(f"  export PYTHONPATH={state['rospy_hook']}${{PYTHONPATH:+:$PYTHONPATH}}  # rospy nodes")
             print(f"roscope: stop with: roscope record stop --name {state['name']}")
