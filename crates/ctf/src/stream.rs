@@ -50,6 +50,9 @@ pub struct StreamReader {
     data: memmap2::Mmap,
     /// Next packet's byte offset.
     next_packet: u64,
+    /// Bytes before this offset have been handed back to the kernel (see
+    /// `release_behind`).
+    released: u64,
     // current packet, in bits from the start of the file
     pkt: u64,
     end: u64,
@@ -102,6 +105,8 @@ impl StreamReader {
         // SAFETY: the file is only read; a trace being written concurrently may
         // change under us, which at worst yields decode errors (bounds are checked).
         let data = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| format!("{}: cannot map: {}", path.display(), e))?;
+        // Read front to back: let the kernel read ahead.
+        let _ = data.advise(memmap2::Advice::Sequential);
         let freq = md.main_clock().map(|c| c.freq).unwrap_or(1_000_000_000);
         let nregs = md.nregs as usize;
         Ok(StreamReader {
@@ -110,6 +115,7 @@ impl StreamReader {
             md,
             data,
             next_packet: 0,
+            released: 0,
             pkt: 0,
             end: 0,
             pos: 0,
@@ -213,8 +219,29 @@ impl StreamReader {
         }
     }
 
+    /// Hands the pages of packets already read back to the kernel, so that the
+    /// resident memory of a reader stays bounded whatever the trace's size (the
+    /// mapping is read-only and file-backed: nothing is lost, pages are read
+    /// again from the page cache if ever touched).
+    fn release_behind(&mut self, upto: u64) {
+        const CHUNK: u64 = 8 << 20;
+        const PAGE: u64 = 4096;
+        let end = upto / PAGE * PAGE;
+        if end >= self.released + CHUNK {
+            // SAFETY: no reference into [released, end) outlives this call:
+            // values of the current event point into the current packet only,
+            // which starts at or after `upto`.
+            let _ = unsafe {
+                self.data.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, self.released as usize, (end - self.released) as usize)
+            };
+            self.released = end;
+        }
+    }
+
     fn open_packet(&mut self) -> DResult<bool> {
         let file_len = self.data.len() as u64;
+        let upto = self.next_packet;
+        self.release_behind(upto);
         if self.next_packet >= file_len {
             return Ok(false);
         }
