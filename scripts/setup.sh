@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 APT_PKGS=(
   lttng-tools liblttng-ust-dev babeltrace2 python3-bt2
-  ros-core-dev libroscpp-dev python3-rospy libstd-msgs-dev
+  ros-core-dev libroscpp-dev python3-rospy libstd-msgs-dev libstd-srvs-dev python3-std-msgs python3-rosmaster
   linux-perf python3-venv python3-dev pkg-config
   build-essential cmake time
 )

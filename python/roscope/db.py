@@ -80,11 +80,35 @@ class LoadResult:
     losses: list[tuple[str, int, int]] = field(default_factory=list)
 
 
+def record_ids(paths: Sequence[str]) -> list[str]:
+    """The recording names of `roscope record` manifests at or above the given
+    paths (a trace directory, or a folder of several)."""
+    ids = []
+    for p in paths:
+        d = os.path.abspath(p)
+        found = [os.path.join(r, f) for r, _dirs, files in os.walk(d) for f in files if f == "roscope-manifest.json"]
+        for _ in range(4):
+            m = os.path.join(d, "roscope-manifest.json")
+            if os.path.isfile(m):
+                found.append(m)
+                break
+            d = os.path.dirname(d)
+        for m in found:
+            try:
+                with builtins.open(m) as f:
+                    rid = json.load(f).get("record_id")
+            except (OSError, ValueError):
+                continue
+            if rid and rid not in ids:
+                ids.append(rid)
+    return ids
+
+
 def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None = None):
     """Runs the model builder; returns ({table: arrow table}, stats, warnings, losses)."""
     if progress is None:
         progress = sys.stderr.isatty()
-    tables, stats, warnings, losses = _core.build_model(list(paths), heuristics, progress)
+    tables, stats, warnings, losses = _core.build_model(list(paths), heuristics, progress, record_ids(paths) or None)
     arrow = {name: _table_from_core(name, rows, cols) for name, rows, cols in tables}
     return arrow, dict(stats), list(warnings), [tuple(x) for x in losses]
 

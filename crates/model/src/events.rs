@@ -66,6 +66,7 @@ pub enum Ev {
     R1MessageQueue,
     R1CallbackStart,
     R1CallbackEnd,
+    R1ProcessInit,
 }
 
 /// The most fields read from one event.
@@ -135,6 +136,7 @@ pub const FIELDS: &[&[&str]] = &[
     &["deserializer", "callback", "buffer", "message"],
     &["callback", "deserializer"],
     &["callback"],
+    &["record_id", "exe"],
 ];
 
 pub fn classify(full: &str) -> Option<Ev> {
@@ -210,6 +212,7 @@ pub fn classify(full: &str) -> Option<Ev> {
             "message_queue" => R1MessageQueue,
             "callback_start" => R1CallbackStart,
             "callback_end" => R1CallbackEnd,
+            "process_init" => R1ProcessInit,
             "message_link_periodic_async" => MsgLinkPeriodic,
             "message_link_partial_sync" => MsgLinkPartial,
             _ => return None,

@@ -38,6 +38,17 @@ pub struct Options {
     pub progress: bool,
 }
 
+/// Which processes of a trace belong to the recording: `roscope record` names
+/// its recording, and each process it traces says so in
+/// `roscope_ros1:process_init(record_id)`. An LTTng session records every
+/// instrumented process of the machine, so with record ids given, processes
+/// that announce another recording (or an empty one) are left out; processes
+/// that announce nothing (not run with roscope's tracer) stay.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    pub record_ids: Vec<String>,
+}
+
 pub struct Model {
     pub tables: Vec<Table>,
     pub stats: Vec<(String, i64)>,
@@ -45,6 +56,8 @@ pub struct Model {
 
 #[derive(Default)]
 struct Proc {
+    /// Belongs to the recording (see `Scope`).
+    included: bool,
     host: usize,
     pid: i64,
     procname: String,
@@ -173,6 +186,8 @@ struct ClassInfo {
 
 struct Builder {
     opts: Options,
+    scope: Scope,
+    excluded_events: u64,
     /// Per trace: the clock origin's offset to the Unix epoch (ns).
     offsets: Vec<i64>,
     classes: Vec<Vec<Option<ClassInfo>>>,
@@ -256,7 +271,7 @@ fn vi(v: Option<&Val>) -> Option<i64> {
 }
 
 impl Builder {
-    fn new(set: &TraceSet, opts: Options) -> Self {
+    fn new(set: &TraceSet, opts: Options, scope: Scope) -> Self {
         let classes = set
             .traces
             .iter()
@@ -306,7 +321,9 @@ impl Builder {
         }
         Builder {
             opts,
+            excluded_events: 0,
             offsets: set.traces.iter().map(|t| t.offset_ns).collect(),
+            scope,
             classes,
             ctx,
             hosts,
@@ -385,7 +402,7 @@ impl Builder {
                 return p;
             }
         }
-        self.procs.push(Proc { host, pid, procname: procname.to_string(), first: ts, last: ts, events: 1, runtime_seen: false, trace });
+        self.procs.push(Proc { included: true, host, pid, procname: procname.to_string(), first: ts, last: ts, events: 1, runtime_seen: false, trace });
         let p = self.procs.len() - 1;
         self.proc_of.insert((host, pid), p);
         p
@@ -480,8 +497,17 @@ impl Builder {
         };
         let ts = s.cur_ts;
         let host = self.trace_host[s.trace];
-        let starts = matches!(ci.ev, Ev::RclInit | Ev::Ros1InitNode);
+        let starts = matches!(ci.ev, Ev::RclInit | Ev::Ros1InitNode | Ev::R1ProcessInit);
         let p = self.process(host, s.trace, pid, tid, &procname, ts, starts);
+        if ci.ev == Ev::R1ProcessInit && !self.scope.record_ids.is_empty() {
+            let base = s.payload_start;
+            let rid = ci.ix[0].and_then(|i| Self::text(s, tape.get(base + i))).unwrap_or_default();
+            self.procs[p].included = self.scope.record_ids.iter().any(|r| *r == rid);
+        }
+        if !self.procs[p].included {
+            self.excluded_events += 1;
+            return;
+        }
         let th = self.thread(p, tid, ts);
         let base = s.payload_start;
         let f = |k: usize| -> Option<&Val> { ci.ix.get(k).copied().flatten().and_then(|i| tape.get(base + i)) };
@@ -1017,6 +1043,7 @@ impl Builder {
                 let c = self.cb(p, fu(0).unwrap_or(0));
                 self.close_run(th, c, ts);
             }
+            R1ProcessInit => {}
             Ros1SubMsgQueued => {
                 let topic = ft(0);
                 let sub = topic.and_then(|t| self.ros1_sub_by_topic.get(&(p, t)).copied());
@@ -1193,6 +1220,9 @@ impl Builder {
         out.push(t);
         let mut t = Table::new("processes", &[("proc_id", 'i'), ("host_id", 'i'), ("trace_id", 'i'), ("pid", 'i'), ("procname", 's'), ("first_ts", 'i'), ("last_ts", 'i'), ("events", 'i')]);
         for (i, p) in self.procs.iter().enumerate() {
+            if !p.included {
+                continue;
+            }
             t.row().i(Some(i as i64)).i(Some(p.host as i64)).i(Some(p.trace as i64)).i(Some(p.pid)).s(Some(&p.procname)).i(Some(p.first as i64)).i(Some(p.last as i64)).i(Some(p.events as i64)).done();
         }
         out.push(t);
@@ -1340,6 +1370,8 @@ impl Builder {
             ("events".to_string(), self.events as i64),
             ("unmatched_callback_ends".to_string(), self.unmatched_ends as i64),
             ("unmatched_callback_starts".to_string(), self.unmatched_starts as i64),
+            ("events_of_other_recordings".to_string(), self.excluded_events as i64),
+            ("processes_of_other_recordings".to_string(), self.procs.iter().filter(|p| !p.included).count() as i64),
         ];
         Model { tables: out, stats }
     }
@@ -1384,8 +1416,8 @@ fn gid_hex(s: &StreamReader, ci: &ClassInfo, k: usize) -> Option<String> {
 }
 
 /// Builds the model from every event of `set`, in time order.
-pub fn build(set: &mut TraceSet, opts: Options) -> Model {
-    let mut b = Builder::new(set, opts);
+pub fn build(set: &mut TraceSet, opts: Options, scope: Scope) -> Model {
+    let mut b = Builder::new(set, opts, scope);
     let t0 = std::time::Instant::now();
     let mut n: u64 = 0;
     while let Some(i) = set.next() {

@@ -190,10 +190,10 @@ fn columns_to_py(py: Python<'_>, cols: Vec<roscope_ctf::columns::Column>) -> PyR
 /// (tables, stats, warnings, losses): tables is a list of (name, rows, columns)
 /// with columns as in `Trace.read_batches`.
 #[pyfunction]
-#[pyo3(signature = (paths, heuristics=true, progress=false))]
-fn build_model(py: Python<'_>, paths: Vec<String>, heuristics: bool, progress: bool) -> PyResult<PyObject> {
+#[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None))]
+fn build_model(py: Python<'_>, paths: Vec<String>, heuristics: bool, progress: bool, record_ids: Option<Vec<String>>) -> PyResult<PyObject> {
     let mut set = TraceSet::open(&paths).map_err(err)?;
-    let model = py.allow_threads(|| roscope_model::build(&mut set, roscope_model::Options { heuristics, progress }));
+    let model = py.allow_threads(|| roscope_model::build(&mut set, roscope_model::Options { heuristics, progress }, roscope_model::Scope { record_ids: record_ids.unwrap_or_default() }));
     py.check_signals()?;
     let tables = PyList::empty_bound(py);
     for t in model.tables {
