@@ -69,6 +69,23 @@ fn tape_width(ty: &Ty) -> Option<usize> {
     }
 }
 
+/// Per trace, per stream class: the tape indexes of `vpid`, `vtid` and
+/// `procname` in the stream event context (LTTng's per-channel contexts).
+pub fn context_positions(set: &TraceSet) -> Vec<Vec<[Option<usize>; 3]>> {
+    set.traces
+        .iter()
+        .map(|t| {
+            t.md.streams
+                .iter()
+                .map(|sc| {
+                    let c = sc.event_context.as_ref();
+                    [static_index(c, &["vpid", "pid"]), static_index(c, &["vtid", "tid"]), static_index(c, &["procname"])]
+                })
+                .collect()
+        })
+        .collect()
+}
+
 pub fn summarize(set: &mut TraceSet) -> Summary {
     let nt = set.traces.len();
     let mut sum = Summary {
@@ -82,21 +99,7 @@ pub fn summarize(set: &mut TraceSet) -> Summary {
     // Per (trace, class) counters, folded into names at the end.
     let mut class_counts: Vec<Vec<u64>> = set.traces.iter().map(|t| vec![0u64; t.md.events.len()]).collect();
     // Where vpid and procname sit in each stream class's event context.
-    let pid_pos: Vec<Vec<(Option<usize>, Option<usize>)>> = set
-        .traces
-        .iter()
-        .map(|t| {
-            t.md.streams
-                .iter()
-                .map(|sc| {
-                    (
-                        static_index(sc.event_context.as_ref(), &["vpid", "pid"]),
-                        static_index(sc.event_context.as_ref(), &["procname"]),
-                    )
-                })
-                .collect()
-        })
-        .collect();
+    let ctx = context_positions(set);
     let mut procs: HashMap<(usize, i64), ProcessSummary> = HashMap::new();
     while let Some(i) = set.next() {
         let s = &set.streams[i];
@@ -108,7 +111,7 @@ pub fn summarize(set: &mut TraceSet) -> Summary {
         }
         class_counts[s.trace][s.cur_class] += 1;
         sum.events += 1;
-        let (pp, np) = pid_pos[s.trace][s.sc];
+        let [pp, _, np] = ctx[s.trace][s.sc];
         if let Some(pp) = pp {
             let vpid = match s.tape.get(pp) {
                 Some(Val::I(v)) => *v,

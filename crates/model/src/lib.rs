@@ -15,7 +15,7 @@ pub mod table;
 use rustc_hash::FxHashMap as HashMap;
 
 use roscope_ctf::stream::{StreamReader, Val};
-use roscope_ctf::summary::static_index;
+use roscope_ctf::summary::{context_positions, static_index};
 use roscope_ctf::TraceSet;
 
 use events::{classify, Ev, FIELDS};
@@ -290,22 +290,7 @@ impl Builder {
                     .collect()
             })
             .collect();
-        let ctx = set
-            .traces
-            .iter()
-            .map(|t| {
-                t.md.streams
-                    .iter()
-                    .map(|sc| {
-                        [
-                            static_index(sc.event_context.as_ref(), &["vpid", "pid"]),
-                            static_index(sc.event_context.as_ref(), &["vtid", "tid"]),
-                            static_index(sc.event_context.as_ref(), &["procname"]),
-                        ]
-                    })
-                    .collect()
-            })
-            .collect();
+        let ctx = context_positions(set);
         let mut hosts: Vec<String> = Vec::new();
         let mut trace_host = Vec::new();
         for t in &set.traces {
@@ -546,25 +531,9 @@ impl Builder {
                     self.gid_of.insert((p, h), g);
                 }
             }
-            PubInit => {
-                let node = fu(1).map(|n| Self::obj(&mut self.nodes, &mut self.node_of, p, n, "node"));
-                let rmw = fu(2);
-                let gid = rmw.and_then(|r| self.gid_of.get(&(p, r)).cloned());
-                let o = Obj { proc: p, node, handle: fu(0).unwrap_or(0), rmw_handle: rmw, name: ft(3), depth: fi(4), gid, ts: Some(ts), kind: "publisher", ..Default::default() };
-                let i = Self::init_obj(&mut self.pubs, &mut self.pub_of, o, caret_repeat);
-                if let Some(r) = rmw {
-                    self.pub_of_rmw.insert((p, r), i);
-                }
-            }
-            SubInit => {
-                let node = fu(1).map(|n| Self::obj(&mut self.nodes, &mut self.node_of, p, n, "node"));
-                let rmw = fu(2);
-                let gid = rmw.and_then(|r| self.gid_of.get(&(p, r)).cloned());
-                let o = Obj { proc: p, node, handle: fu(0).unwrap_or(0), rmw_handle: rmw, name: ft(3), depth: fi(4), gid, ts: Some(ts), kind: "subscription", ..Default::default() };
-                let i = Self::init_obj(&mut self.subs, &mut self.sub_of, o, caret_repeat);
-                if let Some(r) = rmw {
-                    self.sub_of_rmw.insert((p, r), i);
-                }
+            PubInit | SubInit => {
+                let kind = if ci.ev == PubInit { "publisher" } else { "subscription" };
+                self.endpoint_init(kind, p, fu(1), fu(0).unwrap_or(0), fu(2), ft(3), fi(4), ts, caret_repeat);
             }
             RclcppSubInit => {
                 let i = Self::obj(&mut self.subs, &mut self.sub_of, p, fu(0).unwrap_or(0), "subscription");
@@ -1049,6 +1018,24 @@ impl Builder {
                 let sub = topic.and_then(|t| self.ros1_sub_by_topic.get(&(p, t)).copied());
                 self.takes.push(Take { sub, thread: th, ts, message: fu(4).unwrap_or(0), taken: true, ..Default::default() });
             }
+        }
+    }
+
+    /// An rcl publisher or subscription init event: a new object, registered by
+    /// its rcl and rmw handles, with the GID its rmw init event gave.
+    #[allow(clippy::too_many_arguments)]
+    fn endpoint_init(&mut self, kind: &'static str, p: usize, node: Option<u64>, handle: u64, rmw: Option<u64>, topic: Option<String>, depth: Option<i64>, ts: u64, repeat: bool) {
+        let node = node.map(|n| Self::obj(&mut self.nodes, &mut self.node_of, p, n, "node"));
+        let gid = rmw.and_then(|r| self.gid_of.get(&(p, r)).cloned());
+        let o = Obj { proc: p, node, handle, rmw_handle: rmw, name: topic, depth, gid, ts: Some(ts), kind, ..Default::default() };
+        let (list, map, rmw_map) = if kind == "publisher" {
+            (&mut self.pubs, &mut self.pub_of, &mut self.pub_of_rmw)
+        } else {
+            (&mut self.subs, &mut self.sub_of, &mut self.sub_of_rmw)
+        };
+        let i = Self::init_obj(list, map, o, repeat);
+        if let Some(r) = rmw {
+            rmw_map.insert((p, r), i);
         }
     }
 
