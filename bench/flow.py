@@ -38,7 +38,7 @@ def ensure_trace() -> str:
     subprocess.run(["make", "-s", "-C", os.path.join(REPO, "tools", "ros2sim")], check=True)
     subprocess.run(["/usr/bin/python3", os.path.join(REPO, "tools", "ros2sim", "ros2sim.py"), "run",
                     "--preset", "autoware_reference_system_mp", "--distro", "rolling", "--scale", "100",
-                    "--duration", "30", "--subbuf-size", "4M", "--num-subbuf", "8", "--out", TRACE_DIR], check=True)
+                    "--duration", "31.5", "--subbuf-size", "4M", "--num-subbuf", "8", "--out", TRACE_DIR], check=True)
     return traces
 
 
