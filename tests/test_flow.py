@@ -224,3 +224,39 @@ def test_autoware_reference_system_flows(sims, capsys):
               f"{summary['us_per_flow']:.2f} µs per flow; ground truth pairs {len(expected)}")
     assert set(got) == set(expected)
     assert got == expected
+
+
+def test_executor_states_and_input_waits(sims):
+    """Executor analysis against the ground truth: one 'executing' state per callback
+    run of each thread, shares that add up, and each delivered message's wait from
+    publication to callback start."""
+    from roscope import flow as fl
+
+    run = sims[("mfa_fig6b_partial_sync", "jazzy")]
+    db = open_db(run)
+    d = fl.executor(db)
+    runs_per_thread = defaultdict(int)
+    for r in gt(run, "callbacks"):
+        runs_per_thread[(int(r["vpid"]), int(r["tid"]))] += 1
+    got = {(t["pid"], t["tid"]): t for t in d["threads"]}
+    assert set(got) == set(runs_per_thread)
+    for k, n in runs_per_thread.items():
+        t = got[k]
+        assert t["executions"] == n, k
+        parts = (t["waiting_ns"] or 0) + (t["selecting_ns"] or 0) + (t["executing_ns"] or 0)
+        assert parts == t["traced_ns"] and 0 < t["utilization"] < 1
+    # Waits: publication (first publish layer) to callback start, per delivered message.
+    ids = msg_ids(db, run)
+    msgs = {m["msg_id"]: m for m in gt(run, "messages")}
+    truth = {}
+    for dl in gt(run, "deliveries"):
+        if dl["status"] == "taken":
+            truth[(dl["msg_id"], int(dl["vpid"]), int(dl["callback"], 16))] = int(dl["callback_start_ns"]) - int(msgs[dl["msg_id"]]["publish_ns"])
+    rows = db.records("""SELECT w.publication_id, w.wait_ns, w.executor_busy_ns, p.pid, c.handle
+                         FROM run_input_waits w JOIN callbacks c USING (callback_id) JOIN processes p ON p.proc_id = c.proc_id""")
+    assert len(rows) == len(truth)
+    for r in rows:
+        expected = truth[(ids[r["publication_id"]], r["pid"], r["handle"])]
+        # The ground truth reads the clock just before each tracepoint fires.
+        assert abs(r["wait_ns"] - expected) < 100_000
+        assert 0 <= r["executor_busy_ns"] <= r["wait_ns"]
