@@ -9,6 +9,7 @@ latencies are compared exactly, independently of roscope's decoder.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -26,8 +27,23 @@ roscope = pytest.importorskip("roscope._core", reason="the roscope core is not b
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) are needed as the oracle")
 
 
+# A fast publisher and a slow subscriber with a history of 2: KEEP_LAST drops.
+DROPS = {"processes": [
+    {"name": "fast", "nodes": [{"name": "fast_pub", "publishers": [{"topic": "/burst"}],
+                                "timers": [{"period_ms": 1, "work": {"dist": "fixed", "us": 20}, "publish": ["/burst"]}]}]},
+    {"name": "slow", "nodes": [{"name": "slow_sub", "subscriptions": [
+        {"topic": "/burst", "depth": 2, "work": {"dist": "fixed", "us": 3000}}]}]},
+]}
+
+
 def simulate(out: Path, preset: str, distro: str, duration: float) -> Path:
-    cmd = [sys.executable, str(DRIVER), "run", "--preset", preset, "--distro", distro,
+    if preset == "drops":
+        desc = out.parent / "drops.json"
+        desc.write_text(json.dumps(DROPS))
+        spec = ["--system", str(desc)]
+    else:
+        spec = ["--preset", preset]
+    cmd = [sys.executable, str(DRIVER), "run", *spec, "--distro", distro,
            "--duration", str(duration), "--out", str(out)]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
     assert r.returncode == 0, r.stdout
@@ -41,7 +57,8 @@ def sims(tmp_path_factory):
     runs = {}
     for preset, distro, dur in [("mfa_fig5_direct", "rolling", 1.5), ("mfa_fig6a_periodic_async", "rolling", 1.5),
                                 ("mfa_fig6b_partial_sync", "rolling", 1.5), ("mfa_fig6a_periodic_async", "jazzy", 1.5),
-                                ("mfa_fig6b_partial_sync", "jazzy", 1.5), ("autoware_reference_system", "rolling", 2.0)]:
+                                ("mfa_fig6b_partial_sync", "jazzy", 1.5), ("autoware_reference_system", "rolling", 2.0),
+                                ("drops", "jazzy", 1.5)]:
         runs[(preset, distro)] = simulate(base / f"{preset}-{distro}", preset, distro, dur)
     return runs
 
@@ -260,3 +277,29 @@ def test_executor_states_and_input_waits(sims):
         # The ground truth reads the clock just before each tracepoint fires.
         assert abs(r["wait_ns"] - expected) < 100_000
         assert 0 <= r["executor_busy_ns"] <= r["wait_ns"]
+
+
+def test_subscription_drops_equal_ground_truth(sims):
+    """KEEP_LAST history drops: messages a subscription never received, between the
+    first and last message it did receive from that publisher (roscope's
+    `subscription_drops`, and `drops` in `roscope stats`), against the ground truth."""
+    run = sims[("drops", "jazzy")]
+    db = open_db(run)
+    msgs = {m["msg_id"]: m for m in gt(run, "messages")}
+    by_sub = defaultdict(list)
+    for d in gt(run, "deliveries"):
+        by_sub[(int(d["vpid"]), int(d["subscription_handle"], 16))].append(d)
+    truth = {}
+    for k, ds in by_sub.items():
+        taken = [int(msgs[d["msg_id"]]["seq"]) for d in ds if d["status"] == "taken"]
+        lo, hi = min(taken), max(taken)
+        truth[k] = sum(1 for d in ds if d["status"] == "dropped" and lo <= int(msgs[d["msg_id"]]["seq"]) <= hi)
+    assert sum(truth.values()) > 100, truth
+    got = {(r["pid"], r["handle"]): r["dropped"] for r in db.records("""
+        SELECT p.pid, s.handle, d.dropped FROM subscription_drops d JOIN subscriptions s USING (subscription_id)
+        JOIN processes p ON p.proc_id = s.proc_id""")}
+    assert got == truth
+    stats = json.loads(subprocess.run([sys.executable, "-m", "roscope", "stats", str(run / "traces"), "--json"],
+                                      capture_output=True, text=True, check=True).stdout)
+    burst = next(t for t in stats["topics"] if t["topic"] == "/burst")
+    assert burst["drops"] == sum(truth.values())

@@ -53,6 +53,22 @@ VIEWS = {
         SELECT pb.*, pu.name AS topic, pu.node_id,
                coalesce(pb.rclcpp_ts, pb.rcl_ts, pb.rmw_ts, pb.ts) AS publish_ts
         FROM publications pb LEFT JOIN publishers pu USING (publisher_id)""",
+    # Per subscription: messages that a publisher it receives from published
+    # between the first and the last message it received from that publisher (by
+    # exact links) and that it never received: dropped (a full queue or history,
+    # an outbox) or lost in transport.
+    "subscription_drops": """
+        WITH pairs AS (
+            SELECT t.subscription_id, pi.publisher_id, min(pi.publish_ts) AS first_pub, max(pi.publish_ts) AS last_pub
+            FROM links l JOIN takes t USING (take_id) JOIN publications_info pi USING (publication_id)
+            WHERE l.heuristic = 0 AND t.subscription_id IS NOT NULL AND pi.publisher_id IS NOT NULL GROUP BY 1, 2),
+        cand AS (
+            SELECT p.subscription_id, pi.topic, pi.publication_id FROM pairs p
+            JOIN publications_info pi ON pi.publisher_id = p.publisher_id AND pi.publish_ts BETWEEN p.first_pub AND p.last_pub),
+        delivered AS (SELECT DISTINCT l.publication_id, t.subscription_id FROM links l JOIN takes t USING (take_id))
+        SELECT c.subscription_id, c.topic, count(*) AS expected, count(*) FILTER (WHERE d.publication_id IS NULL) AS dropped
+        FROM cand c LEFT JOIN delivered d USING (publication_id, subscription_id)
+        GROUP BY c.subscription_id, c.topic""",
     # Transport links with the times that matter for latency.
     "links_info": """
         SELECT l.*, pi.topic, pi.publish_ts, tk.ts AS take_ts, r.start_ts AS callback_start_ts,

@@ -75,16 +75,17 @@ def topics(db: Database):
                    count(*) FILTER (WHERE l.take_id IS NULL) AS unmatched_takes
             FROM takes t JOIN subscriptions s USING (subscription_id)
             LEFT JOIN (SELECT DISTINCT take_id FROM links WHERE take_id IS NOT NULL) l USING (take_id)
-            WHERE t.taken = 1 AND s.name IS NOT NULL GROUP BY s.name)
+            WHERE t.taken = 1 AND s.name IS NOT NULL GROUP BY s.name),
+        dr AS (SELECT topic, sum(dropped) AS drops FROM subscription_drops GROUP BY topic)
         SELECT t.topic, t.publishers, t.subscriptions, coalesce(pubs.publications, 0) AS publications,
                coalesce(pubs.publications, 0) / {span_s}::DOUBLE AS rate_hz,
                coalesce(tk.takes, 0) AS takes, coalesce(lat.deliveries, 0) AS deliveries,
                lat.lat_min_ns, lat.lat_mean_ns, lat.lat_std_ns, lat.lat_p50_ns, lat.lat_p90_ns, lat.lat_p99_ns,
                lat.lat_max_ns, coalesce(lat.heuristic_links, 0) AS heuristic_links,
                CASE WHEN t.subscriptions > 0 THEN coalesce(linked.unmatched_publications, 0) END AS unmatched_publications,
-               coalesce(tk.unmatched_takes, 0) AS unmatched_takes
+               coalesce(tk.unmatched_takes, 0) AS unmatched_takes, dr.drops
         FROM topics t LEFT JOIN pubs USING (topic) LEFT JOIN lat USING (topic)
-        LEFT JOIN linked USING (topic) LEFT JOIN tk USING (topic)
+        LEFT JOIN linked USING (topic) LEFT JOIN tk USING (topic) LEFT JOIN dr USING (topic)
         ORDER BY publications DESC, t.topic"""
     )
 

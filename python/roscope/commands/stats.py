@@ -78,12 +78,13 @@ def render_text(d: dict, out=sys.stdout) -> None:
           f"{100 * (c['cpu_share'] or 0):>6.2f}  {_short(c['symbol'], 60)}\n")
     w("\nTopics (latency = publication to callback start, µs)\n")
     w(f"  {'topic':<36} {'pubs':>5} {'subs':>5} {'msgs':>7} {'rate Hz':>8} {'deliv':>7} {'min':>8} {'mean':>8} "
-      f"{'p50':>8} {'p99':>8} {'max':>9} {'unmatched':>9}\n")
+      f"{'p50':>8} {'p99':>8} {'max':>9} {'unmatched':>9} {'drops':>6}\n")
     for t in d["topics"]:
         um = t["unmatched_publications"]
         w(f"  {_short(t['topic'], 36):<36} {t['publishers']:>5} {t['subscriptions']:>5} {t['publications']:>7} "
           f"{t['rate_hz']:>8.2f} {t['deliveries']:>7} {_us(t['lat_min_ns']):>8} {_us(t['lat_mean_ns']):>8} "
-          f"{_us(t['lat_p50_ns']):>8} {_us(t['lat_p99_ns']):>8} {_us(t['lat_max_ns']):>9} {('-' if um is None else um):>9}\n")
+          f"{_us(t['lat_p50_ns']):>8} {_us(t['lat_p99_ns']):>8} {_us(t['lat_max_ns']):>9} {('-' if um is None else um):>9} "
+          f"{('-' if t['drops'] is None else int(t['drops'])):>6}\n")
     w("\nNodes\n")
     w(f"  {'node':<40} {'host':<14} {'pid':>8} {'callbacks':>9} {'runs':>8} {'busy ms':>10} {'cpu%':>6} {'pubs':>7}\n")
     for n in d["nodes"]:
