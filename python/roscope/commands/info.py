@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from roscope.flavour import detect
@@ -75,8 +76,22 @@ def build(paths: list[str]) -> dict:
         for x in s["streams"]
         if x["events_discarded"] or x["packets_lost"]
     ]
+    manifests = []
+    for p in paths:
+        d = os.path.abspath(p)
+        for _ in range(4):
+            m = os.path.join(d, "roscope-manifest.json")
+            if os.path.isfile(m):
+                try:
+                    with open(m) as f:
+                        manifests.append(json.load(f))
+                except (OSError, ValueError) as exc:
+                    print(f"roscope: warning: {m}: cannot read the manifest: {exc}", file=sys.stderr)
+                break
+            d = os.path.dirname(d)
     return {
         "paths": paths,
+        "recordings": manifests,
         "events": s["events"],
         "hosts": sorted({t["hostname"] for t in traces if t["hostname"]}),
         "traces": traces,
@@ -89,6 +104,9 @@ def build(paths: list[str]) -> dict:
 def render_text(info: dict, out=sys.stdout) -> None:
     w = out.write
     w(f"{info['events']:,} events in {len(info['traces'])} trace(s) on {len(info['hosts'])} host(s)\n")
+    for m in info.get("recordings", []):
+        cmd = " ".join(m.get("command") or []) if isinstance(m.get("command"), list) else str(m.get("command") or "")
+        w(f"recorded by roscope record on {m.get('host')} at {m.get('start_time')} ({m.get('state')}): {cmd}\n")
     for t in info["traces"]:
         ros = t["ros"]
         flav = ros["flavour"] + (f" ({ros['distro']})" if ros.get("distro") else "") + (" + CARET" if ros.get("caret") else "")
