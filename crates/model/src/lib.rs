@@ -1091,6 +1091,14 @@ impl Builder {
             self.unmatched_starts += t.stack.len() as u64;
         }
         let links = self.link();
+        // What only matching needed can go before the tables are built.
+        self.r1_tx_writes = HashMap::default();
+        self.r1_buf = HashMap::default();
+        self.r1_obj = HashMap::default();
+        self.r1_queued = HashMap::default();
+        self.r1_pub_by_id = HashMap::default();
+        self.rb_slot = HashMap::default();
+        self.intra_msg = HashMap::default();
         self.tables(set, links)
     }
 
@@ -1171,7 +1179,7 @@ impl Builder {
         links
     }
 
-    fn tables(self, set: &TraceSet, links: Vec<(usize, Option<usize>, Option<usize>, &'static str)>) -> Model {
+    fn tables(mut self, set: &TraceSet, links: Vec<(usize, Option<usize>, Option<usize>, &'static str)>) -> Model {
         let mut out = Vec::new();
         let losses = set.losses();
         let mut t = Table::new("hosts", &[("host_id", 'i'), ("hostname", 's')]);
@@ -1285,6 +1293,7 @@ impl Builder {
                 .done();
         }
         out.push(t);
+        self.runs = Vec::new();
         let mut t = Table::new(
             "publications",
             &[("publication_id", 'i'), ("publisher_id", 'i'), ("thread_id", 'i'), ("run_id", 'i'), ("ts", 'i'), ("rclcpp_ts", 'i'), ("rcl_ts", 'i'), ("rmw_ts", 'i'), ("message", 'u'), ("source_ts", 'i'), ("is_intra", 'i')],
@@ -1305,6 +1314,7 @@ impl Builder {
                 .done();
         }
         out.push(t);
+        self.publications = Vec::new();
         let mut t = Table::new(
             "takes",
             &[("take_id", 'i'), ("subscription_id", 'i'), ("thread_id", 'i'), ("run_id", 'i'), ("ts", 'i'), ("rmw_ts", 'i'), ("rcl_ts", 'i'), ("rclcpp_ts", 'i'), ("message", 'u'), ("source_ts", 'i'), ("taken", 'i'), ("is_intra", 'i')],
@@ -1326,6 +1336,7 @@ impl Builder {
                 .done();
         }
         out.push(t);
+        self.takes = Vec::new();
         let mut t = Table::new("links", &[("publication_id", 'i'), ("take_id", 'i'), ("run_id", 'i'), ("method", 's'), ("heuristic", 'i')]);
         for (p, k, r, m) in &links {
             t.row().i(Some(*p as i64)).i(k.map(|x| x as i64)).i(r.map(|x| x as i64)).s(Some(m)).i(Some((*m == M_HEUR_WALL) as i64)).done();

@@ -17,6 +17,31 @@ pub struct Col {
     pub any_null: bool,
 }
 
+impl Col {
+    /// Records the validity of the value just pushed; the byte vector is only
+    /// kept from the first null on (earlier rows are valid).
+    #[inline]
+    fn mark(&mut self, valid: bool) {
+        let n = self.len();
+        if !valid && !self.any_null {
+            self.any_null = true;
+            self.valid = vec![1; n - 1];
+        }
+        if self.any_null {
+            self.valid.push(valid as u8);
+        }
+    }
+
+    fn len(&self) -> usize {
+        match &self.data {
+            Data::I64(v) => v.len(),
+            Data::U64(v) => v.len(),
+            Data::F64(v) => v.len(),
+            Data::Str(_, o) => o.len() - 1,
+        }
+    }
+}
+
 pub struct Table {
     pub name: &'static str,
     pub cols: Vec<Col>,
@@ -50,12 +75,14 @@ impl Table {
         Row { t: self, k: 0 }
     }
 
+
     pub fn finish(self) -> (String, Vec<Column>) {
         let cols = self
             .cols
             .into_iter()
             .map(|c| {
                 let validity = if c.any_null { c.valid } else { Vec::new() };
+                debug_assert!(validity.is_empty() || validity.len() == self.rows);
                 match c.data {
                     Data::I64(v) => Column { name: c.name.into(), kind: Kind::I64, values: v.iter().flat_map(|x| x.to_le_bytes()).collect(), offsets: vec![], validity },
                     Data::U64(v) => Column { name: c.name.into(), kind: Kind::U64, values: v.iter().flat_map(|x| x.to_le_bytes()).collect(), offsets: vec![], validity },
@@ -86,8 +113,7 @@ impl<'a> Row<'a> {
         } else {
             panic!("column {} is not int64", c.name);
         }
-        c.valid.push(v.is_some() as u8);
-        c.any_null |= v.is_none();
+        c.mark(v.is_some());
         self
     }
     pub fn u(mut self, v: Option<u64>) -> Self {
@@ -97,8 +123,7 @@ impl<'a> Row<'a> {
         } else {
             panic!("column {} is not uint64", c.name);
         }
-        c.valid.push(v.is_some() as u8);
-        c.any_null |= v.is_none();
+        c.mark(v.is_some());
         self
     }
     pub fn f(mut self, v: Option<f64>) -> Self {
@@ -108,8 +133,7 @@ impl<'a> Row<'a> {
         } else {
             panic!("column {} is not float64", c.name);
         }
-        c.valid.push(v.is_some() as u8);
-        c.any_null |= v.is_none();
+        c.mark(v.is_some());
         self
     }
     pub fn s(mut self, v: Option<&str>) -> Self {
@@ -122,8 +146,7 @@ impl<'a> Row<'a> {
         } else {
             panic!("column {} is not a string", c.name);
         }
-        c.valid.push(v.is_some() as u8);
-        c.any_null |= v.is_none();
+        c.mark(v.is_some());
         self
     }
     pub fn done(self) {
