@@ -12,10 +12,9 @@ import json
 import os
 import socket
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Sequence
-
-import duckdb
 
 from roscope import __version__, _core
 from roscope.trace import _arrow_array, _paths
@@ -96,6 +95,11 @@ class LoadResult:
     losses: list[tuple[str, int, int]] = field(default_factory=list)
 
 
+def _import_arrow() -> None:
+    import duckdb  # noqa: F401
+    import pyarrow  # noqa: F401
+
+
 def record_ids(paths: Sequence[str]) -> list[str]:
     """The recording names of `roscope record` manifests at or above the given
     paths (a trace directory, or a folder of several)."""
@@ -124,7 +128,11 @@ def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None =
     """Runs the model builder; returns ({table: arrow table}, stats, warnings, losses)."""
     if progress is None:
         progress = sys.stderr.isatty()
+    # The core leaves the GIL while it builds: import Arrow meanwhile.
+    warm = threading.Thread(target=_import_arrow, daemon=True)
+    warm.start()
     tables, stats, warnings, losses = _core.build_model(list(paths), heuristics, progress, record_ids(paths) or None)
+    warm.join()
     arrow = {name: _table_from_core(name, rows, cols) for name, rows, cols in tables}
     return arrow, dict(stats), list(warnings), [tuple(x) for x in losses]
 
@@ -166,6 +174,8 @@ def load(
         "warnings": warnings,
         "losses": losses,
     }
+    import duckdb
+
     con = duckdb.connect(out if out is not None else ":memory:")
     _fill(con, arrow, meta)
     if parquet_dir:
@@ -240,6 +250,8 @@ def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True) -> Dat
     """A Database over a DuckDB file written by `roscope load`, or over traces
     (loaded in memory). Analyses that store their results need `read_only=False`."""
     if isinstance(trace_or_db, (str, os.PathLike)) and is_db(os.fspath(trace_or_db)):
+        import duckdb
+
         path = os.fspath(trace_or_db)
         con = duckdb.connect(path, read_only=read_only)
         try:

@@ -36,29 +36,22 @@ def _paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
 
 
 def _arrow_array(kind: str, rows: int, values: bytes, offsets: bytes, validity: bytes):
-    import numpy as np
+    """An Arrow array over the core's buffers (no copy): 8-byte little-endian
+    values, int64 offsets for text and lists, and an Arrow validity bitmap (empty
+    when every row is valid)."""
     import pyarrow as pa
 
-    bitmap = None
-    null_count = 0
-    if validity:
-        v = np.frombuffer(validity, dtype=np.uint8)
-        null_count = int(rows - v.sum())
-        bitmap = pa.py_buffer(np.packbits(v, bitorder="little").tobytes())
+    bitmap = pa.py_buffer(validity) if validity else None
     if kind in ("int64", "uint64", "float64"):
         typ = {"int64": pa.int64(), "uint64": pa.uint64(), "float64": pa.float64()}[kind]
-        return pa.Array.from_buffers(typ, rows, [bitmap, pa.py_buffer(values)], null_count=null_count)
+        return pa.Array.from_buffers(typ, rows, [bitmap, pa.py_buffer(values)])
     if kind in ("string", "json"):
-        return pa.Array.from_buffers(
-            pa.large_string(), rows, [bitmap, pa.py_buffer(offsets), pa.py_buffer(values)], null_count=null_count
-        )
+        return pa.Array.from_buffers(pa.large_string(), rows, [bitmap, pa.py_buffer(offsets), pa.py_buffer(values)])
     if kind.startswith("list<"):
         inner = kind[5:-1]
         typ = {"int64": pa.int64(), "uint64": pa.uint64(), "float64": pa.float64()}[inner]
         child = pa.Array.from_buffers(typ, len(values) // 8, [None, pa.py_buffer(values)])
-        return pa.Array.from_buffers(
-            pa.large_list(typ), rows, [bitmap, pa.py_buffer(offsets)], null_count=null_count, children=[child]
-        )
+        return pa.Array.from_buffers(pa.large_list(typ), rows, [bitmap, pa.py_buffer(offsets)], children=[child])
     raise ValueError(f"unknown column kind {kind!r}")
 
 

@@ -109,7 +109,7 @@ impl Trace {
     /// The next batches of columns, or None at the end. Each batch is a tuple
     /// (trace index, event name, rows, [(column, kind, values, offsets, validity)]),
     /// the buffers in Arrow layout (little-endian 8-byte values, i64 offsets,
-    /// one validity byte per row or empty when all rows are valid).
+    /// a validity bitmap, or empty when all rows are valid).
     #[pyo3(signature = (events=None, max_rows=1<<18))]
     fn read_batches(&mut self, py: Python<'_>, events: Option<Vec<String>>, max_rows: usize) -> PyResult<Option<Py<PyList>>> {
         if self.cols.is_none() {
@@ -167,10 +167,22 @@ fn losses(set: &TraceSet) -> Vec<(String, u64, u64)> {
         .collect()
 }
 
+/// One validity byte per row to an Arrow validity bitmap (least significant bit first).
+fn bitmap(validity: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8; validity.len().div_ceil(8)];
+    for (i, &v) in validity.iter().enumerate() {
+        if v != 0 {
+            out[i >> 3] |= 1 << (i & 7);
+        }
+    }
+    out
+}
+
 fn columns_to_py(py: Python<'_>, cols: Vec<roscope_ctf::columns::Column>) -> PyResult<Py<PyList>> {
     let cl = PyList::empty_bound(py);
     for c in cols {
         let offsets: Vec<u8> = c.offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+        let validity = bitmap(&c.validity);
         let t = PyTuple::new_bound(
             py,
             [
@@ -178,7 +190,7 @@ fn columns_to_py(py: Python<'_>, cols: Vec<roscope_ctf::columns::Column>) -> PyR
                 c.kind.name().into_py(py),
                 PyBytes::new_bound(py, &c.values).into_py(py),
                 PyBytes::new_bound(py, &offsets).into_py(py),
-                PyBytes::new_bound(py, &c.validity).into_py(py),
+                PyBytes::new_bound(py, &validity).into_py(py),
             ],
         );
         cl.append(t)?;
