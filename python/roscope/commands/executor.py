@@ -29,7 +29,7 @@ def run(args) -> int:
         sys.stdout.write("\n")
         return 0
     if not d["threads"]:
-        print("no executor events in this trace (ros2_tracing records them from Humble on)")
+        print("no executor states in this trace (ros2_tracing records executor events from Humble on; ROS 1 has none)")
     else:
         print(f"{'host':<14} {'pid':>8} {'tid':>8} {'procname':<18} {'traced s':>9} {'exec %':>7} {'wait %':>7} {'select %':>8} {'runs':>8}")
         for t in d["threads"]:
