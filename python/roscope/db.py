@@ -101,26 +101,15 @@ def _import_arrow() -> None:
 
 
 def record_ids(paths: Sequence[str]) -> list[str]:
-    """The recording names of `roscope record` manifests at or above the given
-    paths (a trace directory, or a folder of several)."""
+    """The recording names of `roscope record` manifests at, above or inside the
+    given paths (a trace directory, or a folder of several)."""
+    from roscope import manifest
+
     ids = []
-    for p in paths:
-        d = os.path.abspath(p)
-        found = [os.path.join(r, f) for r, _dirs, files in os.walk(d) for f in files if f == "roscope-manifest.json"]
-        for _ in range(4):
-            m = os.path.join(d, "roscope-manifest.json")
-            if os.path.isfile(m):
-                found.append(m)
-                break
-            d = os.path.dirname(d)
-        for m in found:
-            try:
-                with builtins.open(m) as f:
-                    rid = json.load(f).get("record_id")
-            except (OSError, ValueError):
-                continue
-            if rid and rid not in ids:
-                ids.append(rid)
+    for _m, man in manifest.find(paths, below=True):
+        rid = man.get("record_id") if isinstance(man, dict) else None
+        if rid and rid not in ids:
+            ids.append(rid)
     return ids
 
 

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 
+from roscope import manifest
 from roscope.flavour import detect
 from roscope.trace import Trace
 
@@ -77,18 +77,11 @@ def build(paths: list[str]) -> dict:
         if x["events_discarded"] or x["packets_lost"]
     ]
     manifests = []
-    for p in paths:
-        d = os.path.abspath(p)
-        for _ in range(4):
-            m = os.path.join(d, "roscope-manifest.json")
-            if os.path.isfile(m):
-                try:
-                    with open(m) as f:
-                        manifests.append(json.load(f))
-                except (OSError, ValueError) as exc:
-                    print(f"roscope: warning: {m}: cannot read the manifest: {exc}", file=sys.stderr)
-                break
-            d = os.path.dirname(d)
+    for m, man in manifest.find(paths):
+        if isinstance(man, Exception):
+            print(f"roscope: warning: {m}: cannot read the manifest: {man}", file=sys.stderr)
+        else:
+            manifests.append(man)
     return {
         "paths": paths,
         "recordings": manifests,
