@@ -298,11 +298,10 @@ impl FlowModel {
         if publication < 0 || publication as usize >= self.m.pb_ts.len() {
             return Err(PyValueError::new_err(format!("no publication {}", publication)));
         }
+        let ix = roscope_flow::Index::new(&self.m);
         if self.links.is_none() {
-            let ix = roscope_flow::Index::new(&self.m);
             self.links = Some(roscope_flow::causal_links(&ix, roscope_flow::Policy::default()));
         }
-        let ix = roscope_flow::Index::new(&self.m);
         let g = roscope_flow::message_graph(&ix, self.links.as_ref().unwrap(), publication, forward, backward);
         let edges: Vec<(String, i64, String, i64, &str)> = g.edges.iter().map(|e| (e.0.to_string(), e.1, e.2.to_string(), e.3, e.4)).collect();
         Ok((g.pubs, g.runs, edges).into_py(py))
