@@ -156,7 +156,7 @@ def main() -> int:
                 t["count_matches_babeltrace2"] = t["reported_events"] == n
             entry["tools"][name] = t
         ref_wall = entry["tools"].get("babeltrace2", {}).get("best_wall_s")
-        for name, t in entry["tools"].items():
+        for t in entry["tools"].values():
             if ref_wall and "best_wall_s" in t:
                 t["speedup_vs_babeltrace2"] = round(ref_wall / t["best_wall_s"], 2)
         results["traces"][label] = entry

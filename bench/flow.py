@@ -59,9 +59,9 @@ def main() -> int:
     s = fj["summary"]
 
     # The reference, on the first N outputs, and the same outputs through roscope.
+    import flow_reference
     import roscope
     from roscope import flow as fl
-    import flow_reference
 
     d = roscope.open(db, read_only=False)
     pairs = fl.implicit_edges(d, a.implicit)

@@ -52,7 +52,8 @@ import math
 import os
 import struct
 import sys
-from typing import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Callable
 
 try:
     import bt2
@@ -304,7 +305,7 @@ class Reading:
         self.done = True
 
     # conveniences ---------------------------------------------------------
-    def run(self) -> "Reading":
+    def run(self) -> Reading:
         """Consume ``events()`` for the side tables only."""
         for _ in self.events():
             pass

@@ -17,12 +17,9 @@ import json
 import os
 import re
 import shutil
-import subprocess
-
-import pytest
 
 import oracle
-from conftest import shared_traces_dir
+import pytest
 from test_ctf_oracle import assert_clean_stderr
 
 BASES = {

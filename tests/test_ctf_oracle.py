@@ -18,9 +18,8 @@ import os
 import subprocess
 import tempfile
 
-import pytest
-
 import oracle
+import pytest
 from conftest import shared_traces_dir
 
 BIG = "ros2/autoware-carla-galactic"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import pickle
 import re
 import shutil

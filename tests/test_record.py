@@ -18,9 +18,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from test_ros1_pipeline import (EXAMPLE, REPO, TraceModel, build_all, read_ground_truth, read_trace,
-                                roscope_record)
+from test_ros1_pipeline import EXAMPLE, REPO, TraceModel, build_all, read_ground_truth, read_trace, roscope_record
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros1]
 

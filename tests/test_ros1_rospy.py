@@ -12,9 +12,7 @@ import collections
 import json
 
 import pytest
-
-from test_ros1_pipeline import (EXAMPLE, TraceModel, build_all, match_receptions, read_ground_truth,
-                                read_trace, roscope_record)
+from test_ros1_pipeline import EXAMPLE, TraceModel, build_all, match_receptions, read_ground_truth, read_trace, roscope_record
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros1]
 

@@ -191,7 +191,10 @@ P64 = ('int', 64, False, 16)
 I64 = ('int', 64, True, 10)
 I32 = ('int', 32, True, 10)
 U64 = ('int', 64, False, 10)
-GID = lambda n: ('array', n, ('int', 8, False, 10))
+def GID(n):
+    return ('array', n, ('int', 8, False, 10))
+
+
 DOCUMENTED = {
     'jazzy': {'ros2:rmw_publish': [('rmw_publisher_handle', P64), ('message', P64), ('timestamp', I64)]},
     'rolling': {'ros2:rmw_publish': [('rmw_publisher_handle', P64), ('message', P64), ('timestamp', I64)],

@@ -11,8 +11,8 @@ import importlib
 import pkgutil
 import sys
 
-from roscope import __version__
 import roscope.commands as _commands
+from roscope import __version__
 
 
 class UserError(Exception):

@@ -13,11 +13,15 @@ import os
 import socket
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING
 
 from roscope import __version__, _core
 from roscope.trace import _arrow_array, _paths
+
+if TYPE_CHECKING:
+    import duckdb
 
 SCHEMA_VERSION = 1
 
@@ -144,7 +148,7 @@ def load(
     heuristics: bool = True,
     parquet_dir: str | None = None,
     force: bool = False,
-) -> tuple["Database", LoadResult]:
+) -> tuple[Database, LoadResult]:
     """Builds the model of `paths` into a DuckDB file `out` (in memory if None)."""
     paths = _paths(paths)
     if out is not None and os.path.exists(out):

@@ -33,7 +33,7 @@ def _col(con, sql: str) -> bytes:
 
 @dataclass
 class FlowContext:
-    model: "_core.FlowModel"
+    model: _core.FlowModel
     topics: list[str]
 
 

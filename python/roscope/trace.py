@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Iterator, Sequence
+from typing import IO
 
 from roscope import _core
 
@@ -20,7 +21,7 @@ TraceError = _core.TraceError
 class Batch:
     trace: int
     event: str
-    batch: "pyarrow.RecordBatch"  # noqa: F821
+    batch: pyarrow.RecordBatch  # noqa: F821
 
 
 def _paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
@@ -113,7 +114,7 @@ class Trace:
         self.warnings = t.warnings()
         self.losses = t.losses()
 
-    def tables(self, events: Sequence[str] | None = None) -> dict[str, "pyarrow.Table"]:  # noqa: F821
+    def tables(self, events: Sequence[str] | None = None) -> dict[str, pyarrow.Table]:  # noqa: F821
         """All events of each class as one Arrow table per event name (all traces)."""
         import pyarrow as pa
 

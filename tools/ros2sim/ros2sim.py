@@ -12,9 +12,7 @@ Each simulated host gets its own UTS + mount namespace (own hostname, private
 override plugin gives it a clock offset and drift.  See docs/ros2sim.md.
 """
 import argparse
-import copy
 import json
-import math
 import os
 import re
 import shutil
@@ -42,20 +40,20 @@ def load_description(path):
         with open(path) as f:
             text = f.read()
     except OSError as e:
-        raise DescriptionError(f'{path}: cannot read: {e.strerror}')
+        raise DescriptionError(f'{path}: cannot read: {e.strerror}') from None
     if path.endswith(('.yaml', '.yml')):
         try:
             import yaml
         except ImportError:
-            raise DescriptionError(f'{path}: YAML needs PyYAML (python3-yaml); or give JSON')
+            raise DescriptionError(f'{path}: YAML needs PyYAML (python3-yaml); or give JSON') from None
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as e:
-            raise DescriptionError(f'{path}: not valid YAML: {e}')
+            raise DescriptionError(f'{path}: not valid YAML: {e}') from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise DescriptionError(f'{path}: not valid JSON: line {e.lineno} column {e.colno}: {e.msg}')
+        raise DescriptionError(f'{path}: not valid JSON: line {e.lineno} column {e.colno}: {e.msg}') from None
 
 
 def _work_ns(w, where):
@@ -80,9 +78,9 @@ def _work_ns(w, where):
         if d == 'exponential':
             return ('exponential', float(w['mean_us']) * 1e3, 0.0)
     except KeyError as e:
-        raise DescriptionError(f'{where}.work: distribution "{d}" needs field {e.args[0]}')
+        raise DescriptionError(f'{where}.work: distribution "{d}" needs field {e.args[0]}') from None
     except (TypeError, ValueError):
-        raise DescriptionError(f'{where}.work: numbers expected')
+        raise DescriptionError(f'{where}.work: numbers expected') from None
     raise DescriptionError(f'{where}.work.dist: unknown distribution "{d}" (fixed, uniform, normal, exponential)')
 
 
@@ -282,7 +280,7 @@ def apply_work_scale(R, scale):
 
 
 def write_plan(R, path, distro, t_start, t_end, grace_ns, seed, sockdir):
-    L = [f'# ros2sim plan (generated)', f'version {DISTROS[distro]}', f'run {t_start} {t_end} {grace_ns} {seed}']
+    L = ['# ros2sim plan (generated)', f'version {DISTROS[distro]}', f'run {t_start} {t_end} {grace_ns} {seed}']
     for h in R['hosts']:
         L.append(f'host {h["name"]}')
     for i, p in enumerate(R['procs']):
@@ -425,7 +423,8 @@ def merge_ground_truth(R, gt_parts, gt_dir):
                 k, idx, *rest = line.rstrip('\n').split(',')
                 objs[k][int(idx)] = rest
     hosts = [h['name'] for h in R['hosts']]
-    pname = lambda pi: R['procs'][pi]['name']
+    def pname(pi):
+        return R['procs'][pi]['name']
     counts = {}
     outs = {k: open(os.path.join(gt_dir, f'{k}.csv'), 'w') for k in GT_HEADERS}
     for k, f in outs.items():
@@ -524,7 +523,6 @@ def run(args):
     tag = uuid.uuid4().hex[:8]
     ref_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     hosts_used = sorted({p['host'] for p in R['procs']})
-    n_events_hint = args.subbuf_size
     host_specs, runners = [], []
     t0_wall = time.time()
     try:
@@ -562,7 +560,7 @@ def run(args):
         # wait until every host's session is recording
         deadline = time.time() + 60
         while not all(os.path.exists(s['ready']) for _, s in host_specs):
-            for (hi, s), r in zip(host_specs, runners):
+            for (_hi, s), r in zip(host_specs, runners):
                 if r.poll() is not None:
                     st = _read_status(s)
                     raise RuntimeError(f'host {s["host"]} failed to start tracing: {st.get("error", "see logs")}')
@@ -577,11 +575,11 @@ def run(args):
         with open(os.path.join(out, 'run', 'go'), 'w') as f:
             f.write('go')
         statuses = []
-        for (hi, s), r in zip(host_specs, runners):
+        for (_hi, s), r in zip(host_specs, runners):
             r.wait()
             statuses.append(_read_status(s))
     finally:
-        for (hi, s), r in zip(host_specs, runners):
+        for (_hi, s), r in zip(host_specs, runners):
             if r.poll() is None:
                 r.kill()
                 r.wait()

@@ -65,7 +65,10 @@ pub struct Batch {
 enum Src {
     /// A scalar or list at a position found by walking `path` of field indexes
     /// within a scope; resolved per event by walking the tape.
-    Field { scope: u8, path: Vec<usize> },
+    Field {
+        scope: u8,
+        path: Vec<usize>,
+    },
     Packet(usize),
 }
 
@@ -220,11 +223,8 @@ impl ColumnReader {
         let md = &set.traces[s.trace].md;
         let sc = &md.streams[s.sc];
         let ec = &md.events[s.cur_class];
-        let scopes: [(Option<&Ty>, usize); 3] = [
-            (sc.event_context.as_ref(), 0),
-            (ec.context.as_ref(), s.ctx_start),
-            (ec.payload.as_ref(), s.payload_start),
-        ];
+        let scopes: [(Option<&Ty>, usize); 3] =
+            [(sc.event_context.as_ref(), 0), (ec.context.as_ref(), s.ctx_start), (ec.payload.as_ref(), s.payload_start)];
         let data = s.data();
         let tape = &s.tape;
         let json_buf = &mut self.json_buf;
@@ -269,7 +269,12 @@ impl ColumnReader {
             if t.rows == 0 {
                 continue;
             }
-            out.push(Batch { trace: t.trace, event: t.event.clone(), rows: t.rows, columns: t.cols.iter_mut().map(|c| c.finish()).collect() });
+            out.push(Batch {
+                trace: t.trace,
+                event: t.event.clone(),
+                rows: t.rows,
+                columns: t.cols.iter_mut().map(|c| c.finish()).collect(),
+            });
             t.rows = 0;
         }
         self.pending_rows = 0;

@@ -1,7 +1,7 @@
 //! Writing events as JSON lines (the `roscope dump` format, docs/dump-format.md).
 
 use crate::reader::TraceSet;
-use crate::stream::{Val, StreamReader};
+use crate::stream::{StreamReader, Val};
 use crate::types::Ty;
 
 pub fn write_str(out: &mut Vec<u8>, s: &str) {

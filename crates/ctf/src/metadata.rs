@@ -32,11 +32,8 @@ impl Clock {
     }
     /// Offset of the clock's origin to the Unix epoch, in ns.
     pub fn offset_ns(&self) -> i64 {
-        let off_cycles_ns = if self.freq == 1_000_000_000 {
-            self.offset as i128
-        } else {
-            (self.offset as i128) * 1_000_000_000i128 / self.freq as i128
-        };
+        let off_cycles_ns =
+            if self.freq == 1_000_000_000 { self.offset as i128 } else { (self.offset as i128) * 1_000_000_000i128 / self.freq as i128 };
         (self.offset_s as i128 * 1_000_000_000 + off_cycles_ns) as i64
     }
 }
@@ -114,17 +111,29 @@ pub fn read_text(path: &Path, warnings: &mut Vec<Warning>) -> Result<String> {
         if le == METADATA_MAGIC || be == METADATA_MAGIC {
             let rd = |off: usize| -> u32 {
                 let b = [data[off], data[off + 1], data[off + 2], data[off + 3]];
-                if le == METADATA_MAGIC { u32::from_le_bytes(b) } else { u32::from_be_bytes(b) }
+                if le == METADATA_MAGIC {
+                    u32::from_le_bytes(b)
+                } else {
+                    u32::from_be_bytes(b)
+                }
             };
             let mut text = Vec::with_capacity(data.len());
             let mut off = 0usize;
             while off < data.len() {
                 if data.len() - off < 37 {
-                    warnings.push(Warning { file: file.clone(), offset: Some(off as u64), msg: format!("metadata packet header cut short ({} bytes left); ignored", data.len() - off) });
+                    warnings.push(Warning {
+                        file: file.clone(),
+                        offset: Some(off as u64),
+                        msg: format!("metadata packet header cut short ({} bytes left); ignored", data.len() - off),
+                    });
                     break;
                 }
                 if rd(off) != METADATA_MAGIC {
-                    return Err(CtfError::Decode { file, offset: off as u64, msg: format!("wrong metadata packet magic 0x{:08x} (expected 0x{:08x})", rd(off), METADATA_MAGIC) });
+                    return Err(CtfError::Decode {
+                        file,
+                        offset: off as u64,
+                        msg: format!("wrong metadata packet magic 0x{:08x} (expected 0x{:08x})", rd(off), METADATA_MAGIC),
+                    });
                 }
                 // magic, uuid[16], checksum, content_size, packet_size (bits),
                 // compression, encryption, checksum schemes, major, minor.
@@ -133,14 +142,26 @@ pub fn read_text(path: &Path, warnings: &mut Vec<Warning>) -> Result<String> {
                 let compression = data[off + 32];
                 let encryption = data[off + 33];
                 if compression != 0 || encryption != 0 {
-                    return Err(CtfError::Decode { file, offset: off as u64, msg: "compressed or encrypted metadata is not supported".into() });
+                    return Err(CtfError::Decode {
+                        file,
+                        offset: off as u64,
+                        msg: "compressed or encrypted metadata is not supported".into(),
+                    });
                 }
                 if content < 37 || psize < content {
-                    return Err(CtfError::Decode { file, offset: off as u64, msg: format!("metadata packet sizes are invalid (content {} bytes, packet {} bytes)", content, psize) });
+                    return Err(CtfError::Decode {
+                        file,
+                        offset: off as u64,
+                        msg: format!("metadata packet sizes are invalid (content {} bytes, packet {} bytes)", content, psize),
+                    });
                 }
                 let end = off + content;
                 if end > data.len() {
-                    warnings.push(Warning { file: file.clone(), offset: Some(off as u64), msg: format!("metadata packet cut short: declares {} bytes, {} present", content, data.len() - off) });
+                    warnings.push(Warning {
+                        file: file.clone(),
+                        offset: Some(off as u64),
+                        msg: format!("metadata packet cut short: declares {} bytes, {} present", content, data.len() - off),
+                    });
                     text.extend_from_slice(&data[off + 37..]);
                     break;
                 }
@@ -251,11 +272,21 @@ pub fn parse(text: &str, file: &str) -> Result<Metadata> {
                     md.clocks.push(c);
                 }
                 "stream" => {
-                    let mut s = StreamClass { id: 0, packet_context: None, event_header: None, event_context: None, events: HashMap::new(), event_header_prog: Vec::new(), event_context_prog: Vec::new() };
+                    let mut s = StreamClass {
+                        id: 0,
+                        packet_context: None,
+                        event_header: None,
+                        event_context: None,
+                        events: HashMap::new(),
+                        event_header_prog: Vec::new(),
+                        event_context_prog: Vec::new(),
+                    };
                     for a in attrs {
                         match (a.key.as_str(), &a.value) {
                             ("id", Value::Int(v)) => s.id = *v as u64,
-                            ("packet.context", Value::Type(t)) => s.packet_context = Some(r.resolve(t, a.line).map_err(|(l, m)| merr(l, m))?),
+                            ("packet.context", Value::Type(t)) => {
+                                s.packet_context = Some(r.resolve(t, a.line).map_err(|(l, m)| merr(l, m))?)
+                            }
                             ("event.header", Value::Type(t)) => s.event_header = Some(r.resolve(t, a.line).map_err(|(l, m)| merr(l, m))?),
                             ("event.context", Value::Type(t)) => s.event_context = Some(r.resolve(t, a.line).map_err(|(l, m)| merr(l, m))?),
                             _ => {}
@@ -267,7 +298,16 @@ pub fn parse(text: &str, file: &str) -> Result<Metadata> {
                     md.streams.push(s);
                 }
                 "event" => {
-                    let mut e = EventClass { id: 0, name: String::new(), stream_id: u64::MAX, loglevel: None, context: None, payload: None, context_prog: Vec::new(), payload_prog: Vec::new() };
+                    let mut e = EventClass {
+                        id: 0,
+                        name: String::new(),
+                        stream_id: u64::MAX,
+                        loglevel: None,
+                        context: None,
+                        payload: None,
+                        context_prog: Vec::new(),
+                        payload_prog: Vec::new(),
+                    };
                     for a in attrs {
                         match (a.key.as_str(), &a.value) {
                             ("id", Value::Int(v)) => e.id = *v as u64,
@@ -289,13 +329,22 @@ pub fn parse(text: &str, file: &str) -> Result<Metadata> {
         return Err(merr(0, "no 'trace' block".into()));
     }
     if md.streams.is_empty() {
-        md.streams.push(StreamClass { id: 0, packet_context: None, event_header: None, event_context: None, events: HashMap::new(), event_header_prog: Vec::new(), event_context_prog: Vec::new() });
+        md.streams.push(StreamClass {
+            id: 0,
+            packet_context: None,
+            event_header: None,
+            event_context: None,
+            events: HashMap::new(),
+            event_header_prog: Vec::new(),
+            event_context_prog: Vec::new(),
+        });
     }
     // Events may be declared before their stream class (CARET's metadata does so).
     let single = if md.streams.len() == 1 { Some(md.streams[0].id) } else { None };
     for (idx, e) in md.events.iter_mut().enumerate() {
         if e.stream_id == u64::MAX {
-            e.stream_id = single.ok_or_else(|| merr(0, format!("event '{}' has no stream_id, and there are several stream classes", e.name)))?;
+            e.stream_id =
+                single.ok_or_else(|| merr(0, format!("event '{}' has no stream_id, and there are several stream classes", e.name)))?;
         }
         let sc = md.streams.iter_mut().find(|s| s.id == e.stream_id).ok_or_else(|| {
             merr(0, format!("event '{}' names stream class {}, which the metadata does not declare", e.name, e.stream_id))

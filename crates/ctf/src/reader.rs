@@ -97,7 +97,10 @@ impl TraceSet {
                 return Err(CtfError::NotFound(format!("{}: no such file or directory", p.display())));
             }
             if !root.is_dir() {
-                return Err(CtfError::NotFound(format!("{}: not a trace directory (a CTF trace is a directory holding a 'metadata' file)", p.display())));
+                return Err(CtfError::NotFound(format!(
+                    "{}: not a trace directory (a CTF trace is a directory holding a 'metadata' file)",
+                    p.display()
+                )));
             }
             let mut dirs = Vec::new();
             find_trace_dirs(&root, &mut dirs).map_err(|e| CtfError::Io { path: root.display().to_string(), msg: e.to_string() })?;
@@ -106,8 +109,7 @@ impl TraceSet {
             }
             for dir in dirs {
                 let mfile = dir.join("metadata");
-                let res = metadata::read_text(&mfile, &mut warnings)
-                    .and_then(|text| metadata::parse(&text, &mfile.display().to_string()));
+                let res = metadata::read_text(&mfile, &mut warnings).and_then(|text| metadata::parse(&text, &mfile.display().to_string()));
                 match res {
                     Ok(md) => {
                         let rel = dir.strip_prefix(&root).map(|r| r.display().to_string()).unwrap_or_default();
@@ -137,7 +139,9 @@ impl TraceSet {
                 }
                 match StreamReader::open(&f, ti, t.md.clone()) {
                     Ok(s) => streams.push(s),
-                    Err(msg) => warnings.push(Warning { file: f.display().to_string(), offset: None, msg: format!("stream skipped: {}", msg) }),
+                    Err(msg) => {
+                        warnings.push(Warning { file: f.display().to_string(), offset: None, msg: format!("stream skipped: {}", msg) })
+                    }
                 }
             }
         }

@@ -90,14 +90,7 @@ pub struct StreamReader {
     pub warnings: Vec<Warning>,
 }
 
-const BOOKKEEPING: &[&str] = &[
-    "timestamp_begin",
-    "timestamp_end",
-    "content_size",
-    "packet_size",
-    "packet_seq_num",
-    "events_discarded",
-];
+const BOOKKEEPING: &[&str] = &["timestamp_begin", "timestamp_end", "content_size", "packet_size", "packet_seq_num", "events_discarded"];
 
 impl StreamReader {
     pub fn open(path: &std::path::Path, trace: usize, md: Arc<Metadata>) -> std::result::Result<Self, String> {
@@ -152,7 +145,11 @@ impl StreamReader {
 
     /// Bytes of the file read so far (up to the end of the current packet).
     pub fn consumed(&self) -> u64 {
-        if self.done { self.data.len() as u64 } else { self.next_packet.min(self.data.len() as u64) }
+        if self.done {
+            self.data.len() as u64
+        } else {
+            self.next_packet.min(self.data.len() as u64)
+        }
     }
 
     pub fn file_len(&self) -> u64 {
@@ -197,7 +194,10 @@ impl StreamReader {
             let start = self.pos;
             match self.read_event() {
                 Ok(()) if self.pos == start => {
-                    self.warn(start / 8, "event occupies no bits (no event header and no fields); the rest of this stream is skipped".into());
+                    self.warn(
+                        start / 8,
+                        "event occupies no bits (no event header and no fields); the rest of this stream is skipped".into(),
+                    );
                     self.done = true;
                     return false;
                 }
@@ -324,10 +324,7 @@ impl StreamReader {
         let content_bits = content_bits.unwrap_or(packet_bits);
         if packet_bits == 0 || content_bits > packet_bits || packet_bits % 8 != 0 {
             self.pos = self.pkt;
-            return Err(DErr(format!(
-                "packet sizes are invalid (content {} bits, packet {} bits)",
-                content_bits, packet_bits
-            )));
+            return Err(DErr(format!("packet sizes are invalid (content {} bits, packet {} bits)", content_bits, packet_bits)));
         }
         let header_end = self.pos;
         if content_bits < header_end - self.pkt {
@@ -336,11 +333,8 @@ impl StreamReader {
         }
         self.end = self.pkt.saturating_add(content_bits);
         if packet_bits > file_len * 8 - self.pkt {
-            let msg = format!(
-                "stream file is truncated: the packet declares {} bytes, only {} are present",
-                packet_bits / 8,
-                file_len - off
-            );
+            let msg =
+                format!("stream file is truncated: the packet declares {} bytes, only {} are present", packet_bits / 8, file_len - off);
             self.warn(off, msg);
             self.end = self.end.min(file_len * 8);
         }
@@ -620,7 +614,13 @@ fn min_size_bits(ty: &Ty) -> u64 {
     match ty {
         Ty::Int(i) => i.size as u64,
         Ty::Enum(e) => e.int.size as u64,
-        Ty::Float(f) => if f.mant_dig == 24 { 32 } else { 64 },
+        Ty::Float(f) => {
+            if f.mant_dig == 24 {
+                32
+            } else {
+                64
+            }
+        }
         Ty::Str => 8,
         Ty::Struct(s) => s.fields.iter().map(|f| min_size_bits(&f.ty)).sum(),
         Ty::Array { elem, len, .. } => min_size_bits(elem).saturating_mul(*len),

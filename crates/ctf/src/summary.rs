@@ -119,12 +119,8 @@ pub fn summarize(set: &mut TraceSet) -> Summary {
                 _ => continue,
             };
             let ts = s.cur_ts;
-            let e = procs.entry((s.trace, vpid)).or_insert_with(|| ProcessSummary {
-                trace: s.trace,
-                vpid,
-                first_ts: ts,
-                ..Default::default()
-            });
+            let e =
+                procs.entry((s.trace, vpid)).or_insert_with(|| ProcessSummary { trace: s.trace, vpid, first_ts: ts, ..Default::default() });
             e.events += 1;
             e.last_ts = ts;
             if let Some(np) = np {
@@ -216,7 +212,10 @@ pub fn to_json(set: &TraceSet, sum: &Summary) -> String {
             }
             o.extend_from_slice(b"{\"name\":");
             write_str(&mut o, &c.name);
-            o.extend_from_slice(format!(",\"freq\":{},\"offset_s\":{},\"offset\":{},\"offset_ns\":{}}}", c.freq, c.offset_s, c.offset, c.offset_ns()).as_bytes());
+            o.extend_from_slice(
+                format!(",\"freq\":{},\"offset_s\":{},\"offset\":{},\"offset_ns\":{}}}", c.freq, c.offset_s, c.offset, c.offset_ns())
+                    .as_bytes(),
+            );
         }
         o.extend_from_slice(b"],\"event_classes\":");
         num(&mut o, t.md.events.len() as u64);

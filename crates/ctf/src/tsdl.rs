@@ -18,9 +18,7 @@ pub struct Token {
     pub line: u32,
 }
 
-const PUNCTS: &[&str] = &[
-    "...", ":=", "{", "}", "[", "]", "(", ")", ";", ",", "=", "<", ">", ".", ":", "-", "+", "*",
-];
+const PUNCTS: &[&str] = &["...", ":=", "{", "}", "[", "]", "(", ")", ";", ",", "=", "<", ">", ".", ":", "-", "+", "*"];
 
 pub fn lex(src: &str) -> std::result::Result<Vec<Token>, (u32, String)> {
     let b = src.as_bytes();
@@ -88,8 +86,7 @@ pub fn lex(src: &str) -> std::result::Result<Vec<Token>, (u32, String)> {
             while i < b.len() && (b[i] == b'u' || b[i] == b'U' || b[i] == b'l' || b[i] == b'L') {
                 i += 1;
             }
-            let v = i128::from_str_radix(digits, radix)
-                .map_err(|_| (line, format!("bad integer literal '{}'", &src[s..i])))?;
+            let v = i128::from_str_radix(digits, radix).map_err(|_| (line, format!("bad integer literal '{}'", &src[s..i])))?;
             out.push(Token { tok: Tok::Int(v), line });
             continue;
         }
@@ -204,10 +201,22 @@ pub struct FieldDecl {
 
 #[derive(Debug, Clone)]
 pub enum Decl {
-    Block { kind: String, attrs: Vec<Attr>, line: u32 },
-    TypeAlias { ty: TypeSpec, dims: Vec<Dim>, name: String, line: u32 },
+    Block {
+        kind: String,
+        attrs: Vec<Attr>,
+        line: u32,
+    },
+    TypeAlias {
+        ty: TypeSpec,
+        dims: Vec<Dim>,
+        name: String,
+        line: u32,
+    },
     /// A named struct/enum/variant declared at top level (`struct x {...};`).
-    TypeDef { ty: TypeSpec, line: u32 },
+    TypeDef {
+        ty: TypeSpec,
+        line: u32,
+    },
 }
 
 pub struct Parser<'a> {

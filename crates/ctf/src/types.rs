@@ -193,10 +193,13 @@ impl Resolver {
                     }
                 }
                 if !((f.exp_dig == 8 && f.mant_dig == 24) || (f.exp_dig == 11 && f.mant_dig == 53)) {
-                    return Err((line, format!(
-                        "floating point with exp_dig={} mant_dig={} is not supported (only 32- and 64-bit IEEE 754)",
-                        f.exp_dig, f.mant_dig
-                    )));
+                    return Err((
+                        line,
+                        format!(
+                            "floating point with exp_dig={} mant_dig={} is not supported (only 32- and 64-bit IEEE 754)",
+                            f.exp_dig, f.mant_dig
+                        ),
+                    ));
                 }
                 check_align(f.align, line)?;
                 Ok(Ty::Float(f))
@@ -265,26 +268,13 @@ impl Resolver {
                 }
                 Ok(Ty::Variant(Box::new(base)))
             }
-            TypeSpec::Named(n) => self
-                .aliases
-                .get(n)
-                .cloned()
-                .ok_or((line, format!("unknown type '{}'", n))),
+            TypeSpec::Named(n) => self.aliases.get(n).cloned().ok_or((line, format!("unknown type '{}'", n))),
         }
     }
 
     fn integer(&self, attrs: &[Attr], line: u32) -> RResult<IntTy> {
-        let mut t = IntTy {
-            size: 0,
-            align: 0,
-            signed: false,
-            le: self.native_le,
-            base: 10,
-            text: false,
-            clock: None,
-            role: Role::None,
-            reg: None,
-        };
+        let mut t =
+            IntTy { size: 0, align: 0, signed: false, le: self.native_le, base: 10, text: false, clock: None, role: Role::None, reg: None };
         for a in attrs {
             match a.key.as_str() {
                 "size" => t.size = int_attr(a)? as u32,
@@ -536,9 +526,7 @@ impl Linker {
                 v.tag_signed = e.signed;
                 v.ranges.clear();
                 for (lo, hi, label) in maps.iter() {
-                    let idx = v.options.iter().position(|o| {
-                        o.raw == *label || o.name == *label || o.raw == format!("_{}", label)
-                    });
+                    let idx = v.options.iter().position(|o| o.raw == *label || o.name == *label || o.raw == format!("_{}", label));
                     if let Some(idx) = idx {
                         v.ranges.push((*lo, *hi, idx as u32));
                     }
@@ -602,9 +590,22 @@ fn descend(entries: &[Entry], parts: &[&str]) -> Option<Entry> {
 #[derive(Debug, Clone)]
 pub enum Op {
     Align(u32),
-    Int { size: u32, align: u32, le: bool, signed: bool, role: Role, reg: Option<u32> },
-    F32 { align: u32, le: bool },
-    F64 { align: u32, le: bool },
+    Int {
+        size: u32,
+        align: u32,
+        le: bool,
+        signed: bool,
+        role: Role,
+        reg: Option<u32>,
+    },
+    F32 {
+        align: u32,
+        le: bool,
+    },
+    F64 {
+        align: u32,
+        le: bool,
+    },
     Str,
     Text(u64),
     /// Anything with a data-dependent shape (sequences, variants, large arrays).
@@ -618,7 +619,9 @@ pub fn compile(ty: &Ty, out: &mut Vec<Op>) {
             let i = &e.int;
             out.push(Op::Int { size: i.size, align: i.align, le: i.le, signed: i.signed, role: i.role, reg: i.reg })
         }
-        Ty::Float(f) => out.push(if f.mant_dig == 24 { Op::F32 { align: f.align, le: f.le } } else { Op::F64 { align: f.align, le: f.le } }),
+        Ty::Float(f) => {
+            out.push(if f.mant_dig == 24 { Op::F32 { align: f.align, le: f.le } } else { Op::F64 { align: f.align, le: f.le } })
+        }
         Ty::Str => out.push(Op::Str),
         Ty::Struct(s) => {
             if s.align > 1 {
@@ -650,13 +653,7 @@ const MAX_PROGRAM_OPS: u64 = 1 << 14;
 /// An upper bound of the number of operations `compile` emits for `ty`.
 fn flat_ops(ty: &Ty) -> u64 {
     match ty {
-        Ty::Struct(s) => s.fields.iter().fold(1u64, |n, f| {
-            if n > MAX_PROGRAM_OPS {
-                n
-            } else {
-                n.saturating_add(flat_ops(&f.ty))
-            }
-        }),
+        Ty::Struct(s) => s.fields.iter().fold(1u64, |n, f| if n > MAX_PROGRAM_OPS { n } else { n.saturating_add(flat_ops(&f.ty)) }),
         Ty::Array { elem, len, text: false } if *len <= 32 && !matches!(**elem, Ty::Seq { .. } | Ty::Variant(_)) => {
             len.saturating_mul(flat_ops(elem)).max(1)
         }

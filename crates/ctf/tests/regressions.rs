@@ -96,10 +96,7 @@ fn packet_size_near_2_pow_64_is_read_like_a_truncated_packet() {
     let (dir, file) = stream_input("stream-packet-size-overflow.bin");
     let (lines, warnings) = dump_all(dir.path().to_path_buf());
     let payloads: Vec<String> = lines.iter().map(|l| json_member(l, "payload")).collect();
-    assert_eq!(
-        payloads,
-        vec![r#"{"_msg_length":2,"msg":"hi"}"#, r#"{"_msg_length":3,"msg":"abc"}"#]
-    );
+    assert_eq!(payloads, vec![r#"{"_msg_length":2,"msg":"hi"}"#, r#"{"_msg_length":3,"msg":"abc"}"#]);
     let prefix = format!("{}: at byte 98: ", file.display());
     assert!(warnings.iter().any(|w| w.starts_with(&prefix)), "{:?}", warnings);
 }
@@ -167,7 +164,10 @@ fn absurd_packet_sequence_numbers_do_not_overflow_the_lost_packet_count() {
     // 2^63 - 1 packets overflowed the sum (wrapped to a small, wrong count;
     // panic with overflow checks), and u64::MAX + 1 overflowed.
     let dir = TempDir::new("seqabsurd");
-    dir.write("metadata", std_metadata("le", r#"event { id = 0; name = "e"; stream_id = 0; fields := struct { uint8_t x; }; };"#).as_bytes());
+    dir.write(
+        "metadata",
+        std_metadata("le", r#"event { id = 0; name = "e"; stream_id = 0; fields := struct { uint8_t x; }; };"#).as_bytes(),
+    );
     let mut file = Vec::new();
     for (k, seq) in [0u64, 1 << 63, 0, 1 << 63, 0, 1 << 63, u64::MAX, 3].iter().enumerate() {
         let mut pk = Pkt::new(false);

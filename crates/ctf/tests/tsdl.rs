@@ -35,8 +35,20 @@ fn ints_trace(be: bool) {
     let dir = TempDir::new(if be { "ints-be" } else { "ints-le" });
     dir.write("metadata", std_metadata(if be { "be" } else { "le" }, &ints_event(!be)).as_bytes());
     // Bytes written literally, native order first, then the other order.
-    let native = |le: &[u8], be_: &[u8]| -> Vec<u8> { if be { be_.to_vec() } else { le.to_vec() } };
-    let other = |le: &[u8], be_: &[u8]| -> Vec<u8> { if be { le.to_vec() } else { be_.to_vec() } };
+    let native = |le: &[u8], be_: &[u8]| -> Vec<u8> {
+        if be {
+            be_.to_vec()
+        } else {
+            le.to_vec()
+        }
+    };
+    let other = |le: &[u8], be_: &[u8]| -> Vec<u8> {
+        if be {
+            le.to_vec()
+        } else {
+            be_.to_vec()
+        }
+    };
     let mut p = Vec::new();
     p.extend(native(&[0x34, 0x12], &[0x12, 0x34])); // u16n = 0x1234 = 4660
     p.extend(other(&[0x34, 0x12], &[0x12, 0x34])); // u16o = 4660
@@ -99,8 +111,7 @@ const BITS_EVENT: &str = r#"event {
 // a = 5, b = 19, c = 421 (0x1A5), d = -3 (7 bits: 0x7D), h = 1,
 // i = 0x0123456789ABCDEF, z = 0x42 (byte-aligned: byte 12 of the payload),
 // e = -8 (4 bits: 0x8), f = 7.
-const BITS_EXPECTED: &str =
-    r#"{"a":5,"b":19,"c":421,"d":-3,"h":1,"i":81985529216486895,"z":66,"e":-8,"f":7}"#;
+const BITS_EXPECTED: &str = r#"{"a":5,"b":19,"c":421,"d":-3,"h":1,"i":81985529216486895,"z":66,"e":-8,"f":7}"#;
 
 #[test]
 fn bitfields_little_endian() {
@@ -111,9 +122,7 @@ fn bitfields_little_endian() {
     // byte 13 = e | f << 4 = 0x08 | 0x70 = 0x78.
     let dir = TempDir::new("bits-le");
     dir.write("metadata", std_metadata("le", BITS_EVENT).as_bytes());
-    let payload = [
-        0x9D, 0xA5, 0xFB, 0xDF, 0x9B, 0x57, 0x13, 0xCF, 0x8A, 0x46, 0x02, 0x00, 0x42, 0x78,
-    ];
+    let payload = [0x9D, 0xA5, 0xFB, 0xDF, 0x9B, 0x57, 0x13, 0xCF, 0x8A, 0x46, 0x02, 0x00, 0x42, 0x78];
     let mut pk = Pkt::new(false);
     pk.ts_begin = 5;
     dir.write("chan_0", &pk.build(&ev(false, 0, 7, &payload)));
@@ -131,9 +140,7 @@ fn bitfields_big_endian() {
     // byte 13 = e << 4 | f = 0x80 | 0x07 = 0x87.
     let dir = TempDir::new("bits-be");
     dir.write("metadata", std_metadata("be", BITS_EVENT).as_bytes());
-    let payload = [
-        0xB3, 0xD2, 0xFD, 0x80, 0x91, 0xA2, 0xB3, 0xC4, 0xD5, 0xE6, 0xF7, 0x80, 0x42, 0x87,
-    ];
+    let payload = [0xB3, 0xD2, 0xFD, 0x80, 0x91, 0xA2, 0xB3, 0xC4, 0xD5, 0xE6, 0xF7, 0x80, 0x42, 0x87];
     let mut pk = Pkt::new(true);
     pk.ts_begin = 5;
     dir.write("chan_0", &pk.build(&ev(true, 0, 7, &payload)));
@@ -145,10 +152,7 @@ fn bitfields_big_endian() {
 /// Metadata with an LTTng-like compact event header: 5-bit id, 27-bit
 /// timestamp mapped to the clock.
 fn compact_metadata() -> String {
-    let md = std_metadata(
-        "le",
-        r#"event { id = 3; name = "tick"; stream_id = 0; fields := struct { uint8_t k; }; };"#,
-    );
+    let md = std_metadata("le", r#"event { id = 3; name = "tick"; stream_id = 0; fields := struct { uint8_t k; }; };"#);
     md.replace(
         "event.header := struct {\n        uint8_t id;\n        uint64_clock_t timestamp;\n    };",
         "event.header := struct {\n        integer { size = 5; align = 1; signed = false; } id;\n        integer { size = 27; align = 1; signed = false; map = clock.c.value; } timestamp;\n    };",
@@ -380,8 +384,7 @@ event {
     assert_eq!(d.payloads(), vec![r#"{"a":1,"s":{"b":2},"c":3}"#, r#"{"a":4,"s":{"b":5},"c":6}"#]);
 }
 
-const SIMPLE_EVENT: &str =
-    r#"event { id = 0; name = "e"; stream_id = 0; fields := struct { uint32_t x; }; };"#;
+const SIMPLE_EVENT: &str = r#"event { id = 0; name = "e"; stream_id = 0; fields := struct { uint32_t x; }; };"#;
 
 fn x(v: u32) -> Vec<u8> {
     v.to_le_bytes().to_vec()
@@ -408,16 +411,9 @@ fn truncated_stream_file_keeps_events_before_the_cut() {
     dir.write("chan_1", &pk1.build(&evs1));
     let d = dump(dir.path());
     assert_eq!(d.ts, vec![10, 15, 20, 25]);
-    assert_eq!(
-        d.payloads(),
-        vec![r#"{"x":1}"#, r#"{"x":100}"#, r#"{"x":2}"#, r#"{"x":200}"#]
-    );
+    assert_eq!(d.payloads(), vec![r#"{"x":1}"#, r#"{"x":100}"#, r#"{"x":2}"#, r#"{"x":200}"#]);
     let p = path.display().to_string();
-    assert!(
-        d.warnings.iter().any(|w| w.starts_with(&format!("{}: at byte 0: ", p)) && w.contains("truncated")),
-        "{:?}",
-        d.warnings
-    );
+    assert!(d.warnings.iter().any(|w| w.starts_with(&format!("{}: at byte 0: ", p)) && w.contains("truncated")), "{:?}", d.warnings);
     assert!(
         d.warnings.iter().any(|w| w.starts_with(&format!("{}: at byte {}: ", p, third))),
         "no warning at byte {}: {:?}",
@@ -460,10 +456,7 @@ fn wrong_magic_in_the_first_packet_yields_no_event_and_a_warning() {
     let path = dir.write("chan_0", &pk.build(&ev(false, 0, 10, &x(1))));
     let d = dump(dir.path());
     assert!(d.lines.is_empty());
-    assert_eq!(d.warnings, vec![format!(
-        "{}: at byte 0: wrong packet magic number 0x12345678 (expected 0xc1fc1fc1)",
-        path.display()
-    )]);
+    assert_eq!(d.warnings, vec![format!("{}: at byte 0: wrong packet magic number 0x12345678 (expected 0xc1fc1fc1)", path.display())]);
 }
 
 #[test]

@@ -215,7 +215,9 @@ pub fn causal_links(ix: &Index, policy: Policy) -> Vec<CausalLink> {
                         for &c in ix.sub_callbacks(s) {
                             let cand = if c == cb { Some(r) } else { ix.latest_run_before(c, t_run + 1, false) };
                             if let Some(x) = cand {
-                                if m.run_start[x as usize] > since && best.map_or(true, |b| m.run_start[x as usize] > m.run_start[b as usize]) {
+                                if m.run_start[x as usize] > since
+                                    && best.map_or(true, |b| m.run_start[x as usize] > m.run_start[b as usize])
+                                {
                                     best = Some(x);
                                 }
                             }
@@ -310,11 +312,19 @@ pub fn message_graph(ix: &Index, links: &[CausalLink], start_pub: i64, forward: 
     }
     let node_of_pub = |p: i64| -> i64 {
         let pu = m.pb_publisher[p as usize];
-        if pu >= 0 { m.pub_node[pu as usize] } else { NONE }
+        if pu >= 0 {
+            m.pub_node[pu as usize]
+        } else {
+            NONE
+        }
     };
     let node_of_run = |r: i64| -> i64 {
         let c = m.run_cb[r as usize];
-        if c >= 0 { m.cb_node[c as usize] } else { NONE }
+        if c >= 0 {
+            m.cb_node[c as usize]
+        } else {
+            NONE
+        }
     };
     let mut g = Graph::default();
     let mut seen_p: HashSet<i64> = HashSet::new();
@@ -440,7 +450,11 @@ impl<'a, 'b> Search<'a, 'b> {
         let topic_of_cb: Vec<i64> = (0..m.cb_node.len())
             .map(|c| {
                 let s = m.cb_sub[c];
-                if s >= 0 { m.sub_topic[s as usize] } else { NONE }
+                if s >= 0 {
+                    m.sub_topic[s as usize]
+                } else {
+                    NONE
+                }
             })
             .collect();
         let mut implicit_in: HashMap<i64, Vec<i64>> = HashMap::new();
@@ -472,7 +486,11 @@ impl<'a, 'b> Search<'a, 'b> {
     fn topic_of_pub(&self, p: i64) -> i64 {
         let m = self.ix.m;
         let pu = m.pb_publisher[p as usize];
-        if pu >= 0 { m.pub_topic[pu as usize] } else { NONE }
+        if pu >= 0 {
+            m.pub_topic[pu as usize]
+        } else {
+            NONE
+        }
     }
 
     /// D_pc: the run that published `p` (known exactly from the thread's stack).
@@ -560,7 +578,14 @@ impl<'a, 'b> Search<'a, 'b> {
     /// Reads the data flows out of a tree: root-to-node paths (backward in time)
     /// that end at a run which published on an input topic, honouring the visited
     /// set (no callback or topic twice on a path).
-    fn flows(&self, t: &Tree, path: &mut Vec<(char, i64)>, vis_cb: &mut Vec<i64>, vis_topic: &mut Vec<i64>, out: &mut Vec<Vec<(char, i64)>>) {
+    fn flows(
+        &self,
+        t: &Tree,
+        path: &mut Vec<(char, i64)>,
+        vis_cb: &mut Vec<i64>,
+        vis_topic: &mut Vec<i64>,
+        out: &mut Vec<Vec<(char, i64)>>,
+    ) {
         if out.len() >= self.o.max_flows_per_output {
             return;
         }
@@ -627,7 +652,14 @@ fn breakdown(m: &Model, steps: &[(char, i64)]) -> DataFlow {
             _ => {}
         }
     }
-    DataFlow { steps: steps.to_vec(), start: t_of(steps[0]), end: t_of(*steps.last().unwrap()), communication: com, idle, computation: calc }
+    DataFlow {
+        steps: steps.to_vec(),
+        start: t_of(steps[0]),
+        end: t_of(*steps.last().unwrap()),
+        communication: com,
+        idle,
+        computation: calc,
+    }
 }
 
 /// A distinct segment of the data flows: communication (publication -> run),
@@ -715,10 +747,12 @@ pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow
     let mut s = Search::new(ix, o);
     let mut flows = 0usize;
     let mut outputs = 0;
-    let mut order: Vec<i64> = (0..m.pb_ts.len() as i64).filter(|&p| {
-        let t = s.topic_of_pub(p);
-        t >= 0 && o.is_output_topic[t as usize]
-    }).collect();
+    let mut order: Vec<i64> = (0..m.pb_ts.len() as i64)
+        .filter(|&p| {
+            let t = s.topic_of_pub(p);
+            t >= 0 && o.is_output_topic[t as usize]
+        })
+        .collect();
     order.sort_by_key(|&p| (m.pb_ts[p as usize], p));
     let mut max_span: i64 = 0;
     let mut peak_cache = 0usize;

@@ -387,7 +387,17 @@ impl Builder {
                 return p;
             }
         }
-        self.procs.push(Proc { included: true, host, pid, procname: procname.to_string(), first: ts, last: ts, events: 1, runtime_seen: false, trace });
+        self.procs.push(Proc {
+            included: true,
+            host,
+            pid,
+            procname: procname.to_string(),
+            first: ts,
+            last: ts,
+            events: 1,
+            runtime_seen: false,
+            trace,
+        });
         let p = self.procs.len() - 1;
         self.proc_of.insert((host, pid), p);
         p
@@ -400,7 +410,18 @@ impl Builder {
             th.events += 1;
             return t;
         }
-        self.threads.push(Thread { proc, tid, first: ts, last: ts, events: 1, stack: vec![], pending_pub: None, pending_take: None, exec: None, queue_depth: 0 });
+        self.threads.push(Thread {
+            proc,
+            tid,
+            first: ts,
+            last: ts,
+            events: 1,
+            stack: vec![],
+            pending_pub: None,
+            pending_take: None,
+            exec: None,
+            queue_depth: 0,
+        });
         let t = self.threads.len() - 1;
         self.thread_of.insert((proc, tid), t);
         t
@@ -511,7 +532,16 @@ impl Builder {
                 }
             }
             NodeInit => {
-                let o = Obj { proc: p, handle: fu(0).unwrap_or(0), rmw_handle: fu(1), name: ft(2), ns: ft(3), ts: Some(ts), kind: "node", ..Default::default() };
+                let o = Obj {
+                    proc: p,
+                    handle: fu(0).unwrap_or(0),
+                    rmw_handle: fu(1),
+                    name: ft(2),
+                    ns: ft(3),
+                    ts: Some(ts),
+                    kind: "node",
+                    ..Default::default()
+                };
                 Self::init_obj(&mut self.nodes, &mut self.node_of, o, caret_repeat);
             }
             RmwPubInit | RmwSubInit | RmwClientInit => {
@@ -560,7 +590,17 @@ impl Builder {
                 let kind = if ci.ev == SrvInit { "service" } else { "client" };
                 let rmw = fu(2);
                 let gid = rmw.and_then(|r| self.gid_of.get(&(p, r)).cloned());
-                let o = Obj { proc: p, node, handle: fu(0).unwrap_or(0), rmw_handle: rmw, name: ft(3), gid, ts: Some(ts), kind, ..Default::default() };
+                let o = Obj {
+                    proc: p,
+                    node,
+                    handle: fu(0).unwrap_or(0),
+                    rmw_handle: rmw,
+                    name: ft(3),
+                    gid,
+                    ts: Some(ts),
+                    kind,
+                    ..Default::default()
+                };
                 if ci.ev == SrvInit {
                     Self::init_obj(&mut self.services, &mut self.service_of, o, caret_repeat);
                 } else {
@@ -678,7 +718,14 @@ impl Builder {
                     Some(pi) => pi,
                     None => {
                         let run = self.threads[th].stack.last().copied();
-                        self.publications.push(Publication { thread: th, run, ts, message: msg, intra: ci.ev == RclcppIntraPublish, ..Default::default() });
+                        self.publications.push(Publication {
+                            thread: th,
+                            run,
+                            ts,
+                            message: msg,
+                            intra: ci.ev == RclcppIntraPublish,
+                            ..Default::default()
+                        });
                         self.publications.len() - 1
                     }
                 };
@@ -720,7 +767,17 @@ impl Builder {
                 if let (Some(b), Some(idx)) = (fu(0), fu(1)) {
                     let pubi = self.rb_slot.get(&(p, b, idx)).copied();
                     let sub = self.buffer_ipb.get(&(p, b)).and_then(|ipb| self.ipb_sub.get(&(p, *ipb))).copied();
-                    self.takes.push(Take { sub, thread: th, ts, message: 0, taken: true, intra: true, publication: pubi, method: pubi.map(|_| M_INTRA_RB), ..Default::default() });
+                    self.takes.push(Take {
+                        sub,
+                        thread: th,
+                        ts,
+                        message: 0,
+                        taken: true,
+                        intra: true,
+                        publication: pubi,
+                        method: pubi.map(|_| M_INTRA_RB),
+                        ..Default::default()
+                    });
                     self.threads[th].pending_take = Some(self.takes.len() - 1);
                 }
             }
@@ -729,14 +786,33 @@ impl Builder {
                 let c = self.cb(p, fu(1).unwrap_or(0));
                 let sub = if self.cbs[c].kind == "subscription" { self.cbs[c].owner } else { None };
                 let pubi = self.intra_msg.get(&(p, msg)).copied();
-                self.takes.push(Take { sub, thread: th, ts, message: msg, taken: true, intra: true, publication: pubi, method: pubi.map(|_| M_INTRA_MSG), ..Default::default() });
+                self.takes.push(Take {
+                    sub,
+                    thread: th,
+                    ts,
+                    message: msg,
+                    taken: true,
+                    intra: true,
+                    publication: pubi,
+                    method: pubi.map(|_| M_INTRA_MSG),
+                    ..Default::default()
+                });
                 self.threads[th].pending_take = Some(self.takes.len() - 1);
             }
             CaretDispatch => {
                 let msg = fu(0).unwrap_or(0);
                 let c = self.cb(p, fu(1).unwrap_or(0));
                 let sub = if self.cbs[c].kind == "subscription" { self.cbs[c].owner } else { None };
-                self.takes.push(Take { sub, thread: th, ts, message: msg, src_ts: fi(2), taken: true, method: Some(M_CARET), ..Default::default() });
+                self.takes.push(Take {
+                    sub,
+                    thread: th,
+                    ts,
+                    message: msg,
+                    src_ts: fi(2),
+                    taken: true,
+                    method: Some(M_CARET),
+                    ..Default::default()
+                });
                 self.threads[th].pending_take = Some(self.takes.len() - 1);
             }
             RmwTake => {
@@ -751,7 +827,17 @@ impl Builder {
                         i
                     }
                 });
-                self.takes.push(Take { sub, thread: th, ts, rmw_ts: Some(ts), message: fu(1).unwrap_or(0), src_ts: fi(2), taken, method: Some(M_RMW_TS), ..Default::default() });
+                self.takes.push(Take {
+                    sub,
+                    thread: th,
+                    ts,
+                    rmw_ts: Some(ts),
+                    message: fu(1).unwrap_or(0),
+                    src_ts: fi(2),
+                    taken,
+                    method: Some(M_RMW_TS),
+                    ..Default::default()
+                });
                 if taken {
                     self.threads[th].pending_take = Some(self.takes.len() - 1);
                 }
@@ -790,7 +876,16 @@ impl Builder {
                 let sub = match topic.clone().and_then(|t| self.ros1_sub_by_topic.get(&(p, t)).copied()) {
                     Some(i) => i,
                     None => {
-                        self.subs.push(Obj { proc: p, name: topic.clone(), depth: fi(4), ts: Some(ts), known: true, kind: "subscription", handle: fu(0).unwrap_or(0), ..Default::default() });
+                        self.subs.push(Obj {
+                            proc: p,
+                            name: topic.clone(),
+                            depth: fi(4),
+                            ts: Some(ts),
+                            known: true,
+                            kind: "subscription",
+                            handle: fu(0).unwrap_or(0),
+                            ..Default::default()
+                        });
                         let i = self.subs.len() - 1;
                         if let Some(t) = topic {
                             self.ros1_sub_by_topic.insert((p, t), i);
@@ -804,7 +899,16 @@ impl Builder {
             Ros1TimerAdded => {
                 let c = self.cb(p, fu(0).unwrap_or(0));
                 let period = fi(3).unwrap_or(0) * 1_000_000_000 + fi(4).unwrap_or(0);
-                self.timers.push(Obj { proc: p, handle: fu(0).unwrap_or(0), period: Some(period), ts: Some(ts), known: true, kind: "timer", node: self.node_of.get(&(p, 0)).copied(), ..Default::default() });
+                self.timers.push(Obj {
+                    proc: p,
+                    handle: fu(0).unwrap_or(0),
+                    period: Some(period),
+                    ts: Some(ts),
+                    known: true,
+                    kind: "timer",
+                    node: self.node_of.get(&(p, 0)).copied(),
+                    ..Default::default()
+                });
                 let t = self.timers.len() - 1;
                 self.cbs[c].kind = "timer";
                 self.cbs[c].owner = Some(t);
@@ -861,7 +965,15 @@ impl Builder {
                     Some(t) => match self.ros1_pub_by_topic.get(&(p, t.clone())) {
                         Some(&i) => Some(i),
                         None => {
-                            self.pubs.push(Obj { proc: p, name: Some(t.clone()), known: false, kind: "publisher", node: self.node_of.get(&(p, 0)).copied(), ts: Some(ts), ..Default::default() });
+                            self.pubs.push(Obj {
+                                proc: p,
+                                name: Some(t.clone()),
+                                known: false,
+                                kind: "publisher",
+                                node: self.node_of.get(&(p, 0)).copied(),
+                                ts: Some(ts),
+                                ..Default::default()
+                            });
                             let i = self.pubs.len() - 1;
                             self.ros1_pub_by_topic.insert((p, t), i);
                             Some(i)
@@ -870,7 +982,15 @@ impl Builder {
                     None => None,
                 };
                 let run = self.threads[th].stack.last().copied();
-                self.publications.push(Publication { publisher, thread: th, run, ts, rclcpp_ts: Some(ts), message: fu(1).unwrap_or(0), ..Default::default() });
+                self.publications.push(Publication {
+                    publisher,
+                    thread: th,
+                    run,
+                    ts,
+                    rclcpp_ts: Some(ts),
+                    message: fu(1).unwrap_or(0),
+                    ..Default::default()
+                });
             }
             MsgLinkPeriodic | MsgLinkPartial => {
                 let md = &set.traces[s.trace].md;
@@ -894,21 +1014,55 @@ impl Builder {
                 let node = node_name.map(|n| self.r1_node(p, n, ts));
                 match ci.ev {
                     R1PubInit => {
-                        let o = Obj { proc: p, node, handle: fu(0).unwrap_or(0), name: ft(2), depth: fi(3), ts: Some(ts), kind: "publisher", ..Default::default() };
+                        let o = Obj {
+                            proc: p,
+                            node,
+                            handle: fu(0).unwrap_or(0),
+                            name: ft(2),
+                            depth: fi(3),
+                            ts: Some(ts),
+                            kind: "publisher",
+                            ..Default::default()
+                        };
                         Self::init_obj(&mut self.pubs, &mut self.pub_of, o, false);
                     }
                     R1SubInit => {
-                        let o = Obj { proc: p, node, handle: fu(0).unwrap_or(0), name: ft(3), depth: fi(4), ts: Some(ts), kind: "subscription", ..Default::default() };
+                        let o = Obj {
+                            proc: p,
+                            node,
+                            handle: fu(0).unwrap_or(0),
+                            name: ft(3),
+                            depth: fi(4),
+                            ts: Some(ts),
+                            kind: "subscription",
+                            ..Default::default()
+                        };
                         let sub = Self::init_obj(&mut self.subs, &mut self.sub_of, o, false);
                         self.cb_added(p, fu(1).unwrap_or(0), "subscription", sub, ts);
                     }
                     R1TimerInit => {
-                        let o = Obj { proc: p, node, handle: fu(0).unwrap_or(0), period: fi(3), ts: Some(ts), kind: "timer", ..Default::default() };
+                        let o = Obj {
+                            proc: p,
+                            node,
+                            handle: fu(0).unwrap_or(0),
+                            period: fi(3),
+                            ts: Some(ts),
+                            kind: "timer",
+                            ..Default::default()
+                        };
                         let t = Self::init_obj(&mut self.timers, &mut self.timer_of, o, false);
                         self.cb_added(p, fu(1).unwrap_or(0), "timer", t, ts);
                     }
                     _ => {
-                        let o = Obj { proc: p, node, handle: fu(0).unwrap_or(0), name: ft(3), ts: Some(ts), kind: "service", ..Default::default() };
+                        let o = Obj {
+                            proc: p,
+                            node,
+                            handle: fu(0).unwrap_or(0),
+                            name: ft(3),
+                            ts: Some(ts),
+                            kind: "service",
+                            ..Default::default()
+                        };
                         let sv = Self::init_obj(&mut self.services, &mut self.service_of, o, false);
                         self.cb_added(p, fu(1).unwrap_or(0), "service", sv, ts);
                     }
@@ -934,7 +1088,15 @@ impl Builder {
                 let publisher = fu(0).map(|h| Self::obj(&mut self.pubs, &mut self.pub_of, p, h, "publisher"));
                 let run = self.threads[th].stack.last().copied();
                 let msg = fu(2).unwrap_or(0);
-                self.publications.push(Publication { publisher, thread: th, run, ts, rclcpp_ts: Some(ts), message: msg, ..Default::default() });
+                self.publications.push(Publication {
+                    publisher,
+                    thread: th,
+                    run,
+                    ts,
+                    rclcpp_ts: Some(ts),
+                    message: msg,
+                    ..Default::default()
+                });
                 let pi = self.publications.len() - 1;
                 if let Some(id) = fu(1) {
                     self.r1_pub_by_id.insert((p, id), pi);
@@ -1005,7 +1167,19 @@ impl Builder {
                         None => (None, None),
                     };
                     let intra = publication.is_some();
-                    self.takes.push(Take { sub, thread: th, ts: qts, message: 0, taken: true, run: Some(r), intra, publication, r1_rx: rx, method: Some(M_ROS1_ROSCOPE), ..Default::default() });
+                    self.takes.push(Take {
+                        sub,
+                        thread: th,
+                        ts: qts,
+                        message: 0,
+                        taken: true,
+                        run: Some(r),
+                        intra,
+                        publication,
+                        r1_rx: rx,
+                        method: Some(M_ROS1_ROSCOPE),
+                        ..Default::default()
+                    });
                 }
             }
             R1CallbackEnd => {
@@ -1024,7 +1198,18 @@ impl Builder {
     /// An rcl publisher or subscription init event: a new object, registered by
     /// its rcl and rmw handles, with the GID its rmw init event gave.
     #[allow(clippy::too_many_arguments)]
-    fn endpoint_init(&mut self, kind: &'static str, p: usize, node: Option<u64>, handle: u64, rmw: Option<u64>, topic: Option<String>, depth: Option<i64>, ts: u64, repeat: bool) {
+    fn endpoint_init(
+        &mut self,
+        kind: &'static str,
+        p: usize,
+        node: Option<u64>,
+        handle: u64,
+        rmw: Option<u64>,
+        topic: Option<String>,
+        depth: Option<i64>,
+        ts: u64,
+        repeat: bool,
+    ) {
         let node = node.map(|n| Self::obj(&mut self.nodes, &mut self.node_of, p, n, "node"));
         let gid = rmw.and_then(|r| self.gid_of.get(&(p, r)).cloned());
         let o = Obj { proc: p, node, handle, rmw_handle: rmw, name: topic, depth, gid, ts: Some(ts), kind, ..Default::default() };
@@ -1127,7 +1312,12 @@ impl Builder {
             if let (Some(st), Some(topic)) = (t.src_ts, topic_of_take(t)) {
                 if let Some(cands) = by_stamp.get(&(topic, st)) {
                     // Normally one; with duplicates, the latest not after the take.
-                    let best = cands.iter().copied().filter(|&c| self.publications[c].ts <= t.ts).max_by_key(|&c| self.publications[c].ts).or(cands.first().copied());
+                    let best = cands
+                        .iter()
+                        .copied()
+                        .filter(|&c| self.publications[c].ts <= t.ts)
+                        .max_by_key(|&c| self.publications[c].ts)
+                        .or(cands.first().copied());
                     if let Some(pi) = best {
                         let m = if t.method == Some(M_CARET) { M_CARET } else { M_RMW_TS };
                         links.push((pi, Some(ti), t.run, m));
@@ -1187,13 +1377,26 @@ impl Builder {
             t.row().i(Some(i as i64)).s(Some(h)).done();
         }
         out.push(t);
-        let mut t = Table::new("traces", &[("trace_id", 'i'), ("host_id", 'i'), ("path", 's'), ("rel", 's'), ("domain", 's'), ("clock_offset_ns", 'i'), ("events_discarded", 'i'), ("packets_lost", 'i')]);
+        let mut t = Table::new(
+            "traces",
+            &[
+                ("trace_id", 'i'),
+                ("host_id", 'i'),
+                ("path", 's'),
+                ("rel", 's'),
+                ("domain", 's'),
+                ("clock_offset_ns", 'i'),
+                ("events_discarded", 'i'),
+                ("packets_lost", 'i'),
+            ],
+        );
         for (i, tr) in set.traces.iter().enumerate() {
             let dom = match tr.md.env.get("domain") {
                 Some(roscope_ctf::metadata::EnvValue::Str(s)) => Some(s.clone()),
                 _ => None,
             };
-            let (d, pl) = losses.iter().filter(|l| l.trace == i).fold((0u64, 0u64), |(a, b), l| (a + l.events_discarded, b + l.packets_lost));
+            let (d, pl) =
+                losses.iter().filter(|l| l.trace == i).fold((0u64, 0u64), |(a, b), l| (a + l.events_discarded, b + l.packets_lost));
             t.row()
                 .i(Some(i as i64))
                 .i(Some(self.trace_host[i] as i64))
@@ -1209,27 +1412,78 @@ impl Builder {
         let mut t = Table::new("lost", &[("trace_id", 'i'), ("stream", 's'), ("begin_ts", 'i'), ("end_ts", 'i'), ("events", 'i')]);
         for l in &losses {
             for (b, e, n) in &l.intervals {
-                t.row().i(Some(l.trace as i64)).s(l.files.first().map(|x| x.as_str())).i(Some(*b as i64)).i(Some(*e as i64)).i(Some(*n as i64)).done();
+                t.row()
+                    .i(Some(l.trace as i64))
+                    .s(l.files.first().map(|x| x.as_str()))
+                    .i(Some(*b as i64))
+                    .i(Some(*e as i64))
+                    .i(Some(*n as i64))
+                    .done();
             }
         }
         out.push(t);
-        let mut t = Table::new("processes", &[("proc_id", 'i'), ("host_id", 'i'), ("trace_id", 'i'), ("pid", 'i'), ("procname", 's'), ("first_ts", 'i'), ("last_ts", 'i'), ("events", 'i')]);
+        let mut t = Table::new(
+            "processes",
+            &[
+                ("proc_id", 'i'),
+                ("host_id", 'i'),
+                ("trace_id", 'i'),
+                ("pid", 'i'),
+                ("procname", 's'),
+                ("first_ts", 'i'),
+                ("last_ts", 'i'),
+                ("events", 'i'),
+            ],
+        );
         for (i, p) in self.procs.iter().enumerate() {
             if !p.included {
                 continue;
             }
-            t.row().i(Some(i as i64)).i(Some(p.host as i64)).i(Some(p.trace as i64)).i(Some(p.pid)).s(Some(&p.procname)).i(Some(p.first as i64)).i(Some(p.last as i64)).i(Some(p.events as i64)).done();
+            t.row()
+                .i(Some(i as i64))
+                .i(Some(p.host as i64))
+                .i(Some(p.trace as i64))
+                .i(Some(p.pid))
+                .s(Some(&p.procname))
+                .i(Some(p.first as i64))
+                .i(Some(p.last as i64))
+                .i(Some(p.events as i64))
+                .done();
         }
         out.push(t);
-        let mut t = Table::new("threads", &[("thread_id", 'i'), ("proc_id", 'i'), ("tid", 'i'), ("first_ts", 'i'), ("last_ts", 'i'), ("events", 'i')]);
+        let mut t = Table::new(
+            "threads",
+            &[("thread_id", 'i'), ("proc_id", 'i'), ("tid", 'i'), ("first_ts", 'i'), ("last_ts", 'i'), ("events", 'i')],
+        );
         for (i, th) in self.threads.iter().enumerate() {
-            t.row().i(Some(i as i64)).i(Some(th.proc as i64)).i(Some(th.tid)).i(Some(th.first as i64)).i(Some(th.last as i64)).i(Some(th.events as i64)).done();
+            t.row()
+                .i(Some(i as i64))
+                .i(Some(th.proc as i64))
+                .i(Some(th.tid))
+                .i(Some(th.first as i64))
+                .i(Some(th.last as i64))
+                .i(Some(th.events as i64))
+                .done();
         }
         out.push(t);
         let obj_table = |name: &'static str, idcol: &'static str, list: &Vec<Obj>| {
             let mut t = Table::new(
                 name,
-                &[(idcol, 'i'), ("proc_id", 'i'), ("node_id", 'i'), ("handle", 'u'), ("rmw_handle", 'u'), ("rclcpp_handle", 'u'), ("name", 's'), ("namespace", 's'), ("queue_depth", 'i'), ("gid", 's'), ("period_ns", 'i'), ("init_ts", 'i'), ("known", 'i')],
+                &[
+                    (idcol, 'i'),
+                    ("proc_id", 'i'),
+                    ("node_id", 'i'),
+                    ("handle", 'u'),
+                    ("rmw_handle", 'u'),
+                    ("rclcpp_handle", 'u'),
+                    ("name", 's'),
+                    ("namespace", 's'),
+                    ("queue_depth", 'i'),
+                    ("gid", 's'),
+                    ("period_ns", 'i'),
+                    ("init_ts", 'i'),
+                    ("known", 'i'),
+                ],
             );
             for (i, o) in list.iter().enumerate() {
                 t.row()
@@ -1256,7 +1510,20 @@ impl Builder {
         out.push(obj_table("timers", "timer_id", &self.timers));
         out.push(obj_table("services", "service_id", &self.services));
         out.push(obj_table("clients", "client_id", &self.clients));
-        let mut t = Table::new("callbacks", &[("callback_id", 'i'), ("proc_id", 'i'), ("handle", 'u'), ("symbol", 's'), ("kind", 's'), ("owner_id", 'i'), ("node_id", 'i'), ("init_ts", 'i'), ("known", 'i')]);
+        let mut t = Table::new(
+            "callbacks",
+            &[
+                ("callback_id", 'i'),
+                ("proc_id", 'i'),
+                ("handle", 'u'),
+                ("symbol", 's'),
+                ("kind", 's'),
+                ("owner_id", 'i'),
+                ("node_id", 'i'),
+                ("init_ts", 'i'),
+                ("known", 'i'),
+            ],
+        );
         for (i, c) in self.cbs.iter().enumerate() {
             let node = match (c.kind, c.owner) {
                 ("subscription", Some(o)) => self.subs[o].node,
@@ -1278,7 +1545,20 @@ impl Builder {
                 .done();
         }
         out.push(t);
-        let mut t = Table::new("callback_runs", &[("run_id", 'i'), ("callback_id", 'i'), ("thread_id", 'i'), ("start_ts", 'i'), ("end_ts", 'i'), ("duration_ns", 'i'), ("is_intra", 'i'), ("depth", 'i'), ("parent_run_id", 'i')]);
+        let mut t = Table::new(
+            "callback_runs",
+            &[
+                ("run_id", 'i'),
+                ("callback_id", 'i'),
+                ("thread_id", 'i'),
+                ("start_ts", 'i'),
+                ("end_ts", 'i'),
+                ("duration_ns", 'i'),
+                ("is_intra", 'i'),
+                ("depth", 'i'),
+                ("parent_run_id", 'i'),
+            ],
+        );
         for (i, r) in self.runs.iter().enumerate() {
             t.row()
                 .i(Some(i as i64))
@@ -1296,7 +1576,19 @@ impl Builder {
         self.runs = Vec::new();
         let mut t = Table::new(
             "publications",
-            &[("publication_id", 'i'), ("publisher_id", 'i'), ("thread_id", 'i'), ("run_id", 'i'), ("ts", 'i'), ("rclcpp_ts", 'i'), ("rcl_ts", 'i'), ("rmw_ts", 'i'), ("message", 'u'), ("source_ts", 'i'), ("is_intra", 'i')],
+            &[
+                ("publication_id", 'i'),
+                ("publisher_id", 'i'),
+                ("thread_id", 'i'),
+                ("run_id", 'i'),
+                ("ts", 'i'),
+                ("rclcpp_ts", 'i'),
+                ("rcl_ts", 'i'),
+                ("rmw_ts", 'i'),
+                ("message", 'u'),
+                ("source_ts", 'i'),
+                ("is_intra", 'i'),
+            ],
         );
         for (i, p) in self.publications.iter().enumerate() {
             t.row()
@@ -1317,7 +1609,20 @@ impl Builder {
         self.publications = Vec::new();
         let mut t = Table::new(
             "takes",
-            &[("take_id", 'i'), ("subscription_id", 'i'), ("thread_id", 'i'), ("run_id", 'i'), ("ts", 'i'), ("rmw_ts", 'i'), ("rcl_ts", 'i'), ("rclcpp_ts", 'i'), ("message", 'u'), ("source_ts", 'i'), ("taken", 'i'), ("is_intra", 'i')],
+            &[
+                ("take_id", 'i'),
+                ("subscription_id", 'i'),
+                ("thread_id", 'i'),
+                ("run_id", 'i'),
+                ("ts", 'i'),
+                ("rmw_ts", 'i'),
+                ("rcl_ts", 'i'),
+                ("rclcpp_ts", 'i'),
+                ("message", 'u'),
+                ("source_ts", 'i'),
+                ("taken", 'i'),
+                ("is_intra", 'i'),
+            ],
         );
         for (i, k) in self.takes.iter().enumerate() {
             t.row()
@@ -1347,7 +1652,10 @@ impl Builder {
             t.row().i(Some(i as i64)).i(Some(*p as i64)).s(Some(k)).i(Some(*ts as i64)).done();
         }
         out.push(t);
-        let mut t = Table::new("annotation_members", &[("annotation_id", 'i'), ("role", 's'), ("handle", 'u'), ("subscription_id", 'i'), ("publisher_id", 'i')]);
+        let mut t = Table::new(
+            "annotation_members",
+            &[("annotation_id", 'i'), ("role", 's'), ("handle", 'u'), ("subscription_id", 'i'), ("publisher_id", 'i')],
+        );
         for (i, (p, _, _, subs, pubs)) in self.annotations.iter().enumerate() {
             for h in subs {
                 let sid = self.sub_of.get(&(*p, *h)).or_else(|| self.sub_of_rclcpp.get(&(*p, *h))).map(|x| *x as i64);
@@ -1359,9 +1667,16 @@ impl Builder {
             }
         }
         out.push(t);
-        let mut t = Table::new("executor_states", &[("thread_id", 'i'), ("state", 's'), ("start_ts", 'i'), ("end_ts", 'i'), ("handle", 'u')]);
+        let mut t =
+            Table::new("executor_states", &[("thread_id", 'i'), ("state", 's'), ("start_ts", 'i'), ("end_ts", 'i'), ("handle", 'u')]);
         for e in &self.exec_states {
-            t.row().i(Some(e.thread as i64)).s(Some(EXEC_STATES[e.state as usize])).i(Some(e.start as i64)).i(Some(e.end as i64)).u(e.handle).done();
+            t.row()
+                .i(Some(e.thread as i64))
+                .s(Some(EXEC_STATES[e.state as usize]))
+                .i(Some(e.start as i64))
+                .i(Some(e.end as i64))
+                .u(e.handle)
+                .done();
         }
         out.push(t);
         let stats = vec![
@@ -1384,10 +1699,14 @@ fn seq_values(ty: Option<&roscope_ctf::types::Ty>, tape: &[Val], start: usize, n
         if f.name == name {
             return match &f.ty {
                 Ty::Seq { .. } => match tape.get(i) {
-                    Some(Val::Len(n)) => tape.get(i + 1..i + 1 + *n as usize).map(|v| v.iter().filter_map(|x| vu(Some(x))).collect()).unwrap_or_default(),
+                    Some(Val::Len(n)) => {
+                        tape.get(i + 1..i + 1 + *n as usize).map(|v| v.iter().filter_map(|x| vu(Some(x))).collect()).unwrap_or_default()
+                    }
                     _ => vec![],
                 },
-                Ty::Array { len, .. } => tape.get(i..i + *len as usize).map(|v| v.iter().filter_map(|x| vu(Some(x))).collect()).unwrap_or_default(),
+                Ty::Array { len, .. } => {
+                    tape.get(i..i + *len as usize).map(|v| v.iter().filter_map(|x| vu(Some(x))).collect()).unwrap_or_default()
+                }
                 _ => vec![],
             };
         }
@@ -1423,12 +1742,7 @@ pub fn build(set: &mut TraceSet, opts: Options, scope: Scope) -> Model {
         n += 1;
         if opts.progress && n % (1 << 20) == 0 {
             let (done, total) = set.progress();
-            eprint!(
-                "\rroscope: {:>6.1}%  {} events  {:.1} s",
-                100.0 * done as f64 / total.max(1) as f64,
-                n,
-                t0.elapsed().as_secs_f64()
-            );
+            eprint!("\rroscope: {:>6.1}%  {} events  {:.1} s", 100.0 * done as f64 / total.max(1) as f64, n, t0.elapsed().as_secs_f64());
         }
     }
     if opts.progress && n >= (1 << 20) {

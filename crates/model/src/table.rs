@@ -75,7 +75,6 @@ impl Table {
         Row { t: self, k: 0 }
     }
 
-
     pub fn finish(self) -> (String, Vec<Column>) {
         let cols = self
             .cols
@@ -84,9 +83,27 @@ impl Table {
                 let validity = if c.any_null { c.valid } else { Vec::new() };
                 debug_assert!(validity.is_empty() || validity.len() == self.rows);
                 match c.data {
-                    Data::I64(v) => Column { name: c.name.into(), kind: Kind::I64, values: v.iter().flat_map(|x| x.to_le_bytes()).collect(), offsets: vec![], validity },
-                    Data::U64(v) => Column { name: c.name.into(), kind: Kind::U64, values: v.iter().flat_map(|x| x.to_le_bytes()).collect(), offsets: vec![], validity },
-                    Data::F64(v) => Column { name: c.name.into(), kind: Kind::F64, values: v.iter().flat_map(|x| x.to_le_bytes()).collect(), offsets: vec![], validity },
+                    Data::I64(v) => Column {
+                        name: c.name.into(),
+                        kind: Kind::I64,
+                        values: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                        offsets: vec![],
+                        validity,
+                    },
+                    Data::U64(v) => Column {
+                        name: c.name.into(),
+                        kind: Kind::U64,
+                        values: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                        offsets: vec![],
+                        validity,
+                    },
+                    Data::F64(v) => Column {
+                        name: c.name.into(),
+                        kind: Kind::F64,
+                        values: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                        offsets: vec![],
+                        validity,
+                    },
                     Data::Str(b, o) => Column { name: c.name.into(), kind: Kind::Str, values: b, offsets: o, validity },
                 }
             })

@@ -203,9 +203,21 @@ fn columns_to_py(py: Python<'_>, cols: Vec<roscope_ctf::columns::Column>) -> PyR
 /// with columns as in `Trace.read_batches`.
 #[pyfunction]
 #[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None))]
-fn build_model(py: Python<'_>, paths: Vec<String>, heuristics: bool, progress: bool, record_ids: Option<Vec<String>>) -> PyResult<PyObject> {
+fn build_model(
+    py: Python<'_>,
+    paths: Vec<String>,
+    heuristics: bool,
+    progress: bool,
+    record_ids: Option<Vec<String>>,
+) -> PyResult<PyObject> {
     let mut set = TraceSet::open(&paths).map_err(err)?;
-    let model = py.allow_threads(|| roscope_model::build(&mut set, roscope_model::Options { heuristics, progress }, roscope_model::Scope { record_ids: record_ids.unwrap_or_default() }));
+    let model = py.allow_threads(|| {
+        roscope_model::build(
+            &mut set,
+            roscope_model::Options { heuristics, progress },
+            roscope_model::Scope { record_ids: record_ids.unwrap_or_default() },
+        )
+    });
     py.check_signals()?;
     let tables = PyList::empty_bound(py);
     for t in model.tables {
@@ -237,7 +249,11 @@ struct FlowModel {
 #[pymethods]
 impl FlowModel {
     #[new]
-    fn new(cols: std::collections::HashMap<String, Vec<u8>>, annotations: Vec<(i64, Vec<i64>, Vec<i64>)>, n_topics: usize) -> PyResult<Self> {
+    fn new(
+        cols: std::collections::HashMap<String, Vec<u8>>,
+        annotations: Vec<(i64, Vec<i64>, Vec<i64>)>,
+        n_topics: usize,
+    ) -> PyResult<Self> {
         let get = |k: &str| -> PyResult<Vec<i64>> {
             cols.get(k).map(|b| i64s(b)).ok_or_else(|| PyValueError::new_err(format!("missing column {}", k)))
         };
@@ -261,9 +277,15 @@ impl FlowModel {
             n_topics,
         };
         let n = |v: &Vec<i64>| v.len();
-        if n(&m.cb_node) != n(&m.cb_kind) || n(&m.cb_node) != n(&m.cb_sub) || n(&m.run_cb) != n(&m.run_start)
-            || n(&m.run_cb) != n(&m.run_end) || n(&m.pb_ts) != n(&m.pb_run) || n(&m.pb_ts) != n(&m.pb_publisher)
-            || n(&m.tl_pub) != n(&m.tl_run) || n(&m.sub_topic) != n(&m.sub_node) || n(&m.pub_topic) != n(&m.pub_node)
+        if n(&m.cb_node) != n(&m.cb_kind)
+            || n(&m.cb_node) != n(&m.cb_sub)
+            || n(&m.run_cb) != n(&m.run_start)
+            || n(&m.run_cb) != n(&m.run_end)
+            || n(&m.pb_ts) != n(&m.pb_run)
+            || n(&m.pb_ts) != n(&m.pb_publisher)
+            || n(&m.tl_pub) != n(&m.tl_run)
+            || n(&m.sub_topic) != n(&m.sub_node)
+            || n(&m.pub_topic) != n(&m.pub_node)
         {
             return Err(PyValueError::new_err("flow model columns have inconsistent lengths"));
         }
@@ -303,7 +325,8 @@ impl FlowModel {
             self.links = Some(roscope_flow::causal_links(&ix, roscope_flow::Policy::default()));
         }
         let g = roscope_flow::message_graph(&ix, self.links.as_ref().unwrap(), publication, forward, backward);
-        let edges: Vec<(String, i64, String, i64, &str)> = g.edges.iter().map(|e| (e.0.to_string(), e.1, e.2.to_string(), e.3, e.4)).collect();
+        let edges: Vec<(String, i64, String, i64, &str)> =
+            g.edges.iter().map(|e| (e.0.to_string(), e.1, e.2.to_string(), e.3, e.4)).collect();
         Ok((g.pubs, g.runs, edges).into_py(py))
     }
 
@@ -362,7 +385,19 @@ impl FlowModel {
                 });
                 let first_run = if f.steps[0].0 == 'r' { f.steps[0].1 } else { -1 };
                 let input_pub = f.steps.get(1).filter(|s| s.0 == 'p').map(|s| s.1).unwrap_or(-1);
-                let vals = [k as i64, pid, f.steps.last().unwrap().1, input_pub, first_run, f.start, f.end, f.end - f.start, f.communication, f.idle, f.computation];
+                let vals = [
+                    k as i64,
+                    pid,
+                    f.steps.last().unwrap().1,
+                    input_pub,
+                    first_run,
+                    f.start,
+                    f.end,
+                    f.end - f.start,
+                    f.communication,
+                    f.idle,
+                    f.computation,
+                ];
                 for (c, v) in fl.iter_mut().zip(vals) {
                     c.extend_from_slice(&v.to_le_bytes());
                 }
@@ -382,7 +417,16 @@ impl FlowModel {
                     c.extend_from_slice(&v.to_le_bytes());
                 }
             }
-            Out { flows: fl, steps: st, segs: sg, n: res.flows, outputs: res.outputs, trees: res.trees, hits: res.cache_hits, evicted: res.evicted }
+            Out {
+                flows: fl,
+                steps: st,
+                segs: sg,
+                n: res.flows,
+                outputs: res.outputs,
+                trees: res.trees,
+                hits: res.cache_hits,
+                evicted: res.evicted,
+            }
         });
         let secs = t0.elapsed().as_secs_f64();
         let mk = |names: &[&str], cols: Vec<Vec<u8>>| -> PyResult<Bound<'_, pyo3::types::PyDict>> {
@@ -392,8 +436,22 @@ impl FlowModel {
             }
             Ok(d)
         };
-        let flows = mk(&["flow_id", "path_id", "output_publication_id", "input_publication_id", "first_run_id", "start_ts", "end_ts",
-                         "latency_ns", "communication_ns", "idle_ns", "computation_ns"], out.flows)?;
+        let flows = mk(
+            &[
+                "flow_id",
+                "path_id",
+                "output_publication_id",
+                "input_publication_id",
+                "first_run_id",
+                "start_ts",
+                "end_ts",
+                "latency_ns",
+                "communication_ns",
+                "idle_ns",
+                "computation_ns",
+            ],
+            out.flows,
+        )?;
         let steps = mk(&["flow_id", "step", "is_run", "id"], out.steps)?;
         let sg = mk(&["kind", "a", "b", "duration_ns"], out.segs)?;
         let stats = pyo3::types::PyDict::new_bound(py);

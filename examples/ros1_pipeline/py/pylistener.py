@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 """rospy node /pylistener: subscribes /camera_py and /py_tick (rospy -> rospy)."""
 import rospy
-from std_msgs.msg import UInt64MultiArray
-
 from gt import GroundTruth
+from std_msgs.msg import UInt64MultiArray
 
 
 def main():

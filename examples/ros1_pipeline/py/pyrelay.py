@@ -2,9 +2,8 @@
 """rospy node /pyrelay: /camera (from roscpp) -> /camera_py (queued publisher), and a 5 Hz
 timer publishing /py_tick (unqueued publisher). Messages as in the C++ nodes."""
 import rospy
-from std_msgs.msg import UInt64MultiArray
-
 from gt import GroundTruth
+from std_msgs.msg import UInt64MultiArray
 
 CODE_RELAY, CODE_TICK = 30, 31
 

@@ -5,7 +5,6 @@ import sys
 import time
 
 
-
 def register(sub) -> None:
     p = sub.add_parser(
         "load",

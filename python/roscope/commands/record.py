@@ -7,11 +7,18 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from roscope.record import (DEFAULT_EVENTS, DEFAULT_NUM_SUBBUF, DEFAULT_SUBBUF_SIZE, RecordError,
-                            RecordOptions, find_tracer, record_command, start_session, stop_session)
+from roscope.record import (
+    DEFAULT_EVENTS,
+    DEFAULT_NUM_SUBBUF,
+    DEFAULT_SUBBUF_SIZE,
+    RecordError,
+    RecordOptions,
+    record_command,
+    start_session,
+    stop_session,
+)
 
 
 def register(sub) -> None:

@@ -6,7 +6,6 @@ import math
 import sys
 
 
-
 def register(sub) -> None:
     p = sub.add_parser(
         "stats",

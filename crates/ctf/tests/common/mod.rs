@@ -16,12 +16,7 @@ pub struct TempDir(pub PathBuf);
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
         static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "roscope-ctf-test-{}-{}-{}",
-            tag,
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
+        let p = std::env::temp_dir().join(format!("roscope-ctf-test-{}-{}-{}", tag, std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap();
         if std::env::var_os("ROSCOPE_KEEP_TEST_DIRS").is_some() {
