@@ -157,6 +157,10 @@ impl TraceSet {
     /// Advances to the next event in time order and returns the index of the
     /// stream holding it (`streams[i]` then describes the event), or None at
     /// the end.
+    // A cursor, not an Iterator: the index is only meaningful until the next
+    // call (the stream's current event is overwritten), so iterator adapters
+    // such as collect() would read stale state.
+    #[expect(clippy::should_implement_trait, reason = "a lending cursor over streams, not an Iterator")]
     pub fn next(&mut self) -> Option<usize> {
         if !self.started {
             self.started = true;

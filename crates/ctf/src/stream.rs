@@ -322,7 +322,7 @@ impl StreamReader {
         let remaining_bits = (file_len - off) * 8;
         let packet_bits = packet_bits.unwrap_or(content_bits.unwrap_or(remaining_bits));
         let content_bits = content_bits.unwrap_or(packet_bits);
-        if packet_bits == 0 || content_bits > packet_bits || packet_bits % 8 != 0 {
+        if packet_bits == 0 || content_bits > packet_bits || !packet_bits.is_multiple_of(8) {
             self.pos = self.pkt;
             return Err(DErr(format!("packet sizes are invalid (content {} bits, packet {} bits)", content_bits, packet_bits)));
         }
@@ -593,7 +593,7 @@ impl StreamReader {
 
 #[inline(never)]
 fn read_bits_slow(d: &[u8], byte: usize, shift: u32, size: u32, le: bool) -> u64 {
-    let nbytes = ((shift + size + 7) / 8) as usize;
+    let nbytes = (shift + size).div_ceil(8) as usize;
     let mut x: u128 = 0;
     if le {
         for k in (0..nbytes).rev() {

@@ -314,7 +314,7 @@ impl Resolver {
             return Err((line, format!("integer size {} is not supported (1 to 64 bits)", t.size)));
         }
         if t.align == 0 {
-            t.align = if t.size % 8 == 0 { 8 } else { 1 };
+            t.align = if t.size.is_multiple_of(8) { 8 } else { 1 };
         }
         check_align(t.align, line)?;
         Ok(t)
