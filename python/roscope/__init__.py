@@ -3,7 +3,12 @@
 The heavy lifting (CTF decoding, event -> model building) is in the Rust core,
 ``roscope._core``; this package holds the CLI, the Python API and the analyses.
 """
-__version__ = "0.1.0"
+try:  # one version source, Cargo.toml's [workspace.package] version: the core is built with it
+    from roscope._core import __version__ as __version__
+except ImportError:  # a core built before it exported its version: the installed package's metadata
+    from importlib.metadata import version as _dist_version
+
+    __version__ = _dist_version("roscope")
 
 
 def open(trace_or_db, **kwargs):  # noqa: A001 - roscope.open is the API's entry point

@@ -467,6 +467,7 @@ impl FlowModel {
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Trace>()?;
     m.add_function(wrap_pyfunction!(build_model, m)?)?;
     m.add_class::<FlowModel>()?;
