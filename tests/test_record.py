@@ -230,3 +230,46 @@ def test_lost_events_are_counted_and_reported_loudly(tmp_path):
     # what survived is still consistent: the loop's callbacks are 200000 runs minus losses
     starts = sum(1 for e in events if e["name"] == "roscope_ros1:callback_start")
     assert 0 < starts < 200000
+
+
+def test_subcommands_take_options_in_any_order_and_are_never_programs(tmp_path):
+    """Issue 15: 'record stop --name N' and 'record start --name N -o DIR' (options after the
+    subcommand) work, and 'start'/'stop' are never looked up on PATH, even when programs of those
+    names exist there; '--' runs such a program explicitly."""
+    bindir, marks = tmp_path / "bin", tmp_path / "marks"
+    bindir.mkdir()
+    marks.mkdir()
+    for verb in ("start", "stop"):
+        prog = bindir / verb
+        prog.write_text(f"#!/bin/sh\ntouch {marks}/{verb}-ran\n")
+        prog.chmod(0o755)
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"), PATH=f"{bindir}:{os.environ['PATH']}")
+    names = [f"roscope-test-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    outs = [tmp_path / "after", tmp_path / "before"]
+    try:
+        p = roscope_record(["start", "--name", names[0], "-o", str(outs[0])], env=env)
+        assert p.returncode == 0, p.stderr
+        assert f"stop with: roscope record stop --name {names[0]}" in p.stdout
+        p = roscope_record(["--name", names[1], "start", "-o", str(outs[1]), "--no-preload"], env=env)
+        assert p.returncode == 0, p.stderr
+        assert "LD_PRELOAD" not in p.stdout
+        # 'stop' accepts only --name
+        p = roscope_record(["stop", "--name", names[0], "-o", str(tmp_path / "x")], env=env)
+        assert p.returncode == 2 and "unrecognized arguments: -o" in p.stderr
+        p = roscope_record(["-o", str(tmp_path / "x"), "stop", "--name", names[0]], env=env)
+        assert p.returncode == 2 and "takes only --name" in p.stderr and "--output" in p.stderr
+    finally:
+        results = [roscope_record(["stop", "--name", names[0]], env=env),
+                   roscope_record(["--name", names[1], "stop"], env=env)]
+    for p, out, name in zip(results, outs, names):
+        assert p.returncode == 0, p.stderr
+        m = manifest_of(out)
+        assert m["state"] == "complete" and m["mode"] == "start/stop" and m["session"] == name
+    assert manifest_of(outs[0])["preload"] and manifest_of(outs[1])["preload"] is None
+    assert list(marks.iterdir()) == []
+    # after '--' the word is the command: the program named 'stop' on PATH runs, traced
+    out = tmp_path / "explicit"
+    p = roscope_record(["-o", str(out), "--no-preload", "--", "stop"], env=env)
+    assert p.returncode == 0, p.stderr
+    assert sorted(x.name for x in marks.iterdir()) == ["stop-ran"]
+    assert manifest_of(out)["command"] == ["stop"]

@@ -1,7 +1,9 @@
 """Record a ROS system with LTTng (and optionally perf sched events).
 
-``record_command`` runs one command under a fresh LTTng session with the
-roscope ROS 1 tracer preloaded; ``start_session`` / ``stop_session`` serve
+``record_command`` runs one command under a fresh LTTng session that enables
+what ``ros2 trace`` enables (``ros2:*``, ``ros2_caret:*``, ``dds:*``, contexts
+vpid, vtid, procname) plus ``roscope_ros1:*``, with the roscope ROS 1 tracer
+preloaded; ``start_session`` / ``stop_session`` serve
 systems started elsewhere. Each recording is a directory holding the LTTng
 trace (``ust/...``), ``roscope-manifest.json`` and, with ``kernel=True``,
 ``perf/perf.data``. An existing, non-empty directory is never written into.
@@ -27,7 +29,11 @@ from pathlib import Path
 MANIFEST_NAME = "roscope-manifest.json"
 MANIFEST_FORMAT = "roscope-record-manifest"
 MANIFEST_VERSION = 1
-DEFAULT_EVENTS = ["roscope_ros1:*"]
+# What `ros2 trace` enables by default (ros2_tracing's events, CARET's, the DDS
+# layer's), plus roscope's ROS 1 tracer. Enabling a pattern no process has
+# registered is harmless in LTTng: it matches nothing.
+DEFAULT_EVENTS = ["ros2:*", "ros2_caret:*", "dds:*", "roscope_ros1:*"]
+# The contexts `ros2 trace` adds by default.
 DEFAULT_CONTEXTS = ["vpid", "vtid", "procname"]
 DEFAULT_CHANNEL = "roscope"
 # Per CPU, per user: 8 x 1 MiB. The example pipeline writes ~60 KiB/s of

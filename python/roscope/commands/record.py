@@ -3,6 +3,9 @@
     roscope record [-o DIR] [--name N] [--kernel] [--events E,...] -- COMMAND...
     roscope record start [-o DIR] [--name N] [--kernel] [--events E,...]
     roscope record stop [--name N]
+
+Options may come before or after 'start' / 'stop'. 'start' and 'stop' are
+never looked up as programs ('roscope record -- stop' runs a program named stop).
 """
 from __future__ import annotations
 
@@ -20,38 +23,85 @@ from roscope.record import (
     stop_session,
 )
 
+SUBCOMMANDS = ("start", "stop")
 
-def register(sub) -> None:
-    p = sub.add_parser(
-        "record",
-        help="record a command (or a system started elsewhere) with LTTng and the ROS 1 tracer",
-        description=(
-            "Run COMMAND with the roscope ROS 1 tracer preloaded under a new LTTng session "
-            "(contexts vpid, vtid, procname), stop cleanly when it exits or on Ctrl-C, and write "
-            "a trace directory with roscope-manifest.json. 'start' and 'stop' instead record "
-            "until told to stop (for systems started elsewhere: export the printed LD_PRELOAD). "
-            "An existing non-empty output directory is never written into."),
-        usage="roscope record [options] -- COMMAND...\n"
-              "       roscope record [options] start\n"
-              "       roscope record [--name N] stop",
-    )
+
+def _add_recording_options(p: argparse.ArgumentParser) -> None:
+    """The options of a recording (the command form and 'start')."""
     p.add_argument("-o", "--output", metavar="DIR",
                    help="trace directory to create (default: ./roscope-trace-<session name>)")
     p.add_argument("--name", metavar="N", help="LTTng session name (default: roscope-<time>-<pid>)")
     p.add_argument("--kernel", action="store_true",
                    help="also record sched_switch/sched_wakeup with 'perf record -k mono' into DIR/perf/")
     p.add_argument("--events", action="append", metavar="E[,E...]",
-                   help=f"LTTng-UST events to enable (repeatable; default: {','.join(DEFAULT_EVENTS)})")
+                   help=f"LTTng-UST events to enable instead of the default (repeatable; default: "
+                        f"{','.join(DEFAULT_EVENTS)})")
     p.add_argument("--subbuf-size", default=DEFAULT_SUBBUF_SIZE, metavar="SIZE",
                    help=f"sub-buffer size per CPU (default {DEFAULT_SUBBUF_SIZE})")
     p.add_argument("--num-subbuf", type=int, default=DEFAULT_NUM_SUBBUF, metavar="N",
                    help=f"sub-buffers per CPU (default {DEFAULT_NUM_SUBBUF})")
     p.add_argument("--no-preload", action="store_true",
-                   help="do not preload the ROS 1 tracer (e.g. for ROS 2 programs with ros2_tracing)")
+                   help="do not preload the ROS 1 tracer (ROS 2 programs do not need it)")
     p.add_argument("--tracer", metavar="LIB", help="path of libroscope_ros1.so (default: found automatically)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "record",
+        help="record a command (or a system started elsewhere) with LTTng and the ROS 1 tracer",
+        description=(
+            "Run COMMAND under a new LTTng session that enables what 'ros2 trace' enables (ros2:*, "
+            "ros2_caret:*, dds:*; contexts vpid, vtid, procname) and roscope_ros1:*, with the roscope "
+            "ROS 1 tracer preloaded; stop cleanly when it exits or on Ctrl-C, and write a trace "
+            "directory with roscope-manifest.json. 'start' and 'stop' instead record until told to "
+            "stop (for systems started elsewhere: export the printed variables). Options may come "
+            "before or after 'start'/'stop'; everything after '--' (or after the first word that is "
+            "not an option, 'start' or 'stop') is the command. An existing non-empty output directory "
+            "is never written into."),
+        usage="roscope record [options] -- COMMAND...\n"
+              "       roscope record start [options]\n"
+              "       roscope record stop [--name N]",
+    )
+    _add_recording_options(p)
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="COMMAND",
                    help="the command to run, after '--'; or 'start' / 'stop'")
     p.set_defaults(func=run)
+
+
+def _subcommand_parser(verb: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"roscope record {verb}", add_help=False)
+    if verb == "start":
+        _add_recording_options(p)
+    else:
+        p.add_argument("--name", metavar="N", help="the recording to stop")
+    return p
+
+
+def _recording_defaults() -> dict:
+    p = argparse.ArgumentParser(add_help=False)
+    _add_recording_options(p)
+    return vars(p.parse_args([]))
+
+
+def split_words(args) -> tuple[str, list[str]]:
+    """('run', COMMAND) or ('start' | 'stop', []), with the options given after
+    the subcommand parsed into ``args`` (they override those given before it).
+    A subcommand name is never a program to run: '--' runs a program so named."""
+    words = list(args.command)
+    if words[:1] == ["--"]:
+        return "run", words[1:]
+    if not words or words[0] not in SUBCOMMANDS:
+        return "run", words
+    verb = words[0]
+    sub = _subcommand_parser(verb)
+    sub.set_defaults(**{k: getattr(args, k) for k in vars(sub.parse_args([]))})
+    for k, v in vars(sub.parse_args(words[1:])).items():
+        setattr(args, k, v)
+    if verb == "stop":
+        extra = [k for k, v in _recording_defaults().items() if k != "name" and getattr(args, k) != v]
+        if extra:
+            sub.error(f"takes only --name (also given: {', '.join('--' + k.replace('_', '-') for k in extra)})")
+    return verb, []
 
 
 def _options(args) -> RecordOptions:
@@ -65,24 +115,25 @@ def _options(args) -> RecordOptions:
                          num_subbuf=args.num_subbuf, preload=not args.no_preload, tracer=args.tracer)
 
 
+def _start(args) -> int:
+    state = start_session(_options(args))
+    print(f"roscope: recording session {state['name']} into {state['output']}")
+    if state.get("tracer"):
+        print("roscope: start the ROS 1 processes to trace with:")
+        print(f"  export LD_PRELOAD={state['tracer']}")
+        print(f"  export ROSCOPE_RECORD_ID={state['name']}")
+        if state.get("rospy_hook"):
+            print(f"  export PYTHONPATH={state['rospy_hook']}${{PYTHONPATH:+:$PYTHONPATH}}  # rospy nodes")
+    print(f"roscope: stop with: roscope record stop --name {state['name']}")
+    return 0
+
+
 def run(args) -> int:
-    command = list(args.command)
-    explicit = bool(command) and command[0] == "--"
-    if explicit:
-        command = command[1:]
+    verb, command = split_words(args)
     try:
-        if not explicit and command == ["start"]:
-            state = start_session(_options(args))
-            print(f"roscope: recording session {state['name']} into {state['output']}")
-            if state.get("tracer"):
-                print("roscope: start the ROS 1 processes to trace with:")
-                print(f"  export LD_PRELOAD={state['tracer']}")
-                print(f"  export ROSCOPE_RECORD_ID={state['name']}")
-                if state.get("rospy_hook"):
-                    print(f"  export PYTHONPATH={state['rospy_hook']}${{PYTHONPATH:+:$PYTHONPATH}}  # rospy nodes")
-            print(f"roscope: stop with: roscope record stop --name {state['name']}")
-            return 0
-        if not explicit and command == ["stop"]:
+        if verb == "start":
+            return _start(args)
+        if verb == "stop":
             m = stop_session(args.name)
             print(f"roscope: trace written to {m['trace_dir']} "
                   f"({m.get('events_recorded')} events, {m.get('events_discarded')} discarded)")
