@@ -11,6 +11,13 @@
 * ``ust_traces``         -- live LTTng-UST recordings of tests/fixtures
                             (dict name -> directory), made once per test session.
 * ``fx_emit``            -- path of the built tests/fixtures/build/fx_emit.
+
+Test tiers (markers registered in pyproject.toml): ``lttng`` records live
+LTTng traces, ``ros1`` runs real ROS 1 processes, ``slow`` takes more than a
+few seconds (e.g. the big Autoware trace).  ``make test-fast`` runs
+``-m "not lttng and not ros1 and not slow"``: quick tests on the shared traces
+only.  A test that uses the LTTng fixtures without the ``lttng`` marker is
+refused at collection, so that tier stays honest.
 """
 from __future__ import annotations
 
@@ -86,6 +93,14 @@ def run_roscope(roscope_cmd):
 # --------------------------------------------------------------------------
 # LTTng
 # --------------------------------------------------------------------------
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    unmarked = [it.nodeid for it in items if "lttng_ready" in getattr(it, "fixturenames", ()) and it.get_closest_marker("lttng") is None]
+    if unmarked:
+        raise pytest.UsageError("these tests record LTTng traces (they use the LTTng fixtures) but are not marked "
+                                "@pytest.mark.lttng, so `make test-fast` would run them:\n  " + "\n  ".join(unmarked))
+
 
 def _lttng_unavailable() -> str | None:
     for tool in ("lttng", "lttng-sessiond"):

@@ -21,7 +21,7 @@ import pytest
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 ROS2 = ["pingpong-rolling-2021", "caret-talker-listener-galactic", "caret-end-to-end-cyclonedds",
-        "caret-intra-process-galactic", "autoware-carla-galactic"]
+        "caret-intra-process-galactic", pytest.param("autoware-carla-galactic", marks=pytest.mark.slow)]  # 684k events
 
 roscope = pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
