@@ -1,0 +1,224 @@
+"""What every `roscope` subcommand shares: arguments, opening inputs, reporting,
+JSON and text output. Use these instead of re-implementing them in a verb.
+
+Arguments (argparse):
+    add_inputs(parser, db=True)   positional ``inputs``: one or more TRACE (and, with
+                                  db=True, one DB written by `roscope load`) -> args.inputs
+    add_json(parser)              ``--json``                      -> args.json
+    add_heuristics(parser)        ``--no-heuristics``             -> args.no_heuristics
+    int_range(lo, hi)             argparse ``type=`` for a bounded integer option
+
+Opening:
+    open_inputs(args, writable=False) -> roscope.db.Database
+        trace directories are loaded in memory; one .duckdb file is opened
+        read-only unless `writable` (several databases, or a database mixed with
+        traces, is an InputError).
+
+Reporting (stderr, the same for every verb; call it whether or not the verb failed):
+    report(warnings, losses)      ``roscope: warning: ...`` lines for the trace's warnings
+                                  and for each stream that lost events: (file, events
+                                  discarded, packets lost) tuples
+    report_from(obj)              the same for anything with .warnings and .losses
+                                  (Database, Trace, LoadResult)
+
+Output:
+    print_json(obj, out=None)     one JSON document (cleaned by `clean`) and a newline
+    clean(obj)                    JSON-ready copy: NaN/inf -> null, numpy scalars and
+                                  arrays, Decimal, pandas NA, datetimes
+    escape(s)                     control characters shown visibly (``\\x1b``), for any
+                                  trace string (node, topic, process names) or path printed
+    cell(value, width)            escape(str(value)), '-' for None, cut to `width` with '…'
+    TextOut(out)                  a writer whose .write() escapes control characters except
+                                  newlines: the last guard of a verb's text output
+    ms(ns)                        a duration for text tables: milliseconds, 3 decimals
+                                  ('-' for None/NaN); JSON keeps integers/floats in ns
+    pct(share)                    a share 0..1 as a percentage with 2 decimals
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import decimal
+import json
+import math
+import re
+import sys
+from collections.abc import Iterable
+
+from roscope.errors import InputError
+
+PROG = "roscope"
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def add_inputs(parser: argparse.ArgumentParser, db: bool = True, help: str | None = None) -> None:  # noqa: A002
+    """Positional inputs: one or more trace directories (or one database when `db`)."""
+    if help is None:
+        help = ("trace directories (any directory above 'metadata' files), or one database written by "
+                "`roscope load`") if db else "trace directories (any directory above 'metadata' files)"
+    parser.add_argument("inputs", nargs="+", metavar="TRACE|DB" if db else "TRACE", help=help)
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON for machines (durations in ns, keys *_ns)")
+
+
+def add_heuristics(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-heuristics", action="store_true",
+                        help="make only exact transport links (for traces; a database keeps the links it was loaded with)")
+
+
+def int_range(lo: int, hi: int):
+    """An argparse ``type=`` accepting integers in [lo, hi]."""
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{v} is out of range ({lo} to {hi})")
+        return v
+
+    parse.__name__ = "integer"
+    return parse
+
+
+# ---------------------------------------------------------------- opening
+
+
+def open_inputs(args, writable: bool = False):
+    """The Database of `args.inputs`: traces loaded in memory, or one database
+    file, opened read-only unless `writable`."""
+    from roscope import db as _db
+
+    paths = list(args.inputs)
+    dbs = [p for p in paths if _db.is_db(p)]
+    if dbs:
+        if len(dbs) > 1:
+            raise InputError(f"{len(dbs)} databases given ({', '.join(escape(p) for p in dbs)}): "
+                             "give one database, or the trace directories to analyse together")
+        if len(paths) > 1:
+            others = [p for p in paths if p not in dbs]
+            raise InputError(f"{escape(dbs[0])} is a database and {escape(others[0])} is not: "
+                             "give one database, or trace directories only")
+        if getattr(args, "no_heuristics", False):
+            warn(f"{dbs[0]}: --no-heuristics has no effect on a database (its links were made by `roscope load`)")
+        return _db.open(dbs[0], read_only=not writable)
+    return _db.open(paths, heuristics=not getattr(args, "no_heuristics", False))
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def warn(msg: str) -> None:
+    """One ``roscope: warning: <msg>`` line on stderr (escaped)."""
+    print(f"{PROG}: warning: {escape(msg)}", file=sys.stderr)
+
+
+def report(warnings: Iterable[str] = (), losses: Iterable = ()) -> None:
+    """The trace's warnings, then one line per stream that lost events, on stderr."""
+    for w in warnings:
+        warn(str(w))
+    for f, ev, pk in losses:
+        warn(f"{f}: {int(ev):,} events discarded, {int(pk):,} packets lost by the tracer")
+
+
+def report_from(obj) -> None:
+    """`report` for anything with .warnings and .losses (Database, Trace, LoadResult)."""
+    report(getattr(obj, "warnings", ()) or (), getattr(obj, "losses", ()) or ())
+
+
+# ---------------------------------------------------------------- JSON
+
+
+def clean(v):
+    """A JSON-ready copy of `v`: NaN/inf -> None, numpy and Decimal -> int/float,
+    tuples -> lists, datetimes -> ISO text, pandas NA/NaT -> None."""
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    if isinstance(v, float):
+        return float(v) if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {str(k): clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [clean(x) for x in v]
+    if isinstance(v, decimal.Decimal):
+        if not v.is_finite():
+            return None
+        return int(v) if v == v.to_integral_value() else float(v)
+    if isinstance(v, (_dt.datetime, _dt.date, _dt.time)):
+        return v.isoformat()
+    if hasattr(v, "tolist") and hasattr(v, "dtype"):  # numpy scalar or array
+        return clean(v.tolist())
+    if type(v).__name__ in ("NAType", "NaTType"):
+        return None
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "backslashreplace")
+    return str(v)
+
+
+def print_json(obj, out=None) -> None:
+    out = out or sys.stdout
+    json.dump(clean(obj), out, indent=1)
+    out.write("\n")
+
+
+# ---------------------------------------------------------------- text
+
+# C0 and C1 controls, DEL, and the Unicode bidirectional overrides/isolates
+# (which reorder what the terminal shows).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_BUT_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _esc(m: re.Match) -> str:
+    c = m.group(0)
+    if c in _NAMED:
+        return _NAMED[c]
+    o = ord(c)
+    return f"\\x{o:02x}" if o <= 0xFF else f"\\u{o:04x}"
+
+
+def escape(s) -> str:
+    """`s` as text with every control character shown visibly (ESC -> ``\\x1b``)."""
+    s = str(s)
+    return _CONTROL.sub(_esc, s) if _CONTROL.search(s) else s
+
+
+def cell(v, width: int) -> str:
+    """A table cell: '-' for None, escaped, cut to `width` characters with '…'."""
+    s = "-" if v is None else escape(v)
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+class TextOut:
+    """Wraps a text stream: .write() escapes control characters other than newlines."""
+
+    def __init__(self, out=None):
+        self.out = out or sys.stdout
+
+    def write(self, s: str) -> int:
+        if _CONTROL_BUT_NEWLINE.search(s):
+            s = _CONTROL_BUT_NEWLINE.sub(_esc, s)
+        return self.out.write(s)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+def _missing(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def ms(ns) -> str:
+    """A duration in ns shown in milliseconds with 3 decimals (µs resolution); '-' if unknown."""
+    return "-" if _missing(ns) else f"{ns / 1e6:.3f}"
+
+
+def pct(share) -> str:
+    """A share (0..1) as a percentage with 2 decimals; '-' if unknown."""
+    return "-" if _missing(share) else f"{100 * share:.2f}"
