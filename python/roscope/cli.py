@@ -10,13 +10,16 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import traceback
 
 import roscope.commands as _commands
 from roscope import __version__
+from roscope.errors import UserError, user_message
 
+__all__ = ["UserError", "build_parser", "main"]
 
-class UserError(Exception):
-    """An error caused by the user's input: printed without a traceback."""
+#: Exit status of a bug in roscope (sysexits' EX_SOFTWARE).
+EXIT_BUG = 70
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +37,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupted(exc: BaseException) -> bool:
+    """Ctrl-C, also when DuckDB turned it into its own exception mid-query."""
+    duckdb = sys.modules.get("duckdb")
+    return isinstance(exc, KeyboardInterrupt) or (duckdb is not None and isinstance(exc, duckdb.InterruptException))
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Runs one command. Exit status: 0 ok, 1 user error (a message, no traceback),
+    2 bad usage (argparse), 70 a bug in roscope (with its traceback), 130 Ctrl-C."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -49,8 +60,18 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:
             pass
         return 0
-    except (UserError, OSError, ValueError) as exc:
-        print(f"roscope: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    except BaseException as exc:
+        if _interrupted(exc):
+            return 130
+        if not isinstance(exc, Exception):  # SystemExit and the like keep their meaning
+            raise
+        from roscope.commands._common import escape
+
+        msg = user_message(exc)
+        if msg is not None:
+            print(f"roscope: error: {escape(msg)}", file=sys.stderr)
+            return 1
+        traceback.print_exc()
+        print(f"roscope: error: this is a bug in roscope {__version__}, please report it "
+              "with the command you ran and the traceback above", file=sys.stderr)
+        return EXIT_BUG
