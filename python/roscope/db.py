@@ -10,14 +10,17 @@ import builtins
 import datetime as _dt
 import json
 import os
+import re
 import socket
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from roscope import __version__, _core
+from roscope.errors import DatabaseError, InputError
 from roscope.trace import _arrow_array, _paths
 
 if TYPE_CHECKING:
@@ -124,8 +127,12 @@ def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None =
     # The core leaves the GIL while it builds: import Arrow meanwhile.
     warm = threading.Thread(target=_import_arrow, daemon=True)
     warm.start()
-    tables, stats, warnings, losses = _core.build_model(list(paths), heuristics, progress, record_ids(paths) or None)
-    warm.join()
+    try:
+        tables, stats, warnings, losses = _core.build_model(list(paths), heuristics, progress, record_ids(paths) or None)
+    finally:
+        # Also on an error: an interpreter that exits while this thread still
+        # imports DuckDB/pyarrow can abort (issue 15, item 3).
+        warm.join()
     arrow = {name: _table_from_core(name, rows, cols) for name, rows, cols in tables}
     return arrow, dict(stats), list(warnings), [tuple(x) for x in losses]
 
@@ -141,6 +148,81 @@ def _fill(con: duckdb.DuckDBPyConnection, arrow: dict, meta: dict) -> None:
     con.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
 
 
+def _output_target(out: str, force: bool) -> str:
+    """Checks where `load` may write `out`; returns its absolute path. Refuses to
+    replace anything but a regular file (and that only with `force`)."""
+    target = os.path.abspath(out)
+    parent = os.path.dirname(target)
+    if os.path.lexists(target):
+        if os.path.islink(target):
+            raise InputError(f"{out}: is a symbolic link; give the path of the database itself")
+        if not os.path.isfile(target):
+            raise InputError(f"{out}: exists and is not a regular file; roscope replaces only regular files")
+        if not force:
+            raise InputError(f"{out}: already exists (roscope never overwrites; pass --force to replace it)")
+    if not os.path.isdir(parent):
+        raise InputError(f"{out}: the directory {parent} does not exist")
+    return target
+
+
+def _temp_beside(target: str, suffix: str) -> str:
+    """A fresh, unused name in the target's directory (created empty, then removed)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=suffix, dir=os.path.dirname(target))
+    os.close(fd)
+    os.remove(tmp)
+    return tmp
+
+
+def _remove_quietly(*paths: str) -> None:
+    for p in paths:
+        try:
+            os.remove(p)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            print(f"roscope: warning: {p}: cannot remove the partial file: {exc.strerror}", file=sys.stderr)
+
+
+def _write_db(target: str, arrow: dict, meta: dict) -> None:
+    """Writes the database under a temporary name beside `target`, then renames
+    it: a failure or an interrupt leaves no partial file and any old `target` intact."""
+    import duckdb
+
+    tmp = _temp_beside(target, ".tmp")
+    try:
+        con = _connect(tmp, read_only=False)
+        try:
+            _fill(con, arrow, meta)
+            con.execute("CHECKPOINT")  # everything into the file (a full disk fails here, not silently at close)
+        finally:
+            con.close()
+        if os.path.exists(tmp + ".wal"):
+            raise DatabaseError(f"{target}: DuckDB could not write the whole database (its log {tmp}.wal stayed)")
+        os.replace(tmp, target)
+    except duckdb.Error as exc:
+        _remove_quietly(tmp, tmp + ".wal")
+        raise database_error(exc, target, "write") from None
+    except BaseException:
+        _remove_quietly(tmp, tmp + ".wal")
+        raise
+
+
+def _write_parquet(con, names, parquet_dir: str, force: bool) -> None:
+    """Each table as parquet_dir/<table>.parquet, each written under a temporary name then renamed."""
+    targets = {name: os.path.join(parquet_dir, f"{name}.parquet") for name in names}
+    for t in targets.values():
+        if os.path.lexists(t) and (not force or os.path.islink(t) or not os.path.isfile(t)):
+            raise InputError(f"{t}: already exists" + (" (pass --force to replace it)" if not force else " and is not a regular file"))
+    for name, target in targets.items():
+        tmp = _temp_beside(target, ".tmp")
+        try:
+            con.table(name).write_parquet(tmp)  # relational API: no SQL text built from the path
+            os.replace(tmp, target)
+        except BaseException:
+            _remove_quietly(tmp)
+            raise
+
+
 def load(
     paths: Sequence[str],
     out: str | None = None,
@@ -149,13 +231,20 @@ def load(
     parquet_dir: str | None = None,
     force: bool = False,
 ) -> tuple[Database, LoadResult]:
-    """Builds the model of `paths` into a DuckDB file `out` (in memory if None)."""
+    """Builds the model of `paths` into a DuckDB file `out` (in memory if None).
+
+    The file is written under a temporary name beside `out` and renamed when
+    complete: a failure leaves no partial file, and an existing `out` (replaced
+    only with `force`, and only if it is a regular file) stays intact. Returns the
+    database (writable) and a LoadResult. Raises InputError for a bad output
+    path, DatabaseError when DuckDB cannot write (disk full, permission).
+    """
     paths = _paths(paths)
-    if out is not None and os.path.exists(out):
-        if not force:
-            raise FileExistsError(f"{out}: already exists (roscope never overwrites; pass --force to replace it)")
-        os.remove(out)
+    target = _output_target(out, force) if out is not None else None
+    if parquet_dir and os.path.lexists(parquet_dir) and not os.path.isdir(parquet_dir):
+        raise InputError(f"{parquet_dir}: exists and is not a directory")
     arrow, stats, warnings, losses = build(paths, heuristics)
+    import duckdb  # after build(), which imports it in the background
     meta = {
         "schema_version": SCHEMA_VERSION,
         "roscope_version": __version__,
@@ -167,28 +256,33 @@ def load(
         "warnings": warnings,
         "losses": losses,
     }
-    import duckdb
-
-    con = duckdb.connect(out if out is not None else ":memory:")
-    _fill(con, arrow, meta)
+    if target is None:
+        con = duckdb.connect(":memory:")
+        _fill(con, arrow, meta)
+    else:
+        _write_db(target, arrow, meta)
+        con = _connect(target, read_only=False)
     if parquet_dir:
         os.makedirs(parquet_dir, exist_ok=True)
-        for name in arrow:
-            target = os.path.join(parquet_dir, f"{name}.parquet")
-            if os.path.exists(target) and not force:
-                raise FileExistsError(f"{target}: already exists (pass --force to replace it)")
-            con.execute(f"COPY \"{name}\" TO '{target}' (FORMAT PARQUET)")
-    db = Database(con, out or ":memory:", meta)
-    res = LoadResult(out or ":memory:", {k: v.num_rows for k, v in arrow.items()}, stats, warnings, losses)
+        try:
+            _write_parquet(con, list(arrow), parquet_dir, force)
+        except duckdb.Error as exc:
+            raise database_error(exc, parquet_dir, "write Parquet files into") from None
+    where = out if out is not None else ":memory:"
+    db = Database(con, where, meta, read_only=False)
+    res = LoadResult(where, {k: v.num_rows for k, v in arrow.items()}, stats, warnings, losses)
     return db, res
 
 
 class Database:
-    """An execution database: `db.sql(...)`, `db.table(name)`, `db.df(name)`."""
+    """An execution database: `db.sql(...)` and `db.table(name)` give pandas
+    DataFrames, `db.records(...)` lists of dicts, `db.con` the DuckDB connection.
+    `read_only` says whether analyses may store tables into it."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: str, meta: dict | None = None):
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: str, meta: dict | None = None, read_only: bool = False):
         self.con = con
         self.path = path
+        self.read_only = read_only
         if meta is None:
             meta = {k: json.loads(v) for k, v in con.execute("SELECT key, value FROM meta").fetchall()}
         self.meta = meta
@@ -213,10 +307,11 @@ class Database:
 
     def table(self, name: str):
         """A table or view as a pandas DataFrame."""
-        return self.con.execute(f'SELECT * FROM "{name}"').df()
+        return self.con.table(name).df()
 
-    def arrow(self, query: str):
-        return self.con.execute(query).arrow()
+    def arrow(self, query: str, params=None):
+        """Runs SQL; returns an Arrow table."""
+        return self.con.execute(query, params or []).arrow()
 
     def tables(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()]
@@ -232,6 +327,7 @@ class Database:
 
 
 def is_db(path: str) -> bool:
+    """Whether `path` is a file that starts like a DuckDB database."""
     if not os.path.isfile(path):
         return False
     with builtins.open(path, "rb") as f:
@@ -239,21 +335,104 @@ def is_db(path: str) -> bool:
     return b"DUCK" in head
 
 
-def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True) -> Database:  # noqa: A001 - the API's name
-    """A Database over a DuckDB file written by `roscope load`, or over traces
-    (loaded in memory). Analyses that store their results need `read_only=False`."""
-    if isinstance(trace_or_db, (str, os.PathLike)) and is_db(os.fspath(trace_or_db)):
-        import duckdb
+# DuckDB error texts (duckdb 1.x) -> what the user should hear.
+_LOCK = re.compile(r"Conflicting lock is held in (?P<prog>.*?) \(PID (?P<pid>\d+)\)")
+_CORRUPT = ("corrupt database file", "not a valid duckdb database", "could not read enough bytes",
+            "checksum", "invalid database header", "missing magic bytes")
 
-        path = os.fspath(trace_or_db)
-        con = duckdb.connect(path, read_only=read_only)
-        try:
-            ver = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        except duckdb.Error as exc:
-            raise ValueError(f"{path}: not a roscope database ({exc})") from None
+
+def database_error(exc: BaseException, path: str | None, doing: str = "open") -> DatabaseError:
+    """The one mapping of a DuckDB error to a clear message naming `path` (None:
+    the database at hand): locked (by which process), corrupt, full disk,
+    permission, read-only, missing directory; otherwise DuckDB's own message."""
+    path = "the database" if path is None else path
+    msg = str(exc)
+    low = msg.lower()
+    m = _LOCK.search(msg)
+    if m or "could not set lock" in low:
+        who = f"process {m['pid']} ({m['prog']})" if m else "another process"
+        return DatabaseError(f"{path}: the database is locked by {who}, which has it open for writing; "
+                             "wait until it finishes, or stop it")
+    if "no space left" in low or "disk is full" in low:
+        return DatabaseError(f"{path}: cannot {doing} the database: the disk is full")
+    if "permission denied" in low:
+        return DatabaseError(f"{path}: cannot {doing} the database: permission denied")
+    if "read-only mode" in low or "read only mode" in low:
+        return DatabaseError(f"{path}: the database is open read-only; open it with "
+                             "roscope.open(path, read_only=False) to store results in it")
+    if "no such file or directory" in low:
+        return DatabaseError(f"{path}: cannot {doing} the database: no such file or directory")
+    if any(k in low for k in _CORRUPT):
+        return DatabaseError(f"{path}: corrupt or truncated database, or not a DuckDB file ({msg}); "
+                             "load the trace again")
+    if "version" in low and ("storage" in low or "serialization" in low):
+        return DatabaseError(f"{path}: written by another DuckDB version ({msg}); load the trace again")
+    return DatabaseError(f"{path}: cannot {doing} the database: {msg}")
+
+
+def is_environment_error(exc: BaseException) -> bool:
+    """Whether a DuckDB exception says the database or the machine is at fault
+    (locked, corrupt, disk full, permission, read-only, interrupted I/O), not roscope."""
+    import duckdb
+
+    if isinstance(exc, (duckdb.IOException, duckdb.PermissionException)):
+        return True
+    low = str(exc).lower()
+    return any(k in low for k in _CORRUPT) or "read-only mode" in low or "no space left" in low
+
+
+def _connect(path: str, read_only: bool):
+    import duckdb
+
+    try:
+        return duckdb.connect(path, read_only=read_only)
+    except duckdb.Error as exc:
+        raise database_error(exc, path, "open") from None
+
+
+def _open_db(path: str, read_only: bool) -> Database:
+    import duckdb
+
+    con = _connect(path, read_only)
+    try:
+        has_meta = con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta' AND table_schema = 'main'"
+        ).fetchone()[0]
+        if not has_meta:
+            raise DatabaseError(f"{path}: a DuckDB file but not a roscope database (no 'meta' table; "
+                                "`roscope load TRACE -o FILE` writes one)")
+        ver = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         if ver is None or json.loads(ver[0]) != SCHEMA_VERSION:
-            raise ValueError(f"{path}: roscope database schema {ver and ver[0]} is not {SCHEMA_VERSION}; load the trace again")
-        return Database(con, path)
-    paths = [trace_or_db] if isinstance(trace_or_db, (str, os.PathLike)) else list(trace_or_db)
+            raise DatabaseError(f"{path}: roscope database schema {ver[0] if ver else 'unknown'} is not "
+                                f"{SCHEMA_VERSION} (written by another roscope version); load the trace again")
+        return Database(con, path, read_only=read_only)
+    except duckdb.Error as exc:
+        con.close()
+        raise database_error(exc, path, "read") from None
+    except BaseException:
+        con.close()
+        raise
+
+
+def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True) -> Database:  # noqa: A001 - the API's name
+    """A Database over a DuckDB file written by `roscope load`, or over traces.
+
+    A database file is opened **read-only** by default: queries, and analyses
+    that return their results (the default), work on it, and other processes
+    may read it at the same time; give `read_only=False` to store results in it
+    (analyses called with ``store=True``). Traces (a path or a list of paths) are
+    loaded into a writable in-memory database; `heuristics=False` keeps only
+    exact transport links. Raises InputError / DatabaseError (both UserError)
+    with a message naming the file when the input is wrong.
+    """
+    if isinstance(trace_or_db, (str, os.PathLike)):
+        path = os.fspath(trace_or_db)
+        if is_db(path):
+            return _open_db(path, read_only)
+        if os.path.isfile(path) and path.endswith((".duckdb", ".db")):
+            raise DatabaseError(f"{path}: not a DuckDB database (the file does not start with DuckDB's header)")
+        paths = [path]
+    else:
+        paths = list(trace_or_db)
     db, _ = load(paths, None, heuristics=heuristics)
     return db

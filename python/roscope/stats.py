@@ -1,10 +1,14 @@
 """Statistics over the execution database: per callback, per topic, per node.
 
-All computed in SQL (DuckDB) over the model's tables; durations in ns.
+All computed in SQL (DuckDB) over the model's tables; durations in ns, with the
+standard statistic set of roscope.statistics (docs/analyses.md defines each
+value). Each function returns a list of dicts (or a dict) and writes nothing.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from roscope.statistics import aggregates
 
 if TYPE_CHECKING:
     from roscope.db import Database
@@ -26,10 +30,7 @@ def callbacks(db: Database):
         f"""
         WITH runs AS ({_RUNS}),
         d AS (
-            SELECT callback_id, count(*) AS count,
-                   min(duration_ns) AS min_ns, avg(duration_ns) AS mean_ns, stddev_samp(duration_ns) AS std_ns,
-                   quantile_cont(duration_ns, 0.5) AS p50_ns, quantile_cont(duration_ns, 0.9) AS p90_ns,
-                   quantile_cont(duration_ns, 0.99) AS p99_ns, max(duration_ns) AS max_ns,
+            SELECT callback_id, count(*) AS count, {aggregates("duration_ns", count=None)},
                    sum(duration_ns) AS busy_ns
             FROM runs GROUP BY callback_id),
         periods AS (
@@ -57,13 +58,7 @@ def topics(db: Database):
         WITH pubs AS (SELECT topic, count(*) AS publications FROM publications_info WHERE topic IS NOT NULL GROUP BY topic),
         lat AS (
             SELECT topic, count(*) AS deliveries,
-                   min(callback_start_ts - publish_ts) AS lat_min_ns,
-                   avg(callback_start_ts - publish_ts) AS lat_mean_ns,
-                   stddev_samp(callback_start_ts - publish_ts) AS lat_std_ns,
-                   quantile_cont(callback_start_ts - publish_ts, 0.5) AS lat_p50_ns,
-                   quantile_cont(callback_start_ts - publish_ts, 0.9) AS lat_p90_ns,
-                   quantile_cont(callback_start_ts - publish_ts, 0.99) AS lat_p99_ns,
-                   max(callback_start_ts - publish_ts) AS lat_max_ns,
+                   {aggregates("callback_start_ts - publish_ts", prefix="lat_", count=None)},
                    count(*) FILTER (WHERE heuristic = 1) AS heuristic_links
             FROM links_info WHERE callback_start_ts IS NOT NULL GROUP BY topic),
         linked AS (
