@@ -27,6 +27,13 @@ if ! command -v cargo >/dev/null 2>&1; then
   [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 fi
 command -v cargo >/dev/null || { echo "setup: cargo (Rust) is required; install rustup first" >&2; exit 1; }
+# make lint needs rustfmt and clippy (in rustup's default profile; a minimal one lacks them).
+for tool in "fmt:rustfmt" "clippy:clippy"; do
+  if ! cargo "${tool%%:*}" --version >/dev/null 2>&1; then
+    echo "setup: 'cargo ${tool%%:*}' is missing; add it with: rustup component add ${tool##*:}" >&2
+    exit 1
+  fi
+done
 
 PY=/usr/bin/python3
 if [ ! -x .venv/bin/python ]; then
