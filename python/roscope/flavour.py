@@ -2,8 +2,13 @@
 
 ROS 2: ros2_tracing's `ros2:*` events; the distro from rcl_init's version
 (tracetools' own version) and from which events and fields exist.
-CARET: `ros2_caret:*` events. ROS 1: Bosch ros1_tracetools' `roscpp:*` events,
-or roscope's own ROS 1 tracer.
+CARET: `ros2_caret:*` events; its `caret_init` names the distro
+(`distribution = "humble"`), which is the strongest evidence of all, and
+`ros2_caret:rcl_init` is CARET's copy of rcl_init, re-emitted when a recording
+starts after the application (so a CARET trace may have no `ros2:rcl_init`).
+ROS 1: Bosch ros1_tracetools' `roscpp:*` events, or roscope's own ROS 1 tracer.
+Precedence for the distro: caret_init's distribution, then rcl_init's
+tracetools version, then the event set.
 """
 from __future__ import annotations
 
@@ -23,6 +28,10 @@ _TRACETOOLS_MAJOR = {
 }
 
 
+# caret_init's `distribution` (the ROS_DISTRO CARET was built for) -> display name.
+_DISTRO_NAMES = {d.lower(): d for d in ("Foxy", "Galactic", "Humble", "Iron", "Jazzy", "Kilted", "Rolling")}
+
+
 def _first_payload(summary_trace: dict, name: str) -> dict | None:
     ev = summary_trace.get("first", {}).get(name)
     if isinstance(ev, str):
@@ -31,6 +40,19 @@ def _first_payload(summary_trace: dict, name: str) -> dict | None:
         except ValueError:
             return None
     return ev.get("payload") if isinstance(ev, dict) else None
+
+
+def _caret_distro(summary_trace: dict, names: set, evidence: list) -> str | None:
+    """The distro that CARET's caret_init names, if any; notes CARET's rcl_init copy."""
+    distro = None
+    ci = _first_payload(summary_trace, "ros2_caret:caret_init")
+    dist = ci.get("distribution") if ci else None
+    if isinstance(dist, str) and dist.strip():
+        evidence.append(f"caret_init distribution {dist.strip()!r}")
+        distro = _DISTRO_NAMES.get(dist.strip().lower(), dist.strip())
+    if "ros2_caret:rcl_init" in names:
+        evidence.append("ros2_caret:rcl_init (CARET re-emitted the init events: recording started after the application)")
+    return distro
 
 
 def detect(summary_trace: dict) -> dict:
@@ -45,7 +67,8 @@ def detect(summary_trace: dict) -> dict:
         evidence.append("env.domain = kernel")
         return out
     ros2 = {n for n in names if n.startswith("ros2:")}
-    if any(n.startswith("ros2_caret:") for n in names):
+    caret = {n for n in names if n.startswith("ros2_caret:")}
+    if caret:
         out["caret"] = True
         evidence.append("ros2_caret:* events (CARET)")
     if any(n.startswith("roscpp:") for n in names):
@@ -58,16 +81,16 @@ def detect(summary_trace: dict) -> dict:
         out["distro"] = "roscpp (roscope tracer)"
         evidence.append("roscope_ros1:* events")
         return out
-    if not ros2:
+    if not ros2 and not caret:
         return out
     out["flavour"] = "ROS 2"
-    distro = None
+    distro = _caret_distro(summary_trace, names, evidence)
     init = _first_payload(summary_trace, "ros2:rcl_init")
     if init and isinstance(init.get("version"), str):
         ver = init["version"]
         evidence.append(f"rcl_init version {ver}")
         try:
-            distro = _TRACETOOLS_MAJOR.get(int(ver.split(".")[0]))
+            distro = distro or _TRACETOOLS_MAJOR.get(int(ver.split(".")[0]))
         except ValueError:
             pass
     # Event-set evidence, newest first.

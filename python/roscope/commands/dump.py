@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import sys
 
+from roscope.commands import _common as C
 from roscope.trace import Trace
+
+#: The largest --limit (the core counts events in an unsigned 64-bit integer).
+MAX_LIMIT = 2**63 - 1
 
 
 def register(sub) -> None:
@@ -12,18 +16,15 @@ def register(sub) -> None:
         help="every event as one JSON line in time order (docs/dump-format.md)",
         description="Print every event of the traces as JSON lines: ts, name, trace, stream, context, payload.",
     )
-    p.add_argument("traces", nargs="+", metavar="TRACE")
-    p.add_argument("-n", "--limit", type=int, default=None, help="stop after N events")
+    C.add_inputs(p, db=False)
+    p.add_argument("-n", "--limit", type=C.int_range(0, MAX_LIMIT), default=None, metavar="N", help="stop after N events")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    t = Trace(args.traces)
+    t = Trace(args.inputs)
     try:
         t.dump(sys.stdout, args.limit)
     finally:
-        for w in t.warnings:
-            print(f"roscope: warning: {w}", file=sys.stderr)
-        for f, ev, pk in t.losses:
-            print(f"roscope: warning: {f}: {ev:,} events discarded, {pk:,} packets lost by the tracer", file=sys.stderr)
+        C.report_from(t)
     return 0
