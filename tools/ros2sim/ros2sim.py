@@ -3,13 +3,18 @@
 its trace(s), ground truth and a manifest.
 
     ros2sim.py run (--preset NAME | --system FILE) --out DIR [--distro humble|jazzy|rolling]
-                   [--duration SECONDS] [--scale K] [--seed N]
+                   [--duration SECONDS] [--scale K] [--seed N] [--caret] [--no-session]
     ros2sim.py presets
     ros2sim.py show PRESET
 
 Each simulated host gets its own UTS + mount namespace (own hostname, private
 /var/run/lttng and /dev/shm), its own lttng-sessiond and its own trace; a clock
-override plugin gives it a clock offset and drift.  See docs/ros2sim.md.
+override plugin gives it a clock offset and drift.  A host with "traced": false
+has no session daemon: its processes run and write ground truth, untraced.
+--no-session runs a single-host system directly, without namespaces or a session
+of its own: the processes emit into whatever session is active on the machine
+(e.g. `roscope record`'s).  --caret (Humble) emits what CARET adds and hides.
+See docs/ros2sim.md.
 """
 import argparse
 import json
@@ -17,6 +22,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -114,8 +120,11 @@ def resolve(desc, src, scale=1.0):
         if h['name'] in host_idx:
             raise DescriptionError(f'{src}: hosts[{i}]: duplicate host "{h["name"]}"')
         host_idx[h['name']] = i
+        traced = h.get('traced', True)
+        if not isinstance(traced, bool):
+            raise DescriptionError(f'{src}: hosts[{i}].traced must be true or false')
         R['hosts'].append({'name': h['name'], 'clock_offset_ns': int(h.get('clock_offset_ns', 0)),
-                           'clock_drift_ppm': float(h.get('clock_drift_ppm', 0.0))})
+                           'clock_drift_ppm': float(h.get('clock_drift_ppm', 0.0)), 'traced': traced})
     procs = desc.get('processes')
     if not isinstance(procs, list) or not procs:
         raise DescriptionError(f'{src}: "processes" must be a non-empty list')
@@ -279,8 +288,9 @@ def apply_work_scale(R, scale):
         c['work'] = (k, a / scale, b / scale)
 
 
-def write_plan(R, path, distro, t_start, t_end, grace_ns, seed, sockdir):
-    L = ['# ros2sim plan (generated)', f'version {DISTROS[distro]}', f'run {t_start} {t_end} {grace_ns} {seed}']
+def write_plan(R, path, distro, t_start, t_end, grace_ns, seed, sockdir, caret=False):
+    L = ['# ros2sim plan (generated)', f'version {DISTROS[distro]}', f'run {t_start} {t_end} {grace_ns} {seed}',
+         f'caret {1 if caret else 0}']
     for h in R['hosts']:
         L.append(f'host {h["name"]}')
     for i, p in enumerate(R['procs']):
@@ -336,6 +346,12 @@ def host_main(spec_path):
         _sh(['mount', '-t', 'tmpfs', '-o', 'mode=1777', 'ros2sim', '/dev/shm'])
         _sh(['hostname', spec['hostname']])
         os.makedirs(spec['lttng_home'], exist_ok=True)
+        if not spec.get('traced', True):
+            # no session daemon in these namespaces: the processes cannot register, nothing is traced
+            _wait_go(spec)
+            status['procs'] = run_processes(spec, env)
+            status['ok'] = all(p['returncode'] == 0 for p in status['procs'])
+            return 0 if status['ok'] else 1
         _sh(['lttng-sessiond', '--daemonize', '--no-kernel'], env=env)
         with open('/var/run/lttng/lttng-sessiond.pid') as f:
             sessiond_pid = int(f.read().strip())
@@ -349,32 +365,13 @@ def host_main(spec_path):
         if spec['blocking']:
             ch.append('--blocking-timeout=inf')
         _sh(ch, env=env)
-        _sh(['lttng', 'enable-event', '--userspace', 'ros2:*', '--channel', 'ros2', '--session', session], env=env)
+        for ev in spec['events']:
+            _sh(['lttng', 'enable-event', '--userspace', ev, '--channel', 'ros2', '--session', session], env=env)
         _sh(['lttng', 'add-context', '--userspace', '--channel', 'ros2', '--session', session,
              '--type', 'vpid', '--type', 'vtid', '--type', 'procname'], env=env)
         _sh(['lttng', 'start', session], env=env)
-        # ready; wait for the go (the plan with a common start time)
-        with open(spec['ready'], 'w') as f:
-            f.write('ready')
-        deadline = time.time() + 60
-        while not os.path.exists(spec['go']):
-            if time.time() > deadline:
-                raise RuntimeError('no go from the driver within 60 s')
-            time.sleep(0.02)
-        penv = dict(env)
-        penv['LTTNG_UST_REGISTER_TIMEOUT'] = '-1'   # register before the first (init) event
-        if spec['blocking']:
-            penv['LTTNG_UST_ALLOW_BLOCKING'] = '1'
-        children = []
-        for p in spec['procs']:
-            log = open(p['log'], 'w')
-            children.append((p, subprocess.Popen([spec['binary'], spec['plan'], str(p['index']), spec['gt_dir']],
-                                                 env=penv, stdout=log, stderr=subprocess.STDOUT), log))
-        status['procs'] = []
-        for p, c, log in children:
-            rc = c.wait()
-            log.close()
-            status['procs'].append({'index': p['index'], 'pid': c.pid, 'returncode': rc})
+        _wait_go(spec)
+        status['procs'] = run_processes(spec, env)
         _sh(['lttng', 'stop', session], env=env)
         listing = _sh(['lttng', 'list', session, '--userspace'], env=env, check=False)
         m = re.findall(r'Discarded events:\s*(\d+)', listing)
@@ -397,6 +394,38 @@ def host_main(spec_path):
         with open(status_path, 'w') as f:
             json.dump(status, f)
     return 0 if status['ok'] else 1
+
+
+def _wait_go(spec):
+    """Say ready; wait for the go (the plan with a common start time)."""
+    with open(spec['ready'], 'w') as f:
+        f.write('ready')
+    deadline = time.time() + 60
+    while not os.path.exists(spec['go']):
+        if time.time() > deadline:
+            raise RuntimeError('no go from the driver within 60 s')
+        time.sleep(0.02)
+
+
+def run_processes(spec, env):
+    """Run the host's simulated processes to their end: [{'index', 'pid', 'returncode'}]."""
+    penv = dict(env)
+    penv['LTTNG_UST_REGISTER_TIMEOUT'] = '-1'   # register before the first (init) event
+    if spec['blocking']:
+        penv['LTTNG_UST_ALLOW_BLOCKING'] = '1'
+    children = []
+    try:
+        for p in spec['procs']:
+            log = open(p['log'], 'w')
+            children.append((p, subprocess.Popen([spec['binary'], spec['plan'], str(p['index']), spec['gt_dir']],
+                                                 env=penv, stdout=log, stderr=subprocess.STDOUT), log))
+    finally:
+        out = []
+        for p, c, log in children:
+            rc = c.wait()
+            log.close()
+            out.append({'index': p['index'], 'pid': c.pid, 'returncode': rc})
+    return out
 
 
 # --------------------------------------------------------------------------- ground truth
@@ -503,59 +532,57 @@ def ensure_built(distro):
     return binary
 
 
-def run(args):
-    src = preset_path(args.preset) if args.preset else args.system
-    desc = load_description(src)
-    if args.distro not in DISTROS:
-        raise DescriptionError(f'--distro must be one of {", ".join(DISTROS)}')
-    R = resolve(desc, src, args.scale)
-    apply_work_scale(R, args.scale)
-    out = os.path.abspath(args.out)
-    if os.path.exists(out):
-        raise FileExistsError(f'{out} already exists; ros2sim never overwrites an output directory')
-    os.makedirs(out)
-    binary = ensure_built(args.distro)
-    for d in ('traces', 'ground_truth', 'logs', 'run', 'run/gt'):
-        os.makedirs(os.path.join(out, d))
-    with open(os.path.join(out, 'system.json'), 'w') as f:
-        json.dump(desc, f, indent=1)
-    sockdir = tempfile.mkdtemp(prefix='ros2sim-')
-    tag = uuid.uuid4().hex[:8]
-    ref_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-    hosts_used = sorted({p['host'] for p in R['procs']})
-    host_specs, runners = [], []
-    t0_wall = time.time()
+def _start_plan(R, out, args, sockdir):
+    """Write the plan with a common start instant shortly ahead, and say go."""
+    now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    t_start = now + int((1.0 + 0.03 * len(R['procs'])) * 1e9)
+    t_end = t_start + int(args.duration * 1e9)
+    write_plan(R, os.path.join(out, 'run', 'plan.txt'), args.distro, t_start, t_end, int(0.3e9), args.seed, sockdir,
+               caret=args.caret)
+    with open(os.path.join(out, 'run', 'go'), 'w') as f:
+        f.write('go')
+    return t_start, t_end
+
+
+def _host_spec(R, hi, out, args, binary, sockdir, tag, ref_ns):
+    h = R['hosts'][hi]
+    clock_env = {}
+    if h['clock_offset_ns'] or h['clock_drift_ppm']:
+        clock_env = {'LTTNG_UST_CLOCK_PLUGIN': os.path.join(BUILD, 'libros2sim_clock.so'),
+                     'ROS2SIM_CLOCK_OFFSET_NS': str(h['clock_offset_ns']),
+                     'ROS2SIM_CLOCK_DRIFT_PPM': repr(h['clock_drift_ppm']),
+                     'ROS2SIM_CLOCK_REF_NS': str(ref_ns),
+                     'ROS2SIM_CLOCK_UUID': str(uuid.uuid5(uuid.NAMESPACE_DNS, f'{tag}.{h["name"]}'))}
+    traced = h['traced'] and not args.no_session
+    return {
+        'host': h['name'], 'hostname': socket.gethostname() if args.no_session else h['name'],
+        'session': f'ros2sim-{tag}-{h["name"]}' if traced else None, 'traced': h['traced'],
+        'trace_dir': os.path.join(out, 'traces', h['name']) if traced else None,
+        'lttng_home': os.path.join(sockdir, f'home-{hi}'),
+        'clock_env': clock_env, 'subbuf_size': args.subbuf_size, 'num_subbuf': args.num_subbuf,
+        'events': ['ros2:*', 'ros2_caret:*'] if args.caret else ['ros2:*'],
+        'blocking': not args.discard and not args.no_session,
+        'ready': os.path.join(out, 'run', f'{hi}.ready'), 'go': os.path.join(out, 'run', 'go'),
+        'status': os.path.join(out, 'run', f'{hi}.status.json'),
+        'sessiond_pidfile': os.path.join(out, 'run', f'{hi}.sessiond.pid'),
+        'binary': binary, 'plan': os.path.join(out, 'run', 'plan.txt'),
+        'gt_dir': os.path.join(out, 'run', 'gt'),
+        'procs': [{'index': i, 'name': p['name'], 'log': os.path.join(out, 'logs', f'{p["name"]}.log')}
+                  for i, p in enumerate(R['procs']) if p['host'] == hi],
+    }
+
+
+def _run_in_namespaces(R, out, args, host_specs, sockdir):
+    """One `unshare` runner per host (own hostname, session daemon, session); returns (statuses, t_start, t_end)."""
+    runners = []
     try:
-        for hi in hosts_used:
-            h = R['hosts'][hi]
-            clock_env = {}
-            if h['clock_offset_ns'] or h['clock_drift_ppm']:
-                clock_env = {'LTTNG_UST_CLOCK_PLUGIN': os.path.join(BUILD, 'libros2sim_clock.so'),
-                             'ROS2SIM_CLOCK_OFFSET_NS': str(h['clock_offset_ns']),
-                             'ROS2SIM_CLOCK_DRIFT_PPM': repr(h['clock_drift_ppm']),
-                             'ROS2SIM_CLOCK_REF_NS': str(ref_ns),
-                             'ROS2SIM_CLOCK_UUID': str(uuid.uuid5(uuid.NAMESPACE_DNS, f'{tag}.{h["name"]}'))}
-            spec = {
-                'host': h['name'], 'hostname': h['name'], 'session': f'ros2sim-{tag}-{h["name"]}',
-                'trace_dir': os.path.join(out, 'traces', h['name']),
-                'lttng_home': os.path.join(sockdir, f'home-{hi}'),
-                'clock_env': clock_env, 'subbuf_size': args.subbuf_size, 'num_subbuf': args.num_subbuf,
-                'blocking': not args.discard,
-                'ready': os.path.join(out, 'run', f'{hi}.ready'), 'go': os.path.join(out, 'run', 'go'),
-                'status': os.path.join(out, 'run', f'{hi}.status.json'),
-                'sessiond_pidfile': os.path.join(out, 'run', f'{hi}.sessiond.pid'),
-                'binary': binary, 'plan': os.path.join(out, 'run', 'plan.txt'),
-                'gt_dir': os.path.join(out, 'run', 'gt'),
-                'procs': [{'index': i, 'name': p['name'], 'log': os.path.join(out, 'logs', f'{p["name"]}.log')}
-                          for i, p in enumerate(R['procs']) if p['host'] == hi],
-            }
+        for hi, spec in host_specs:
             sp = os.path.join(out, 'run', f'{hi}.host.json')
             with open(sp, 'w') as f:
                 json.dump(spec, f, indent=1)
-            host_specs.append((hi, spec))
             runners.append(subprocess.Popen(
                 ['unshare', '--uts', '--mount', '--fork', '--kill-child', sys.executable, os.path.abspath(__file__),
-                 '_host', sp], stdout=open(os.path.join(out, 'logs', f'host-{h["name"]}.log'), 'w'),
+                 '_host', sp], stdout=open(os.path.join(out, 'logs', f'host-{spec["host"]}.log'), 'w'),
                 stderr=subprocess.STDOUT))
         # wait until every host's session is recording
         deadline = time.time() + 60
@@ -567,41 +594,106 @@ def run(args):
             if time.time() > deadline:
                 raise RuntimeError('hosts did not get ready within 60 s')
             time.sleep(0.02)
-        now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        t_start = now + int((1.0 + 0.03 * len(R['procs'])) * 1e9)
-        t_end = t_start + int(args.duration * 1e9)
-        grace = int(0.3e9)
-        write_plan(R, os.path.join(out, 'run', 'plan.txt'), args.distro, t_start, t_end, grace, args.seed, sockdir)
-        with open(os.path.join(out, 'run', 'go'), 'w') as f:
-            f.write('go')
+        t_start, t_end = _start_plan(R, out, args, sockdir)
         statuses = []
         for (_hi, s), r in zip(host_specs, runners):
             r.wait()
             statuses.append(_read_status(s))
+        return statuses, t_start, t_end
     finally:
         for (_hi, s), r in zip(host_specs, runners):
             if r.poll() is None:
                 r.kill()
                 r.wait()
                 _kill_orphan_sessiond(s)
+
+
+def _run_here(R, out, args, host_specs, sockdir):
+    """--no-session: the processes run here and emit into the machine's active session(s), if any."""
+    t_start, t_end = _start_plan(R, out, args, sockdir)
+    _hi, spec = host_specs[0]
+    procs = run_processes(spec, dict(os.environ))
+    return [{'host': spec['host'], 'ok': all(p['returncode'] == 0 for p in procs), 'procs': procs}], t_start, t_end
+
+
+def _check_run_options(R, args):
+    if args.distro not in DISTROS:
+        raise DescriptionError(f'--distro must be one of {", ".join(DISTROS)}')
+    if args.caret and args.distro != 'humble':
+        raise DescriptionError('--caret is simulated for --distro humble only (CARET on Humble)')
+    if args.no_session:
+        used = sorted({p['host'] for p in R['procs']})
+        h = R['hosts'][used[0]]
+        if len(used) > 1 or h['clock_offset_ns'] or h['clock_drift_ppm'] or not h['traced']:
+            raise DescriptionError('--no-session runs one traced host without clock offset or drift; '
+                                   f'this system uses {len(used)} host(s)')
+
+
+def run(args):
+    src = preset_path(args.preset) if args.preset else args.system
+    desc = load_description(src)
+    R = resolve(desc, src, args.scale)
+    _check_run_options(R, args)
+    apply_work_scale(R, args.scale)
+    out = os.path.abspath(args.out)
+    if os.path.exists(out):
+        raise FileExistsError(f'{out} already exists; ros2sim never overwrites an output directory')
+    os.makedirs(out)
+    binary = ensure_built(args.distro)
+    for d in ('ground_truth', 'logs', 'run', 'run/gt') + (() if args.no_session else ('traces',)):
+        os.makedirs(os.path.join(out, d))
+    with open(os.path.join(out, 'system.json'), 'w') as f:
+        json.dump(desc, f, indent=1)
+    sockdir = tempfile.mkdtemp(prefix='ros2sim-')
+    tag = uuid.uuid4().hex[:8]
+    ref_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    host_specs = [(hi, _host_spec(R, hi, out, args, binary, sockdir, tag, ref_ns))
+                  for hi in sorted({p['host'] for p in R['procs']})]
+    t0_wall = time.time()
+    try:
+        if args.no_session:
+            statuses, t_start, t_end = _run_here(R, out, args, host_specs, sockdir)
+        else:
+            statuses, t_start, t_end = _run_in_namespaces(R, out, args, host_specs, sockdir)
+    finally:
         shutil.rmtree(sockdir, ignore_errors=True)
     counts = merge_ground_truth(R, os.path.join(out, 'run', 'gt'), os.path.join(out, 'ground_truth'))
     elapsed = time.time() - t0_wall
     manifest = {
-        'tool': 'ros2sim', 'distro': args.distro, 'tracetools_version': DISTROS[args.distro],
+        'tool': 'ros2sim', 'distro': args.distro, 'tracetools_version': DISTROS[args.distro], 'caret': args.caret,
+        'session': 'external (--no-session)' if args.no_session else 'own, per host',
         'description': os.path.abspath(src), 'scale': args.scale, 'seed': args.seed,
         'duration_s': args.duration, 'start_ns': t_start, 'end_ns': t_end, 'clock_ref_ns': ref_ns,
-        'channel': {'name': 'ros2', 'subbuf_size': args.subbuf_size, 'num_subbuf': args.num_subbuf,
-                    'mode': 'discard' if args.discard else 'blocking (no loss: applications wait for buffer space)',
-                    'buffering': 'per-uid', 'context': ['vpid', 'vtid', 'procname']},
+        'channel': None if args.no_session else {
+            'name': 'ros2', 'subbuf_size': args.subbuf_size, 'num_subbuf': args.num_subbuf,
+            'mode': 'discard' if args.discard else 'blocking (no loss: applications wait for buffer space)',
+            'buffering': 'per-uid', 'context': ['vpid', 'vtid', 'procname'],
+            'events': ['ros2:*', 'ros2_caret:*'] if args.caret else ['ros2:*']},
         'hosts': [], 'processes': [], 'ground_truth': {k: f'ground_truth/{k}.csv' for k in GT_HEADERS},
         'ground_truth_rows': counts, 'wall_time_s': round(elapsed, 3),
     }
+    manifest['ok'] = ok = _manifest_hosts(R, manifest, host_specs, statuses)
+    with open(os.path.join(out, 'manifest.json'), 'w') as f:
+        json.dump(manifest, f, indent=1)
+    shutil.rmtree(os.path.join(out, 'run', 'gt'), ignore_errors=True)
+    if not ok:
+        errs = [h['error'] for h in manifest['hosts'] if h['error']]
+        bad = [p['name'] for p in manifest['processes'] if p['returncode'] != 0]
+        raise RuntimeError(f'run failed: {"; ".join(errs)} {"processes failed: " + ", ".join(bad) if bad else ""} '
+                           f'(see {out}/logs)')
+    disc = [h['discarded_events'] for h in manifest['hosts']]
+    print(f'ros2sim: {out}: {sum(1 for h in manifest["hosts"] if h["trace"])} trace(s), {counts["messages"]} messages, '
+          f'{counts["callbacks"]} callback runs, discarded events {disc}, {elapsed:.1f} s')
+    return out
+
+
+def _manifest_hosts(R, manifest, host_specs, statuses):
     ok = True
     for (hi, s), st in zip(host_specs, statuses):
         h = R['hosts'][hi]
         manifest['hosts'].append({
-            'name': h['name'], 'hostname': s['hostname'], 'trace': f'traces/{h["name"]}',
+            'name': h['name'], 'hostname': s['hostname'], 'traced': h['traced'],
+            'trace': f'traces/{h["name"]}' if s['trace_dir'] else None,
             'clock_offset_ns': h['clock_offset_ns'], 'clock_drift_ppm': h['clock_drift_ppm'],
             'clock_formula': 'trace_ns = mono + offset_ns + (mono - clock_ref_ns) * drift_ppm / 1e6',
             'clock_uuid': s['clock_env'].get('ROS2SIM_CLOCK_UUID'),
@@ -614,19 +706,7 @@ def run(args):
                                           'vpid': p['pid'], 'executor': pr['executor'], 'threads': pr['threads'],
                                           'intra_process': bool(pr['intra']), 'returncode': p['returncode']})
     manifest['processes'].sort(key=lambda p: p['index'])
-    manifest['ok'] = ok
-    with open(os.path.join(out, 'manifest.json'), 'w') as f:
-        json.dump(manifest, f, indent=1)
-    shutil.rmtree(os.path.join(out, 'run', 'gt'), ignore_errors=True)
-    if not ok:
-        errs = [h['error'] for h in manifest['hosts'] if h['error']]
-        bad = [p['name'] for p in manifest['processes'] if p['returncode'] != 0]
-        raise RuntimeError(f'run failed: {"; ".join(errs)} {"processes failed: " + ", ".join(bad) if bad else ""} '
-                           f'(see {out}/logs)')
-    disc = [h['discarded_events'] for h in manifest['hosts']]
-    print(f'ros2sim: {out}: {len(manifest["hosts"])} trace(s), {counts["messages"]} messages, '
-          f'{counts["callbacks"]} callback runs, discarded events {disc}, {elapsed:.1f} s')
-    return out
+    return ok
 
 
 def _kill_orphan_sessiond(spec):
@@ -670,6 +750,10 @@ def main(argv=None):
     r.add_argument('--num-subbuf', type=int, default=8)
     r.add_argument('--discard', action='store_true',
                    help='discard mode like `ros2 trace` (losses are counted in the manifest); default blocks')
+    r.add_argument('--caret', action='store_true',
+                   help='run "with CARET" (Humble): ros2_caret:* events instead of the events CARET replaces')
+    r.add_argument('--no-session', action='store_true',
+                   help='one host, no namespaces and no LTTng session of its own: emit into the active session(s)')
     sub.add_parser('presets', help='list presets')
     s = sub.add_parser('show', help='print a preset')
     s.add_argument('preset')

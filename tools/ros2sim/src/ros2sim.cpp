@@ -10,7 +10,10 @@
 #define LTTNG_UST_TRACEPOINT_DEFINE
 #define LTTNG_UST_TRACEPOINT_PROBE_DYNAMIC_LINKAGE
 #include "ros2sim_tp.h"
+#include "ros2sim_caret_tp.h"
 #include "ros2sim_clock.h"
+
+#include <dlfcn.h>
 
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -40,6 +43,19 @@
 #include <vector>
 
 #define TP(...) lttng_ust_tracepoint(ros2, __VA_ARGS__)
+#define TPC(...) lttng_ust_tracepoint(ros2_caret, __VA_ARGS__)
+// An init event: ros2_tracing's, or in --caret mode CARET's copy with its
+// init_timestamp (CARET's hooks emit it instead of the original).
+#define TP_INIT(name, ...)                                  \
+  do {                                                      \
+    if (g_caret) TPC(name, __VA_ARGS__, init_stamp());      \
+    else TP(name, __VA_ARGS__);                             \
+  } while (0)
+// Events CARET's hooks swallow (executor, rcl/rclcpp take, rmw init): not in --caret mode.
+#define TP_NOT_CARET(...)                                   \
+  do {                                                      \
+    if (!g_caret) TP(__VA_ARGS__);                          \
+  } while (0)
 
 namespace {
 
@@ -61,6 +77,10 @@ inline uint64_t host_now() { return host_of(raw_now()); }
 int64_t g_realtime_minus_mono = 0;  // host "wall clock" for DDS source timestamps
 inline int64_t host_realtime(uint64_t raw) { return (int64_t)host_of(raw) + g_realtime_minus_mono; }
 inline long gettid_() { return syscall(SYS_gettid); }
+
+// --caret: the process runs "with CARET" (Humble), see docs/ros2sim.md
+bool g_caret = false;
+inline int64_t init_stamp() { return (int64_t)host_now(); }
 
 // Real heap objects stand in for rcl/rmw/rclcpp objects, so handles are real,
 // distinct addresses of this process (and may coincide across processes).
@@ -93,6 +113,7 @@ struct Node {
   std::string name, ns;
   void *handle = nullptr, *rmw = nullptr;
   int busy = 0;
+  std::vector<void *> services;  // the parameter services (rcl handles)
 };
 struct Pub {
   int node = 0, topic = 0, depth = 0;
@@ -176,6 +197,7 @@ void load_plan(const char *path)
     ss >> kw;
     auto bad = [&]() { die("%s:%d: malformed '%s' line", path, lineno, kw.c_str()); };
     if (kw == "version") { ss >> version_str; }
+    else if (kw == "caret") { int c = 0; ss >> c; if (!ss) bad(); g_caret = c != 0; }
     else if (kw == "run") { ss >> t_start >> t_end >> grace >> seed; if (!ss) bad(); }
     else if (kw == "host") { std::string n; ss >> n; hosts.push_back(n); }
     else if (kw == "proc") {
@@ -372,11 +394,18 @@ void publish(int p, const std::vector<MsgId> &inputs, const char *link_kind, uin
   if (do_inter) {
     TP(rclcpp_publish, msg);
     TP(rcl_publish, pb.rcl, msg);
+    if (g_caret) {
+      // CARET's hook of rmw_publish emits dds_write instead; its hook of the DDS
+      // write binds the message address to the DDS source stamp
+      TPC(dds_write, msg);
+      TPC(dds_bind_addr_to_stamp, msg, (uint64_t)m.src);
+    } else {
 #if ROS2SIM_DISTRO >= 2
-    TP(rmw_publish, pb.rmw, msg, m.src);
+      TP(rmw_publish, pb.rmw, msg, m.src);
 #else
-    TP(rmw_publish, msg);
+      TP(rmw_publish, msg);
 #endif
+    }
     Wire w{WIRE_MAGIC, (uint32_t)p, m.seq, m.src};
     for (int dst : pb.inter_procs) {
       // a receiver that already exited refuses the datagram: nothing to deliver to
@@ -475,11 +504,11 @@ void execute(const Exec &e, long tid)
   if (e.kind == X_TIMER) {
     Timer &t = timers[e.idx];
     cbi = t.cb; cbaddr = t.cbaddr; entity = t.rcl; node = t.node;
-    TP(rclcpp_executor_execute, t.rcl);
+    TP_NOT_CARET(rclcpp_executor_execute, t.rcl);
   } else if (e.kind == X_SUB) {
     Sub &s = subs[e.idx];
     s_idx = e.idx; cbi = s.cb; cbaddr = s.cbaddr; entity = s.rcl; node = s.node;
-    TP(rclcpp_executor_execute, s.rcl);
+    TP_NOT_CARET(rclcpp_executor_execute, s.rcl);
     take_buf = malloc(64);
     {
       std::lock_guard<std::mutex> l(mu);
@@ -488,8 +517,8 @@ void execute(const Exec &e, long tid)
     t_take = raw_now();
     if (have_msg) {
       TP(rmw_take, s.rmw, take_buf, in.src, 1);
-      TP(rcl_take, take_buf);
-      TP(rclcpp_take, take_buf);
+      TP_NOT_CARET(rcl_take, take_buf);
+      TP_NOT_CARET(rclcpp_take, take_buf);
     } else {
       TP(rmw_take, s.rmw, take_buf, (int64_t)0, 0);
     }
@@ -577,16 +606,16 @@ void executor_thread(int ti)
         std::lock_guard<std::mutex> l(mu);
         if (stopping) break;
       }
-      TP(rclcpp_executor_get_next_ready);
+      TP_NOT_CARET(rclcpp_executor_get_next_ready);
       bool ok = pick(e);
       if (!ok) {
-        TP(rclcpp_executor_wait_for_work, (int64_t)-1);
+        TP_NOT_CARET(rclcpp_executor_wait_for_work, (int64_t)-1);
         wait_for_work();
         {
           std::lock_guard<std::mutex> l(mu);
           if (stopping) break;
         }
-        TP(rclcpp_executor_get_next_ready);
+        TP_NOT_CARET(rclcpp_executor_get_next_ready);
         ok = pick(e);
       }
       if (!ok) continue;
@@ -641,7 +670,14 @@ const char *param_srv[6][2] = {
 void init_objects()
 {
   void *context = obj(312);
-  TP(rcl_init, context, version_str.c_str());
+  if (g_caret) {
+    TPC(rcl_init, context, init_stamp());
+    // CARET's trace node starts with the first init event after rcl_init
+    TPC(caret_init, g_realtime_minus_mono, distro_name.c_str());
+    TPC(rmw_implementation, "rmw_cyclonedds_cpp", init_stamp());
+  } else {
+    TP(rcl_init, context, version_str.c_str());
+  }
   int gid_counter = 0x100;
   uint8_t gid[24];
   for (size_t ni = 0; ni < nodes.size(); ++ni) {
@@ -652,34 +688,35 @@ void init_objects()
     // rcl_node_init creates the /rosout publisher before its own tracepoint
     void *ro_rmw = obj(48), *ro = obj(8);
     make_gid(gid, 0x03, gid_counter++);
-    TP(rmw_publisher_init, ro_rmw, gid);
-    TP(rcl_publisher_init, ro, n.handle, ro_rmw, "/rosout", (size_t)1000);
-    TP(rcl_node_init, n.handle, n.rmw, n.name.c_str(), n.ns.c_str());
+    TP_NOT_CARET(rmw_publisher_init, ro_rmw, gid);
+    TP_INIT(rcl_publisher_init, ro, n.handle, ro_rmw, "/rosout", (size_t)1000);
+    TP_INIT(rcl_node_init, n.handle, n.rmw, n.name.c_str(), n.ns.c_str());
     std::string fq = (n.ns == "/" ? "" : n.ns) + "/" + n.name;
     for (int k = 0; k < 6; ++k) {
       void *srv = obj(8), *srv_rmw = obj(40), *cb = obj(32);
       std::string sname = fq + "/" + param_srv[k][0];
-      TP(rcl_service_init, srv, n.handle, srv_rmw, sname.c_str());
-      TP(rclcpp_service_callback_added, srv, cb);
+      n.services.push_back(srv);
+      TP_INIT(rcl_service_init, srv, n.handle, srv_rmw, sname.c_str());
+      TP_INIT(rclcpp_service_callback_added, srv, cb);
       std::string sym = std::string("rclcpp::ParameterService::ParameterService(std::shared_ptr<rclcpp::node_interfaces::NodeBaseInterface>, "
         "std::shared_ptr<rclcpp::node_interfaces::NodeServicesInterface>, rclcpp::node_interfaces::NodeParametersInterface*, "
         "rmw_qos_profile_s const&)::{lambda(std::shared_ptr<rmw_request_id_s>, std::shared_ptr<rcl_interfaces::srv::") +
         param_srv[k][1] + "_Request_<std::allocator<void> > >, std::shared_ptr<rcl_interfaces::srv::" + param_srv[k][1] +
         "_Response_<std::allocator<void> > >)#" + std::to_string(k + 1) + "}";
-      TP(rclcpp_callback_register, cb, sym.c_str());
+      TP_INIT(rclcpp_callback_register, cb, sym.c_str());
     }
     void *pe_rmw = obj(48), *pe = obj(8);
     make_gid(gid, 0x03, gid_counter++);
-    TP(rmw_publisher_init, pe_rmw, gid);
-    TP(rcl_publisher_init, pe, n.handle, pe_rmw, "/parameter_events", (size_t)1000);
+    TP_NOT_CARET(rmw_publisher_init, pe_rmw, gid);
+    TP_INIT(rcl_publisher_init, pe, n.handle, pe_rmw, "/parameter_events", (size_t)1000);
 
     for (auto &p : pubs) {
       if (&nodes[p.node] != &n) continue;
       p.rmw = obj(48);
       p.rcl = obj(8);
       make_gid(p.gid, 0x03, gid_counter++);
-      TP(rmw_publisher_init, p.rmw, p.gid);
-      TP(rcl_publisher_init, p.rcl, n.handle, p.rmw, topics[p.topic].c_str(), (size_t)p.depth);
+      TP_NOT_CARET(rmw_publisher_init, p.rmw, p.gid);
+      TP_INIT(rcl_publisher_init, p.rcl, n.handle, p.rmw, topics[p.topic].c_str(), (size_t)p.depth);
     }
     for (size_t si = 0; si < subs.size(); ++si) {
       Sub &s = subs[si];
@@ -688,8 +725,8 @@ void init_objects()
       s.rmw = obj(48);
       s.rcl = obj(8);
       make_gid(gid, 0x04, gid_counter++);
-      TP(rmw_subscription_init, s.rmw, gid);
-      TP(rcl_subscription_init, s.rcl, n.handle, s.rmw, topics[s.topic].c_str(), (size_t)s.depth);
+      TP_NOT_CARET(rmw_subscription_init, s.rmw, gid);
+      TP_INIT(rcl_subscription_init, s.rcl, n.handle, s.rmw, topics[s.topic].c_str(), (size_t)s.depth);
       const std::string &sym = cbs[s.cb].sym;
       if (s.has_intra) {
         s.ring = obj(96); s.ipb = obj(64); s.sip = obj(256); s.intra_cb = obj(160);
@@ -700,24 +737,24 @@ void init_objects()
         TP(rclcpp_buffer_to_ipb, s.ring, s.ipb);
         TP(rclcpp_ipb_to_subscription, s.ipb, s.sip);
 #endif
-        TP(rclcpp_subscription_callback_added, s.sip, s.intra_cb);
-        TP(rclcpp_callback_register, s.intra_cb, sym.c_str());
-        TP(rclcpp_subscription_init, s.rcl, s.sip);
+        TP_INIT(rclcpp_subscription_callback_added, s.sip, s.intra_cb);
+        TP_INIT(rclcpp_callback_register, s.intra_cb, sym.c_str());
+        TP_INIT(rclcpp_subscription_init, s.rcl, s.sip);
       }
       s.obj = obj(384);
       s.cbaddr = obj(160);
-      TP(rclcpp_subscription_init, s.rcl, s.obj);
-      TP(rclcpp_subscription_callback_added, s.obj, s.cbaddr);
-      TP(rclcpp_callback_register, s.cbaddr, sym.c_str());
+      TP_INIT(rclcpp_subscription_init, s.rcl, s.obj);
+      TP_INIT(rclcpp_subscription_callback_added, s.obj, s.cbaddr);
+      TP_INIT(rclcpp_callback_register, s.cbaddr, sym.c_str());
     }
     for (auto &t : timers) {
       if (&nodes[t.node] != &n) continue;
       t.rcl = obj(8);
       t.cbaddr = obj(32);
-      TP(rcl_timer_init, t.rcl, t.period);
-      TP(rclcpp_timer_callback_added, t.rcl, t.cbaddr);
-      TP(rclcpp_callback_register, t.cbaddr, cbs[t.cb].sym.c_str());
-      TP(rclcpp_timer_link_node, t.rcl, n.handle);
+      TP_INIT(rcl_timer_init, t.rcl, t.period);
+      TP_INIT(rclcpp_timer_callback_added, t.rcl, t.cbaddr);
+      TP_INIT(rclcpp_callback_register, t.cbaddr, cbs[t.cb].sym.c_str());
+      TP_INIT(rclcpp_timer_link_node, t.rcl, n.handle);
       t.next = t_start + t.offset + t.period;
     }
 #if ROS2SIM_DISTRO >= 3
@@ -738,6 +775,38 @@ void init_objects()
     }
 #endif
   }
+}
+
+// CARET's executor structure events: the executor, one callback group per node
+// (rclcpp's default group of the node) and the entities added to it.
+void caret_executor_structure()
+{
+  void *executor = obj(256);
+  TPC(construct_executor, executor, procs[me].multi ? "multi_threaded_executor" : "single_threaded_executor",
+      init_stamp());
+  for (auto &n : nodes) {
+    if (n.proc != me) continue;
+    void *group = obj(128);
+    TPC(add_callback_group, executor, group, n.reentrant ? "reentrant" : "mutually_exclusive", init_stamp());
+    for (auto &t : timers)
+      if (&nodes[t.node] == &n) TPC(callback_group_add_timer, group, t.rcl, init_stamp());
+    for (auto &s : subs)
+      if (s.local && &nodes[s.node] == &n) TPC(callback_group_add_subscription, group, s.rcl, init_stamp());
+    for (void *srv : n.services) TPC(callback_group_add_service, group, srv, init_stamp());
+  }
+}
+
+// CARET is an LD_PRELOAD library; here its provider is loaded before the first event.
+void load_caret_provider()
+{
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n < 0) die("readlink /proc/self/exe: %s", strerror(errno));
+  exe[n] = 0;
+  std::string dir(exe);
+  dir = dir.substr(0, dir.rfind('/'));
+  std::string lib = dir + "/libros2sim_caret_tp.so";
+  if (!dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL)) die("cannot load %s: %s", lib.c_str(), dlerror());
 }
 
 void write_objects(const std::string &path)
@@ -811,7 +880,9 @@ int main(int argc, char **argv)
   gt_deliv.open(base + "deliveries.part");
   gt_cbs.open(base + "callbacks.part");
 
+  if (g_caret) load_caret_provider();
   init_objects();
+  if (g_caret) caret_executor_structure();
   write_objects(base + "objects.part");
 
   std::thread rx(receiver_thread);
