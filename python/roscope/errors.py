@@ -13,9 +13,11 @@
 
 ``user_message(exc)`` says whether an exception is a user error and gives the
 message to print: UserError, ``roscope._core.TraceError`` (an unreadable trace),
-and OSErrors about a file (``FileNotFoundError``, ``PermissionError``, a full
-disk, ...). Anything else that escapes a command is a bug in roscope: the CLI
-prints its traceback, asks to report it, and exits 70.
+OSErrors about a file (``FileNotFoundError``, ``PermissionError``, a full
+disk, ...), and DuckDB errors that blame the database or the machine (locked,
+corrupt, disk full; worded by ``roscope.db.database_error``). Anything else
+that escapes a command is a bug in roscope: the CLI prints its traceback, asks
+to report it, and exits 70.
 """
 from __future__ import annotations
 
@@ -69,6 +71,10 @@ def user_message(exc: BaseException) -> str | None:
             return str(exc)
     except ImportError:  # the extension is missing: then nothing raised a TraceError
         pass
+    if type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb"):
+        from roscope import db
+
+        return str(db.database_error(exc, None, "read")) if db.is_environment_error(exc) else None
     if isinstance(exc, OSError) and (
         isinstance(exc, _USER_OSERRORS) or exc.errno in _ENVIRONMENT_ERRNOS or exc.filename is not None
     ):
