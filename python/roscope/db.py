@@ -426,13 +426,13 @@ def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True) -> Dat
     with a message naming the file when the input is wrong.
     """
     if isinstance(trace_or_db, (str, os.PathLike)):
-        path = os.fspath(trace_or_db)
-        if is_db(path):
-            return _open_db(path, read_only)
-        if os.path.isfile(path) and path.endswith((".duckdb", ".db")):
-            raise DatabaseError(f"{path}: not a DuckDB database (the file does not start with DuckDB's header)")
-        paths = [path]
+        paths = [os.fspath(trace_or_db)]
     else:
-        paths = list(trace_or_db)
+        paths = [os.fspath(p) for p in trace_or_db]
+    if len(paths) == 1 and is_db(paths[0]):
+        return _open_db(paths[0], read_only)
+    for p in paths:
+        if os.path.isfile(p) and p.endswith((".duckdb", ".db")) and not is_db(p):
+            raise DatabaseError(f"{p}: not a DuckDB database (the file does not start with DuckDB's header)")
     db, _ = load(paths, None, heuristics=heuristics)
     return db
