@@ -407,6 +407,19 @@ def _wait_go(spec):
         time.sleep(0.02)
 
 
+def _named_binary(spec, p):
+    """The simulator under the process's name (a symlink), so that its procname is right from the
+    first event on, even for events of preloaded libraries' constructors."""
+    if p['name'] in ('.', '..'):
+        return spec['binary']
+    d = os.path.join(os.path.dirname(spec['plan']), 'bin', str(p['index']))
+    os.makedirs(d, exist_ok=True)
+    link = os.path.join(d, p['name'])
+    if not os.path.lexists(link):
+        os.symlink(spec['binary'], link)
+    return link
+
+
 def run_processes(spec, env):
     """Run the host's simulated processes to their end: [{'index', 'pid', 'returncode'}]."""
     penv = dict(env)
@@ -417,7 +430,7 @@ def run_processes(spec, env):
     try:
         for p in spec['procs']:
             log = open(p['log'], 'w')
-            children.append((p, subprocess.Popen([spec['binary'], spec['plan'], str(p['index']), spec['gt_dir']],
+            children.append((p, subprocess.Popen([_named_binary(spec, p), spec['plan'], str(p['index']), spec['gt_dir']],
                                                  env=penv, stdout=log, stderr=subprocess.STDOUT), log))
     finally:
         out = []
