@@ -11,12 +11,20 @@ except ImportError:  # a core built before it exported its version: the installe
     __version__ = _dist_version("roscope")
 
 
-def open(trace_or_db, **kwargs):  # noqa: A001 - roscope.open is the API's entry point
-    """Opens a trace (loaded in memory) or a database written by `roscope load`.
+def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True):  # noqa: A001 - the API's entry point
+    """Opens traces (a path or a list of paths, loaded into a writable in-memory
+    database) or a database file written by `roscope load`.
 
-    Returns a `roscope.db.Database`: `.sql(query)` and `.table(name)` give
-    pandas DataFrames.
+    A database file is opened **read-only** by default: queries, and analyses
+    that return their results (the default), work on it, also while other
+    processes read it. Pass ``read_only=False`` to store analysis results into
+    it (``store=True``). ``heuristics=False`` makes only exact transport links
+    (traces only). Returns a `roscope.db.Database`: ``.sql(query)`` and
+    ``.table(name)`` give pandas DataFrames, ``.records(query)`` lists of dicts,
+    ``.con`` the DuckDB connection. Wrong input raises `roscope.errors.UserError`
+    (`InputError`, `DatabaseError`) or `roscope._core.TraceError`, with a
+    message naming the file.
     """
     from roscope.db import open as _open
 
-    return _open(trace_or_db, **kwargs)
+    return _open(trace_or_db, heuristics=heuristics, read_only=read_only)
