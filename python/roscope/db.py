@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from roscope import __version__, _core
 from roscope.errors import DatabaseError, InputError
-from roscope.trace import _arrow_array, _paths
+from roscope.trace import _paths
 
 if TYPE_CHECKING:
     import duckdb
@@ -86,11 +86,11 @@ VIEWS = {
 }
 
 
-def _table_from_core(name: str, rows: int, cols):
+def _table_from_core(table):
+    """A pyarrow Table over the buffers of a `_core.ArrowTable` (Arrow C stream, no copy)."""
     import pyarrow as pa
 
-    arrays = [_arrow_array(kind, rows, v, o, m) for (_, kind, v, o, m) in cols]
-    return pa.table(arrays, names=[c[0] for c in cols])
+    return pa.table(table)
 
 
 @dataclass
@@ -133,7 +133,7 @@ def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None =
         # Also on an error: an interpreter that exits while this thread still
         # imports DuckDB/pyarrow can abort (issue 15, item 3).
         warm.join()
-    arrow = {name: _table_from_core(name, rows, cols) for name, rows, cols in tables}
+    arrow = {name: _table_from_core(table) for name, table in tables}
     return arrow, dict(stats), list(warnings), [tuple(x) for x in losses]
 
 

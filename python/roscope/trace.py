@@ -36,26 +36,6 @@ def _paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
     return out
 
 
-def _arrow_array(kind: str, rows: int, values: bytes, offsets: bytes, validity: bytes):
-    """An Arrow array over the core's buffers (no copy): 8-byte little-endian
-    values, int64 offsets for text and lists, and an Arrow validity bitmap (empty
-    when every row is valid)."""
-    import pyarrow as pa
-
-    bitmap = pa.py_buffer(validity) if validity else None
-    if kind in ("int64", "uint64", "float64"):
-        typ = {"int64": pa.int64(), "uint64": pa.uint64(), "float64": pa.float64()}[kind]
-        return pa.Array.from_buffers(typ, rows, [bitmap, pa.py_buffer(values)])
-    if kind in ("string", "json"):
-        return pa.Array.from_buffers(pa.large_string(), rows, [bitmap, pa.py_buffer(offsets), pa.py_buffer(values)])
-    if kind.startswith("list<"):
-        inner = kind[5:-1]
-        typ = {"int64": pa.int64(), "uint64": pa.uint64(), "float64": pa.float64()}[inner]
-        child = pa.Array.from_buffers(typ, len(values) // 8, [None, pa.py_buffer(values)])
-        return pa.Array.from_buffers(pa.large_list(typ), rows, [bitmap, pa.py_buffer(offsets)], children=[child])
-    raise ValueError(f"unknown column kind {kind!r}")
-
-
 @dataclass
 class Trace:
     """One or more CTF traces (a directory anywhere above `metadata` files)."""
@@ -108,9 +88,9 @@ class Trace:
             got = t.read_batches(ev, max_rows)
             if got is None:
                 break
-            for trace_idx, name, rows, cols in got:
-                arrays = [_arrow_array(kind, rows, v, o, m) for (_, kind, v, o, m) in cols]
-                yield Batch(trace_idx, name, pa.RecordBatch.from_arrays(arrays, names=[c[0] for c in cols]))
+            for trace_idx, name, table in got:
+                # One record batch over the core's buffers (Arrow C data interface, no copy).
+                yield Batch(trace_idx, name, pa.record_batch(table))
         self.warnings = t.warnings()
         self.losses = t.losses()
 

@@ -12,7 +12,10 @@ use std::os::fd::FromRawFd;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyBrokenPipeError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList};
+
+mod arrow;
+use arrow::ArrowTable;
 
 use roscope_ctf::columns::ColumnReader;
 use roscope_ctf::{json, summary, CtfError, TraceSet};
@@ -106,10 +109,8 @@ impl Trace {
         Ok(n)
     }
 
-    /// The next batches of columns, or None at the end. Each batch is a tuple
-    /// (trace index, event name, rows, [(column, kind, values, offsets, validity)]),
-    /// the buffers in Arrow layout (little-endian 8-byte values, i64 offsets,
-    /// a validity bitmap, or empty when all rows are valid).
+    /// The next batches of columns, or None at the end: a list of (trace index,
+    /// event name, ArrowTable of one record batch).
     #[pyo3(signature = (events=None, max_rows=1<<18))]
     fn read_batches(&mut self, py: Python<'_>, events: Option<Vec<String>>, max_rows: usize) -> PyResult<Option<Py<PyList>>> {
         if self.cols.is_none() {
@@ -141,8 +142,8 @@ impl Trace {
         }
         let list = PyList::empty_bound(py);
         for b in batches {
-            let cl = columns_to_py(py, b.columns)?;
-            list.append(PyTuple::new_bound(py, [b.trace.into_py(py), b.event.into_py(py), b.rows.into_py(py), cl.into_py(py)]))?;
+            let t = ArrowTable::from_columns(b.columns, b.rows)?;
+            list.append((b.trace, b.event, Py::new(py, t)?))?;
         }
         Ok(Some(list.unbind()))
     }
@@ -167,40 +168,8 @@ fn losses(set: &TraceSet) -> Vec<(String, u64, u64)> {
         .collect()
 }
 
-/// One validity byte per row to an Arrow validity bitmap (least significant bit first).
-fn bitmap(validity: &[u8]) -> Vec<u8> {
-    let mut out = vec![0u8; validity.len().div_ceil(8)];
-    for (i, &v) in validity.iter().enumerate() {
-        if v != 0 {
-            out[i >> 3] |= 1 << (i & 7);
-        }
-    }
-    out
-}
-
-fn columns_to_py(py: Python<'_>, cols: Vec<roscope_ctf::columns::Column>) -> PyResult<Py<PyList>> {
-    let cl = PyList::empty_bound(py);
-    for c in cols {
-        let offsets: Vec<u8> = c.offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
-        let validity = bitmap(&c.validity);
-        let t = PyTuple::new_bound(
-            py,
-            [
-                c.name.into_py(py),
-                c.kind.name().into_py(py),
-                PyBytes::new_bound(py, &c.values).into_py(py),
-                PyBytes::new_bound(py, &offsets).into_py(py),
-                PyBytes::new_bound(py, &validity).into_py(py),
-            ],
-        );
-        cl.append(t)?;
-    }
-    Ok(cl.unbind())
-}
-
 /// Builds the execution model of the traces under `paths`. Returns
-/// (tables, stats, warnings, losses): tables is a list of (name, rows, columns)
-/// with columns as in `Trace.read_batches`.
+/// (tables, stats, warnings, losses): tables is a list of (name, ArrowTable).
 #[pyfunction]
 #[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None))]
 fn build_model(
@@ -221,97 +190,69 @@ fn build_model(
     py.check_signals()?;
     let tables = PyList::empty_bound(py);
     for t in model.tables {
-        let rows = t.rows;
-        let (name, cols) = t.finish();
-        tables.append((name, rows, columns_to_py(py, cols)?))?;
+        let name = t.name;
+        tables.append((name, Py::new(py, ArrowTable::from_table(t)?)?))?;
     }
     let warnings: Vec<String> = set.all_warnings().iter().map(|w| w.to_string()).collect();
     let losses = losses(&set);
     Ok((tables, model.stats, warnings, losses).into_py(py))
 }
 
-fn i64s(b: &[u8]) -> Vec<i64> {
-    b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect()
-}
-
-fn bytes_of(v: &[i64]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// The execution model as columns, for the flow algorithms (roscope-flow).
-/// Columns are little-endian int64 buffers; ids are row positions, -1 is none.
+/// The flow's input model (roscope-flow), built from the model's tables.
 #[pyclass(module = "roscope._core")]
 struct FlowModel {
     m: roscope_flow::Model,
     links: Option<Vec<roscope_flow::CausalLink>>,
 }
 
+fn input_err(e: roscope_flow::InputError) -> PyErr {
+    PyValueError::new_err(format!("the model's tables cannot feed the flow: {}", e))
+}
+
 #[pymethods]
 impl FlowModel {
+    /// `tables`: the model's tables of `FlowModel.inputs()`, each an object with
+    /// `__arrow_c_stream__` holding at least the listed columns: a dict by table
+    /// name, or a callable `tables(name, columns)` returning one (called for one
+    /// table at a time, its stream read to the end before the next call).
     #[new]
-    fn new(
-        cols: std::collections::HashMap<String, Vec<u8>>,
-        annotations: Vec<(i64, Vec<i64>, Vec<i64>)>,
-        n_topics: usize,
-    ) -> PyResult<Self> {
-        let get = |k: &str| -> PyResult<Vec<i64>> {
-            cols.get(k).map(|b| i64s(b)).ok_or_else(|| PyValueError::new_err(format!("missing column {}", k)))
-        };
-        let m = roscope_flow::Model {
-            cb_node: get("cb_node")?,
-            cb_kind: get("cb_kind")?,
-            cb_sub: get("cb_sub")?,
-            sub_topic: get("sub_topic")?,
-            sub_node: get("sub_node")?,
-            pub_topic: get("pub_topic")?,
-            pub_node: get("pub_node")?,
-            run_cb: get("run_cb")?,
-            run_start: get("run_start")?,
-            run_end: get("run_end")?,
-            pb_publisher: get("pb_publisher")?,
-            pb_run: get("pb_run")?,
-            pb_ts: get("pb_ts")?,
-            tl_pub: get("tl_pub")?,
-            tl_run: get("tl_run")?,
-            annotations,
-            n_topics,
-        };
-        let n = |v: &Vec<i64>| v.len();
-        if n(&m.cb_node) != n(&m.cb_kind)
-            || n(&m.cb_node) != n(&m.cb_sub)
-            || n(&m.run_cb) != n(&m.run_start)
-            || n(&m.run_cb) != n(&m.run_end)
-            || n(&m.pb_ts) != n(&m.pb_run)
-            || n(&m.pb_ts) != n(&m.pb_publisher)
-            || n(&m.tl_pub) != n(&m.tl_run)
-            || n(&m.sub_topic) != n(&m.sub_node)
-            || n(&m.pub_topic) != n(&m.pub_node)
-        {
-            return Err(PyValueError::new_err("flow model columns have inconsistent lengths"));
+    fn new(py: Python<'_>, tables: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let dict = tables.downcast::<PyDict>().ok();
+        let mut read = Vec::with_capacity(roscope_flow::INPUTS.len());
+        for &(name, cols) in roscope_flow::INPUTS {
+            let obj = match dict {
+                Some(d) => d.get_item(name)?.ok_or_else(|| PyValueError::new_err(format!("table {} is missing", name)))?,
+                None => tables.call1((name, cols.to_vec()))?,
+            };
+            read.push(arrow::table_from_stream(name, cols, &obj)?);
         }
+        let m = py.allow_threads(|| roscope_flow::Model::from_tables(&read)).map_err(input_err)?;
         Ok(FlowModel { m, links: None })
     }
 
-    /// Causal links: (in_publication, in_run, out_publication, kind) int64 columns as bytes.
+    /// The tables and columns the flow reads: [(table, [column, ...])].
+    #[staticmethod]
+    fn inputs() -> Vec<(&'static str, Vec<&'static str>)> {
+        roscope_flow::INPUTS.iter().map(|(t, c)| (*t, c.to_vec())).collect()
+    }
+
+    /// Topic names; masks over topics follow this order.
+    #[getter]
+    fn topics(&self) -> Vec<String> {
+        self.m.topics.clone()
+    }
+
+    /// Causal links: in_publication_id, in_run_id, out_publication_id, kind.
     #[pyo3(signature = (infer_timer_inputs=true))]
-    fn causal_links(&mut self, py: Python<'_>, infer_timer_inputs: bool) -> PyResult<PyObject> {
+    fn causal_links(&mut self, py: Python<'_>, infer_timer_inputs: bool) -> PyResult<ArrowTable> {
         let m = &self.m;
         let links = py.allow_threads(|| {
             let ix = roscope_flow::Index::new(m);
             roscope_flow::causal_links(&ix, roscope_flow::Policy { infer_timer_inputs })
         });
-        let a: Vec<i64> = links.iter().map(|l| l.in_pub).collect();
-        let b: Vec<i64> = links.iter().map(|l| l.in_run).collect();
-        let c: Vec<i64> = links.iter().map(|l| l.out_pub).collect();
-        let d: Vec<i64> = links.iter().map(|l| l.kind as i64).collect();
+        let t = roscope_flow::causal_links_table(&links);
         self.links = Some(links);
-        let out = (
-            PyBytes::new_bound(py, &bytes_of(&a)),
-            PyBytes::new_bound(py, &bytes_of(&b)),
-            PyBytes::new_bound(py, &bytes_of(&c)),
-            PyBytes::new_bound(py, &bytes_of(&d)),
-        );
-        Ok(out.into_py(py))
+        ArrowTable::from_table(t)
     }
 
     /// One message's flow graph: (publications, runs, edges as (from_kind, from, to_kind, to, kind)).
@@ -330,138 +271,57 @@ impl FlowModel {
         Ok((g.pubs, g.runs, edges).into_py(py))
     }
 
-    /// Data flows between input and output topics (bool masks over topic ids).
-    /// Returns (flows, steps, stats): flows and steps as dicts of int64 column bytes.
-    #[pyo3(signature = (is_input, is_output, implicit=None, exact_links=true, max_flows_per_output=10000, all_steps=false))]
+    /// Data flows between input and output topics (bool masks over `topics`).
+    /// Returns ({table name: ArrowTable}, stats) for data_flows, data_flow_steps,
+    /// data_flow_segments and paths.
+    #[pyo3(signature = (is_input, is_output, implicit="auto", exact_links=true, max_flows_per_output=10000, all_steps=false))]
     #[allow(clippy::too_many_arguments)]
-    fn data_flows(
+    fn data_flows<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         is_input: Vec<bool>,
         is_output: Vec<bool>,
-        implicit: Option<Vec<(i64, i64)>>,
+        implicit: &str,
         exact_links: bool,
         max_flows_per_output: usize,
         all_steps: bool,
-    ) -> PyResult<PyObject> {
-        if is_input.len() != self.m.n_topics || is_output.len() != self.m.n_topics {
+    ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+        if is_input.len() != self.m.n_topics() || is_output.len() != self.m.n_topics() {
             return Err(PyValueError::new_err("topic masks must have one entry per topic"));
         }
-        let o = roscope_flow::FlowOptions {
-            is_input_topic: is_input,
-            is_output_topic: is_output,
-            implicit: implicit.map(|v| v.into_iter().collect()),
-            exact_links,
-            max_flows_per_output,
+        let Some(mode) = roscope_flow::Implicit::parse(implicit) else {
+            return Err(PyValueError::new_err(format!(
+                "unknown implicit-dependency mode {:?} (one of {})",
+                implicit,
+                roscope_flow::Implicit::NAMES.join(", ")
+            )));
         };
         let m = &self.m;
         let t0 = std::time::Instant::now();
-        // Columns are written straight into little-endian byte buffers.
-        struct Out {
-            flows: Vec<Vec<u8>>,
-            steps: Vec<Vec<u8>>,
-            segs: Vec<Vec<u8>>,
-            n: usize,
-            outputs: usize,
-            trees: usize,
-            hits: u64,
-            evicted: u64,
-        }
-        let out = py.allow_threads(|| {
+        let (t, res) = py.allow_threads(|| {
             let ix = roscope_flow::Index::new(m);
-            let mut ids: std::collections::HashMap<Vec<(char, i64)>, i64> = std::collections::HashMap::new();
-            let mut fl: Vec<Vec<u8>> = (0..11).map(|_| Vec::new()).collect();
-            let mut st: Vec<Vec<u8>> = (0..4).map(|_| Vec::new()).collect();
-            let mut segset = roscope_flow::SegmentSet::default();
-            let mut k = 0usize;
-            let res = roscope_flow::each_data_flow(&ix, &o, |f| {
-                segset.add(m, &f);
-                let key = roscope_flow::path_key(m, &f);
-                let n = ids.len() as i64;
-                let mut first_of_path = false;
-                let pid = *ids.entry(key).or_insert_with(|| {
-                    first_of_path = true;
-                    n
-                });
-                let first_run = if f.steps[0].0 == 'r' { f.steps[0].1 } else { -1 };
-                let input_pub = f.steps.get(1).filter(|s| s.0 == 'p').map(|s| s.1).unwrap_or(-1);
-                let vals = [
-                    k as i64,
-                    pid,
-                    f.steps.last().unwrap().1,
-                    input_pub,
-                    first_run,
-                    f.start,
-                    f.end,
-                    f.end - f.start,
-                    f.communication,
-                    f.idle,
-                    f.computation,
-                ];
-                for (c, v) in fl.iter_mut().zip(vals) {
-                    c.extend_from_slice(&v.to_le_bytes());
-                }
-                if all_steps || first_of_path {
-                    for (j, &(kind, id)) in f.steps.iter().enumerate() {
-                        for (c, v) in st.iter_mut().zip([k as i64, j as i64, (kind == 'r') as i64, id]) {
-                            c.extend_from_slice(&v.to_le_bytes());
-                        }
-                    }
-                }
-                k += 1;
-            });
-            let segs = segset.segments;
-            let mut sg: Vec<Vec<u8>> = (0..4).map(|_| Vec::with_capacity(segs.len() * 8)).collect();
-            for x in &segs {
-                for (c, v) in sg.iter_mut().zip([x.kind as i64, x.a, x.b, x.duration]) {
-                    c.extend_from_slice(&v.to_le_bytes());
-                }
-            }
-            Out {
-                flows: fl,
-                steps: st,
-                segs: sg,
-                n: res.flows,
-                outputs: res.outputs,
-                trees: res.trees,
-                hits: res.cache_hits,
-                evicted: res.evicted,
-            }
+            let o = roscope_flow::FlowOptions {
+                is_input_topic: is_input,
+                is_output_topic: is_output,
+                implicit: roscope_flow::implicit_edges(&ix, mode),
+                exact_links,
+                max_flows_per_output,
+            };
+            roscope_flow::data_flow_tables(&ix, &o, all_steps)
         });
         let secs = t0.elapsed().as_secs_f64();
-        let mk = |names: &[&str], cols: Vec<Vec<u8>>| -> PyResult<Bound<'_, pyo3::types::PyDict>> {
-            let d = pyo3::types::PyDict::new_bound(py);
-            for (n, c) in names.iter().zip(cols) {
-                d.set_item(*n, PyBytes::new_bound(py, &c))?;
-            }
-            Ok(d)
-        };
-        let flows = mk(
-            &[
-                "flow_id",
-                "path_id",
-                "output_publication_id",
-                "input_publication_id",
-                "first_run_id",
-                "start_ts",
-                "end_ts",
-                "latency_ns",
-                "communication_ns",
-                "idle_ns",
-                "computation_ns",
-            ],
-            out.flows,
-        )?;
-        let steps = mk(&["flow_id", "step", "is_run", "id"], out.steps)?;
-        let sg = mk(&["kind", "a", "b", "duration_ns"], out.segs)?;
-        let stats = pyo3::types::PyDict::new_bound(py);
-        stats.set_item("outputs", out.outputs)?;
-        stats.set_item("flows", out.n)?;
-        stats.set_item("trees_cached", out.trees)?;
-        stats.set_item("cache_evicted", out.evicted)?;
-        stats.set_item("cache_hits", out.hits)?;
+        let tables = PyDict::new_bound(py);
+        for table in [t.flows, t.steps, t.segments, t.paths] {
+            tables.set_item(table.name, Py::new(py, ArrowTable::from_table(table)?)?)?;
+        }
+        let stats = PyDict::new_bound(py);
+        stats.set_item("outputs", res.outputs)?;
+        stats.set_item("flows", res.flows)?;
+        stats.set_item("trees_cached", res.trees)?;
+        stats.set_item("cache_evicted", res.evicted)?;
+        stats.set_item("cache_hits", res.cache_hits)?;
         stats.set_item("seconds", secs)?;
-        Ok((flows, steps, sg, stats).into_py(py))
+        Ok((tables, stats))
     }
 }
 
@@ -471,6 +331,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Trace>()?;
     m.add_function(wrap_pyfunction!(build_model, m)?)?;
     m.add_class::<FlowModel>()?;
+    m.add_class::<ArrowTable>()?;
     m.add("TraceError", m.py().get_type_bound::<TraceError>())?;
     Ok(())
 }

@@ -1,8 +1,17 @@
-"""`roscope executor`: executor states, utilization and input waits."""
+"""`roscope executor TRACE...|DB`: executor states, utilization and input waits.
+
+The analyses are roscope.executor's (library); this module only renders them:
+text in milliseconds, JSON in nanoseconds (docs/analyses.md). The database is
+opened read-only and nothing is written into it unless --store.
+"""
 from __future__ import annotations
 
-import json
 import sys
+
+from roscope.commands import _common as C
+
+#: The statistics shown per callback (JSON keys <name>_ns).
+_STATS = ("min", "mean", "p50", "p90", "p99", "max")
 
 
 def register(sub) -> None:
@@ -11,35 +20,58 @@ def register(sub) -> None:
         help="executor states per thread (waiting, selecting, executing), utilization, input waits",
         description="Executor state shares per thread, where the trace has executor events, and per subscription "
         "callback how long its input waited from publication to callback start and how much of that the executor "
-        "thread was busy running other callbacks.",
+        "thread was busy running other callbacks. Text in milliseconds, JSON in nanoseconds (docs/analyses.md). "
+        "Nothing is written into a database unless --store.",
     )
-    p.add_argument("input", metavar="TRACE|DB")
-    p.add_argument("--json", action="store_true")
+    C.add_inputs(p)
+    p.add_argument("--store", action="store_true",
+                   help="store the per-message waits as table run_input_waits in the database, which must be a file "
+                        "written by `roscope load`, writable")
+    C.add_heuristics(p)
+    C.add_json(p)
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
-    import roscope
-    from roscope import flow as fl
+def collect(db, store: bool = False) -> dict:
+    """Everything `roscope executor` shows, as JSON-ready data (durations in ns)."""
+    from roscope import executor as ex
 
-    db = roscope.open(args.input, read_only=False)
-    d = fl.executor(db)
-    if args.json:
-        json.dump(d, sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
-        return 0
+    d = ex.executor(db, store=store)
+    return C.clean({**d, "warnings": db.warnings, "losses": db.losses})
+
+
+def render_text(d: dict, out=None) -> None:
+    w = C.TextOut(out or sys.stdout).write
     if not d["threads"]:
-        print("no executor states in this trace (ros2_tracing records executor events from Humble on; ROS 1 has none)")
+        w("no executor states in this trace (ros2_tracing records executor events from Humble on; ROS 1 has none)\n")
     else:
-        print(f"{'host':<14} {'pid':>8} {'tid':>8} {'procname':<18} {'traced s':>9} {'exec %':>7} {'wait %':>7} {'select %':>8} {'runs':>8}")
+        w(f"{'host':<14} {'pid':>8} {'tid':>8} {'procname':<18} {'traced ms':>12} {'exec %':>7} {'wait %':>7} "
+          f"{'select %':>8} {'runs':>8}\n")
         for t in d["threads"]:
-            tr = t["traced_ns"] or 1
-            print(f"{str(t['hostname']):<14} {t['pid']:>8} {t['tid']:>8} {t['procname']:<18} {tr / 1e9:>9.3f} "
-                  f"{100 * (t['executing_ns'] or 0) / tr:>7.2f} {100 * (t['waiting_ns'] or 0) / tr:>7.2f} "
-                  f"{100 * (t['selecting_ns'] or 0) / tr:>8.2f} {t['executions']:>8}")
+            tr = t["traced_ns"] or 0
+            ex, wa, se = ((t[k] or 0) / tr if tr else None for k in ("executing_ns", "waiting_ns", "selecting_ns"))
+            w(f"{C.cell(t['hostname'], 14):<14} {t['pid']:>8} {t['tid']:>8} {C.cell(t['procname'], 18):<18} "
+              f"{C.ms(tr):>12} {C.pct(ex):>7} {C.pct(wa):>7} {C.pct(se):>8} {t['executions']:>8}\n")
     if d["input_waits"]:
-        print("\ninput wait, publication to callback start (µs): mean / p99 / max, of which executor busy (mean)")
-        for w in d["input_waits"]:
-            print(f"  {str(w['node']) + ' ' + str(w['topic']):<55} {w['mean'] / 1e3:>9.1f} {w['p99'] / 1e3:>9.1f} "
-                  f"{w['max'] / 1e3:>9.1f}   busy {w['executor_busy_mean_ns'] / 1e3:>9.1f}  n={w['n']}")
+        w("\ninput wait, publication to callback start (ms), and executor busy with other callbacks meanwhile (ms)\n")
+        w(f"  {'node / topic':<55} {'count':>7}" + "".join(f" {c:>9}" for c in _STATS) + f" {'busy mean':>9} {'busy max':>9}\n")
+        for r in d["input_waits"]:
+            name = f"{r['node']} {r['topic']}"
+            w(f"  {C.cell(name, 55):<55} {r['count']:>7,}"
+              + "".join(f" {C.ms(r[f'{k}_ns']):>9}" for k in _STATS)
+              + f" {C.ms(r['executor_busy_mean_ns']):>9} {C.ms(r['executor_busy_max_ns']):>9}\n")
+
+
+def run(args) -> int:
+    from roscope.commands.flow import open_for
+
+    db = open_for(args)
+    try:
+        d = collect(db, args.store)
+        if args.json:
+            C.print_json(d)
+        else:
+            render_text(d)
+    finally:
+        C.report_from(db)
     return 0

@@ -1,8 +1,20 @@
-"""`roscope flow`: end-to-end data flows, paths and latency breakdown; one message's graph."""
+"""`roscope flow TRACE...|DB`: end-to-end data flows, paths and latency breakdown; one message's graph.
+
+The analyses are roscope.flow's (library); this module only renders them: text
+in milliseconds, JSON in nanoseconds (docs/analyses.md). The database is opened
+read-only and nothing is written into it unless --store.
+"""
 from __future__ import annotations
 
-import json
 import sys
+
+from roscope.commands import _common as C
+from roscope.errors import InputError
+
+#: The statistics columns of the path tables (JSON keys <name>_ns).
+_STATS = ("min", "mean", "std", "p25", "p50", "p75", "p90", "p99", "max")
+#: The statistics shown per component (topic, node, callback).
+_COMP_STATS = ("mean", "p50", "p99", "max")
 
 
 def register(sub) -> None:
@@ -11,77 +23,112 @@ def register(sub) -> None:
         help="end-to-end paths between topics with latency breakdown, or one message's flow graph",
         description="Data flows from topics matching --from to topics matching --to (regexes), grouped by path, "
         "with end-to-end latency split into communication, idle and computation; or, with --message, the "
-        "flow graph of one publication, forward and backward. Results are stored in the database.",
+        "flow graph of one publication, forward and backward. Text in milliseconds, JSON in nanoseconds "
+        "(docs/analyses.md). Nothing is written into a database unless --store.",
     )
-    p.add_argument("input", metavar="TRACE|DB")
+    C.add_inputs(p)
     p.add_argument("--from", dest="from_re", help="regex of input topics")
     p.add_argument("--to", dest="to_re", help="regex of output topics")
-    p.add_argument("--message", type=int, metavar="ID", help="publication_id of the message whose flow graph to build")
+    p.add_argument("--message", type=C.int_range(0, 2**63 - 1), metavar="ID",
+                   help="publication_id of the message whose flow graph to build")
     p.add_argument("--implicit", choices=["auto", "all", "annotations", "none"], default="auto",
                    help="intra-node dependencies: annotations where present and every callback pair elsewhere (auto), "
                         "every pair (all), annotations only, or none")
     p.add_argument("--no-exact-links", action="store_true",
                    help="ignore transport links and take the newest publication on the topic (the paper's D_cp)")
-    p.add_argument("--no-heuristics", action="store_true", help="use only exact transport links (traces only)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--store", action="store_true",
+                   help="store the results (causal_links, data_flows, data_flow_steps, data_flow_segments, paths) "
+                        "as tables in the database, which must be a file written by `roscope load`, writable")
+    C.add_heuristics(p)
+    C.add_json(p)
     p.set_defaults(func=run)
 
 
-def _ms(v) -> str:
-    return "-" if v is None else f"{v / 1e6:.3f}"
+def open_for(args):
+    """The database of `args.inputs`, read-only unless --store (which needs a database file)."""
+    from roscope import db as _db
+
+    if getattr(args, "store", False) and not any(_db.is_db(p) for p in args.inputs):
+        raise InputError("--store stores results in a database: give a database written by `roscope load` "
+                         "(traces are analysed in memory)")
+    return C.open_inputs(args, writable=getattr(args, "store", False))
+
+
+def _graph_text(g: dict, w) -> None:
+    w(f"message p{g['publication_id']}: {len(g['publications'])} publications, {len(g['runs'])} callback runs, "
+      f"{len(g['edges'])} edges\n")
+
+    def label(x: str, n: dict) -> str:
+        if x.startswith("p"):
+            return f"{x} [{n.get('topic')}] @{n.get('publish_ts')}"
+        return f"{x} {n.get('node')} {n.get('kind')} @{n.get('start_ts')}"
+
+    for e in g["edges"]:
+        a, b = g["nodes"].get(e["from"], {}), g["nodes"].get(e["to"], {})
+        w(f"  {label(e['from'], a):<70} --{e['kind']}--> {label(e['to'], b)}\n")
+
+
+def collect(db, args) -> dict:
+    """Everything `roscope flow --from --to` shows, as JSON-ready data (durations in ns)."""
+    from roscope import flow as fl
+
+    ctx = fl.context(db)
+    links = fl.causal_links(db, ctx, store=args.store)
+    summary = fl.data_flows(db, args.from_re, args.to_re, ctx, implicit=args.implicit,
+                            exact_links=not args.no_exact_links, store=args.store)
+    return C.clean({"summary": dict(summary), "causal_links": links.num_rows, "paths": fl.path_stats(db),
+                    "components": fl.component_stats(db), "warnings": db.warnings, "losses": db.losses})
+
+
+def _head(cols) -> str:
+    return "".join(f" {c:>9}" for c in cols)
+
+
+def render_text(d: dict, out=None) -> None:
+    w = C.TextOut(out or sys.stdout).write
+    s = d["summary"]
+    w(f"{s['flows']:,} data flows on {s['paths']} paths from {s['outputs']:,} output messages "
+      f"({C.ms(s['compute_ns'])} ms, {(s['ns_per_flow'] or 0) / 1e3:.2f} µs per flow); {d['causal_links']:,} causal links\n")
+    for p in d["paths"]:
+        w(f"\npath {p['path_id']} ({p['flows']} flows): {C.escape(p['path'])}\n")
+        w(f"  {'ms':<14}" + _head(_STATS) + "\n")
+        for comp in ("latency", "communication", "idle", "computation"):
+            st = p[comp]
+            w(f"  {comp:<14}" + "".join(f" {C.ms(st[f'{k}_ns']):>9}" for k in _STATS) + "\n")
+    comps = d["components"]
+    sections = [("communication_by_topic", "communication by topic", lambda r: r["topic"]),
+                ("idle_by_node", "idle by node", lambda r: r["node"]),
+                ("computation_by_callback", "computation by callback",
+                 lambda r: f"{r['node']} {r['topic'] or r['kind']}")]
+    for key, title, name in sections:
+        if not comps[key]:
+            continue
+        extra = key == "computation_by_callback"
+        w(f"\n{title} (ms)\n  {'':<50} {'count':>7}" + _head(_COMP_STATS) + (f" {'cb mean':>9}" if extra else "") + "\n")
+        for r in comps[key]:
+            w(f"  {C.cell(name(r), 50):<50} {r['count']:>7,}" + "".join(f" {C.ms(r[f'{k}_ns']):>9}" for k in _COMP_STATS)
+              + (f" {C.ms(r['callback_mean_ns']):>9}" if extra else "") + "\n")
 
 
 def run(args) -> int:
-    import roscope
     from roscope import flow as fl
 
-    db = roscope.open(args.input, heuristics=not args.no_heuristics, read_only=False)
-    ctx = fl.context(db)
-    nlinks = fl.causal_links(db, ctx)
-    if args.message is not None:
-        g = fl.message_graph(db, args.message, ctx)
+    if args.message is None and (not args.from_re or not args.to_re):
+        raise InputError("give --from and --to (topic regexes), or --message ID")
+    db = open_for(args)
+    try:
+        if args.message is not None:
+            g = fl.message_graph(db, args.message)
+            if args.json:
+                C.print_json(g)
+            else:
+                _graph_text(g, C.TextOut(sys.stdout).write)
+            return 0
+        d = collect(db, args)
         if args.json:
-            json.dump(g, sys.stdout, indent=1, default=str)
-            sys.stdout.write("\n")
+            C.print_json(d)
         else:
-            print(f"message p{args.message}: {len(g['publications'])} publications, {len(g['runs'])} callback runs, "
-                  f"{len(g['edges'])} edges")
-            for e in g["edges"]:
-                a, b = g["nodes"].get(e["from"], {}), g["nodes"].get(e["to"], {})
-                def lab(x, n):
-                    if x.startswith("p"):
-                        return f"{x} [{n.get('topic')}] @{n.get('publish_ts')}"
-                    return f"{x} {n.get('node')} {n.get('kind')} @{n.get('start_ts')}"
-                print(f"  {lab(e['from'], a):<70} --{e['kind']}--> {lab(e['to'], b)}")
-        return 0
-    if not args.from_re or not args.to_re:
-        raise ValueError("give --from and --to (topic regexes), or --message ID")
-    summary = fl.data_flows(db, args.from_re, args.to_re, ctx, implicit=args.implicit, exact_links=not args.no_exact_links)
-    paths = fl.path_stats(db)
-    comps = fl.component_stats(db)
-    if args.json:
-        json.dump({"summary": summary, "causal_links": nlinks, "paths": paths, "components": comps}, sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
-        return 0
-    print(f"{summary['flows']:,} data flows on {summary['paths']} paths from {summary['outputs']:,} output messages "
-          f"({summary['seconds'] * 1e3:.1f} ms, {summary['us_per_flow'] or 0:.2f} µs per flow); {nlinks:,} causal links")
-    for p in paths:
-        print(f"\npath {p['path_id']} ({p['flows']} flows): {p['path']}")
-        print(f"  {'ms':<14}" + "".join(f"{c:>10}" for c in ("min", "mean", "std", "Q25", "Q50", "Q75", "P99", "max")))
-        for comp in ("latency", "communication", "idle", "computation"):
-            s = p[comp]
-            print(f"  {comp:<14}" + "".join(f"{_ms(s[k]):>10}" for k in ("min", "mean", "std", "q25", "q50", "q75", "p99", "max")))
-    if comps["communication_by_topic"]:
-        print("\ncommunication by topic (ms): mean / p99 / max")
-        for r in comps["communication_by_topic"]:
-            print(f"  {r['topic']:<50} {_ms(r['mean']):>9} {_ms(r['p99']):>9} {_ms(r['max']):>9}  n={r['n']}")
-    if comps["idle_by_node"]:
-        print("\nidle by node (ms): mean / p99 / max")
-        for r in comps["idle_by_node"]:
-            print(f"  {r['node']:<50} {_ms(r['mean']):>9} {_ms(r['p99']):>9} {_ms(r['max']):>9}  n={r['n']}")
-    if comps["computation_by_callback"]:
-        print("\ncomputation by callback (ms): mean / p99 / max, callback duration mean")
-        for r in comps["computation_by_callback"]:
-            what = r["topic"] or r["kind"]
-            print(f"  {str(r['node']) + ' ' + str(what):<50} {_ms(r['mean']):>9} {_ms(r['p99']):>9} {_ms(r['max']):>9} {_ms(r['callback_mean_ns']):>9}")
+            render_text(d)
+    finally:
+        C.report_from(db)
     return 0

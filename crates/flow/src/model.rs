@@ -1,0 +1,141 @@
+//! The part of the execution model that the flow algorithms read, as columns.
+//!
+//! Ids are row positions of the model's tables (`callback_id`, `run_id`, ...);
+//! `NONE` (-1) stands for a missing reference. `Model::from_tables` (input.rs)
+//! builds it from the model's tables.
+
+/// A missing reference.
+pub const NONE: i64 = -1;
+
+/// What a callback serves (column `callbacks.kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CbKind {
+    Timer,
+    Subscription,
+    /// Services, clients and callbacks of unknown owner: they run, but the flow
+    /// rules do not start or continue a message flow at them.
+    Other,
+}
+
+impl CbKind {
+    pub fn parse(s: &str) -> CbKind {
+        match s {
+            "timer" => CbKind::Timer,
+            "subscription" => CbKind::Subscription,
+            _ => CbKind::Other,
+        }
+    }
+}
+
+/// The kind of a causal-link annotation (column `annotations.kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AnnKind {
+    /// A timer callback publishes what its inputs' callbacks cached.
+    PeriodicAsync,
+    /// A subscription callback publishes once its inputs' callbacks have all run.
+    PartialSync,
+}
+
+impl AnnKind {
+    pub fn parse(s: &str) -> Option<AnnKind> {
+        match s {
+            "periodic_async" => Some(AnnKind::PeriodicAsync),
+            "partial_sync" => Some(AnnKind::PartialSync),
+            _ => None,
+        }
+    }
+}
+
+/// One causal-link annotation: its inputs (subscriptions) and outputs (publishers).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Annotation {
+    pub kind: AnnKind,
+    pub subs: Vec<i64>,
+    pub pubs: Vec<i64>,
+}
+
+/// The model, as columns.
+#[derive(Default, Clone, Debug)]
+pub struct Model {
+    // callbacks
+    pub cb_node: Vec<i64>,
+    pub cb_kind: Vec<CbKind>,
+    /// Subscription id of a subscription callback.
+    pub cb_sub: Vec<i64>,
+    /// Readable name of each callback: `node kind(topic)`, as in `paths.path`.
+    pub cb_label: Vec<String>,
+    // subscriptions
+    pub sub_topic: Vec<i64>,
+    pub sub_node: Vec<i64>,
+    // publishers
+    pub pub_topic: Vec<i64>,
+    pub pub_node: Vec<i64>,
+    // callback runs (any order)
+    pub run_cb: Vec<i64>,
+    pub run_start: Vec<i64>,
+    pub run_end: Vec<i64>,
+    // publications: time is the earliest publish layer's
+    pub pb_publisher: Vec<i64>,
+    pub pb_run: Vec<i64>,
+    pub pb_ts: Vec<i64>,
+    // transport links: publication -> callback run
+    pub tl_pub: Vec<i64>,
+    pub tl_run: Vec<i64>,
+    pub annotations: Vec<Annotation>,
+    /// Topic names; a topic's id is its position (names in byte order).
+    pub topics: Vec<String>,
+}
+
+impl Model {
+    pub fn n_topics(&self) -> usize {
+        self.topics.len()
+    }
+
+    /// The topic of publication `p`, or `NONE`.
+    pub fn topic_of_pub(&self, p: i64) -> i64 {
+        let pu = self.pb_publisher[p as usize];
+        if pu >= 0 {
+            self.pub_topic[pu as usize]
+        } else {
+            NONE
+        }
+    }
+
+    /// The node of publication `p`'s publisher, or `NONE`.
+    pub fn node_of_pub(&self, p: i64) -> i64 {
+        let pu = self.pb_publisher[p as usize];
+        if pu >= 0 {
+            self.pub_node[pu as usize]
+        } else {
+            NONE
+        }
+    }
+
+    /// The node of run `r`'s callback, or `NONE`.
+    pub fn node_of_run(&self, r: i64) -> i64 {
+        let c = self.run_cb[r as usize];
+        if c >= 0 {
+            self.cb_node[c as usize]
+        } else {
+            NONE
+        }
+    }
+
+    /// Time of a step: a publication's publish time, a run's start.
+    pub fn time_of(&self, step: (char, i64)) -> i64 {
+        if step.0 == 'p' {
+            self.pb_ts[step.1 as usize]
+        } else {
+            self.run_start[step.1 as usize]
+        }
+    }
+
+    /// The readable name of a topic id (`?` for none).
+    pub fn topic_name(&self, t: i64) -> &str {
+        if t >= 0 {
+            &self.topics[t as usize]
+        } else {
+            "?"
+        }
+    }
+}
