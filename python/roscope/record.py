@@ -9,7 +9,7 @@ trace (``ust/...``), ``roscope-manifest.json`` and, with ``kernel=True``,
 ``perf/perf.data``. An existing, non-empty directory is never written into.
 
 This module does not import roscope._core: it works before the Rust core is
-built.
+built. Its errors are ``RecordError``, a ``UserError``.
 """
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from roscope.errors import UserError
 
 MANIFEST_NAME = "roscope-manifest.json"
 MANIFEST_FORMAT = "roscope-record-manifest"
@@ -45,8 +47,8 @@ TRACER_NAME = "libroscope_ros1.so"
 STOP_GRACE_S = 10.0
 
 
-class RecordError(Exception):
-    """A recording could not be made; the message says why."""
+class RecordError(UserError):
+    """A recording could not be made; the message says why (a user error: no traceback)."""
 
 
 @dataclass

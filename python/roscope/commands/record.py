@@ -129,19 +129,16 @@ def _start(args) -> int:
 
 
 def run(args) -> int:
+    """Errors of the recording are RecordError (a UserError): the CLI prints them, exit 1."""
     verb, command = split_words(args)
-    try:
-        if verb == "start":
-            return _start(args)
-        if verb == "stop":
-            m = stop_session(args.name)
-            print(f"roscope: trace written to {m['trace_dir']} "
-                  f"({m.get('events_recorded')} events, {m.get('events_discarded')} discarded)")
-            return 0
-        if not command:
-            print("roscope record: error: give a command after '--', or 'start' / 'stop'", file=sys.stderr)
-            return 2
-        return record_command(command, _options(args))
-    except RecordError as e:
-        print(f"roscope record: error: {e}", file=sys.stderr)
-        return 1
+    if verb == "start":
+        return _start(args)
+    if verb == "stop":
+        m = stop_session(args.name)
+        print(f"roscope: trace written to {m['trace_dir']} "
+              f"({m.get('events_recorded')} events, {m.get('events_discarded')} discarded)")
+        return 0
+    if not command:
+        print("roscope record: error: give a command after '--', or 'start' / 'stop'", file=sys.stderr)
+        return 2
+    return record_command(command, _options(args))
