@@ -1,0 +1,1 @@
+"""Exports of the execution model to other tools' formats (Perfetto)."""
