@@ -2,13 +2,13 @@
 //! into one time-ordered sequence of events.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{CtfError, Result, Warning};
 use crate::metadata::{self, Metadata};
-use crate::stream::StreamReader;
+use crate::stream::{StreamIdentity, StreamReader};
 
 pub struct Trace {
     pub dir: PathBuf,
@@ -79,35 +79,154 @@ pub fn stream_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// The directory a user's path stands for, and the trace directories in it.
+fn trace_dirs(p: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
+    let root = if p.is_file() && p.file_name().map(|n| n == "metadata").unwrap_or(false) {
+        p.parent().unwrap_or(Path::new(".")).to_path_buf()
+    } else {
+        p.to_path_buf()
+    };
+    if !root.exists() {
+        return Err(CtfError::NotFound(format!("{}: no such file or directory", p.display())));
+    }
+    if !root.is_dir() {
+        return Err(CtfError::NotFound(format!(
+            "{}: not a trace directory (a CTF trace is a directory holding a 'metadata' file)",
+            p.display()
+        )));
+    }
+    let mut dirs = Vec::new();
+    find_trace_dirs(&root, &mut dirs).map_err(|e| CtfError::Io { path: root.display().to_string(), msg: e.to_string() })?;
+    if dirs.is_empty() {
+        return Err(CtfError::NotFound(format!("{}: no CTF trace found (no 'metadata' file in it or below it)", p.display())));
+    }
+    Ok((root, dirs))
+}
+
+/// The trace directories of input `p` not already found under an earlier
+/// input (same canonical path); says once which were.
+fn new_dirs(p: &Path, dirs: Vec<PathBuf>, seen: &mut HashMap<PathBuf, String>, warnings: &mut Vec<Warning>) -> Vec<PathBuf> {
+    let mut fresh = Vec::new();
+    let mut again: Vec<(PathBuf, String)> = Vec::new();
+    for dir in dirs {
+        let canon = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+        match seen.get(&canon) {
+            Some(first) => again.push((dir, first.clone())),
+            None => {
+                seen.insert(canon, p.display().to_string());
+                fresh.push(dir);
+            }
+        }
+    }
+    if again.is_empty() {
+        return fresh;
+    }
+    let mut firsts: Vec<&str> = again.iter().map(|(_, f)| f.as_str()).collect();
+    firsts.dedup();
+    let msg = if fresh.is_empty() {
+        format!(
+            "input given more than once: its {} found under {} already; read once",
+            if again.len() == 1 { "trace was".to_string() } else { format!("{} traces were", again.len()) },
+            firsts.join(", ")
+        )
+    } else {
+        let names: Vec<String> = again.iter().map(|(d, _)| d.display().to_string()).collect();
+        format!("{} found under {} already: read once", names.join(", "), firsts.join(", "))
+    };
+    warnings.push(Warning { file: p.display().to_string(), offset: None, msg });
+    fresh
+}
+
+/// Leaves out stream files that hold a stream already present (a copy: same
+/// trace, stream class, instance, first packet and leading bytes); the
+/// larger file of the two is kept. One warning per copied file, or per trace
+/// directory when several of its files are copies of another directory's.
+fn dedup_streams(traces: &[Trace], mut streams: Vec<StreamReader>, warnings: &mut Vec<Warning>) -> Vec<StreamReader> {
+    let ids: Vec<Option<StreamIdentity>> = streams.iter_mut().map(|s| s.identity()).collect();
+    let mut by_id: HashMap<&StreamIdentity, Vec<usize>> = HashMap::new();
+    let mut dropped: Vec<(usize, usize)> = Vec::new(); // (dropped, kept)
+    for (i, id) in ids.iter().enumerate() {
+        let Some(id) = id else { continue };
+        let same = by_id.entry(id).or_default();
+        match same.iter().position(|&k| streams[k].same_start(&streams[i])) {
+            Some(j) => {
+                let k = same[j];
+                if streams[i].file_len() > streams[k].file_len() {
+                    dropped.push((k, i));
+                    same[j] = i;
+                } else {
+                    dropped.push((i, k));
+                }
+            }
+            None => same.push(i),
+        }
+    }
+    if dropped.is_empty() {
+        return streams;
+    }
+    // Group by (trace of the dropped file, trace of the kept one).
+    let mut groups: BTreeMap<(usize, usize), Vec<(usize, usize)>> = BTreeMap::new();
+    for &(d, k) in &dropped {
+        groups.entry((streams[d].trace, streams[k].trace)).or_default().push((d, k));
+    }
+    for ((td, tk), pairs) in groups {
+        let (d, k) = pairs[0];
+        let (sd, sk) = (&streams[d], &streams[k]);
+        let w = if pairs.len() == 1 || td == tk {
+            pairs
+                .iter()
+                .map(|&(d, k)| {
+                    let id = ids[k].as_ref().expect("a kept duplicate has an identity");
+                    let opt = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_else(|| "none".into());
+                    Warning {
+                        file: streams[d].path.clone(),
+                        offset: None,
+                        msg: format!(
+                            "holds the same stream as {} (stream class {}, instance {}, first packet number {}, same bytes): the stream \
+                             is read once, from that file",
+                            streams[k].path,
+                            id.stream_class,
+                            opt(id.instance),
+                            opt(id.first_seq)
+                        ),
+                    }
+                })
+                .collect::<Vec<_>>()
+        } else {
+            vec![Warning {
+                file: traces[td].dir.display().to_string(),
+                offset: None,
+                msg: format!(
+                    "{} stream files (e.g. {}) hold the same streams as those of {} (e.g. {}): each stream is read once",
+                    pairs.len(),
+                    sd.path,
+                    traces[tk].dir.display(),
+                    sk.path
+                ),
+            }]
+        };
+        warnings.extend(w);
+    }
+    let drop: HashSet<usize> = dropped.iter().map(|&(d, _)| d).collect();
+    streams.into_iter().enumerate().filter(|(i, _)| !drop.contains(i)).map(|(_, s)| s).collect()
+}
+
 impl TraceSet {
     /// Opens every trace found under `paths`. A trace whose metadata cannot be
     /// read is skipped with a warning, unless no trace at all can be read.
+    /// A trace found twice (the same path given twice, or a path inside
+    /// another) and a stream present twice (a copied stream file) are read
+    /// once, with a warning.
     pub fn open<P: AsRef<Path>>(paths: &[P]) -> Result<TraceSet> {
         let mut traces = Vec::new();
         let mut warnings = Vec::new();
         let mut first_err: Option<CtfError> = None;
+        // Every trace directory found so far (canonical path) and the input it was found under.
+        let mut seen: HashMap<PathBuf, String> = HashMap::new();
         for p in paths {
             let p = p.as_ref();
-            let root = if p.is_file() && p.file_name().map(|n| n == "metadata").unwrap_or(false) {
-                p.parent().unwrap_or(Path::new(".")).to_path_buf()
-            } else {
-                p.to_path_buf()
-            };
-            if !root.exists() {
-                return Err(CtfError::NotFound(format!("{}: no such file or directory", p.display())));
-            }
-            if !root.is_dir() {
-                return Err(CtfError::NotFound(format!(
-                    "{}: not a trace directory (a CTF trace is a directory holding a 'metadata' file)",
-                    p.display()
-                )));
-            }
-            let mut dirs = Vec::new();
-            find_trace_dirs(&root, &mut dirs).map_err(|e| CtfError::Io { path: root.display().to_string(), msg: e.to_string() })?;
-            if dirs.is_empty() {
-                return Err(CtfError::NotFound(format!("{}: no CTF trace found (no 'metadata' file in it or below it)", p.display())));
-            }
-            for dir in dirs {
+            let (root, dirs) = trace_dirs(p)?;
+            for dir in new_dirs(p, dirs, &mut seen, &mut warnings) {
                 let mfile = dir.join("metadata");
                 let res = metadata::read_text(&mfile, &mut warnings).and_then(|text| metadata::parse(&text, &mfile.display().to_string()));
                 match res {
@@ -145,6 +264,7 @@ impl TraceSet {
                 }
             }
         }
+        let streams = dedup_streams(&traces, streams, &mut warnings);
         Ok(TraceSet { traces, streams, warnings, heap: BinaryHeap::new(), pending: None, started: false })
     }
 

@@ -1,6 +1,14 @@
 //! Decoding one data stream file: packets, then events, into a flat "tape" of
 //! values that consumers walk alongside the event's types.
+//!
+//! Damage does not end a stream: after a packet that cannot be read (or an
+//! event that cannot be decoded) the reader resynchronizes at the next packet,
+//! found by LTTng's packet index (`index/<file>.idx`) when there is one, else by
+//! the damaged packet's own size, else by the next packet header's magic
+//! number; a warning names the file, the byte offset and what was skipped.
+//! Event times are checked against the stream: see `check_time`.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::Warning;
@@ -8,9 +16,16 @@ use crate::metadata::{Metadata, StreamClass};
 use crate::types::{Op, Role, Ty};
 
 pub const PACKET_MAGIC: u64 = 0xC1FC_1FC1;
+/// Magic number of an LTTng packet index file.
+pub const INDEX_MAGIC: u32 = 0xC1F1_DCC1;
 /// An event may not produce more values than this (guards against absurd
 /// lengths in damaged data).
 const MAX_TAPE: usize = 1 << 24;
+/// Warnings listed per stream file; further problems are only counted (and
+/// the count reported once at the end of the stream).
+const MAX_STREAM_WARNINGS: u32 = 64;
+/// Bytes of the first packet compared to tell a copied stream file.
+const IDENTITY_BYTES: usize = 1 << 16;
 
 /// One decoded value. Strings and text arrays point into the stream file.
 #[derive(Debug, Clone, Copy)]
@@ -39,17 +54,90 @@ pub struct PacketInfo {
     pub events_discarded: Option<u64>,
 }
 
+/// One entry of LTTng's packet index (CTF index format 1.x, big-endian):
+/// where a packet starts, its sizes and its time range, as the consumer
+/// daemon wrote them when it closed the packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexEntry {
+    /// Bytes from the start of the stream file.
+    pub offset: u64,
+    pub packet_bits: u64,
+    pub content_bits: u64,
+    /// Clock cycles.
+    pub ts_begin: u64,
+    pub ts_end: u64,
+    pub events_discarded: u64,
+}
+
+/// What tells a stream file apart from a copy of another: its trace (the
+/// metadata UUID, or the trace's index without one), stream class and
+/// instance, and its first packet's sequence number and begin time. Two files
+/// with the same identity and the same leading bytes hold the same stream.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StreamIdentity {
+    pub trace: std::result::Result<[u8; 16], usize>,
+    pub stream_class: u64,
+    pub instance: Option<u64>,
+    pub first_seq: Option<u64>,
+    pub first_begin: Option<u64>,
+}
+
+/// Damage met in one stream file, in all.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Damage {
+    /// Places where decoding stopped and resumed further on.
+    pub resyncs: u64,
+    /// Bytes not decoded because of damage.
+    pub skipped_bytes: u64,
+    /// Whole packets skipped (counted by the index when there is one).
+    pub skipped_packets: u64,
+    /// Events whose time was outside what the stream allows, and was repaired.
+    pub times_repaired: u64,
+    /// Packet header fields that disagreed with the index or with the stream
+    /// and were replaced.
+    pub fields_repaired: u64,
+}
+
 struct DErr(String);
 
 type DResult<T> = std::result::Result<T, DErr>;
+
+/// A packet's header and context, decoded but not yet checked against the
+/// stream.
+#[derive(Default)]
+struct Head {
+    stream_id: u64,
+    sc_idx: usize,
+    instance: Option<u64>,
+    /// Bytes of the packet UUID that differ from the metadata's.
+    uuid_diff: usize,
+    content_bits: Option<u64>,
+    packet_bits: Option<u64>,
+    ts_begin: Option<u64>,
+    ts_end: Option<u64>,
+    seq: Option<u64>,
+    discarded: Option<u64>,
+    fields: Vec<(String, u64)>,
+    /// Bits of the header and context.
+    header_bits: u64,
+}
 
 pub struct StreamReader {
     pub path: String,
     pub trace: usize,
     pub md: Arc<Metadata>,
     data: memmap2::Mmap,
+    /// LTTng's packet index for this file (empty without one).
+    index: Vec<IndexEntry>,
+    index_name: String,
+    /// Byte order of the packet header's magic field, when it has one (for
+    /// finding packet starts after damage).
+    magic_le: Option<bool>,
     /// Next packet's byte offset.
     next_packet: u64,
+    /// The current packet's declared size cannot be trusted: the next packet
+    /// is searched from the end of its content.
+    next_by_scan: bool,
     /// Bytes before this offset have been handed back to the kernel (see
     /// `release_behind`).
     released: u64,
@@ -63,6 +151,13 @@ pub struct StreamReader {
     /// Event class index by event id for this stream class (dense table).
     class_by_id: Vec<u32>,
     clock: u64,
+    /// Clock bounds (cycles) of the next event: the previous event's time, and
+    /// the packet's end (u64::MAX when unknown or not trusted).
+    lo: u64,
+    hi: u64,
+    /// timestamp_begin (cycles) of the previous packet, as accepted.
+    prev_begin: Option<u64>,
+    time_warned: bool,
     clock_ns_div: Option<u64>,
     event_id: u64,
     regs: Vec<u64>,
@@ -88,12 +183,15 @@ pub struct StreamReader {
     pub first_ts: Option<u64>,
     pub last_ts: Option<u64>,
     pub warnings: Vec<Warning>,
+    warned: u32,
+    unlisted: u32,
+    pub damage: Damage,
 }
 
 const BOOKKEEPING: &[&str] = &["timestamp_begin", "timestamp_end", "content_size", "packet_size", "packet_seq_num", "events_discarded"];
 
 impl StreamReader {
-    pub fn open(path: &std::path::Path, trace: usize, md: Arc<Metadata>) -> std::result::Result<Self, String> {
+    pub fn open(path: &Path, trace: usize, md: Arc<Metadata>) -> std::result::Result<Self, String> {
         let f = std::fs::File::open(path).map_err(|e| format!("{}: {}", path.display(), e))?;
         // SAFETY: the file is only read; a trace being written concurrently may
         // change under us, which at worst yields decode errors (bounds are checked).
@@ -102,12 +200,17 @@ impl StreamReader {
         let _ = data.advise(memmap2::Advice::Sequential);
         let freq = md.main_clock().map(|c| c.freq).unwrap_or(1_000_000_000);
         let nregs = md.nregs as usize;
-        Ok(StreamReader {
+        let magic_le = md.packet_header.as_ref().and_then(magic_byte_order);
+        let mut s = StreamReader {
             path: path.display().to_string(),
             trace,
             md,
             data,
+            index: Vec::new(),
+            index_name: String::new(),
+            magic_le,
             next_packet: 0,
+            next_by_scan: false,
             released: 0,
             pkt: 0,
             end: 0,
@@ -117,6 +220,10 @@ impl StreamReader {
             stream_instance_id: None,
             class_by_id: Vec::new(),
             clock: 0,
+            lo: 0,
+            hi: u64::MAX,
+            prev_begin: None,
+            time_warned: false,
             clock_ns_div: if freq == 1_000_000_000 { None } else { Some(freq) },
             event_id: 0,
             regs: vec![0; nregs.max(1)],
@@ -136,7 +243,12 @@ impl StreamReader {
             first_ts: None,
             last_ts: None,
             warnings: Vec::new(),
-        })
+            warned: 0,
+            unlisted: 0,
+            damage: Damage::default(),
+        };
+        s.load_index(path);
+        Ok(s)
     }
 
     pub fn data(&self) -> &[u8] {
@@ -156,6 +268,11 @@ impl StreamReader {
         self.data.len() as u64
     }
 
+    /// The packet index in use (empty when the file has none, or it was unusable).
+    pub fn index(&self) -> &[IndexEntry] {
+        &self.index
+    }
+
     #[inline]
     fn to_ns(&self, cycles: u64) -> u64 {
         match self.clock_ns_div {
@@ -165,11 +282,68 @@ impl StreamReader {
     }
 
     fn warn(&mut self, offset: u64, msg: String) {
+        if self.warned >= MAX_STREAM_WARNINGS {
+            self.unlisted += 1;
+            return;
+        }
+        self.warned += 1;
         self.warnings.push(Warning { file: self.path.clone(), offset: Some(offset), msg });
     }
 
-    /// Reads the next event. Returns false at the end of the stream (or after
-    /// an error, which is recorded as a warning).
+    /// Reads `index/<file name>.idx` beside the stream file, if there is one.
+    /// An index that does not describe this file (entries out of order,
+    /// overlapping, or impossible sizes) is not used, with a warning.
+    fn load_index(&mut self, path: &Path) {
+        let Some(name) = path.file_name() else { return };
+        let mut iname = name.to_os_string();
+        iname.push(".idx");
+        let ipath = path.parent().unwrap_or(Path::new(".")).join("index").join(iname);
+        let Ok(bytes) = std::fs::read(&ipath) else { return };
+        self.index_name = ipath.display().to_string();
+        match parse_index(&bytes, self.data.len() as u64) {
+            Ok(entries) => self.index = entries,
+            Err(why) => {
+                let file = self.index_name.clone();
+                self.warnings.push(Warning { file, offset: None, msg: format!("packet index not used: {}", why) });
+            }
+        }
+    }
+
+    /// The index entry of the packet at byte `off`.
+    fn index_at(&self, off: u64) -> Option<IndexEntry> {
+        self.index.binary_search_by_key(&off, |e| e.offset).ok().map(|i| self.index[i])
+    }
+
+    /// What identifies this stream against a copy of it (see
+    /// `StreamIdentity`), from its first packet; None when that cannot be
+    /// read, or says too little (no instance id, sequence number nor time).
+    pub fn identity(&mut self) -> Option<StreamIdentity> {
+        let head = self.parse_head(0).ok();
+        self.pos = 0;
+        self.pkt = 0;
+        self.end = 0;
+        let head = head?;
+        if head.instance.is_none() && head.seq.is_none() && head.ts_begin.is_none() {
+            return None;
+        }
+        Some(StreamIdentity {
+            trace: self.md.uuid.ok_or(self.trace),
+            stream_class: head.stream_id,
+            instance: head.instance,
+            first_seq: head.seq,
+            first_begin: head.ts_begin,
+        })
+    }
+
+    /// Whether this file and `other` begin with the same bytes (up to the
+    /// shorter one's length, at most 64 KiB).
+    pub fn same_start(&self, other: &StreamReader) -> bool {
+        let n = self.data.len().min(other.data.len()).min(IDENTITY_BYTES);
+        self.data[..n] == other.data[..n]
+    }
+
+    /// Reads the next event. Returns false at the end of the stream. Damage is
+    /// recorded as a warning, and reading resumes at the next packet.
     pub fn advance(&mut self) -> bool {
         self.has_event = false;
         if self.done {
@@ -177,31 +351,34 @@ impl StreamReader {
         }
         loop {
             if self.pos >= self.end {
+                let off = self.next_packet;
                 match self.open_packet() {
                     Ok(true) => continue,
                     Ok(false) => {
-                        self.done = true;
+                        self.finish();
                         return false;
                     }
                     Err(DErr(msg)) => {
-                        let off = self.pos / 8;
-                        self.warn(off, msg);
-                        self.done = true;
-                        return false;
+                        // The packet that failed (not `off` when the previous
+                        // packet's size was damaged and it was searched for).
+                        let at = self.pkt / 8;
+                        debug_assert!(at >= off);
+                        self.recover(at, at, false, msg);
+                        continue;
                     }
                 }
             }
             let start = self.pos;
             match self.read_event() {
                 Ok(()) if self.pos == start => {
-                    self.warn(
-                        start / 8,
-                        "event occupies no bits (no event header and no fields); the rest of this stream is skipped".into(),
-                    );
-                    self.done = true;
-                    return false;
+                    let msg = "event occupies no bits (no event header and no fields)".to_string();
+                    self.recover(self.pkt / 8, start / 8, true, msg);
                 }
                 Ok(()) => {
+                    if self.clock < self.lo || self.clock > self.hi {
+                        self.check_time(start / 8);
+                    }
+                    self.lo = self.clock;
                     self.has_event = true;
                     self.events_read += 1;
                     if self.first_ts.is_none() {
@@ -211,12 +388,149 @@ impl StreamReader {
                     return true;
                 }
                 Err(DErr(msg)) => {
-                    self.warn(start / 8, format!("event cannot be decoded ({}); the rest of this stream is skipped", msg));
-                    self.done = true;
-                    return false;
+                    let msg = format!("event cannot be decoded ({})", msg);
+                    self.recover(self.pkt / 8, start / 8, true, msg);
                 }
             }
         }
+    }
+
+    fn finish(&mut self) {
+        self.done = true;
+        if self.unlisted > 0 {
+            let d = self.damage;
+            let msg = format!(
+                "{} more problems in this stream are not listed; in all: {} bytes skipped at {} places, {} event times repaired, \
+                 {} packet fields repaired",
+                self.unlisted, d.skipped_bytes, d.resyncs, d.times_repaired, d.fields_repaired
+            );
+            self.warnings.push(Warning { file: self.path.clone(), offset: None, msg });
+            self.unlisted = 0;
+        }
+    }
+
+    /// An event's clock is outside [previous event of this stream, end of its
+    /// packet]: its timestamp is damaged (or the packet's begin time was, or
+    /// the bytes are not an event at all). The event is kept with the previous
+    /// event's time, and the clock restarts from there, so the events after it
+    /// get their own times again (they carry only the low bits of their time).
+    #[cold]
+    fn check_time(&mut self, at: u64) {
+        let bad = self.clock;
+        self.clock = self.lo;
+        self.cur_ts = self.to_ns(self.lo);
+        self.damage.times_repaired += 1;
+        if !self.time_warned {
+            self.time_warned = true;
+            let (lo, hi) = (self.to_ns(self.lo), self.to_ns(self.hi));
+            let msg = if bad < self.lo {
+                format!(
+                    "time goes backwards: event at {} ns is {} ns before the previous event of this stream; it is given the \
+                     previous event's time {} ns (and so is any later event of this packet that does the same)",
+                    self.to_ns(bad),
+                    lo - self.to_ns(bad),
+                    lo
+                )
+            } else {
+                format!(
+                    "event time {} ns is after its packet's end ({} ns): the timestamp is damaged; the event is given the previous \
+                     event's time {} ns (and so is any later event of this packet that does the same)",
+                    self.to_ns(bad),
+                    hi,
+                    lo
+                )
+            };
+            self.warn(at, msg);
+        }
+    }
+
+    /// After damage at byte `at` in the packet starting at byte `pkt_off`:
+    /// finds where reading can go on, and says what was skipped.
+    /// `header_ok`: the packet's header and context were read, so its declared
+    /// size is a candidate for the next packet's place.
+    fn recover(&mut self, pkt_off: u64, at: u64, header_ok: bool, what: String) {
+        let file_len = self.data.len() as u64;
+        let content_end = if header_ok { (self.end / 8).max(pkt_off + 1) } else { pkt_off + 1 };
+        let mut how = "";
+        let mut resume = None;
+        if let Some(e) = self.index.iter().find(|e| e.offset > pkt_off) {
+            resume = Some(e.offset);
+            how = "by the packet index";
+        }
+        let by_size = header_ok && !self.next_by_scan && self.next_packet > pkt_off && self.next_packet < file_len;
+        if resume.is_none() && by_size && self.probe(self.next_packet) {
+            resume = Some(self.next_packet);
+            how = "by this packet's size";
+        }
+        if resume.is_none() {
+            resume = self.scan(content_end, pkt_off);
+            how = "by its header's magic number";
+        }
+        self.damage.resyncs += 1;
+        self.has_event = false;
+        match resume {
+            Some(r) => {
+                let skipped = r.saturating_sub(at);
+                let between = self.index.iter().filter(|e| e.offset > pkt_off && e.offset < r).count() as u64;
+                self.damage.skipped_bytes += skipped;
+                self.damage.skipped_packets += between + !header_ok as u64;
+                self.warn(at, format!("{}; {} bytes skipped, reading resumes at byte {} (next packet, found {})", what, skipped, r, how));
+                self.next_packet = r;
+                self.next_by_scan = false;
+                self.end = 0;
+                self.pos = 0;
+            }
+            None => {
+                let skipped = file_len.saturating_sub(at);
+                self.damage.skipped_bytes += skipped;
+                self.damage.skipped_packets += !header_ok as u64;
+                let msg = if skipped == 0 {
+                    format!("{}; this is the end of the file", what)
+                } else {
+                    format!("{}; no later packet found: the rest of this stream ({} bytes) is skipped", what, skipped)
+                };
+                self.warn(at, msg);
+                self.next_packet = file_len;
+                self.end = 0;
+                self.pos = 0;
+            }
+        }
+    }
+
+    /// Whether a packet that continues this stream starts at byte `off`.
+    fn probe(&mut self, off: u64) -> bool {
+        let saved = (self.pkt, self.pos, self.end);
+        let regs = self.regs.clone();
+        let ok = match self.parse_head(off) {
+            Ok(h) => {
+                (self.packets == 0 || h.sc_idx == self.sc)
+                    && (self.stream_instance_id.is_none() || h.instance.is_none() || h.instance == self.stream_instance_id)
+                    && h.uuid_diff <= 2
+                    && sizes_valid(h.content_bits, h.packet_bits, h.header_bits)
+            }
+            Err(_) => false,
+        };
+        (self.pkt, self.pos, self.end) = saved;
+        self.regs = regs;
+        ok
+    }
+
+    /// The first packet of this stream starting at or after byte `from`
+    /// (other than at `not`), found by its magic number.
+    fn scan(&mut self, from: u64, not: u64) -> Option<u64> {
+        let le = self.magic_le?;
+        let m = PACKET_MAGIC as u32;
+        let pat = if le { m.to_le_bytes() } else { m.to_be_bytes() };
+        let finder = memchr::memmem::Finder::new(&pat);
+        let mut at = from as usize;
+        while at < self.data.len() {
+            let i = at + finder.find(&self.data[at..])?;
+            if i as u64 != not && self.probe(i as u64) {
+                return Some(i as u64);
+            }
+            at = i + 1;
+        }
+        None
     }
 
     /// Hands the pages of packets already read back to the kernel, so that the
@@ -238,116 +552,271 @@ impl StreamReader {
         }
     }
 
-    fn open_packet(&mut self) -> DResult<bool> {
+    /// Decodes the packet header and context at byte `off`. Leaves `pos` after
+    /// them. Checks only what makes them unreadable: the magic number, a
+    /// stream class the metadata does not declare.
+    fn parse_head(&mut self, off: u64) -> DResult<Head> {
         let file_len = self.data.len() as u64;
-        let upto = self.next_packet;
-        self.release_behind(upto);
-        if self.next_packet >= file_len {
-            return Ok(false);
-        }
-        let off = self.next_packet;
         self.pkt = off * 8;
         self.pos = self.pkt;
         self.end = file_len * 8;
         self.work = 0;
         let md = self.md.clone();
         let mut tape = std::mem::take(&mut self.tape);
-        tape.clear();
-        // Packet header.
+        let r = self.parse_head_into(&md, &mut tape);
+        self.tape = tape;
+        r
+    }
+
+    fn parse_head_into(&mut self, md: &Metadata, tape: &mut Vec<Val>) -> DResult<Head> {
+        let mut h = Head::default();
         let mut stream_id: Option<u64> = None;
+        tape.clear();
         if let Some(ph) = &md.packet_header {
-            self.dec(ph, &mut tape).map_err(|DErr(m)| DErr(format!("packet header cannot be read ({})", m)))?;
-            let fields = top_level_uints(ph, &tape);
-            for (name, v) in &fields {
+            self.dec(ph, tape).map_err(|DErr(m)| DErr(format!("packet header cannot be read ({})", m)))?;
+            for (name, v) in top_level_uints(ph, tape) {
                 match (name.as_str(), v) {
-                    ("magic", Some(m)) if *m != PACKET_MAGIC => {
-                        self.pos = self.pkt;
+                    ("magic", Some(m)) if m != PACKET_MAGIC => {
                         return Err(DErr(format!("wrong packet magic number 0x{:08x} (expected 0x{:08x})", m, PACKET_MAGIC)));
                     }
-                    ("stream_id", Some(s)) => stream_id = Some(*s),
-                    ("stream_instance_id", Some(s)) => self.stream_instance_id = Some(*s),
+                    ("stream_id", Some(s)) => stream_id = Some(s),
+                    ("stream_instance_id", Some(s)) => h.instance = Some(s),
                     _ => {}
                 }
             }
-            if let Some(uuid) = md.uuid {
-                if let Some(u) = top_level_bytes(ph, &tape, "uuid") {
-                    if u.len() == 16 && u[..] != uuid[..] {
-                        self.pos = self.pkt;
-                        return Err(DErr("packet UUID does not match the trace's metadata UUID".into()));
-                    }
+            if let (Some(uuid), Some(u)) = (md.uuid, top_level_bytes(ph, tape, "uuid")) {
+                if u.len() == 16 {
+                    h.uuid_diff = u.iter().zip(uuid.iter()).filter(|(a, b)| a != b).count();
                 }
             }
         }
-        let sid = stream_id.unwrap_or_else(|| md.streams.first().map(|s| s.id).unwrap_or(0));
-        let sc_idx = md.streams.iter().position(|s| s.id == sid).ok_or_else(|| {
-            self.pos = self.pkt;
-            DErr(format!("packet names stream class {}, which the metadata does not declare", sid))
-        })?;
-        if self.packets > 0 && sc_idx != self.sc {
-            self.pos = self.pkt;
-            return Err(DErr(format!("packet names stream class {} but earlier packets of this file had {}", sid, self.stream_class_id)));
-        }
-        if self.packets == 0 {
-            self.sc = sc_idx;
-            self.stream_class_id = sid;
-            self.class_by_id = dense_ids(&md.streams[sc_idx]);
-        }
-        // Packet context.
-        let sc = &md.streams[sc_idx];
-        let mut content_bits: Option<u64> = None;
-        let mut packet_bits: Option<u64> = None;
-        let mut info = PacketInfo { offset: off, ..Default::default() };
-        let (mut ts_begin, mut ts_end) = (None, None);
-        self.packet_fields.clear();
-        if let Some(pc) = &sc.packet_context {
+        h.stream_id = stream_id.unwrap_or_else(|| md.streams.first().map(|s| s.id).unwrap_or(0));
+        h.sc_idx = md
+            .streams
+            .iter()
+            .position(|s| s.id == h.stream_id)
+            .ok_or_else(|| DErr(format!("packet names stream class {}, which the metadata does not declare", h.stream_id)))?;
+        if let Some(pc) = &md.streams[h.sc_idx].packet_context {
             tape.clear();
-            self.dec(pc, &mut tape).map_err(|DErr(m)| DErr(format!("packet context cannot be read ({})", m)))?;
-            for (name, v) in top_level_uints(pc, &tape) {
+            self.dec(pc, tape).map_err(|DErr(m)| DErr(format!("packet context cannot be read ({})", m)))?;
+            for (name, v) in top_level_uints(pc, tape) {
                 let Some(v) = v else { continue };
                 match name.as_str() {
-                    "content_size" => content_bits = Some(v),
-                    "packet_size" => packet_bits = Some(v),
-                    "timestamp_begin" => ts_begin = Some(v),
-                    "timestamp_end" => ts_end = Some(v),
-                    "packet_seq_num" => info.seq_num = Some(v),
-                    "events_discarded" => info.events_discarded = Some(v),
+                    "content_size" => h.content_bits = Some(v),
+                    "packet_size" => h.packet_bits = Some(v),
+                    "timestamp_begin" => h.ts_begin = Some(v),
+                    "timestamp_end" => h.ts_end = Some(v),
+                    "packet_seq_num" => h.seq = Some(v),
+                    "events_discarded" => h.discarded = Some(v),
                     _ => {}
                 }
                 if !BOOKKEEPING.contains(&name.as_str()) {
-                    self.packet_fields.push((name, v));
+                    h.fields.push((name, v));
                 }
             }
         }
-        self.tape = tape;
-        let remaining_bits = (file_len - off) * 8;
-        let packet_bits = packet_bits.unwrap_or(content_bits.unwrap_or(remaining_bits));
-        let content_bits = content_bits.unwrap_or(packet_bits);
-        if packet_bits == 0 || content_bits > packet_bits || !packet_bits.is_multiple_of(8) {
-            self.pos = self.pkt;
-            return Err(DErr(format!("packet sizes are invalid (content {} bits, packet {} bits)", content_bits, packet_bits)));
+        h.header_bits = self.pos - self.pkt;
+        Ok(h)
+    }
+
+    fn open_packet(&mut self) -> DResult<bool> {
+        let file_len = self.data.len() as u64;
+        if self.next_by_scan {
+            // The previous packet's size was damaged: the next packet starts
+            // somewhere after its content.
+            let from = (self.end / 8).max(self.pkt / 8 + 1);
+            self.next_by_scan = false;
+            self.next_packet = self.scan(from, u64::MAX).unwrap_or(file_len);
         }
-        let header_end = self.pos;
-        if content_bits < header_end - self.pkt {
-            self.pos = self.pkt;
+        let upto = self.next_packet;
+        self.release_behind(upto);
+        if self.next_packet >= file_len {
+            return Ok(false);
+        }
+        let off = self.next_packet;
+        let mut h = self.parse_head(off)?;
+        if self.packets > 0 && h.sc_idx != self.sc {
+            return Err(DErr(format!(
+                "packet names stream class {} but earlier packets of this file had {}",
+                h.stream_id, self.stream_class_id
+            )));
+        }
+        if h.uuid_diff > 0 {
+            self.damage.fields_repaired += 1;
+            let msg = format!(
+                "packet UUID differs from the trace's metadata UUID in {} of 16 bytes: damaged header field; the packet is read \
+                 (its magic number, stream class and sizes are valid)",
+                h.uuid_diff
+            );
+            self.warn(off, msg);
+        }
+        let (content_bits, packet_bits) = self.packet_sizes(off, &mut h)?;
+        self.commit_packet(off, h, content_bits, packet_bits, file_len);
+        Ok(true)
+    }
+
+    /// The packet's content and packet sizes (bits), checked against the
+    /// index (whose values win when they differ) and against the file.
+    /// A packet size that cannot be right makes the next packet be searched
+    /// for from the end of the content.
+    fn packet_sizes(&mut self, off: u64, h: &mut Head) -> DResult<(u64, u64)> {
+        let file_len = self.data.len() as u64;
+        let remaining_bits = (file_len - off) * 8;
+        if let Some(e) = self.index_at(off) {
+            let mut diffs = Vec::new();
+            for (name, hv, iv) in [
+                ("content_size", &mut h.content_bits, e.content_bits),
+                ("packet_size", &mut h.packet_bits, e.packet_bits),
+                ("timestamp_begin", &mut h.ts_begin, e.ts_begin),
+                ("timestamp_end", &mut h.ts_end, e.ts_end),
+            ] {
+                if let Some(v) = *hv {
+                    if v != iv {
+                        diffs.push(format!("{} {} (index: {})", name, v, iv));
+                        *hv = Some(iv);
+                    }
+                }
+            }
+            if !diffs.is_empty() {
+                self.damage.fields_repaired += diffs.len() as u64;
+                let msg = format!(
+                    "packet header disagrees with the packet index {}: {}; the index's values are used",
+                    self.index_name,
+                    diffs.join(", ")
+                );
+                self.warn(off, msg);
+            }
+        }
+        let packet_bits = h.packet_bits.unwrap_or(h.content_bits.unwrap_or(remaining_bits));
+        let content_bits = h.content_bits.unwrap_or(packet_bits);
+        if content_bits < h.header_bits || content_bits == 0 {
             return Err(DErr(format!("packet content size {} bits is smaller than its header and context", content_bits)));
         }
-        self.end = self.pkt.saturating_add(content_bits);
-        if packet_bits > file_len * 8 - self.pkt {
-            let msg =
-                format!("stream file is truncated: the packet declares {} bytes, only {} are present", packet_bits / 8, file_len - off);
-            self.warn(off, msg);
-            self.end = self.end.min(file_len * 8);
+        let packet_ok = packet_bits != 0 && content_bits <= packet_bits && packet_bits.is_multiple_of(8);
+        if !packet_ok {
+            if content_bits > packet_bits && packet_bits.is_multiple_of(8) && packet_bits >= h.header_bits {
+                return Err(DErr(format!("packet sizes are invalid (content {} bits, packet {} bits)", content_bits, packet_bits)));
+            }
+            // The content size is plausible, the packet size is not.
+            self.damage.fields_repaired += 1;
+            self.warn(
+                off,
+                format!(
+                    "packet size {} bits is invalid (content {} bits): the packet's content is read and the next packet is searched \
+                     for after it",
+                    packet_bits, content_bits
+                ),
+            );
+            self.next_by_scan = true;
+            return Ok((content_bits, content_bits.div_ceil(8) * 8));
         }
+        if packet_bits > remaining_bits {
+            // A truncated file, or a damaged packet size: if a packet of this
+            // stream starts after this one's content, the size is wrong.
+            let content_end = (off * 8).saturating_add(content_bits).min(file_len * 8).div_ceil(8);
+            let saved = (self.pkt, self.pos, self.end);
+            let next = if content_bits <= remaining_bits { self.scan(content_end, off) } else { None };
+            (self.pkt, self.pos, self.end) = saved;
+            if let Some(n) = next {
+                self.damage.fields_repaired += 1;
+                self.warn(
+                    off,
+                    format!(
+                        "packet size {} bytes runs past the end of the file, but the next packet starts at byte {}: the packet size \
+                         is damaged",
+                        packet_bits / 8,
+                        n
+                    ),
+                );
+                return Ok((content_bits, (n - off) * 8));
+            }
+            self.warn(
+                off,
+                format!("stream file is truncated: the packet declares {} bytes, only {} are present", packet_bits / 8, file_len - off),
+            );
+        }
+        Ok((content_bits, packet_bits))
+    }
+
+    /// Makes the packet at `off` the current one.
+    fn commit_packet(&mut self, off: u64, h: Head, content_bits: u64, packet_bits: u64, file_len: u64) {
+        let md = self.md.clone();
+        if self.packets == 0 {
+            self.sc = h.sc_idx;
+            self.stream_class_id = h.stream_id;
+            self.class_by_id = dense_ids(&md.streams[h.sc_idx]);
+        }
+        match (self.stream_instance_id, h.instance) {
+            (Some(a), Some(b)) if a != b && self.packets > 0 => {
+                self.damage.fields_repaired += 1;
+                let msg = format!("packet's stream_instance_id {} differs from earlier packets' {}: damaged; {} is kept", b, a, a);
+                self.warn(off, msg);
+            }
+            (_, Some(b)) => self.stream_instance_id = Some(b),
+            _ => {}
+        }
+        self.end = self.pkt.saturating_add(content_bits).min(file_len * 8);
         self.next_packet = off.saturating_add(packet_bits / 8);
         self.packets += 1;
-        // Clock at packet start.
-        if let Some(tb) = ts_begin {
-            self.clock = tb;
-        }
-        info.begin_ns = ts_begin.map(|t| self.to_ns(t));
-        info.end_ns = ts_end.map(|t| self.to_ns(t));
+        self.packet_fields = h.fields;
+        self.packet_times(off, h.ts_begin, h.ts_end);
+        let info = PacketInfo {
+            offset: off,
+            begin_ns: h.ts_begin.map(|t| self.to_ns(t)),
+            end_ns: h.ts_end.map(|t| self.to_ns(t)),
+            seq_num: h.seq,
+            events_discarded: h.discarded,
+        };
         self.packet_log.push(info);
-        Ok(true)
+    }
+
+    /// Sets the clock and the time bounds of the packet's events from its
+    /// timestamp_begin and timestamp_end, checked against the stream: a
+    /// packet begins no earlier than the previous packet began, and ends no
+    /// earlier than it begins. A begin time that breaks this is replaced by the
+    /// previous event's time (the best bound known: the packet cannot begin
+    /// before it); an end time that breaks it is not used.
+    fn packet_times(&mut self, off: u64, begin: Option<u64>, end: Option<u64>) {
+        self.time_warned = false;
+        // The previous event's clock (or the previous packet's begin).
+        let floor = if self.packets > 1 { Some(self.lo).max(self.prev_begin) } else { None };
+        let mut base = begin.unwrap_or(self.clock);
+        let mut hi = end.unwrap_or(u64::MAX);
+        if let Some(b) = begin {
+            let before_prev = self.prev_begin.is_some_and(|p| b < p);
+            let after_end = end.is_some_and(|e| b > e);
+            // With begin > end, one of the two is damaged: the end, if it is
+            // before the stream's previous packet began.
+            let end_bad = after_end && end.is_some_and(|e| self.prev_begin.is_some_and(|p| e < p));
+            if end_bad {
+                hi = u64::MAX;
+                self.damage.fields_repaired += 1;
+                let msg = format!(
+                    "packet timestamp_end {} is before its timestamp_begin {}: damaged, not used",
+                    self.to_ns(end.unwrap_or(0)),
+                    self.to_ns(b)
+                );
+                self.warn(off, msg);
+            } else if before_prev || after_end {
+                base = floor.unwrap_or_else(|| end.unwrap_or(b).min(b));
+                self.damage.fields_repaired += 1;
+                let why = if before_prev { "before the previous packet's" } else { "after the packet's end" };
+                let msg = format!(
+                    "packet timestamp_begin {} ns is {}: damaged; this packet's clock starts at {} ns instead (the previous event's time)",
+                    self.to_ns(b),
+                    why,
+                    self.to_ns(base)
+                );
+                self.warn(off, msg);
+            }
+        }
+        if hi < base {
+            hi = u64::MAX;
+        }
+        self.prev_begin = Some(base);
+        self.clock = base;
+        self.lo = base;
+        self.hi = hi;
     }
 
     #[inline]
@@ -730,4 +1199,55 @@ fn top_level_bytes(ty: &Ty, tape: &[Val], name: &str) -> Option<Vec<u8>> {
         }
     }
     None
+}
+
+/// Whether decoded packet sizes (bits) could describe a real packet.
+fn sizes_valid(content: Option<u64>, packet: Option<u64>, header_bits: u64) -> bool {
+    let content_ok = content.is_none_or(|c| c >= header_bits && c > 0);
+    let packet_ok = packet.is_none_or(|p| p > 0 && p.is_multiple_of(8) && content.is_none_or(|c| c <= p));
+    content_ok && packet_ok
+}
+
+/// Byte order of the packet header's top-level `magic` field, if it has one.
+fn magic_byte_order(ph: &Ty) -> Option<bool> {
+    let Ty::Struct(s) = ph else { return None };
+    s.fields.iter().find(|f| f.name == "magic").and_then(|f| match &f.ty {
+        Ty::Int(i) if i.size == 32 => Some(i.le),
+        _ => None,
+    })
+}
+
+/// Entries of an LTTng packet index file, checked against the stream file
+/// (`file_len` bytes): in order, not overlapping, with possible sizes.
+/// Entries past the end of the file (a truncated stream) are dropped.
+pub fn parse_index(bytes: &[u8], file_len: u64) -> std::result::Result<Vec<IndexEntry>, String> {
+    let be32 = |o: usize| u32::from_be_bytes(bytes[o..o + 4].try_into().unwrap());
+    if bytes.len() < 16 {
+        return Err("shorter than its header".into());
+    }
+    if be32(0) != INDEX_MAGIC {
+        return Err(format!("wrong magic number 0x{:08x} (expected 0x{:08x})", be32(0), INDEX_MAGIC));
+    }
+    let (major, entry_len) = (be32(4), be32(12) as usize);
+    if major != 1 || entry_len < 48 {
+        return Err(format!("unknown index format {} with entries of {} bytes", major, entry_len));
+    }
+    let mut out: Vec<IndexEntry> = Vec::new();
+    for (k, e) in bytes[16..].chunks_exact(entry_len).enumerate() {
+        let f = |i: usize| u64::from_be_bytes(e[i * 8..i * 8 + 8].try_into().unwrap());
+        let ent = IndexEntry { offset: f(0), packet_bits: f(1), content_bits: f(2), ts_begin: f(3), ts_end: f(4), events_discarded: f(5) };
+        if ent.offset >= file_len {
+            break;
+        }
+        let bad = ent.packet_bits == 0
+            || !ent.packet_bits.is_multiple_of(8)
+            || ent.content_bits > ent.packet_bits
+            || out.last().is_some_and(|p| p.offset.saturating_add(p.packet_bits / 8) > ent.offset)
+            || ent.ts_begin > ent.ts_end;
+        if bad {
+            return Err(format!("entry {} (packet at byte {}) is impossible or out of order", k, ent.offset));
+        }
+        out.push(ent);
+    }
+    Ok(out)
 }

@@ -76,12 +76,17 @@ fn text_sequence_length_overflowing_the_position_is_reported() {
     // Kernel lttng_logger event, __msg_length = 0x1FFF_FFFF_FFFF_FFF0: 8 times
     // it plus the position overflowed 64 bits, the bounds check passed, and
     // json::text_at sliced past the file (panic). The first event is fine
-    // (babeltrace2: `_msg_length = 2, msg = "hi"` at cycle 134217733).
+    // (babeltrace2: `_msg_length = 2, msg = "hi"` at cycle 134217733). That
+    // time is after the packet's timestamp_end (2000; begin 1000, and the
+    // event's 27-bit timestamp 5 wraps to 2^27 + 5): a damaged time, which
+    // is reported and replaced by the previous time known, the packet's begin.
     let (dir, file) = stream_input("stream-text-length-overflow.bin");
     let (lines, warnings) = dump_all(dir.path().to_path_buf());
     assert_eq!(lines.len(), 1, "{:?}", lines);
     assert_eq!(json_member(&lines[0], "payload"), r#"{"_msg_length":2,"msg":"hi"}"#);
-    assert!(lines[0].starts_with(r#"{"ts":134217733,"#), "{}", lines[0]);
+    assert!(lines[0].starts_with(r#"{"ts":1000,"#), "{}", lines[0]);
+    let time = format!("{}: at byte 84: event time 134217733 ns is after its packet's end (2000 ns)", file.display());
+    assert!(warnings.iter().any(|w| w.starts_with(&time)), "{:?}", warnings);
     // The second event starts at 84 (header + context) + 4 + 8 + 2 = 98.
     let prefix = format!("{}: at byte 98: ", file.display());
     assert!(warnings.iter().any(|w| w.starts_with(&prefix)), "{:?}", warnings);
