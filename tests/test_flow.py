@@ -237,7 +237,7 @@ def test_autoware_reference_system_flows(sims, capsys):
         got[(ids[r["input_pub"]], ids[r["output_publication_id"]])] = r["latency_ns"]
     with capsys.disabled():
         print(f"\nautoware reference system: {summary['flows']} flows, {summary['paths']} paths, "
-              f"{summary['us_per_flow']:.2f} µs per flow; ground truth pairs {len(expected)}")
+              f"{summary['ns_per_flow'] / 1e3:.2f} µs per flow; ground truth pairs {len(expected)}")
     assert set(got) == set(expected)
     assert got == expected
 

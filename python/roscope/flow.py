@@ -147,9 +147,11 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
     is_in = _topic_mask(topics, from_re, "--from")
     is_out = _topic_mask(topics, to_re, "--to")
     shown = ", ".join(topics[:20]) + (", ..." if len(topics) > 20 else "")
-    if not any(is_in):
+    # A regex that matches none of the topics is a mistake; a trace without topics
+    # (nothing ROS-related) simply has no data flows.
+    if topics and not any(is_in):
         raise InputError(f"no topic matches --from {from_re!r} (topics: {shown})")
-    if not any(is_out):
+    if topics and not any(is_out):
         raise InputError(f"no topic matches --to {to_re!r} (topics: {shown})")
     raw, stats = ctx.model.data_flows(is_in, is_out, implicit, exact_links, max_flows_per_output, all_steps)
     tables = {name: pa.table(t) for name, t in raw.items()}

@@ -1,0 +1,88 @@
+"""Type stub of `roscope._core`, the Rust core (crates/roscope-py).
+
+Every table crosses between Rust and Python by the Arrow C data interface (the
+PyCapsule protocol): the core hands out `ArrowTable`s, which `pyarrow.table(t)` and
+`pyarrow.record_batch(t)` read without copying, and reads the model's tables back
+from any object with `__arrow_c_stream__` (a pyarrow Table or RecordBatchReader,
+what DuckDB's `.arrow()` returns).
+"""
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+__version__: str
+
+class TraceError(ValueError):
+    """A trace cannot be read: the message names the file and what is wrong."""
+
+class ArrowStream(Protocol):
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+class ArrowTable:
+    """Record batches made in Rust, exported through the Arrow PyCapsule protocol."""
+
+    @property
+    def num_rows(self) -> int: ...
+    def __arrow_c_schema__(self) -> object: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def __arrow_c_array__(self, requested_schema: object | None = None) -> tuple[object, object]:
+        """Only for a table of one batch (each of `Trace.read_batches`)."""
+
+class Trace:
+    """One pass over a set of CTF traces (directories anywhere above `metadata` files).
+    A Trace is read once: summarize, dump or read batches, then open another."""
+
+    def __init__(self, paths: Sequence[str]) -> None: ...
+    def traces(self) -> list[tuple[str, str, str]]:
+        """(relative dir, dir, metadata TSDL text) of each trace, without reading events."""
+    def summary_json(self) -> str:
+        """Reads every event once; the summary as a JSON document."""
+    def dump(self, fd: int, limit: int | None = None) -> int:
+        """Writes every event as a JSON line to file descriptor `fd`; returns the count."""
+    def read_batches(self, events: Sequence[str] | None = None, max_rows: int = 262144) -> list[tuple[int, str, ArrowTable]] | None:
+        """The next batches, or None at the end: (trace index, event name, one record batch)."""
+    def warnings(self) -> list[str]:
+        """Problems met so far (file, byte offset, what); reading goes on past them."""
+    def losses(self) -> list[tuple[str, int, int]]:
+        """(stream's first file, events discarded, packets lost) for streams that lost any."""
+
+def build_model(
+    paths: Sequence[str],
+    heuristics: bool = True,
+    progress: bool = False,
+    record_ids: Sequence[str] | None = None,
+) -> tuple[list[tuple[str, ArrowTable]], list[tuple[str, int]], list[str], list[tuple[str, int, int]]]:
+    """Builds the execution model (docs/model.md): (tables by name, stats, warnings, losses)."""
+
+class FlowModel:
+    """The flow's model (crates/flow), built from the execution model's tables."""
+
+    def __init__(self, tables: Mapping[str, ArrowStream] | Callable[[str, list[str]], ArrowStream]) -> None:
+        """`tables`: the tables of `inputs()` (with at least their listed columns), by
+        name, or a callable (table, columns) -> stream, called one table at a time.
+        Raises ValueError when a table or column is missing or a reference is out of range."""
+    @staticmethod
+    def inputs() -> list[tuple[str, list[str]]]:
+        """The tables and columns the flow reads."""
+    @property
+    def topics(self) -> list[str]:
+        """Topic names in byte order; topic masks follow this order."""
+    def causal_links(self, infer_timer_inputs: bool = True) -> ArrowTable:
+        """in_publication_id, in_run_id, out_publication_id, kind (direct,
+        periodic_async, partial_sync, inferred)."""
+    def message_graph(
+        self, publication: int, forward: bool = True, backward: bool = True
+    ) -> tuple[list[int], list[int], list[tuple[str, int, str, int, str]]]:
+        """(publications, runs, edges as (from kind 'p'|'r', id, to kind, id, edge kind))."""
+    def data_flows(
+        self,
+        is_input: Sequence[bool],
+        is_output: Sequence[bool],
+        implicit: str = "auto",
+        exact_links: bool = True,
+        max_flows_per_output: int = 10000,
+        all_steps: bool = False,
+    ) -> tuple[dict[str, ArrowTable], dict[str, Any]]:
+        """Data flows between topics (masks over `topics`); implicit is one of auto,
+        all, annotations, none. Returns ({data_flows, data_flow_steps,
+        data_flow_segments, paths}, stats: outputs, flows, trees_cached,
+        cache_evicted, cache_hits, seconds)."""
