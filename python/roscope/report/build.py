@@ -279,7 +279,8 @@ def threads(R: Report, window: tuple[int, int] | None) -> None:
             "in its outermost callback runs over its traced time.</p>")
     body += timeline_section(R, ths, window)
     if ths:
-        shown = ths[: R.budget["bars"]]
+        key = "executing_share" if ex else "busy_share"
+        shown = sorted(ths, key=lambda t: -(t[key] or 0))[: R.budget["bars"]]
         shares = {"executing": [t["executing_share"] for t in shown], "selecting": [t["selecting_share"] for t in shown],
                   "waiting": [t["waiting_share"] for t in shown]}
         if not ex:
@@ -287,7 +288,7 @@ def threads(R: Report, window: tuple[int, int] | None) -> None:
         body += "<h3>Utilization per thread</h3>" + R.page.fig(
             "utilization", F.utilization([F.t(t["label"], 80) for t in shown], shares, "Share of the traced time"),
             ("Executor state shares per thread." if ex else "Busy: outermost callback runs over the thread's traced time.")
-            + _ms_caption(len(shown), len(ths), "threads"))
+            + _ms_caption(len(shown), len(ths), "threads (the busiest)"))
         body += table("threads", [Col("hostname", "host"), Col("pid", "pid", "int"), Col("tid", "tid", "int"), Col("procname", "process"),
                                   Col("nodes", "nodes"), Col("runs", "runs", "int"), Col("busy_share", "busy %", "pct"),
                                   Col("executing_share", "executing %", "pct"), Col("selecting_share", "selecting %", "pct"),

@@ -188,5 +188,6 @@ def graph(nodes: list[dict], edges: list[dict], title: str, xaxis: dict | None =
     height = max(320, 120 + 70 * (1 + max((n["y"] for n in nodes), default=0)))
     xaxis = {"zeroline": False, **(xaxis or {"visible": False})}
     yaxis = {"zeroline": False, **(yaxis or {"visible": False, "autorange": "reversed"})}
-    lay = _layout(title, height, annotations=annotations, legend={"orientation": "h", "y": -0.12}, xaxis=xaxis, yaxis=yaxis)
+    legend = {"orientation": "h", "y": -0.3 if xaxis.get("title") else -0.12}
+    lay = _layout(title, height, annotations=annotations, legend=legend, xaxis=xaxis, yaxis=yaxis)
     return {"data": data, "layout": lay}
