@@ -2,8 +2,11 @@
 
 It is what a Python tool does (dicts and lists, recursion with a visited set,
 no subtree cache), on the same database and with the same dependency rules as
-roscope's Rust implementation (`crates/flow`), so that `bench/flow.py` can time
-both on the same input in the same run and check that they find the same flows.
+roscope's Rust implementation (`crates/flow`), written separately from it: its
+own SQL reads of the model, its own implicit-dependency rules (`implicit_pairs`)
+and latency breakdown (`breakdown`). `bench/flow.py` times both on the same input
+in the same run; tests/test_flow_reference.py checks that both find the same
+flows, paths and latencies.
 """
 from __future__ import annotations
 
@@ -113,8 +116,83 @@ def flows_for_outputs(M, implicit_in, is_input, outputs):
         yield from out
 
 
-def run(db, from_re, to_re, implicit_pairs, max_outputs=None):
-    M = load(db)
+def breakdown(M, steps) -> tuple[int, int, int, int]:
+    """(latency, communication, idle, computation) of a flow: publication to run is
+    communication, run to a publication it made is computation, run to a later run
+    of the same node is the first run's duration (computation) then idle."""
+    runs, pubs = M["runs"], M["pubs"]
+
+    def t(s):
+        return pubs[s[1]][2] if s[0] == "p" else runs[s[1]][1]
+
+    com = idle = calc = 0
+    for a, b in zip(steps, steps[1:]):
+        if (a[0], b[0]) == ("p", "r"):
+            com += t(b) - t(a)
+        elif (a[0], b[0]) == ("r", "p"):
+            calc += t(b) - t(a)
+        elif (a[0], b[0]) == ("r", "r"):
+            end = runs[a[1]][2]
+            d = end - t(a) if end is not None else t(b) - t(a)
+            calc += d
+            idle += t(b) - t(a) - d
+    return t(steps[-1]) - t(steps[0]), com, idle, calc
+
+
+def path_of(M, steps) -> tuple:
+    """The path of a flow: its callback / topic sequence."""
+    return tuple(("c", M["runs"][i][0]) if k == "r" else ("t", M["pub_topic"].get(M["pubs"][i][0])) for k, i in steps)
+
+
+def implicit_pairs(db, mode: str) -> list[tuple[int, int]]:
+    """Implicit (intra-node) dependency edges (from callback, to callback), read with SQL:
+
+    - 'all': every ordered pair of distinct callbacks of a node;
+    - 'annotations': only what causal-link annotations declare (periodic
+      asynchronous: each input's subscription callback -> the timer callback that
+      publishes; partial synchronous: between the group's subscription callbacks);
+    - 'auto': annotations where a node has them, every pair of timer and
+      subscription callbacks elsewhere;
+    - 'none': no implicit edges.
+    """
+    con = db.con
+    if mode == "none":
+        return []
+    if mode == "all":
+        return [tuple(r) for r in con.execute(
+            "SELECT a.callback_id, b.callback_id FROM callbacks a JOIN callbacks b ON a.node_id = b.node_id "
+            "WHERE a.callback_id <> b.callback_id").fetchall()]
+    ann = [tuple(r) for r in con.execute("""
+        WITH subs AS (SELECT m.annotation_id, c.callback_id, c.node_id FROM annotation_members m
+                      JOIN callbacks c ON c.kind = 'subscription' AND c.owner_id = m.subscription_id
+                      WHERE m.role = 'subscription'),
+        timer_cbs AS (SELECT DISTINCT m.annotation_id, r.callback_id FROM annotation_members m
+                      JOIN publications pb ON pb.publisher_id = m.publisher_id
+                      JOIN callback_runs r ON r.run_id = pb.run_id JOIN callbacks c ON c.callback_id = r.callback_id
+                      WHERE m.role = 'publisher' AND c.kind = 'timer')
+        SELECT s.callback_id, t.callback_id FROM subs s JOIN annotations a USING (annotation_id)
+        JOIN timer_cbs t USING (annotation_id) WHERE a.kind = 'periodic_async'
+        UNION
+        SELECT s1.callback_id, s2.callback_id FROM subs s1 JOIN subs s2 USING (annotation_id)
+        JOIN annotations a USING (annotation_id) WHERE a.kind = 'partial_sync' AND s1.callback_id <> s2.callback_id
+        """).fetchall()]
+    if mode == "annotations":
+        return ann
+    others = [tuple(r) for r in con.execute("""
+        WITH annotated AS (
+            SELECT DISTINCT c.node_id FROM annotation_members m JOIN callbacks c
+            ON c.kind = 'subscription' AND c.owner_id = m.subscription_id WHERE c.node_id IS NOT NULL)
+        SELECT a.callback_id, b.callback_id FROM callbacks a JOIN callbacks b ON a.node_id = b.node_id
+        WHERE a.callback_id <> b.callback_id AND a.node_id IS NOT NULL
+          AND a.kind IN ('timer', 'subscription') AND b.kind IN ('timer', 'subscription')
+          AND a.node_id NOT IN (SELECT node_id FROM annotated)""").fetchall()]
+    return ann + others
+
+
+def run(db, from_re, to_re, implicit_pairs, max_outputs=None, model=None):
+    """(output publications, flows) where each flow is a list of ('p'|'r', id),
+    forward in time. `model`: what `load(db)` returned, to read it once."""
+    M = model or load(db)
     rin, rout = re.compile(from_re), re.compile(to_re)
     is_input = lambda t: t is not None and bool(rin.search(t))  # noqa: E731
     outputs = sorted((p for p in M["pubs"] if (lambda t: t is not None and rout.search(t))(
