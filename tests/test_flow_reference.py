@@ -1,0 +1,131 @@
+"""`roscope flow` against a plain-Python Algorithm 1 (bench/flow_reference.py), on
+small ros2sim systems recorded through real LTTng: the same data flows (output,
+input, first run, steps), grouped into the same paths, with the same latencies and
+the same split into communication, idle and computation.
+
+The reference is written separately from crates/flow: its own SQL reads of the
+database, its own implicit-dependency rules and breakdown, recursion with a visited
+set and no caching. roscope runs as a user runs it: `roscope flow DB --store --json`
+on a database written by `roscope load`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter, defaultdict
+
+import pytest
+
+pytestmark = pytest.mark.lttng
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+
+import flow_reference  # noqa: E402
+
+AUTOWARE_FROM = "^/(FrontLidarDriver|RearLidarDriver|PointCloudMap|Lanelet2Map)$"
+AUTOWARE_TO = "^/(VehicleInterface|VehicleDBWSystem)$"
+#: (preset, distro, seconds, from, to, implicit modes)
+CASES = [
+    ("mfa_fig6b_partial_sync", "rolling", 1.5, "^/topic_(a|b)$", "^/topic_c$", ("auto", "annotations", "none")),
+    ("mfa_fig6a_periodic_async", "jazzy", 1.5, "^/topic_(a|b)$", "^/topic_c$", ("auto", "all")),
+    ("autoware_reference_system", "rolling", 2.0, AUTOWARE_FROM, AUTOWARE_TO, ("annotations", "auto")),
+]
+
+
+@pytest.fixture(scope="module")
+def databases(tmp_path_factory) -> dict:
+    subprocess.run(["make", "-s", "-C", os.path.join(REPO, "tools", "ros2sim")], check=True, stdout=subprocess.DEVNULL)
+    base = tmp_path_factory.mktemp("flowref")
+    out = {}
+    for preset, distro, secs, *_ in CASES:
+        run = base / f"{preset}-{distro}"
+        r = subprocess.run([sys.executable, os.path.join(REPO, "tools", "ros2sim", "ros2sim.py"), "run", "--preset", preset,
+                            "--distro", distro, "--duration", str(secs), "--out", str(run)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+        assert r.returncode == 0, r.stdout
+        db = str(base / f"{preset}-{distro}.duckdb")
+        subprocess.run([sys.executable, "-m", "roscope", "load", str(run / "traces"), "-o", db],
+                       check=True, capture_output=True, timeout=300)
+        out[preset] = db
+    return out
+
+
+def roscope_flow(db: str, from_re: str, to_re: str, implicit: str) -> tuple[dict, list[dict], dict]:
+    """`roscope flow --store --json`: its JSON, and the flows and first steps it stored."""
+    import roscope
+
+    r = subprocess.run([sys.executable, "-m", "roscope", "flow", db, "--from", from_re, "--to", to_re,
+                        "--implicit", implicit, "--store", "--json"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    with roscope.open(db) as d:
+        flows = d.records("SELECT * FROM data_flows")
+        steps = defaultdict(list)
+        for s in d.records("SELECT flow_id, is_run, id FROM data_flow_steps ORDER BY flow_id, step"):
+            steps[s["flow_id"]].append(("r" if s["is_run"] else "p", s["id"]))
+    return json.loads(r.stdout), flows, dict(steps)
+
+
+def reference(db: str, from_re: str, to_re: str, implicit: str) -> list[tuple[list, tuple, tuple]]:
+    """(steps, path, (latency, communication, idle, computation)) of every flow."""
+    import roscope
+
+    with roscope.open(db) as d:
+        model = flow_reference.load(d)
+        _outs, flows = flow_reference.run(d, from_re, to_re, flow_reference.implicit_pairs(d, implicit), model=model)
+    return [(steps, flow_reference.path_of(model, steps), flow_reference.breakdown(model, steps)) for steps in flows]
+
+
+def key(output, input_pub, first_run, parts) -> tuple:
+    return (output, input_pub, first_run, *parts)
+
+
+@pytest.mark.parametrize("case", [(c[0], m) for c in CASES for m in c[5]], ids=lambda c: f"{c[0]}-{c[1]}")
+def test_flow_equals_reference(databases, case, capsys):
+    preset, implicit = case
+    _p, _d, _s, from_re, to_re, _m = next(c for c in CASES if c[0] == preset)
+    db = databases[preset]
+    js, flows, first_steps = roscope_flow(db, from_re, to_re, implicit)
+    ref = reference(db, from_re, to_re, implicit)
+    if implicit != "none":
+        assert len(ref) > 50, len(ref)
+
+    # The same flows: output, input, first run and the latency split, as multisets.
+    ours = Counter(key(f["output_publication_id"], f["input_publication_id"], f["first_run_id"],
+                       (f["latency_ns"], f["communication_ns"], f["idle_ns"], f["computation_ns"])) for f in flows)
+    theirs = Counter(key(s[-1][1], s[1][1], s[0][1], parts) for s, _path, parts in ref)
+    assert ours == theirs, f"missing {list((theirs - ours).items())[:3]}, extra {list((ours - theirs).items())[:3]}"
+    assert js["summary"]["flows"] == len(ref)
+    with capsys.disabled():
+        print(f"\n{preset} --implicit {implicit}: {len(ref)} flows on {js['summary']['paths']} paths, same as the reference")
+
+    # The same paths: flows grouped alike, and each path's first flow has the reference's steps.
+    by_path = defaultdict(list)
+    for f in flows:
+        by_path[f["path_id"]].append(f)
+    ref_groups = defaultdict(Counter)
+    ref_steps = defaultdict(list)
+    for steps, path, parts in ref:
+        k = key(steps[-1][1], steps[1][1], steps[0][1], parts)
+        ref_groups[path][k] += 1
+        ref_steps[k].append(steps)
+    our_groups = {pid: Counter(key(f["output_publication_id"], f["input_publication_id"], f["first_run_id"],
+                                   (f["latency_ns"], f["communication_ns"], f["idle_ns"], f["computation_ns"])) for f in fs)
+                  for pid, fs in by_path.items()}
+    assert sorted(map(sorted, (g.items() for g in our_groups.values()))) == \
+        sorted(map(sorted, (g.items() for g in ref_groups.values())))
+    assert js["summary"]["paths"] == len(ref_groups) == len(js["paths"])
+    for fs in by_path.values():
+        first = min(fs, key=lambda f: f["flow_id"])
+        k = key(first["output_publication_id"], first["input_publication_id"], first["first_run_id"],
+                (first["latency_ns"], first["communication_ns"], first["idle_ns"], first["computation_ns"]))
+        assert first_steps[first["flow_id"]] in ref_steps[k]
+
+    # The per-path latency statistics of the JSON, from the reference's flows.
+    for p in js["paths"]:
+        lat = sorted(f["latency_ns"] for f in by_path[p["path_id"]])
+        assert p["flows"] == len(lat) == p["latency"]["count"]
+        assert (p["latency"]["min_ns"], p["latency"]["max_ns"]) == (lat[0], lat[-1])
+        assert p["latency"]["mean_ns"] == pytest.approx(sum(lat) / len(lat), rel=1e-12)
