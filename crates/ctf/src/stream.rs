@@ -135,6 +135,9 @@ pub struct StreamReader {
     magic_le: Option<bool>,
     /// Next packet's byte offset.
     next_packet: u64,
+    /// Where a search for the next packet starts after damage: the end of the
+    /// last packet read, or just after the last place reading resumed at.
+    resync_from: u64,
     /// The current packet's declared size cannot be trusted: the next packet
     /// is searched from the end of its content.
     next_by_scan: bool,
@@ -210,6 +213,7 @@ impl StreamReader {
             index_name: String::new(),
             magic_le,
             next_packet: 0,
+            resync_from: 0,
             next_by_scan: false,
             released: 0,
             pkt: 0,
@@ -450,7 +454,6 @@ impl StreamReader {
     /// size is a candidate for the next packet's place.
     fn recover(&mut self, pkt_off: u64, at: u64, header_ok: bool, what: String) {
         let file_len = self.data.len() as u64;
-        let content_end = if header_ok { (self.end / 8).max(pkt_off + 1) } else { pkt_off + 1 };
         let mut how = "";
         let mut resume = None;
         if let Some(e) = self.index.iter().find(|e| e.offset > pkt_off) {
@@ -463,38 +466,45 @@ impl StreamReader {
             how = "by this packet's size";
         }
         if resume.is_none() {
-            resume = self.scan(content_end, pkt_off);
+            // From the end of the last packet read: a packet header that fails
+            // may have been reached through a damaged packet size.
+            resume = self.scan(self.resync_from, file_len, pkt_off);
             how = "by its header's magic number";
         }
         self.damage.resyncs += 1;
         self.has_event = false;
-        match resume {
-            Some(r) => {
-                let skipped = r.saturating_sub(at);
-                let between = self.index.iter().filter(|e| e.offset > pkt_off && e.offset < r).count() as u64;
-                self.damage.skipped_bytes += skipped;
-                self.damage.skipped_packets += between + !header_ok as u64;
-                self.warn(at, format!("{}; {} bytes skipped, reading resumes at byte {} (next packet, found {})", what, skipped, r, how));
-                self.next_packet = r;
-                self.next_by_scan = false;
-                self.end = 0;
-                self.pos = 0;
-            }
-            None => {
-                let skipped = file_len.saturating_sub(at);
-                self.damage.skipped_bytes += skipped;
-                self.damage.skipped_packets += !header_ok as u64;
-                let msg = if skipped == 0 {
-                    format!("{}; this is the end of the file", what)
-                } else {
-                    format!("{}; no later packet found: the rest of this stream ({} bytes) is skipped", what, skipped)
-                };
-                self.warn(at, msg);
-                self.next_packet = file_len;
-                self.end = 0;
-                self.pos = 0;
-            }
-        }
+        self.next_by_scan = false;
+        self.end = 0;
+        self.pos = 0;
+        let Some(r) = resume else {
+            let skipped = file_len.saturating_sub(at);
+            self.damage.skipped_bytes += skipped;
+            self.damage.skipped_packets += !header_ok as u64;
+            let msg = if skipped == 0 {
+                format!("{}; this is the end of the file", what)
+            } else {
+                format!("{}; no later packet found: the rest of this stream ({} bytes) is skipped", what, skipped)
+            };
+            self.warn(at, msg);
+            self.next_packet = file_len;
+            return;
+        };
+        let msg = if r > at {
+            let skipped = r - at;
+            let between = self.index.iter().filter(|e| e.offset > pkt_off && e.offset < r).count() as u64;
+            self.damage.skipped_bytes += skipped;
+            self.damage.skipped_packets += between + !header_ok as u64;
+            format!("{}; {} bytes skipped, reading resumes at byte {} (next packet, found {})", what, skipped, r, how)
+        } else {
+            format!(
+                "{}; reading resumes at byte {}, where a packet starts after the previous one's content (found {}): the previous \
+                 packet's size is damaged",
+                what, r, how
+            )
+        };
+        self.warn(at, msg);
+        self.next_packet = r;
+        self.resync_from = r + 1;
     }
 
     /// Whether a packet that continues this stream starts at byte `off`.
@@ -515,16 +525,17 @@ impl StreamReader {
         ok
     }
 
-    /// The first packet of this stream starting at or after byte `from`
-    /// (other than at `not`), found by its magic number.
-    fn scan(&mut self, from: u64, not: u64) -> Option<u64> {
+    /// The first packet of this stream starting at or after byte `from` and
+    /// before byte `to` (other than at `not`), found by its magic number.
+    fn scan(&mut self, from: u64, to: u64, not: u64) -> Option<u64> {
         let le = self.magic_le?;
         let m = PACKET_MAGIC as u32;
         let pat = if le { m.to_le_bytes() } else { m.to_be_bytes() };
         let finder = memchr::memmem::Finder::new(&pat);
+        let to = (to.min(self.data.len() as u64) as usize).saturating_add(3).min(self.data.len());
         let mut at = from as usize;
-        while at < self.data.len() {
-            let i = at + finder.find(&self.data[at..])?;
+        while at < to {
+            let i = at + finder.find(&self.data[at..to])?;
             if i as u64 != not && self.probe(i as u64) {
                 return Some(i as u64);
             }
@@ -626,7 +637,7 @@ impl StreamReader {
             // somewhere after its content.
             let from = (self.end / 8).max(self.pkt / 8 + 1);
             self.next_by_scan = false;
-            self.next_packet = self.scan(from, u64::MAX).unwrap_or(file_len);
+            self.next_packet = self.scan(from, file_len, u64::MAX).unwrap_or(file_len);
         }
         let upto = self.next_packet;
         self.release_behind(upto);
@@ -715,7 +726,7 @@ impl StreamReader {
             // stream starts after this one's content, the size is wrong.
             let content_end = (off * 8).saturating_add(content_bits).min(file_len * 8).div_ceil(8);
             let saved = (self.pkt, self.pos, self.end);
-            let next = if content_bits <= remaining_bits { self.scan(content_end, off) } else { None };
+            let next = if content_bits <= remaining_bits { self.scan(content_end, file_len, off) } else { None };
             (self.pkt, self.pos, self.end) = saved;
             if let Some(n) = next {
                 self.damage.fields_repaired += 1;
@@ -734,8 +745,42 @@ impl StreamReader {
                 off,
                 format!("stream file is truncated: the packet declares {} bytes, only {} are present", packet_bits / 8, file_len - off),
             );
+        } else if self.index_at(off).is_none() {
+            if let Some(n) = self.size_leads_nowhere(off, content_bits, packet_bits) {
+                return Ok((content_bits, (n - off) * 8));
+            }
         }
         Ok((content_bits, packet_bits))
+    }
+
+    /// Without an index, checks that the packet's size leads to the next
+    /// packet (or to the end of the file). When no packet starts there but one
+    /// starts after this packet's content and before that place, the size is
+    /// damaged: returns where the next packet starts.
+    fn size_leads_nowhere(&mut self, off: u64, content_bits: u64, packet_bits: u64) -> Option<u64> {
+        let file_len = self.data.len() as u64;
+        let next = off + packet_bits / 8;
+        if next >= file_len || self.magic_le.is_none() {
+            return None;
+        }
+        let saved = (self.pkt, self.pos, self.end);
+        let mut found = None;
+        if !self.probe(next) {
+            let content_end = (off * 8 + content_bits).div_ceil(8);
+            found = self.scan(content_end, next, next);
+        }
+        (self.pkt, self.pos, self.end) = saved;
+        let n = found?;
+        self.damage.fields_repaired += 1;
+        let msg = format!(
+            "packet size {} bytes leads to byte {}, where no packet of this stream starts, but one starts at byte {}: the packet size \
+             is damaged",
+            packet_bits / 8,
+            next,
+            n
+        );
+        self.warn(off, msg);
+        Some(n)
     }
 
     /// Makes the packet at `off` the current one.
@@ -757,6 +802,7 @@ impl StreamReader {
         }
         self.end = self.pkt.saturating_add(content_bits).min(file_len * 8);
         self.next_packet = off.saturating_add(packet_bits / 8);
+        self.resync_from = self.end.div_ceil(8);
         self.packets += 1;
         self.packet_fields = h.fields;
         self.packet_times(off, h.ts_begin, h.ts_end);
