@@ -1,4 +1,7 @@
 #![allow(unexpected_cfgs)]
+// pyo3 0.22's macros convert the error of every PyResult they wrap into itself (fixed in
+// pyo3 0.23); they expand next to each #[pymethods]/#[pyfunction], so only the crate level reaches them.
+#![expect(clippy::useless_conversion, reason = "pyo3 0.22 macro expansion")]
 //! roscope._core: the Rust core as a Python extension module.
 //!
 //! A `Trace` is one pass over a set of traces: summarize it, dump it, or read
@@ -275,7 +278,7 @@ impl FlowModel {
     /// Returns ({table name: ArrowTable}, stats) for data_flows, data_flow_steps,
     /// data_flow_segments and paths.
     #[pyo3(signature = (is_input, is_output, implicit="auto", exact_links=true, max_flows_per_output=10000, all_steps=false))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "the keyword arguments of a Python method")]
     fn data_flows<'py>(
         &self,
         py: Python<'py>,
