@@ -111,6 +111,10 @@ struct Head {
     instance: Option<u64>,
     /// Bytes of the packet UUID that differ from the metadata's.
     uuid_diff: usize,
+    /// A wrong magic number, and a stream id that is not this stream's, when
+    /// read leniently (see `parse_head`).
+    bad_magic: Option<u64>,
+    bad_stream_id: Option<u64>,
     content_bits: Option<u64>,
     packet_bits: Option<u64>,
     ts_begin: Option<u64>,
@@ -304,8 +308,21 @@ impl StreamReader {
         let ipath = path.parent().unwrap_or(Path::new(".")).join("index").join(iname);
         let Ok(bytes) = std::fs::read(&ipath) else { return };
         self.index_name = ipath.display().to_string();
-        match parse_index(&bytes, self.data.len() as u64) {
-            Ok(entries) => self.index = entries,
+        let file_len = self.data.len() as u64;
+        match parse_index(&bytes, file_len) {
+            Ok((entries, beyond)) => {
+                self.index = entries;
+                if beyond > 0 {
+                    let msg = format!(
+                        "stream file is truncated: it ends at byte {}, and its packet index {} lists {} more packet{} from there",
+                        file_len,
+                        self.index_name,
+                        beyond,
+                        if beyond == 1 { "" } else { "s" }
+                    );
+                    self.warn(file_len, msg);
+                }
+            }
             Err(why) => {
                 let file = self.index_name.clone();
                 self.warnings.push(Warning { file, offset: None, msg: format!("packet index not used: {}", why) });
@@ -322,7 +339,7 @@ impl StreamReader {
     /// `StreamIdentity`), from its first packet; None when that cannot be
     /// read, or says too little (no instance id, sequence number nor time).
     pub fn identity(&mut self) -> Option<StreamIdentity> {
-        let head = self.parse_head(0).ok();
+        let head = self.parse_head(0, false).ok();
         self.pos = 0;
         self.pkt = 0;
         self.end = 0;
@@ -511,7 +528,7 @@ impl StreamReader {
     fn probe(&mut self, off: u64) -> bool {
         let saved = (self.pkt, self.pos, self.end);
         let regs = self.regs.clone();
-        let ok = match self.parse_head(off) {
+        let ok = match self.parse_head(off, false) {
             Ok(h) => {
                 (self.packets == 0 || h.sc_idx == self.sc)
                     && (self.stream_instance_id.is_none() || h.instance.is_none() || h.instance == self.stream_instance_id)
@@ -565,8 +582,11 @@ impl StreamReader {
 
     /// Decodes the packet header and context at byte `off`. Leaves `pos` after
     /// them. Checks only what makes them unreadable: the magic number, a
-    /// stream class the metadata does not declare.
-    fn parse_head(&mut self, off: u64) -> DResult<Head> {
+    /// stream class the metadata does not declare. `lenient`: a wrong magic
+    /// number, or a stream id other than this stream's (once known, or the
+    /// only class), are noted in the result instead, and the stream's class
+    /// is used.
+    fn parse_head(&mut self, off: u64, lenient: bool) -> DResult<Head> {
         let file_len = self.data.len() as u64;
         self.pkt = off * 8;
         self.pos = self.pkt;
@@ -574,12 +594,12 @@ impl StreamReader {
         self.work = 0;
         let md = self.md.clone();
         let mut tape = std::mem::take(&mut self.tape);
-        let r = self.parse_head_into(&md, &mut tape);
+        let r = self.parse_head_into(&md, &mut tape, lenient);
         self.tape = tape;
         r
     }
 
-    fn parse_head_into(&mut self, md: &Metadata, tape: &mut Vec<Val>) -> DResult<Head> {
+    fn parse_head_into(&mut self, md: &Metadata, tape: &mut Vec<Val>, lenient: bool) -> DResult<Head> {
         let mut h = Head::default();
         let mut stream_id: Option<u64> = None;
         tape.clear();
@@ -588,7 +608,10 @@ impl StreamReader {
             for (name, v) in top_level_uints(ph, tape) {
                 match (name.as_str(), v) {
                     ("magic", Some(m)) if m != PACKET_MAGIC => {
-                        return Err(DErr(format!("wrong packet magic number 0x{:08x} (expected 0x{:08x})", m, PACKET_MAGIC)));
+                        if !lenient {
+                            return Err(DErr(format!("wrong packet magic number 0x{:08x} (expected 0x{:08x})", m, PACKET_MAGIC)));
+                        }
+                        h.bad_magic = Some(m);
                     }
                     ("stream_id", Some(s)) => stream_id = Some(s),
                     ("stream_instance_id", Some(s)) => h.instance = Some(s),
@@ -602,11 +625,26 @@ impl StreamReader {
             }
         }
         h.stream_id = stream_id.unwrap_or_else(|| md.streams.first().map(|s| s.id).unwrap_or(0));
-        h.sc_idx = md
-            .streams
-            .iter()
-            .position(|s| s.id == h.stream_id)
-            .ok_or_else(|| DErr(format!("packet names stream class {}, which the metadata does not declare", h.stream_id)))?;
+        let known = md.streams.iter().position(|s| s.id == h.stream_id);
+        let ours = if self.packets > 0 {
+            Some(self.sc)
+        } else if md.streams.len() == 1 {
+            Some(0)
+        } else {
+            None
+        };
+        h.sc_idx = match (known, ours) {
+            (Some(k), Some(o)) if lenient && k != o => {
+                h.bad_stream_id = Some(h.stream_id);
+                o
+            }
+            (Some(k), _) => k,
+            (None, Some(o)) if lenient => {
+                h.bad_stream_id = Some(h.stream_id);
+                o
+            }
+            (None, _) => return Err(DErr(format!("packet names stream class {}, which the metadata does not declare", h.stream_id))),
+        };
         if let Some(pc) = &md.streams[h.sc_idx].packet_context {
             tape.clear();
             self.dec(pc, tape).map_err(|DErr(m)| DErr(format!("packet context cannot be read ({})", m)))?;
@@ -645,12 +683,9 @@ impl StreamReader {
             return Ok(false);
         }
         let off = self.next_packet;
-        let mut h = self.parse_head(off)?;
-        if self.packets > 0 && h.sc_idx != self.sc {
-            return Err(DErr(format!(
-                "packet names stream class {} but earlier packets of this file had {}",
-                h.stream_id, self.stream_class_id
-            )));
+        let mut h = self.parse_head(off, true)?;
+        if h.bad_magic.is_some() || h.bad_stream_id.is_some() {
+            self.damaged_id_fields(off, &mut h)?;
         }
         if h.uuid_diff > 0 {
             self.damage.fields_repaired += 1;
@@ -664,6 +699,45 @@ impl StreamReader {
         let (content_bits, packet_bits) = self.packet_sizes(off, &mut h)?;
         self.commit_packet(off, h, content_bits, packet_bits, file_len);
         Ok(true)
+    }
+
+    /// A packet whose magic number or stream id is wrong is read only if the
+    /// rest of its header confirms it is a packet of this stream: its sizes
+    /// agree with the packet index, or (without an index entry) are valid and
+    /// lead to the next packet or to the end of the file.
+    fn damaged_id_fields(&mut self, off: u64, h: &mut Head) -> DResult<()> {
+        let file_len = self.data.len() as u64;
+        let confirmed = match self.index_at(off) {
+            Some(e) => h.content_bits == Some(e.content_bits) && h.packet_bits == Some(e.packet_bits),
+            None => match h.packet_bits {
+                Some(p) if sizes_valid(h.content_bits, h.packet_bits, h.header_bits) => {
+                    let next = off.saturating_add(p / 8);
+                    next == file_len || (next < file_len && self.probe(next))
+                }
+                _ => false,
+            },
+        };
+        let sid = self.md.streams[h.sc_idx].id;
+        if !confirmed {
+            return Err(DErr(match (h.bad_magic, h.bad_stream_id) {
+                (Some(m), _) => format!("wrong packet magic number 0x{:08x} (expected 0x{:08x})", m, PACKET_MAGIC),
+                (None, Some(id)) if self.md.streams.iter().any(|s| s.id == id) => {
+                    format!("packet names stream class {} but earlier packets of this file had {}", id, sid)
+                }
+                (None, id) => format!("packet names stream class {}, which the metadata does not declare", id.unwrap_or(0)),
+            }));
+        }
+        let by = if self.index_at(off).is_some() { "its sizes agree with the packet index" } else { "its sizes lead to the next packet" };
+        if let Some(m) = h.bad_magic {
+            self.damage.fields_repaired += 1;
+            self.warn(off, format!("packet magic number 0x{:08x} is damaged, but {}: the packet is read", m, by));
+        }
+        if let Some(id) = h.bad_stream_id {
+            self.damage.fields_repaired += 1;
+            self.warn(off, format!("packet's stream id {} is damaged ({}): the packet is read as stream class {}", id, by, sid));
+            h.stream_id = sid;
+        }
+        Ok(())
     }
 
     /// The packet's content and packet sizes (bits), checked against the
@@ -1265,8 +1339,9 @@ fn magic_byte_order(ph: &Ty) -> Option<bool> {
 
 /// Entries of an LTTng packet index file, checked against the stream file
 /// (`file_len` bytes): in order, not overlapping, with possible sizes.
-/// Entries past the end of the file (a truncated stream) are dropped.
-pub fn parse_index(bytes: &[u8], file_len: u64) -> std::result::Result<Vec<IndexEntry>, String> {
+/// Entries past the end of the file (a truncated stream) are dropped and
+/// counted (the second value).
+pub fn parse_index(bytes: &[u8], file_len: u64) -> std::result::Result<(Vec<IndexEntry>, usize), String> {
     let be32 = |o: usize| u32::from_be_bytes(bytes[o..o + 4].try_into().unwrap());
     if bytes.len() < 16 {
         return Err("shorter than its header".into());
@@ -1279,11 +1354,13 @@ pub fn parse_index(bytes: &[u8], file_len: u64) -> std::result::Result<Vec<Index
         return Err(format!("unknown index format {} with entries of {} bytes", major, entry_len));
     }
     let mut out: Vec<IndexEntry> = Vec::new();
-    for (k, e) in bytes[16..].chunks_exact(entry_len).enumerate() {
+    let entries = bytes[16..].chunks_exact(entry_len);
+    let total = entries.len();
+    for (k, e) in entries.enumerate() {
         let f = |i: usize| u64::from_be_bytes(e[i * 8..i * 8 + 8].try_into().unwrap());
         let ent = IndexEntry { offset: f(0), packet_bits: f(1), content_bits: f(2), ts_begin: f(3), ts_end: f(4), events_discarded: f(5) };
         if ent.offset >= file_len {
-            break;
+            return Ok((out, total - k));
         }
         let bad = ent.packet_bits == 0
             || !ent.packet_bits.is_multiple_of(8)
@@ -1295,5 +1372,5 @@ pub fn parse_index(bytes: &[u8], file_len: u64) -> std::result::Result<Vec<Index
         }
         out.push(ent);
     }
-    Ok(out)
+    Ok((out, 0))
 }

@@ -128,25 +128,70 @@ fn packet_size_leading_into_the_middle_of_a_packet_is_found_damaged() {
 }
 
 #[test]
-fn wrong_magic_in_the_middle_resumes_by_the_index() {
-    let mut file = packets(4);
+fn a_damaged_magic_number_alone_is_repaired_by_the_index() {
+    let mut file = packets(3);
     file[100] ^= 0xFF;
-    file[200] ^= 0xFF;
+    let (dir, path) = trace(&file);
+    std::fs::create_dir(dir.path().join("index")).unwrap();
+    dir.write("index/chan_0.idx", &index(3));
+    let d = dump(dir.path());
+    assert_eq!(xs(&d), expect_xs(&[0, 1, 2]));
+    assert_eq!(
+        d.warnings,
+        vec![format!(
+            "{}: at byte 100: packet magic number 0xc1fc1f3e is damaged, but its sizes agree with the packet index: the packet is read",
+            path
+        )]
+    );
+}
+
+#[test]
+fn damaged_packet_headers_are_skipped_by_the_index() {
+    // The headers and contexts of packets 1 and 2 zeroed (magic, sizes): no
+    // packet there; reading resumes at packet 3, where the index says.
+    let mut file = packets(4);
+    file[100..100 + STD_HEADER_BYTES].fill(0);
+    file[200..200 + STD_HEADER_BYTES].fill(0);
     let (dir, path) = trace(&file);
     std::fs::create_dir(dir.path().join("index")).unwrap();
     dir.write("index/chan_0.idx", &index(4));
     let d = dump(dir.path());
     assert_eq!(xs(&d), expect_xs(&[0, 3]));
-    assert_eq!(d.warnings.len(), 2, "{:?}", d.warnings);
-    assert!(d.warnings[0].starts_with(&format!("{}: at byte 100: wrong packet magic number 0xc1fc1f3e", path)), "{:?}", d.warnings);
-    assert!(
-        d.warnings[0].ends_with("; 100 bytes skipped, reading resumes at byte 200 (next packet, found by the packet index)"),
-        "{:?}",
-        d.warnings
+    assert_eq!(
+        d.warnings,
+        vec![
+            format!(
+                "{}: at byte 100: wrong packet magic number 0x00000000 (expected 0xc1fc1fc1); 100 bytes skipped, reading resumes at byte \
+                 200 (next packet, found by the packet index)",
+                path
+            ),
+            format!(
+                "{}: at byte 200: wrong packet magic number 0x00000000 (expected 0xc1fc1fc1); 100 bytes skipped, reading resumes at byte \
+                 300 (next packet, found by the packet index)",
+                path
+            ),
+        ]
     );
-    assert!(d.warnings[1].starts_with(&format!("{}: at byte 200: ", path)), "{:?}", d.warnings);
     // Packets 1 and 2 are gone: the sequence numbers say so.
     assert_eq!(d.loss[0].packets_lost, 2);
+}
+
+#[test]
+fn a_damaged_stream_id_is_repaired_when_the_sizes_confirm_the_packet() {
+    // Packet 1's stream_id (bytes 4..8) set to 9, a class the metadata does
+    // not declare.
+    let mut file = packets(3);
+    file[104] = 9;
+    let (dir, path) = trace(&file);
+    let d = dump(dir.path());
+    assert_eq!(xs(&d), expect_xs(&[0, 1, 2]));
+    assert_eq!(
+        d.warnings,
+        vec![format!(
+            "{}: at byte 100: packet's stream id 9 is damaged (its sizes lead to the next packet): the packet is read as stream class 0",
+            path
+        )]
+    );
 }
 
 #[test]
@@ -312,5 +357,22 @@ fn an_impossible_index_is_not_used() {
     assert_eq!(
         d.warnings,
         vec![format!("{}: packet index not used: entry 1 (packet at byte 0) is impossible or out of order", ipath.display())]
+    );
+}
+
+#[test]
+fn a_file_cut_at_a_packet_boundary_is_found_truncated_by_its_index() {
+    let (dir, path) = trace(&packets(3)[..200]);
+    std::fs::create_dir(dir.path().join("index")).unwrap();
+    let ipath = dir.write("index/chan_0.idx", &index(3));
+    let d = dump(dir.path());
+    assert_eq!(xs(&d), expect_xs(&[0, 1]));
+    assert_eq!(
+        d.warnings,
+        vec![format!(
+            "{}: at byte 200: stream file is truncated: it ends at byte 200, and its packet index {} lists 1 more packet from there",
+            path,
+            ipath.display()
+        )]
     );
 }

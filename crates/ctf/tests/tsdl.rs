@@ -424,10 +424,11 @@ fn truncated_stream_file_keeps_events_before_the_cut() {
 }
 
 #[test]
-fn wrong_packet_magic_skips_that_packet_only() {
-    // Three packets of 100 bytes; the second one's magic is wrong. Reading
-    // resumes at the third (found by its magic number: there is no index),
-    // and the warning says what was skipped.
+fn wrong_packet_magic_and_sizes_skip_that_packet_only() {
+    // Three packets of 100 bytes; the second one's magic is wrong and its
+    // content size (bytes 24..32 of the packet) all ones. Reading resumes at
+    // the third (found by its magic number: there is no index), and the
+    // warning says what was skipped.
     let dir = TempDir::new("magic");
     dir.write("metadata", std_metadata("le", SIMPLE_EVENT).as_bytes());
     let mut pk = Pkt::new(false);
@@ -437,6 +438,7 @@ fn wrong_packet_magic_skips_that_packet_only() {
     pk.magic = 0xDEAD_BEEF;
     pk.seq = 1;
     file.extend(pk.build(&ev(false, 0, 20, &x(2))));
+    file[second + 24..second + 32].fill(0xFF);
     pk.magic = MAGIC;
     pk.seq = 2;
     file.extend(pk.build(&ev(false, 0, 30, &x(3))));
@@ -456,12 +458,39 @@ fn wrong_packet_magic_skips_that_packet_only() {
 }
 
 #[test]
-fn wrong_magic_in_the_first_packet_yields_no_event_and_a_warning() {
+fn a_wrong_magic_alone_is_repaired_when_the_sizes_confirm_the_packet() {
+    // The second packet's magic is wrong, the rest of its header is right:
+    // its size leads to the third packet's header.
+    let dir = TempDir::new("magic1");
+    dir.write("metadata", std_metadata("le", SIMPLE_EVENT).as_bytes());
+    let mut pk = Pkt::new(false);
+    pk.packet_bytes = 100;
+    let mut file = pk.build(&ev(false, 0, 10, &x(1)));
+    pk.magic = 0xDEAD_BEEF;
+    file.extend(pk.build(&ev(false, 0, 20, &x(2))));
+    pk.magic = MAGIC;
+    file.extend(pk.build(&ev(false, 0, 30, &x(3))));
+    let path = dir.write("chan_0", &file);
+    let d = dump(dir.path());
+    assert_eq!(d.payloads(), vec![r#"{"x":1}"#, r#"{"x":2}"#, r#"{"x":3}"#]);
+    assert_eq!(
+        d.warnings,
+        vec![format!(
+            "{}: at byte 100: packet magic number 0xdeadbeef is damaged, but its sizes lead to the next packet: the packet is read",
+            path.display()
+        )]
+    );
+}
+
+#[test]
+fn wrong_magic_and_size_in_the_first_packet_yield_no_event_and_a_warning() {
     let dir = TempDir::new("magic0");
     dir.write("metadata", std_metadata("le", SIMPLE_EVENT).as_bytes());
     let mut pk = Pkt::new(false);
     pk.magic = 0x1234_5678;
-    let path = dir.write("chan_0", &pk.build(&ev(false, 0, 10, &x(1))));
+    let mut file = pk.build(&ev(false, 0, 10, &x(1)));
+    file[32..40].copy_from_slice(&3u64.to_le_bytes()); // packet_size: 3 bits
+    let path = dir.write("chan_0", &file);
     let d = dump(dir.path());
     assert!(d.lines.is_empty());
     // 69 bytes: 56 of packet header and context, 13 of the event.
