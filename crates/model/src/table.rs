@@ -1,7 +1,10 @@
-//! Small typed column builders for the model's tables, finished into the same
-//! Arrow-layout `Column`s the CTF reader hands to Python.
+//! Small typed column builders for the model's tables (their columns come
+//! from `crate::schema`), finished into the same Arrow-layout `Column`s the
+//! CTF reader hands to Python.
 
 use roscope_ctf::columns::{Column, Kind};
+
+use crate::schema::{ColType, TableSpec};
 
 pub enum Data {
     I64(Vec<i64>),
@@ -49,23 +52,25 @@ pub struct Table {
 }
 
 impl Table {
-    pub fn new(name: &'static str, spec: &[(&'static str, char)]) -> Self {
+    /// An empty table with the columns of `spec` (a table of `crate::schema`).
+    pub fn new(spec: &'static TableSpec) -> Self {
         let cols = spec
+            .columns
             .iter()
-            .map(|(n, k)| Col {
-                name: n,
-                data: match k {
-                    'i' => Data::I64(Vec::new()),
-                    'u' => Data::U64(Vec::new()),
-                    'f' => Data::F64(Vec::new()),
-                    's' => Data::Str(Vec::new(), vec![0]),
-                    _ => panic!("unknown column kind {}", k),
+            .map(|c| Col {
+                name: c.name,
+                data: match c.ty {
+                    ColType::BigInt => Data::I64(Vec::new()),
+                    ColType::UBigInt => Data::U64(Vec::new()),
+                    ColType::Double => Data::F64(Vec::new()),
+                    ColType::Varchar => Data::Str(Vec::new(), vec![0]),
+                    ColType::HugeInt => panic!("{}.{}: HUGEINT columns are made by SQL, not by Table", spec.name, c.name),
                 },
                 valid: Vec::new(),
                 any_null: false,
             })
             .collect();
-        Table { name, cols, rows: 0 }
+        Table { name: spec.name, cols, rows: 0 }
     }
 
     /// Starts a row: values are then set column by column, in order, with the
