@@ -5,14 +5,14 @@
 //!    buffer or message address, ROS 1 connections);
 //! 2. source stamp: the publication's DDS source stamp equals the take's,
 //!    within a topic (`rmw_timestamp`, or `caret_source_stamp` when CARET
-//!    gave the take's stamp);
+//!    gave either stamp);
 //! 3. heuristic (with `Options::heuristics`): the publishing host's wall
 //!    clock as the DDS source stamp, within `HEURISTIC_WINDOW_NS`.
 
 use rustc_hash::FxHashMap;
 
 use crate::builder::Builder;
-use crate::objects::{Link, Publication, Take};
+use crate::objects::{Link, Publication, StampSource, Take};
 use crate::schema::LinkMethod;
 
 /// The heuristic link's window: the DDS source stamp is taken just after
@@ -68,7 +68,9 @@ impl Builder {
                 .max_by_key(|&c| self.publications[c].ts)
                 .or(cands.first().copied());
             if let Some(pi) = best {
-                let caret = t.method == Some(LinkMethod::CaretSourceStamp);
+                // CARET's stamp on either side (Humble + CARET: the publication's
+                // stamp is CARET's `dds_bind_addr_to_stamp`, the take's `rmw_take`).
+                let caret = t.method == Some(LinkMethod::CaretSourceStamp) || self.publications[pi].src_from == Some(StampSource::Caret);
                 let method = if caret { LinkMethod::CaretSourceStamp } else { LinkMethod::RmwTimestamp };
                 links.push(Link { publication: pi, take: Some(ti), run: t.run, method });
                 linked[ti] = true;
