@@ -8,6 +8,7 @@ use roscope_model::table::{Col, Data, Table};
 use roscope_model::{Model, Options, Scope};
 
 pub use roscope_ctf::testing::FieldType;
+#[allow(unused_imports)]
 pub use roscope_ctf::testing::Value::{Bytes as B, Seq as Q, I, S, U};
 
 /// `rcl_subscription_init`'s fields.
