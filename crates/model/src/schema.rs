@@ -280,14 +280,14 @@ macro_rules! object_table {
             $id_col: BigInt = "row id",
             "proc_id": BigInt = "its process instance",
             $node_col: BigInt = $node_doc,
-            "handle": UBigInt = "its rcl handle (ROS 1: the object's address), as in the trace",
+            "handle": UBigInt = "its rcl handle, as in the trace (ROS 1: the address the tracer gives for it)",
             "rmw_handle": UBigInt = "its rmw handle",
-            "rclcpp_handle": UBigInt = "subscriptions: the rclcpp subscription object; nodes: unused",
+            "rclcpp_handle": UBigInt = "the rclcpp subscription object (subscriptions only)",
             "name": Varchar = $name_doc,
-            "namespace": Varchar = "nodes: the node's namespace",
-            "queue_depth": BigInt = "publishers and subscriptions: the history depth (ROS 1: queue size)",
-            "gid": Varchar = "publishers and subscriptions: the DDS GID (hex), from the rmw init event",
-            "period_ns": BigInt = "timers: the period",
+            "namespace": Varchar = "the node's namespace (nodes only)",
+            "queue_depth": BigInt = "the history depth; ROS 1: the queue size (publishers and subscriptions)",
+            "gid": Varchar = "the DDS GID in hex, from the rmw init event (publishers and subscriptions)",
+            "period_ns": BigInt = "the period (timers only)",
             "init_ts": BigInt = "its init event (or the first event that named it)",
             "known": BigInt = "1 when its init event was recorded; 0 when only runtime events name it",
         ]);
@@ -415,8 +415,8 @@ table!(DATA_FLOWS = "data_flows", Analysis, "One row per data flow from an input
     "end_ts": BigInt = "the output publication",
     "latency_ns": BigInt = "`end_ts - start_ts`",
     "communication_ns": BigInt = "the part of the latency spent in communication (segment kind `communication`)",
-    "idle_ns": BigInt = "... waiting between the runs of a node (`idle`)",
-    "computation_ns": BigInt = "... in callback runs (`computation`)",
+    "idle_ns": BigInt = "the part spent between the runs of a node (segment kind `idle`)",
+    "computation_ns": BigInt = "the part spent in callback runs (segment kind `computation`)",
 ]);
 
 table!(DATA_FLOW_STEPS = "data_flow_steps", Analysis, "The steps of one flow per path (of every flow when asked), alternating runs and publications forward in time.", [
