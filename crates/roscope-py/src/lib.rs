@@ -230,6 +230,14 @@ fn build_model(
     Ok((tables, model.stats, warnings, losses).into_py(py))
 }
 
+/// The schema of the execution database (crates/model/src/schema.rs) as a
+/// JSON document: {"tables": [{name, origin, doc, columns: [{name, type,
+/// doc}]}], "codes": [{name, doc, used_in, values: [{code, name, doc}]}]}.
+#[pyfunction]
+fn schema() -> String {
+    roscope_model::schema::to_json()
+}
+
 fn i64s(b: &[u8]) -> Vec<i64> {
     b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect()
 }
@@ -469,6 +477,7 @@ impl FlowModel {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Trace>()?;
     m.add_function(wrap_pyfunction!(build_model, m)?)?;
+    m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_class::<FlowModel>()?;
     m.add("TraceError", m.py().get_type_bound::<TraceError>())?;
     Ok(())
