@@ -73,6 +73,28 @@ impl Table {
         Table { name: spec.name, cols, rows: 0 }
     }
 
+    /// An empty table with ad-hoc columns (name, kind: `i` int64, `u` uint64,
+    /// `f` float64, `s` text), for tables the schema does not declare (e.g.
+    /// partial tables in tests). The model's tables use `new`.
+    pub fn with_columns(name: &'static str, spec: &[(&'static str, char)]) -> Self {
+        let cols = spec
+            .iter()
+            .map(|(n, k)| Col {
+                name: n,
+                data: match k {
+                    'i' => Data::I64(Vec::new()),
+                    'u' => Data::U64(Vec::new()),
+                    'f' => Data::F64(Vec::new()),
+                    's' => Data::Str(Vec::new(), vec![0]),
+                    _ => panic!("unknown column kind {}", k),
+                },
+                valid: Vec::new(),
+                any_null: false,
+            })
+            .collect();
+        Table { name, cols, rows: 0 }
+    }
+
     /// Starts a row: values are then set column by column, in order, with the
     /// `put_*` methods of `Row`.
     pub fn row(&mut self) -> Row<'_> {

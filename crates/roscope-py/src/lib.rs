@@ -230,14 +230,6 @@ fn build_model(
     Ok((tables, model.stats, warnings, losses).into_py(py))
 }
 
-/// The schema of the execution database (crates/model/src/schema.rs) as a
-/// JSON document: {"tables": [{name, origin, doc, columns: [{name, type,
-/// doc}]}], "codes": [{name, doc, used_in, values: [{code, name, doc}]}]}.
-#[pyfunction]
-fn schema() -> String {
-    roscope_model::schema::to_json()
-}
-
 fn i64s(b: &[u8]) -> Vec<i64> {
     b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect()
 }
@@ -471,6 +463,14 @@ impl FlowModel {
         stats.set_item("seconds", secs)?;
         Ok((flows, steps, sg, stats).into_py(py))
     }
+}
+
+/// The schema of the execution database (crates/model/src/schema.rs) as a
+/// JSON document: {"tables": [{name, origin, doc, columns: [{name, type,
+/// doc}]}], "codes": [{name, doc, used_in, values: [{code, name, doc}]}]}.
+#[pyfunction]
+fn schema() -> String {
+    roscope_model::schema::to_json()
 }
 
 #[pymodule]
