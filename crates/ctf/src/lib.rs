@@ -8,7 +8,8 @@
 //! - `stream`: decoding one stream file, packet by packet, into value tapes;
 //! - `reader`: finding traces and merging their streams in time order;
 //! - `json`: the `roscope dump` JSON-lines writer;
-//! - `summary`: the one-pass summary behind `roscope info`.
+//! - `summary`: the one-pass summary behind `roscope info`;
+//! - `testing` (feature `testing`): hand-made traces for tests.
 
 pub mod columns;
 pub mod error;
@@ -17,6 +18,8 @@ pub mod metadata;
 pub mod reader;
 pub mod stream;
 pub mod summary;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod tsdl;
 pub mod types;
 

@@ -1,222 +1,299 @@
-//! The ROS trace events the model understands, and the payload fields it
-//! reads from each (by name, so layouts of every distro work).
+//! The trace events the model understands, declared once each: the event's
+//! name, the providers that emit it, and the payload fields the model reads.
+//!
+//! The `events!` declaration generates, for every event:
+//! - a variant of `Ev` (what `classify` makes of an event class's name);
+//! - a module named after the event (e.g. `ros2::rcl_node_init`) with one
+//!   constant per field read (`rcl_node_init::NODE_HANDLE`), and `NAMES`, the
+//!   fields' names in the trace, in the constants' order.
+//!
+//! Fields are found by name once per event class, when the metadata is read
+//! (`Builder::new`), so every distro's layout works; per event, a field is an
+//! index into the decoded values (`Event::u(rcl_node_init::NODE_HANDLE)`). A
+//! `Field` knows its event: reading it from another event is a bug, caught
+//! by a debug assertion.
 
+/// A payload field of one event: the event, and the field's position in the
+/// event's `NAMES`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Ev {
-    RclInit,
-    NodeInit,
-    RmwPubInit,
-    RmwSubInit,
-    RmwClientInit,
-    PubInit,
-    SubInit,
-    RclcppSubInit,
-    SubCbAdded,
-    SrvInit,
-    ClientInit,
-    SrvCbAdded,
-    TimerInit,
-    TimerCbAdded,
-    TimerLinkNode,
-    CbRegister,
-    IpbToSub,
-    BufferToIpb,
-    CallbackStart,
-    CallbackEnd,
-    RclcppPublish,
-    RclPublish,
-    RmwPublish,
-    RclcppIntraPublish,
-    CaretBindStamp,
-    RingEnqueue,
-    RingDequeue,
-    CaretDispatchIntra,
-    CaretDispatch,
-    RmwTake,
-    RclTake,
-    RclcppTake,
-    ExecWait,
-    ExecGetNext,
-    ExecExecute,
-    Ros1InitNode,
-    Ros1SubCbAdded,
-    Ros1TimerAdded,
-    Ros1PtrNameInfo,
-    Ros1CallbackStart,
-    Ros1CallbackEnd,
-    Ros1SubCbStart,
-    Ros1SubCbEnd,
-    Ros1PubQueued,
-    Ros1SubMsgQueued,
-    MsgLinkPeriodic,
-    MsgLinkPartial,
-    R1NodeInit,
-    R1PubInit,
-    R1SubInit,
-    R1TimerInit,
-    R1SrvInit,
-    R1CbRegister,
-    R1LinkTxInit,
-    R1LinkRxInit,
-    R1Publish,
-    R1PublishBuffer,
-    R1LinkTxWrite,
-    R1LinkRxMessage,
-    R1MessageQueue,
-    R1CallbackStart,
-    R1CallbackEnd,
-    R1ProcessInit,
+pub struct Field {
+    pub ev: Ev,
+    pub ix: u8,
 }
 
-/// The most fields read from one event.
-pub const MAX_FIELDS: usize = 6;
+/// Providers whose `ros2` events the model reads (CARET re-emits init events
+/// as `ros2_caret:*` and adds its own there).
+const ROS2: &[&str] = &["ros2", "ros2_caret"];
+/// Bosch's ros1_tracetools (ROS 1).
+const ROSCPP: &[&str] = &["roscpp"];
+/// roscope's own ROS 1 tracer (docs/ros1-tracer.md).
+const ROSCOPE_ROS1: &[&str] = &["roscope_ros1"];
+/// Causal-link annotations (instrument/annotations), emitted under the
+/// provider of the ROS 1 tracer or of ROS 2.
+const ANNOTATION: &[&str] = &["ros2", "ros2_caret", "roscope_ros1"];
 
-/// Payload fields read for each event, indexed by `Ev as usize`.
-pub const FIELDS: &[&[&str]] = &[
-    &["context_handle", "version"],
-    &["node_handle", "rmw_handle", "node_name", "namespace"],
-    &["rmw_publisher_handle", "gid"],
-    &["rmw_subscription_handle", "gid"],
-    &["rmw_client_handle", "gid"],
-    &["publisher_handle", "node_handle", "rmw_publisher_handle", "topic_name", "queue_depth"],
-    &["subscription_handle", "node_handle", "rmw_subscription_handle", "topic_name", "queue_depth"],
-    &["subscription_handle", "subscription"],
-    &["subscription", "callback"],
-    &["service_handle", "node_handle", "rmw_service_handle", "service_name"],
-    &["client_handle", "node_handle", "rmw_client_handle", "service_name"],
-    &["service_handle", "callback"],
-    &["timer_handle", "period"],
-    &["timer_handle", "callback"],
-    &["timer_handle", "node_handle"],
-    &["callback", "symbol"],
-    &["ipb", "subscription"],
-    &["buffer", "ipb"],
-    &["callback", "is_intra_process"],
-    &["callback"],
-    &["publisher_handle", "message"],
-    &["publisher_handle", "message"],
-    &["rmw_publisher_handle", "message", "timestamp"],
-    &["publisher_handle", "message"],
-    &["addr", "source_stamp"],
-    &["buffer", "index", "size", "overwritten"],
-    &["buffer", "index", "size"],
-    &["message", "callback"],
-    &["message", "callback", "source_stamp"],
-    &["rmw_subscription_handle", "message", "source_timestamp", "taken"],
-    &["message"],
-    &["message"],
-    &["timeout"],
-    &[],
-    &["handle"],
-    &["node_name"],
-    &["queue_ref", "callback_ref", "type_info", "source_name", "queue_size"],
-    &["callback_ref", "function_name", "type_info", "period_sec", "period_nsec"],
-    &["function_name", "callback_ref"],
-    &["callback_ref"],
-    &["callback_ref"],
-    &["topic", "buffer_ref", "queue_ref", "callback_ref", "message_ref"],
-    &["topic", "buffer_ref", "queue_ref", "callback_ref", "message_ref"],
-    &["topic", "buffer_ref"],
-    &["topic", "buffer_ref", "queue_ref", "callback_ref", "message_ref"],
-    &[],
-    &[],
-    &["node_name"],
-    &["publisher", "nh_namespace", "topic", "queue_size", "node_name"],
-    &["subscription", "callback", "nh_namespace", "topic", "queue_size", "node_name"],
-    &["timer", "callback", "nh_namespace", "period", "node_name"],
-    &["service", "callback", "nh_namespace", "service_name", "node_name"],
-    &["callback", "kind", "symbol"],
-    &["link", "topic", "local_addr", "remote_addr"],
-    &["link", "topic", "local_addr", "remote_addr"],
-    &["publisher", "message_id", "message"],
-    &["message_id", "buffer"],
-    &["link", "buffer"],
-    &["link", "buffer", "size", "index"],
-    &["deserializer", "callback", "buffer", "message"],
-    &["callback", "deserializer"],
-    &["callback"],
-    &["record_id", "exe"],
-];
+const fn max_len(lens: &[usize]) -> usize {
+    let mut m = 0;
+    let mut i = 0;
+    while i < lens.len() {
+        if lens[i] > m {
+            m = lens[i];
+        }
+        i += 1;
+    }
+    m
+}
 
-pub fn classify(full: &str) -> Option<Ev> {
-    use Ev::*;
-    let (provider, name) = full.split_once(':')?;
-    match provider {
-        "ros2" | "ros2_caret" => Some(match name {
-            "rcl_init" => RclInit,
-            "rcl_node_init" => NodeInit,
-            "rmw_publisher_init" => RmwPubInit,
-            "rmw_subscription_init" => RmwSubInit,
-            "rmw_client_init" => RmwClientInit,
-            "rcl_publisher_init" => PubInit,
-            "rcl_subscription_init" => SubInit,
-            "rclcpp_subscription_init" => RclcppSubInit,
-            "rclcpp_subscription_callback_added" => SubCbAdded,
-            "rcl_service_init" => SrvInit,
-            "rcl_client_init" => ClientInit,
-            "rclcpp_service_callback_added" => SrvCbAdded,
-            "rcl_timer_init" => TimerInit,
-            "rclcpp_timer_callback_added" => TimerCbAdded,
-            "rclcpp_timer_link_node" => TimerLinkNode,
-            "rclcpp_callback_register" => CbRegister,
-            "rclcpp_ipb_to_subscription" => IpbToSub,
-            "rclcpp_buffer_to_ipb" => BufferToIpb,
-            "callback_start" => CallbackStart,
-            "callback_end" => CallbackEnd,
-            "rclcpp_publish" => RclcppPublish,
-            "rcl_publish" => RclPublish,
-            "rmw_publish" => RmwPublish,
-            "rclcpp_intra_publish" => RclcppIntraPublish,
-            "dds_bind_addr_to_stamp" => CaretBindStamp,
-            "rclcpp_ring_buffer_enqueue" => RingEnqueue,
-            "rclcpp_ring_buffer_dequeue" => RingDequeue,
-            "dispatch_intra_process_subscription_callback" => CaretDispatchIntra,
-            "dispatch_subscription_callback" => CaretDispatch,
-            "rmw_take" => RmwTake,
-            "rcl_take" => RclTake,
-            "rclcpp_take" => RclcppTake,
-            "rclcpp_executor_wait_for_work" => ExecWait,
-            "rclcpp_executor_get_next_ready" => ExecGetNext,
-            "rclcpp_executor_execute" => ExecExecute,
-            "message_link_periodic_async" => MsgLinkPeriodic,
-            "message_link_partial_sync" => MsgLinkPartial,
-            _ => return None,
-        }),
-        "roscpp" => Some(match name {
-            "init_node" => Ros1InitNode,
-            "subscriber_callback_added" => Ros1SubCbAdded,
-            "timer_added" => Ros1TimerAdded,
-            "ptr_name_info" => Ros1PtrNameInfo,
-            "callback_start" => Ros1CallbackStart,
-            "callback_end" => Ros1CallbackEnd,
-            "subscriber_callback_start" => Ros1SubCbStart,
-            "subscriber_callback_end" => Ros1SubCbEnd,
-            "publisher_message_queued" => Ros1PubQueued,
-            "subscription_message_queued" => Ros1SubMsgQueued,
-            _ => return None,
-        }),
-        "roscope_ros1" => Some(match name {
-            "node_init" => R1NodeInit,
-            "publisher_init" => R1PubInit,
-            "subscription_init" => R1SubInit,
-            "timer_init" => R1TimerInit,
-            "service_init" => R1SrvInit,
-            "callback_register" => R1CbRegister,
-            "link_tx_init" => R1LinkTxInit,
-            "link_rx_init" => R1LinkRxInit,
-            "publish" => R1Publish,
-            "publish_buffer" => R1PublishBuffer,
-            "link_tx_write" => R1LinkTxWrite,
-            "link_rx_message" => R1LinkRxMessage,
-            "message_queue" => R1MessageQueue,
-            "callback_start" => R1CallbackStart,
-            "callback_end" => R1CallbackEnd,
-            "process_init" => R1ProcessInit,
-            "message_link_periodic_async" => MsgLinkPeriodic,
-            "message_link_partial_sync" => MsgLinkPartial,
-            _ => return None,
-        }),
-        _ => None,
+macro_rules! field_consts {
+    ($ev:expr, $k:expr, ) => {};
+    ($ev:expr, $k:expr, $first:ident $($rest:ident)*) => {
+        pub const $first: Field = Field { ev: $ev, ix: $k };
+        field_consts!($ev, $k + 1, $($rest)*);
+    };
+}
+
+macro_rules! events {
+    ($(
+        $group:ident ($providers:expr) {
+            $( $(#[$doc:meta])* $variant:ident $event:ident { $($field:ident = $fname:literal),* $(,)? } )*
+        }
+    )*) => {
+        /// Every event the model understands.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u8)]
+        pub enum Ev {
+            $($( $(#[$doc])* $variant, )*)*
+        }
+
+        impl Ev {
+            /// The payload fields read from this event, in the order of its constants.
+            pub fn fields(self) -> &'static [&'static str] {
+                match self {
+                    $($( Ev::$variant => $group::$event::NAMES, )*)*
+                }
+            }
+        }
+
+        /// What an event class is, by its full name (`provider:event`).
+        pub fn classify(full: &str) -> Option<Ev> {
+            let (provider, name) = full.split_once(':')?;
+            $($(
+                if name == stringify!($event) && $providers.contains(&provider) {
+                    return Some(Ev::$variant);
+                }
+            )*)*
+            None
+        }
+
+        $(
+            pub mod $group {
+                $(
+                    #[allow(dead_code)]
+                    pub mod $event {
+                        #[allow(unused_imports)]
+                        use crate::events::{Ev, Field};
+                        /// The fields' names in the trace, in the constants' order.
+                        pub const NAMES: &[&str] = &[$($fname),*];
+                        field_consts!(Ev::$variant, 0u8, $($field)*);
+                    }
+                )*
+            }
+        )*
+
+        /// The most fields read from one event.
+        pub const MAX_FIELDS: usize = max_len(&[$($( $group::$event::NAMES.len(), )*)*]);
+    };
+}
+
+events! {
+    ros2 (ROS2) {
+        /// A process initializes ROS 2 (starts a process instance).
+        RclInit rcl_init { CONTEXT_HANDLE = "context_handle", VERSION = "version" }
+        NodeInit rcl_node_init { NODE_HANDLE = "node_handle", RMW_HANDLE = "rmw_handle", NODE_NAME = "node_name", NAMESPACE = "namespace" }
+        RmwPubInit rmw_publisher_init { RMW_PUBLISHER_HANDLE = "rmw_publisher_handle", GID = "gid" }
+        RmwSubInit rmw_subscription_init { RMW_SUBSCRIPTION_HANDLE = "rmw_subscription_handle", GID = "gid" }
+        RmwClientInit rmw_client_init { RMW_CLIENT_HANDLE = "rmw_client_handle", GID = "gid" }
+        PubInit rcl_publisher_init {
+            PUBLISHER_HANDLE = "publisher_handle",
+            NODE_HANDLE = "node_handle",
+            RMW_PUBLISHER_HANDLE = "rmw_publisher_handle",
+            TOPIC_NAME = "topic_name",
+            QUEUE_DEPTH = "queue_depth",
+        }
+        SubInit rcl_subscription_init {
+            SUBSCRIPTION_HANDLE = "subscription_handle",
+            NODE_HANDLE = "node_handle",
+            RMW_SUBSCRIPTION_HANDLE = "rmw_subscription_handle",
+            TOPIC_NAME = "topic_name",
+            QUEUE_DEPTH = "queue_depth",
+        }
+        RclcppSubInit rclcpp_subscription_init { SUBSCRIPTION_HANDLE = "subscription_handle", SUBSCRIPTION = "subscription" }
+        SubCbAdded rclcpp_subscription_callback_added { SUBSCRIPTION = "subscription", CALLBACK = "callback" }
+        SrvInit rcl_service_init {
+            SERVICE_HANDLE = "service_handle",
+            NODE_HANDLE = "node_handle",
+            RMW_SERVICE_HANDLE = "rmw_service_handle",
+            SERVICE_NAME = "service_name",
+        }
+        ClientInit rcl_client_init {
+            CLIENT_HANDLE = "client_handle",
+            NODE_HANDLE = "node_handle",
+            RMW_CLIENT_HANDLE = "rmw_client_handle",
+            SERVICE_NAME = "service_name",
+        }
+        SrvCbAdded rclcpp_service_callback_added { SERVICE_HANDLE = "service_handle", CALLBACK = "callback" }
+        TimerInit rcl_timer_init { TIMER_HANDLE = "timer_handle", PERIOD = "period" }
+        TimerCbAdded rclcpp_timer_callback_added { TIMER_HANDLE = "timer_handle", CALLBACK = "callback" }
+        TimerLinkNode rclcpp_timer_link_node { TIMER_HANDLE = "timer_handle", NODE_HANDLE = "node_handle" }
+        CbRegister rclcpp_callback_register { CALLBACK = "callback", SYMBOL = "symbol" }
+        IpbToSub rclcpp_ipb_to_subscription { IPB = "ipb", SUBSCRIPTION = "subscription" }
+        BufferToIpb rclcpp_buffer_to_ipb { BUFFER = "buffer", IPB = "ipb" }
+        CallbackStart callback_start { CALLBACK = "callback", IS_INTRA_PROCESS = "is_intra_process" }
+        CallbackEnd callback_end { CALLBACK = "callback" }
+        RclcppPublish rclcpp_publish { PUBLISHER_HANDLE = "publisher_handle", MESSAGE = "message" }
+        RclPublish rcl_publish { PUBLISHER_HANDLE = "publisher_handle", MESSAGE = "message" }
+        RmwPublish rmw_publish { RMW_PUBLISHER_HANDLE = "rmw_publisher_handle", MESSAGE = "message", TIMESTAMP = "timestamp" }
+        RclcppIntraPublish rclcpp_intra_publish { PUBLISHER_HANDLE = "publisher_handle", MESSAGE = "message" }
+        RingEnqueue rclcpp_ring_buffer_enqueue { BUFFER = "buffer", INDEX = "index", SIZE = "size", OVERWRITTEN = "overwritten" }
+        RingDequeue rclcpp_ring_buffer_dequeue { BUFFER = "buffer", INDEX = "index", SIZE = "size" }
+        RmwTake rmw_take {
+            RMW_SUBSCRIPTION_HANDLE = "rmw_subscription_handle",
+            MESSAGE = "message",
+            SOURCE_TIMESTAMP = "source_timestamp",
+            TAKEN = "taken",
+        }
+        RclTake rcl_take { MESSAGE = "message" }
+        RclcppTake rclcpp_take { MESSAGE = "message" }
+        /// CARET: the DDS source stamp of the message being published.
+        CaretBindStamp dds_bind_addr_to_stamp { ADDR = "addr", SOURCE_STAMP = "source_stamp" }
+        /// CARET (Galactic): an intra-process message handed to a callback.
+        CaretDispatchIntra dispatch_intra_process_subscription_callback { MESSAGE = "message", CALLBACK = "callback" }
+        /// CARET: a message handed to a subscription callback, with its source stamp.
+        CaretDispatch dispatch_subscription_callback { MESSAGE = "message", CALLBACK = "callback", SOURCE_STAMP = "source_stamp" }
+        ExecWait rclcpp_executor_wait_for_work { TIMEOUT = "timeout" }
+        ExecGetNext rclcpp_executor_get_next_ready {}
+        ExecExecute rclcpp_executor_execute { HANDLE = "handle" }
+    }
+    annotation (ANNOTATION) {
+        /// A periodic asynchronous causal link (fields `subs`, `pubs` are read as sequences).
+        MsgLinkPeriodic message_link_periodic_async {}
+        /// A partial synchronous causal link.
+        MsgLinkPartial message_link_partial_sync {}
+    }
+    roscpp (ROSCPP) {
+        Ros1InitNode init_node { NODE_NAME = "node_name" }
+        Ros1SubCbAdded subscriber_callback_added {
+            QUEUE_REF = "queue_ref",
+            CALLBACK_REF = "callback_ref",
+            TYPE_INFO = "type_info",
+            SOURCE_NAME = "source_name",
+            QUEUE_SIZE = "queue_size",
+        }
+        Ros1TimerAdded timer_added {
+            CALLBACK_REF = "callback_ref",
+            FUNCTION_NAME = "function_name",
+            TYPE_INFO = "type_info",
+            PERIOD_SEC = "period_sec",
+            PERIOD_NSEC = "period_nsec",
+        }
+        Ros1PtrNameInfo ptr_name_info { FUNCTION_NAME = "function_name", CALLBACK_REF = "callback_ref" }
+        Ros1CallbackStart callback_start { CALLBACK_REF = "callback_ref" }
+        Ros1CallbackEnd callback_end { CALLBACK_REF = "callback_ref" }
+        Ros1SubCbStart subscriber_callback_start {
+            TOPIC = "topic",
+            BUFFER_REF = "buffer_ref",
+            QUEUE_REF = "queue_ref",
+            CALLBACK_REF = "callback_ref",
+            MESSAGE_REF = "message_ref",
+        }
+        Ros1SubCbEnd subscriber_callback_end {
+            TOPIC = "topic",
+            BUFFER_REF = "buffer_ref",
+            QUEUE_REF = "queue_ref",
+            CALLBACK_REF = "callback_ref",
+            MESSAGE_REF = "message_ref",
+        }
+        Ros1PubQueued publisher_message_queued { TOPIC = "topic", BUFFER_REF = "buffer_ref" }
+        Ros1SubMsgQueued subscription_message_queued {
+            TOPIC = "topic",
+            BUFFER_REF = "buffer_ref",
+            QUEUE_REF = "queue_ref",
+            CALLBACK_REF = "callback_ref",
+            MESSAGE_REF = "message_ref",
+        }
+    }
+    roscope_ros1 (ROSCOPE_ROS1) {
+        R1NodeInit node_init { NODE_NAME = "node_name" }
+        R1PubInit publisher_init {
+            PUBLISHER = "publisher",
+            NH_NAMESPACE = "nh_namespace",
+            TOPIC = "topic",
+            QUEUE_SIZE = "queue_size",
+            NODE_NAME = "node_name",
+        }
+        R1SubInit subscription_init {
+            SUBSCRIPTION = "subscription",
+            CALLBACK = "callback",
+            NH_NAMESPACE = "nh_namespace",
+            TOPIC = "topic",
+            QUEUE_SIZE = "queue_size",
+            NODE_NAME = "node_name",
+        }
+        R1TimerInit timer_init { TIMER = "timer", CALLBACK = "callback", NH_NAMESPACE = "nh_namespace", PERIOD = "period", NODE_NAME = "node_name" }
+        R1SrvInit service_init {
+            SERVICE = "service",
+            CALLBACK = "callback",
+            NH_NAMESPACE = "nh_namespace",
+            SERVICE_NAME = "service_name",
+            NODE_NAME = "node_name",
+        }
+        R1CbRegister callback_register { CALLBACK = "callback", KIND = "kind", SYMBOL = "symbol" }
+        R1LinkTxInit link_tx_init { LINK = "link", TOPIC = "topic", LOCAL_ADDR = "local_addr", REMOTE_ADDR = "remote_addr" }
+        R1LinkRxInit link_rx_init { LINK = "link", TOPIC = "topic", LOCAL_ADDR = "local_addr", REMOTE_ADDR = "remote_addr" }
+        R1Publish publish { PUBLISHER = "publisher", MESSAGE_ID = "message_id", MESSAGE = "message" }
+        R1PublishBuffer publish_buffer { MESSAGE_ID = "message_id", BUFFER = "buffer" }
+        R1LinkTxWrite link_tx_write { LINK = "link", BUFFER = "buffer" }
+        R1LinkRxMessage link_rx_message { LINK = "link", BUFFER = "buffer", SIZE = "size", INDEX = "index" }
+        R1MessageQueue message_queue { DESERIALIZER = "deserializer", CALLBACK = "callback", BUFFER = "buffer", MESSAGE = "message" }
+        R1CallbackStart callback_start { CALLBACK = "callback", DESERIALIZER = "deserializer" }
+        R1CallbackEnd callback_end { CALLBACK = "callback" }
+        /// roscope record's recording name, announced by each traced process.
+        R1ProcessInit process_init { RECORD_ID = "record_id", EXE = "exe" }
+    }
+}
+
+impl Ev {
+    /// Events that start a process instance (a pid that already ran
+    /// callbacks or published is then a new process).
+    pub fn starts_process(self) -> bool {
+        matches!(self, Ev::RclInit | Ev::Ros1InitNode | Ev::R1ProcessInit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classify_knows_every_provider_of_an_event() {
+        assert_eq!(classify("ros2:rcl_init"), Some(Ev::RclInit));
+        assert_eq!(classify("ros2_caret:rcl_init"), Some(Ev::RclInit));
+        assert_eq!(classify("ros2:callback_start"), Some(Ev::CallbackStart));
+        assert_eq!(classify("roscpp:callback_start"), Some(Ev::Ros1CallbackStart));
+        assert_eq!(classify("roscope_ros1:callback_start"), Some(Ev::R1CallbackStart));
+        assert_eq!(classify("roscope_ros1:message_link_partial_sync"), Some(Ev::MsgLinkPartial));
+        assert_eq!(classify("ros2_caret:message_link_periodic_async"), Some(Ev::MsgLinkPeriodic));
+        assert_eq!(classify("roscpp:rcl_init"), None);
+        assert_eq!(classify("ros2:no_such_event"), None);
+        assert_eq!(classify("rcl_init"), None);
+    }
+
+    #[test]
+    fn field_constants_index_their_events_names() {
+        assert_eq!(ros2::rcl_node_init::NODE_NAME, Field { ev: Ev::NodeInit, ix: 2 });
+        assert_eq!(Ev::NodeInit.fields()[ros2::rcl_node_init::NODE_NAME.ix as usize], "node_name");
+        assert_eq!(Ev::RmwTake.fields()[ros2::rmw_take::TAKEN.ix as usize], "taken");
+        assert_eq!(Ev::R1LinkRxMessage.fields()[roscope_ros1::link_rx_message::INDEX.ix as usize], "index");
+        assert_eq!(MAX_FIELDS, 6);
     }
 }

@@ -1,7 +1,10 @@
-//! Small typed column builders for the model's tables, finished into the same
-//! Arrow-layout `Column`s the CTF reader hands to Python.
+//! Small typed column builders for the model's tables (their columns come
+//! from `crate::schema`), finished into the same Arrow-layout `Column`s the
+//! CTF reader hands to Python.
 
 use roscope_ctf::columns::{Column, Kind};
+
+use crate::schema::{ColType, TableSpec};
 
 pub enum Data {
     I64(Vec<i64>),
@@ -49,17 +52,35 @@ pub struct Table {
 }
 
 impl Table {
-    pub fn new(name: &'static str, spec: &[(&'static str, char)]) -> Self {
-        let cols = spec
-            .iter()
-            .map(|(n, k)| Col {
+    /// An empty table with the columns of `spec` (a table of `crate::schema`).
+    pub fn new(spec: &'static TableSpec) -> Self {
+        Self::empty(spec.name, spec.columns.iter().map(|c| (c.name, c.ty)))
+    }
+
+    /// An empty table with ad-hoc columns (name, kind: `i` int64, `u` uint64,
+    /// `f` float64, `s` text), for tables the schema does not declare (e.g.
+    /// partial tables in tests). The model's tables use `new`.
+    pub fn with_columns(name: &'static str, spec: &[(&'static str, char)]) -> Self {
+        let ty = |k: char| match k {
+            'i' => ColType::BigInt,
+            'u' => ColType::UBigInt,
+            'f' => ColType::Double,
+            's' => ColType::Varchar,
+            _ => panic!("unknown column kind {}", k),
+        };
+        Self::empty(name, spec.iter().map(|&(n, k)| (n, ty(k))))
+    }
+
+    fn empty(name: &'static str, cols: impl Iterator<Item = (&'static str, ColType)>) -> Self {
+        let cols = cols
+            .map(|(n, ty)| Col {
                 name: n,
-                data: match k {
-                    'i' => Data::I64(Vec::new()),
-                    'u' => Data::U64(Vec::new()),
-                    'f' => Data::F64(Vec::new()),
-                    's' => Data::Str(Vec::new(), vec![0]),
-                    _ => panic!("unknown column kind {}", k),
+                data: match ty {
+                    ColType::BigInt => Data::I64(Vec::new()),
+                    ColType::UBigInt => Data::U64(Vec::new()),
+                    ColType::Double => Data::F64(Vec::new()),
+                    ColType::Varchar => Data::Str(Vec::new(), vec![0]),
+                    ColType::HugeInt => panic!("{}.{}: HUGEINT columns are made by SQL, not by Table", name, n),
                 },
                 valid: Vec::new(),
                 any_null: false,

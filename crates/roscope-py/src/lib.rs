@@ -328,11 +328,20 @@ impl FlowModel {
     }
 }
 
+/// The schema of the execution database (crates/model/src/schema.rs) as a
+/// JSON document: {"tables": [{name, origin, doc, columns: [{name, type,
+/// doc}]}], "codes": [{name, doc, used_in, values: [{code, name, doc}]}]}.
+#[pyfunction]
+fn schema() -> String {
+    roscope_model::schema::to_json()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Trace>()?;
     m.add_function(wrap_pyfunction!(build_model, m)?)?;
+    m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_class::<FlowModel>()?;
     m.add_class::<ArrowTable>()?;
     m.add("TraceError", m.py().get_type_bound::<TraceError>())?;

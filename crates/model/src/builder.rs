@@ -1,0 +1,477 @@
+//! The builder's core: one pass over the time-ordered events of a trace set.
+//!
+//! For each event, `Builder::run_event` finds its process instance and thread
+//! (with pid reuse), then `dispatch` hands it to the handler of its event
+//! family: `ros2.rs` (ROS 2 core), `caret.rs`, `executor.rs`,
+//! `ros1_bosch.rs`, `ros1_roscope.rs`, `annotations.rs`. Handlers read the
+//! event's fields by name through `Event`. At the end, `link.rs` matches
+//! publications to takes and `tables.rs` emits the tables.
+//!
+//! This module also keeps what all families share: processes and threads,
+//! and each thread's stack of open callback runs.
+
+use std::borrow::Cow;
+
+use rustc_hash::FxHashMap;
+
+use roscope_ctf::stream::{StreamReader, Val};
+use roscope_ctf::summary::{context_positions, static_index};
+use roscope_ctf::types::Ty;
+use roscope_ctf::TraceSet;
+
+use crate::caret::CaretState;
+use crate::events::{classify, Ev, Field, MAX_FIELDS};
+use crate::objects::{Annotation, ExecState, Objects, Proc, Publication, Run, Take, Thread};
+use crate::ros1_bosch::BoschState;
+use crate::ros1_roscope::RoscopeState;
+use crate::ros2::Ros2State;
+use crate::{Model, Options, Scope};
+
+/// Progress is shown on stderr every this many events (with `Options::progress`).
+const PROGRESS_EVERY_EVENTS: u64 = 1 << 20;
+
+/// Per (trace, event class): what the event is and where its fields are.
+#[derive(Clone, Copy)]
+pub struct ClassInfo {
+    ev: Ev,
+    /// Emitted by CARET (`ros2_caret:*`), which re-emits init events.
+    caret: bool,
+    /// Static tape indexes (relative to the payload) of the fields named in
+    /// `ev.fields()`, in that order.
+    ix: [Option<usize>; MAX_FIELDS],
+}
+
+/// One event, as its handler sees it: where and when it happened, and its
+/// fields by name.
+pub struct Event<'a> {
+    pub ev: Ev,
+    pub ts: u64,
+    /// The process instance.
+    pub p: usize,
+    /// The thread.
+    pub th: usize,
+    /// Emitted by CARET (`ros2_caret:*`): an init event may repeat an earlier one.
+    pub caret: bool,
+    s: &'a StreamReader,
+    ix: [Option<usize>; MAX_FIELDS],
+}
+
+fn as_u64(v: Option<&Val>) -> Option<u64> {
+    match v? {
+        Val::U(x) => Some(*x),
+        Val::I(x) => Some(*x as u64),
+        _ => None,
+    }
+}
+
+fn as_i64(v: Option<&Val>) -> Option<i64> {
+    match v? {
+        Val::U(x) => Some(*x as i64),
+        Val::I(x) => Some(*x),
+        _ => None,
+    }
+}
+
+impl<'a> Event<'a> {
+    #[inline]
+    fn val(&self, f: Field) -> Option<&'a Val> {
+        debug_assert_eq!(f.ev, self.ev, "field {:?} read from event {:?}", f, self.ev);
+        let i = self.ix[f.ix as usize]?;
+        self.s.tape.get(self.s.payload_start + i)
+    }
+
+    /// An integer field, as u64 (handles, addresses).
+    #[inline]
+    pub fn u(&self, f: Field) -> Option<u64> {
+        as_u64(self.val(f))
+    }
+
+    /// An integer field, as i64 (timestamps, periods).
+    #[inline]
+    pub fn i(&self, f: Field) -> Option<i64> {
+        as_i64(self.val(f))
+    }
+
+    /// A text field.
+    pub fn text(&self, f: Field) -> Option<String> {
+        match self.val(f)? {
+            Val::Str(off, len) => Some(roscope_ctf::json::text_at(self.s.data(), *off, *len).into_owned()),
+            _ => None,
+        }
+    }
+
+    /// A byte-array field (a GID), as hex.
+    pub fn hex(&self, f: Field) -> Option<String> {
+        let start = self.s.payload_start + self.ix[f.ix as usize]?;
+        let name = self.ev.fields()[f.ix as usize];
+        let Some(Ty::Struct(st)) = self.s.md.events[self.s.cur_class].payload.as_ref() else { return None };
+        let field = st.fields.iter().find(|x| x.name == name)?;
+        let n = match &field.ty {
+            Ty::Array { len, .. } => *len as usize,
+            _ => return None,
+        };
+        let mut out = String::with_capacity(n * 2);
+        for v in self.s.tape.get(start..start + n)? {
+            out.push_str(&format!("{:02x}", as_u64(Some(v))?));
+        }
+        Some(out)
+    }
+
+    /// The values of a sequence or array field of the payload, found by
+    /// walking it (fields after a sequence have no static index).
+    pub fn seq(&self, name: &str) -> Vec<u64> {
+        let Some(Ty::Struct(st)) = self.s.md.events[self.s.cur_class].payload.as_ref() else { return vec![] };
+        let tape = &self.s.tape;
+        let mut i = self.s.payload_start;
+        for f in &st.fields {
+            if f.name == name {
+                let vals = match &f.ty {
+                    Ty::Seq { .. } => match tape.get(i) {
+                        Some(Val::Len(n)) => tape.get(i + 1..i + 1 + *n as usize),
+                        _ => None,
+                    },
+                    Ty::Array { len, .. } => tape.get(i..i + *len as usize),
+                    _ => None,
+                };
+                return vals.map(|v| v.iter().filter_map(|x| as_u64(Some(x))).collect()).unwrap_or_default();
+            }
+            roscope_ctf::stream::skip(&f.ty, tape, &mut i);
+        }
+        vec![]
+    }
+}
+
+/// What the metadata tells, resolved once before the first event.
+struct TraceInfo {
+    /// Per trace: the clock origin's offset to the Unix epoch (ns).
+    offsets: Vec<i64>,
+    classes: Vec<Vec<Option<ClassInfo>>>,
+    /// Per trace, per stream class: tape index of vpid, vtid, procname.
+    ctx: Vec<Vec<[Option<usize>; 3]>>,
+    hosts: Vec<String>,
+    trace_host: Vec<usize>,
+}
+
+impl TraceInfo {
+    fn new(set: &TraceSet) -> TraceInfo {
+        let classes = set
+            .traces
+            .iter()
+            .map(|t| {
+                t.md.events
+                    .iter()
+                    .map(|ec| {
+                        let ev = classify(&ec.name)?;
+                        let mut ix = [None; MAX_FIELDS];
+                        for (k, n) in ev.fields().iter().enumerate() {
+                            ix[k] = static_index(ec.payload.as_ref(), &[n]);
+                        }
+                        Some(ClassInfo { ev, caret: ec.name.starts_with("ros2_caret:"), ix })
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut hosts: Vec<String> = Vec::new();
+        let mut trace_host = Vec::new();
+        for t in &set.traces {
+            let h = t.md.hostname().unwrap_or("unknown").to_string();
+            let idx = match hosts.iter().position(|x| *x == h) {
+                Some(i) => i,
+                None => {
+                    hosts.push(h);
+                    hosts.len() - 1
+                }
+            };
+            trace_host.push(idx);
+        }
+        TraceInfo { offsets: set.traces.iter().map(|t| t.offset_ns).collect(), classes, ctx: context_positions(set), hosts, trace_host }
+    }
+}
+
+/// Counters reported in `meta.stats`.
+#[derive(Default)]
+pub struct Counts {
+    pub events: u64,
+    pub unmatched_ends: u64,
+    pub unmatched_starts: u64,
+    pub excluded_events: u64,
+}
+
+pub struct Builder {
+    pub opts: Options,
+    scope: Scope,
+    info: TraceInfo,
+    pub procs: Vec<Proc>,
+    proc_of: FxHashMap<(usize, i64), usize>,
+    pub threads: Vec<Thread>,
+    thread_of: FxHashMap<(usize, i64), usize>,
+    pub objs: Objects,
+    pub ros2: Ros2State,
+    pub caret: CaretState,
+    pub bosch: BoschState,
+    pub r1: RoscopeState,
+    pub annotations: Vec<Annotation>,
+    pub runs: Vec<Run>,
+    pub publications: Vec<Publication>,
+    pub takes: Vec<Take>,
+    pub exec_states: Vec<ExecState>,
+    pub counts: Counts,
+}
+
+impl Builder {
+    pub fn new(set: &TraceSet, opts: Options, scope: Scope) -> Self {
+        Builder {
+            opts,
+            scope,
+            info: TraceInfo::new(set),
+            procs: vec![],
+            proc_of: FxHashMap::default(),
+            threads: vec![],
+            thread_of: FxHashMap::default(),
+            objs: Objects::default(),
+            ros2: Ros2State::default(),
+            caret: CaretState::default(),
+            bosch: BoschState::default(),
+            r1: RoscopeState::default(),
+            annotations: vec![],
+            runs: vec![],
+            publications: vec![],
+            takes: vec![],
+            exec_states: vec![],
+            counts: Counts::default(),
+        }
+    }
+
+    pub fn hosts(&self) -> &[String] {
+        &self.info.hosts
+    }
+
+    pub fn trace_host(&self, trace: usize) -> usize {
+        self.info.trace_host[trace]
+    }
+
+    /// The clock origin's offset to the Unix epoch (ns) of a trace.
+    pub fn clock_offset(&self, trace: usize) -> i64 {
+        self.info.offsets[trace]
+    }
+
+    /// The process instance of an event. A pid is reused when a process-start
+    /// event (rcl_init, ROS 1 node init) arrives for a pid that has already
+    /// run callbacks or published. (The `procname` context is the *thread's*
+    /// name, which threads may change: it is no evidence of a new process.)
+    /// The process's name is the one its main thread (tid = pid) carries.
+    #[allow(clippy::too_many_arguments)]
+    fn process(&mut self, host: usize, trace: usize, pid: i64, tid: i64, procname: &str, ts: u64, starts: bool) -> usize {
+        if let Some(&p) = self.proc_of.get(&(host, pid)) {
+            if !(starts && self.procs[p].runtime_seen) {
+                let pr = &mut self.procs[p];
+                pr.last = ts;
+                pr.events += 1;
+                if (tid == pid || pr.procname.is_empty()) && pr.procname != procname && !procname.is_empty() {
+                    pr.procname = procname.to_string();
+                }
+                return p;
+            }
+        }
+        self.procs.push(Proc {
+            included: true,
+            host,
+            pid,
+            procname: procname.to_string(),
+            first: ts,
+            last: ts,
+            events: 1,
+            runtime_seen: false,
+            trace,
+        });
+        let p = self.procs.len() - 1;
+        self.proc_of.insert((host, pid), p);
+        p
+    }
+
+    fn thread(&mut self, proc: usize, tid: i64, ts: u64) -> usize {
+        if let Some(&t) = self.thread_of.get(&(proc, tid)) {
+            let th = &mut self.threads[t];
+            th.last = ts;
+            th.events += 1;
+            return t;
+        }
+        self.threads.push(Thread::new(proc, tid, ts));
+        let t = self.threads.len() - 1;
+        self.thread_of.insert((proc, tid), t);
+        t
+    }
+
+    /// A process that runs callbacks or publishes: a later process-start
+    /// event for its pid is a new process.
+    #[inline]
+    pub fn runtime_seen(&mut self, p: usize) {
+        self.procs[p].runtime_seen = true;
+    }
+
+    /// The callback run open innermost on a thread.
+    #[inline]
+    pub fn current_run(&self, th: usize) -> Option<usize> {
+        self.threads[th].stack.last().copied()
+    }
+
+    /// Opens a run of callback `c` on thread `th`, nested in the runs open there.
+    pub fn open_run(&mut self, th: usize, c: usize, ts: u64, intra: bool) -> usize {
+        let parent = self.current_run(th);
+        let depth = self.threads[th].stack.len() as u32;
+        self.runs.push(Run { cb: c, thread: th, start: ts, end: None, intra, depth, parent });
+        let r = self.runs.len() - 1;
+        self.threads[th].stack.push(r);
+        r
+    }
+
+    /// Closes the innermost open run of callback `c` on thread `th`. Runs
+    /// above it never ended (lost events): they stay open. An end without an
+    /// open run (tracing began mid-callback) is counted.
+    pub fn close_run(&mut self, th: usize, c: usize, ts: u64) {
+        let stack = &mut self.threads[th].stack;
+        match stack.iter().rposition(|&r| self.runs[r].cb == c) {
+            Some(pos) => {
+                let r = stack[pos];
+                self.counts.unmatched_starts += (stack.len() - pos - 1) as u64;
+                stack.truncate(pos);
+                self.runs[r].end = Some(ts);
+            }
+            None => self.counts.unmatched_ends += 1,
+        }
+    }
+
+    /// A new take on thread `th`, waiting there for the callback run it feeds.
+    pub fn push_pending_take(&mut self, th: usize, t: Take) {
+        self.takes.push(t);
+        self.threads[th].pending_take = Some(self.takes.len() - 1);
+    }
+
+    /// Reads one event (stream `si` of `set`, at its current event).
+    pub fn run_event(&mut self, set: &TraceSet, si: usize) {
+        let s = &set.streams[si];
+        self.counts.events += 1;
+        let Some(ci) = self.info.classes[s.trace][s.cur_class] else { return };
+        let [pp, tp, np] = self.info.ctx[s.trace][s.sc];
+        let pid = pp.and_then(|i| as_i64(s.tape.get(i))).unwrap_or(-1);
+        let tid = tp.and_then(|i| as_i64(s.tape.get(i))).unwrap_or(pid);
+        let procname = match np.and_then(|i| s.tape.get(i)) {
+            Some(Val::Str(off, len)) => roscope_ctf::json::text_at(s.data(), *off, *len),
+            _ => Cow::Borrowed(""),
+        };
+        let ts = s.cur_ts;
+        let host = self.info.trace_host[s.trace];
+        let p = self.process(host, s.trace, pid, tid, &procname, ts, ci.ev.starts_process());
+        let mut e = Event { ev: ci.ev, ts, p, th: 0, caret: ci.caret, s, ix: ci.ix };
+        if ci.ev == Ev::R1ProcessInit && !self.scope.record_ids.is_empty() {
+            let rid = e.text(crate::events::roscope_ros1::process_init::RECORD_ID).unwrap_or_default();
+            self.procs[p].included = self.scope.record_ids.contains(&rid);
+        }
+        if !self.procs[p].included {
+            self.counts.excluded_events += 1;
+            return;
+        }
+        e.th = self.thread(p, tid, ts);
+        self.dispatch(&e);
+    }
+
+    /// Hands an event to the handler of its family.
+    fn dispatch(&mut self, e: &Event) {
+        use Ev::*;
+        match e.ev {
+            // ROS 2 core (ros2.rs).
+            RclInit => {}
+            NodeInit => self.node_init(e),
+            RmwPubInit | RmwSubInit | RmwClientInit => self.rmw_endpoint_init(e),
+            PubInit | SubInit => self.endpoint_init(e),
+            RclcppSubInit => self.rclcpp_subscription_init(e),
+            SubCbAdded => self.subscription_callback_added(e),
+            SrvInit | ClientInit => self.service_or_client_init(e),
+            SrvCbAdded => self.service_callback_added(e),
+            TimerInit => self.timer_init(e),
+            TimerCbAdded => self.timer_callback_added(e),
+            TimerLinkNode => self.timer_link_node(e),
+            CbRegister => self.callback_register(e),
+            IpbToSub => self.ipb_to_subscription(e),
+            BufferToIpb => self.buffer_to_ipb(e),
+            CallbackStart => self.callback_start(e),
+            CallbackEnd => self.callback_end(e),
+            RclcppPublish | RclPublish | RmwPublish | RclcppIntraPublish => self.publish(e),
+            RingEnqueue => self.ring_buffer_enqueue(e),
+            RingDequeue => self.ring_buffer_dequeue(e),
+            RmwTake => self.rmw_take(e),
+            RclTake | RclcppTake => self.upper_take(e),
+            // CARET (caret.rs).
+            CaretBindStamp => self.caret_bind_stamp(e),
+            CaretDispatchIntra => self.caret_dispatch_intra(e),
+            CaretDispatch => self.caret_dispatch(e),
+            // rclcpp executors (executor.rs).
+            ExecWait | ExecGetNext | ExecExecute => self.executor_event(e),
+            // Causal-link annotations (annotations.rs).
+            MsgLinkPeriodic | MsgLinkPartial => self.annotation(e),
+            // ROS 1, Bosch ros1_tracetools (ros1_bosch.rs).
+            Ros1InitNode => self.bosch_init_node(e),
+            Ros1SubCbAdded => self.bosch_subscriber_callback_added(e),
+            Ros1TimerAdded => self.bosch_timer_added(e),
+            Ros1PtrNameInfo => self.bosch_ptr_name_info(e),
+            Ros1CallbackStart => self.bosch_callback_start(e),
+            Ros1CallbackEnd => self.bosch_callback_end(e),
+            Ros1SubCbStart => self.bosch_subscriber_callback_start(e),
+            Ros1SubCbEnd => self.bosch_subscriber_callback_end(e),
+            Ros1PubQueued => self.bosch_publisher_message_queued(e),
+            Ros1SubMsgQueued => self.bosch_subscription_message_queued(e),
+            // ROS 1, roscope's tracer (ros1_roscope.rs).
+            R1ProcessInit => {}
+            R1NodeInit => self.r1_node_init(e),
+            R1PubInit => self.r1_publisher_init(e),
+            R1SubInit => self.r1_subscription_init(e),
+            R1TimerInit => self.r1_timer_init(e),
+            R1SrvInit => self.r1_service_init(e),
+            R1CbRegister => self.r1_callback_register(e),
+            R1LinkTxInit | R1LinkRxInit => self.r1_link_init(e),
+            R1Publish => self.r1_publish(e),
+            R1PublishBuffer => self.r1_publish_buffer(e),
+            R1LinkTxWrite => self.r1_link_tx_write(e),
+            R1LinkRxMessage => self.r1_link_rx_message(e),
+            R1MessageQueue => self.r1_message_queue(e),
+            R1CallbackStart => self.r1_callback_start(e),
+            R1CallbackEnd => self.r1_callback_end(e),
+        }
+    }
+
+    /// After the last event: closes what is still open, links, and emits the tables.
+    pub fn finish(mut self, set: &TraceSet) -> Model {
+        for (ti, t) in self.threads.iter_mut().enumerate() {
+            if let Some((state, start, handle)) = t.exec.take() {
+                self.exec_states.push(ExecState { thread: ti, state, start, end: t.last, handle });
+            }
+            self.counts.unmatched_starts += t.stack.len() as u64;
+        }
+        let links = self.link();
+        // What only matching needed can go before the tables are built.
+        self.ros2 = Ros2State::default();
+        self.caret = CaretState::default();
+        self.bosch = BoschState::default();
+        self.r1 = RoscopeState::default();
+        self.tables(set, links)
+    }
+}
+
+/// Builds the model from every event of `set`, in time order.
+pub fn build(set: &mut TraceSet, opts: Options, scope: Scope) -> Model {
+    let mut b = Builder::new(set, opts, scope);
+    let t0 = std::time::Instant::now();
+    let mut n: u64 = 0;
+    while let Some(i) = set.next() {
+        b.run_event(set, i);
+        n += 1;
+        if opts.progress && n.is_multiple_of(PROGRESS_EVERY_EVENTS) {
+            let (done, total) = set.progress();
+            eprint!("\rroscope: {:>6.1}%  {} events  {:.1} s", 100.0 * done as f64 / total.max(1) as f64, n, t0.elapsed().as_secs_f64());
+        }
+    }
+    if opts.progress && n >= PROGRESS_EVERY_EVENTS {
+        eprintln!("\rroscope: 100.0%  {} events  {:.1} s", n, t0.elapsed().as_secs_f64());
+    }
+    b.finish(set)
+}

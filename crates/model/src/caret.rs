@@ -1,0 +1,73 @@
+//! CARET's events (`ros2_caret:*` and its `ros2:*` hooks): the DDS source
+//! stamp of a publication, and the messages handed to subscription
+//! callbacks (inter-process with their source stamp, intra-process by
+//! message address). CARET's re-emitted init events are handled in `ros2.rs`
+//! (`Event::caret`).
+
+use crate::builder::{Builder, Event};
+use crate::events::ros2::*;
+use crate::objects::{StampSource, Take};
+use crate::registry::HandleMap;
+use crate::schema::LinkMethod;
+
+/// What only CARET's intra-process matching needs.
+#[derive(Default)]
+pub struct CaretState {
+    /// The latest intra-process publication (`rclcpp_intra_publish`) of a
+    /// message address.
+    pub intra_msg: HandleMap<usize>,
+}
+
+impl Builder {
+    /// The source stamp of the publication in progress on this thread (when
+    /// its `rmw_publish` gave none).
+    pub(crate) fn caret_bind_stamp(&mut self, e: &Event) {
+        if let Some(pi) = self.threads[e.th].pending_pub {
+            let pb = &mut self.publications[pi];
+            if pb.src_ts.is_none() {
+                pb.src_ts = e.i(dds_bind_addr_to_stamp::SOURCE_STAMP);
+                if pb.src_ts.is_some() {
+                    pb.src_from = Some(StampSource::Caret);
+                }
+            }
+        }
+    }
+
+    /// An intra-process message handed to a callback: the intra-process
+    /// publication of the same message address.
+    pub(crate) fn caret_dispatch_intra(&mut self, e: &Event) {
+        use dispatch_intra_process_subscription_callback::*;
+        let msg = e.u(MESSAGE).unwrap_or(0);
+        let c = self.objs.cbs.get(e.p, e.u(CALLBACK).unwrap_or(0));
+        let publication = self.caret.intra_msg.get(e.p, msg).copied();
+        let t = Take {
+            sub: self.objs.cbs.subscription_of(c),
+            thread: e.th,
+            ts: e.ts,
+            message: msg,
+            taken: true,
+            intra: true,
+            publication,
+            method: publication.map(|_| LinkMethod::IntraMessage),
+            ..Default::default()
+        };
+        self.push_pending_take(e.th, t);
+    }
+
+    /// A message handed to a subscription callback, with its source stamp.
+    pub(crate) fn caret_dispatch(&mut self, e: &Event) {
+        use dispatch_subscription_callback::*;
+        let c = self.objs.cbs.get(e.p, e.u(CALLBACK).unwrap_or(0));
+        let t = Take {
+            sub: self.objs.cbs.subscription_of(c),
+            thread: e.th,
+            ts: e.ts,
+            message: e.u(MESSAGE).unwrap_or(0),
+            src_ts: e.i(SOURCE_STAMP),
+            taken: true,
+            method: Some(LinkMethod::CaretSourceStamp),
+            ..Default::default()
+        };
+        self.push_pending_take(e.th, t);
+    }
+}

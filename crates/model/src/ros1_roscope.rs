@@ -1,0 +1,261 @@
+//! ROS 1 events of roscope's own tracer (`roscope_ros1:*`,
+//! docs/ros1-tracer.md): logical nodes, endpoints, timers and services with
+//! their callbacks, and the path of each message: published, serialized
+//! into a buffer, written on a TCP connection, read on the other side,
+//! queued for a callback, and taken by the callback run. A received message
+//! is matched to its publication exactly: the publisher side of the same
+//! connection (by its addresses) wrote it at the same position.
+
+use rustc_hash::FxHashMap;
+
+use crate::builder::{Builder, Event};
+use crate::events::roscope_ros1::*;
+use crate::objects::{Obj, Publication, Take};
+use crate::registry::HandleMap;
+use crate::schema::{CallbackKind, LinkMethod};
+
+/// Where a ROS 1 message came from, before connections are resolved.
+#[derive(Clone, Copy, Debug)]
+pub enum Source {
+    Publication(usize),
+    /// Index into `RoscopeState::rx`.
+    Rx(usize),
+}
+
+#[derive(Default)]
+pub struct RoscopeState {
+    /// Logical nodes by (process, name).
+    node_of: FxHashMap<(usize, String), usize>,
+    /// Connections: link -> (local, remote) addresses, per side.
+    tx_link: HandleMap<(String, String)>,
+    rx_link: HandleMap<(String, String)>,
+    /// Publisher-side link by (local, remote) addresses: (process, link), latest.
+    tx_by_addr: FxHashMap<(String, String), (usize, u64)>,
+    /// The publications written on each publisher-side link, in order
+    /// (None: a write whose message is unknown, which still takes its place).
+    tx_writes: HandleMap<Vec<Option<usize>>>,
+    pub_by_id: HandleMap<usize>,
+    /// The latest source of a buffer in a process.
+    buf: HandleMap<Source>,
+    /// The publication of a message object (no-copy, in-process delivery).
+    obj: HandleMap<usize>,
+    /// The latest message queued by a deserializer: (source, queue time).
+    queued: HandleMap<(Source, u64)>,
+    /// Received messages: (receiving process, link, position on the link).
+    rx: Vec<(usize, u64, u64)>,
+}
+
+impl RoscopeState {
+    /// The publication a received message came from: its connection's
+    /// publisher side, by addresses, and the write at the same position.
+    pub fn resolve(&self, rx: usize) -> Option<usize> {
+        let (p, l, k) = self.rx[rx];
+        let (local, remote) = self.rx_link.get(p, l)?;
+        let &(tp, tl) = self.tx_by_addr.get(&(remote.clone(), local.clone()))?;
+        *self.tx_writes.get(tp, tl)?.get(k as usize)?
+    }
+}
+
+/// The fields that name an endpoint's node: its NodeHandle namespace, else
+/// the process's node name.
+fn node_name(ns: Option<String>, name: Option<String>) -> Option<String> {
+    if ns.as_deref().is_none_or(|x| x.is_empty() || x == "/") {
+        name
+    } else {
+        ns
+    }
+}
+
+impl Builder {
+    /// A logical node (NodeHandle namespace, or the process's node name).
+    fn r1_node(&mut self, p: usize, name: String, ts: u64) -> usize {
+        if let Some(&n) = self.r1.node_of.get(&(p, name.clone())) {
+            return n;
+        }
+        let n = self.objs.nodes.push(Obj { proc: p, name: Some(name.clone()), ts: Some(ts), known: true, ..Default::default() });
+        self.r1.node_of.insert((p, name), n);
+        n
+    }
+
+    pub(crate) fn r1_node_init(&mut self, e: &Event) {
+        self.r1_node(e.p, e.text(node_init::NODE_NAME).unwrap_or_default(), e.ts);
+    }
+
+    pub(crate) fn r1_publisher_init(&mut self, e: &Event) {
+        use publisher_init::*;
+        let node = node_name(e.text(NH_NAMESPACE), e.text(NODE_NAME)).map(|n| self.r1_node(e.p, n, e.ts));
+        let handle = e.u(PUBLISHER).unwrap_or(0);
+        let o = Obj { proc: e.p, node, handle, name: e.text(TOPIC), depth: e.i(QUEUE_SIZE), ts: Some(e.ts), ..Default::default() };
+        self.objs.pubs.init(o, false);
+    }
+
+    pub(crate) fn r1_subscription_init(&mut self, e: &Event) {
+        use subscription_init::*;
+        let node = node_name(e.text(NH_NAMESPACE), e.text(NODE_NAME)).map(|n| self.r1_node(e.p, n, e.ts));
+        let handle = e.u(SUBSCRIPTION).unwrap_or(0);
+        let o = Obj { proc: e.p, node, handle, name: e.text(TOPIC), depth: e.i(QUEUE_SIZE), ts: Some(e.ts), ..Default::default() };
+        let sub = self.objs.subs.init(o, false);
+        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Subscription, sub, e.ts);
+    }
+
+    pub(crate) fn r1_timer_init(&mut self, e: &Event) {
+        use timer_init::*;
+        let node = node_name(e.text(NH_NAMESPACE), e.text(NODE_NAME)).map(|n| self.r1_node(e.p, n, e.ts));
+        let o = Obj { proc: e.p, node, handle: e.u(TIMER).unwrap_or(0), period: e.i(PERIOD), ts: Some(e.ts), ..Default::default() };
+        let t = self.objs.timers.init(o, false);
+        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Timer, t, e.ts);
+    }
+
+    pub(crate) fn r1_service_init(&mut self, e: &Event) {
+        use service_init::*;
+        let node = node_name(e.text(NH_NAMESPACE), e.text(NODE_NAME)).map(|n| self.r1_node(e.p, n, e.ts));
+        let o =
+            Obj { proc: e.p, node, handle: e.u(SERVICE).unwrap_or(0), name: e.text(SERVICE_NAME), ts: Some(e.ts), ..Default::default() };
+        let sv = self.objs.services.init(o, false);
+        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Service, sv, e.ts);
+    }
+
+    pub(crate) fn r1_callback_register(&mut self, e: &Event) {
+        use callback_register::*;
+        let c = self.objs.cbs.get(e.p, e.u(CALLBACK).unwrap_or(0));
+        self.objs.cbs[c].symbol = e.text(SYMBOL);
+        self.objs.cbs[c].known = true;
+    }
+
+    /// One side of a TCP connection, with its addresses.
+    pub(crate) fn r1_link_init(&mut self, e: &Event) {
+        let tx = e.ev == crate::events::Ev::R1LinkTxInit;
+        let (l, local, remote) = if tx {
+            use link_tx_init::*;
+            (e.u(LINK), e.text(LOCAL_ADDR), e.text(REMOTE_ADDR))
+        } else {
+            use link_rx_init::*;
+            (e.u(LINK), e.text(LOCAL_ADDR), e.text(REMOTE_ADDR))
+        };
+        let (Some(l), Some(local), Some(remote)) = (l, local, remote) else { return };
+        if tx {
+            self.r1.tx_link.insert(e.p, l, (local.clone(), remote.clone()));
+            self.r1.tx_by_addr.insert((local, remote), (e.p, l));
+            self.r1.tx_writes.insert(e.p, l, Vec::new());
+        } else {
+            self.r1.rx_link.insert(e.p, l, (local, remote));
+        }
+    }
+
+    pub(crate) fn r1_publish(&mut self, e: &Event) {
+        use publish::*;
+        self.runtime_seen(e.p);
+        let publisher = e.u(PUBLISHER).map(|h| self.objs.pubs.get(e.p, h));
+        let run = self.current_run(e.th);
+        let msg = e.u(MESSAGE).unwrap_or(0);
+        self.publications.push(Publication {
+            publisher,
+            thread: e.th,
+            run,
+            ts: e.ts,
+            rclcpp_ts: Some(e.ts),
+            message: msg,
+            ..Default::default()
+        });
+        let pi = self.publications.len() - 1;
+        if let Some(id) = e.u(MESSAGE_ID) {
+            self.r1.pub_by_id.insert(e.p, id, pi);
+        }
+        if msg != 0 {
+            self.r1.obj.insert(e.p, msg, pi);
+        }
+        self.threads[e.th].pending_pub = Some(pi);
+    }
+
+    /// A publication serialized into a buffer.
+    pub(crate) fn r1_publish_buffer(&mut self, e: &Event) {
+        use publish_buffer::*;
+        let (Some(id), Some(b)) = (e.u(MESSAGE_ID), e.u(BUFFER)) else { return };
+        if let Some(&pi) = self.r1.pub_by_id.get(e.p, id) {
+            self.publications[pi].rmw_ts = Some(e.ts);
+            self.r1.buf.insert(e.p, b, Source::Publication(pi));
+        }
+    }
+
+    /// A buffer written on a publisher-side connection: the next position.
+    pub(crate) fn r1_link_tx_write(&mut self, e: &Event) {
+        use link_tx_write::*;
+        let (Some(l), Some(b)) = (e.u(LINK), e.u(BUFFER)) else { return };
+        let src = self.r1.buf.get(e.p, b).copied();
+        if let Some(w) = self.r1.tx_writes.get_mut(e.p, l) {
+            w.push(match src {
+                Some(Source::Publication(pi)) => Some(pi),
+                _ => None,
+            });
+        }
+    }
+
+    /// A message read from a subscriber-side connection, at position `index`.
+    pub(crate) fn r1_link_rx_message(&mut self, e: &Event) {
+        use link_rx_message::*;
+        if let (Some(l), Some(b), Some(k)) = (e.u(LINK), e.u(BUFFER), e.u(INDEX)) {
+            self.r1.rx.push((e.p, l, k));
+            let i = self.r1.rx.len() - 1;
+            self.r1.buf.insert(e.p, b, Source::Rx(i));
+        }
+    }
+
+    /// A message queued for a callback by its deserializer: from a received
+    /// buffer, or a message object published in-process.
+    pub(crate) fn r1_message_queue(&mut self, e: &Event) {
+        use message_queue::*;
+        let d = e.u(DESERIALIZER).unwrap_or(0);
+        let b = e.u(BUFFER).unwrap_or(0);
+        let o = e.u(MESSAGE).unwrap_or(0);
+        let src = if b != 0 {
+            self.r1.buf.get(e.p, b).copied()
+        } else if o != 0 {
+            self.r1.obj.get(e.p, o).map(|&pi| Source::Publication(pi))
+        } else {
+            None
+        };
+        match src {
+            Some(src) => self.r1.queued.insert(e.p, d, (src, e.ts)),
+            None => self.r1.queued.remove(e.p, d),
+        }
+    }
+
+    /// A callback run; with a deserializer, it takes the message queued by it.
+    pub(crate) fn r1_callback_start(&mut self, e: &Event) {
+        use callback_start::*;
+        self.runtime_seen(e.p);
+        let c = self.objs.cbs.get(e.p, e.u(CALLBACK).unwrap_or(0));
+        let r = self.open_run(e.th, c, e.ts, false);
+        let d = e.u(DESERIALIZER).unwrap_or(0);
+        if d == 0 {
+            return;
+        }
+        let (src, qts) = match self.r1.queued.get(e.p, d) {
+            Some(&(s, q)) => (Some(s), q),
+            None => (None, e.ts),
+        };
+        let (publication, rx) = match src {
+            Some(Source::Publication(pi)) => (Some(pi), None),
+            Some(Source::Rx(i)) => (None, Some(i)),
+            None => (None, None),
+        };
+        self.takes.push(Take {
+            sub: self.objs.cbs.subscription_of(c),
+            thread: e.th,
+            ts: qts,
+            message: 0,
+            taken: true,
+            run: Some(r),
+            intra: publication.is_some(),
+            publication,
+            r1_rx: rx,
+            method: Some(LinkMethod::Ros1Roscope),
+            ..Default::default()
+        });
+    }
+
+    pub(crate) fn r1_callback_end(&mut self, e: &Event) {
+        let c = self.objs.cbs.get(e.p, e.u(callback_end::CALLBACK).unwrap_or(0));
+        self.close_run(e.th, c, e.ts);
+    }
+}

@@ -1,0 +1,355 @@
+//! ROS 2 core events (ros2_tracing, `ros2:*`): nodes, endpoints, timers,
+//! services and their handles; callback runs; publications through the
+//! rclcpp, rcl and rmw layers; takes; intra-process delivery through ring
+//! buffers (Iron on).
+
+use rustc_hash::FxHashMap;
+
+use crate::builder::{Builder, Event};
+use crate::events::ros2::*;
+use crate::events::Ev;
+use crate::objects::{Obj, Publication, StampSource, Take};
+use crate::registry::{HandleMap, Layer};
+use crate::schema::{CallbackKind, LinkMethod};
+
+/// What only ROS 2 intra-process matching needs.
+#[derive(Default)]
+pub struct Ros2State {
+    /// Intra-process buffer (ipb) -> the subscription it delivers to.
+    ipb_sub: HandleMap<usize>,
+    /// Ring buffer -> its ipb.
+    buffer_ipb: HandleMap<u64>,
+    /// The latest enqueue into (process, buffer, index): its publication.
+    rb_slot: FxHashMap<(usize, u64, u64), usize>,
+}
+
+/// The fields of an rcl publisher or subscription init event.
+struct Endpoint {
+    handle: u64,
+    node: Option<u64>,
+    rmw: Option<u64>,
+    topic: Option<String>,
+    depth: Option<i64>,
+}
+
+impl Builder {
+    pub(crate) fn node_init(&mut self, e: &Event) {
+        use rcl_node_init::*;
+        let o = Obj {
+            proc: e.p,
+            handle: e.u(NODE_HANDLE).unwrap_or(0),
+            rmw_handle: e.u(RMW_HANDLE),
+            name: e.text(NODE_NAME),
+            ns: e.text(NAMESPACE),
+            ts: Some(e.ts),
+            ..Default::default()
+        };
+        self.objs.nodes.init(o, e.caret);
+    }
+
+    /// The GID of an rmw publisher, subscription or client.
+    pub(crate) fn rmw_endpoint_init(&mut self, e: &Event) {
+        let (h, gid) = match e.ev {
+            Ev::RmwPubInit => (e.u(rmw_publisher_init::RMW_PUBLISHER_HANDLE), e.hex(rmw_publisher_init::GID)),
+            Ev::RmwSubInit => (e.u(rmw_subscription_init::RMW_SUBSCRIPTION_HANDLE), e.hex(rmw_subscription_init::GID)),
+            _ => (e.u(rmw_client_init::RMW_CLIENT_HANDLE), e.hex(rmw_client_init::GID)),
+        };
+        let (h, Some(gid)) = (h.unwrap_or(0), gid) else { return };
+        let objs = &mut self.objs;
+        let list = match e.ev {
+            Ev::RmwPubInit => Some(&mut objs.pubs),
+            Ev::RmwSubInit => Some(&mut objs.subs),
+            _ => None,
+        };
+        if let Some(list) = list {
+            if let Some(i) = list.find(Layer::Rmw, e.p, h) {
+                list[i].gid = Some(gid.clone());
+            }
+        }
+        objs.gids.insert(e.p, h, gid);
+    }
+
+    /// An rcl publisher or subscription: a new object, named by its rcl and
+    /// rmw handles, with the GID its rmw init event gave.
+    pub(crate) fn endpoint_init(&mut self, e: &Event) {
+        let f = if e.ev == Ev::PubInit {
+            use rcl_publisher_init::*;
+            Endpoint {
+                handle: e.u(PUBLISHER_HANDLE).unwrap_or(0),
+                node: e.u(NODE_HANDLE),
+                rmw: e.u(RMW_PUBLISHER_HANDLE),
+                topic: e.text(TOPIC_NAME),
+                depth: e.i(QUEUE_DEPTH),
+            }
+        } else {
+            use rcl_subscription_init::*;
+            Endpoint {
+                handle: e.u(SUBSCRIPTION_HANDLE).unwrap_or(0),
+                node: e.u(NODE_HANDLE),
+                rmw: e.u(RMW_SUBSCRIPTION_HANDLE),
+                topic: e.text(TOPIC_NAME),
+                depth: e.i(QUEUE_DEPTH),
+            }
+        };
+        let p = e.p;
+        let node = f.node.map(|n| self.objs.nodes.get(p, n));
+        let gid = f.rmw.and_then(|r| self.objs.gids.get(p, r).cloned());
+        let o = Obj {
+            proc: p,
+            node,
+            handle: f.handle,
+            rmw_handle: f.rmw,
+            name: f.topic,
+            depth: f.depth,
+            gid,
+            ts: Some(e.ts),
+            ..Default::default()
+        };
+        let list = if e.ev == Ev::PubInit { &mut self.objs.pubs } else { &mut self.objs.subs };
+        let i = list.init(o, e.caret);
+        if let Some(r) = f.rmw {
+            list.name(Layer::Rmw, p, r, i);
+        }
+    }
+
+    /// The subscription an rclcpp subscription object belongs to (a new
+    /// unknown one when its rcl init was not recorded).
+    fn sub_of_rclcpp(&mut self, p: usize, x: u64) -> usize {
+        self.objs.subs.find_or_unknown(Layer::Rclcpp, p, x, |o| o.extra = Some(x))
+    }
+
+    pub(crate) fn rclcpp_subscription_init(&mut self, e: &Event) {
+        use rclcpp_subscription_init::*;
+        let subs = &mut self.objs.subs;
+        let i = subs.get(e.p, e.u(SUBSCRIPTION_HANDLE).unwrap_or(0));
+        if let Some(x) = e.u(SUBSCRIPTION) {
+            subs[i].extra = Some(x);
+            subs.name(Layer::Rclcpp, e.p, x, i);
+        }
+    }
+
+    pub(crate) fn subscription_callback_added(&mut self, e: &Event) {
+        use rclcpp_subscription_callback_added::*;
+        let sub = self.sub_of_rclcpp(e.p, e.u(SUBSCRIPTION).unwrap_or(0));
+        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Subscription, sub, e.ts);
+    }
+
+    pub(crate) fn service_or_client_init(&mut self, e: &Event) {
+        let (handle, node, rmw, name) = if e.ev == Ev::SrvInit {
+            use rcl_service_init::*;
+            (e.u(SERVICE_HANDLE), e.u(NODE_HANDLE), e.u(RMW_SERVICE_HANDLE), e.text(SERVICE_NAME))
+        } else {
+            use rcl_client_init::*;
+            (e.u(CLIENT_HANDLE), e.u(NODE_HANDLE), e.u(RMW_CLIENT_HANDLE), e.text(SERVICE_NAME))
+        };
+        let p = e.p;
+        let node = node.map(|n| self.objs.nodes.get(p, n));
+        let gid = rmw.and_then(|r| self.objs.gids.get(p, r).cloned());
+        let o = Obj { proc: p, node, handle: handle.unwrap_or(0), rmw_handle: rmw, name, gid, ts: Some(e.ts), ..Default::default() };
+        let list = if e.ev == Ev::SrvInit { &mut self.objs.services } else { &mut self.objs.clients };
+        list.init(o, e.caret);
+    }
+
+    pub(crate) fn service_callback_added(&mut self, e: &Event) {
+        use rclcpp_service_callback_added::*;
+        let sv = self.objs.services.get(e.p, e.u(SERVICE_HANDLE).unwrap_or(0));
+        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Service, sv, e.ts);
+    }
+
+    pub(crate) fn timer_init(&mut self, e: &Event) {
+        use rcl_timer_init::*;
+        let o = Obj { proc: e.p, handle: e.u(TIMER_HANDLE).unwrap_or(0), period: e.i(PERIOD), ts: Some(e.ts), ..Default::default() };
+        self.objs.timers.init(o, e.caret);
+    }
+
+    pub(crate) fn timer_callback_added(&mut self, e: &Event) {
+        use rclcpp_timer_callback_added::*;
+        let t = self.objs.timers.get(e.p, e.u(TIMER_HANDLE).unwrap_or(0));
+        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Timer, t, e.ts);
+    }
+
+    pub(crate) fn timer_link_node(&mut self, e: &Event) {
+        use rclcpp_timer_link_node::*;
+        let t = self.objs.timers.get(e.p, e.u(TIMER_HANDLE).unwrap_or(0));
+        let n = e.u(NODE_HANDLE).map(|n| self.objs.nodes.get(e.p, n));
+        self.objs.timers[t].node = n;
+    }
+
+    pub(crate) fn callback_register(&mut self, e: &Event) {
+        use rclcpp_callback_register::*;
+        let c = self.objs.cbs.get(e.p, e.u(CALLBACK).unwrap_or(0));
+        let cb = &mut self.objs.cbs[c];
+        cb.symbol = e.text(SYMBOL);
+        cb.known = true;
+        cb.ts.get_or_insert(e.ts);
+    }
+
+    pub(crate) fn ipb_to_subscription(&mut self, e: &Event) {
+        use rclcpp_ipb_to_subscription::*;
+        if let (Some(ipb), Some(x)) = (e.u(IPB), e.u(SUBSCRIPTION)) {
+            let sub = self.sub_of_rclcpp(e.p, x);
+            self.ros2.ipb_sub.insert(e.p, ipb, sub);
+        }
+    }
+
+    pub(crate) fn buffer_to_ipb(&mut self, e: &Event) {
+        use rclcpp_buffer_to_ipb::*;
+        if let (Some(b), Some(ipb)) = (e.u(BUFFER), e.u(IPB)) {
+            self.ros2.buffer_ipb.insert(e.p, b, ipb);
+        }
+    }
+
+    /// A callback run starts; the latest take on its thread, for its
+    /// subscription, fed it.
+    pub(crate) fn callback_start(&mut self, e: &Event) {
+        use callback_start::*;
+        self.runtime_seen(e.p);
+        let c = self.objs.cbs.get(e.p, e.u(CALLBACK).unwrap_or(0));
+        let intra = e.u(IS_INTRA_PROCESS).unwrap_or(0) != 0;
+        let r = self.open_run(e.th, c, e.ts, intra);
+        if let Some(tk) = self.threads[e.th].pending_take.take() {
+            let owner_sub = self.objs.cbs.subscription_of(c);
+            let take = &mut self.takes[tk];
+            if take.run.is_none() && (owner_sub.is_none() || take.sub.is_none() || take.sub == owner_sub) {
+                take.run = Some(r);
+                if take.sub.is_none() {
+                    take.sub = owner_sub;
+                }
+            }
+        }
+    }
+
+    pub(crate) fn callback_end(&mut self, e: &Event) {
+        let c = self.objs.cbs.get(e.p, e.u(callback_end::CALLBACK).unwrap_or(0));
+        self.close_run(e.th, c, e.ts);
+    }
+
+    /// One layer of a publication (rclcpp, rcl, rmw, or rclcpp intra-process):
+    /// it continues the publication in progress on its thread (same message,
+    /// a layer below), or starts a new one.
+    pub(crate) fn publish(&mut self, e: &Event) {
+        self.runtime_seen(e.p);
+        let (p, th, ev) = (e.p, e.th, e.ev);
+        let (pubh, msg, stamp) = match ev {
+            Ev::RclcppPublish => (e.u(rclcpp_publish::PUBLISHER_HANDLE), e.u(rclcpp_publish::MESSAGE), None),
+            Ev::RclPublish => (e.u(rcl_publish::PUBLISHER_HANDLE), e.u(rcl_publish::MESSAGE), None),
+            Ev::RmwPublish => (e.u(rmw_publish::RMW_PUBLISHER_HANDLE), e.u(rmw_publish::MESSAGE), e.i(rmw_publish::TIMESTAMP)),
+            _ => (e.u(rclcpp_intra_publish::PUBLISHER_HANDLE), e.u(rclcpp_intra_publish::MESSAGE), None),
+        };
+        let msg = msg.unwrap_or(0);
+        let pubs = &mut self.objs.pubs;
+        let publisher = pubh.map(|h| {
+            if ev == Ev::RmwPublish {
+                pubs.find_or_unknown(Layer::Rmw, p, h, |o| o.rmw_handle = Some(h))
+            } else {
+                pubs.get(p, h)
+            }
+        });
+        let cont = self.threads[th].pending_pub.filter(|&pi| {
+            let pb = &self.publications[pi];
+            pb.message == msg
+                && !pb.intra
+                && match ev {
+                    Ev::RclcppPublish | Ev::RclcppIntraPublish => false,
+                    Ev::RclPublish => pb.rcl_ts.is_none() && pb.rmw_ts.is_none(),
+                    _ => pb.rmw_ts.is_none(),
+                }
+        });
+        let pi = match cont {
+            Some(pi) => pi,
+            None => {
+                let run = self.current_run(th);
+                let intra = ev == Ev::RclcppIntraPublish;
+                self.publications.push(Publication { thread: th, run, ts: e.ts, message: msg, intra, ..Default::default() });
+                self.publications.len() - 1
+            }
+        };
+        let pb = &mut self.publications[pi];
+        match ev {
+            Ev::RclcppPublish | Ev::RclcppIntraPublish => pb.rclcpp_ts = Some(e.ts),
+            Ev::RclPublish => pb.rcl_ts = Some(e.ts),
+            _ => pb.rmw_ts = Some(e.ts),
+        }
+        if publisher.is_some() && (pb.publisher.is_none() || ev == Ev::RclPublish) {
+            pb.publisher = publisher;
+        }
+        if stamp.is_some() {
+            pb.src_ts = stamp;
+            pb.src_from = Some(StampSource::RmwPublish);
+        }
+        self.threads[th].pending_pub = Some(pi);
+        if ev == Ev::RclcppIntraPublish {
+            self.caret.intra_msg.insert(p, msg, pi);
+        }
+    }
+
+    pub(crate) fn ring_buffer_enqueue(&mut self, e: &Event) {
+        use rclcpp_ring_buffer_enqueue::*;
+        let (Some(b), Some(idx)) = (e.u(BUFFER), e.u(INDEX)) else { return };
+        if let Some(pi) = self.threads[e.th].pending_pub {
+            if self.publications[pi].intra {
+                self.ros2.rb_slot.insert((e.p, b, idx), pi);
+            }
+        }
+    }
+
+    /// An intra-process take: the publication that enqueued into the same slot.
+    pub(crate) fn ring_buffer_dequeue(&mut self, e: &Event) {
+        use rclcpp_ring_buffer_dequeue::*;
+        let (Some(b), Some(idx)) = (e.u(BUFFER), e.u(INDEX)) else { return };
+        let p = e.p;
+        let publication = self.ros2.rb_slot.get(&(p, b, idx)).copied();
+        let sub = self.ros2.buffer_ipb.get(p, b).and_then(|ipb| self.ros2.ipb_sub.get(p, *ipb)).copied();
+        let t = Take {
+            sub,
+            thread: e.th,
+            ts: e.ts,
+            message: 0,
+            taken: true,
+            intra: true,
+            publication,
+            method: publication.map(|_| LinkMethod::IntraRingBuffer),
+            ..Default::default()
+        };
+        self.push_pending_take(e.th, t);
+    }
+
+    pub(crate) fn rmw_take(&mut self, e: &Event) {
+        use rmw_take::*;
+        self.runtime_seen(e.p);
+        let p = e.p;
+        let taken = e.u(TAKEN).map(|x| x != 0).unwrap_or(true);
+        let sub = e.u(RMW_SUBSCRIPTION_HANDLE).map(|h| self.objs.subs.find_or_unknown(Layer::Rmw, p, h, |o| o.rmw_handle = Some(h)));
+        let t = Take {
+            sub,
+            thread: e.th,
+            ts: e.ts,
+            rmw_ts: Some(e.ts),
+            message: e.u(MESSAGE).unwrap_or(0),
+            src_ts: e.i(SOURCE_TIMESTAMP),
+            taken,
+            method: Some(LinkMethod::RmwTimestamp),
+            ..Default::default()
+        };
+        if taken {
+            self.push_pending_take(e.th, t);
+        } else {
+            self.takes.push(t);
+        }
+    }
+
+    /// `rcl_take` / `rclcpp_take`: the layers above the take in progress.
+    pub(crate) fn upper_take(&mut self, e: &Event) {
+        let msg = if e.ev == Ev::RclTake { e.u(rcl_take::MESSAGE) } else { e.u(rclcpp_take::MESSAGE) }.unwrap_or(0);
+        if let Some(tk) = self.threads[e.th].pending_take {
+            let t = &mut self.takes[tk];
+            if t.message == msg || t.message == 0 {
+                if e.ev == Ev::RclTake {
+                    t.rcl_ts = Some(e.ts);
+                } else {
+                    t.rclcpp_ts = Some(e.ts);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,603 @@
+//! The schema of the execution database, declared once: every table (the
+//! model's, the one `roscope load` adds, and the analyses' outputs), its
+//! columns with their types and meaning, and every code table (the values a
+//! text column takes, with their integer codes and meaning).
+//!
+//! The model builder makes its tables from these specs (`Table::new`);
+//! `to_json()` hands them to Python (`roscope._core.schema()`), and
+//! `markdown()` is the generated part of docs/model.md (a test keeps the two
+//! equal).
+
+/// A column's type, as DuckDB stores it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColType {
+    /// 64-bit signed integer (ids, timestamps in ns, counts, flags).
+    BigInt,
+    /// 64-bit unsigned integer (handles and addresses, as in the trace).
+    UBigInt,
+    /// 64-bit float.
+    Double,
+    /// UTF-8 text.
+    Varchar,
+    /// 128-bit signed integer (DuckDB's type of some sums).
+    HugeInt,
+}
+
+impl ColType {
+    pub const fn sql(self) -> &'static str {
+        match self {
+            ColType::BigInt => "BIGINT",
+            ColType::UBigInt => "UBIGINT",
+            ColType::Double => "DOUBLE",
+            ColType::Varchar => "VARCHAR",
+            ColType::HugeInt => "HUGEINT",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct ColumnSpec {
+    pub name: &'static str,
+    pub ty: ColType,
+    pub doc: &'static str,
+}
+
+/// Who makes a table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The model builder (this crate), from the trace.
+    Model,
+    /// `roscope load`, beside the model's tables.
+    Load,
+    /// An analysis (python/roscope/flow.py over crates/flow), when asked to store its results.
+    Analysis,
+}
+
+impl Origin {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Origin::Model => "model",
+            Origin::Load => "load",
+            Origin::Analysis => "analysis",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct TableSpec {
+    pub name: &'static str,
+    pub origin: Origin,
+    pub doc: &'static str,
+    pub columns: &'static [ColumnSpec],
+}
+
+impl TableSpec {
+    pub fn column(&self, name: &str) -> Option<&ColumnSpec> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+}
+
+/// One value of a code table.
+#[derive(Clone, Copy, Debug)]
+pub struct Code {
+    pub code: i64,
+    pub name: &'static str,
+    pub doc: &'static str,
+}
+
+/// The values a text column takes (`used_in`: `table.column`), with the
+/// integer code each has where the Rust core and Python exchange it.
+#[derive(Clone, Copy, Debug)]
+pub struct CodeTable {
+    pub name: &'static str,
+    pub doc: &'static str,
+    pub used_in: &'static [&'static str],
+    pub values: &'static [Code],
+}
+
+macro_rules! codes {
+    ($(#[$m:meta])* pub enum $ty:ident = $table:literal, $doc:literal, used in [$($used:literal),*] {
+        $( $variant:ident = $code:literal, $name:literal, $vdoc:literal; )*
+    }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        pub enum $ty {
+            $( $variant = $code, )*
+        }
+
+        impl $ty {
+            pub const ALL: &'static [$ty] = &[$($ty::$variant),*];
+            pub const TABLE: CodeTable = CodeTable {
+                name: $table,
+                doc: $doc,
+                used_in: &[$($used),*],
+                values: &[$(Code { code: $code, name: $name, doc: $vdoc }),*],
+            };
+            /// The value as stored in the database.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $( $ty::$variant => $name, )*
+                }
+            }
+            /// The integer code exchanged between the Rust core and Python.
+            pub const fn code(self) -> i64 {
+                self as i64
+            }
+        }
+    };
+}
+
+codes! {
+    /// What a callback belongs to.
+    pub enum CallbackKind = "callback_kind", "What a callback belongs to.", used in ["callbacks.kind"] {
+        Timer = 0, "timer", "a timer's callback (`owner_id` is a `timers` row)";
+        Subscription = 1, "subscription", "a subscription's callback (`owner_id` is a `subscriptions` row)";
+        Service = 2, "service", "a service's callback (`owner_id` is a `services` row)";
+        Client = 3, "client", "a client's callback (`owner_id` is a `clients` row)";
+        Unknown = 4, "unknown", "seen only at run time: its registration was not recorded";
+    }
+}
+
+codes! {
+    /// How a transport link was found, in order of preference.
+    pub enum LinkMethod = "link_method", "How a transport link was found (see Transport links).", used in ["links.method"] {
+        RmwTimestamp = 0, "rmw_timestamp",
+            "`rmw_publish.timestamp` = `rmw_take.source_timestamp`, within a topic (Jazzy on)";
+        CaretSourceStamp = 1, "caret_source_stamp",
+            "a source stamp from CARET on either side: `dds_bind_addr_to_stamp.source_stamp` (publisher's thread, after the publish) \
+             or `dispatch_subscription_callback.source_stamp`, equal to the other side's stamp, within a topic";
+        IntraRingBuffer = 2, "intra_ring_buffer",
+            "`rclcpp_intra_publish` -> `ring_buffer_enqueue(buffer, index)` -> `ring_buffer_dequeue(buffer, index)` (Iron on)";
+        IntraMessage = 3, "intra_message",
+            "`rclcpp_intra_publish.message` = `dispatch_intra_process_subscription_callback.message`, in one process (CARET, Galactic)";
+        Ros1Roscope = 4, "ros1_roscope",
+            "roscope's ROS 1 tracer: the publication written at the same position of the same TCP connection \
+             (`link_tx_write` / `link_rx_message`, matched by the connection's addresses), or in-process (no-copy) delivery";
+        HeuristicWallClock = 5, "heuristic_wall_clock",
+            "no stamp on the publish side: the publication on the topic, on the same host, whose `rmw_ts` + clock offset is \
+             nearest the take's `source_timestamp`, within 5 ms; `heuristic` = 1";
+    }
+}
+
+codes! {
+    /// Why a message caused another (crates/flow).
+    pub enum CausalLinkKind = "causal_link_kind", "Why an input message caused an output message.", used in ["causal_links.kind"] {
+        Direct = 0, "direct", "published by the subscription callback run that received the input";
+        PeriodicAsync = 1, "periodic_async",
+            "annotated periodic asynchronous link: a timer callback publishes from the latest inputs its node's subscriptions cached";
+        PartialSync = 2, "partial_sync",
+            "annotated partial synchronous link: published once every input of a group arrived";
+        Inferred = 3, "inferred",
+            "not annotated: a timer callback's publication, caused by the latest completed run of each subscription callback of its node";
+    }
+}
+
+codes! {
+    /// The parts an end-to-end latency is split into (crates/flow).
+    pub enum SegmentKind = "segment_kind", "The parts a data flow's latency is split into.", used in ["data_flow_segments.kind"] {
+        Communication = 0, "communication", "from a publication to the start of the callback run it fed";
+        Computation = 1, "computation", "from the start of a run to a publication made in it, or the run's duration";
+        Idle = 2, "idle", "from the end of a run to the start of the next run of its node on the flow (an implicit dependency)";
+    }
+}
+
+codes! {
+    /// Causal-link annotations (instrument/annotations).
+    pub enum AnnotationKind = "annotation_kind", "The kind of a causal-link annotation.", used in ["annotations.kind"] {
+        PeriodicAsync = 0, "periodic_async", "`message_link_periodic_async(subs, pubs)`: the publishers publish periodically from the subscriptions' latest messages";
+        PartialSync = 1, "partial_sync", "`message_link_partial_sync(subs, pubs)`: the publishers publish once each subscription received a message";
+    }
+}
+
+codes! {
+    /// The role of an annotation member.
+    pub enum AnnotationRole = "annotation_role", "What an annotation member is.", used in ["annotation_members.role"] {
+        Subscription = 0, "subscription", "an input (`subs` of the annotation)";
+        Publisher = 1, "publisher", "an output (`pubs` of the annotation)";
+    }
+}
+
+codes! {
+    /// What an executor thread is doing (rclcpp executor events).
+    pub enum ExecutorState = "executor_state", "What an executor thread is doing.", used in ["executor_states.state"] {
+        Waiting = 0, "waiting", "from `rclcpp_executor_wait_for_work`: waiting for work";
+        Selecting = 1, "selecting", "from `rclcpp_executor_get_next_ready`: choosing what to execute";
+        Executing = 2, "executing", "from `rclcpp_executor_execute`: executing the entity `handle`";
+    }
+}
+
+/// Every code table.
+pub const CODE_TABLES: &[CodeTable] = &[
+    CallbackKind::TABLE,
+    LinkMethod::TABLE,
+    CausalLinkKind::TABLE,
+    SegmentKind::TABLE,
+    AnnotationKind::TABLE,
+    AnnotationRole::TABLE,
+    ExecutorState::TABLE,
+];
+
+macro_rules! table {
+    ($id:ident = $name:literal, $origin:ident, $doc:expr, [ $( $col:literal : $ty:ident = $cdoc:expr ),* $(,)? ]) => {
+        pub const $id: TableSpec = TableSpec {
+            name: $name,
+            origin: Origin::$origin,
+            doc: $doc,
+            columns: &[ $( ColumnSpec { name: $col, ty: ColType::$ty, doc: $cdoc } ),* ],
+        };
+    };
+}
+
+table!(HOSTS = "hosts", Model, "One row per host, told apart by the trace's `hostname`.", [
+    "host_id": BigInt = "row id",
+    "hostname": Varchar = "the `hostname` of the trace's metadata (`unknown` when absent)",
+]);
+
+table!(TRACES = "traces", Model, "One row per trace directory (one per `metadata` file).", [
+    "trace_id": BigInt = "row id",
+    "host_id": BigInt = "the host it was recorded on",
+    "path": Varchar = "the trace directory",
+    "rel": Varchar = "its path relative to the input it was found under",
+    "domain": Varchar = "the tracer domain of the metadata (`ust`, `kernel`)",
+    "clock_offset_ns": BigInt = "offset of the trace clock's origin to the Unix epoch: `ts + clock_offset_ns` is Unix time in ns",
+    "events_discarded": BigInt = "events the tracer reported discarded (sum over its streams)",
+    "packets_lost": BigInt = "packets missing from the packet sequence numbers (sum over its streams)",
+]);
+
+table!(LOST = "lost", Model, "One row per discard report of the tracer: a counter increase between two packets of a stream.", [
+    "trace_id": BigInt = "the trace",
+    "stream": Varchar = "the stream file",
+    "begin_ts": BigInt = "start of the interval the events were lost in",
+    "end_ts": BigInt = "end of that interval",
+    "events": BigInt = "events lost",
+]);
+
+table!(PROCESSES = "processes", Model, "One row per process instance, keyed by (host, pid): a reused pid is a new instance (see Identity and lifetimes).", [
+    "proc_id": BigInt = "row id",
+    "host_id": BigInt = "its host",
+    "trace_id": BigInt = "the trace of its first event",
+    "pid": BigInt = "`vpid` context",
+    "procname": Varchar = "the name of its main thread (tid = pid), else of the first thread seen",
+    "first_ts": BigInt = "its first event",
+    "last_ts": BigInt = "its last event",
+    "events": BigInt = "its events",
+]);
+
+table!(THREADS = "threads", Model, "One row per thread of a process instance.", [
+    "thread_id": BigInt = "row id",
+    "proc_id": BigInt = "its process instance",
+    "tid": BigInt = "`vtid` context",
+    "first_ts": BigInt = "its first event",
+    "last_ts": BigInt = "its last event",
+    "events": BigInt = "its events",
+]);
+
+/// The columns the object tables share, after their id column and `proc_id`.
+macro_rules! object_table {
+    ($id:ident = $name:literal, $doc:expr, $id_col:literal, $node_col:literal, $node_doc:expr, $name_doc:expr) => {
+        table!($id = $name, Model, $doc, [
+            $id_col: BigInt = "row id",
+            "proc_id": BigInt = "its process instance",
+            $node_col: BigInt = $node_doc,
+            "handle": UBigInt = "its rcl handle, as in the trace (ROS 1: the address the tracer gives for it)",
+            "rmw_handle": UBigInt = "its rmw handle",
+            "rclcpp_handle": UBigInt = "the rclcpp subscription object (subscriptions only)",
+            "name": Varchar = $name_doc,
+            "namespace": Varchar = "the node's namespace (nodes only)",
+            "queue_depth": BigInt = "the history depth; ROS 1: the queue size (publishers and subscriptions)",
+            "gid": Varchar = "the DDS GID in hex, from the rmw init event (publishers and subscriptions)",
+            "period_ns": BigInt = "the period (timers only)",
+            "init_ts": BigInt = "its init event (or the first event that named it)",
+            "known": BigInt = "1 when its init event was recorded; 0 when only runtime events name it",
+        ]);
+    };
+}
+
+object_table!(
+    NODES = "nodes",
+    "One row per node.",
+    "node_id",
+    "node_id_1",
+    "always NULL (the object tables share one layout, whose owning-node column is named `node_id`; in `nodes` it follows \
+     the row id of the same name, so the database renames it)",
+    "the node's name"
+);
+object_table!(PUBLISHERS = "publishers", "One row per publisher.", "publisher_id", "node_id", "its node", "the topic");
+object_table!(SUBSCRIPTIONS = "subscriptions", "One row per subscription.", "subscription_id", "node_id", "its node", "the topic");
+object_table!(TIMERS = "timers", "One row per timer.", "timer_id", "node_id", "its node", "NULL");
+object_table!(SERVICES = "services", "One row per service.", "service_id", "node_id", "its node", "the service name");
+object_table!(CLIENTS = "clients", "One row per service client.", "client_id", "node_id", "its node", "the service name");
+
+table!(CALLBACKS = "callbacks", Model, "One row per callback.", [
+    "callback_id": BigInt = "row id",
+    "proc_id": BigInt = "its process instance",
+    "handle": UBigInt = "the callback's address, as in the trace",
+    "symbol": Varchar = "the callback's function (demangled), when registered",
+    "kind": Varchar = "what it belongs to (code table `callback_kind`)",
+    "owner_id": BigInt = "the row of its owner in the table its kind names",
+    "node_id": BigInt = "its owner's node",
+    "init_ts": BigInt = "its registration (or first run)",
+    "known": BigInt = "1 when its registration was recorded",
+]);
+
+table!(CALLBACK_RUNS = "callback_runs", Model, "One row per callback run (see Callback runs).", [
+    "run_id": BigInt = "row id",
+    "callback_id": BigInt = "the callback",
+    "thread_id": BigInt = "the thread it ran on",
+    "start_ts": BigInt = "its start",
+    "end_ts": BigInt = "its end; NULL when the end was not recorded",
+    "duration_ns": BigInt = "`end_ts - start_ts`",
+    "is_intra": BigInt = "1 when it took an intra-process message (`callback_start.is_intra_process`)",
+    "depth": BigInt = "nesting on its thread: 0 for a run no other run encloses",
+    "parent_run_id": BigInt = "the run that encloses it on its thread",
+]);
+
+table!(PUBLICATIONS = "publications", Model, "One row per message published; its layers' events (rclcpp, rcl, rmw) on one thread are one publication.", [
+    "publication_id": BigInt = "row id",
+    "publisher_id": BigInt = "the publisher",
+    "thread_id": BigInt = "the thread it was published from",
+    "run_id": BigInt = "the callback run it was published from, if any",
+    "ts": BigInt = "its first event",
+    "rclcpp_ts": BigInt = "`rclcpp_publish` (or `rclcpp_intra_publish`; ROS 1: the publish)",
+    "rcl_ts": BigInt = "`rcl_publish`",
+    "rmw_ts": BigInt = "`rmw_publish` (ROS 1, roscope's tracer: the serialization into a buffer)",
+    "message": UBigInt = "the message's address",
+    "source_ts": BigInt = "the DDS source stamp: `rmw_publish.timestamp`, or CARET's `dds_bind_addr_to_stamp.source_stamp`",
+    "is_intra": BigInt = "1 for an intra-process publication",
+]);
+
+table!(TAKES = "takes", Model, "One row per message taken by a subscription.", [
+    "take_id": BigInt = "row id",
+    "subscription_id": BigInt = "the subscription",
+    "thread_id": BigInt = "the thread that took it",
+    "run_id": BigInt = "the callback run it fed",
+    "ts": BigInt = "the take (ROS 1, roscope's tracer: when the message was queued for its callback)",
+    "rmw_ts": BigInt = "`rmw_take`",
+    "rcl_ts": BigInt = "`rcl_take`",
+    "rclcpp_ts": BigInt = "`rclcpp_take`",
+    "message": UBigInt = "the message's address",
+    "source_ts": BigInt = "the DDS source stamp (`rmw_take.source_timestamp`, CARET's `dispatch_subscription_callback.source_stamp`)",
+    "taken": BigInt = "0 when `rmw_take` found no message",
+    "is_intra": BigInt = "1 for an intra-process take",
+]);
+
+table!(LINKS = "links", Model, "One row per transport link: a publication to one take / callback run it fed (see Transport links).", [
+    "publication_id": BigInt = "the publication",
+    "take_id": BigInt = "the take",
+    "run_id": BigInt = "the callback run the take fed",
+    "method": Varchar = "how the link was found (code table `link_method`)",
+    "heuristic": BigInt = "1 for a heuristic link (`roscope load --no-heuristics` leaves them out)",
+]);
+
+table!(ANNOTATIONS = "annotations", Model, "One row per causal-link annotation event (instrument/annotations).", [
+    "annotation_id": BigInt = "row id",
+    "proc_id": BigInt = "the process that emitted it",
+    "kind": Varchar = "code table `annotation_kind`",
+    "ts": BigInt = "the annotation event",
+]);
+
+table!(ANNOTATION_MEMBERS = "annotation_members", Model, "One row per subscription or publisher an annotation names.", [
+    "annotation_id": BigInt = "the annotation",
+    "role": Varchar = "code table `annotation_role`",
+    "handle": UBigInt = "the handle the annotation gives",
+    "subscription_id": BigInt = "the subscription with that handle (rcl or rclcpp), for the role `subscription`",
+    "publisher_id": BigInt = "the publisher with that handle, for the role `publisher`",
+]);
+
+table!(EXECUTOR_STATES = "executor_states", Model, "One row per interval of an executor thread's state, from one executor event to the next on its thread (the last one ends with the thread's last event).", [
+    "thread_id": BigInt = "the executor thread",
+    "state": Varchar = "code table `executor_state`",
+    "start_ts": BigInt = "its start",
+    "end_ts": BigInt = "its end",
+    "handle": UBigInt = "`executing`: the rcl handle executed",
+]);
+
+table!(META = "meta", Load, "Key/value facts about the database (values are JSON): `schema_version`, `roscope_version`, `sources`, `created`, `host`, `heuristic_links`, `stats` (the model builder's counters, e.g. `unmatched_callback_ends`), `warnings`, `losses`.", [
+    "key": Varchar = "the fact",
+    "value": Varchar = "its value, as JSON",
+]);
+
+table!(CAUSAL_LINKS = "causal_links", Analysis, "One row per causal link: an input message that caused an output message (`flow.causal_links`).", [
+    "in_publication_id": BigInt = "the input publication",
+    "in_run_id": BigInt = "the subscription callback run that received it",
+    "out_publication_id": BigInt = "the output publication",
+    "kind": Varchar = "code table `causal_link_kind`",
+]);
+
+table!(DATA_FLOWS = "data_flows", Analysis, "One row per data flow from an input topic to an output topic (`flow.data_flows`).", [
+    "flow_id": BigInt = "row id",
+    "path_id": BigInt = "its path (`paths`): flows through the same callbacks and topics share one",
+    "output_publication_id": BigInt = "the publication on the output topic that ends it",
+    "input_publication_id": BigInt = "the publication on the input topic (-1: none)",
+    "first_run_id": BigInt = "the callback run that published the input (-1: none)",
+    "start_ts": BigInt = "the start of its first run",
+    "end_ts": BigInt = "the output publication",
+    "latency_ns": BigInt = "`end_ts - start_ts`",
+    "communication_ns": BigInt = "the part of the latency spent in communication (segment kind `communication`)",
+    "idle_ns": BigInt = "the part spent between the runs of a node (segment kind `idle`)",
+    "computation_ns": BigInt = "the part spent in callback runs (segment kind `computation`)",
+]);
+
+table!(DATA_FLOW_STEPS = "data_flow_steps", Analysis, "The steps of one flow per path (of every flow when asked), alternating runs and publications forward in time.", [
+    "flow_id": BigInt = "the flow",
+    "step": BigInt = "position in the flow, from 0",
+    "is_run": BigInt = "1: `id` is a `run_id`; 0: a `publication_id`",
+    "id": BigInt = "the run or publication",
+]);
+
+table!(DATA_FLOW_SEGMENTS = "data_flow_segments", Analysis, "The distinct segments of all data flows, each once.", [
+    "kind": Varchar = "code table `segment_kind`",
+    "a": BigInt = "`communication`: the publication; `computation`, `idle`: the run",
+    "b": BigInt = "`communication`: the run; `computation`: the publication (-1: the run's own duration); `idle`: the next run",
+    "duration_ns": BigInt = "its duration",
+]);
+
+table!(PATHS = "paths", Analysis, "One row per path: the callback and topic sequence its flows share.", [
+    "path_id": BigInt = "the path",
+    "flows": BigInt = "its flows",
+    "path": Varchar = "its steps, readable: `node kind(topic) -> [topic] -> ...`",
+]);
+
+table!(RUN_INPUT_WAITS = "run_input_waits", Analysis, "One row per transport link into a callback run: how long the input waited (`flow.executor`).", [
+    "run_id": BigInt = "the callback run",
+    "publication_id": BigInt = "its input publication",
+    "callback_id": BigInt = "the run's callback",
+    "thread_id": BigInt = "the run's thread",
+    "publish_ts": BigInt = "the publication (earliest layer)",
+    "start_ts": BigInt = "the run's start",
+    "wait_ns": BigInt = "`start_ts - publish_ts`",
+    "executor_busy_ns": HugeInt = "the part of the wait the run's thread spent running other top-level callbacks",
+]);
+
+/// Every table, in the order the model builder emits its own.
+pub const TABLES: &[TableSpec] = &[
+    HOSTS,
+    TRACES,
+    LOST,
+    PROCESSES,
+    THREADS,
+    NODES,
+    PUBLISHERS,
+    SUBSCRIPTIONS,
+    TIMERS,
+    SERVICES,
+    CLIENTS,
+    CALLBACKS,
+    CALLBACK_RUNS,
+    PUBLICATIONS,
+    TAKES,
+    LINKS,
+    ANNOTATIONS,
+    ANNOTATION_MEMBERS,
+    EXECUTOR_STATES,
+    META,
+    CAUSAL_LINKS,
+    DATA_FLOWS,
+    DATA_FLOW_STEPS,
+    DATA_FLOW_SEGMENTS,
+    PATHS,
+    RUN_INPUT_WAITS,
+];
+
+pub fn table(name: &str) -> Option<&'static TableSpec> {
+    TABLES.iter().find(|t| t.name == name)
+}
+
+pub fn code_table(name: &str) -> Option<&'static CodeTable> {
+    CODE_TABLES.iter().find(|t| t.name == name)
+}
+
+fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// `"key": "value"` pairs of one JSON object.
+fn json_obj(out: &mut String, pairs: &[(&str, &str)], rest: impl FnOnce(&mut String)) {
+    out.push('{');
+    for (i, (k, v)) in pairs.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        json_str(out, k);
+        out.push_str(": ");
+        json_str(out, v);
+    }
+    rest(out);
+    out.push('}');
+}
+
+/// The schema as JSON: `{"tables": [{"name", "origin", "doc", "columns":
+/// [{"name", "type", "doc"}]}], "codes": [{"name", "doc", "used_in": [...],
+/// "values": [{"code", "name", "doc"}]}]}`.
+pub fn to_json() -> String {
+    let mut o = String::from("{\"tables\": [");
+    for (i, t) in TABLES.iter().enumerate() {
+        if i > 0 {
+            o.push_str(", ");
+        }
+        json_obj(&mut o, &[("name", t.name), ("origin", t.origin.name()), ("doc", t.doc)], |o| {
+            o.push_str(", \"columns\": [");
+            for (j, c) in t.columns.iter().enumerate() {
+                if j > 0 {
+                    o.push_str(", ");
+                }
+                json_obj(o, &[("name", c.name), ("type", c.ty.sql()), ("doc", c.doc)], |_| {});
+            }
+            o.push(']');
+        });
+    }
+    o.push_str("], \"codes\": [");
+    for (i, t) in CODE_TABLES.iter().enumerate() {
+        if i > 0 {
+            o.push_str(", ");
+        }
+        json_obj(&mut o, &[("name", t.name), ("doc", t.doc)], |o| {
+            o.push_str(", \"used_in\": [");
+            for (j, u) in t.used_in.iter().enumerate() {
+                if j > 0 {
+                    o.push_str(", ");
+                }
+                json_str(o, u);
+            }
+            o.push_str("], \"values\": [");
+            for (j, v) in t.values.iter().enumerate() {
+                if j > 0 {
+                    o.push_str(", ");
+                }
+                o.push_str(&format!("{{\"code\": {}, \"name\": ", v.code));
+                json_str(o, v.name);
+                o.push_str(", \"doc\": ");
+                json_str(o, v.doc);
+                o.push('}');
+            }
+            o.push(']');
+        });
+    }
+    o.push_str("]}");
+    o
+}
+
+fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// The tables and code tables as the Markdown of docs/model.md (the part
+/// between its `schema:begin` and `schema:end` markers).
+pub fn markdown() -> String {
+    let mut o = String::new();
+    for (origin, title) in [
+        (Origin::Model, "Tables of the model"),
+        (Origin::Load, "Written by `roscope load`"),
+        (Origin::Analysis, "Analysis outputs (stored when asked)"),
+    ] {
+        o.push_str(&format!("### {}\n\n", title));
+        for t in TABLES.iter().filter(|t| t.origin == origin) {
+            o.push_str(&format!("#### `{}`\n\n{}\n\n| column | type | meaning |\n|---|---|---|\n", t.name, t.doc));
+            for c in t.columns {
+                o.push_str(&format!("| `{}` | {} | {} |\n", c.name, c.ty.sql(), md_cell(c.doc)));
+            }
+            o.push('\n');
+        }
+    }
+    o.push_str("### Code tables\n\n");
+    for t in CODE_TABLES {
+        let used: Vec<String> = t.used_in.iter().map(|u| format!("`{}`", u)).collect();
+        o.push_str(&format!("#### `{}`\n\n{} Used in {}.\n\n| code | value | meaning |\n|---|---|---|\n", t.name, t.doc, used.join(", ")));
+        for v in t.values {
+            o.push_str(&format!("| {} | `{}` | {} |\n", v.code, v.name, md_cell(v.doc)));
+        }
+        o.push('\n');
+    }
+    o
+}

@@ -1,0 +1,283 @@
+//! The model's tables (`crate::schema`), emitted from the builder's records
+//! once every event is read. Each table's row values follow its spec's
+//! column order.
+
+use roscope_ctf::metadata::EnvValue;
+use roscope_ctf::TraceSet;
+
+use crate::builder::Builder;
+use crate::objects::{Link, Obj};
+use crate::registry::{Layer, Registry};
+use crate::schema::{self, AnnotationRole, CallbackKind, LinkMethod, TableSpec};
+use crate::table::Table;
+use crate::Model;
+
+fn id(i: usize) -> Option<i64> {
+    Some(i as i64)
+}
+
+fn opt_id(i: Option<usize>) -> Option<i64> {
+    i.map(|x| x as i64)
+}
+
+fn ts(t: Option<u64>) -> Option<i64> {
+    t.map(|x| x as i64)
+}
+
+fn object_table(spec: &'static TableSpec, list: &Registry<Obj>) -> Table {
+    let mut t = Table::new(spec);
+    for (i, o) in list.iter().enumerate() {
+        t.row()
+            .i(id(i))
+            .i(Some(o.proc as i64))
+            .i(opt_id(o.node))
+            .u(Some(o.handle))
+            .u(o.rmw_handle)
+            .u(o.extra)
+            .s(o.name.as_deref())
+            .s(o.ns.as_deref())
+            .i(o.depth)
+            .s(o.gid.as_deref())
+            .i(o.period)
+            .i(ts(o.ts))
+            .i(Some(o.known as i64))
+            .done();
+    }
+    t
+}
+
+impl Builder {
+    /// Emits every table of the model, freeing the records as it goes.
+    pub(crate) fn tables(mut self, set: &TraceSet, links: Vec<Link>) -> Model {
+        let mut out = self.trace_tables(set);
+        out.push(self.process_table());
+        out.push(self.thread_table());
+        let o = &self.objs;
+        out.push(object_table(&schema::NODES, &o.nodes));
+        out.push(object_table(&schema::PUBLISHERS, &o.pubs));
+        out.push(object_table(&schema::SUBSCRIPTIONS, &o.subs));
+        out.push(object_table(&schema::TIMERS, &o.timers));
+        out.push(object_table(&schema::SERVICES, &o.services));
+        out.push(object_table(&schema::CLIENTS, &o.clients));
+        out.push(self.callback_table());
+        out.push(self.run_table());
+        self.runs = Vec::new();
+        out.push(self.publication_table());
+        self.publications = Vec::new();
+        out.push(self.take_table());
+        self.takes = Vec::new();
+        out.push(link_table(&links));
+        out.extend(self.annotation_tables());
+        out.push(self.executor_table());
+        Model { tables: out, stats: self.stats() }
+    }
+
+    /// `hosts`, `traces`, `lost`.
+    fn trace_tables(&self, set: &TraceSet) -> Vec<Table> {
+        let losses = set.losses();
+        let mut hosts = Table::new(&schema::HOSTS);
+        for (i, h) in self.hosts().iter().enumerate() {
+            hosts.row().i(id(i)).s(Some(h)).done();
+        }
+        let mut traces = Table::new(&schema::TRACES);
+        for (i, tr) in set.traces.iter().enumerate() {
+            let dom = match tr.md.env.get("domain") {
+                Some(EnvValue::Str(s)) => Some(s.as_str()),
+                _ => None,
+            };
+            let (d, pl) =
+                losses.iter().filter(|l| l.trace == i).fold((0u64, 0u64), |(a, b), l| (a + l.events_discarded, b + l.packets_lost));
+            traces
+                .row()
+                .i(id(i))
+                .i(id(self.trace_host(i)))
+                .s(Some(&tr.dir.display().to_string()))
+                .s(Some(&tr.rel))
+                .s(dom)
+                .i(Some(tr.offset_ns))
+                .i(Some(d as i64))
+                .i(Some(pl as i64))
+                .done();
+        }
+        let mut lost = Table::new(&schema::LOST);
+        for l in &losses {
+            for (b, e, n) in &l.intervals {
+                lost.row()
+                    .i(id(l.trace))
+                    .s(l.files.first().map(|x| x.as_str()))
+                    .i(Some(*b as i64))
+                    .i(Some(*e as i64))
+                    .i(Some(*n as i64))
+                    .done();
+            }
+        }
+        vec![hosts, traces, lost]
+    }
+
+    fn process_table(&self) -> Table {
+        let mut t = Table::new(&schema::PROCESSES);
+        for (i, p) in self.procs.iter().enumerate().filter(|(_, p)| p.included) {
+            t.row()
+                .i(id(i))
+                .i(id(p.host))
+                .i(id(p.trace))
+                .i(Some(p.pid))
+                .s(Some(&p.procname))
+                .i(Some(p.first as i64))
+                .i(Some(p.last as i64))
+                .i(Some(p.events as i64))
+                .done();
+        }
+        t
+    }
+
+    fn thread_table(&self) -> Table {
+        let mut t = Table::new(&schema::THREADS);
+        for (i, th) in self.threads.iter().enumerate() {
+            t.row()
+                .i(id(i))
+                .i(id(th.proc))
+                .i(Some(th.tid))
+                .i(Some(th.first as i64))
+                .i(Some(th.last as i64))
+                .i(Some(th.events as i64))
+                .done();
+        }
+        t
+    }
+
+    fn callback_table(&self) -> Table {
+        let o = &self.objs;
+        let mut t = Table::new(&schema::CALLBACKS);
+        for (i, c) in o.cbs.iter().enumerate() {
+            let node = match (c.kind, c.owner) {
+                (CallbackKind::Subscription, Some(x)) => o.subs[x].node,
+                (CallbackKind::Timer, Some(x)) => o.timers[x].node,
+                (CallbackKind::Service, Some(x)) => o.services[x].node,
+                (CallbackKind::Client, Some(x)) => o.clients[x].node,
+                _ => None,
+            };
+            t.row()
+                .i(id(i))
+                .i(id(c.proc))
+                .u(Some(c.handle))
+                .s(c.symbol.as_deref())
+                .s(Some(c.kind.name()))
+                .i(opt_id(c.owner))
+                .i(opt_id(node))
+                .i(ts(c.ts))
+                .i(Some(c.known as i64))
+                .done();
+        }
+        t
+    }
+
+    fn run_table(&self) -> Table {
+        let mut t = Table::new(&schema::CALLBACK_RUNS);
+        for (i, r) in self.runs.iter().enumerate() {
+            t.row()
+                .i(id(i))
+                .i(id(r.cb))
+                .i(id(r.thread))
+                .i(Some(r.start as i64))
+                .i(ts(r.end))
+                .i(r.end.map(|e| e as i64 - r.start as i64))
+                .i(Some(r.intra as i64))
+                .i(Some(r.depth as i64))
+                .i(opt_id(r.parent))
+                .done();
+        }
+        t
+    }
+
+    fn publication_table(&self) -> Table {
+        let mut t = Table::new(&schema::PUBLICATIONS);
+        for (i, p) in self.publications.iter().enumerate() {
+            t.row()
+                .i(id(i))
+                .i(opt_id(p.publisher))
+                .i(id(p.thread))
+                .i(opt_id(p.run))
+                .i(Some(p.ts as i64))
+                .i(ts(p.rclcpp_ts))
+                .i(ts(p.rcl_ts))
+                .i(ts(p.rmw_ts))
+                .u(Some(p.message))
+                .i(p.src_ts)
+                .i(Some(p.intra as i64))
+                .done();
+        }
+        t
+    }
+
+    fn take_table(&self) -> Table {
+        let mut t = Table::new(&schema::TAKES);
+        for (i, k) in self.takes.iter().enumerate() {
+            t.row()
+                .i(id(i))
+                .i(opt_id(k.sub))
+                .i(id(k.thread))
+                .i(opt_id(k.run))
+                .i(Some(k.ts as i64))
+                .i(ts(k.rmw_ts))
+                .i(ts(k.rcl_ts))
+                .i(ts(k.rclcpp_ts))
+                .u(Some(k.message))
+                .i(k.src_ts)
+                .i(Some(k.taken as i64))
+                .i(Some(k.intra as i64))
+                .done();
+        }
+        t
+    }
+
+    /// `annotations`, and `annotation_members` resolved to subscriptions (by
+    /// rcl handle, else rclcpp object) and publishers (by rcl handle).
+    fn annotation_tables(&self) -> [Table; 2] {
+        let mut anns = Table::new(&schema::ANNOTATIONS);
+        for (i, a) in self.annotations.iter().enumerate() {
+            anns.row().i(id(i)).i(id(a.proc)).s(Some(a.kind.name())).i(Some(a.ts as i64)).done();
+        }
+        let mut members = Table::new(&schema::ANNOTATION_MEMBERS);
+        let (subs, pubs) = (&self.objs.subs, &self.objs.pubs);
+        for (i, a) in self.annotations.iter().enumerate() {
+            for &h in &a.subs {
+                let sid = subs.find(Layer::Rcl, a.proc, h).or_else(|| subs.find(Layer::Rclcpp, a.proc, h));
+                members.row().i(id(i)).s(Some(AnnotationRole::Subscription.name())).u(Some(h)).i(opt_id(sid)).i(None).done();
+            }
+            for &h in &a.pubs {
+                let pid = pubs.find(Layer::Rcl, a.proc, h);
+                members.row().i(id(i)).s(Some(AnnotationRole::Publisher.name())).u(Some(h)).i(None).i(opt_id(pid)).done();
+            }
+        }
+        [anns, members]
+    }
+
+    fn executor_table(&self) -> Table {
+        let mut t = Table::new(&schema::EXECUTOR_STATES);
+        for e in &self.exec_states {
+            t.row().i(id(e.thread)).s(Some(e.state.name())).i(Some(e.start as i64)).i(Some(e.end as i64)).u(e.handle).done();
+        }
+        t
+    }
+
+    fn stats(&self) -> Vec<(String, i64)> {
+        let c = &self.counts;
+        vec![
+            ("events".to_string(), c.events as i64),
+            ("unmatched_callback_ends".to_string(), c.unmatched_ends as i64),
+            ("unmatched_callback_starts".to_string(), c.unmatched_starts as i64),
+            ("events_of_other_recordings".to_string(), c.excluded_events as i64),
+            ("processes_of_other_recordings".to_string(), self.procs.iter().filter(|p| !p.included).count() as i64),
+        ]
+    }
+}
+
+fn link_table(links: &[Link]) -> Table {
+    let mut t = Table::new(&schema::LINKS);
+    for l in links {
+        let heuristic = l.method == LinkMethod::HeuristicWallClock;
+        t.row().i(id(l.publication)).i(opt_id(l.take)).i(opt_id(l.run)).s(Some(l.method.name())).i(Some(heuristic as i64)).done();
+    }
+    t
+}
