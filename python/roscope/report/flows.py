@@ -40,7 +40,7 @@ def flows(R: Report, pairs: list[tuple[str, str]]) -> None:
 def flow_set(R: Report, ctx, i: int, from_re: str, to_re: str) -> str:
     from roscope import flow as fl
 
-    res = fl.data_flows(R.db, from_re, to_re, ctx, all_steps=True)
+    res = fl.data_flows(R.db, from_re, to_re, ctx)
     s = res.summary
     head = (f'<h3 id="flows-{i}">From <code>{esc(from_re)}</code> to <code>{esc(to_re)}</code></h3>'
             f'<p>{s["flows"]:,} data flows on {s["paths"]:,} paths, ending at {s["outputs"]:,} output messages. Input topics: '
@@ -71,11 +71,13 @@ def flow_set(R: Report, ctx, i: int, from_re: str, to_re: str) -> str:
         f"flow_violin_{i}", F.violins([(F.t(names[p], 60), samples[p]["ms"], samples[p]["of"]) for p in ids],
                                       "End-to-end latency per path"), cap)
     steps = Q.representative_steps(R.con, "data_flows", "data_flow_steps", ids)
-    elements = Q.element_breakdown(R.con, "data_flows", "data_flow_steps", ids)
+    means = Q.segment_means(R.con, "data_flow_segments")
     body += "<h4>Where the time goes, per path element</h4>" + R.page.fig(
-        f"flow_breakdown_{i}", F.breakdown([(F.t(names[p], 60), path_elements(R, steps.get(p, []), elements.get(p, []))) for p in ids],
+        f"flow_breakdown_{i}", F.breakdown([(F.t(names[p], 60), path_elements(R, steps.get(p, []), means)) for p in ids],
                                            "Communication, computation and idle per path element"),
-        "Each bar is a path's elements in order; each segment is the mean over the path's flows (hover for what it is).")
+        "Each bar is a path's elements in order (communication on a topic into a callback, computation in a callback, idle "
+        "between two callbacks of a node); each segment is the mean of that element's distinct segments over all flows, "
+        "as in Tables II to IV (hover for what it is).")
     body += tables(R, i, paths, comps)
     body += "<h4>Data-flow graph</h4>" + R.page.fig(f"flow_graph_{i}", flow_graph(R, [steps.get(p, []) for p in ids]),
                                                     "Topics (squares) and callbacks (circles, coloured by node) on the drawn "
@@ -85,25 +87,23 @@ def flow_set(R: Report, ctx, i: int, from_re: str, to_re: str) -> str:
     return body
 
 
-def path_elements(R: Report, steps: list[dict], elements: list[dict]) -> list[dict]:
+def path_elements(R: Report, steps: list[dict], means: dict[tuple, dict]) -> list[dict]:
     """The stacked segments of one path: (kind, mean, label) per element, in order."""
     out = []
-    for e in elements:
-        k = e["step"]
-        if k + 1 >= len(steps):
-            continue
-        a, b = steps[k], steps[k + 1]
+    lab = lambda cb: R.labels.get(cb, "?")  # noqa: E731
+    mean = lambda *key: (means.get(key) or {}).get("mean_ns")  # noqa: E731
+    for a, b in zip(steps, steps[1:]):
         if a["is_run"] == 0 and b["is_run"] == 1:
-            out.append({"kind": "communication", "mean_ns": e["communication_ns"],
-                        "label": F.t(f"communication on {a['topic']} to {R.labels.get(b['callback_id'], '?')}", 140)})
+            out.append({"kind": "communication", "mean_ns": mean("communication", a["topic"], str(b["callback_id"])),
+                        "label": F.t(f"communication on {a['topic']} to {lab(b['callback_id'])}", 140)})
         elif a["is_run"] == 1 and b["is_run"] == 0:
-            out.append({"kind": "computation", "mean_ns": e["computation_ns"],
-                        "label": F.t(f"computation in {R.labels.get(a['callback_id'], '?')} until it publishes on {b['topic']}", 160)})
+            out.append({"kind": "computation", "mean_ns": mean("computation", str(a["callback_id"]), b["topic"]),
+                        "label": F.t(f"computation in {lab(a['callback_id'])} until it publishes on {b['topic']}", 160)})
         else:
-            out.append({"kind": "computation", "mean_ns": e["computation_ns"],
-                        "label": F.t(f"computation: {R.labels.get(a['callback_id'], '?')} runs", 140)})
-            out.append({"kind": "idle", "mean_ns": e["idle_ns"],
-                        "label": F.t(f"idle in {a['node']} until {R.labels.get(b['callback_id'], '?')} starts", 160)})
+            out.append({"kind": "computation", "mean_ns": mean("computation", str(a["callback_id"]), None),
+                        "label": F.t(f"computation: {lab(a['callback_id'])} runs", 140)})
+            out.append({"kind": "idle", "mean_ns": mean("idle", str(a["callback_id"]), str(b["callback_id"])),
+                        "label": F.t(f"idle in {a['node']} until {lab(b['callback_id'])} starts", 160)})
     return out
 
 

@@ -85,7 +85,7 @@ def fmt(v, kind: str) -> str:
 
 
 def table(tid: str, cols: list[Col], rows: list[dict], row_id: str | None = None, limit: int | None = None) -> str:
-    """A sortable table; each numeric cell carries its exact value in data-v (ns
+    """A sortable table (id "tbl-" + tid); each numeric cell carries its exact value in data-v (ns
     for durations), and each row the value of `row_id` in data-id."""
     shown = rows if limit is None else rows[:limit]
     head = "".join(f'<th class="{"text" if c.kind == "text" else "num"}" data-k="{esc(c.key)}"'
@@ -106,7 +106,7 @@ def table(tid: str, cols: list[Col], rows: list[dict], row_id: str | None = None
     more = ""
     if limit is not None and len(rows) > limit:
         more = f'<p class="caption">The first {limit:,} of {len(rows):,} rows are shown.</p>'
-    return (f'<div class="scroll"><table id="{esc(tid)}" class="sortable"><thead><tr>{head}</tr></thead>'
+    return (f'<div class="scroll"><table id="tbl-{esc(tid)}" class="sortable"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table></div>{more}")
 
 

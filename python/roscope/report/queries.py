@@ -275,37 +275,26 @@ def latency_samples(con, flows: str, per_path: int) -> dict[int, dict]:
     return out
 
 
-def element_breakdown(con, flows: str, steps: str, path_ids: list[int]) -> dict[int, list[dict]]:
-    """Per path and path element (consecutive steps of its flows): the mean
-    communication, computation and idle time over the path's flows, by the rules
-    of the data-flow breakdown (docs/analyses.md): publication -> run is
-    communication; run -> publication made in it is computation; run -> next run
-    of the node is the first run's duration (computation) then idle."""
-    rows = records(con, f"""
-        WITH s AS (
-            SELECT st.flow_id, f.path_id, st.step, st.is_run, st.id,
-                   lead(st.is_run) OVER w AS n_is_run, lead(st.id) OVER w AS n_id
-            FROM {steps} st JOIN {flows} f USING (flow_id) WHERE list_contains(?::BIGINT[], f.path_id)
-            WINDOW w AS (PARTITION BY st.flow_id ORDER BY st.step)),
-        t AS (
-            SELECT s.path_id, s.step, s.is_run, s.n_is_run,
-                   CASE WHEN s.is_run = 1 THEN r.start_ts ELSE pi.publish_ts END AS t0, r.end_ts AS r_end,
-                   CASE WHEN s.n_is_run = 1 THEN r2.start_ts ELSE pi2.publish_ts END AS t1
-            FROM s LEFT JOIN callback_runs r ON s.is_run = 1 AND r.run_id = s.id
-            LEFT JOIN publications_info pi ON s.is_run = 0 AND pi.publication_id = s.id
-            LEFT JOIN callback_runs r2 ON s.n_is_run = 1 AND r2.run_id = s.n_id
-            LEFT JOIN publications_info pi2 ON s.n_is_run = 0 AND pi2.publication_id = s.n_id
-            WHERE s.n_id IS NOT NULL)
-        SELECT path_id, step, any_value(is_run) AS is_run, any_value(n_is_run) AS n_is_run, count(*) AS flows,
-               avg(CASE WHEN is_run = 0 AND n_is_run = 1 THEN t1 - t0 END) AS communication_ns,
-               avg(CASE WHEN is_run = 1 AND n_is_run = 0 THEN t1 - t0
-                        WHEN is_run = 1 AND n_is_run = 1 THEN coalesce(r_end, t1) - t0 END) AS computation_ns,
-               avg(CASE WHEN is_run = 1 AND n_is_run = 1 THEN t1 - coalesce(r_end, t1) END) AS idle_ns
-        FROM t GROUP BY path_id, step ORDER BY path_id, step""", [list(path_ids)])
-    out: dict[int, list[dict]] = {}
-    for r in rows:
-        out.setdefault(r["path_id"], []).append(r)
-    return out
+def segment_means(con, segments: str) -> dict[tuple, dict]:
+    """Mean duration of the distinct segments of the data flows (`segments`: the
+    flow's `data_flow_segments`), per path element: communication by (topic,
+    receiving callback), computation by (callback, topic it publishes on, or None
+    for a run followed by another run of its node), idle by (callback, next
+    callback). Keys: ("communication", topic, callback_id), ("computation",
+    callback_id, topic or None), ("idle", callback_id, callback_id)."""
+    rows = con.execute(f"""
+        SELECT s.kind,
+               CASE s.kind WHEN 'communication' THEN pa.topic ELSE ra.callback_id::VARCHAR END AS ka,
+               CASE s.kind WHEN 'communication' THEN rb.callback_id::VARCHAR WHEN 'idle' THEN rb.callback_id::VARCHAR
+                           ELSE pb.topic END AS kb,
+               count(*) AS n, avg(s.duration_ns) AS mean_ns
+        FROM {segments} s
+        LEFT JOIN publications_info pa ON s.kind = 'communication' AND pa.publication_id = s.a
+        LEFT JOIN callback_runs ra ON s.kind <> 'communication' AND ra.run_id = s.a
+        LEFT JOIN callback_runs rb ON s.kind IN ('communication', 'idle') AND rb.run_id = s.b
+        LEFT JOIN publications_info pb ON s.kind = 'computation' AND s.b IS NOT NULL AND pb.publication_id = s.b
+        GROUP BY ALL""").fetchall()
+    return {(k, a, b): {"count": n, "mean_ns": m} for k, a, b, n, m in rows}
 
 
 def representative_steps(con, flows: str, steps: str, path_ids: list[int]) -> dict[int, list[dict]]:

@@ -1,0 +1,255 @@
+"""`roscope report` opened in a real browser: Debian's chromium, headless, driven by
+playwright, with the network cut (an offline context, and every request other than
+the report's own file aborted and recorded).
+
+For each report: no console error, no network request, every section present and
+every plot drawn (an SVG with drawn marks), and the numbers in the callback, topic
+and path tables equal `roscope stats --json` and `roscope flow --json` on the same
+input (each cell keeps its exact value in data-v). Inputs: the CARET end-to-end
+trace, a database written by `roscope load` from it, the Autoware trace, a fresh
+recording of the ROS 1 example (examples/ros1_pipeline/run.sh), and a 10M-event
+ros2sim trace (slow).
+
+Set ROSCOPE_REPORT_SCREENSHOTS=DIR to keep the screenshots the test takes (docs/
+holds the ones committed).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (pip install playwright) drives the browser")
+pytest.importorskip("roscope._core", reason="the roscope core is not built")
+
+REPO = Path(__file__).resolve().parents[1]
+TRACES = REPO.parent / "shared" / "traces"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+SECTIONS = ("overview", "callbacks", "topics", "threads", "flows", "method")
+E2E_PAIR = ("^/topic1$", "^/topic3$")
+ROS1_PAIR = ("^/(lidar|imu|camera)$", "^/plan$")
+
+
+def roscope(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    p = subprocess.run([sys.executable, "-m", "roscope", *args], capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, f"roscope {' '.join(args)} failed:\n{p.stderr}"
+    return p
+
+
+def make_report(inp, out: Path, pairs=(), extra=()) -> Path:
+    args = ["report", str(inp), "-o", str(out)]
+    for a, b in pairs:
+        args += ["--from", a, "--to", b]
+    p = roscope(*args, *extra)
+    assert p.stdout.strip() == str(out.resolve())
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"chromium is not installed ({CHROMIUM}; apt-get install chromium)")
+    with sync_api.sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True, args=ARGS,
+            offline=True, viewport={"width": 1300, "height": 1000})
+        yield ctx
+        ctx.close()
+
+
+class Opened:
+    def __init__(self, page, errors, requests):
+        self.page, self.errors, self.requests = page, errors, requests
+
+    def table(self, tid: str) -> dict[str, dict]:
+        """{row data-id: {column key: data-v}} of a table."""
+        return self.page.evaluate("""tid => Object.fromEntries([...document.getElementById("tbl-" + tid).tBodies[0].rows].map(r =>
+            [r.dataset.id, Object.fromEntries([...r.cells].map(c => [c.dataset.k, c.dataset.v]))]))""", tid)
+
+    def shot(self, name: str, selector: str) -> None:
+        d = os.environ.get("ROSCOPE_REPORT_SCREENSHOTS")
+        if not d:
+            return
+        self.page.locator(selector).scroll_into_view_if_needed()
+        box = self.page.locator(selector).bounding_box()
+        self.page.screenshot(path=os.path.join(d, name), full_page=True,
+                             clip={"x": 0, "y": box["y"] - 10, "width": 1300, "height": min(box["height"] + 20, 1500)})
+
+
+def open_report(browser, path: Path) -> Opened:
+    url = path.resolve().as_uri()
+    page = browser.new_page()
+    errors, requests = [], []
+    page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+    page.on("request", lambda r: requests.append(r.url) if r.url != url else None)
+    page.route("**/*", lambda route: route.continue_() if route.request.url == url else route.abort())
+    page.goto(url)
+    page.wait_for_function("() => [...document.querySelectorAll('.plot')].every(e => e.dataset.rendered)", timeout=120_000)
+    return Opened(page, errors, requests)
+
+
+def check_page(o: Opened, min_plots: dict[str, int]) -> None:
+    assert o.errors == []
+    assert o.requests == []
+    drawn = o.page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('main > section')].map(s => [s.id,
+        [...s.querySelectorAll('.plot')].map(el => {
+            const svg = el.querySelector('svg.main-svg'), r = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+            const marks = [...el.querySelectorAll('.cartesianlayer g.trace path')].filter(p => (p.getAttribute('d') || '').length > 4);
+            return [el.id, r.width > 100 && r.height > 100, marks.length];
+        })]))""")
+    assert list(drawn) == list(SECTIONS)
+    for sec, plots in drawn.items():
+        assert len(plots) >= min_plots.get(sec, 0), (sec, plots)
+        for pid, sized, marks in plots:
+            assert sized and marks > 0, f"{sec}: plot {pid} is empty"
+
+
+def _num(v):
+    return None if v in (None, "") else float(v)
+
+
+def same(got: dict[str, dict], want: list[dict], key, cols=None) -> None:
+    """Every row of `want` (JSON) is a row of the table with equal numbers."""
+    assert set(got) == {str(key(w)) for w in want}
+    for w in want:
+        row = got[str(key(w))]
+        for k, v in row.items():
+            if cols is not None and k not in cols or k not in w or not isinstance(w[k], (int, float, type(None))):
+                continue
+            exp = w[k]
+            if exp is None or (isinstance(exp, float) and not math.isfinite(exp)):
+                assert _num(v) is None, (key(w), k, v)
+            else:
+                assert _num(v) == pytest.approx(exp, rel=1e-12, abs=1e-9), (key(w), k)
+
+
+def check_stats(o: Opened, inp) -> dict:
+    st = json.loads(roscope("stats", str(inp), "--json").stdout)
+    cbs = o.table("callbacks")
+    same(cbs, st["callbacks"], lambda c: c["callback_id"])
+    assert any(v.get("p99_ns") for v in cbs.values())
+    same(o.table("topics"), st["topics"], lambda t: t["topic"])
+    return st
+
+
+def check_flow(o: Opened, inp, pair, i: int = 0) -> dict:
+    fl = json.loads(roscope("flow", str(inp), "--from", pair[0], "--to", pair[1], "--json").stdout)
+    rows = [{"id": f"{p['path_id']}:{c}", **p[c]} for p in fl["paths"] for c in ("latency", "communication", "idle", "computation")]
+    same(o.table(f"paths-{i}"), rows, lambda r: r["id"])
+    comps = fl["components"]
+    same(o.table(f"comm-{i}"), comps["communication_by_topic"], lambda r: r["topic"])
+    same(o.table(f"idle-{i}"), comps["idle_by_node"], lambda r: r["node"])
+    return fl
+
+
+def flow_pair(o: Opened, i: int = 0) -> tuple[str, str]:
+    """The --from/--to regexes a flow set of the page was computed with (as the page shows them)."""
+    return tuple(o.page.evaluate("i => [...document.querySelectorAll(`#flows-${i} code`)].map(c => c.textContent)", i))
+
+
+def test_caret_end_to_end(browser, tmp_path):
+    trace = TRACES / "ros2" / "caret-end-to-end-cyclonedds"
+    if not trace.is_dir():
+        pytest.skip(f"{trace} is not there")
+    o = open_report(browser, make_report(trace, tmp_path / "e2e.html", [E2E_PAIR]))
+    check_page(o, {"callbacks": 3, "topics": 2, "threads": 3, "flows": 4})
+    check_stats(o, trace)
+    fl = check_flow(o, trace, E2E_PAIR)
+    assert fl["summary"]["flows"] > 0 and flow_pair(o) == E2E_PAIR
+    assert "ROS 2" in o.page.inner_text("#overview")
+    o.shot("report-overview.png", "#overview")
+    o.shot("report-flows.png", "#flows")
+
+
+def test_database_input_is_not_written(browser, tmp_path):
+    trace = TRACES / "ros2" / "caret-end-to-end-cyclonedds"
+    if not trace.is_dir():
+        pytest.skip(f"{trace} is not there")
+    db = tmp_path / "run.duckdb"
+    roscope("load", str(trace), "-o", str(db))
+    before = db.read_bytes()
+    o = open_report(browser, make_report(db, tmp_path / "db.html", [E2E_PAIR]))
+    check_page(o, {"callbacks": 3, "flows": 4})
+    check_stats(o, db)
+    check_flow(o, db, E2E_PAIR)
+    assert db.read_bytes() == before
+
+
+@pytest.mark.slow
+def test_autoware_with_pairs_found_automatically(browser, tmp_path):
+    trace = TRACES / "ros2" / "autoware-carla-galactic"
+    if not trace.is_dir():
+        pytest.skip(f"{trace} is not there")
+    path = make_report(trace, tmp_path / "aw.html")
+    assert path.stat().st_size < 15_000_000
+    o = open_report(browser, path)
+    check_page(o, {"callbacks": 3, "topics": 1, "threads": 2, "flows": 4})
+    st = check_stats(o, trace)
+    assert len(st["callbacks"]) > 100
+    pair = flow_pair(o)
+    assert pair[0].startswith("^(") and pair[1].startswith("^(")
+    assert check_flow(o, trace, pair)["summary"]["flows"] > 0
+
+
+@pytest.mark.lttng
+@pytest.mark.ros1
+def test_ros1_example(browser, lttng_ready, tmp_path):
+    run = tmp_path / "run"
+    p = subprocess.run([str(REPO / "examples" / "ros1_pipeline" / "run.sh"), "-d", "6", "-o", str(run)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    trace = run / "trace"
+    o = open_report(browser, make_report(trace, tmp_path / "ros1.html", [ROS1_PAIR]))
+    check_page(o, {"callbacks": 3, "topics": 2, "threads": 2, "flows": 4})
+    check_stats(o, trace)
+    assert check_flow(o, trace, ROS1_PAIR)["summary"]["paths"] >= 3  # camera, lidar and imu reach the plan
+    assert "ROS 1" in o.page.inner_text("#overview")
+
+
+def big_trace() -> Path:
+    """The 10M-event ros2sim trace of bench/flow.py (made by it when missing)."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import flow as bench_flow  # bench/flow.py
+
+    return Path(bench_flow.ensure_trace())
+
+
+@pytest.mark.slow
+@pytest.mark.lttng
+def test_ten_million_events(browser, lttng_ready, tmp_path):
+    trace = big_trace()
+    sys.path.insert(0, str(REPO / "bench"))
+    import flow as bench_flow
+
+    pair = (bench_flow.FROM, bench_flow.TO)
+    path = make_report(trace, tmp_path / "big.html", [pair])
+    assert path.stat().st_size < 15_000_000
+    o = open_report(browser, path)
+    check_page(o, {"callbacks": 3, "topics": 2, "threads": 3, "flows": 4})
+    check_stats(o, trace)
+    check_flow(o, trace, pair)
+
+
+def test_refuses_to_overwrite_and_checks_arguments(tmp_path):
+    trace = TRACES / "ros2" / "caret-talker-listener-galactic"
+    if not trace.is_dir():
+        pytest.skip(f"{trace} is not there")
+    out = tmp_path / "r.html"
+    out.write_text("keep")
+    for args, msg in (([], "already exists"), (["--force", "--from", "x"], "in pairs"),
+                      (["--force", "--window", "5:1"], "--window"), (["--force", "--from", "(", "--to", "x"], "--from")):
+        p = subprocess.run([sys.executable, "-m", "roscope", "report", str(trace), "-o", str(out), *args],
+                           capture_output=True, text=True)
+        assert p.returncode == 1 and msg in p.stderr and "Traceback" not in p.stderr, p.stderr
+        assert out.read_text() == "keep"
+    make_report(trace, out, extra=["--force", "--window", "0:0.1"])
+    assert out.read_text().startswith("<!DOCTYPE html>")
