@@ -34,32 +34,32 @@ fn opt(x: i64) -> Option<i64> {
 impl Spec {
     fn tables(&self) -> Vec<Table> {
         let mut out = Vec::new();
-        let mut t = Table::new("nodes", &[("node_id", 'i'), ("name", 's'), ("namespace", 's')]);
+        let mut t = Table::with_columns("nodes", &[("node_id", 'i'), ("name", 's'), ("namespace", 's')]);
         for (i, (n, ns)) in self.nodes.iter().enumerate() {
             t.row().i(Some(i as i64)).s(Some(n)).s(*ns).done();
         }
         out.push(t);
         for (name, id, list) in [("subscriptions", "subscription_id", &self.subs), ("publishers", "publisher_id", &self.pubs)] {
-            let mut t = Table::new(name, &[(id, 'i'), ("node_id", 'i'), ("name", 's')]);
+            let mut t = Table::with_columns(name, &[(id, 'i'), ("node_id", 'i'), ("name", 's')]);
             for (i, (node, topic)) in list.iter().enumerate() {
                 t.row().i(Some(i as i64)).i(opt(*node)).s(Some(topic)).done();
             }
             out.push(t);
         }
-        out.push(Table::new("services", &[("service_id", 'i'), ("name", 's')]));
-        let mut t = Table::new("callbacks", &[("callback_id", 'i'), ("kind", 's'), ("owner_id", 'i'), ("node_id", 'i')]);
+        out.push(Table::with_columns("services", &[("service_id", 'i'), ("name", 's')]));
+        let mut t = Table::with_columns("callbacks", &[("callback_id", 'i'), ("kind", 's'), ("owner_id", 'i'), ("node_id", 'i')]);
         for (i, (kind, owner, node)) in self.cbs.iter().enumerate() {
             t.row().i(Some(i as i64)).s(Some(kind)).i(opt(*owner)).i(opt(*node)).done();
         }
         out.push(t);
-        let mut t = Table::new("callback_runs", &[("run_id", 'i'), ("callback_id", 'i'), ("start_ts", 'i'), ("end_ts", 'i')]);
+        let mut t = Table::with_columns("callback_runs", &[("run_id", 'i'), ("callback_id", 'i'), ("start_ts", 'i'), ("end_ts", 'i')]);
         for (i, (cb, s, e)) in self.runs.iter().enumerate() {
             t.row().i(Some(i as i64)).i(Some(*cb)).i(Some(*s)).i(opt(*e)).done();
         }
         out.push(t);
         let spec = [("publication_id", 'i'), ("publisher_id", 'i'), ("run_id", 'i'), ("ts", 'i')];
         let layers = [("rclcpp_ts", 'i'), ("rcl_ts", 'i'), ("rmw_ts", 'i')];
-        let mut t = Table::new("publications", &[&spec[..], &layers[..]].concat());
+        let mut t = Table::with_columns("publications", &[&spec[..], &layers[..]].concat());
         for (i, (pu, run, ts)) in self.pbs.iter().enumerate() {
             // The earliest layer is rclcpp's on odd rows, rcl's (rclcpp missing) on even ones;
             // later layers and the first event come after it.
@@ -68,13 +68,13 @@ impl Spec {
             t.row().i(Some(i as i64)).i(opt(*pu)).i(opt(*run)).i(Some(ts + 7)).i(rclcpp).i(rcl).i(Some(ts + 3)).done();
         }
         out.push(t);
-        let mut t = Table::new("links", &[("publication_id", 'i'), ("run_id", 'i')]);
+        let mut t = Table::with_columns("links", &[("publication_id", 'i'), ("run_id", 'i')]);
         for (p, r) in &self.links {
             t.row().i(Some(*p)).i(Some(*r)).done();
         }
         out.push(t);
-        let mut a = Table::new("annotations", &[("annotation_id", 'i'), ("kind", 's')]);
-        let mut m = Table::new("annotation_members", &[("annotation_id", 'i'), ("subscription_id", 'i'), ("publisher_id", 'i')]);
+        let mut a = Table::with_columns("annotations", &[("annotation_id", 'i'), ("kind", 's')]);
+        let mut m = Table::with_columns("annotation_members", &[("annotation_id", 'i'), ("subscription_id", 'i'), ("publisher_id", 'i')]);
         for (i, (kind, subs, pubs)) in self.anns.iter().enumerate() {
             a.row().i(Some(i as i64)).s(Some(kind)).done();
             for s in subs {
