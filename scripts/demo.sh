@@ -36,10 +36,27 @@ for t in ros2/caret-end-to-end-cyclonedds ros2/pingpong-rolling-2021; do
     $ROSCOPE stats "$TRACES/$t"
   fi
 done
-if [ -d "$TRACES/ros2/caret-end-to-end-cyclonedds" ]; then
+e2e="$TRACES/ros2/caret-end-to-end-cyclonedds"
+if [ -d "$e2e" ]; then
   echo
-  echo "== roscope flow $TRACES/ros2/caret-end-to-end-cyclonedds --from /topic1 --to /drive"
-  $ROSCOPE flow "$TRACES/ros2/caret-end-to-end-cyclonedds" --from '^/topic1$' --to '^/drive$'
+  echo "== roscope flow $e2e --from /topic1 --to /topic3 (sensor -> filter -> fusion: real flows)"
+  $ROSCOPE flow "$e2e" --from '^/topic1$' --to '^/topic3$'
+  echo
+  echo "== roscope flow $e2e --from /drive --to /topic4 (through a periodic timer)"
+  $ROSCOPE flow "$e2e" --from '^/drive$' --to '^/topic4$'
+fi
+
+echo
+echo "== roscope report: one HTML page per system (opens offline in any browser)"
+reports=("$run/report.html")
+$ROSCOPE report "$run/run.duckdb" -o "$run/report.html" --from '^/(lidar|imu|camera)$' --to '^/plan$' >/dev/null
+if [ -d "$e2e" ]; then
+  $ROSCOPE report "$e2e" -o "$OUT/caret-end-to-end-report.html" --force --from '^/topic1$' --to '^/topic3$' >/dev/null
+  reports+=("$OUT/caret-end-to-end-report.html")
+  $ROSCOPE export "$e2e" --perfetto "$OUT/caret-end-to-end.pftrace" --force >/dev/null
+  echo "   Perfetto timeline (open it in the Perfetto UI): $(realpath "$OUT/caret-end-to-end.pftrace")"
 fi
 echo
 echo "demo: outputs in $run (trace, ground truth, run.duckdb)"
+echo "demo: reports:"
+for r in "${reports[@]}"; do echo "  $(realpath "$r")"; done
