@@ -78,10 +78,10 @@ class Opened:
         d = os.environ.get("ROSCOPE_REPORT_SCREENSHOTS")
         if not d:
             return
-        self.page.locator(selector).scroll_into_view_if_needed()
-        box = self.page.locator(selector).bounding_box()
+        top, height = self.page.evaluate("""s => { const r = document.querySelector(s).getBoundingClientRect();
+            return [r.top + window.scrollY, r.height]; }""", selector)
         self.page.screenshot(path=os.path.join(d, name), full_page=True,
-                             clip={"x": 0, "y": box["y"] - 10, "width": 1300, "height": min(box["height"] + 20, 1500)})
+                             clip={"x": 0, "y": top - 10, "width": 1300, "height": min(height + 20, 1400)})
 
 
 def open_report(browser, path: Path) -> Opened:
@@ -166,7 +166,7 @@ def test_caret_end_to_end(browser, tmp_path):
     fl = check_flow(o, trace, E2E_PAIR)
     assert fl["summary"]["flows"] > 0 and flow_pair(o) == E2E_PAIR
     assert "ROS 2" in o.page.inner_text("#overview")
-    o.shot("report-overview.png", "#overview")
+    o.shot("report-callbacks.png", "#callbacks")
     o.shot("report-flows.png", "#flows")
 
 
@@ -253,3 +253,31 @@ def test_refuses_to_overwrite_and_checks_arguments(tmp_path):
         assert out.read_text() == "keep"
     make_report(trace, out, extra=["--force", "--window", "0:0.1"])
     assert out.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_trace_strings_are_escaped(browser, tmp_path):
+    """A topic or node name that is markup stays text: in the title, the tables, the figures' labels and the
+    JSON block (nothing runs, nothing is fetched, the name is shown as written)."""
+    from roscope.report import figures as F
+    from roscope.report.html import Col, Page, table
+
+    evil = '</script><img src=x onerror=alert(1)>\x1b[31m&amp;"'
+    page = Page(f"report {evil}")
+    body = table("evil", [Col("topic", "topic"), Col("n", "n", "int")], [{"topic": evil, "n": 3}], row_id="topic")
+    body += page.fig("evil", F.bars([F.t(evil)], [1.0], F.t(evil), "x"))
+    page.add("overview", evil, body)
+    path = tmp_path / "evil.html"
+    path.write_text(page.render(evil), encoding="utf-8")
+    dialogs, errors, requests = [], [], []
+    pg = browser.new_page()
+    pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.on("request", lambda r: requests.append(r.url) if r.url != path.resolve().as_uri() else None)
+    pg.goto(path.resolve().as_uri())
+    pg.wait_for_function("() => document.querySelector('.plot').dataset.rendered")
+    assert errors == [] and requests == [] and dialogs == []
+    shown = evil.replace("\x1b", "\\x1b")
+    assert pg.title() == f"report {shown}"
+    assert pg.inner_text("#tbl-evil tbody td") == shown
+    assert pg.evaluate("() => document.querySelectorAll('img').length") == 0
+    assert shown in pg.evaluate("() => document.querySelector('#fig-evil .ytick text').textContent")

@@ -58,6 +58,10 @@ def callback_labels(callbacks: list[dict]) -> dict[int, str]:
     return {k: (f"{v} #{k}" if seen[v] > 1 else v) for k, v in base.items()}
 
 
+def plural(n: int, what: str) -> str:
+    return f"{n:,} {what}" + ("" if n == 1 else "s")
+
+
 def _ms_caption(n: int, of: int, what: str) -> str:
     return "" if n >= of else f" Showing {n:,} of {of:,} {what}."
 
@@ -114,9 +118,9 @@ def quality_box(q: dict, warnings: list[str]) -> str:
     um, ut = q["unmatched_publications"], q["unmatched_takes"]
     if um or ut:
         bad = True
-        items.append(f'<span class="bad">{um:,} publications on topics with subscribers reached no subscription, and {ut:,} '
-                     "takes were matched to no publication</span> (messages dropped, lost, sent before tracing started, or "
-                     "taken from a process that was not traced).")
+        items.append(f'<span class="bad">{plural(um, "publication")} on topics with subscribers reached no subscription, and '
+                     f'{plural(ut, "take")} matched no publication</span> (messages dropped, lost, sent before tracing started, '
+                     "or taken from a process that was not traced).")
     elif q["links"]:
         items.append("Every publication on a subscribed topic and every take were matched.")
     if q["unknown_init"]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from roscope.report import figures as F
 from roscope.report import queries as Q
-from roscope.report.build import STATS, Report
+from roscope.report.build import STATS, Report, plural
 from roscope.report.html import Col, esc, table
 
 COMPONENTS = ("latency", "communication", "idle", "computation")
@@ -43,7 +43,8 @@ def flow_set(R: Report, ctx, i: int, from_re: str, to_re: str) -> str:
     res = fl.data_flows(R.db, from_re, to_re, ctx)
     s = res.summary
     head = (f'<h3 id="flows-{i}">From <code>{esc(from_re)}</code> to <code>{esc(to_re)}</code></h3>'
-            f'<p>{s["flows"]:,} data flows on {s["paths"]:,} paths, ending at {s["outputs"]:,} output messages. Input topics: '
+            f'<p>{plural(s["flows"], "data flow")} on {plural(s["paths"], "path")}, ending at {plural(s["outputs"], "output message")}. '
+            "Input topics: "
             + ", ".join(f"<code>{esc(t)}</code>" for t in s["topics_from"]) + "; output topics: "
             + ", ".join(f"<code>{esc(t)}</code>" for t in s["topics_to"]) + ".</p>")
     if not s["flows"]:

@@ -139,7 +139,7 @@ class Page:
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{esc(self.title)}</title><style>{asset('report.css')}</style></head><body>"
             f'<nav><span class="brand">roscope</span>{nav}</nav><main><h1>{esc(self.title)}</h1>'
-            f'<p class="sub">{subtitle}</p>{secs}</main>'
+            f'<p class="sub">{esc(subtitle)}</p>{secs}</main>'
             f'<script id="roscope-data" type="application/json">{data}</script>'
             f"<script>{plotly_js()}</script><script>{asset('report.js')}</script></body></html>\n"
         )
