@@ -128,12 +128,21 @@ pub fn read_text(path: &Path, warnings: &mut Vec<Warning>) -> Result<String> {
                     });
                     break;
                 }
+                // A later packet whose magic alone is damaged (same UUID as the
+                // first packet, valid sizes) is read, with a warning.
+                let same_uuid = off > 0 && data[off + 4..off + 20] == data[4..20];
                 if rd(off) != METADATA_MAGIC {
-                    return Err(CtfError::Decode {
-                        file,
-                        offset: off as u64,
-                        msg: format!("wrong metadata packet magic 0x{:08x} (expected 0x{:08x})", rd(off), METADATA_MAGIC),
-                    });
+                    let (c, p) = (rd(off + 24) as usize / 8, rd(off + 28) as usize / 8);
+                    if !(same_uuid && c >= 37 && p >= c) {
+                        return Err(CtfError::Decode {
+                            file,
+                            offset: off as u64,
+                            msg: format!("wrong metadata packet magic 0x{:08x} (expected 0x{:08x})", rd(off), METADATA_MAGIC),
+                        });
+                    }
+                    let msg =
+                        format!("metadata packet magic 0x{:08x} is damaged (its UUID and sizes are valid): the packet is read", rd(off));
+                    warnings.push(Warning { file: file.clone(), offset: Some(off as u64), msg });
                 }
                 // magic, uuid[16], checksum, content_size, packet_size (bits),
                 // compression, encryption, checksum schemes, major, minor.
@@ -166,6 +175,20 @@ pub fn read_text(path: &Path, warnings: &mut Vec<Warning>) -> Result<String> {
                     break;
                 }
                 text.extend_from_slice(&data[off + 37..end]);
+                // A packet size that skips over a packet header is damaged:
+                // the next packet starts at that header.
+                let magic = if le == METADATA_MAGIC { METADATA_MAGIC.to_le_bytes() } else { METADATA_MAGIC.to_be_bytes() };
+                let upto = (off + psize).min(data.len());
+                let skipped = memchr::memmem::find_iter(&data[end..upto], &magic)
+                    .map(|i| end + i)
+                    .find(|&i| i + 37 <= data.len() && data[i + 4..i + 20] == data[4..20]);
+                if let Some(next) = skipped {
+                    let msg =
+                        format!("metadata packet size {} bytes skips the packet at byte {}: damaged; reading goes on there", psize, next);
+                    warnings.push(Warning { file: file.clone(), offset: Some(off as u64), msg });
+                    off = next;
+                    continue;
+                }
                 off += psize;
             }
             return Ok(String::from_utf8_lossy(&text).into_owned());
@@ -190,13 +213,12 @@ fn uuid_bytes(s: &str) -> Option<[u8; 16]> {
     Some(out)
 }
 
-pub fn parse(text: &str, file: &str) -> Result<Metadata> {
-    let decls = tsdl::parse(text, file)?;
-    let merr = |line: u32, msg: String| CtfError::Metadata { file: file.to_string(), line, msg };
+type MErr<'a> = &'a dyn Fn(u32, String) -> CtfError;
 
-    // The trace's byte order applies to every type declared "native", before or after it.
+/// The trace's byte order, which applies to every type declared "native", before or after it.
+fn trace_byte_order(decls: &[Decl], merr: MErr) -> Result<bool> {
     let mut le = true;
-    for d in &decls {
+    for d in decls {
         if let Decl::Block { kind, attrs, .. } = d {
             if kind == "trace" {
                 for a in attrs {
@@ -207,139 +229,111 @@ pub fn parse(text: &str, file: &str) -> Result<Metadata> {
             }
         }
     }
-    let mut r = Resolver::new(le, file);
-    let mut md = Metadata {
-        file: file.to_string(),
-        major: 1,
-        minor: 8,
-        le,
-        uuid: None,
-        env: BTreeMap::new(),
-        clocks: Vec::new(),
-        packet_header: None,
-        streams: Vec::new(),
-        events: Vec::new(),
-        nregs: 0,
-        text: text.to_string(),
-    };
-    let mut seen_trace = false;
-    for d in &decls {
-        match d {
-            Decl::TypeAlias { ty, dims, name, line } => r.add_alias(name, ty, dims, *line).map_err(|(l, m)| merr(l, m))?,
-            Decl::TypeDef { ty, line } => r.add_named(ty, *line).map_err(|(l, m)| merr(l, m))?,
-            Decl::Block { kind, attrs, line } => match kind.as_str() {
-                "trace" => {
-                    seen_trace = true;
-                    for a in attrs {
-                        match (a.key.as_str(), &a.value) {
-                            ("major", Value::Int(v)) => md.major = *v as u32,
-                            ("minor", Value::Int(v)) => md.minor = *v as u32,
-                            ("uuid", Value::Str(s)) => md.uuid = uuid_bytes(s),
-                            ("packet.header", Value::Type(t)) => {
-                                md.packet_header = Some(r.resolve(t, a.line).map_err(|(l, m)| merr(l, m))?)
-                            }
-                            _ => {}
-                        }
-                    }
-                }
-                "env" => {
-                    for a in attrs {
-                        let v = match &a.value {
-                            Value::Int(i) => EnvValue::Int(*i as i64),
-                            Value::Str(s) => EnvValue::Str(s.clone()),
-                            Value::Path(p) => EnvValue::Str(p.clone()),
-                            Value::Type(_) => continue,
-                        };
-                        md.env.insert(a.key.clone(), v);
-                    }
-                }
-                "clock" => {
-                    let mut c = Clock { name: String::new(), freq: 1_000_000_000, offset_s: 0, offset: 0, uuid: None, description: None };
-                    for a in attrs {
-                        match (a.key.as_str(), &a.value) {
-                            ("name", Value::Path(p)) | ("name", Value::Str(p)) => c.name = p.clone(),
-                            ("freq", Value::Int(v)) => c.freq = *v as u64,
-                            ("offset_s", Value::Int(v)) => c.offset_s = *v as i64,
-                            ("offset", Value::Int(v)) => c.offset = *v as i64,
-                            ("uuid", Value::Str(s)) => c.uuid = Some(s.clone()),
-                            ("description", Value::Str(s)) => c.description = Some(s.clone()),
-                            _ => {}
-                        }
-                    }
-                    if c.freq == 0 {
-                        return Err(merr(*line, format!("clock '{}' has frequency 0", c.name)));
-                    }
-                    md.clocks.push(c);
-                }
-                "stream" => {
-                    let mut s = StreamClass {
-                        id: 0,
-                        packet_context: None,
-                        event_header: None,
-                        event_context: None,
-                        events: HashMap::new(),
-                        event_header_prog: Vec::new(),
-                        event_context_prog: Vec::new(),
-                    };
-                    for a in attrs {
-                        match (a.key.as_str(), &a.value) {
-                            ("id", Value::Int(v)) => s.id = *v as u64,
-                            ("packet.context", Value::Type(t)) => {
-                                s.packet_context = Some(r.resolve(t, a.line).map_err(|(l, m)| merr(l, m))?)
-                            }
-                            ("event.header", Value::Type(t)) => s.event_header = Some(r.resolve(t, a.line).map_err(|(l, m)| merr(l, m))?),
-                            ("event.context", Value::Type(t)) => s.event_context = Some(r.resolve(t, a.line).map_err(|(l, m)| merr(l, m))?),
-                            _ => {}
-                        }
-                    }
-                    if md.streams.iter().any(|x| x.id == s.id) {
-                        return Err(merr(*line, format!("stream class {} declared twice", s.id)));
-                    }
-                    md.streams.push(s);
-                }
-                "event" => {
-                    let mut e = EventClass {
-                        id: 0,
-                        name: String::new(),
-                        stream_id: u64::MAX,
-                        loglevel: None,
-                        context: None,
-                        payload: None,
-                        context_prog: Vec::new(),
-                        payload_prog: Vec::new(),
-                    };
-                    for a in attrs {
-                        match (a.key.as_str(), &a.value) {
-                            ("id", Value::Int(v)) => e.id = *v as u64,
-                            ("name", Value::Str(s)) | ("name", Value::Path(s)) => e.name = s.clone(),
-                            ("stream_id", Value::Int(v)) => e.stream_id = *v as u64,
-                            ("loglevel", Value::Int(v)) => e.loglevel = Some(*v as i64),
-                            ("context", Value::Type(t)) => e.context = Some(r.resolve(t, a.line).map_err(|(l, m)| merr(l, m))?),
-                            ("fields", Value::Type(t)) => e.payload = Some(r.resolve(t, a.line).map_err(|(l, m)| merr(l, m))?),
-                            _ => {}
-                        }
-                    }
-                    md.events.push(e);
-                }
-                _ => {}
-            },
+    Ok(le)
+}
+
+fn empty_stream_class(id: u64) -> StreamClass {
+    StreamClass {
+        id,
+        packet_context: None,
+        event_header: None,
+        event_context: None,
+        events: HashMap::new(),
+        event_header_prog: Vec::new(),
+        event_context_prog: Vec::new(),
+    }
+}
+
+fn trace_block(md: &mut Metadata, r: &mut Resolver, attrs: &[tsdl::Attr], merr: MErr) -> Result<()> {
+    for a in attrs {
+        match (a.key.as_str(), &a.value) {
+            ("major", Value::Int(v)) => md.major = *v as u32,
+            ("minor", Value::Int(v)) => md.minor = *v as u32,
+            ("uuid", Value::Str(s)) => md.uuid = uuid_bytes(s),
+            ("packet.header", Value::Type(t)) => md.packet_header = Some(r.resolve(t, a.line).map_err(|(l, m)| merr(l, m))?),
+            _ => {}
         }
     }
-    if !seen_trace {
-        return Err(merr(0, "no 'trace' block".into()));
+    Ok(())
+}
+
+fn env_block(md: &mut Metadata, attrs: &[tsdl::Attr]) {
+    for a in attrs {
+        let v = match &a.value {
+            Value::Int(i) => EnvValue::Int(*i as i64),
+            Value::Str(s) => EnvValue::Str(s.clone()),
+            Value::Path(p) => EnvValue::Str(p.clone()),
+            Value::Type(_) => continue,
+        };
+        md.env.insert(a.key.clone(), v);
     }
+}
+
+fn clock_block(attrs: &[tsdl::Attr], line: u32, merr: MErr) -> Result<Clock> {
+    let mut c = Clock { name: String::new(), freq: 1_000_000_000, offset_s: 0, offset: 0, uuid: None, description: None };
+    for a in attrs {
+        match (a.key.as_str(), &a.value) {
+            ("name", Value::Path(p)) | ("name", Value::Str(p)) => c.name = p.clone(),
+            ("freq", Value::Int(v)) => c.freq = *v as u64,
+            ("offset_s", Value::Int(v)) => c.offset_s = *v as i64,
+            ("offset", Value::Int(v)) => c.offset = *v as i64,
+            ("uuid", Value::Str(s)) => c.uuid = Some(s.clone()),
+            ("description", Value::Str(s)) => c.description = Some(s.clone()),
+            _ => {}
+        }
+    }
+    if c.freq == 0 {
+        return Err(merr(line, format!("clock '{}' has frequency 0", c.name)));
+    }
+    Ok(c)
+}
+
+fn stream_block(r: &mut Resolver, attrs: &[tsdl::Attr], merr: MErr) -> Result<StreamClass> {
+    let mut s = empty_stream_class(0);
+    for a in attrs {
+        let resolve = |r: &mut Resolver, t| r.resolve(t, a.line).map_err(|(l, m)| merr(l, m));
+        match (a.key.as_str(), &a.value) {
+            ("id", Value::Int(v)) => s.id = *v as u64,
+            ("packet.context", Value::Type(t)) => s.packet_context = Some(resolve(r, t)?),
+            ("event.header", Value::Type(t)) => s.event_header = Some(resolve(r, t)?),
+            ("event.context", Value::Type(t)) => s.event_context = Some(resolve(r, t)?),
+            _ => {}
+        }
+    }
+    Ok(s)
+}
+
+fn event_block(r: &mut Resolver, attrs: &[tsdl::Attr], merr: MErr) -> Result<EventClass> {
+    let mut e = EventClass {
+        id: 0,
+        name: String::new(),
+        stream_id: u64::MAX,
+        loglevel: None,
+        context: None,
+        payload: None,
+        context_prog: Vec::new(),
+        payload_prog: Vec::new(),
+    };
+    for a in attrs {
+        match (a.key.as_str(), &a.value) {
+            ("id", Value::Int(v)) => e.id = *v as u64,
+            ("name", Value::Str(s)) | ("name", Value::Path(s)) => e.name = s.clone(),
+            ("stream_id", Value::Int(v)) => e.stream_id = *v as u64,
+            ("loglevel", Value::Int(v)) => e.loglevel = Some(*v as i64),
+            ("context", Value::Type(t)) => e.context = Some(r.resolve(t, a.line).map_err(|(l, m)| merr(l, m))?),
+            ("fields", Value::Type(t)) => e.payload = Some(r.resolve(t, a.line).map_err(|(l, m)| merr(l, m))?),
+            _ => {}
+        }
+    }
+    Ok(e)
+}
+
+/// Puts each event class in its stream class. Events may be declared before
+/// their stream class (CARET's metadata does so).
+fn attach_events(md: &mut Metadata, merr: MErr) -> Result<()> {
     if md.streams.is_empty() {
-        md.streams.push(StreamClass {
-            id: 0,
-            packet_context: None,
-            event_header: None,
-            event_context: None,
-            events: HashMap::new(),
-            event_header_prog: Vec::new(),
-            event_context_prog: Vec::new(),
-        });
+        md.streams.push(empty_stream_class(0));
     }
-    // Events may be declared before their stream class (CARET's metadata does so).
     let single = if md.streams.len() == 1 { Some(md.streams[0].id) } else { None };
     for (idx, e) in md.events.iter_mut().enumerate() {
         if e.stream_id == u64::MAX {
@@ -353,8 +347,12 @@ pub fn parse(text: &str, file: &str) -> Result<Metadata> {
             return Err(merr(0, format!("event id {} declared twice in stream class {}", e.id, e.stream_id)));
         }
     }
+    Ok(())
+}
 
-    // Link sequence lengths and variant tags to registers, scope by scope.
+/// Links sequence lengths and variant tags to registers, scope by scope, and
+/// compiles each scope's decoding program.
+fn link_and_compile(md: &mut Metadata, file: &str) -> Result<()> {
     let mut refs = HashSet::new();
     let all = md
         .packet_header
@@ -406,5 +404,56 @@ pub fn parse(text: &str, file: &str) -> Result<Metadata> {
     }
     md.events = events;
     md.nregs = lk.nregs;
+    Ok(())
+}
+
+pub fn parse(text: &str, file: &str) -> Result<Metadata> {
+    let decls = tsdl::parse(text, file)?;
+    let merr = |line: u32, msg: String| CtfError::Metadata { file: file.to_string(), line, msg };
+    let le = trace_byte_order(&decls, &merr)?;
+    let mut r = Resolver::new(le, file);
+    let mut md = Metadata {
+        file: file.to_string(),
+        major: 1,
+        minor: 8,
+        le,
+        uuid: None,
+        env: BTreeMap::new(),
+        clocks: Vec::new(),
+        packet_header: None,
+        streams: Vec::new(),
+        events: Vec::new(),
+        nregs: 0,
+        text: text.to_string(),
+    };
+    let mut seen_trace = false;
+    for d in &decls {
+        match d {
+            Decl::TypeAlias { ty, dims, name, line } => r.add_alias(name, ty, dims, *line).map_err(|(l, m)| merr(l, m))?,
+            Decl::TypeDef { ty, line } => r.add_named(ty, *line).map_err(|(l, m)| merr(l, m))?,
+            Decl::Block { kind, attrs, line } => match kind.as_str() {
+                "trace" => {
+                    seen_trace = true;
+                    trace_block(&mut md, &mut r, attrs, &merr)?;
+                }
+                "env" => env_block(&mut md, attrs),
+                "clock" => md.clocks.push(clock_block(attrs, *line, &merr)?),
+                "stream" => {
+                    let s = stream_block(&mut r, attrs, &merr)?;
+                    if md.streams.iter().any(|x| x.id == s.id) {
+                        return Err(merr(*line, format!("stream class {} declared twice", s.id)));
+                    }
+                    md.streams.push(s);
+                }
+                "event" => md.events.push(event_block(&mut r, attrs, &merr)?),
+                _ => {}
+            },
+        }
+    }
+    if !seen_trace {
+        return Err(merr(0, "no 'trace' block".into()));
+    }
+    attach_events(&mut md, &merr)?;
+    link_and_compile(&mut md, file)?;
     Ok(md)
 }
