@@ -146,6 +146,10 @@ def _fill(con: duckdb.DuckDBPyConnection, arrow: dict, meta: dict) -> None:
         con.execute(f'CREATE VIEW "{name}" AS {sql}')
     con.execute("CREATE TABLE meta (key VARCHAR, value VARCHAR)")
     con.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
+    # The code tables of the schema (crates/model/src/schema.rs), as one lookup table.
+    con.execute("CREATE TABLE codes (code_table VARCHAR, code BIGINT, name VARCHAR, doc VARCHAR)")
+    con.executemany("INSERT INTO codes VALUES (?, ?, ?, ?)",
+                    [(t["name"], v["code"], v["name"], v["doc"]) for t in json.loads(_core.schema())["codes"] for v in t["values"]])
 
 
 def _output_target(out: str, force: bool) -> str:

@@ -398,6 +398,13 @@ table!(META = "meta", Load, "Key/value facts about the database (values are JSON
     "value": Varchar = "its value, as JSON",
 ]);
 
+table!(CODES = "codes", Load, "Every code table of this schema as rows, for joins and for reading a database without the docs: one row per enumerated value.", [
+    "code_table": Varchar = "the code table's name (e.g. `link_method`)",
+    "code": BigInt = "the value's integer code",
+    "name": Varchar = "the value as it stands in the text columns that use the code table",
+    "doc": Varchar = "what the value means",
+]);
+
 table!(CAUSAL_LINKS = "causal_links", Analysis, "One row per causal link: an input message that caused an output message (`flow.causal_links`).", [
     "in_publication_id": BigInt = "the input publication",
     "in_run_id": BigInt = "the subscription callback run that received it",
@@ -472,6 +479,7 @@ pub const TABLES: &[TableSpec] = &[
     ANNOTATION_MEMBERS,
     EXECUTOR_STATES,
     META,
+    CODES,
     CAUSAL_LINKS,
     DATA_FLOWS,
     DATA_FLOW_STEPS,
