@@ -146,7 +146,14 @@ pub fn lex(src: &str) -> std::result::Result<Vec<Token>, (u32, String)> {
             }
         }
         if !matched {
-            return Err((line, format!("unexpected character '{}'", c as char)));
+            // The text comes from a lossy UTF-8 decoding: name the character
+            // itself (escaped), not its first byte.
+            let what = match src.get(i..).and_then(|r| r.chars().next()) {
+                Some('\u{FFFD}') => "bytes that are not UTF-8 text".to_string(),
+                Some(ch) => format!("character {:?}", ch),
+                None => format!("byte 0x{:02x}", c),
+            };
+            return Err((line, format!("unexpected {}", what)));
         }
     }
     Ok(out)
