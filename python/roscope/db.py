@@ -187,44 +187,80 @@ def _remove_quietly(*paths: str) -> None:
             print(f"roscope: warning: {p}: cannot remove the partial file: {exc.strerror}", file=sys.stderr)
 
 
-def _write_db(target: str, arrow: dict, meta: dict) -> None:
-    """Writes the database under a temporary name beside `target`, then renames
-    it: a failure or an interrupt leaves no partial file and any old `target` intact."""
+def _commit(tmp: str, target: str, force: bool) -> None:
+    """Renames a complete temporary file to `target`. Without `force` it never
+    replaces anything (a hard link fails if `target` appeared meanwhile); with
+    `force` it replaces only a regular file, checked again just before."""
+    if not force:
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            raise InputError(f"{target}: appeared while roscope was writing it; left as it is (pass --force to replace it)") from None
+        except OSError:  # a file system without hard links
+            if os.path.lexists(target):
+                raise InputError(f"{target}: appeared while roscope was writing it; left as it is") from None
+            os.replace(tmp, target)
+            return
+        os.remove(tmp)
+        return
+    if os.path.lexists(target) and (os.path.islink(target) or not os.path.isfile(target)):
+        raise InputError(f"{target}: is no longer a regular file; roscope replaces only regular files")
+    os.replace(tmp, target)
+
+
+def _write_outputs(target: str | None, parquet_dir: str | None, arrow: dict, meta: dict, force: bool):
+    """Writes the database (`target`, or in memory if None) and the Parquet
+    files, each under a temporary name beside its final one, and renames them
+    only once all are complete: a failure or an interrupt leaves no partial
+    file and every old output intact. Returns the in-memory connection, or None."""
     import duckdb
 
-    tmp = _temp_beside(target, ".tmp")
+    temps: list[tuple[str, str]] = []
+    con = None
     try:
-        con = _connect(tmp, read_only=False)
-        try:
-            _fill(con, arrow, meta)
+        if target is None:
+            con = duckdb.connect(":memory:")
+        else:
+            temps.append((_temp_beside(target, ".tmp"), target))
+            con = _connect(temps[0][0], read_only=False)
+        _fill(con, arrow, meta)
+        for name in arrow if parquet_dir else ():
+            final = os.path.join(parquet_dir, f"{name}.parquet")
+            temps.append((_temp_beside(final, ".tmp"), final))
+            con.table(name).write_parquet(temps[-1][0])  # relational API: no SQL text built from the path
+        if target is not None:
             con.execute("CHECKPOINT")  # everything into the file (a full disk fails here, not silently at close)
-        finally:
             con.close()
-        if os.path.exists(tmp + ".wal"):
-            raise DatabaseError(f"{target}: DuckDB could not write the whole database (its log {tmp}.wal stayed)")
-        os.replace(tmp, target)
-    except duckdb.Error as exc:
-        _remove_quietly(tmp, tmp + ".wal")
-        raise database_error(exc, target, "write") from None
-    except BaseException:
-        _remove_quietly(tmp, tmp + ".wal")
+            con = None
+            if os.path.exists(temps[0][0] + ".wal"):
+                raise DatabaseError(f"{target}: DuckDB could not write the whole database (its log {temps[0][0]}.wal stayed)")
+        for tmp, final in temps:
+            _commit(tmp, final, force)
+        return con
+    except BaseException as exc:
+        if con is not None and target is not None:
+            con.close()
+        _remove_quietly(*(t for t, _ in temps), *(t + ".wal" for t, _ in temps[:1] if target is not None))
+        if isinstance(exc, duckdb.Error):
+            raise database_error(exc, target or parquet_dir, "write") from None
         raise
 
 
-def _write_parquet(con, names, parquet_dir: str, force: bool) -> None:
-    """Each table as parquet_dir/<table>.parquet, each written under a temporary name then renamed."""
-    targets = {name: os.path.join(parquet_dir, f"{name}.parquet") for name in names}
-    for t in targets.values():
-        if os.path.lexists(t) and (not force or os.path.islink(t) or not os.path.isfile(t)):
-            raise InputError(f"{t}: already exists" + (" (pass --force to replace it)" if not force else " and is not a regular file"))
-    for name, target in targets.items():
-        tmp = _temp_beside(target, ".tmp")
-        try:
-            con.table(name).write_parquet(tmp)  # relational API: no SQL text built from the path
-            os.replace(tmp, target)
-        except BaseException:
-            _remove_quietly(tmp)
-            raise
+def _parquet_targets(parquet_dir: str, force: bool) -> None:
+    """Refuses, before any work, a Parquet directory that is not one, or
+    existing table files that may not be replaced."""
+    if os.path.lexists(parquet_dir) and (os.path.islink(parquet_dir) or not os.path.isdir(parquet_dir)):
+        raise InputError(f"{parquet_dir}: exists and is not a directory")
+    if not os.path.isdir(parquet_dir):
+        return
+    for n in sorted(os.listdir(parquet_dir)):
+        t = os.path.join(parquet_dir, n)
+        if not n.endswith(".parquet"):
+            continue
+        if not force:
+            raise InputError(f"{t}: already exists (roscope never overwrites; pass --force to replace it)")
+        if os.path.islink(t) or not os.path.isfile(t):
+            raise InputError(f"{t}: exists and is not a regular file; roscope replaces only regular files")
 
 
 def load(
@@ -237,18 +273,18 @@ def load(
 ) -> tuple[Database, LoadResult]:
     """Builds the model of `paths` into a DuckDB file `out` (in memory if None).
 
-    The file is written under a temporary name beside `out` and renamed when
-    complete: a failure leaves no partial file, and an existing `out` (replaced
-    only with `force`, and only if it is a regular file) stays intact. Returns the
+    The file, and the Parquet files (`parquet_dir`/<table>.parquet), are written
+    under temporary names beside them and renamed when all are complete: a
+    failure or an interrupt leaves no partial file, and existing outputs
+    (replaced only with `force`, and only if they are regular files) stay intact. Returns the
     database (writable) and a LoadResult. Raises InputError for a bad output
     path, DatabaseError when DuckDB cannot write (disk full, permission).
     """
     paths = _paths(paths)
     target = _output_target(out, force) if out is not None else None
-    if parquet_dir and os.path.lexists(parquet_dir) and not os.path.isdir(parquet_dir):
-        raise InputError(f"{parquet_dir}: exists and is not a directory")
+    if parquet_dir:
+        _parquet_targets(parquet_dir, force)
     arrow, stats, warnings, losses = build(paths, heuristics)
-    import duckdb  # after build(), which imports it in the background
     meta = {
         "schema_version": SCHEMA_VERSION,
         "roscope_version": __version__,
@@ -260,18 +296,11 @@ def load(
         "warnings": warnings,
         "losses": losses,
     }
-    if target is None:
-        con = duckdb.connect(":memory:")
-        _fill(con, arrow, meta)
-    else:
-        _write_db(target, arrow, meta)
-        con = _connect(target, read_only=False)
     if parquet_dir:
         os.makedirs(parquet_dir, exist_ok=True)
-        try:
-            _write_parquet(con, list(arrow), parquet_dir, force)
-        except duckdb.Error as exc:
-            raise database_error(exc, parquet_dir, "write Parquet files into") from None
+    con = _write_outputs(target, parquet_dir, arrow, meta, force)
+    if con is None:
+        con = _connect(target, read_only=False)
     where = out if out is not None else ":memory:"
     db = Database(con, where, meta, read_only=False)
     res = LoadResult(where, {k: v.num_rows for k, v in arrow.items()}, stats, warnings, losses)
