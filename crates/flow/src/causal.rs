@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use crate::index::Index;
-use crate::model::{AnnKind, CbKind};
+use crate::model::{AnnotationKind, CallbackKind};
 
 /// What causes a publication made by a timer callback when no annotation tells.
 #[derive(Clone, Copy, Debug)]
@@ -27,26 +27,8 @@ impl Default for Policy {
     }
 }
 
-/// How an input message caused an output message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum LinkKind {
-    Direct,
-    PeriodicAsync,
-    PartialSync,
-    Inferred,
-}
-
-impl LinkKind {
-    /// The name used in tables and output (`causal_links.kind`).
-    pub fn name(self) -> &'static str {
-        match self {
-            LinkKind::Direct => "direct",
-            LinkKind::PeriodicAsync => "periodic_async",
-            LinkKind::PartialSync => "partial_sync",
-            LinkKind::Inferred => "inferred",
-        }
-    }
-}
+/// How an input message caused an output message (the schema's code table `causal_link_kind`).
+pub use roscope_model::schema::CausalLinkKind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CausalLink {
@@ -54,7 +36,7 @@ pub struct CausalLink {
     /// The subscription callback run that received the input.
     pub in_run: i64,
     pub out_pub: i64,
-    pub kind: LinkKind,
+    pub kind: CausalLinkKind,
 }
 
 /// Every causal link of the model.
@@ -80,8 +62,8 @@ pub fn causal_links(ix: &Index, policy: Policy) -> Vec<CausalLink> {
         let publisher = m.pb_publisher[pu];
         let kind = m.cb_kind[cb as usize];
         let t_run = m.run_start[ru];
-        if kind == CbKind::Subscription {
-            let ann = if publisher >= 0 { ix.ann_of_pub.get(&(publisher, AnnKind::PartialSync)).copied() } else { None };
+        if kind == CallbackKind::Subscription {
+            let ann = if publisher >= 0 { ix.ann_of_pub.get(&(publisher, AnnotationKind::PartialSync)).copied() } else { None };
             let sub = m.cb_sub[cb as usize];
             match ann.filter(|&a| m.annotations[a].subs.contains(&sub)) {
                 Some(a) => {
@@ -102,7 +84,7 @@ pub fn causal_links(ix: &Index, policy: Policy) -> Vec<CausalLink> {
                         if let Some(x) = best {
                             let inp = ix.input_of_run[x as usize];
                             if inp >= 0 {
-                                out.push(CausalLink { in_pub: inp, in_run: x, out_pub: p, kind: LinkKind::PartialSync });
+                                out.push(CausalLink { in_pub: inp, in_run: x, out_pub: p, kind: CausalLinkKind::PartialSync });
                             }
                         }
                     }
@@ -111,12 +93,12 @@ pub fn causal_links(ix: &Index, policy: Policy) -> Vec<CausalLink> {
                 None => {
                     let inp = ix.input_of_run[ru];
                     if inp >= 0 {
-                        out.push(CausalLink { in_pub: inp, in_run: r, out_pub: p, kind: LinkKind::Direct });
+                        out.push(CausalLink { in_pub: inp, in_run: r, out_pub: p, kind: CausalLinkKind::Direct });
                     }
                 }
             }
-        } else if kind == CbKind::Timer {
-            let ann = if publisher >= 0 { ix.ann_of_pub.get(&(publisher, AnnKind::PeriodicAsync)).copied() } else { None };
+        } else if kind == CallbackKind::Timer {
+            let ann = if publisher >= 0 { ix.ann_of_pub.get(&(publisher, AnnotationKind::PeriodicAsync)).copied() } else { None };
             match ann {
                 Some(a) => {
                     // Periodic asynchronous: the latest message cached by each input.
@@ -129,7 +111,7 @@ pub fn causal_links(ix: &Index, policy: Policy) -> Vec<CausalLink> {
                         if let Some(x) = best {
                             let inp = ix.input_of_run[x as usize];
                             if inp >= 0 {
-                                out.push(CausalLink { in_pub: inp, in_run: x, out_pub: p, kind: LinkKind::PeriodicAsync });
+                                out.push(CausalLink { in_pub: inp, in_run: x, out_pub: p, kind: CausalLinkKind::PeriodicAsync });
                             }
                         }
                     }
@@ -143,7 +125,7 @@ pub fn causal_links(ix: &Index, policy: Policy) -> Vec<CausalLink> {
                     }
                     if let Some(cbs) = ix.cbs_of_node.get(&node) {
                         for &c in cbs {
-                            if m.cb_kind[c as usize] != CbKind::Subscription {
+                            if m.cb_kind[c as usize] != CallbackKind::Subscription {
                                 continue;
                             }
                             if let Some(x) = ix.latest_run_before(c, t_run, true) {
@@ -155,7 +137,7 @@ pub fn causal_links(ix: &Index, policy: Policy) -> Vec<CausalLink> {
                                     pu >= 0 && m.pub_node[pu as usize] == node
                                 };
                                 if inp >= 0 && !from_self {
-                                    out.push(CausalLink { in_pub: inp, in_run: x, out_pub: p, kind: LinkKind::Inferred });
+                                    out.push(CausalLink { in_pub: inp, in_run: x, out_pub: p, kind: CausalLinkKind::Inferred });
                                 }
                             }
                         }

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use crate::index::Index;
-use crate::model::{CbKind, Model, NONE};
+use crate::model::{CallbackKind, Model, NONE};
 
 /// A data flow: from the callback run that published on an input topic to the
 /// output publication. `steps` alternate publication / run going *forward* in time:
@@ -172,7 +172,7 @@ impl<'a, 'b> Search<'a, 'b> {
             } else {
                 let m = self.ix.m;
                 let cb = m.run_cb[head.1 as usize];
-                if m.cb_kind[cb as usize] == CbKind::Subscription {
+                if m.cb_kind[cb as usize] == CallbackKind::Subscription {
                     if let Some(p) = self.d_cp(head.1) {
                         children.push(self.tree(('p', p), false, depth + 1));
                     }
@@ -281,7 +281,7 @@ fn breakdown(m: &Model, steps: &[(char, i64)]) -> DataFlow {
 /// idle (run -> next run of the node).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Segment {
-    pub kind: SegKind,
+    pub kind: SegmentKind,
     /// The publication (communication) or run (computation, idle) it starts at.
     pub a: i64,
     /// The run (communication, idle) or publication (computation) it ends at;
@@ -290,32 +290,13 @@ pub struct Segment {
     pub duration: i64,
 }
 
-/// What a segment of a data flow is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum SegKind {
-    /// From a publication to the start of the callback run it fed.
-    Communication,
-    /// A callback run's share: from its start to a publication it made, or its whole duration.
-    Computation,
-    /// From the end of a callback run to the start of the next run of the same node it feeds.
-    Idle,
-}
-
-impl SegKind {
-    /// The name used in tables and output (`data_flow_segments.kind`).
-    pub fn name(self) -> &'static str {
-        match self {
-            SegKind::Communication => "communication",
-            SegKind::Computation => "computation",
-            SegKind::Idle => "idle",
-        }
-    }
-}
+/// What a segment of a data flow is (the schema's code table `segment_kind`).
+pub use roscope_model::schema::SegmentKind;
 
 /// Collects the distinct segments of flows, one flow at a time.
 #[derive(Default)]
 pub struct SegmentSet {
-    seen: HashSet<(SegKind, i64, i64)>,
+    seen: HashSet<(SegmentKind, i64, i64)>,
     pub segments: Vec<Segment>,
 }
 
@@ -324,19 +305,19 @@ impl SegmentSet {
         let t_of = |s: (char, i64)| m.time_of(s);
         for w in f.steps.windows(2) {
             let (x, y) = (w[0], w[1]);
-            let mut push = |k: SegKind, a: i64, b: i64, d: i64| {
+            let mut push = |k: SegmentKind, a: i64, b: i64, d: i64| {
                 if self.seen.insert((k, a, b)) {
                     self.segments.push(Segment { kind: k, a, b, duration: d });
                 }
             };
             match (x.0, y.0) {
-                ('p', 'r') => push(SegKind::Communication, x.1, y.1, t_of(y) - t_of(x)),
-                ('r', 'p') => push(SegKind::Computation, x.1, y.1, t_of(y) - t_of(x)),
+                ('p', 'r') => push(SegmentKind::Communication, x.1, y.1, t_of(y) - t_of(x)),
+                ('r', 'p') => push(SegmentKind::Computation, x.1, y.1, t_of(y) - t_of(x)),
                 ('r', 'r') => {
                     let end = m.run_end[x.1 as usize];
                     let d = if end >= 0 { end - t_of(x) } else { t_of(y) - t_of(x) };
-                    push(SegKind::Computation, x.1, NONE, d);
-                    push(SegKind::Idle, x.1, y.1, t_of(y) - (t_of(x) + d));
+                    push(SegmentKind::Computation, x.1, NONE, d);
+                    push(SegmentKind::Idle, x.1, y.1, t_of(y) - (t_of(x) + d));
                 }
                 _ => {}
             }

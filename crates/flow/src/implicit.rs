@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use crate::index::Index;
-use crate::model::{AnnKind, CbKind, Model};
+use crate::model::{AnnotationKind, CallbackKind, Model};
 
 /// Which intra-node dependencies the data-flow search follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +54,7 @@ pub fn implicit_edges(ix: &Index, mode: Implicit) -> Option<HashSet<(i64, i64)>>
                 .map(|&c| m.cb_node[c as usize])
                 .filter(|&n| n >= 0)
                 .collect();
-            let runnable = |c: i64| matches!(m.cb_kind[c as usize], CbKind::Timer | CbKind::Subscription);
+            let runnable = |c: i64| matches!(m.cb_kind[c as usize], CallbackKind::Timer | CallbackKind::Subscription);
             for (node, cbs) in &ix.cbs_of_node {
                 if annotated_nodes.contains(node) {
                     continue;
@@ -77,14 +77,14 @@ fn annotated_edges(ix: &Index) -> HashSet<(i64, i64)> {
     for a in &m.annotations {
         let sub_cbs: Vec<i64> = a.subs.iter().flat_map(|s| ix.sub_callbacks(*s)).copied().collect();
         match a.kind {
-            AnnKind::PeriodicAsync => {
+            AnnotationKind::PeriodicAsync => {
                 for t in timer_callbacks_publishing(m, ix, &a.pubs) {
                     for &s in &sub_cbs {
                         edges.insert((s, t));
                     }
                 }
             }
-            AnnKind::PartialSync => {
+            AnnotationKind::PartialSync => {
                 for &s1 in &sub_cbs {
                     for &s2 in sub_cbs.iter().filter(|&&c| c != s1) {
                         edges.insert((s1, s2));
@@ -106,7 +106,7 @@ fn timer_callbacks_publishing(m: &Model, ix: &Index, publishers: &[i64]) -> Vec<
                 continue;
             }
             let c = m.run_cb[r as usize];
-            if c >= 0 && m.cb_kind[c as usize] == CbKind::Timer {
+            if c >= 0 && m.cb_kind[c as usize] == CallbackKind::Timer {
                 seen.insert(c);
             }
         }

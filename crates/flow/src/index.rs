@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::model::{AnnKind, Model, NONE};
+use crate::model::{AnnotationKind, Model, NONE};
 
 /// Indexes derived once from the model.
 pub struct Index<'a> {
@@ -20,7 +20,7 @@ pub struct Index<'a> {
     /// Callbacks of each node.
     pub cbs_of_node: HashMap<i64, Vec<i64>>,
     /// Annotation of a (publisher, kind): the annotation index.
-    pub ann_of_pub: HashMap<(i64, AnnKind), usize>,
+    pub ann_of_pub: HashMap<(i64, AnnotationKind), usize>,
     /// Publications of each publisher, by time.
     pub pubs_of_publisher: Vec<Vec<i64>>,
 }

@@ -10,7 +10,7 @@ use std::fmt;
 
 use roscope_model::table::{Col, Data, Table};
 
-use crate::model::{AnnKind, Annotation, CbKind, Model, NONE};
+use crate::model::{parse_code, Annotation, AnnotationKind, CallbackKind, Model, NONE};
 
 /// The tables and columns the flow reads: a caller holding a database only needs
 /// to hand over these.
@@ -231,7 +231,7 @@ fn callbacks(m: &mut Model, cbs: &Tab, nodes: &Tab, sub_names: &[Option<&str>], 
     m.cb_node = cbs.refs("node_id", nodes.len(), "nodes")?;
     for (c, (&kind, &owner)) in kinds.iter().zip(&owners).enumerate() {
         let kind_s = kind.unwrap_or("?");
-        let k = CbKind::parse(kind_s);
+        let k = parse_code(CallbackKind::ALL, CallbackKind::name, kind_s).unwrap_or(CallbackKind::Unknown);
         let owned = |names: &[Option<&'_ str>], what: &str| -> Result<i64> {
             if owner != NONE && (owner < 0 || owner as usize >= names.len()) {
                 return bad(format!("callbacks.owner_id = {} of callback {} is not a row of {}", owner, c, what));
@@ -284,7 +284,7 @@ fn annotations(tables: &[Table], nsub: usize, npub: usize) -> Result<Vec<Annotat
     let mut slot: Vec<Option<usize>> = Vec::with_capacity(ann.len());
     let mut out: Vec<Annotation> = Vec::new();
     for kind in ann.strs("kind")? {
-        slot.push(kind.and_then(AnnKind::parse).map(|kind| {
+        slot.push(kind.and_then(|k| parse_code(AnnotationKind::ALL, AnnotationKind::name, k)).map(|kind| {
             out.push(Annotation { kind, subs: Vec::new(), pubs: Vec::new() });
             out.len() - 1
         }));

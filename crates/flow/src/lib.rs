@@ -28,11 +28,11 @@ pub mod tables;
 #[cfg(test)]
 mod tests;
 
-pub use causal::{causal_links, CausalLink, LinkKind, Policy};
-pub use dataflow::{data_flows, each_data_flow, path_key, segments, DataFlow, FlowOptions, FlowResult, SegKind, Segment, SegmentSet};
+pub use causal::{causal_links, CausalLink, CausalLinkKind, Policy};
+pub use dataflow::{data_flows, each_data_flow, path_key, segments, DataFlow, FlowOptions, FlowResult, Segment, SegmentKind, SegmentSet};
 pub use graph::{message_graph, Graph};
 pub use implicit::{implicit_edges, Implicit};
 pub use index::Index;
 pub use input::{InputError, INPUTS};
-pub use model::{AnnKind, Annotation, CbKind, Model, NONE};
+pub use model::{Annotation, AnnotationKind, CallbackKind, Model, NONE};
 pub use tables::{causal_links_table, data_flow_tables, path_label, FlowTables};

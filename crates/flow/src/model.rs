@@ -1,4 +1,5 @@
 //! The part of the execution model that the flow algorithms read, as columns.
+//! Kinds are the schema's code tables (`roscope_model::schema`).
 //!
 //! Ids are row positions of the model's tables (`callback_id`, `run_id`, ...);
 //! `NONE` (-1) stands for a missing reference. `Model::from_tables` (input.rs)
@@ -7,49 +8,17 @@
 /// A missing reference.
 pub const NONE: i64 = -1;
 
-/// What a callback serves (column `callbacks.kind`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CbKind {
-    Timer,
-    Subscription,
-    /// Services, clients and callbacks of unknown owner: they run, but the flow
-    /// rules do not start or continue a message flow at them.
-    Other,
-}
+pub use roscope_model::schema::{AnnotationKind, CallbackKind};
 
-impl CbKind {
-    pub fn parse(s: &str) -> CbKind {
-        match s {
-            "timer" => CbKind::Timer,
-            "subscription" => CbKind::Subscription,
-            _ => CbKind::Other,
-        }
-    }
-}
-
-/// The kind of a causal-link annotation (column `annotations.kind`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AnnKind {
-    /// A timer callback publishes what its inputs' callbacks cached.
-    PeriodicAsync,
-    /// A subscription callback publishes once its inputs' callbacks have all run.
-    PartialSync,
-}
-
-impl AnnKind {
-    pub fn parse(s: &str) -> Option<AnnKind> {
-        match s {
-            "periodic_async" => Some(AnnKind::PeriodicAsync),
-            "partial_sync" => Some(AnnKind::PartialSync),
-            _ => None,
-        }
-    }
+/// The value of a code table whose name is `s` (kinds are text in the model's tables).
+pub fn parse_code<T: Copy>(all: &[T], name: fn(T) -> &'static str, s: &str) -> Option<T> {
+    all.iter().copied().find(|&k| name(k) == s)
 }
 
 /// One causal-link annotation: its inputs (subscriptions) and outputs (publishers).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Annotation {
-    pub kind: AnnKind,
+    pub kind: AnnotationKind,
     pub subs: Vec<i64>,
     pub pubs: Vec<i64>,
 }
@@ -59,7 +28,7 @@ pub struct Annotation {
 pub struct Model {
     // callbacks
     pub cb_node: Vec<i64>,
-    pub cb_kind: Vec<CbKind>,
+    pub cb_kind: Vec<CallbackKind>,
     /// Subscription id of a subscription callback.
     pub cb_sub: Vec<i64>,
     /// Readable name of each callback: `node kind(topic)`, as in `paths.path`.

@@ -1,9 +1,11 @@
-//! The flow's results as tables (the same `Table` type as the model's), with kinds
-//! as readable text: `causal_links`, `data_flows`, `data_flow_steps`,
-//! `data_flow_segments` and `paths` (docs/analyses.md).
+//! The flow's results as tables of the schema (`roscope_model::schema`: names and
+//! types of `causal_links`, `data_flows`, `data_flow_steps`, `data_flow_segments`
+//! and `paths`), with kinds as the text of the schema's code tables
+//! (docs/analyses.md). `NONE` (-1) stands for a missing id.
 
 use std::collections::HashMap;
 
+use roscope_model::schema::{self, ColType, TableSpec};
 use roscope_model::table::{Col, Data, Table};
 
 use crate::causal::CausalLink;
@@ -11,53 +13,56 @@ use crate::dataflow::{each_data_flow, path_key, DataFlow, FlowOptions, FlowResul
 use crate::index::Index;
 use crate::model::{Model, NONE};
 
-fn col(name: &'static str, v: Vec<i64>) -> Col {
-    Col { name, data: Data::I64(v), valid: Vec::new(), any_null: false }
-}
-
-/// An int64 column where `NONE` is null.
-fn col_opt(name: &'static str, v: Vec<i64>) -> Col {
-    let any_null = v.contains(&NONE);
-    let valid = if any_null { v.iter().map(|&x| (x != NONE) as u8).collect() } else { Vec::new() };
-    Col { name, data: Data::I64(v), valid, any_null }
-}
-
-fn col_text<'a>(name: &'static str, v: impl Iterator<Item = &'a str>) -> Col {
+fn text<'a>(v: impl Iterator<Item = &'a str>) -> Data {
     let (mut bytes, mut offs) = (Vec::new(), vec![0i64]);
     for s in v {
         bytes.extend_from_slice(s.as_bytes());
         offs.push(bytes.len() as i64);
     }
-    Col { name, data: Data::Str(bytes, offs), valid: Vec::new(), any_null: false }
+    Data::Str(bytes, offs)
 }
 
-fn table(name: &'static str, cols: Vec<Col>) -> Table {
-    let rows = match cols.first().map(|c| &c.data) {
-        Some(Data::I64(v)) => v.len(),
-        Some(Data::Str(_, o)) => o.len() - 1,
-        _ => 0,
-    };
-    Table { name, cols, rows }
+/// A table of the schema (`roscope_model::schema`) from its columns' data, in the
+/// schema's order; the names come from the schema, the types are checked against it.
+fn table(spec: &'static TableSpec, data: Vec<Data>) -> Table {
+    assert_eq!(spec.columns.len(), data.len(), "table {}: {} columns for {} in the schema", spec.name, data.len(), spec.columns.len());
+    let mut rows = None;
+    let cols = spec
+        .columns
+        .iter()
+        .zip(data)
+        .map(|(c, d)| {
+            let n = match (&d, c.ty) {
+                (Data::I64(v), ColType::BigInt) => v.len(),
+                (Data::Str(_, o), ColType::Varchar) => o.len() - 1,
+                _ => panic!("{}.{}: the data is not of the schema's type {}", spec.name, c.name, c.ty.sql()),
+            };
+            let first = *rows.get_or_insert(n);
+            assert_eq!(first, n, "{}.{}: {} rows, not {}", spec.name, c.name, n, first);
+            Col { name: c.name, data: d, valid: Vec::new(), any_null: false }
+        })
+        .collect();
+    Table { name: spec.name, cols, rows: rows.unwrap_or(0) }
 }
 
 /// `causal_links`: in_publication_id, in_run_id, out_publication_id, kind.
 pub fn causal_links_table(links: &[CausalLink]) -> Table {
     table(
-        "causal_links",
+        &schema::CAUSAL_LINKS,
         vec![
-            col("in_publication_id", links.iter().map(|l| l.in_pub).collect()),
-            col("in_run_id", links.iter().map(|l| l.in_run).collect()),
-            col("out_publication_id", links.iter().map(|l| l.out_pub).collect()),
-            col_text("kind", links.iter().map(|l| l.kind.name())),
+            Data::I64(links.iter().map(|l| l.in_pub).collect()),
+            Data::I64(links.iter().map(|l| l.in_run).collect()),
+            Data::I64(links.iter().map(|l| l.out_pub).collect()),
+            text(links.iter().map(|l| l.kind.name())),
         ],
     )
 }
 
 /// The data flows of a search, as tables.
 pub struct FlowTables {
-    /// One row per flow: flow_id, path_id, output_publication_id,
-    /// input_publication_id, first_run_id, start_ts, end_ts, latency_ns,
-    /// communication_ns, idle_ns, computation_ns.
+    /// One row per flow (`schema::DATA_FLOWS`): flow_id, path_id,
+    /// output_publication_id, input_publication_id, first_run_id, start_ts, end_ts,
+    /// latency_ns, communication_ns, idle_ns, computation_ns (in this order).
     pub flows: Table,
     /// flow_id, step, is_run (1: a callback run, 0: a publication), id: the steps of
     /// the first flow of each path (or of every flow).
@@ -124,42 +129,25 @@ impl Collector {
     }
 
     fn finish(self, m: &Model) -> FlowTables {
-        let [flow_id, path_id, out_pub, in_pub, first_run, start, end, latency, com, idle, calc] = self.flows;
-        let flows = table(
-            "data_flows",
-            vec![
-                col("flow_id", flow_id),
-                col("path_id", path_id),
-                col("output_publication_id", out_pub),
-                col_opt("input_publication_id", in_pub),
-                col_opt("first_run_id", first_run),
-                col("start_ts", start),
-                col("end_ts", end),
-                col("latency_ns", latency),
-                col("communication_ns", com),
-                col("idle_ns", idle),
-                col("computation_ns", calc),
-            ],
-        );
-        let [s_flow, s_step, s_is_run, s_id] = self.steps;
-        let steps = table("data_flow_steps", vec![col("flow_id", s_flow), col("step", s_step), col("is_run", s_is_run), col("id", s_id)]);
+        let flows = table(&schema::DATA_FLOWS, self.flows.into_iter().map(Data::I64).collect());
+        let steps = table(&schema::DATA_FLOW_STEPS, self.steps.into_iter().map(Data::I64).collect());
         let segs = self.segments.segments;
         let segments = table(
-            "data_flow_segments",
+            &schema::DATA_FLOW_SEGMENTS,
             vec![
-                col_text("kind", segs.iter().map(|s| s.kind.name())),
-                col("a", segs.iter().map(|s| s.a).collect()),
-                col_opt("b", segs.iter().map(|s| s.b).collect()),
-                col("duration_ns", segs.iter().map(|s| s.duration).collect()),
+                text(segs.iter().map(|s| s.kind.name())),
+                Data::I64(segs.iter().map(|s| s.a).collect()),
+                Data::I64(segs.iter().map(|s| s.b).collect()),
+                Data::I64(segs.iter().map(|s| s.duration).collect()),
             ],
         );
         let labels: Vec<String> = self.paths.iter().map(|(key, _)| path_label(m, key)).collect();
         let paths = table(
-            "paths",
+            &schema::PATHS,
             vec![
-                col("path_id", (0..self.paths.len() as i64).collect()),
-                col("flows", self.paths.iter().map(|p| p.1).collect()),
-                col_text("path", labels.iter().map(|s| s.as_str())),
+                Data::I64((0..self.paths.len() as i64).collect()),
+                Data::I64(self.paths.iter().map(|p| p.1).collect()),
+                text(labels.iter().map(|s| s.as_str())),
             ],
         );
         FlowTables { flows, steps, segments, paths }

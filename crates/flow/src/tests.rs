@@ -182,14 +182,17 @@ fn input_reads_topics_kinds_labels_and_earliest_layer() {
     assert_eq!(m.topics, ["/out", "/x", "/y", "/z"]);
     assert_eq!(m.sub_topic, [1, 2, 1]);
     assert_eq!(m.pub_topic, [1, 2, 3, 0]);
-    assert_eq!(m.cb_kind, [CbKind::Timer, CbKind::Subscription, CbKind::Subscription, CbKind::Subscription, CbKind::Timer]);
+    assert_eq!(
+        m.cb_kind,
+        [CallbackKind::Timer, CallbackKind::Subscription, CallbackKind::Subscription, CallbackKind::Subscription, CallbackKind::Timer]
+    );
     assert_eq!(m.cb_sub, [NONE, 0, 1, 2, NONE]);
     assert_eq!(m.cb_label, ["/a timer", "/ns/b subscription(/x)", "/c subscription(/y)", "/d subscription(/x)", "/d timer"]);
     assert_eq!(m.pb_ts, [120, 240, 330, 265]);
     assert_eq!((m.tl_pub.clone(), m.tl_run.clone()), (vec![0, 0, 1], vec![1, 3, 2]));
     let f = fusion().model();
-    let ann: Vec<(AnnKind, Vec<i64>, Vec<i64>)> = f.annotations.iter().map(|a| (a.kind, a.subs.clone(), a.pubs.clone())).collect();
-    assert_eq!(ann, [(AnnKind::PartialSync, vec![0, 1], vec![0]), (AnnKind::PeriodicAsync, vec![2], vec![1])]);
+    let ann: Vec<(AnnotationKind, Vec<i64>, Vec<i64>)> = f.annotations.iter().map(|a| (a.kind, a.subs.clone(), a.pubs.clone())).collect();
+    assert_eq!(ann, [(AnnotationKind::PartialSync, vec![0, 1], vec![0]), (AnnotationKind::PeriodicAsync, vec![2], vec![1])]);
 }
 
 #[test]
@@ -388,4 +391,17 @@ fn message_graph_forward_and_backward() {
     let g = message_graph(&ix, &l, 6, false, true);
     assert_eq!(g.pubs, [4, 5, 6]);
     assert_eq!(g.runs, [5, 7, 8, 9]);
+}
+
+#[test]
+fn inputs_are_columns_of_the_schema() {
+    use roscope_model::schema::{self, ColType};
+    for (table, cols) in INPUTS {
+        let spec = schema::table(table).unwrap_or_else(|| panic!("no table {} in the schema", table));
+        for col in *cols {
+            let c = spec.column(col).unwrap_or_else(|| panic!("no column {}.{} in the schema", table, col));
+            let text = matches!(*col, "kind" | "name" | "namespace");
+            assert_eq!(c.ty, if text { ColType::Varchar } else { ColType::BigInt }, "{}.{}", table, col);
+        }
+    }
 }
