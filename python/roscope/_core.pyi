@@ -53,6 +53,11 @@ def build_model(
 ) -> tuple[list[tuple[str, ArrowTable]], list[tuple[str, int]], list[str], list[tuple[str, int, int]]]:
     """Builds the execution model (docs/model.md): (tables by name, stats, warnings, losses)."""
 
+def schema() -> str:
+    """The database schema (crates/model/src/schema.rs) as JSON: {"tables": [{name,
+    origin, doc, columns: [{name, type, doc}]}], "codes": [{name, doc, used_in,
+    values: [{code, name, doc}]}]}."""
+
 class FlowModel:
     """The flow's model (crates/flow), built from the execution model's tables."""
 
