@@ -157,6 +157,20 @@ pub fn read_text(path: &Path, warnings: &mut Vec<Warning>) -> Result<String> {
                         msg: "compressed or encrypted metadata is not supported".into(),
                     });
                 }
+                let mut psize = psize;
+                if content >= 37 && psize < content {
+                    // The packet size is damaged: the next packet starts at the
+                    // next header after the content (or there is none).
+                    let magic = if le == METADATA_MAGIC { METADATA_MAGIC.to_le_bytes() } else { METADATA_MAGIC.to_be_bytes() };
+                    let from = (off + content).min(data.len());
+                    let next = memchr::memmem::find(&data[from..], &magic).map(|i| from + i).unwrap_or(data.len());
+                    let msg = format!(
+                        "metadata packet size {} bytes is smaller than its content ({} bytes): damaged; the next packet is at byte {}",
+                        psize, content, next
+                    );
+                    warnings.push(Warning { file: file.clone(), offset: Some(off as u64), msg });
+                    psize = next - off;
+                }
                 if content < 37 || psize < content {
                     return Err(CtfError::Decode {
                         file,
