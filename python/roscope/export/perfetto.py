@@ -182,12 +182,13 @@ def _runs(con, ev: Events, names: Names) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _states(con, ev: Events, names: Names) -> None:
-    s = _np(con, "SELECT thread_id, state, start_ts, end_ts FROM executor_states WHERE end_ts IS NOT NULL ORDER BY thread_id, start_ts")
+    s = _np(con, """SELECT thread_id, dense_rank() OVER (ORDER BY state) - 1 AS k, start_ts, end_ts FROM executor_states
+                    WHERE end_ts IS NOT NULL ORDER BY thread_id, start_ts""")
     if not len(s["start_ts"]):
         return
+    states = [r[0] for r in con.execute("SELECT DISTINCT state FROM executor_states WHERE end_ts IS NOT NULL ORDER BY 1").fetchall()]
     track = EXECUTOR_TRACK + s["thread_id"]
-    states, inv = np.unique(s["state"].astype(str), return_inverse=True)
-    name = names.iids(states)[inv]
+    name = names.iids([str(x) for x in states])[s["k"]]
     empty = s["end_ts"] == s["start_ts"]
     ev.add(s["start_ts"], _BEGIN, 0, SLICE_BEGIN, track, name)
     ev.add(s["end_ts"], np.where(empty, _END_EMPTY, _END), 0, SLICE_END, track, 0)
@@ -195,12 +196,14 @@ def _states(con, ev: Events, names: Names) -> None:
 
 def _instants(con, ev: Events, names: Names, sql: str, verb: str) -> tuple[np.ndarray, np.ndarray]:
     """Instants named '<verb> <topic>'; returns (ids, event index of each)."""
-    x = _np(con, sql)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _pf_instants AS {sql}")
+    x = _np(con, "SELECT id, ts, thread_id, dense_rank() OVER (ORDER BY topic) - 1 AS k FROM _pf_instants ORDER BY id")
+    topics = [r[0] for r in con.execute("SELECT DISTINCT topic FROM _pf_instants ORDER BY topic").fetchall()]
+    con.execute("DROP TABLE _pf_instants")
     ids = x["id"]
     if not len(ids):
         return ids, ids
-    topics, inv = np.unique(x["topic"].astype(str), return_inverse=True)
-    name = names.iids([f"{verb} {t}" for t in topics])[inv]
+    name = names.iids([f"{verb} {t}" for t in topics])[x["k"]]
     first = ev.add(x["ts"], _INSTANT, 0, INSTANT, THREAD_TRACK + x["thread_id"], name)
     return ids, first + np.arange(len(ids))
 
@@ -275,19 +278,19 @@ def _encode(cols: dict, out) -> int:
         fv = fval[np.searchsorted(fpos, lo):np.searchsorted(fpos, lo + k)]
         tv = tval[np.searchsorted(tpos, lo):np.searchsorted(tpos, lo + k)]
         name = cols["name"][idx]
-        te = w.concat([
+        track_event = [
             w.field_varints(9, cols["type"][idx]),
             w.field_varints(11, cols["track"][idx]),
             w.field_varints(10, name, present=name > 0),
             w.repeated_fixed64(47, fc, fv),
             w.repeated_fixed64(48, tc, tv),
-        ])
-        packet = w.concat([
+        ]
+        packet = [
             w.field_varints(8, cols["ts"][idx]),
-            w.message(11, te),
+            *w.message_pieces(11, track_event),
             w.const(w.field_varint(10, SEQ) + w.field_varint(13, SEQ_NEEDS_INCREMENTAL_STATE), k),
-        ])
-        out.write(w.flatten(w.message(1, packet)))
+        ]
+        out.write(w.flatten(w.concat(w.message_pieces(1, packet))))
     return n
 
 

@@ -94,26 +94,37 @@ def concat(pieces: Sequence[Piece]) -> Piece:
     n = len(pieces[0][1])
     if n == 0:
         return np.zeros((0, 0), np.uint8), np.zeros(0, np.int64)
-    out = np.zeros((n, sum(p[0].shape[1] for p in pieces)), np.uint8)
+    width = sum(p[0].shape[1] for p in pieces)
+    out = np.zeros((n, width), np.uint8)
+    flat = out.reshape(-1)
+    row_start = np.arange(n, dtype=np.int64) * width
     off = np.zeros(n, np.int64)
     for mat, lens in pieces:
-        if mat.shape[1] == 0:
+        w = mat.shape[1]
+        if w == 0:
             continue
-        if (lens == mat.shape[1]).all() and (off == off[0]).all():
+        if (lens == w).all() and (off == off[0]).all():
             o = int(off[0])
-            out[:, o:o + mat.shape[1]] = mat
+            out[:, o:o + w] = mat
         else:
-            for j in range(mat.shape[1]):
-                idx = np.nonzero(lens > j)[0]
-                out[idx, off[idx] + j] = mat[idx, j]
+            rows = np.nonzero(lens)[0]  # repeated fields are empty on most rows
+            sub, sub_lens = mat[rows], lens[rows]
+            w = int(sub_lens.max()) if len(rows) else 0
+            valid = np.arange(w)[None, :] < sub_lens[:, None]
+            dest = (row_start[rows] + off[rows])[:, None] + np.arange(w)[None, :]
+            flat[dest[valid]] = sub[:, :w][valid]
         off = off + lens
     return out[:, :int(off.max())], off
 
 
 def field_varints(number: int, v: np.ndarray, present: np.ndarray | None = None) -> Piece:
     """`number: v` as varint fields (left out where not `present`)."""
-    k = key(number, VARINT)
-    mat, lens = concat([const(k, len(v)), varints(v)])
+    k = np.frombuffer(key(number, VARINT), np.uint8)
+    vm, vl = varints(v)
+    mat = np.empty((len(vl), len(k) + vm.shape[1]), np.uint8)
+    mat[:, :len(k)] = k
+    mat[:, len(k):] = vm
+    lens = vl + len(k)
     if present is not None:
         lens = np.where(present, lens, 0)
     return mat, lens
@@ -138,8 +149,17 @@ def repeated_fixed64(number: int, counts: np.ndarray, values: np.ndarray) -> Pie
 
 def message(number: int, content: Piece) -> Piece:
     """`content` as a length-delimited field `number`."""
-    mat, lens = content
-    return concat([const(key(number, LEN), len(lens)), varints(lens), (mat, lens)])
+    return concat(message_pieces(number, [content]))
+
+
+def message_pieces(number: int, pieces: Sequence[Piece]) -> list[Piece]:
+    """The pieces of a length-delimited field `number` whose content is `pieces`
+    (key, length, then the pieces themselves): concatenate them once, at the end."""
+    n = len(pieces[0][1])
+    total = np.zeros(n, np.int64)
+    for _m, lens in pieces:
+        total += lens
+    return [const(key(number, LEN), n), varints(total), *pieces]
 
 
 def flatten(piece: Piece) -> bytes:
