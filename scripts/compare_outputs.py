@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Shows that a change of roscope kept its outputs: runs two versions of the
 package side by side on the same inputs, in the same run, and compares
-`roscope dump` (every byte), `roscope stats --json` and `roscope flow --json`.
+`roscope dump` (every byte), `roscope stats --json`, `roscope executor --json` and `roscope flow --json`.
 
     scripts/compare_outputs.py --before /path/to/old/checkout/python [--traces DIR]
 
@@ -41,10 +41,11 @@ FLOWS = [
 ]
 
 # Issue 9 unified statistic names across verbs: flow's quantiles were q25/q50/q75
-# (ns, no suffix); every statistic is now `<name>_ns` with p25/p50/p75.
+# (ns, no suffix), counts were `n`; every statistic is now `<name>_ns` with p25/p50/p75,
+# and counts are `count`.
 FLOW_STAT_RENAMES = {"min": "min_ns", "mean": "mean_ns", "std": "std_ns", "q25": "p25_ns", "q50": "p50_ns",
-                     "q75": "p75_ns", "p99": "p99_ns", "max": "max_ns"}
-VOLATILE = {"seconds", "us_per_flow"}
+                     "q75": "p75_ns", "p99": "p99_ns", "max": "max_ns", "n": "count"}
+VOLATILE = {"seconds", "us_per_flow", "compute_ns", "ns_per_flow"}
 
 
 def run(python_path: str | None, args: list[str]) -> tuple[int, bytes, bytes]:
@@ -56,6 +57,12 @@ def run(python_path: str | None, args: list[str]) -> tuple[int, bytes, bytes]:
     p = subprocess.run([sys.executable, "-m", "roscope", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        env=env, cwd="/")
     return p.returncode, p.stdout, p.stderr
+
+
+def stats_order(obj):
+    """Nodes tied on busy time came in no fixed order before (now by name): compare them in one order."""
+    obj["nodes"] = sorted(obj["nodes"], key=lambda n: (-(n["busy_ns"] or 0), str(n["node"]), n["pid"]))
+    return obj
 
 
 def rename_flow_stats(obj):
@@ -109,6 +116,8 @@ def compare_json(before: str, label: str, args: list[str], normalize) -> bool:
         print(f"  {label}: exit {rb} before, {ra} after\n{eb.decode()[-400:]}{ea.decode()[-400:]}")
         return False
     old, new = drop_timings(normalize(json.loads(ob))), drop_timings(json.loads(oa))
+    if args[0] == "stats":
+        old, new = stats_order(old), stats_order(new)
     d = diff(old, new)
     print(f"  {label}: {'same' if not d else 'DIFFERENT'}")
     for line in d:
@@ -135,6 +144,7 @@ def main() -> int:
               f"sha256 {hashlib.sha256(oa).hexdigest()[:16]})")
         ok &= same
         ok &= compare_json(a.before, "stats --json", ["stats", "--json", path], lambda x: x)
+        ok &= compare_json(a.before, "executor --json", ["executor", "--json", path], rename_flow_stats)
         for ft, fr, to in FLOWS:
             if ft == t:
                 ok &= compare_json(a.before, f"flow --json --from {fr} --to {to}",

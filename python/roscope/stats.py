@@ -105,7 +105,7 @@ def nodes(db: Database):
         SELECT cb.node, cb.hostname, cb.pid, cb.callbacks, cb.runs, cb.busy_ns, cb.busy_ns / {span}::DOUBLE AS cpu_share,
                coalesce(pb.publications, 0) AS publications
         FROM cb LEFT JOIN pb USING (node, pid)
-        ORDER BY cb.busy_ns DESC"""
+        ORDER BY cb.busy_ns DESC, cb.node, cb.pid"""
     )
 
 
