@@ -241,6 +241,9 @@ def _write_outputs(target: str | None, parquet_dir: str | None, arrow: dict, met
         if con is not None and target is not None:
             con.close()
         _remove_quietly(*(t for t, _ in temps), *(t + ".wal" for t, _ in temps[:1] if target is not None))
+        if isinstance(exc, RuntimeError) and str(exc) == "Query interrupted":
+            # Ctrl-C while DuckDB scans an Arrow table comes back as a RuntimeError.
+            raise KeyboardInterrupt from None
         if isinstance(exc, duckdb.Error):
             raise database_error(exc, target or parquet_dir, "write") from None
         raise
