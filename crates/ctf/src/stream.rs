@@ -165,6 +165,9 @@ pub struct StreamReader {
     /// timestamp_begin (cycles) of the previous packet, as accepted.
     prev_begin: Option<u64>,
     time_warned: bool,
+    /// The packet's content size is damaged: its events are read up to the
+    /// packet's end, and the first one that makes no sense ends the content.
+    content_guessed: bool,
     clock_ns_div: Option<u64>,
     event_id: u64,
     regs: Vec<u64>,
@@ -232,6 +235,7 @@ impl StreamReader {
             hi: u64::MAX,
             prev_begin: None,
             time_warned: false,
+            content_guessed: false,
             clock_ns_div: if freq == 1_000_000_000 { None } else { Some(freq) },
             event_id: 0,
             regs: vec![0; nregs.max(1)],
@@ -397,6 +401,10 @@ impl StreamReader {
                 }
                 Ok(()) => {
                     if self.clock < self.lo || self.clock > self.hi {
+                        if self.content_guessed {
+                            self.end_guessed_content(start / 8);
+                            continue;
+                        }
                         self.check_time(start / 8);
                     }
                     self.lo = self.clock;
@@ -428,6 +436,26 @@ impl StreamReader {
             self.warnings.push(Warning { file: self.path.clone(), offset: None, msg });
             self.unlisted = 0;
         }
+    }
+
+    /// In a packet whose content size is damaged, an event whose time is
+    /// outside the packet's: the real content ended before it (what follows is
+    /// padding or garbage). Reading goes on at the next packet.
+    #[cold]
+    fn end_guessed_content(&mut self, at: u64) {
+        let end = self.end / 8;
+        self.damage.skipped_bytes += end.saturating_sub(at);
+        self.warn(
+            at,
+            format!(
+                "the packet's content (whose size is damaged) is taken to end here: the next event's time {} ns is outside the \
+                 packet's; {} bytes up to the packet's end are not read",
+                self.to_ns(self.clock),
+                end.saturating_sub(at)
+            ),
+        );
+        self.clock = self.lo;
+        self.pos = self.end;
     }
 
     /// An event's clock is outside [previous event of this stream, end of its
@@ -683,6 +711,7 @@ impl StreamReader {
             return Ok(false);
         }
         let off = self.next_packet;
+        self.content_guessed = false;
         let mut h = self.parse_head(off, true)?;
         if h.bad_magic.is_some() || h.bad_stream_id.is_some() {
             self.damaged_id_fields(off, &mut h)?;
@@ -780,7 +809,22 @@ impl StreamReader {
         let packet_ok = packet_bits != 0 && content_bits <= packet_bits && packet_bits.is_multiple_of(8);
         if !packet_ok {
             if content_bits > packet_bits && packet_bits.is_multiple_of(8) && packet_bits >= h.header_bits {
-                return Err(DErr(format!("packet sizes are invalid (content {} bits, packet {} bits)", content_bits, packet_bits)));
+                // A packet size that leads to the next packet (or to the end
+                // of the file) is right, and the content size damaged.
+                let next = off + packet_bits / 8;
+                let confirmed = self.index_at(off).is_none() && (next == file_len || (next < file_len && self.probe(next)));
+                if !confirmed {
+                    return Err(DErr(format!("packet sizes are invalid (content {} bits, packet {} bits)", content_bits, packet_bits)));
+                }
+                self.damage.fields_repaired += 1;
+                let msg = format!(
+                    "packet content size {} bits is larger than its packet size {} bits, which leads to the next packet: the content \
+                     size is damaged; events are read until one makes no sense",
+                    content_bits, packet_bits
+                );
+                self.warn(off, msg);
+                self.content_guessed = true;
+                return Ok((packet_bits, packet_bits));
             }
             // The content size is plausible, the packet size is not.
             self.damage.fields_repaired += 1;

@@ -376,3 +376,31 @@ fn a_file_cut_at_a_packet_boundary_is_found_truncated_by_its_index() {
         )]
     );
 }
+
+#[test]
+fn a_damaged_content_size_reads_the_events_up_to_the_padding() {
+    // Packet 1's content size all ones: larger than its packet size (800
+    // bits), which leads to packet 2. Its event is read; the zero padding after
+    // it decodes as an event at time 0 (before the packet's begin, 100): the
+    // content is taken to end there (byte 169), and packet 2 is read.
+    let mut file = packets(3);
+    put_u64(&mut file, 100 + 24, u64::MAX);
+    let (dir, path) = trace(&file);
+    let d = dump(dir.path());
+    assert_eq!(xs(&d), expect_xs(&[0, 1, 2]));
+    assert_eq!(
+        d.warnings,
+        vec![
+            format!(
+                "{}: at byte 100: packet content size 18446744073709551615 bits is larger than its packet size 800 bits, which leads \
+                 to the next packet: the content size is damaged; events are read until one makes no sense",
+                path
+            ),
+            format!(
+                "{}: at byte 169: the packet's content (whose size is damaged) is taken to end here: the next event's time 0 ns is \
+                 outside the packet's; 31 bytes up to the packet's end are not read",
+                path
+            ),
+        ]
+    );
+}
