@@ -16,7 +16,8 @@ of the stream cases with the traces' packet index hidden. For every case:
   it hangs on some);
 * events lost are reported by a warning naming the file and a byte offset
   in the damaged packets; a metadata error names the metadata file and the
-  line or byte;
+  line or byte (metadata damaged into other valid metadata is reported where
+  the events stop decoding: a stream file and an offset);
 * reading resumes after the damage: every event of the packets after it is
   read again (resynchronization), and each stream stays in time order.
 
@@ -125,7 +126,7 @@ def test_lost_events_are_reported_with_file_and_offset(faults):
         if r["bt2"]["status"] == "ok" and r["status"] == "ok":
             return False
         if c.metadata:
-            return (r["status"] == "error" and not r["warned_at"]) or (r["status"] == "ok" and r["lost"] and not r["named"])
+            return (r["status"] == "error" and not r["warned_at"]) or (r["status"] == "ok" and r["lost"] and not r["reported"])
         return r["status"] == "ok" and r["lost"] and not r["warned_at"] and not (r["boundary"] and c.no_index)
 
     _report([(c, r) for c, r in faults if unreported(c, r)], "lost events without a warning naming the file and an offset in the damage")

@@ -147,7 +147,7 @@ def figures(cases: list[Case], results: list[dict]) -> dict:
                 f["events_roscope_where_bt2_read"] += res.get("n", 0)
                 f["genuine_bt2_where_it_read"] += res["bt2"]["genuine"] or 0
                 f["genuine_roscope_where_bt2_read"] += res.get("genuine", 0)
-                f["lost_undetectable"] += bool(res.get("lost")) and not res.get("warned_at") and not res.get("named")
+                f["lost_undetectable"] += bool(res.get("lost")) and not res.get("warned_at") and not res.get("reported")
             else:
                 f["events_roscope_where_bt2_failed"] += res.get("n", 0)
                 f["genuine_roscope_where_bt2_failed"] += res.get("genuine", 0)

@@ -949,14 +949,11 @@ impl StreamReader {
         if let Some(b) = begin {
             let before_prev = self.prev_begin.is_some_and(|p| b < p);
             let after_end = end.is_some_and(|e| b > e);
-            // With begin > end, one of the two is damaged: the end, if it is
-            // before the stream's previous packet began.
-            let end_bad = after_end && end.is_some_and(|e| self.prev_begin.is_some_and(|p| e < p));
-            if end_bad {
+            if after_end && !before_prev && self.begin_is_plausible(b) {
                 hi = u64::MAX;
                 self.damage.fields_repaired += 1;
                 let msg = format!(
-                    "packet timestamp_end {} is before its timestamp_begin {}: damaged, not used",
+                    "packet timestamp_end {} ns is before its timestamp_begin {} ns: damaged, not used",
                     self.to_ns(end.unwrap_or(0)),
                     self.to_ns(b)
                 );
@@ -965,11 +962,13 @@ impl StreamReader {
                 base = floor.unwrap_or_else(|| end.unwrap_or(b).min(b));
                 self.damage.fields_repaired += 1;
                 let why = if before_prev { "before the previous packet's" } else { "after the packet's end" };
+                let from = if floor.is_some() { "the previous event's time" } else { "the packet's end" };
                 let msg = format!(
-                    "packet timestamp_begin {} ns is {}: damaged; this packet's clock starts at {} ns instead (the previous event's time)",
+                    "packet timestamp_begin {} ns is {}: damaged; this packet's clock starts at {} ns instead ({})",
                     self.to_ns(b),
                     why,
-                    self.to_ns(base)
+                    self.to_ns(base),
+                    from
                 );
                 self.warn(off, msg);
             }
@@ -981,6 +980,23 @@ impl StreamReader {
         self.clock = base;
         self.lo = base;
         self.hi = hi;
+    }
+
+    /// When a packet's begin is after its end, whether the begin is the one to
+    /// trust: it is no later than the next packet's begin (when the next
+    /// packet can be read), and the end is the damaged one if it is before the
+    /// previous packet's begin, or if nothing else is known.
+    #[cold]
+    fn begin_is_plausible(&mut self, begin: u64) -> bool {
+        let saved = (self.pkt, self.pos, self.end);
+        let regs = self.regs.clone();
+        let next = if self.next_packet < self.data.len() as u64 { self.parse_head(self.next_packet, false).ok() } else { None };
+        (self.pkt, self.pos, self.end) = saved;
+        self.regs = regs;
+        match next.and_then(|h| h.ts_begin) {
+            Some(next_begin) => begin <= next_begin,
+            None => true,
+        }
     }
 
     #[inline]

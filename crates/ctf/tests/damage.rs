@@ -404,3 +404,35 @@ fn a_damaged_content_size_reads_the_events_up_to_the_padding() {
         ]
     );
 }
+
+#[test]
+fn a_begin_after_the_end_is_told_from_an_end_before_the_begin() {
+    // Packet 1 (begin 100, end 190, event at 110) between packets 0 and 2
+    // (begins 0 and 200). End damaged into 50: the begin is consistent with
+    // packet 2's, so the end is not used. Begin damaged into 500: after packet
+    // 2's begin, so the begin is not used: the clock starts at the previous
+    // event's time, 10. The event carries its full time either way.
+    let mut file = packets(3);
+    put_u64(&mut file, 100 + 16, 50);
+    let (dir, path) = trace(&file);
+    let d = dump(dir.path());
+    assert_eq!(d.ts, vec![10, 110, 210]);
+    assert_eq!(
+        d.warnings,
+        vec![format!("{}: at byte 100: packet timestamp_end 50 ns is before its timestamp_begin 100 ns: damaged, not used", path)]
+    );
+
+    let mut file = packets(3);
+    put_u64(&mut file, 100 + TS_BEGIN_AT, 500);
+    let (dir, path) = trace(&file);
+    let d = dump(dir.path());
+    assert_eq!(d.ts, vec![10, 110, 210]);
+    assert_eq!(
+        d.warnings,
+        vec![format!(
+            "{}: at byte 100: packet timestamp_begin 500 ns is after the packet's end: damaged; this packet's clock starts at 10 ns \
+             instead (the previous event's time)",
+            path
+        )]
+    );
+}
