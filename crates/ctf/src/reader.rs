@@ -48,9 +48,13 @@ fn natural_key(s: &str) -> (String, u64) {
     (head.to_string(), tail.parse().unwrap_or(0))
 }
 
-fn find_trace_dirs(root: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+/// Trace directories at or below `root`; directories that hold CTF stream
+/// files but no metadata go to `orphans`.
+fn find_trace_dirs(root: &Path, out: &mut Vec<PathBuf>, orphans: &mut Vec<PathBuf>) -> std::io::Result<()> {
     if root.join("metadata").is_file() {
         out.push(root.to_path_buf());
+    } else if holds_stream_files(root) {
+        orphans.push(root.to_path_buf());
     }
     let mut subdirs: Vec<PathBuf> = std::fs::read_dir(root)?
         .filter_map(|e| e.ok())
@@ -59,9 +63,22 @@ fn find_trace_dirs(root: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         .collect();
     subdirs.sort_by_key(|p| natural_key(&p.file_name().unwrap_or_default().to_string_lossy()));
     for d in subdirs {
-        find_trace_dirs(&d, out)?;
+        find_trace_dirs(&d, out, orphans)?;
     }
     Ok(())
+}
+
+/// Whether one of the first regular files of `dir` starts with a CTF packet
+/// magic number (in either byte order).
+fn holds_stream_files(dir: &Path) -> bool {
+    use std::io::Read;
+    let Ok(rd) = std::fs::read_dir(dir) else { return false };
+    let magic = (crate::stream::PACKET_MAGIC as u32).to_le_bytes();
+    rd.filter_map(|e| e.ok()).filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false)).take(16).any(|e| {
+        let mut head = [0u8; 4];
+        std::fs::File::open(e.path()).and_then(|mut f| f.read_exact(&mut head)).is_ok()
+            && (head == magic || head == [magic[3], magic[2], magic[1], magic[0]])
+    })
 }
 
 /// Stream files of a trace directory, in natural name order.
@@ -80,7 +97,8 @@ pub fn stream_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 }
 
 /// The directory a user's path stands for, and the trace directories in it.
-fn trace_dirs(p: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
+/// Also warns about directories holding stream files without metadata.
+fn trace_dirs(p: &Path, warnings: &mut Vec<Warning>) -> Result<(PathBuf, Vec<PathBuf>)> {
     let root = if p.is_file() && p.file_name().map(|n| n == "metadata").unwrap_or(false) {
         p.parent().unwrap_or(Path::new(".")).to_path_buf()
     } else {
@@ -95,10 +113,18 @@ fn trace_dirs(p: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
             p.display()
         )));
     }
-    let mut dirs = Vec::new();
-    find_trace_dirs(&root, &mut dirs).map_err(|e| CtfError::Io { path: root.display().to_string(), msg: e.to_string() })?;
+    let (mut dirs, mut orphans) = (Vec::new(), Vec::new());
+    find_trace_dirs(&root, &mut dirs, &mut orphans).map_err(|e| CtfError::Io { path: root.display().to_string(), msg: e.to_string() })?;
     if dirs.is_empty() {
-        return Err(CtfError::NotFound(format!("{}: no CTF trace found (no 'metadata' file in it or below it)", p.display())));
+        let why = match orphans.first() {
+            Some(o) => format!("{} holds CTF stream files, but its 'metadata' file is missing", o.display()),
+            None => "no 'metadata' file in it or below it".to_string(),
+        };
+        return Err(CtfError::NotFound(format!("{}: no CTF trace found: {}", p.display(), why)));
+    }
+    for o in orphans {
+        let msg = "holds CTF stream files, but no 'metadata' file: its streams are not read".to_string();
+        warnings.push(Warning { file: o.display().to_string(), offset: None, msg });
     }
     Ok((root, dirs))
 }
@@ -225,7 +251,7 @@ impl TraceSet {
         let mut seen: HashMap<PathBuf, String> = HashMap::new();
         for p in paths {
             let p = p.as_ref();
-            let (root, dirs) = trace_dirs(p)?;
+            let (root, dirs) = trace_dirs(p, &mut warnings)?;
             for dir in new_dirs(p, dirs, &mut seen, &mut warnings) {
                 let mfile = dir.join("metadata");
                 let res = metadata::read_text(&mfile, &mut warnings).and_then(|text| metadata::parse(&text, &mfile.display().to_string()));

@@ -436,3 +436,24 @@ fn a_begin_after_the_end_is_told_from_an_end_before_the_begin() {
         )]
     );
 }
+
+#[test]
+fn stream_files_without_metadata_are_reported() {
+    let top = TempDir::new("orphan");
+    for sub in ["a", "b"] {
+        std::fs::create_dir(top.path().join(sub)).unwrap();
+        std::fs::write(top.path().join(sub).join("chan_0"), packets(1)).unwrap();
+    }
+    std::fs::write(top.path().join("a/metadata"), std_metadata("le", EVENT)).unwrap();
+    let d = dump(top.path());
+    assert_eq!(xs(&d), expect_xs(&[0]));
+    assert_eq!(
+        d.warnings,
+        vec![format!("{}/b: holds CTF stream files, but no 'metadata' file: its streams are not read", top.path().display())]
+    );
+    let e = TraceSet::open(&[top.path().join("b")]).err().expect("no trace there");
+    assert_eq!(
+        e.to_string(),
+        format!("{0}/b: no CTF trace found: {0}/b holds CTF stream files, but its 'metadata' file is missing", top.path().display())
+    );
+}
