@@ -18,16 +18,52 @@ from roscope.results import publish_query
 
 #: Per delivered message (transport link to a callback run): the wait from
 #: publication to callback start, and the part of it during which the run's thread
-#: executed other (outermost) callback runs.
+#: executed other (outermost) callback runs: the sum, over the thread's other runs of
+#: depth 0 with an end, with end_ts > publish_ts and start_ts < the run's start, of
+#: least(end_ts, start) - greatest(start_ts, publish_ts). For a negative wait (publish
+#: after start) that is (start - publish_ts) per run enclosing [start, publish_ts].
+#:
+#: Computed in one pass per thread instead of per message: the outermost runs of a
+#: thread (positive length, ordered by start) do not overlap, so with B(t) the busy
+#: time of the thread up to instant t (the runs before the last run starting at or
+#: before t, found by an ASOF join, plus that run clamped to t), the busy time of a
+#: wait is B(start) - B(publish_ts); for a negative wait, only the last run starting
+#: before start can enclose [start, publish_ts]. The run itself adds nothing (it starts
+#: at start); runs of length 0 or without end add nothing. A thread whose outermost runs overlap or end before
+#: they start (roscope's model never makes one) gets the direct per-message sum.
 RUN_INPUT_WAITS_SQL = """
-    SELECT l.run_id, l.publication_id, r.callback_id, r.thread_id, pi.publish_ts, r.start_ts,
-           r.start_ts - pi.publish_ts AS wait_ns,
-           coalesce((SELECT sum(least(o.end_ts, r.start_ts) - greatest(o.start_ts, pi.publish_ts))
-                     FROM callback_runs o
-                     WHERE o.thread_id = r.thread_id AND o.run_id <> r.run_id AND o.depth = 0
-                       AND o.end_ts > pi.publish_ts AND o.start_ts < r.start_ts), 0) AS executor_busy_ns
-    FROM links l JOIN callback_runs r ON r.run_id = l.run_id
-    JOIN publications_info pi ON pi.publication_id = l.publication_id"""
+    WITH waits AS (
+        SELECT l.run_id, l.publication_id, r.callback_id, r.thread_id, pi.publish_ts, r.start_ts,
+               r.start_ts - pi.publish_ts AS wait_ns
+        FROM links l JOIN callback_runs r ON r.run_id = l.run_id
+        JOIN publications_info pi ON pi.publication_id = l.publication_id),
+    outer_runs AS (
+        SELECT thread_id, start_ts, end_ts,
+               sum(end_ts - start_ts) OVER (PARTITION BY thread_id ORDER BY start_ts, end_ts ROWS UNBOUNDED PRECEDING)
+                 - (end_ts - start_ts) AS busy_before_ns
+        FROM callback_runs WHERE depth = 0 AND end_ts > start_ts),
+    tangled AS (
+        SELECT DISTINCT thread_id FROM (
+            SELECT thread_id, end_ts < start_ts
+                   OR start_ts < lag(end_ts) OVER (PARTITION BY thread_id ORDER BY start_ts, end_ts) AS bad
+            FROM callback_runs WHERE depth = 0 AND end_ts <> start_ts)
+        WHERE bad)
+    SELECT w.*, CAST(CASE
+               WHEN w.publish_ts <= w.start_ts THEN
+                   coalesce(s.busy_before_ns + least(w.start_ts - s.start_ts, s.end_ts - s.start_ts), 0)
+                   - coalesce(p.busy_before_ns + least(w.publish_ts - p.start_ts, p.end_ts - p.start_ts), 0)
+               WHEN s.start_ts < w.start_ts AND s.end_ts > w.publish_ts THEN w.wait_ns
+               ELSE 0 END AS HUGEINT) AS executor_busy_ns
+    FROM waits w
+    ASOF LEFT JOIN outer_runs s ON s.thread_id = w.thread_id AND s.start_ts <= w.start_ts
+    ASOF LEFT JOIN outer_runs p ON p.thread_id = w.thread_id AND p.start_ts <= w.publish_ts
+    WHERE NOT EXISTS (SELECT 1 FROM tangled t WHERE t.thread_id = w.thread_id)
+    UNION ALL
+    SELECT w.*, coalesce((SELECT sum(least(o.end_ts, w.start_ts) - greatest(o.start_ts, w.publish_ts))
+                          FROM callback_runs o
+                          WHERE o.thread_id = w.thread_id AND o.run_id <> w.run_id AND o.depth = 0
+                            AND o.end_ts > w.publish_ts AND o.start_ts < w.start_ts), 0) AS executor_busy_ns
+    FROM waits w WHERE EXISTS (SELECT 1 FROM tangled t WHERE t.thread_id = w.thread_id)"""
 
 
 def threads(db) -> list[dict]:
