@@ -234,9 +234,8 @@ def test_ten_million_events(browser, lttng_ready, tmp_path):
     path = make_report(trace, tmp_path / "big.html", [pair])
     assert path.stat().st_size < 15_000_000
     o = open_report(browser, path)
-    # No input-wait plot: over 100,000 transport links the page says why (the analysis is slow).
-    check_page(o, {"callbacks": 3, "topics": 2, "threads": 2, "flows": 4})
-    assert "Not computed here" in o.page.inner_text("#threads")
+    # Input waits over 1M transport links too (roscope.executor's query is linear).
+    check_page(o, {"callbacks": 3, "topics": 2, "threads": 3, "flows": 4})
     check_stats(o, trace)
     check_flow(o, trace, pair)
 

@@ -22,7 +22,6 @@ BUDGET = {
     "paths_drawn": 10,  # paths in the violin, breakdown and graph figures
     "table_rows": 3000,  # rows of any table
     "graph_nodes": 300,  # nodes of one message's flow graph
-    "input_wait_links": 100_000,  # input waits only up to this many transport links (roscope.executor is slow beyond)
 }
 
 STATS = ("min", "mean", "std", "p25", "p50", "p75", "p90", "p99", "max")
@@ -333,12 +332,6 @@ def timeline_section(R: Report, ths: list[dict], window: tuple[int, int] | None)
 def input_waits(R: Report) -> str:
     from roscope import executor
 
-    links = R.stats["summary"]["links"]
-    if links > R.budget["input_wait_links"]:
-        R.sampled.append("input waits are not computed on this page (too many transport links)")
-        return (f'<h3>Input waits</h3><p class="note">Not computed here: this trace has {links:,} transport links, and the '
-                f"input-wait analysis (roscope executor) takes long beyond {R.budget['input_wait_links']:,}. "
-                "Run <code>roscope executor</code> on it for them.</p>")
     waits = executor.input_waits(R.db)
     if not waits:
         return ('<h3>Input waits</h3><p class="note">No input wait: it needs transport links from publications to the '
