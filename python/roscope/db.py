@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from roscope import __version__, _core
 from roscope.errors import DatabaseError, InputError
-from roscope.trace import _paths
+from roscope.trace import _paths, table_from_core
 
 if TYPE_CHECKING:
     import duckdb
@@ -86,13 +86,6 @@ VIEWS = {
 }
 
 
-def _table_from_core(table):
-    """A pyarrow Table over the buffers of a `_core.ArrowTable` (Arrow C stream, no copy)."""
-    import pyarrow as pa
-
-    return pa.table(table)
-
-
 @dataclass
 class LoadResult:
     db_path: str
@@ -133,7 +126,7 @@ def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None =
         # Also on an error: an interpreter that exits while this thread still
         # imports DuckDB/pyarrow can abort (issue 15, item 3).
         warm.join()
-    arrow = {name: _table_from_core(table) for name, table in tables}
+    arrow = {name: table_from_core(table) for name, table in tables}
     return arrow, dict(stats), list(warnings), [tuple(x) for x in losses]
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from roscope import _core, statistics
 from roscope.errors import InputError
 from roscope.results import publish
+from roscope.trace import table_from_core
 
 #: Intra-node dependency modes of `data_flows(implicit=...)`.
 IMPLICIT_MODES = ("auto", "all", "annotations", "none")
@@ -57,10 +58,8 @@ def context(db) -> FlowContext:
 def causal_links(db, ctx: FlowContext | None = None, infer: bool = True, *, store: bool = False):
     """Every causal link: a pyarrow Table (in_publication_id, in_run_id,
     out_publication_id, kind), also visible to SQL as `causal_links`."""
-    import pyarrow as pa
-
     ctx = ctx or context(db)
-    t = pa.table(ctx.model.causal_links(infer))
+    t = table_from_core(ctx.model.causal_links(infer))
     publish(db, {"causal_links": t}, store)
     return t
 
@@ -138,8 +137,6 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
     `DataFlows`; its tables are visible to SQL on `db` (`data_flows`,
     `data_flow_steps`, `data_flow_segments`, `paths`), stored in it with `store`.
     """
-    import pyarrow as pa
-
     if implicit not in IMPLICIT_MODES:
         raise InputError(f"unknown implicit-dependency mode {implicit!r} (one of {', '.join(IMPLICIT_MODES)})")
     ctx = ctx or context(db)
@@ -154,7 +151,7 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
     if topics and not any(is_out):
         raise InputError(f"no topic matches --to {to_re!r} (topics: {shown})")
     raw, stats = ctx.model.data_flows(is_in, is_out, implicit, exact_links, max_flows_per_output, all_steps)
-    tables = {name: pa.table(t) for name, t in raw.items()}
+    tables = {name: table_from_core(t) for name, t in raw.items()}
     publish(db, tables, store)
     compute_ns = int(stats["seconds"] * 1e9)
     summary = {

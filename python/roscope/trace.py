@@ -17,6 +17,14 @@ from roscope import _core
 TraceError = _core.TraceError
 
 
+def table_from_core(obj) -> pyarrow.Table:  # noqa: F821
+    """A pyarrow Table over a core table (Arrow C stream, no copy). Not `pa.table(obj)`:
+    that one imports pandas to check its argument (a quarter of a second at start-up)."""
+    import pyarrow as pa
+
+    return pa.RecordBatchReader.from_stream(obj).read_all()
+
+
 @dataclass
 class Batch:
     trace: int
