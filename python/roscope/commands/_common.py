@@ -166,6 +166,14 @@ def print_json(obj, out=None) -> None:
     out.write("\n")
 
 
+def show(args, result, render_text) -> None:
+    """A verb's result on stdout: JSON with `--json`, else its text rendering."""
+    if args.json:
+        print_json(result)
+    else:
+        render_text(result)
+
+
 # ---------------------------------------------------------------- text
 
 # C0 and C1 controls, DEL, and the Unicode bidirectional overrides/isolates

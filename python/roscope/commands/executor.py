@@ -67,11 +67,7 @@ def run(args) -> int:
 
     db = open_for(args)
     try:
-        d = collect(db, args.store)
-        if args.json:
-            C.print_json(d)
-        else:
-            render_text(d)
+        C.show(args, collect(db, args.store), render_text)
     finally:
         C.report_from(db)
     return 0

@@ -124,11 +124,7 @@ def run(args) -> int:
             else:
                 _graph_text(g, C.TextOut(sys.stdout).write)
             return 0
-        d = collect(db, args)
-        if args.json:
-            C.print_json(d)
-        else:
-            render_text(d)
+        C.show(args, collect(db, args), render_text)
     finally:
         C.report_from(db)
     return 0

@@ -79,10 +79,7 @@ def render_text(info: dict, out=None) -> None:
 def run(args) -> int:
     info = summarize(args.inputs)
     try:
-        if args.json:
-            C.print_json(info)
-        else:
-            render_text(info)
+        C.show(args, info, render_text)
     finally:
         C.report(info["warnings"], [(x["file"], x["events_discarded"], x["packets_lost"]) for x in info["lost"]["streams"]])
     return 0

@@ -105,11 +105,7 @@ def render_text(d: dict, out=None) -> None:
 def run(args) -> int:
     db = C.open_inputs(args)
     try:
-        d = collect(db)
-        if args.json:
-            C.print_json(d)
-        else:
-            render_text(d)
+        C.show(args, collect(db), render_text)
     finally:
         C.report_from(db)
     return 0
