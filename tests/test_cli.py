@@ -106,6 +106,18 @@ def test_bad_regex(capfd):
     assert_user_error(rc, err, "(")
 
 
+def test_empty_regex_is_a_regex(capfd):
+    # '' is a valid regular expression that matches every topic, like '.' (issue 15);
+    # a missing --from is the error.
+    rc, out, err = run(capfd, "flow", PINGPONG, "--from", "", "--to", "^/pong$", "--json")
+    assert rc == 0, err
+    rc2, out2, _ = run(capfd, "flow", PINGPONG, "--from", ".", "--to", "^/pong$", "--json")
+    assert rc2 == 0 and json.loads(out)["summary"]["flows"] == json.loads(out2)["summary"]["flows"] > 0
+    assert json.loads(out)["summary"]["topics_from"] == json.loads(out2)["summary"]["topics_from"]
+    rc, _, err = run(capfd, "flow", PINGPONG, "--to", "^/pong$")
+    assert_user_error(rc, err, "--from")
+
+
 def test_numbers_out_of_range(capfd):
     for bad in ("99999999999999999999999", "-1", "ten"):
         rc, out, err = run(capfd, "dump", "-n", bad, PINGPONG)

@@ -113,7 +113,7 @@ def render_text(d: dict, out=None) -> None:
 def run(args) -> int:
     from roscope import flow as fl
 
-    if args.message is None and (not args.from_re or not args.to_re):
+    if args.message is None and (args.from_re is None or args.to_re is None):
         raise InputError("give --from and --to (topic regexes), or --message ID")
     db = open_for(args)
     try:
