@@ -315,6 +315,22 @@ impl Builder {
         self.threads[th].stack.last().copied()
     }
 
+    /// A ROS 1 publication (one layer, its time is the publish call's) made on
+    /// the event's thread, inside the run open there; returns its index.
+    pub(crate) fn push_ros1_publication(&mut self, e: &Event, publisher: Option<usize>, message: u64) -> usize {
+        let run = self.current_run(e.th);
+        self.publications.push(Publication {
+            publisher,
+            thread: e.th,
+            run,
+            ts: e.ts,
+            rclcpp_ts: Some(e.ts),
+            message,
+            ..Default::default()
+        });
+        self.publications.len() - 1
+    }
+
     /// Opens a run of callback `c` on thread `th`, nested in the runs open there.
     pub fn open_run(&mut self, th: usize, c: usize, ts: u64, intra: bool) -> usize {
         let parent = self.current_run(th);

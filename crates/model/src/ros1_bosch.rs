@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap;
 
 use crate::builder::{Builder, Event};
 use crate::events::roscpp::*;
-use crate::objects::{Obj, Publication, Take};
+use crate::objects::{Obj, Take};
 use crate::registry::{HandleMap, Layer};
 use crate::schema::CallbackKind;
 
@@ -151,17 +151,7 @@ impl Builder {
                 i
             }
         });
-        let run = self.current_run(e.th);
-        let message = e.u(BUFFER_REF).unwrap_or(0);
-        self.publications.push(Publication {
-            publisher,
-            thread: e.th,
-            run,
-            ts: e.ts,
-            rclcpp_ts: Some(e.ts),
-            message,
-            ..Default::default()
-        });
+        self.push_ros1_publication(e, publisher, e.u(BUFFER_REF).unwrap_or(0));
     }
 
     /// A message queued for a subscription: a take (no run, no link).

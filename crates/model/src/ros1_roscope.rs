@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 
 use crate::builder::{Builder, Event};
 use crate::events::roscope_ros1::*;
-use crate::objects::{Obj, Publication, Take};
+use crate::objects::{Obj, Take};
 use crate::registry::HandleMap;
 use crate::schema::{CallbackKind, LinkMethod};
 
@@ -146,18 +146,8 @@ impl Builder {
         use publish::*;
         self.runtime_seen(e.p);
         let publisher = e.u(PUBLISHER).map(|h| self.objs.pubs.get(e.p, h));
-        let run = self.current_run(e.th);
         let msg = e.u(MESSAGE).unwrap_or(0);
-        self.publications.push(Publication {
-            publisher,
-            thread: e.th,
-            run,
-            ts: e.ts,
-            rclcpp_ts: Some(e.ts),
-            message: msg,
-            ..Default::default()
-        });
-        let pi = self.publications.len() - 1;
+        let pi = self.push_ros1_publication(e, publisher, msg);
         if let Some(id) = e.u(MESSAGE_ID) {
             self.r1.pub_by_id.insert(e.p, id, pi);
         }
