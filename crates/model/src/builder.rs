@@ -21,7 +21,7 @@ use roscope_ctf::TraceSet;
 
 use crate::caret::CaretState;
 use crate::events::{classify, Ev, Field, MAX_FIELDS};
-use crate::objects::{Annotation, ExecState, Objects, Proc, Publication, Run, Take, Thread};
+use crate::objects::{Annotation, ExecState, LeftOut, Objects, Proc, Publication, Run, Take, Thread};
 use crate::ros1_bosch::BoschState;
 use crate::ros1_roscope::RoscopeState;
 use crate::ros2::Ros2State;
@@ -36,6 +36,8 @@ pub struct ClassInfo {
     ev: Ev,
     /// Emitted by CARET (`ros2_caret:*`), which re-emits init events.
     caret: bool,
+    /// Emitted by roscope's ROS 1 tracer (`roscope_ros1:*`).
+    r1: bool,
     /// Static tape indexes (relative to the payload) of the fields named in
     /// `ev.fields()`, in that order.
     ix: [Option<usize>; MAX_FIELDS],
@@ -166,7 +168,7 @@ impl TraceInfo {
                         for (k, n) in ev.fields().iter().enumerate() {
                             ix[k] = static_index(ec.payload.as_ref(), &[n]);
                         }
-                        Some(ClassInfo { ev, caret: ec.name.starts_with("ros2_caret:"), ix })
+                        Some(ClassInfo { ev, caret: ec.name.starts_with("ros2_caret:"), r1: ec.name.starts_with("roscope_ros1:"), ix })
                     })
                     .collect()
             })
@@ -194,7 +196,10 @@ pub struct Counts {
     pub events: u64,
     pub unmatched_ends: u64,
     pub unmatched_starts: u64,
+    /// Events of processes left out as `LeftOut::OtherRecording`.
     pub excluded_events: u64,
+    /// Events of processes left out as `LeftOut::NoProcessInit`.
+    pub no_init_events: u64,
 }
 
 pub struct Builder {
@@ -274,7 +279,8 @@ impl Builder {
             }
         }
         self.procs.push(Proc {
-            included: true,
+            left_out: None,
+            announced: false,
             host,
             pid,
             procname: procname.to_string(),
@@ -379,16 +385,75 @@ impl Builder {
         let host = self.info.trace_host[s.trace];
         let p = self.process(host, s.trace, pid, tid, &procname, ts, ci.ev.starts_process());
         let mut e = Event { ev: ci.ev, ts, p, th: 0, caret: ci.caret, s, ix: ci.ix };
-        if ci.ev == Ev::R1ProcessInit && !self.scope.record_ids.is_empty() {
-            let rid = e.text(crate::events::roscope_ros1::process_init::RECORD_ID).unwrap_or_default();
-            self.procs[p].included = self.scope.record_ids.contains(&rid);
-        }
-        if !self.procs[p].included {
-            self.counts.excluded_events += 1;
+        if !self.in_scope(&e, ci.r1) {
             return;
         }
         e.th = self.thread(p, tid, ts);
         self.dispatch(&e);
+    }
+
+    /// Whether the event's process belongs to the recording (`Scope`; always
+    /// without record ids). Its `roscope_ros1:process_init` decides; a process
+    /// that emits `roscope_ros1` events without one in this trace started
+    /// before this recording's session, so this recording did not start it.
+    /// Events of processes left out are counted by reason.
+    fn in_scope(&mut self, e: &Event, r1: bool) -> bool {
+        if self.scope.record_ids.is_empty() {
+            return true;
+        }
+        let pr = &mut self.procs[e.p];
+        if e.ev == Ev::R1ProcessInit {
+            let rid = e.text(crate::events::roscope_ros1::process_init::RECORD_ID).unwrap_or_default();
+            pr.announced = true;
+            pr.left_out = (!self.scope.record_ids.contains(&rid)).then_some(LeftOut::OtherRecording);
+        } else if r1 && !pr.announced && pr.left_out.is_none() {
+            pr.left_out = Some(LeftOut::NoProcessInit);
+        }
+        match pr.left_out {
+            None => return true,
+            Some(LeftOut::OtherRecording) => self.counts.excluded_events += 1,
+            Some(LeftOut::NoProcessInit) => self.counts.no_init_events += 1,
+        }
+        false
+    }
+
+    /// How many processes are left out of the recording for reason `why`.
+    pub fn left_out(&self, why: LeftOut) -> i64 {
+        self.procs.iter().filter(|p| p.left_out == Some(why)).count() as i64
+    }
+
+    /// The warnings about processes left out of the recording (`Scope`), one per reason.
+    pub fn scope_warnings(&self) -> Vec<String> {
+        let ids = self.scope.record_ids.join(", ");
+        let mut out = vec![];
+        for (why, events, text) in [
+            (
+                LeftOut::OtherRecording,
+                self.counts.excluded_events,
+                format!("of other recordings: their roscope_ros1:process_init names another record id than this trace's ({ids})"),
+            ),
+            (
+                LeftOut::NoProcessInit,
+                self.counts.no_init_events,
+                format!(
+                    "that emit roscope_ros1 events without a roscope_ros1:process_init in this trace: they started before \
+                     this recording ({ids}), so it did not start them (another recording's, or traced without roscope record)"
+                ),
+            ),
+        ] {
+            let procs: Vec<&Proc> = self.procs.iter().filter(|p| p.left_out == Some(why)).collect();
+            if procs.is_empty() {
+                continue;
+            }
+            let mut names: Vec<String> = procs.iter().take(5).map(|p| format!("{} {}", p.pid, p.procname)).collect();
+            if procs.len() > 5 {
+                names.push("...".to_string());
+            }
+            let n = procs.len();
+            let s = if n == 1 { "" } else { "es" };
+            out.push(format!("left out {n} process{s} ({events} events) {text}; pids: {}", names.join(", ")));
+        }
+        out
     }
 
     /// Hands an event to the handler of its family.

@@ -51,8 +51,11 @@ pub struct Options {
 /// its recording, and each process it traces says so in
 /// `roscope_ros1:process_init(record_id)`. An LTTng session records every
 /// instrumented process of the machine, so with record ids given, processes
-/// that announce another recording (or an empty one) are left out; processes
-/// that announce nothing (not run with roscope's tracer) stay.
+/// that announce another recording (or an empty one) are left out, and so are
+/// processes that emit `roscope_ros1` events without a `process_init` in the
+/// trace (they started before the recording's session, so it did not start
+/// them); processes without roscope's tracer (no `roscope_ros1` events) stay.
+/// Both are counted in the stats and in one warning per reason.
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
     pub record_ids: Vec<String>,
@@ -61,6 +64,9 @@ pub struct Scope {
 pub struct Model {
     pub tables: Vec<Table>,
     pub stats: Vec<(String, i64)>,
+    /// What the reader should know about the model, e.g. processes left out
+    /// of the recording (`Scope`); shown like the trace's warnings.
+    pub warnings: Vec<String>,
 }
 
 impl Model {

@@ -7,10 +7,23 @@
 use crate::registry::{HandleMap, Layer, Registry, Unknown};
 use crate::schema::{AnnotationKind, CallbackKind, ExecutorState, LinkMethod};
 
+/// Why a process is left out of the recording the trace is scoped to (see `Scope`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeftOut {
+    /// Its `roscope_ros1:process_init` names another recording (or none).
+    OtherRecording,
+    /// It emits `roscope_ros1` events but its `process_init` is not in this
+    /// trace: it started before this recording's session, so it is not one of
+    /// the processes this recording started.
+    NoProcessInit,
+}
+
 #[derive(Default)]
 pub struct Proc {
-    /// Belongs to the recording (see `Scope`).
-    pub included: bool,
+    /// Left out of the recording (see `Scope`), and why; `None`: it belongs to it.
+    pub left_out: Option<LeftOut>,
+    /// Its `roscope_ros1:process_init` was seen.
+    pub announced: bool,
     pub host: usize,
     pub pid: i64,
     pub procname: String,
@@ -21,6 +34,14 @@ pub struct Proc {
     /// is then a new process (the pid was reused).
     pub runtime_seen: bool,
     pub trace: usize,
+}
+
+impl Proc {
+    /// Belongs to the recording (see `Scope`).
+    #[inline]
+    pub fn included(&self) -> bool {
+        self.left_out.is_none()
+    }
 }
 
 pub struct Thread {

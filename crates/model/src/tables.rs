@@ -6,7 +6,7 @@ use roscope_ctf::metadata::EnvValue;
 use roscope_ctf::TraceSet;
 
 use crate::builder::Builder;
-use crate::objects::{Link, Obj};
+use crate::objects::{LeftOut, Link, Obj};
 use crate::registry::{Layer, Registry};
 use crate::schema::{self, AnnotationRole, CallbackKind, LinkMethod, TableSpec};
 use crate::table::Table;
@@ -69,7 +69,7 @@ impl Builder {
         out.push(link_table(&links));
         out.extend(self.annotation_tables());
         out.push(self.executor_table());
-        Model { tables: out, stats: self.stats() }
+        Model { tables: out, stats: self.stats(), warnings: self.scope_warnings() }
     }
 
     /// `hosts`, `traces`, `lost`.
@@ -116,7 +116,7 @@ impl Builder {
 
     fn process_table(&self) -> Table {
         let mut t = Table::new(&schema::PROCESSES);
-        for (i, p) in self.procs.iter().enumerate().filter(|(_, p)| p.included) {
+        for (i, p) in self.procs.iter().enumerate().filter(|(_, p)| p.included()) {
             t.row()
                 .i(id(i))
                 .i(id(p.host))
@@ -268,7 +268,9 @@ impl Builder {
             ("unmatched_callback_ends".to_string(), c.unmatched_ends as i64),
             ("unmatched_callback_starts".to_string(), c.unmatched_starts as i64),
             ("events_of_other_recordings".to_string(), c.excluded_events as i64),
-            ("processes_of_other_recordings".to_string(), self.procs.iter().filter(|p| !p.included).count() as i64),
+            ("processes_of_other_recordings".to_string(), self.left_out(LeftOut::OtherRecording)),
+            ("events_without_process_init".to_string(), c.no_init_events as i64),
+            ("processes_without_process_init".to_string(), self.left_out(LeftOut::NoProcessInit)),
         ]
     }
 }

@@ -196,7 +196,8 @@ fn build_model(
         let name = t.name;
         tables.append((name, Py::new(py, ArrowTable::from_table(t)?)?))?;
     }
-    let warnings: Vec<String> = set.all_warnings().iter().map(|w| w.to_string()).collect();
+    let mut warnings: Vec<String> = set.all_warnings().iter().map(|w| w.to_string()).collect();
+    warnings.extend(model.warnings);
     let losses = losses(&set);
     Ok((tables, model.stats, warnings, losses).into_py(py))
 }
