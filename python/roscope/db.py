@@ -148,6 +148,8 @@ def _fill(con: duckdb.DuckDBPyConnection, arrow: dict, meta: dict) -> None:
 def _output_target(out: str, force: bool) -> str:
     """Checks where `load` may write `out`; returns its absolute path. Refuses to
     replace anything but a regular file (and that only with `force`)."""
+    if not os.fspath(out):
+        raise InputError("the output path is empty: give the DuckDB file to write")
     target = os.path.abspath(out)
     parent = os.path.dirname(target)
     if os.path.lexists(target):
@@ -158,13 +160,18 @@ def _output_target(out: str, force: bool) -> str:
         if not force:
             raise InputError(f"{out}: already exists (roscope never overwrites; pass --force to replace it)")
     if not os.path.isdir(parent):
+        if os.path.lexists(parent):
+            raise InputError(f"{out}: {parent} is not a directory")
         raise InputError(f"{out}: the directory {parent} does not exist")
     return target
 
 
 def _temp_beside(target: str, suffix: str) -> str:
     """A fresh, unused name in the target's directory (created empty, then removed)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=suffix, dir=os.path.dirname(target))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=suffix, dir=os.path.dirname(target))
+    except OSError as exc:  # the error would name the temporary file, which the user never gave
+        raise InputError(f"{target}: cannot write in {os.path.dirname(target)}: {exc.strerror or exc}") from None
     os.close(fd)
     os.remove(tmp)
     return tmp
@@ -370,22 +377,28 @@ _CORRUPT = ("corrupt database file", "not a valid duckdb database", "could not r
             "checksum", "invalid database header", "missing magic bytes")
 
 
-def database_error(exc: BaseException, path: str | None, doing: str = "open") -> DatabaseError:
+def database_error(exc: BaseException, path: str | None, doing: str = "open", for_writing: bool = False) -> DatabaseError:
     """The one mapping of a DuckDB error to a clear message naming `path` (None:
     the database at hand): locked (by which process), corrupt, full disk,
-    permission, read-only, missing directory; otherwise DuckDB's own message."""
+    permission, read-only, missing directory; otherwise DuckDB's own message.
+    `for_writing`: roscope was opening it to write (then any reader locks it too)."""
     path = "the database" if path is None else path
     msg = str(exc)
     low = msg.lower()
     m = _LOCK.search(msg)
     if m or "could not set lock" in low:
         who = f"process {m['pid']} ({m['prog']})" if m else "another process"
+        if for_writing:  # a reader holds it as well as a writer would: say nothing about which
+            return DatabaseError(f"{path}: the database is locked by {who}, which has it open; roscope needs it "
+                                 "alone to write into it; wait until it finishes, or stop it")
         return DatabaseError(f"{path}: the database is locked by {who}, which has it open for writing; "
                              "wait until it finishes, or stop it")
     if "no space left" in low or "disk is full" in low:
         return DatabaseError(f"{path}: cannot {doing} the database: the disk is full")
     if "permission denied" in low:
         return DatabaseError(f"{path}: cannot {doing} the database: permission denied")
+    if "read-only file system" in low:
+        return DatabaseError(f"{path}: cannot {doing} the database: the file system is read-only")
     if "read-only mode" in low or "read only mode" in low:
         return DatabaseError(f"{path}: the database is open read-only; open it with "
                              "roscope.open(path, read_only=False) to store results in it")
@@ -416,7 +429,7 @@ def _connect(path: str, read_only: bool):
     try:
         return duckdb.connect(path, read_only=read_only)
     except duckdb.Error as exc:
-        raise database_error(exc, path, "open") from None
+        raise database_error(exc, path, "open", for_writing=not read_only) from None
 
 
 def _open_db(path: str, read_only: bool) -> Database:
