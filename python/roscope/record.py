@@ -3,10 +3,21 @@
 ``record_command`` runs one command under a fresh LTTng session that enables
 what ``ros2 trace`` enables (``ros2:*``, ``ros2_caret:*``, ``dds:*``, contexts
 vpid, vtid, procname) plus ``roscope_ros1:*``, with the roscope ROS 1 tracer
-preloaded; ``start_session`` / ``stop_session`` serve
-systems started elsewhere. Each recording is a directory holding the LTTng
-trace (``ust/...``), ``roscope-manifest.json`` and, with ``kernel=True``,
-``perf/perf.data``. An existing, non-empty directory is never written into.
+preloaded; ``start_session`` / ``stop_session`` serve systems started
+elsewhere; ``recover`` finishes recordings whose ``roscope record`` was killed.
+Each recording is a directory holding the LTTng trace (``ust/...``),
+``roscope-manifest.json`` and, with ``kernel=True``, ``perf/perf.data``. An
+existing, non-empty directory is never written into (one holding only the
+manifest of a failed setup is reused).
+
+Every recording is set up by one ``Recording``: it remembers what it has
+created (output directory, manifest, the name's state file, LTTng session,
+perf, the command), so whatever fails, one cleanup path undoes it and marks
+the manifest ``"state": "failed"`` with the reason. The state file
+(``$XDG_STATE_HOME/roscope/record/<name>.json``) claims the name and records
+the processes involved (the recording ``roscope``, perf, the command) by
+identity: pid, start time and boot id, so a pid is trusted only while it is
+still the same process.
 
 This module does not import roscope._core: it works before the Rust core is
 built. Its errors are ``RecordError``, a ``UserError``.
@@ -23,6 +34,7 @@ import socket
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -45,6 +57,8 @@ DEFAULT_NUM_SUBBUF = 8
 TRACER_ENV = "ROSCOPE_ROS1_TRACER"
 TRACER_NAME = "libroscope_ros1.so"
 STOP_GRACE_S = 10.0
+# What a failed setup may leave in the output besides its manifest (removed by its cleanup).
+SETUP_OUTPUTS = ("ust", "kernel", "perf", "index", MANIFEST_NAME + ".tmp")
 
 
 class RecordError(UserError):
@@ -132,8 +146,41 @@ def ensure_sessiond() -> bool:
     raise RecordError("lttng-sessiond was started but does not answer")
 
 
+def lttng_sessions() -> dict[str, str]:
+    """{session name: output path} of the LTTng sessions the session daemon knows ({} if none answers)."""
+    if shutil.which("lttng") is None:
+        return {}
+    p = subprocess.run(["lttng", "--mi", "xml", "list"], capture_output=True, text=True)
+    if p.returncode != 0:
+        return {}
+    try:
+        root = ET.fromstring(p.stdout)
+    except ET.ParseError:
+        return {}
+    out = {}
+    for s in root.iter():
+        if s.tag.rsplit("}", 1)[-1] != "session":
+            continue
+        kids = {c.tag.rsplit("}", 1)[-1]: (c.text or "") for c in s}
+        if kids.get("name"):
+            out[kids["name"]] = kids.get("path", "")
+    return out
+
+
+def _failed_setup_leftover(out: Path) -> bool:
+    """`out` holds only the manifest of a recording whose setup failed."""
+    names = {x.name for x in out.iterdir()}
+    if not names <= {MANIFEST_NAME, MANIFEST_NAME + ".tmp"} or MANIFEST_NAME not in names:
+        return False
+    try:
+        return json.loads((out / MANIFEST_NAME).read_text()).get("state") == "failed"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def prepare_output(output: str | None, name: str) -> Path:
-    """Create the recording directory. Refuses to write into a non-empty one."""
+    """Create the recording directory. Refuses to write into a non-empty one, except one
+    holding only the manifest of a failed setup (that manifest is replaced)."""
     if output is None:
         base = Path.cwd() / f"roscope-trace-{name}"
         out = base
@@ -143,30 +190,39 @@ def prepare_output(output: str | None, name: str) -> Path:
             out = Path(f"{base}-{n}")
     else:
         out = Path(output).expanduser().absolute()
-    if out.exists():
+    if out.exists() or out.is_symlink():
         if not out.is_dir():
             raise RecordError(f"output {out} exists and is not a directory; refusing to overwrite it")
         if any(out.iterdir()):
-            raise RecordError(f"output directory {out} is not empty; roscope record never overwrites "
-                              f"an existing trace (choose another -o)")
+            if not _failed_setup_leftover(out):
+                raise RecordError(f"output directory {out} is not empty; roscope record never overwrites "
+                                  f"an existing trace (choose another -o)")
+            for leftover in (MANIFEST_NAME, MANIFEST_NAME + ".tmp"):
+                (out / leftover).unlink(missing_ok=True)
     else:
         try:
             out.mkdir(parents=True)
         except FileExistsError:
             raise RecordError(f"output {out} appeared while starting; refusing to overwrite it") from None
+        except OSError as e:
+            raise RecordError(f"cannot create the output directory {out}: {e.strerror}") from None
     return out
 
 
-def write_manifest(out: Path, manifest: dict) -> Path:
-    path = out / MANIFEST_NAME
-    tmp = out / (MANIFEST_NAME + ".tmp")
+def _write_json(path: Path, obj: dict) -> Path:
+    """Atomically: a temporary file beside `path`, synced, then renamed."""
+    tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as f:
-        json.dump(manifest, f, indent=2, sort_keys=True)
+        json.dump(obj, f, indent=2, sort_keys=True)
         f.write("\n")
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
     return path
+
+
+def write_manifest(out: Path, manifest: dict) -> Path:
+    return _write_json(out / MANIFEST_NAME, manifest)
 
 
 def count_discarded(trace_dir: Path) -> dict:
@@ -221,24 +277,181 @@ def _warn_losses(counts: dict, out: Path) -> None:
 
 
 # --------------------------------------------------------------------------
-# LTTng session
+# processes by identity: a recorded pid is trusted only while it is the same
+# process (same boot, same start time, and the expected command line)
 # --------------------------------------------------------------------------
 
-def _create_session(name: str, out: Path, opts: RecordOptions) -> None:
-    _lttng("create", name, f"--output={out}")
+def _boot_id() -> str | None:
     try:
-        _lttng("enable-channel", "--userspace", DEFAULT_CHANNEL, f"--subbuf-size={opts.subbuf_size}",
-               f"--num-subbuf={opts.num_subbuf}", f"--session={name}")
-        for ev in opts.events:
-            _lttng("enable-event", "--userspace", ev, f"--channel={DEFAULT_CHANNEL}", f"--session={name}")
-        ctx = []
-        for c in DEFAULT_CONTEXTS:
-            ctx += ["-t", c]
-        _lttng("add-context", "--userspace", f"--channel={DEFAULT_CHANNEL}", f"--session={name}", *ctx)
-        _lttng("start", name)
-    except BaseException:
-        _lttng("destroy", name, check=False)
-        raise
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def _proc_stat(pid: int) -> tuple[str, int, int, int] | None:
+    """(state, process group, session, start time in clock ticks since boot), or None if gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, ValueError):
+        return None
+    f = text[text.rfind(")") + 2:].split()
+    try:
+        return f[0], int(f[2]), int(f[3]), int(f[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+
+
+def identity(pid: int) -> dict | None:
+    """What identifies process `pid` later: {"pid", "start_ticks", "boot_id"} (None if it is gone)."""
+    st = _proc_stat(pid)
+    if st is None:
+        return None
+    return {"pid": pid, "start_ticks": st[3], "boot_id": _boot_id()}
+
+
+def same_process(ident: dict | None, looks_like=None) -> bool:
+    """The process `ident` describes still runs (not a zombie, not a reused pid), and its
+    command line passes `looks_like` (a predicate over argv) when given."""
+    if not isinstance(ident, dict) or not isinstance(ident.get("pid"), int):
+        return False
+    if ident.get("boot_id") != _boot_id():
+        return False
+    st = _proc_stat(ident["pid"])
+    if st is None or st[0] in "ZX" or st[3] != ident.get("start_ticks"):
+        return False
+    return looks_like is None or bool(looks_like(cmdline(ident["pid"])))
+
+
+def _is_roscope_record(argv: list[str]) -> bool:
+    return "record" in argv and any("roscope" in a for a in argv)
+
+
+def _is_perf_of(out: Path):
+    data = str(out / "perf" / "perf.data")
+    return lambda argv: bool(argv) and os.path.basename(argv[0]) == "perf" and "record" in argv and data in argv
+
+
+def command_processes(child: dict | None) -> list[dict]:
+    """The live processes of the session the command was started in (roscope starts it with
+    setsid, so its session id is its pid), started no earlier than it: {"pid", "name"}."""
+    if not isinstance(child, dict) or child.get("boot_id") != _boot_id():
+        return []
+    sid, since = child.get("pid"), child.get("start_ticks")
+    if not isinstance(sid, int) or not isinstance(since, int):
+        return []
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        st = _proc_stat(int(d.name))
+        if st is None or st[0] in "ZX" or st[2] != sid or st[3] < since:
+            continue
+        try:
+            name = (d / "comm").read_text().strip()
+        except OSError:
+            name = "?"
+        found.append({"pid": int(d.name), "start_ticks": st[3], "boot_id": child["boot_id"], "name": name})
+    return sorted(found, key=lambda p: p["pid"])
+
+
+def _signal_process(ident: dict, sig: int) -> bool:
+    """Sends `sig` to the process `ident` if it is still that process."""
+    if not same_process(ident):
+        return False
+    try:
+        os.kill(ident["pid"], sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _wait_gone(idents: list[dict], timeout: float) -> list[dict]:
+    """Waits until every process is gone; returns those still running after `timeout`."""
+    end = time.monotonic() + timeout
+    alive = [p for p in idents if same_process(p)]
+    while alive and time.monotonic() < end:
+        time.sleep(0.1)
+        alive = [p for p in alive if same_process(p)]
+    return alive
+
+
+def kill_command_processes(child: dict | None) -> list[dict]:
+    """SIGINT to the command's processes (ROS nodes shut down cleanly), SIGKILL after 5 s."""
+    procs = command_processes(child)
+    for p in procs:
+        _signal_process(p, signal.SIGINT)
+    for p in _wait_gone(procs, 5.0):
+        _signal_process(p, signal.SIGKILL)
+    _wait_gone(procs, 2.0)
+    return procs
+
+
+# --------------------------------------------------------------------------
+# state files: one per recording, named after it (the name's claim)
+# --------------------------------------------------------------------------
+
+def _state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    d = Path(base) / "roscope" / "record"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _state_path(name: str) -> Path:
+    return _state_dir() / f"{name}.json"
+
+
+def _read_state(path: Path) -> dict | None:
+    try:
+        s = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return s if isinstance(s, dict) and s.get("name") else None
+
+
+def _owner_alive(state: dict) -> bool:
+    return same_process(state.get("owner"), _is_roscope_record)
+
+
+def _detached(state: dict) -> bool:
+    """A start/stop recording after its setup: no roscope process owns it until 'stop'
+    (state files of older versions, without a mode, are such recordings)."""
+    return state.get("mode", "start/stop") == "start/stop" and not state.get("owner")
+
+
+def check_name(name: str) -> None:
+    """A recording name becomes a file name and an LTTng session name."""
+    if not name or "/" in name or name.startswith(".") or any(ord(c) < 32 for c in name):
+        raise RecordError(f"--name {name!r} is not usable: give a name without '/', control "
+                          f"characters or a leading '.'")
+
+
+def _name_taken(name: str, path: Path) -> RecordError:
+    other = _read_state(path) or {}
+    where = f" (recording into {other['output']})" if other.get("output") else ""
+    if other and _detached(other):
+        return RecordError(f"a recording named {name} is already active{where} (state in {path}); "
+                           f"stop it with 'roscope record stop --name {name}', or choose another --name")
+    if other and not _owner_alive(other):
+        return RecordError(f"a recording named {name}{where} was left by a roscope record that is no "
+                           f"longer running (state in {path}); finish it with 'roscope record recover'")
+    return RecordError(f"a recording named {name} is already active{where} (state in {path}); "
+                       f"choose another --name")
+
+
+# --------------------------------------------------------------------------
+# LTTng session, perf, manifest
+# --------------------------------------------------------------------------
+
+PERF_EVENTS = ["sched:sched_switch", "sched:sched_wakeup"]
 
 
 def _stop_session(name: str) -> list[str]:
@@ -253,31 +466,6 @@ def _stop_session(name: str) -> list[str]:
 def _lttng_version() -> str:
     p = _lttng("--version", check=False)
     return p.stdout.strip().splitlines()[0] if p.stdout.strip() else "?"
-
-
-# --------------------------------------------------------------------------
-# perf (--kernel)
-# --------------------------------------------------------------------------
-
-PERF_EVENTS = ["sched:sched_switch", "sched:sched_wakeup"]
-
-
-def _start_perf(out: Path) -> tuple[subprocess.Popen, list[str]]:
-    if shutil.which("perf") is None:
-        raise RecordError("--kernel needs the 'perf' command (Debian package linux-perf)")
-    (out / "perf").mkdir()
-    cmd = ["perf", "record", "-k", "mono", "-a", "-o", str(out / "perf" / "perf.data")]
-    for e in PERF_EVENTS:
-        cmd += ["-e", e]
-    log = open(out / "perf" / "perf-record.log", "w")
-    p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    log.close()
-    time.sleep(0.5)
-    if p.poll() is not None:
-        text = (out / "perf" / "perf-record.log").read_text().strip().splitlines()
-        raise RecordError(f"perf record failed to start (exit {p.returncode}): "
-                          f"{' / '.join(text[-3:]) if text else 'no output'}")
-    return p, cmd
 
 
 def _perf_ok(out: Path) -> bool:
@@ -305,9 +493,18 @@ def _stop_perf(p: subprocess.Popen, out: Path) -> dict:
     return {"perf_exit_status": p.returncode, "perf_ok": ok}
 
 
-# --------------------------------------------------------------------------
-# recording a command
-# --------------------------------------------------------------------------
+def _stop_perf_by_pid(ident: dict | None, out: Path) -> str | None:
+    """Stops the perf a recording started, by its recorded identity (never another process).
+    Returns what was done, or None when that perf no longer runs."""
+    if not same_process(ident, _is_perf_of(out)):
+        return None
+    _signal_process(ident, signal.SIGINT)
+    if _wait_gone([ident], 30.0):
+        _signal_process(ident, signal.SIGKILL)
+        _wait_gone([ident], 5.0)
+        return f"killed perf (PID {ident['pid']}): it did not stop on SIGINT"
+    return f"stopped perf (PID {ident['pid']})"
+
 
 def _base_manifest(out: Path, name: str, opts: RecordOptions, tracer: Path | None, command) -> dict:
     iso, ns = _now()
@@ -360,57 +557,232 @@ def _finish_manifest(out: Path, manifest: dict, extra: dict) -> dict:
     return manifest
 
 
-def record_command(command: list[str], opts: RecordOptions) -> int:
-    """Run COMMAND under a new LTTng session; returns the command's exit status."""
-    if not command:
-        raise RecordError("no command to record (usage: roscope record [options] -- COMMAND...)")
-    if shutil.which(command[0]) is None and not os.path.exists(command[0]):
-        raise RecordError(f"command not found: {command[0]}")
-    tracer = find_tracer(opts.tracer) if opts.preload else None
-    name = opts.name or f"roscope-{_stamp()}-{os.getpid()}"
-    ensure_sessiond()
-    out = prepare_output(opts.output, name)
-    manifest = _base_manifest(out, name, opts, tracer, list(command))
-    write_manifest(out, manifest)
+# --------------------------------------------------------------------------
+# one recording: setup with one cleanup path, the command's run, the end
+# --------------------------------------------------------------------------
 
-    env = dict(os.environ)
-    env["ROSCOPE_RECORD_ID"] = name
-    if tracer:
-        env["LD_PRELOAD"] = f"{tracer}:{env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else str(tracer)
-        hook = rospy_hook_dir(tracer)
-        if hook:
-            env["PYTHONPATH"] = f"{hook}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(hook)
+class Recording:
+    """Sets up one recording (``mode`` "command": runs ``command``; "start/stop": detaches).
 
-    perf = None
-    child = None
-    interrupted: list[int] = []
-    result: dict = {}
-    old_handlers = {}
+    Every step records what it created; if any step fails, or a signal comes,
+    ``_fail`` undoes all of it (perf stopped, LTTng session destroyed, what
+    they wrote removed, the name's state file removed), marks the manifest
+    "failed" with the reason and raises a one-line RecordError (a
+    KeyboardInterrupt stays one)."""
 
-    def on_signal(signum, _frame):
-        interrupted.append(signum)
-        if child is not None and child.poll() is None:
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self, opts: RecordOptions, command: list[str] | None, mode: str):
+        self.opts, self.command, self.mode = opts, command, mode
+        self.name = opts.name or f"roscope-{_stamp()}-{os.getpid()}"
+        self.tracer: Path | None = None
+        self.out: Path | None = None
+        self.manifest: dict = {}
+        self.state: dict = {}
+        self.state_file: Path | None = None   # set once this recording holds its name
+        self.session = False                  # the LTTng session exists (this recording made it)
+        self.perf: subprocess.Popen | None = None
+        self.child: subprocess.Popen | None = None
+        self.interrupted: list[int] = []
+        self._old_handlers: dict = {}
+        self._setting_up = False
+
+    # -- checks that create nothing (a failure leaves nothing behind)
+    def check(self) -> None:
+        check_name(self.name)
+        if shutil.which("lttng") is None:
+            raise RecordError("the 'lttng' command was not found; install lttng-tools")
+        if self.opts.kernel and shutil.which("perf") is None:
+            raise RecordError("--kernel needs the 'perf' command (Debian package linux-perf)")
+        if self.command is not None:
+            if not self.command:
+                raise RecordError("no command to record (usage: roscope record [options] -- COMMAND...)")
+            if shutil.which(self.command[0]) is None and not os.path.exists(self.command[0]):
+                raise RecordError(f"command not found: {self.command[0]}")
+        self.tracer = find_tracer(self.opts.tracer) if self.opts.preload else None
+
+    # -- signals: during setup they abort it (cleanly); once the command runs they stop it
+    def _on_signal(self, signum, _frame) -> None:
+        if self._setting_up:
+            raise KeyboardInterrupt(signal.Signals(signum).name)
+        self.interrupted.append(signum)
+        if self.child is not None and self.child.poll() is None:
             try:
-                os.killpg(child.pid, signal.SIGINT)
+                os.killpg(self.child.pid, signal.SIGINT)
             except ProcessLookupError:
                 pass
 
-    _create_session(name, out, opts)
-    try:
-        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            old_handlers[s] = signal.signal(s, on_signal)
-        if opts.kernel:
-            perf, perf_cmd = _start_perf(out)
-            manifest["kernel"] = {"tool": "perf", "command": perf_cmd, "file": "perf/perf.data",
-                                  "events": PERF_EVENTS, "clock": "monotonic"}
-            write_manifest(out, manifest)
-        print(f"roscope: recording session {name} into {out}", file=sys.stderr)
+    def restore_signals(self) -> None:
+        for s, h in self._old_handlers.items():
+            signal.signal(s, h)
+        self._old_handlers = {}
+
+    def setup(self) -> None:
+        self.check()
+        self.out = prepare_output(self.opts.output, self.name)
+        self._setting_up = True
         try:
-            child = subprocess.Popen(command, env=env, start_new_session=True)
+            for s in self.SIGNALS:
+                self._old_handlers[s] = signal.signal(s, self._on_signal)
+            self.manifest = _base_manifest(self.out, self.name, self.opts, self.tracer, self.command)
+            self.manifest.update(mode=self.mode, owner=identity(os.getpid()))
+            write_manifest(self.out, self.manifest)
+            self._claim_name()
+            ensure_sessiond()
+            self._create_session()
+            if self.opts.kernel:
+                self._start_perf()
+            if self.command is not None:
+                print(f"roscope: recording session {self.name} into {self.out}", file=sys.stderr)
+                self._setting_up = False
+                self._spawn()
+            else:
+                self.state["owner"] = None  # detached: 'roscope record stop' ends it
+            self.state["phase"] = "recording"
+            self._save()
+        except BaseException as exc:
+            self._fail(exc)
+        finally:
+            self._setting_up = False
+            if self.command is None:
+                self.restore_signals()
+
+    def _claim_name(self) -> None:
+        """The state file, created only if absent (link(2) of a complete file): the name's claim."""
+        path = _state_path(self.name)
+        self.state = {"name": self.name, "output": str(self.out), "mode": self.mode, "phase": "setup",
+                      "owner": self.manifest["owner"], "perf": None, "child": None,
+                      "tracer": str(self.tracer) if self.tracer else None,
+                      "rospy_hook": self.manifest["rospy_hook"], "created": self.manifest["start_time"]}
+        tmp = path.with_name(f".{self.name}.{os.getpid()}.claim")
+        _write_json(tmp, self.state)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise _name_taken(self.name, path) from None
+        finally:
+            tmp.unlink(missing_ok=True)
+        self.state_file = path
+
+    def _save(self) -> None:
+        write_manifest(self.out, self.manifest)
+        if self.state_file is not None:
+            _write_json(self.state_file, self.state)
+
+    def _create_session(self) -> None:
+        name, opts = self.name, self.opts
+        _lttng("create", name, f"--output={self.out}")
+        self.session = True
+        _lttng("enable-channel", "--userspace", DEFAULT_CHANNEL, f"--subbuf-size={opts.subbuf_size}",
+               f"--num-subbuf={opts.num_subbuf}", f"--session={name}")
+        for ev in opts.events:
+            _lttng("enable-event", "--userspace", ev, f"--channel={DEFAULT_CHANNEL}", f"--session={name}")
+        ctx = []
+        for c in DEFAULT_CONTEXTS:
+            ctx += ["-t", c]
+        _lttng("add-context", "--userspace", f"--channel={DEFAULT_CHANNEL}", f"--session={name}", *ctx)
+        _lttng("start", name)
+
+    def _start_perf(self) -> None:
+        out = self.out
+        (out / "perf").mkdir()
+        cmd = ["perf", "record", "-k", "mono", "-a", "-o", str(out / "perf" / "perf.data")]
+        for e in PERF_EVENTS:
+            cmd += ["-e", e]
+        with open(out / "perf" / "perf-record.log", "w") as log:
+            self.perf = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        ident = identity(self.perf.pid)
+        self.manifest["kernel"] = {"tool": "perf", "command": cmd, "file": "perf/perf.data", "events": PERF_EVENTS,
+                                   "clock": "monotonic", "pid": self.perf.pid, "process": ident}
+        self.state["perf"] = ident
+        self._save()
+        time.sleep(0.5)
+        if self.perf.poll() is not None:
+            text = (out / "perf" / "perf-record.log").read_text(errors="replace").strip().splitlines()
+            raise RecordError(f"perf record failed to start (exit {self.perf.returncode}): "
+                              f"{' / '.join(text[-3:]) if text else 'no output'}")
+
+    def environment(self) -> dict:
+        env = dict(os.environ)
+        env["ROSCOPE_RECORD_ID"] = self.name
+        if self.tracer:
+            env["LD_PRELOAD"] = f"{self.tracer}:{env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else str(self.tracer)
+            hook = rospy_hook_dir(self.tracer)
+            if hook:
+                env["PYTHONPATH"] = f"{hook}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(hook)
+        return env
+
+    def _spawn(self) -> None:
+        try:
+            self.child = subprocess.Popen(self.command, env=self.environment(), start_new_session=True)
         except OSError as e:
-            raise RecordError(f"could not run {command[0]}: {e}") from None
-        # Wait; after an interrupt give the command STOP_GRACE_S to exit on
-        # its own, then SIGTERM, then SIGKILL its process group.
+            raise RecordError(f"could not run {self.command[0]}: {e.strerror or e}") from None
+        ident = identity(self.child.pid)
+        self.manifest["child"] = ident
+        self.state["child"] = ident
+        if self.interrupted:  # a signal came while it started
+            os.killpg(self.child.pid, signal.SIGINT)
+
+    def _undo(self) -> list[str]:
+        """Undoes what setup created; returns what could not be undone."""
+        problems = []
+        if self.child is not None and self.child.poll() is None:
+            try:
+                os.killpg(self.child.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.child.wait()
+        if self.perf is not None and self.perf.poll() is None:
+            self.perf.kill()
+            self.perf.wait()
+        if self.session:
+            problems += _stop_session(self.name)
+            self.session = False
+        if self.out is not None:
+            for n in SETUP_OUTPUTS:
+                p = self.out / n
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p, ignore_errors=True)
+                elif p.exists() or p.is_symlink():
+                    p.unlink(missing_ok=True)
+        if self.state_file is not None:
+            self.state_file.unlink(missing_ok=True)
+            self.state_file = None
+        return problems
+
+    def _fail(self, exc: BaseException):
+        if isinstance(exc, KeyboardInterrupt):
+            reason = f"interrupted ({exc.args[0] if exc.args else 'SIGINT'}) while setting up"
+        elif isinstance(exc, RecordError):
+            reason = str(exc)
+        elif isinstance(exc, OSError):
+            reason = f"{exc.filename + ': ' if exc.filename else ''}{exc.strerror or exc}"
+        else:
+            reason = f"{type(exc).__name__}: {exc}"
+        problems = self._undo()
+        iso, ns = _now()
+        self.manifest.update(state="failed", error=reason, end_time=iso, end_time_ns=ns)
+        if problems:
+            self.manifest["cleanup_problems"] = problems
+        where = ""
+        if self.out is not None and self.manifest.get("format"):
+            try:
+                where = f" ({write_manifest(self.out, self.manifest)}: state \"failed\")"
+            except OSError as e:
+                where = f" (its manifest could not be marked failed: {e.strerror})"
+        self.restore_signals()
+        if isinstance(exc, KeyboardInterrupt):
+            print(f"roscope: recording {self.name} {reason}; nothing was recorded{where}", file=sys.stderr)
+            raise exc
+        if isinstance(exc, (RecordError, OSError)):
+            raise RecordError(f"{reason}; nothing was recorded{where}") from None
+        raise exc
+
+    # -- the command's run
+    def wait(self) -> int:
+        """Waits for the command; after an interrupt it gets STOP_GRACE_S to exit on its
+        own, then SIGTERM, then SIGKILL to its process group. Returns its wait status."""
+        child = self.child
         deadline = None
         escalated = 0
         while True:
@@ -419,7 +791,7 @@ def record_command(command: list[str], opts: RecordOptions) -> int:
                 break
             except subprocess.TimeoutExpired:
                 pass
-            if interrupted and deadline is None:
+            if self.interrupted and deadline is None:
                 deadline = time.monotonic() + STOP_GRACE_S
             if deadline is not None and time.monotonic() > deadline:
                 sig = signal.SIGTERM if escalated == 0 else signal.SIGKILL
@@ -434,33 +806,47 @@ def record_command(command: list[str], opts: RecordOptions) -> int:
             os.killpg(child.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        return rc
+
+    def finish(self, result: dict) -> dict:
+        """Stops perf and the session, completes the manifest, releases the name."""
+        try:
+            if self.perf is not None:
+                self.manifest["kernel"].update(_stop_perf(self.perf, self.out))
+            problems = _stop_session(self.name)
+            self.session = False
+            if problems:
+                result["lttng_problems"] = problems
+            result["state"] = "complete"
+            _finish_manifest(self.out, self.manifest, result)
+        finally:
+            self.restore_signals()
+            if self.state_file is not None:
+                self.state_file.unlink(missing_ok=True)
+        return self.manifest
+
+
+def record_command(command: list[str], opts: RecordOptions) -> int:
+    """Run COMMAND under a new LTTng session; returns the command's exit status."""
+    rec = Recording(opts, list(command), "command")
+    rec.setup()
+    result: dict = {"exit_code": None}
+    try:
+        rc = rec.wait()
         result["exit_code"] = rc if rc >= 0 else None
         result["exit_signal"] = signal.Signals(-rc).name if rc < 0 else None
-        result["interrupted"] = bool(interrupted)
-        if interrupted:
-            result["interrupt_signal"] = signal.Signals(interrupted[0]).name
     finally:
-        if child is None:
-            result.setdefault("exit_code", None)
-            result["error"] = "the command was not started"
-        if perf is not None:
-            manifest["kernel"].update(_stop_perf(perf, out))
-        problems = _stop_session(name)
-        if problems:
-            result["lttng_problems"] = problems
-        result["state"] = "complete"
-        try:
-            _finish_manifest(out, manifest, result)
-        finally:
-            for s, h in old_handlers.items():
-                signal.signal(s, h)
+        result["interrupted"] = bool(rec.interrupted)
+        if rec.interrupted:
+            result["interrupt_signal"] = signal.Signals(rec.interrupted[0]).name
+        rec.finish(result)
     status = result.get("exit_code")
     if status is None:
         status = 128 + signal.Signals[result["exit_signal"]].value if result.get("exit_signal") else 1
     how = (f"exit code {result['exit_code']}" if result.get("exit_code") is not None
            else f"signal {result.get('exit_signal')}")
-    print(f"roscope: trace written to {out} (command ended with {how}"
-          + (", interrupted" if interrupted else "") + ")", file=sys.stderr)
+    print(f"roscope: trace written to {rec.out} (command ended with {how}"
+          + (", interrupted" if rec.interrupted else "") + ")", file=sys.stderr)
     return status
 
 
@@ -468,66 +854,46 @@ def record_command(command: list[str], opts: RecordOptions) -> int:
 # start / stop for systems started elsewhere
 # --------------------------------------------------------------------------
 
-def _state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    d = Path(base) / "roscope" / "record"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
 def start_session(opts: RecordOptions) -> dict:
-    tracer = None
-    if opts.preload:
-        tracer = find_tracer(opts.tracer)
-    name = opts.name or f"roscope-{_stamp()}-{os.getpid()}"
-    state_file = _state_dir() / f"{name}.json"
-    if state_file.exists():
-        raise RecordError(f"a recording named {name} is already active (state in {state_file}); "
-                          f"stop it with 'roscope record stop --name {name}'")
-    ensure_sessiond()
-    out = prepare_output(opts.output, name)
-    manifest = _base_manifest(out, name, opts, tracer, None)
-    manifest["mode"] = "start/stop"
-    write_manifest(out, manifest)
-    _create_session(name, out, opts)
-    perf_pid = None
-    try:
-        if opts.kernel:
-            perf, perf_cmd = _start_perf(out)
-            perf_pid = perf.pid
-            manifest["kernel"] = {"tool": "perf", "command": perf_cmd, "file": "perf/perf.data",
-                                  "events": PERF_EVENTS, "clock": "monotonic", "pid": perf_pid}
-            write_manifest(out, manifest)
-    except BaseException:
-        _stop_session(name)
-        raise
-    hook = rospy_hook_dir(tracer) if tracer else None
-    state = {"name": name, "output": str(out), "perf_pid": perf_pid, "tracer": str(tracer) if tracer else None,
-             "rospy_hook": str(hook) if hook else None}
-    state_file.write_text(json.dumps(state))
-    return state
+    rec = Recording(opts, None, "start/stop")
+    rec.setup()
+    return rec.state
 
 
 def active_sessions() -> list[dict]:
+    """The recordings of the state directory (start/stop ones and running commands)."""
     out = []
     for f in sorted(_state_dir().glob("*.json")):
-        try:
-            out.append(json.loads(f.read_text()))
-        except ValueError:
-            continue
+        s = _read_state(f)
+        if s is not None:
+            out.append(s)
     return out
 
 
+def _perf_identity(state: dict, manifest: dict) -> dict | None:
+    ident = state.get("perf") or ((manifest.get("kernel") or {}).get("process"))
+    if ident is None and state.get("perf_pid"):  # a state file of an older version: no start time
+        st = _proc_stat(state["perf_pid"])
+        ident = {"pid": state["perf_pid"], "start_ticks": st[3] if st else None, "boot_id": _boot_id()}
+    return ident
+
+
 def stop_session(name: str | None) -> dict:
-    states = active_sessions()
+    states = [s for s in active_sessions() if _detached(s)]
     if name is None:
         if len(states) != 1:
             names = ", ".join(s["name"] for s in states) or "none"
-            raise RecordError(f"give --name: active recordings: {names}")
+            raise RecordError(f"give --name: active start/stop recordings: {names}")
         state = states[0]
     else:
         matches = [s for s in states if s["name"] == name]
         if not matches:
+            other = _read_state(_state_path(name)) if "/" not in name else None
+            if other is not None:
+                how = ("it stops when its command ends, or on Ctrl-C" if _owner_alive(other)
+                       else "its roscope record is no longer running: finish it with 'roscope record recover'")
+                raise RecordError(f"recording {name} was started by 'roscope record -- COMMAND', not "
+                                  f"'record start': {how}")
             raise RecordError(f"no active recording named {name} (active: "
                               f"{', '.join(s['name'] for s in states) or 'none'})")
         state = matches[0]
@@ -538,20 +904,147 @@ def stop_session(name: str | None) -> dict:
     except (OSError, ValueError) as e:
         raise RecordError(f"cannot read the manifest {manifest_path}: {e}") from None
     extra: dict = {"state": "complete"}
-    if state.get("perf_pid"):
-        pid = state["perf_pid"]
-        try:
-            os.kill(pid, signal.SIGINT)
-            for _ in range(300):
-                os.kill(pid, 0)
-                time.sleep(0.1)
-        except ProcessLookupError:
-            pass
-        if manifest.get("kernel"):
-            manifest["kernel"]["perf_ok"] = _perf_ok(out)
+    _stop_perf_by_pid(_perf_identity(state, manifest), out)
+    if manifest.get("kernel"):
+        manifest["kernel"]["perf_ok"] = _perf_ok(out)
     problems = _stop_session(state["name"])
     if problems:
         extra["lttng_problems"] = problems
     manifest = _finish_manifest(out, manifest, extra)
-    (_state_dir() / f"{state['name']}.json").unlink(missing_ok=True)
+    _state_path(state["name"]).unlink(missing_ok=True)
     return manifest
+
+
+# --------------------------------------------------------------------------
+# recover: recordings whose `roscope record` was killed
+# --------------------------------------------------------------------------
+
+def _same_path(a, b) -> bool:
+    return bool(a) and bool(b) and os.path.realpath(a) == os.path.realpath(b)
+
+
+def _candidates(paths) -> list[dict]:
+    """The recordings to look at: every state file, and the manifests at `paths`."""
+    found: dict[str, dict] = {}
+    for f in sorted(_state_dir().glob("*.json")):
+        s = _read_state(f)
+        out = Path(s["output"]) if s and s.get("output") else None
+        found[os.path.realpath(out) if out else str(f)] = {"state_file": f, "state": s, "out": out}
+    for p in paths:
+        p = Path(p).expanduser().absolute()
+        m = p if p.name == MANIFEST_NAME else p / MANIFEST_NAME
+        if not m.is_file():
+            raise RecordError(f"{p}: no {MANIFEST_NAME} there (give a directory written by roscope record)")
+        found.setdefault(os.path.realpath(m.parent), {"state_file": None, "state": None, "out": m.parent})
+    return list(found.values())
+
+
+def _judge(c: dict, sessions: dict[str, str]) -> tuple[str, str]:
+    """(verdict, why): "recover" (its roscope record is gone), "forget" (a stale state
+    file of a finished recording), "leave" (alive, or not provably abandoned), "done"."""
+    state, out = c["state"], c["out"]
+    if state is None and c["state_file"] is not None:
+        return "leave", f"cannot read the state file {c['state_file']}"
+    try:
+        m = json.loads((out / MANIFEST_NAME).read_text())
+        if not isinstance(m, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as e:
+        return "leave", f"cannot read its manifest {out / MANIFEST_NAME}: {e}"
+    c["manifest"] = m
+    c["name"] = (state or {}).get("name") or m.get("session")
+    if m.get("state") != "recording":
+        if c["state_file"] is not None:
+            return "forget", f"its manifest says {m.get('state')!r}: only its state file was left"
+        return "done", f"nothing to do: its manifest says {m.get('state')!r}"
+    info = state if state is not None else m
+    mode = info.get("mode", "start/stop" if state is not None else "command")
+    session_ours = _same_path(sessions.get(c["name"]), out)
+    if mode == "start/stop" and (state is None or _detached(state)):
+        if session_ours:
+            return "leave", f"a start/stop recording in progress: stop it with 'roscope record stop --name {c['name']}'"
+        return "recover", "a start/stop recording whose LTTng session is gone"
+    owner = info.get("owner")
+    if not isinstance(owner, dict):
+        return "leave", "no owner process recorded (made by an older roscope): cannot tell it was abandoned"
+    if _owner_alive(info):
+        return "leave", f"its roscope record (PID {owner.get('pid')}) is still running"
+    return "recover", f"its roscope record (PID {owner.get('pid')}) is no longer running"
+
+
+def _recover_one(c: dict, sessions: dict[str, str], kill_children: bool, dry_run: bool) -> dict:
+    """Stops what a killed recording left (only what it started), completes its manifest."""
+    state, out, m, name = c["state"] or {}, c["out"], c["manifest"], c["name"]
+    def act(now: str, done: str) -> str:
+        return f"would {now}" if dry_run else done
+
+    actions: list[str] = []
+    problems: list[str] = []
+    procs = command_processes(state.get("child") or m.get("child"))
+    if procs and kill_children:
+        if not dry_run:
+            procs = kill_command_processes(state.get("child") or m.get("child"))
+        actions.append(act("stop", "stopped") + " the command's processes: "
+                       + ", ".join(f"PID {p['pid']} ({p['name']})" for p in procs))
+        procs = [p for p in procs if same_process(p)] if not dry_run else []
+    if name in sessions:
+        if _same_path(sessions[name], out):
+            if not dry_run:
+                problems += _stop_session(name)
+            actions.append(act("destroy", "destroyed") + f" LTTng session {name}")
+        else:
+            problems.append(f"LTTng session {name} writes to {sessions[name]}, not to this recording: left alone")
+    perf = _perf_identity(state, m)
+    if same_process(perf, _is_perf_of(out)):
+        if dry_run:
+            actions.append(f"would stop perf (PID {perf['pid']})")
+        else:
+            actions.append(_stop_perf_by_pid(perf, out) or f"perf (PID {perf['pid']}) had ended")
+    left = [{"pid": p["pid"], "name": p["name"]} for p in procs]
+    res = {"name": name, "output": str(out), "verdict": "recover", "actions": actions, "problems": problems,
+           "left_running": left}
+    if dry_run:
+        actions.append("would complete the manifest (state \"recovered\")")
+        return res
+    iso, _ns = _now()
+    recovery = {"time": iso, "by_pid": os.getpid(), "why": c["why"], "actions": list(actions),
+                "left_running": left}
+    if problems:
+        recovery["problems"] = problems
+    if m.get("kernel"):
+        m["kernel"]["perf_ok"] = _perf_ok(out)
+    m.setdefault("exit_code", None)
+    m = _finish_manifest(out, m, {"state": "recovered", "recovery": recovery})
+    if c["state_file"] is not None:
+        c["state_file"].unlink(missing_ok=True)
+    res.update(events_recorded=m.get("events_recorded"), events_discarded=m.get("events_discarded"))
+    return res
+
+
+def recover(paths=(), dry_run: bool = False, kill_children: bool = False) -> list[dict]:
+    """Finds the recordings whose `roscope record` was killed (state files, and the
+    manifests under `paths`, in state "recording" with their owner process gone) and
+    finishes them: destroys their LTTng session (only one writing to their directory),
+    stops the perf they started and, with `kill_children`, their command's processes
+    (by recorded identity), and completes their manifest as "recovered". Recordings
+    whose owner still runs, and start/stop recordings whose session exists, are left
+    alone. Returns one dict per recording looked at: name, output, verdict
+    ("recover", "forget", "leave", "done"), why, actions, problems, left_running."""
+    sessions = lttng_sessions()
+    results = []
+    for c in _candidates(paths):
+        verdict, why = _judge(c, sessions)
+        c["why"] = why
+        base = {"name": c.get("name") or (c["state"] or {}).get("name"), "output": str(c["out"] or ""),
+                "verdict": verdict, "why": why, "actions": [], "problems": [], "left_running": []}
+        if verdict == "recover":
+            res = _recover_one(c, sessions, kill_children, dry_run)
+            results.append({**base, **res, "why": why})
+        elif verdict == "forget":
+            if not dry_run:
+                c["state_file"].unlink(missing_ok=True)
+            results.append({**base, "actions": [f"{'would remove' if dry_run else 'removed'} its state file "
+                                                 f"{c['state_file']}"]})
+        else:
+            results.append(base)
+    return results

@@ -3,15 +3,18 @@
     roscope record [-o DIR] [--name N] [--kernel] [--events E,...] -- COMMAND...
     roscope record start [-o DIR] [--name N] [--kernel] [--events E,...]
     roscope record stop [--name N]
+    roscope record recover [--dry-run] [--kill-children] [DIR...]
 
-Options may come before or after 'start' / 'stop'. 'start' and 'stop' are
-never looked up as programs ('roscope record -- stop' runs a program named stop).
+Options may come before or after 'start' / 'stop'. 'start', 'stop' and
+'recover' are never looked up as programs ('roscope record -- stop' runs a
+program named stop).
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
+from roscope.commands import _common as C
 from roscope.record import (
     DEFAULT_EVENTS,
     DEFAULT_NUM_SUBBUF,
@@ -19,11 +22,12 @@ from roscope.record import (
     RecordError,
     RecordOptions,
     record_command,
+    recover,
     start_session,
     stop_session,
 )
 
-SUBCOMMANDS = ("start", "stop")
+SUBCOMMANDS = ("start", "stop", "recover")
 
 
 def _add_recording_options(p: argparse.ArgumentParser) -> None:
@@ -54,13 +58,18 @@ def register(sub) -> None:
             "ros2_caret:*, dds:*; contexts vpid, vtid, procname) and roscope_ros1:*, with the roscope "
             "ROS 1 tracer preloaded; stop cleanly when it exits or on Ctrl-C, and write a trace "
             "directory with roscope-manifest.json. 'start' and 'stop' instead record until told to "
-            "stop (for systems started elsewhere: export the printed variables). Options may come "
+            "stop (for systems started elsewhere: export the printed variables). 'recover' finishes "
+            "recordings whose roscope record was killed (kill -9, a crash): it destroys their LTTng "
+            "session, stops the perf they started (and with --kill-children their command's "
+            "processes) and completes their manifest; --dry-run only lists them. Options may come "
             "before or after 'start'/'stop'; everything after '--' (or after the first word that is "
-            "not an option, 'start' or 'stop') is the command. An existing non-empty output directory "
-            "is never written into."),
+            "not an option, 'start', 'stop' or 'recover') is the command. An existing non-empty "
+            "output directory is never written into. A failed setup cleans up what it made and marks "
+            "its manifest \"failed\"."),
         usage="roscope record [options] -- COMMAND...\n"
               "       roscope record start [options]\n"
-              "       roscope record stop [--name N]",
+              "       roscope record stop [--name N]\n"
+              "       roscope record recover [--dry-run] [--kill-children] [DIR...]",
     )
     _add_recording_options(p)
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="COMMAND",
@@ -72,8 +81,14 @@ def _subcommand_parser(verb: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"roscope record {verb}", add_help=False)
     if verb == "start":
         _add_recording_options(p)
-    else:
+    elif verb == "stop":
         p.add_argument("--name", metavar="N", help="the recording to stop")
+    else:
+        p.add_argument("--dry-run", action="store_true", help="only list what would be done")
+        p.add_argument("--kill-children", action="store_true",
+                       help="also stop the processes of the recorded command (by default they are left running)")
+        p.add_argument("dirs", nargs="*", metavar="DIR",
+                       help="also look at the manifests of these recordings (default: the state directory's)")
     return p
 
 
@@ -94,13 +109,15 @@ def split_words(args) -> tuple[str, list[str]]:
         return "run", words
     verb = words[0]
     sub = _subcommand_parser(verb)
-    sub.set_defaults(**{k: getattr(args, k) for k in vars(sub.parse_args([]))})
+    sub.set_defaults(**{k: getattr(args, k, v) for k, v in vars(sub.parse_args([])).items()})
     for k, v in vars(sub.parse_args(words[1:])).items():
         setattr(args, k, v)
-    if verb == "stop":
-        extra = [k for k, v in _recording_defaults().items() if k != "name" and getattr(args, k) != v]
+    if verb in ("stop", "recover"):
+        allowed = {"name"} if verb == "stop" else set()
+        extra = [k for k, v in _recording_defaults().items() if k not in allowed and getattr(args, k) != v]
         if extra:
-            sub.error(f"takes only --name (also given: {', '.join('--' + k.replace('_', '-') for k in extra)})")
+            takes = "--name" if verb == "stop" else "--dry-run, --kill-children and DIRs"
+            sub.error(f"takes only {takes} (also given: {', '.join('--' + k.replace('_', '-') for k in extra)})")
     return verb, []
 
 
@@ -128,17 +145,43 @@ def _start(args) -> int:
     return 0
 
 
+def _recover(args) -> int:
+    results = recover(args.dirs, dry_run=args.dry_run, kill_children=args.kill_children)
+    failed = False
+    for r in results:
+        head = {"recover": "would recover" if args.dry_run else "recovered", "forget": "cleaned up",
+                "leave": "left alone", "done": "nothing to do for"}[r["verdict"]]
+        parts = [r["why"]] if r["verdict"] != "recover" or args.dry_run else []
+        parts += r["actions"]
+        if r["left_running"]:
+            parts.append(("would leave" if args.dry_run else "left") + " running: "
+                         + ", ".join(f"PID {p['pid']} ({p['name']})" for p in r["left_running"])
+                         + " (--kill-children stops them)")
+        if r["verdict"] == "recover" and not args.dry_run:
+            parts.append(f"manifest completed (state \"recovered\", {r.get('events_recorded')} events, "
+                         f"{r.get('events_discarded')} discarded)")
+        for p in r["problems"]:
+            parts.append(f"problem: {p}")
+            failed = True
+        print(C.escape(f"roscope: {head} {r['name']} ({r['output']}): " + "; ".join(parts)))
+    if not results:
+        print("roscope: no recording to recover")
+    return 1 if failed else 0
+
+
 def run(args) -> int:
     """Errors of the recording are RecordError (a UserError): the CLI prints them, exit 1."""
     verb, command = split_words(args)
     if verb == "start":
         return _start(args)
+    if verb == "recover":
+        return _recover(args)
     if verb == "stop":
         m = stop_session(args.name)
         print(f"roscope: trace written to {m['trace_dir']} "
               f"({m.get('events_recorded')} events, {m.get('events_discarded')} discarded)")
         return 0
     if not command:
-        print("roscope record: error: give a command after '--', or 'start' / 'stop'", file=sys.stderr)
+        print("roscope record: error: give a command after '--', or 'start' / 'stop' / 'recover'", file=sys.stderr)
         return 2
     return record_command(command, _options(args))
