@@ -430,7 +430,7 @@ impl Builder {
             (
                 LeftOut::OtherRecording,
                 self.counts.excluded_events,
-                format!("of other recordings: their roscope_ros1:process_init names another record id than this trace's ({ids})"),
+                format!("of other recordings: their roscope_ros1:process_init does not name this trace's record id ({ids})"),
             ),
             (
                 LeftOut::NoProcessInit,
