@@ -1,0 +1,304 @@
+"""Data flows measured against a recorded ROS 1 system's own ground truth (issue 10).
+
+Used by tests/test_flow_truth.py and bench/flow_truth.py, on recordings of
+examples/ros1_unannotated and examples/ros1_pipeline (`roscope record` of their
+system.sh, with the nodes' ground-truth logs).
+
+Independent of roscope:
+- identities: every node logs each message it publishes, right before
+  publish(), as a JSON line {"ev": "pub", "topic", "id", "inputs", ...} in
+  <gtdir>/<process>.jsonl, whose "start" line gives the process's pid. The k-th
+  "pub" line of a (pid, topic) is the k-th `roscope_ros1:publish` event of that
+  process's publisher of the topic, decoded here by babeltrace2 (bt2);
+- the true end-to-end pairs: for each message on an output topic, its
+  ancestors (the transitive closure of "inputs") on the input topics;
+- latencies, by the data-flow paper's definition that `data_flows` uses: from
+  the start of the callback run that published the input (its
+  `roscope_ros1:callback_start`, the innermost run open on the publishing
+  thread) to the output's `roscope_ros1:publish` event, both times from bt2.
+
+roscope supplies only the flows under test (`roscope.flow.data_flows`), whose
+publication ids are matched to the ground truth by (pid, publisher handle, k-th
+publication in time).
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: The implicit-dependency modes measured (roscope.flow.IMPLICIT_MODES without
+#: 'annotations', which is empty on an unannotated system).
+MODES = ("auto", "all", "none")
+
+#: The systems: example directory, input and output topics of the flows.
+SYSTEMS = {
+    "ros1_unannotated": {
+        "example": "examples/ros1_unannotated",
+        "from": r"^/(sensing/(lidar|imu|camera|gnss)|vehicle/status)$",
+        "to": r"^/(control/command|localization/gnss_pose|vehicle/velocity)$",
+    },
+    "ros1_pipeline": {
+        "example": "examples/ros1_pipeline",
+        # /tf_like: a source (the localizer's timer) that the planner subscribes to
+        # without using it for /plan
+        "from": r"^/(lidar|imu|camera|tf_like)$",
+        "to": r"^/(fused|plan)$",
+    },
+}
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class TruthError(Exception):
+    """The ground truth and the trace do not match (a broken recording)."""
+
+
+def record(system: str, out: Path, duration: float = 4.0) -> tuple[Path, Path]:
+    """Builds the ROS 1 tracer and the system's example, and records it with
+    `roscope record` for `duration` seconds into out/trace, its ground truth
+    into out/gt (`out` must not exist or be empty). Returns (trace, gtdir)."""
+    example = REPO / SYSTEMS[system]["example"]
+    for d in (REPO / "instrument" / "ros1", example):
+        p = subprocess.run(["make", "-s", "-C", str(d)], capture_output=True, text=True)
+        if p.returncode:
+            raise TruthError(f"building {d} failed:\n{p.stdout}{p.stderr}")
+    trace, gt = Path(out) / "trace", Path(out) / "gt"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO / "python") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    p = subprocess.run([sys.executable, "-m", "roscope", "record", "-o", str(trace), "--",
+                        str(example / "system.sh"), "-d", str(duration), "-g", str(gt)],
+                       capture_output=True, text=True, env=env, timeout=120 + duration)
+    if p.returncode:
+        raise TruthError(f"roscope record of {system} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
+    return trace, gt
+
+
+def read_ground_truth(gtdir: Path) -> list[dict]:
+    """Every line of every <gtdir>/*.jsonl, with the process's pid (from its "start" line)."""
+    rows = []
+    for f in sorted(Path(gtdir).glob("*.jsonl")):
+        pid = None
+        for n, line in enumerate(f.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise TruthError(f"{f}:{n}: not a JSON line: {exc}") from None
+            if r.get("ev") == "start":
+                pid = r["pid"]
+            r["pid"] = pid
+            r["file"] = f.stem
+            rows.append(r)
+    if not rows:
+        raise TruthError(f"{gtdir}: no ground-truth log (*.jsonl)")
+    return rows
+
+
+def trace_publications(trace: Path) -> tuple[dict, dict]:
+    """From babeltrace2: {(vpid, publisher): topic} and, per (vpid, publisher), its
+    publications in time order as (publish ts, start ts of the innermost callback
+    run open on the publishing thread, or None). Only the processes of this
+    recording (process_init.record_id equal to the manifest's)."""
+    import bt2
+
+    manifest = Path(trace) / "roscope-manifest.json"
+    record_id = json.loads(manifest.read_text()).get("record_id") if manifest.exists() else None
+    recorded: set[int] = set()
+    topics: dict = {}
+    pubs: dict = collections.defaultdict(list)
+    stacks: dict = collections.defaultdict(list)
+    for m in bt2.TraceCollectionMessageIterator(str(trace)):
+        if type(m) is not bt2._EventMessageConst:
+            continue
+        ev = m.event
+        name = ev.name
+        if not name.startswith("roscope_ros1:"):
+            continue
+        name = name[len("roscope_ros1:"):]
+        ctx = ev.common_context_field
+        pid, tid = int(ctx["vpid"]), int(ctx["vtid"])
+        ts = int(m.default_clock_snapshot.value)
+        p = ev.payload_field
+        if name == "process_init":
+            if record_id is None or str(p["record_id"]) == record_id:
+                recorded.add(pid)
+        elif name == "publisher_init":
+            topics[(pid, int(p["publisher"]))] = str(p["topic"])
+        elif name == "callback_start":
+            stacks[(pid, tid)].append(ts)
+        elif name == "callback_end":
+            if stacks[(pid, tid)]:
+                stacks[(pid, tid)].pop()
+        elif name == "publish":
+            st = stacks[(pid, tid)]
+            pubs[(pid, int(p["publisher"]))].append((ts, st[-1] if st else None))
+    topics = {k: v for k, v in topics.items() if k[0] in recorded}
+    return topics, {k: v for k, v in pubs.items() if k[0] in recorded}
+
+
+@dataclass
+class Truth:
+    """What the system really did, matched to the trace's publications."""
+
+    #: ground-truth id -> {"topic", "inputs", "pid", "ts" (publish event), "run_start"}
+    messages: dict
+    #: (pid, publisher handle, k from 1) -> ground-truth id
+    by_trace_key: dict
+    #: the true (input id, output id) pairs -> latency (ns), for the selection below
+    pairs: dict = field(default_factory=dict)
+    from_re: str = ""
+    to_re: str = ""
+
+
+def ground_truth(trace: Path, gtdir: Path) -> Truth:
+    """Matches the ground-truth logs to the trace's publications (bt2); raises
+    TruthError when the counts of a (pid, topic) differ."""
+    rows = read_ground_truth(gtdir)
+    topics, pubs = trace_publications(trace)
+    logged = collections.defaultdict(list)
+    for r in rows:
+        if r["ev"] == "pub":
+            logged[(r["pid"], r["topic"])].append(r)
+    handle_of = {}
+    for (pid, handle), topic in topics.items():
+        if (pid, topic) in handle_of:
+            raise TruthError(f"process {pid} has two publishers of {topic}: publications cannot be told apart")
+        handle_of[(pid, topic)] = handle
+    messages, by_key = {}, {}
+    for (pid, topic), lines in logged.items():
+        handle = handle_of.get((pid, topic))
+        if handle is None:
+            raise TruthError(f"{gtdir}: process {pid} logged publications on {topic}; the trace has no such publisher")
+        traced = pubs.get((pid, handle), [])
+        if len(traced) != len(lines):
+            raise TruthError(f"process {pid}, {topic}: {len(lines)} publications logged, {len(traced)} traced")
+        for k, (r, (ts, run_start)) in enumerate(zip(lines, traced), 1):
+            messages[r["id"]] = {"topic": topic, "inputs": r["inputs"], "pid": pid, "ts": ts, "run_start": run_start}
+            by_key[(pid, handle, k)] = r["id"]
+    for (pid, handle), traced in pubs.items():
+        if traced and (pid, topics.get((pid, handle))) not in logged:
+            raise TruthError(f"process {pid}: {len(traced)} traced publications on {topics.get((pid, handle))} "
+                             "are not in the ground truth")
+    return Truth(messages, by_key)
+
+
+def select(truth: Truth, from_re: str, to_re: str) -> Truth:
+    """The true end-to-end pairs from topics matching `from_re` to topics matching
+    `to_re` (regexes searched in the topic, as `data_flows` does), with their latency."""
+    is_in, is_out = re.compile(from_re).search, re.compile(to_re).search
+    msgs = truth.messages
+    pairs = {}
+    for out_id, m in msgs.items():
+        if not is_out(m["topic"]):
+            continue
+        seen, stack = set(), list(m["inputs"])
+        while stack:
+            x = stack.pop()
+            if x in seen or x not in msgs:
+                continue
+            seen.add(x)
+            if is_in(msgs[x]["topic"]):
+                start = msgs[x]["run_start"]
+                pairs[(x, out_id)] = None if start is None else m["ts"] - start
+                # data_flows starts a flow at each input match and goes on deeper
+            stack.extend(msgs[x]["inputs"])
+    return Truth(truth.messages, truth.by_trace_key, pairs, from_re, to_re)
+
+
+def publication_ids(db, truth: Truth) -> dict:
+    """roscope publication_id -> ground-truth id, by (pid, publisher handle, k-th in time)."""
+    rows = db.records("""
+        SELECT pb.publication_id, p.pid, pu.handle,
+               row_number() OVER (PARTITION BY pb.publisher_id ORDER BY pb.ts, pb.publication_id) AS k
+        FROM publications pb JOIN publishers pu USING (publisher_id) JOIN processes p ON p.proc_id = pu.proc_id""")
+    return {r["publication_id"]: truth.by_trace_key.get((r["pid"], r["handle"], r["k"])) for r in rows}
+
+
+def measure(db, truth: Truth, *, implicit: str | None = None, ctx=None, **kw) -> dict:
+    """Flows of `roscope.flow.data_flows(db, truth.from_re, truth.to_re, implicit=...)`
+    against the true pairs of `truth` (from `select`). `implicit=None` measures
+    `data_flows`' default (reported as "default"); other keywords go to `data_flows`.
+
+    Returns: flows (rows), pairs (distinct (input, output) pairs among them),
+    true_pairs, found (true pairs found), precision (over distinct pairs),
+    precision_flows (share of rows that are a true pair), recall,
+    double_counted (pairs in more than one row), extra_flows (rows beyond the
+    first of each pair), false_pairs (examples), unmatched (rows whose
+    publications are not in the ground truth), latency_error_max_ns and
+    latency_error_mean_ns (|latency_ns - true latency| over the rows of true pairs),
+    paths."""
+    from roscope import flow
+
+    if implicit is not None:
+        kw["implicit"] = implicit
+    res = flow.data_flows(db, truth.from_re, truth.to_re, ctx=ctx, **kw)
+    ids = publication_ids(db, truth)
+    t = res.data_flows.select(["input_publication_id", "output_publication_id", "latency_ns"]).to_pydict()
+    count: collections.Counter = collections.Counter()
+    errors = []
+    unmatched = 0
+    for i, o, lat in zip(t["input_publication_id"], t["output_publication_id"], t["latency_ns"]):
+        pair = (ids.get(i), ids.get(o))
+        if None in pair:
+            unmatched += 1
+            continue
+        count[pair] += 1
+        true_latency = truth.pairs.get(pair)
+        if true_latency is not None:
+            errors.append(abs(lat - true_latency))
+    got, true = set(count), set(truth.pairs)
+    found = got & true
+    rows = sum(count.values())
+    return {
+        "implicit": implicit or "default",
+        "flows": rows + unmatched,
+        "paths": res["paths"],
+        "pairs": len(got),
+        "true_pairs": len(true),
+        "found": len(found),
+        "precision": len(found) / len(got) if got else None,
+        "precision_flows": sum(count[p] for p in found) / rows if rows else None,
+        "recall": len(found) / len(true) if true else None,
+        "double_counted": sum(1 for c in count.values() if c > 1),
+        "extra_flows": rows - len(got),
+        "false_pairs": len(got - true),
+        "false_pair_examples": [[f"{a:#x}", f"{b:#x}"] for a, b in sorted(got - true)[:3]],
+        "unmatched": unmatched,
+        "latency_error_max_ns": max(errors) if errors else None,
+        "latency_error_mean_ns": sum(errors) / len(errors) if errors else None,
+    }
+
+
+def without_annotations(db) -> None:
+    """Removes the causal-link annotations from a writable database (what the trace
+    would hold had the nodes not called the annotation functions)."""
+    db.con.execute("DELETE FROM annotation_members")
+    db.con.execute("DELETE FROM annotations")
+
+
+def table(results: list[dict]) -> str:
+    """The measured figures as a text table (one row per system and mode)."""
+    def f(v, fmt):
+        return "-" if v is None else format(v, fmt)
+
+    head = (f"{'system':<34} {'implicit':<8} {'flows':>6} {'paths':>5} {'pairs':>6} {'true':>5} "
+            f"{'prec':>6} {'prec/fl':>7} {'recall':>6} {'twice':>6} {'extra':>6} {'lat.err max/mean us':>20}")
+    lines = [head, "-" * len(head)]
+    for r in results:
+        lat = f"{f(_us(r['latency_error_max_ns']), '.3f')}/{f(_us(r['latency_error_mean_ns']), '.3f')}"
+        lines.append(f"{r['system']:<34} {r['implicit']:<8} {r['flows']:>6} {r['paths']:>5} {r['pairs']:>6} "
+                     f"{r['true_pairs']:>5} {f(r['precision'], '.3f'):>6} {f(r['precision_flows'], '.3f'):>7} "
+                     f"{f(r['recall'], '.3f'):>6} {r['double_counted']:>6} {r['extra_flows']:>6} {lat:>20}")
+    return "\n".join(lines)
+
+
+def _us(ns):
+    return None if ns is None else ns / 1000

@@ -1,0 +1,153 @@
+"""Flows without annotations against the systems' own ground truth (issue 10).
+
+Two real ROS 1 systems are recorded with `roscope record` (a few seconds each,
+one recording per system for the module): examples/ros1_unannotated (no
+causal-link annotations: direct, partial synchronous, periodic asynchronous
+nodes, a subscription and a timer sharing state, a control subscription in the
+planner's node, two independent pipelines in one node) and
+examples/ros1_pipeline with its annotations removed from the loaded database.
+Their nodes log every message's true inputs; tests/flow_truth.py matches those
+logs to the trace's publications with babeltrace2 and derives the true
+(input message, output message) pairs and their latencies, independently of
+roscope. Measured here: precision, recall, pairs counted more than once, and
+latency error of `roscope.flow.data_flows` in its trace-only default and in each
+implicit-dependency mode. `pytest -s` prints the figures (bench/flow_truth.py
+writes them as JSON).
+"""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = [pytest.mark.lttng, pytest.mark.ros1]
+
+pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) are the oracle")
+pytest.importorskip("roscope._core", reason="the roscope core is not built")
+
+import flow_truth as ft  # noqa: E402  (tests/ is on sys.path: conftest.py)
+
+DURATION = 4.0
+# Measured in order; "default" calls data_flows without `implicit`.
+MODES = (None, *ft.MODES)
+
+
+def _measure(system: str, base, strip_annotations: bool) -> dict:
+    import roscope
+
+    trace, gt = ft.record(system, base, DURATION)
+    spec = ft.SYSTEMS[system]
+    truth = ft.select(ft.ground_truth(trace, gt), spec["from"], spec["to"])
+    db = roscope.open(str(trace))  # traces load into a writable in-memory database
+    out = {"truth": truth, "results": {}, "db": db}
+    if strip_annotations:
+        n = db.records("SELECT count(*) AS n FROM annotations")[0]["n"]
+        assert n == 2, "examples/ros1_pipeline declares one periodic-async and one partial-sync link"
+        r = ft.measure(db, truth, implicit="auto")
+        r["system"] = f"{system} (annotated)"
+        out["annotated"] = r
+        ft.without_annotations(db)
+    for mode in MODES:
+        r = ft.measure(db, truth, implicit=mode)
+        r["system"] = system + (" (annotations removed)" if strip_annotations else "")
+        out["results"][r["implicit"]] = r
+    rows = list(out["results"].values()) + ([out["annotated"]] if strip_annotations else [])
+    print(f"\n{ft.table(rows)}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def unannotated(tmp_path_factory):
+    return _measure("ros1_unannotated", tmp_path_factory.mktemp("ros1_unannotated"), False)
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory):
+    return _measure("ros1_pipeline", tmp_path_factory.mktemp("ros1_pipeline"), True)
+
+
+@pytest.fixture(params=["unannotated", "pipeline"])
+def system(request):
+    return request.getfixturevalue(request.param)
+
+
+def test_ground_truth_of_the_unannotated_example(unannotated):
+    """The example does what its README says (checked on the ground truth alone)."""
+    msgs = unannotated["truth"].messages
+    by_topic = {}
+    for m in msgs.values():
+        by_topic.setdefault(m["topic"], []).append(m)
+    topic = lambda i: msgs[i]["topic"]  # noqa: E731
+    # direct nodes: one input each, from the topic they subscribe to
+    for out, src in [("/perception/points", "/sensing/lidar"), ("/localization/gnss_pose", "/sensing/gnss"),
+                     ("/vehicle/velocity", "/vehicle/status"), ("/control/command", "/planning/trajectory")]:
+        assert len(by_topic[out]) > 10
+        assert all([topic(i) for i in m["inputs"]] == [src] for m in by_topic[out]), out
+    # partial sync: points + the latest imu (once the localizer has one)
+    poses = by_topic["/localization/pose"]
+    k = next(i for i, m in enumerate(poses) if len(m["inputs"]) == 2)
+    assert len(poses) - k > 10
+    assert all([topic(i) for i in m["inputs"]] == ["/perception/points", "/sensing/imu"] for m in poses[k:])
+    # a subscription and a timer sharing state: each image feeds one output at most
+    cams = [m["inputs"][0] for m in by_topic["/perception/objects"]]
+    assert len(cams) == len(set(cams)) > 10
+    # periodic async: the planner's timer publishes from both caches (once both are filled)
+    traj = by_topic["/planning/trajectory"]
+    k = next(i for i, m in enumerate(traj) if len(m["inputs"]) == 2)
+    assert len(traj) - k > 10
+    assert all([topic(i) for i in m["inputs"]] == ["/localization/pose", "/perception/objects"] for m in traj[k:])
+    # every true pair has its latency (the input was published inside a callback run)
+    pairs = unannotated["truth"].pairs
+    assert len(pairs) > 150 and all(v is not None and v > 0 for v in pairs.values())
+
+
+def test_default_finds_every_true_pair(system):
+    r = system["results"]["default"]
+    assert r["true_pairs"] > 50
+    assert r["recall"] == 1.0, r
+    assert r["unmatched"] == 0
+
+
+def test_default_counts_no_pair_twice(system):
+    r = system["results"]["default"]
+    assert r["flows"] > 0
+    assert r["double_counted"] == 0 and r["extra_flows"] == 0, r
+
+
+def test_the_oracle_sees_double_counting(unannotated):
+    """Keeping one flow per candidate path (the data-flow paper's rule, `all_paths=True`)
+    with every pair of callbacks as dependencies counts the planner's pairs twice: the
+    phantom path through onPose -> onTrajectory reaches the same (lidar, command) pairs
+    as the true one through the timer. So `double_counted` is not zero by construction."""
+    import inspect
+
+    from roscope import flow
+
+    if "all_paths" not in inspect.signature(flow.data_flows).parameters:
+        pytest.skip("roscope.flow.data_flows has no all_paths parameter")
+    r = ft.measure(unannotated["db"], unannotated["truth"], implicit="all", all_paths=True)
+    assert r["double_counted"] > 10 and r["recall"] == 1.0, r
+
+
+@pytest.mark.parametrize("mode", ["default", *ft.MODES])
+def test_latency_of_every_true_pair_is_exact(system, mode):
+    """Whatever path a flow takes, a true pair's latency (input's publishing run start
+    to output publication) is babeltrace2's, to the nanosecond."""
+    r = system["results"][mode]
+    if r["found"]:
+        assert r["latency_error_max_ns"] == 0, r
+
+
+def test_direct_links_alone_are_exact(unannotated):
+    """implicit='none' follows only transport and direct links: every flow is a true
+    pair, once, and exactly the pairs whose chain has no intra-node hop are found (the
+    gateway's two pipelines; the planner's timer cuts every sensing -> command chain)."""
+    r = unannotated["results"]["none"]
+    truth = unannotated["truth"]
+    direct = [p for p in truth.pairs if truth.messages[p[1]]["topic"] in ("/localization/gnss_pose", "/vehicle/velocity")]
+    assert r["precision"] == 1.0 and r["double_counted"] == 0
+    assert r["found"] == r["pairs"] == len(direct) > 50
+
+
+def test_annotations_give_the_pipeline_exactly(pipeline):
+    """With its annotations, examples/ros1_pipeline's flows are its true pairs, once."""
+    r = pipeline["annotated"]
+    assert (r["precision"], r["recall"], r["double_counted"]) == (1.0, 1.0, 0), r
