@@ -60,6 +60,7 @@ bench: setup
 	$(PY) bench/decode.py
 	$(PY) bench/load.py
 	$(PY) bench/flow.py
+	$(PY) bench/flow_truth.py
 
 fuzz:
 	bash crates/ctf/fuzz/run.sh
