@@ -16,7 +16,7 @@ while getopts "d:o:h" opt; do
   case "$opt" in
     d) duration="$OPTARG" ;;
     o) out="$OPTARG" ;;
-    *) sed -n '2,10p' "$0"; exit 2 ;;
+    *) sed -n '2,9p' "$0"; exit 2 ;;
   esac
 done
 out="${out:-$PWD/roscope-unannotated-$(date +%Y%m%d-%H%M%S)}"

@@ -15,7 +15,7 @@ while getopts "d:p:g:h" opt; do
     d) duration="$OPTARG" ;;
     p) port="$OPTARG" ;;
     g) gtdir="$OPTARG" ;;
-    *) sed -n '2,8p' "$0"; exit 2 ;;
+    *) sed -n '2,7p' "$0"; exit 2 ;;
   esac
 done
 # Consumers first, so that the sources' first messages find their subscribers.
