@@ -105,8 +105,11 @@ def read_ground_truth(gtdir: Path) -> list[dict]:
 def trace_publications(trace: Path) -> tuple[dict, dict]:
     """From babeltrace2: {(vpid, publisher): topic} and, per (vpid, publisher), its
     publications in time order as (publish ts, start ts of the innermost callback
-    run open on the publishing thread, or None). Only the processes of this
-    recording (process_init.record_id equal to the manifest's)."""
+    run open on the publishing thread or None, concurrent). `concurrent`: that run
+    overlapped a callback run of another thread of the process (a multi-threaded
+    spinner), so the trace cannot tell which of the two read the other's state
+    first. Only the processes of this recording (process_init.record_id equal to
+    the manifest's)."""
     import bt2
 
     manifest = Path(trace) / "roscope-manifest.json"
@@ -114,7 +117,8 @@ def trace_publications(trace: Path) -> tuple[dict, dict]:
     recorded: set[int] = set()
     topics: dict = {}
     pubs: dict = collections.defaultdict(list)
-    stacks: dict = collections.defaultdict(list)
+    stacks: dict = collections.defaultdict(list)  # (pid, tid) -> [[start ts, concurrent]]
+    busy: dict = collections.defaultdict(set)  # pid -> threads inside a callback run
     for m in bt2.TraceCollectionMessageIterator(str(trace)):
         if type(m) is not bt2._EventMessageConst:
             continue
@@ -133,27 +137,40 @@ def trace_publications(trace: Path) -> tuple[dict, dict]:
         elif name == "publisher_init":
             topics[(pid, int(p["publisher"]))] = str(p["topic"])
         elif name == "callback_start":
-            stacks[(pid, tid)].append(ts)
+            run = [ts, False]
+            for other in busy[pid] - {tid}:
+                run[1] = True
+                for r in stacks[(pid, other)]:
+                    r[1] = True
+            stacks[(pid, tid)].append(run)
+            busy[pid].add(tid)
         elif name == "callback_end":
             if stacks[(pid, tid)]:
                 stacks[(pid, tid)].pop()
+            if not stacks[(pid, tid)]:
+                busy[pid].discard(tid)
         elif name == "publish":
             st = stacks[(pid, tid)]
             pubs[(pid, int(p["publisher"]))].append((ts, st[-1] if st else None))
     topics = {k: v for k, v in topics.items() if k[0] in recorded}
-    return topics, {k: v for k, v in pubs.items() if k[0] in recorded}
+    pubs = {k: [(ts, run and run[0], bool(run and run[1])) for ts, run in v] for k, v in pubs.items() if k[0] in recorded}
+    return topics, pubs
 
 
 @dataclass
 class Truth:
     """What the system really did, matched to the trace's publications."""
 
-    #: ground-truth id -> {"topic", "inputs", "pid", "ts" (publish event), "run_start"}
+    #: ground-truth id -> {"topic", "inputs", "pid", "ts" (publish event), "run_start",
+    #: "concurrent" (see trace_publications)}
     messages: dict
     #: (pid, publisher handle, k from 1) -> ground-truth id
     by_trace_key: dict
     #: the true (input id, output id) pairs -> latency (ns), for the selection below
     pairs: dict = field(default_factory=dict)
+    #: the true pairs whose output or one of its ancestors was published from a
+    #: concurrent run: the newest-input rule cannot be sure of them from the trace
+    uncertain: set = field(default_factory=set)
     from_re: str = ""
     to_re: str = ""
 
@@ -180,8 +197,9 @@ def ground_truth(trace: Path, gtdir: Path) -> Truth:
         traced = pubs.get((pid, handle), [])
         if len(traced) != len(lines):
             raise TruthError(f"process {pid}, {topic}: {len(lines)} publications logged, {len(traced)} traced")
-        for k, (r, (ts, run_start)) in enumerate(zip(lines, traced), 1):
-            messages[r["id"]] = {"topic": topic, "inputs": r["inputs"], "pid": pid, "ts": ts, "run_start": run_start}
+        for k, (r, (ts, run_start, concurrent)) in enumerate(zip(lines, traced), 1):
+            messages[r["id"]] = {"topic": topic, "inputs": r["inputs"], "pid": pid, "ts": ts, "run_start": run_start,
+                                 "concurrent": concurrent}
             by_key[(pid, handle, k)] = r["id"]
     for (pid, handle), traced in pubs.items():
         if traced and (pid, topics.get((pid, handle))) not in logged:
@@ -195,10 +213,11 @@ def select(truth: Truth, from_re: str, to_re: str) -> Truth:
     `to_re` (regexes searched in the topic, as `data_flows` does), with their latency."""
     is_in, is_out = re.compile(from_re).search, re.compile(to_re).search
     msgs = truth.messages
-    pairs = {}
+    pairs, uncertain = {}, set()
     for out_id, m in msgs.items():
         if not is_out(m["topic"]):
             continue
+        found = []
         seen, stack = set(), list(m["inputs"])
         while stack:
             x = stack.pop()
@@ -208,9 +227,12 @@ def select(truth: Truth, from_re: str, to_re: str) -> Truth:
             if is_in(msgs[x]["topic"]):
                 start = msgs[x]["run_start"]
                 pairs[(x, out_id)] = None if start is None else m["ts"] - start
+                found.append((x, out_id))
                 # data_flows starts a flow at each input match and goes on deeper
             stack.extend(msgs[x]["inputs"])
-    return Truth(truth.messages, truth.by_trace_key, pairs, from_re, to_re)
+        if m["concurrent"] or any(msgs[x]["concurrent"] for x in seen):
+            uncertain.update(found)
+    return Truth(truth.messages, truth.by_trace_key, pairs, uncertain, from_re, to_re)
 
 
 def publication_ids(db, truth: Truth) -> dict:
@@ -231,7 +253,8 @@ def measure(db, truth: Truth, *, implicit: str | None = None, ctx=None, **kw) ->
     true_pairs, found (true pairs found), precision (over distinct pairs),
     precision_flows (share of rows that are a true pair), recall,
     double_counted (pairs in more than one row), extra_flows (rows beyond the
-    first of each pair), false_pairs (examples), unmatched (rows whose
+    first of each pair), false_pairs (and examples), missed (true pairs not
+    found) and missed_uncertain (those of them in `truth.uncertain`), unmatched (rows whose
     publications are not in the ground truth), latency_error_max_ns and
     latency_error_mean_ns (|latency_ns - true latency| over the rows of true pairs),
     paths."""
@@ -271,6 +294,9 @@ def measure(db, truth: Truth, *, implicit: str | None = None, ctx=None, **kw) ->
         "extra_flows": rows - len(got),
         "false_pairs": len(got - true),
         "false_pair_examples": [[f"{a:#x}", f"{b:#x}"] for a, b in sorted(got - true)[:3]],
+        "missed": len(true - found),
+        "missed_uncertain": len((true - found) & truth.uncertain),
+        "uncertain_pairs": len(truth.uncertain),
         "unmatched": unmatched,
         "latency_error_max_ns": max(errors) if errors else None,
         "latency_error_mean_ns": sum(errors) / len(errors) if errors else None,
