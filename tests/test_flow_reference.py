@@ -6,7 +6,9 @@ the same split into communication, idle and computation.
 The reference is written separately from crates/flow: its own SQL reads of the
 database, its own implicit-dependency rules and breakdown, recursion with a visited
 set and no caching. roscope runs as a user runs it: `roscope flow DB --store --json`
-on a database written by `roscope load`.
+on a database written by `roscope load`, with `--all-paths` (the paper keeps one
+flow per path); and by default (one flow per input/output message pair), which must
+keep exactly the reference's pairs, each once, with the reference's latency.
 """
 from __future__ import annotations
 
@@ -53,12 +55,13 @@ def databases(tmp_path_factory) -> dict:
     return out
 
 
-def roscope_flow(db: str, from_re: str, to_re: str, implicit: str) -> tuple[dict, list[dict], dict]:
+def roscope_flow(db: str, from_re: str, to_re: str, implicit: str, all_paths: bool = True) -> tuple[dict, list[dict], dict]:
     """`roscope flow --store --json`: its JSON, and the flows and first steps it stored."""
     import roscope
 
     r = subprocess.run([sys.executable, "-m", "roscope", "flow", db, "--from", from_re, "--to", to_re,
-                        "--implicit", implicit, "--store", "--json"], capture_output=True, text=True, timeout=300)
+                        "--implicit", implicit, "--store", "--json", *(["--all-paths"] if all_paths else [])],
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     with roscope.open(db) as d:
         flows = d.records("SELECT * FROM data_flows")
@@ -129,3 +132,26 @@ def test_flow_equals_reference(databases, case, capsys):
         assert p["flows"] == len(lat) == p["latency"]["count"]
         assert (p["latency"]["min_ns"], p["latency"]["max_ns"]) == (lat[0], lat[-1])
         assert p["latency"]["mean_ns"] == pytest.approx(sum(lat) / len(lat), rel=1e-12)
+
+
+@pytest.mark.parametrize("case", [(c[0], m) for c in CASES for m in c[5]], ids=lambda c: f"{c[0]}-{c[1]}")
+def test_one_flow_per_message_pair(databases, case):
+    """The default: the reference's (input, output) message pairs, each once, with the
+    reference's latency; of the candidates, one with the fewest fallback edges."""
+    preset, implicit = case
+    _p, _d, _s, from_re, to_re, _m = next(c for c in CASES if c[0] == preset)
+    db = databases[preset]
+    js, flows, _steps = roscope_flow(db, from_re, to_re, implicit, all_paths=False)
+    ref = reference(db, from_re, to_re, implicit)
+    ref_pairs = defaultdict(list)
+    for steps, _path, parts in ref:
+        ref_pairs[(steps[1][1], steps[-1][1])].append(parts)
+    ours = Counter((f["input_publication_id"], f["output_publication_id"]) for f in flows)
+    assert set(ours) == set(ref_pairs)
+    assert max(ours.values(), default=1) == 1, "a pair counted twice"
+    for f in flows:
+        cands = ref_pairs[(f["input_publication_id"], f["output_publication_id"])]
+        parts = (f["latency_ns"], f["communication_ns"], f["idle_ns"], f["computation_ns"])
+        assert parts in cands, (parts, cands)
+        assert {c[0] for c in cands} == {f["latency_ns"]}
+    assert js["summary"]["flows"] + js["summary"]["duplicates_dropped"] == len(ref)

@@ -78,16 +78,29 @@ class FlowModel:
         self, publication: int, forward: bool = True, backward: bool = True
     ) -> tuple[list[int], list[int], list[tuple[str, int, str, int, str]]]:
         """(publications, runs, edges as (from kind 'p'|'r', id, to kind, id, edge kind))."""
+    @property
+    def callback_labels(self) -> list[str]:
+        """Callback labels (`node kind(topic)`); callback masks follow this order."""
     def data_flows(
         self,
         is_input: Sequence[bool],
         is_output: Sequence[bool],
         implicit: str = "auto",
         exact_links: bool = True,
-        max_flows_per_output: int = 10000,
+        max_flows_per_output: int | None = 10000,
         all_steps: bool = False,
+        *,
+        max_flows: int | None = None,
+        all_paths: bool = False,
+        excluded_topics: Sequence[bool] | None = None,
+        excluded_callbacks: Sequence[bool] | None = None,
+        deps: Sequence[tuple[int, int]] | None = None,
+        sink: Callable[[str, ArrowTable], object] | None = None,
     ) -> tuple[dict[str, ArrowTable], dict[str, Any]]:
         """Data flows between topics (masks over `topics`); implicit is one of auto,
-        all, annotations, none. Returns ({data_flows, data_flow_steps,
-        data_flow_segments, paths}, stats: outputs, flows, trees_cached,
-        cache_evicted, cache_hits, seconds)."""
+        all, annotations, none; `deps`: intra-node edges (callback ids) from source
+        analysis. Caps: None is no cap. With `sink`, data_flows and data_flow_steps
+        go to `sink(name, table)` in chunks and only data_flow_segments and paths are returned.
+        Returns (tables, stats: outputs, outputs_total, outputs_capped,
+        capped_examples, stopped_at, flows, duplicates_dropped, flows_on_fallback,
+        flows_from_publications, trees_cached, cache_evicted, cache_hits, seconds)."""

@@ -310,6 +310,11 @@ def load(
     return db, res
 
 
+#: DuckDB's memory cap on the connections of `open` (bytes; see
+#: `Database.limit_memory`): results larger than this (data flows) spill to disk.
+MEMORY_BUDGET = 1 << 30
+
+
 class Database:
     """An execution database: `db.sql(...)` and `db.table(name)` give pandas
     DataFrames, `db.records(...)` lists of dicts, `db.con` the DuckDB connection.
@@ -352,8 +357,32 @@ class Database:
     def tables(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()]
 
+    def limit_memory(self, budget: int | None = None) -> None:
+        """Caps DuckDB's memory on this connection at `budget` bytes (default
+        `MEMORY_BUDGET`): beyond it DuckDB moves temporary data (result tables,
+        sorts, joins) to a private temporary directory, removed on `close()`.
+        `budget=0` leaves DuckDB's own limit (80% of RAM)."""
+        budget = MEMORY_BUDGET if budget is None else int(budget)
+        if budget <= 0:
+            return
+        if getattr(self, "_spill", None) is None:
+            import shutil
+            import tempfile
+            import weakref
+
+            self._spill = tempfile.mkdtemp(prefix="roscope-duckdb-")
+            # Removed on close(), or when the Database is collected or Python exits.
+            self._spill_cleanup = weakref.finalize(self, shutil.rmtree, self._spill, True)
+            self.con.execute("SET temp_directory = ?", [self._spill])
+        self.con.execute("SET memory_limit = ?", [f"{budget // 2**20}MiB"])
+        # Order only where a query asks for one: lets DuckDB stream and spill more.
+        self.con.execute("SET preserve_insertion_order = false")
+
     def close(self) -> None:
         self.con.close()
+        if getattr(self, "_spill", None):
+            self._spill_cleanup()
+            self._spill = None
 
     def __enter__(self):
         return self
@@ -456,7 +485,8 @@ def _open_db(path: str, read_only: bool) -> Database:
         raise
 
 
-def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True) -> Database:  # noqa: A001 - the API's name
+def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True,  # noqa: A001 - the API's name
+         memory: int | None = None) -> Database:
     """A Database over a DuckDB file written by `roscope load`, or over traces.
 
     A database file is opened **read-only** by default: queries, and analyses
@@ -464,17 +494,21 @@ def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True) -> Dat
     may read it at the same time; give `read_only=False` to store results in it
     (analyses called with ``store=True``). Traces (a path or a list of paths) are
     loaded into a writable in-memory database; `heuristics=False` keeps only
-    exact transport links. Raises InputError / DatabaseError (both UserError)
-    with a message naming the file when the input is wrong.
+    exact transport links. `memory`: DuckDB's memory cap in bytes (default
+    `MEMORY_BUDGET`, 0: DuckDB's own), beyond which it spills to a temporary
+    directory. Raises InputError / DatabaseError (both UserError) with a message
+    naming the file when the input is wrong.
     """
     if isinstance(trace_or_db, (str, os.PathLike)):
         paths = [os.fspath(trace_or_db)]
     else:
         paths = [os.fspath(p) for p in trace_or_db]
     if len(paths) == 1 and is_db(paths[0]):
-        return _open_db(paths[0], read_only)
-    for p in paths:
-        if os.path.isfile(p) and p.endswith((".duckdb", ".db")) and not is_db(p):
-            raise DatabaseError(f"{p}: not a DuckDB database (the file does not start with DuckDB's header)")
-    db, _ = load(paths, None, heuristics=heuristics)
+        db = _open_db(paths[0], read_only)
+    else:
+        for p in paths:
+            if os.path.isfile(p) and p.endswith((".duckdb", ".db")) and not is_db(p):
+                raise DatabaseError(f"{p}: not a DuckDB database (the file does not start with DuckDB's header)")
+        db, _ = load(paths, None, heuristics=heuristics)
+    db.limit_memory(memory)
     return db

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from roscope import _core, statistics
 from roscope.errors import InputError
-from roscope.results import publish
+from roscope.results import Appender, publish
 from roscope.trace import table_from_core
 
 #: Intra-node dependency modes of `data_flows(implicit=...)`.
@@ -93,25 +93,46 @@ def _topic_mask(topics: list[str], pattern: str, option: str) -> list[bool]:
     return [bool(rx.search(t)) for t in topics]
 
 
+#: The default caps of `data_flows` (settable; None: no cap). A cap that is reached
+#: is said in the summary (`outputs_capped`, `stopped_at`) and in its warnings.
+MAX_FLOWS_PER_OUTPUT = 10_000
+MAX_FLOWS = 10_000_000
+#: The result tables of `data_flows`.
+FLOW_TABLES = ("data_flows", "data_flow_steps", "data_flow_segments", "paths")
+
+
 @dataclass
 class DataFlows(Mapping):
-    """The result of `data_flows`: the summary (read it as a dict: `res["flows"]`)
-    and the result tables (pyarrow Tables)."""
+    """The result of `data_flows`: the summary (read it as a dict: `res["flows"]`,
+    `res["warnings"]`) and the result tables, which live in the database's
+    connection (temporary tables, or stored ones with `store=True`): query them
+    with SQL, or read one whole as a pyarrow Table through its attribute:
+
+    - `data_flows`: one row per flow: flow_id, path_id, output_publication_id,
+      input_publication_id, first_run_id, start_ts, end_ts, latency_ns,
+      communication_ns, idle_ns, computation_ns, fallback_edges;
+    - `data_flow_steps`: flow_id, step, is_run, id: the steps of the first flow of
+      each path (or of all);
+    - `data_flow_segments`: kind, a, b, duration_ns: each distinct segment once;
+    - `paths`: path_id, flows, path, fallback_edges.
+    """
 
     summary: dict
-    #: One row per flow: flow_id, path_id, output_publication_id, input_publication_id,
-    #: first_run_id, start_ts, end_ts, latency_ns, communication_ns, idle_ns, computation_ns.
-    data_flows: object = field(repr=False)
-    #: flow_id, step, is_run, id: the steps of the first flow of each path (or of all).
-    data_flow_steps: object = field(repr=False)
-    #: kind, a, b, duration_ns: each distinct segment of all flows once.
-    data_flow_segments: object = field(repr=False)
-    #: path_id, flows, path: each path's callback/topic sequence, readable.
-    paths: object = field(repr=False)
+    db: object = field(repr=False)
+
+    def table(self, name: str):
+        """Result table `name` (one of FLOW_TABLES), read whole, as a pyarrow Table."""
+        if name not in FLOW_TABLES:
+            raise KeyError(name)
+        return self.db.con.table(name).arrow().read_all()
+
+    data_flows = property(lambda self: self.table("data_flows"))
+    data_flow_steps = property(lambda self: self.table("data_flow_steps"))
+    data_flow_segments = property(lambda self: self.table("data_flow_segments"))
+    paths = property(lambda self: self.table("paths"))
 
     def tables(self) -> dict:
-        return {"data_flows": self.data_flows, "data_flow_steps": self.data_flow_steps,
-                "data_flow_segments": self.data_flow_segments, "paths": self.paths}
+        return {name: self.table(name) for name in FLOW_TABLES}
 
     def __getitem__(self, key: str):
         return self.summary[key]
@@ -123,22 +144,84 @@ class DataFlows(Mapping):
         return len(self.summary)
 
 
+def _regexes(patterns, option: str) -> list[re.Pattern]:
+    if patterns is None:
+        return []
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    out = []
+    for p in patterns:
+        try:
+            out.append(re.compile(p))
+        except re.error as exc:
+            raise InputError(f"{option}: bad regular expression {p!r}: {exc}") from None
+    return out
+
+
+def _exclusions(ctx: FlowContext, exclude) -> tuple[list[bool] | None, list[bool] | None, dict]:
+    """Masks of the topics and callbacks (by label: `node kind(topic)`, so a node's
+    name excludes its callbacks) that `exclude` matches, and what they are."""
+    rxs = _regexes(exclude, "--exclude")
+    if not rxs:
+        return None, None, {"patterns": [], "topics": [], "callbacks": []}
+    labels = ctx.model.callback_labels
+    ex_t = [any(rx.search(t) for rx in rxs) for t in ctx.topics]
+    ex_c = [any(rx.search(c) for rx in rxs) for c in labels]
+    return ex_t, ex_c, {"patterns": [rx.pattern for rx in rxs],
+                        "topics": [t for t, x in zip(ctx.topics, ex_t) if x],
+                        "callbacks": [c for c, x in zip(labels, ex_c) if x]}
+
+
+def _deps_edges(db, deps) -> tuple[list[tuple[int, int]] | None, dict | None]:
+    """Intra-node edges (callback ids) from a dependency file of `roscope deps` (a
+    path or its parsed dict), or a list of (callback_id, callback_id)."""
+    if deps is None:
+        return None, None
+    if isinstance(deps, (list, tuple)):
+        return [(int(a), int(b)) for a, b in deps], None
+    from roscope import deps as _deps
+
+    edges, report = _deps.trace_edges(db, deps)
+    return [(int(a), int(b)) for a, b in edges], report
+
+
+def _caps(name: str, value: int | None) -> int | None:
+    if value is not None and (not isinstance(value, int) or value < 0):
+        raise InputError(f"{name} must be a whole number >= 0 (or None for no cap), not {value!r}")
+    return value
+
+
 def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, implicit: str = "auto",
-               exact_links: bool = True, max_flows_per_output: int = 10000, all_steps: bool = False,
-               store: bool = False) -> DataFlows:
+               exact_links: bool = True, max_flows_per_output: int | None = MAX_FLOWS_PER_OUTPUT,
+               max_flows: int | None = MAX_FLOWS, all_paths: bool = False, exclude=None, deps=None,
+               all_steps: bool = False, store: bool = False) -> DataFlows:
     """Data flows from topics matching `from_re` to topics matching `to_re` (regexes,
     searched anywhere in the topic name).
 
     `implicit`: intra-node dependencies: 'auto' (annotations where a node has them,
-    every pair of its timer and subscription callbacks elsewhere), 'all' (every pair
-    of callbacks of a node, the data-flow paper's fallback), 'annotations' (only the
-    annotated links), or 'none'. `exact_links=False` ignores transport links and
-    takes the newest publication on the topic (the paper's D_cp). Returns a
-    `DataFlows`; its tables are visible to SQL on `db` (`data_flows`,
-    `data_flow_steps`, `data_flow_segments`, `paths`), stored in it with `store`.
+    every pair of its timer and subscription callbacks elsewhere: fallback edges),
+    'all' (every pair of callbacks of a node, the data-flow paper's fallback),
+    'annotations' (only the annotated links), or 'none'. `deps`: a dependency file
+    of `roscope deps` (path or dict) or a list of (callback_id, callback_id): its
+    edges replace the fallback on the nodes it describes; annotations still win.
+    `exact_links=False` ignores transport links and takes the newest publication on
+    the topic (the paper's D_cp). An (input message, output message) pair is one
+    flow (the candidate with the fewest fallback edges, then the most steps) unless
+    `all_paths`. `exclude`: regexes (one or a list) of topics and callbacks
+    (`node kind(topic)`, so a node name excludes its callbacks) that no flow may
+    pass through. Caps (None: no cap): `max_flows_per_output` candidates per output
+    message, `max_flows` in all (the search stops at the next output message); when
+    one is reached the summary says where and its `warnings` say so.
+
+    Flows are streamed into the database's connection as they are found (memory
+    holds one chunk): temporary tables `data_flows`, `data_flow_steps`,
+    `data_flow_segments`, `paths`, or stored tables with `store`. Returns a
+    `DataFlows`.
     """
     if implicit not in IMPLICIT_MODES:
         raise InputError(f"unknown implicit-dependency mode {implicit!r} (one of {', '.join(IMPLICIT_MODES)})")
+    _caps("max_flows_per_output", max_flows_per_output)
+    _caps("max_flows", max_flows)
     ctx = ctx or context(db)
     topics = ctx.topics
     is_in = _topic_mask(topics, from_re, "--from")
@@ -150,35 +233,99 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
         raise InputError(f"no topic matches --from {from_re!r} (topics: {shown})")
     if topics and not any(is_out):
         raise InputError(f"no topic matches --to {to_re!r} (topics: {shown})")
-    raw, stats = ctx.model.data_flows(is_in, is_out, implicit, exact_links, max_flows_per_output, all_steps)
-    tables = {name: table_from_core(t) for name, t in raw.items()}
-    publish(db, tables, store)
+    ex_t, ex_c, excluded = _exclusions(ctx, exclude)
+    edges, deps_report = _deps_edges(db, deps)
+    with Appender(db, FLOW_TABLES, store) as out:
+        def sink(name, table):
+            out.append(name, table_from_core(table))
+
+        raw, stats = ctx.model.data_flows(
+            is_in, is_out, implicit, exact_links, max_flows_per_output, all_steps, max_flows=max_flows,
+            all_paths=all_paths, excluded_topics=ex_t, excluded_callbacks=ex_c, deps=edges, sink=sink)
+        for name, t in raw.items():
+            out.append(name, table_from_core(t))
+    n_paths = db.con.execute("SELECT count(*) FROM paths").fetchone()[0]
     compute_ns = int(stats["seconds"] * 1e9)
+    flows = stats["flows"]
     summary = {
-        "outputs": stats["outputs"], "flows": stats["flows"], "paths": tables["paths"].num_rows,
-        "compute_ns": compute_ns, "ns_per_flow": compute_ns / stats["flows"] if stats["flows"] else None,
+        "outputs": stats["outputs"], "outputs_total": stats["outputs_total"], "flows": flows, "paths": n_paths,
+        "compute_ns": compute_ns, "ns_per_flow": compute_ns / flows if flows else None,
         "trees_cached": stats["trees_cached"], "cache_hits": stats["cache_hits"], "cache_evicted": stats["cache_evicted"],
         "topics_from": [t for t, m in zip(topics, is_in) if m], "topics_to": [t for t, m in zip(topics, is_out) if m],
+        "implicit": implicit, "one_flow_per_pair": not all_paths, "duplicates_dropped": stats["duplicates_dropped"],
+        "flows_on_fallback": stats["flows_on_fallback"],
+        "fallback_share": stats["flows_on_fallback"] / flows if flows else None,
+        "flows_from_publications": stats["flows_from_publications"],
+        "caps": {"max_flows_per_output": max_flows_per_output, "max_flows": max_flows,
+                 "outputs_capped": stats["outputs_capped"], "capped_examples": stats["capped_examples"],
+                 "stopped_at_publication_id": stats["stopped_at"]},
+        "excluded": excluded, "deps": deps_report,
     }
-    return DataFlows(summary, **tables)
+    summary["warnings"] = _flow_warnings(db, summary, is_in, is_out, ctx)
+    return DataFlows(summary, db)
+
+
+def _pub_where(db, pub: int) -> str:
+    row = db.con.execute("SELECT topic, publish_ts FROM publications_info WHERE publication_id = ?", [pub]).fetchone()
+    return f"publication {pub} on {row[0]} at {row[1]} ns" if row else f"publication {pub}"
+
+
+def _flow_warnings(db, s: dict, is_in, is_out, ctx: FlowContext) -> list[str]:
+    """What the user must know to read the result: caps reached, fallback edges, and
+    why a selection yields nothing."""
+    w = []
+    caps = s["caps"]
+    if caps["outputs_capped"]:
+        ex = ", ".join(_pub_where(db, p) for p in caps["capped_examples"][:3])
+        w.append(f"{caps['outputs_capped']:,} of {s['outputs']:,} output messages reached the cap of "
+                 f"{caps['max_flows_per_output']:,} candidate flows each (e.g. {ex}): their flows are incomplete and "
+                 "path statistics depend on search order; raise --max-flows-per-output, or narrow with --exclude")
+    if caps["stopped_at_publication_id"] is not None:
+        not_searched = s["outputs_total"] - s["outputs"]
+        w.append(f"stopped at the cap of {caps['max_flows']:,} flows, at {_pub_where(db, caps['stopped_at_publication_id'])}: "
+                 f"{not_searched:,} of {s['outputs_total']:,} output messages were not searched, and the statistics cover "
+                 "only the outputs before it; raise --max-flows, or narrow with --from/--to/--exclude")
+    if s["flows_on_fallback"]:
+        w.append(f"{s['flows_on_fallback']:,} of {s['flows']:,} flows ({s['fallback_share']:.1%}) rest on fallback "
+                 "intra-node edges (nodes without annotations or a dependency file: every callback pair is assumed to "
+                 "depend); such a flow may not exist. `roscope deps` finds the real ones from the sources (--deps)")
+    if s["flows"] == 0:
+        w.append("no data flow: " + _why_none(db, s, is_in, is_out, ctx))
+    return w
+
+
+def _why_none(db, s: dict, is_in, is_out, ctx: FlowContext) -> str:
+    """Why a selection yields no flow, from the cheapest facts first."""
+    if s["outputs_total"] == 0:
+        return f"no message was published on the --to topics ({', '.join(s['topics_to'][:5])})"
+    ins = [t for t, m in zip(ctx.topics, is_in) if m]
+    n_in = db.con.execute("SELECT count(*) FROM publications_info WHERE list_contains(?, topic)", [ins]).fetchone()[0]
+    if n_in == 0:
+        return f"no message was published on the --from topics ({', '.join(ins[:5])})"
+    excl = s["excluded"]
+    if excl["topics"] or excl["callbacks"]:
+        return ("no chain of callbacks and topics links the --from topics to the --to topics outside what --exclude "
+                "removed, or every such chain passes through an excluded topic or callback")
+    return ("no chain of callback runs and messages links a --from message to a --to message: the output messages' "
+            "dependencies (their publishing callbacks, those callbacks' inputs and intra-node dependencies under "
+            f"--implicit {s['implicit']}) never reach a message on the --from topics before it")
 
 
 def path_stats(db) -> list[dict]:
     """Per path (of the last `data_flows`): flow count, and for the end-to-end latency
     and each of its parts the standard statistics (count, min_ns ... max_ns, with
-    quartiles)."""
-    sel = ", ".join(statistics.aggregates(f"f.{c}_ns", prefix=f"{c}_", count=f"{c}_count", quartiles=True)
-                    for c in COMPONENTS)
-    rows = db.records(f"""
-        SELECT p.path_id, p.flows, p.path, {sel}
-        FROM data_flows f JOIN paths p USING (path_id) GROUP BY ALL ORDER BY p.flows DESC, p.path_id""")
-    out = []
-    for r in rows:
-        row = {"path_id": r["path_id"], "flows": r["flows"], "path": r["path"]}
-        for c in COMPONENTS:
-            row[c] = {"count": r[f"{c}_count"], **{k: r[f"{c}_{k}"] for k in statistics.keys(quartiles=True)}}
-        out.append(row)
-    return out
+    quartiles). One query per part, so that DuckDB holds one column of the flows at a
+    time for the exact percentiles (bounded by its memory limit, not by the flows)."""
+    out = {r["path_id"]: {"path_id": r["path_id"], "flows": r["flows"], "path": r["path"],
+                          "fallback_edges": r["fallback_edges"]}
+           for r in db.records("SELECT path_id, flows, path, fallback_edges FROM paths "
+                               "WHERE flows > 0 ORDER BY flows DESC, path_id")}
+    for c in COMPONENTS:
+        sel = statistics.aggregates(f"{c}_ns", quartiles=True)
+        for r in db.records(f"SELECT path_id, {sel} FROM data_flows GROUP BY path_id"):
+            if r["path_id"] in out:
+                out[r["path_id"]][c] = {"count": r["count"], **{k: r[k] for k in statistics.keys(quartiles=True)}}
+    return list(out.values())
 
 
 def component_stats(db) -> dict:

@@ -5,12 +5,19 @@ without writing into the database (the default), or stored in it when asked.
   (works on read-only databases), or stored as tables in one transaction;
 - `publish_query(db, name, sql, store)`: a query's result as a temporary view, or
   stored as a table.
+- `Appender(db, names, store)`: tables of the schema filled chunk by chunk (Arrow
+  data, e.g. streamed from the core), as temporary tables of the connection (which
+  DuckDB spills to disk under its memory limit) or stored in one transaction; for
+  results whose size is not bounded by the trace (data flows).
 
 A result published under a name hides a stored table of the same name on that
 connection (the newest result wins); storing drops such a view first. Names are
 roscope's result table names, never text from a user or a trace.
 """
 from __future__ import annotations
+
+import json
+from functools import cache
 
 from roscope.errors import DatabaseError
 
@@ -27,8 +34,14 @@ def _check_writable(db) -> None:
 
 
 def _drop_view(con, name: str) -> None:
+    """Drops a result published under `name` on this connection: a registered Arrow
+    table, a temporary view or a temporary table (never a stored table)."""
     con.unregister(name)
-    con.execute(f'DROP VIEW IF EXISTS temp."{name}"')
+    row = con.execute("SELECT table_type FROM information_schema.tables WHERE table_catalog = 'temp' AND table_name = ?",
+                      [name]).fetchone()
+    if row:
+        kind = "VIEW" if row[0] == "VIEW" else "TABLE"
+        con.execute(f'DROP {kind} temp."{name}"')
 
 
 def _stored(db, statements) -> None:
@@ -49,6 +62,7 @@ def publish(db, tables: dict, store: bool = False) -> None:
     stores it as a table of the database with `store`."""
     if not store:
         for name, t in tables.items():
+            _drop_view(db.con, name)
             db.con.register(name, t)
         return
     _check_writable(db)
@@ -68,7 +82,8 @@ def publish_query(db, name: str, sql: str, store: bool = False) -> None:
     """Makes the result of `sql` visible as `name`: a temporary view (computed when
     queried), or a table of the database with `store`."""
     if not store:
-        db.con.execute(f'CREATE OR REPLACE TEMP VIEW "{name}" AS {sql}')
+        _drop_view(db.con, name)
+        db.con.execute(f'CREATE TEMP VIEW "{name}" AS {sql}')
         return
     _check_writable(db)
 
@@ -77,3 +92,67 @@ def publish_query(db, name: str, sql: str, store: bool = False) -> None:
         con.execute(f'CREATE OR REPLACE TABLE "{name}" AS {sql}')
 
     _stored(db, [st])
+
+
+@cache
+def _columns_sql(name: str) -> str:
+    """The column definitions of schema table `name` (crates/model/src/schema.rs)."""
+    from roscope import _core
+
+    for t in json.loads(_core.schema())["tables"]:
+        if t["name"] == name:
+            return ", ".join(f'"{c["name"]}" {c["type"]}' for c in t["columns"])
+    raise KeyError(f"no table {name!r} in the schema")
+
+
+class Appender:
+    """Result tables of the schema, created empty and filled chunk by chunk.
+
+    Without `store`, temporary tables of the connection (they work on read-only
+    databases; DuckDB moves them to its temporary directory when they outgrow its
+    memory limit); with `store`, tables of the database, written in one transaction
+    that `close()` commits and `abort()` rolls back. Use it as a context manager:
+    an exception rolls back.
+    """
+
+    def __init__(self, db, names, store: bool = False):
+        if store:
+            _check_writable(db)
+        self.db, self.names, self.store = db, list(names), store
+        con = db.con
+        if store:
+            con.execute("BEGIN TRANSACTION")
+        try:
+            for name in self.names:
+                _drop_view(con, name)
+                kind = "TABLE" if store else "TEMP TABLE"
+                con.execute(f'CREATE OR REPLACE {kind} "{name}" ({_columns_sql(name)})')
+        except BaseException:
+            self.abort()
+            raise
+
+    def append(self, name: str, table) -> None:
+        """Appends an Arrow table (or anything `from_arrow` takes) to table `name`."""
+        if name not in self.names:
+            raise KeyError(f"{name!r} is not one of this appender's tables")
+        self.db.con.from_arrow(table).insert_into(name)
+
+    def close(self) -> None:
+        if self.store:
+            self.db.con.execute("COMMIT")
+
+    def abort(self) -> None:
+        if self.store:
+            self.db.con.execute("ROLLBACK")
+        else:
+            for name in self.names:
+                self.db.con.execute(f'DROP TABLE IF EXISTS temp."{name}"')
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *_):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()

@@ -9,10 +9,11 @@ use std::rc::Rc;
 use crate::index::Index;
 use crate::model::{CallbackKind, Model, NONE};
 
-/// A data flow: from the callback run that published on an input topic to the
-/// output publication. `steps` alternate publication / run going *forward* in time:
-/// ('r', run), ('p', pub), ('r', run), ..., ('p', output pub). Two runs in a row
-/// are an implicit (intra-node) dependency.
+/// A data flow: from the callback run that published on an input topic (or, for a
+/// message published outside any callback run, such as by a driver or simulator
+/// thread, from that publication) to the output publication. `steps` alternate
+/// publication / run going *forward* in time: ('r', run), ('p', pub), ('r', run),
+/// ..., ('p', output pub). Two runs in a row are an implicit (intra-node) dependency.
 #[derive(Clone, Debug)]
 pub struct DataFlow {
     pub steps: Vec<(char, i64)>,
@@ -21,23 +22,104 @@ pub struct DataFlow {
     pub communication: i64,
     pub idle: i64,
     pub computation: i64,
+    /// How many of its implicit dependencies are fallback edges (`EdgeSource::Fallback`).
+    pub fallback_edges: u32,
 }
+
+impl DataFlow {
+    /// The input message: the publication on the input topic the flow starts with.
+    pub fn input(&self) -> i64 {
+        match self.steps.first() {
+            Some(&('p', p)) => p,
+            _ => self.steps.get(1).filter(|s| s.0 == 'p').map_or(NONE, |s| s.1),
+        }
+    }
+
+    /// The output message.
+    pub fn output(&self) -> i64 {
+        self.steps.last().map_or(NONE, |s| s.1)
+    }
+}
+
+/// Where an implicit (intra-node) dependency between two callbacks comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EdgeSource {
+    /// A causal-link annotation in the trace.
+    Annotation,
+    /// Static analysis of the node's source code (`roscope deps`).
+    SourceAnalysis,
+    /// Nothing is known: every pair of the node's callbacks (the data-flow paper's
+    /// fallback); a flow through such an edge may not exist.
+    Fallback,
+}
+
+impl EdgeSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            EdgeSource::Annotation => "annotation",
+            EdgeSource::SourceAnalysis => "source_analysis",
+            EdgeSource::Fallback => "fallback",
+        }
+    }
+}
+
+/// Implicit edges (from callback, to callback) and where each comes from.
+pub type ImplicitEdges = HashMap<(i64, i64), EdgeSource>;
 
 /// Options of the data-flow search (data-flow paper, III-C).
 #[derive(Clone)]
 pub struct FlowOptions {
     pub is_input_topic: Vec<bool>,
     pub is_output_topic: Vec<bool>,
-    /// Implicit intra-node edges: (from callback, to callback). When `None`, every
-    /// pair of distinct callbacks of a node (the paper's fallback).
-    pub implicit: Option<HashSet<(i64, i64)>>,
+    /// Implicit intra-node edges: (from callback, to callback) and their source. When
+    /// `None`, every pair of distinct callbacks of a node (the paper's fallback).
+    pub implicit: Option<ImplicitEdges>,
     /// Use the exact transport link of a run as its input when there is one
     /// (otherwise, and always when false, the newest publication on a topic it
     /// subscribes to, as the paper's D_cp).
     pub exact_links: bool,
-    /// Upper bound on data flows per output publication (guards against
-    /// combinatorial explosion in dense graphs).
+    /// Upper bound on candidate data flows per output publication (guards against
+    /// combinatorial explosion in dense graphs); outputs that reach it are counted
+    /// in `FlowResult::outputs_capped`.
     pub max_flows_per_output: usize,
+    /// Upper bound on all data flows: the search stops at the first output
+    /// publication (in time order) after this many flows, and says where
+    /// (`FlowResult::stopped_at`).
+    pub max_flows: usize,
+    /// Keep every candidate flow of an (input message, output message) pair, one per
+    /// path that reaches it (the data-flow paper); otherwise the pair is one flow, the
+    /// candidate with the fewest fallback edges (then the most steps, then the first
+    /// found).
+    pub all_paths: bool,
+    /// Topics (by topic id) and callbacks (by callback id) no flow may pass through,
+    /// start or end at; empty: none.
+    pub excluded_topic: Vec<bool>,
+    pub excluded_cb: Vec<bool>,
+}
+
+impl FlowOptions {
+    /// Options with no caps, no exclusions and every candidate path kept.
+    pub fn new(is_input_topic: Vec<bool>, is_output_topic: Vec<bool>, implicit: Option<ImplicitEdges>) -> Self {
+        FlowOptions {
+            is_input_topic,
+            is_output_topic,
+            implicit,
+            exact_links: true,
+            max_flows_per_output: usize::MAX,
+            max_flows: usize::MAX,
+            all_paths: true,
+            excluded_topic: Vec::new(),
+            excluded_cb: Vec::new(),
+        }
+    }
+
+    fn topic_excluded(&self, t: i64) -> bool {
+        t >= 0 && self.excluded_topic.get(t as usize).copied().unwrap_or(false)
+    }
+
+    fn cb_excluded(&self, c: i64) -> bool {
+        c >= 0 && self.excluded_cb.get(c as usize).copied().unwrap_or(false)
+    }
 }
 
 struct Search<'a, 'b> {
@@ -79,8 +161,8 @@ impl<'a, 'b> Search<'a, 'b> {
             .collect();
         let mut implicit_in: HashMap<i64, Vec<i64>> = HashMap::new();
         match &o.implicit {
-            Some(set) => {
-                for &(a, b) in set {
+            Some(edges) => {
+                for &(a, b) in edges.keys() {
                     implicit_in.entry(b).or_default().push(a);
                 }
             }
@@ -190,8 +272,10 @@ impl<'a, 'b> Search<'a, 'b> {
     }
 
     /// Reads the data flows out of a tree: root-to-node paths (backward in time)
-    /// that end at a run which published on an input topic, honouring the visited
-    /// set (no callback or topic twice on a path).
+    /// that end at a run which published on an input topic, or at a publication on
+    /// an input topic made outside any callback run, honouring the visited set (no
+    /// callback or topic twice on a path) and the exclusions. Returns false when
+    /// `out` reached the per-output cap.
     fn flows(
         &self,
         t: &Tree,
@@ -199,26 +283,29 @@ impl<'a, 'b> Search<'a, 'b> {
         vis_cb: &mut Vec<i64>,
         vis_topic: &mut Vec<i64>,
         out: &mut Vec<Vec<(char, i64)>>,
-    ) {
+    ) -> bool {
         if out.len() >= self.o.max_flows_per_output {
-            return;
+            return false;
         }
         let m = self.ix.m;
         let (kind, id) = t.head;
         let (mut pushed_cb, mut pushed_topic) = (false, false);
         if kind == 'p' {
             let topic = self.topic_of_pub(id);
+            if self.o.topic_excluded(topic) {
+                return true;
+            }
             if topic >= 0 {
                 if vis_topic.contains(&topic) {
-                    return;
+                    return true;
                 }
                 vis_topic.push(topic);
                 pushed_topic = true;
             }
         } else {
             let cb = m.run_cb[id as usize];
-            if vis_cb.contains(&cb) {
-                return;
+            if vis_cb.contains(&cb) || self.o.cb_excluded(cb) {
+                return true;
             }
             vis_cb.push(cb);
             pushed_cb = true;
@@ -226,18 +313,26 @@ impl<'a, 'b> Search<'a, 'b> {
         path.push(t.head);
         // A flow starts at a run that published on an input topic (the earliest such
         // match on the path continues deeper if it can: the tree is followed to its
-        // leaves, and every input match along the way is a flow).
+        // leaves, and every input match along the way is a flow), or at an input
+        // publication that no callback run made.
+        let on_input = |p: i64| {
+            let topic = self.topic_of_pub(p);
+            topic >= 0 && self.o.is_input_topic[topic as usize]
+        };
         if kind == 'r' && path.len() >= 2 {
             let prev = path[path.len() - 2];
-            if prev.0 == 'p' {
-                let topic = self.topic_of_pub(prev.1);
-                if topic >= 0 && self.o.is_input_topic[topic as usize] {
-                    out.push(path.iter().rev().copied().collect());
-                }
+            if prev.0 == 'p' && on_input(prev.1) {
+                out.push(path.iter().rev().copied().collect());
             }
+        } else if kind == 'p' && path.len() >= 2 && m.pb_run[id as usize] < 0 && on_input(id) {
+            out.push(path.iter().rev().copied().collect());
         }
+        let mut room = true;
         for c in &t.children {
-            self.flows(c, path, vis_cb, vis_topic, out);
+            if !self.flows(c, path, vis_cb, vis_topic, out) {
+                room = false;
+                break;
+            }
         }
         path.pop();
         if pushed_cb {
@@ -246,12 +341,25 @@ impl<'a, 'b> Search<'a, 'b> {
         if pushed_topic {
             vis_topic.pop();
         }
+        room && out.len() < self.o.max_flows_per_output
+    }
+
+    /// Where the implicit edge a -> b (runs) comes from.
+    fn edge_source(&self, a: i64, b: i64) -> EdgeSource {
+        let m = self.ix.m;
+        let key = (m.run_cb[a as usize], m.run_cb[b as usize]);
+        match &self.o.implicit {
+            Some(edges) => edges.get(&key).copied().unwrap_or(EdgeSource::Fallback),
+            None => EdgeSource::Fallback,
+        }
     }
 }
 
-fn breakdown(m: &Model, steps: &[(char, i64)]) -> DataFlow {
+fn breakdown(s: &Search, steps: &[(char, i64)]) -> DataFlow {
+    let m = s.ix.m;
     let t_of = |s: (char, i64)| m.time_of(s);
     let (mut com, mut idle, mut calc) = (0i64, 0i64, 0i64);
+    let mut fallback_edges = 0;
     for w in steps.windows(2) {
         let (a, b) = (w[0], w[1]);
         match (a.0, b.0) {
@@ -262,6 +370,7 @@ fn breakdown(m: &Model, steps: &[(char, i64)]) -> DataFlow {
                 let d = if end >= 0 { end - t_of(a) } else { t_of(b) - t_of(a) };
                 calc += d;
                 idle += t_of(b) - (t_of(a) + d);
+                fallback_edges += (s.edge_source(a.1, b.1) == EdgeSource::Fallback) as u32;
             }
             _ => {}
         }
@@ -273,7 +382,35 @@ fn breakdown(m: &Model, steps: &[(char, i64)]) -> DataFlow {
         communication: com,
         idle,
         computation: calc,
+        fallback_edges,
     }
+}
+
+/// One flow per (input message, output message) pair: of the candidates of one
+/// output publication that share an input, the one with the fewest fallback edges,
+/// then the most steps, then the first found. Returns how many were dropped.
+fn one_flow_per_pair(flows: &mut Vec<DataFlow>) -> usize {
+    let mut best: HashMap<i64, usize> = HashMap::new();
+    for (i, f) in flows.iter().enumerate() {
+        let better = |j: usize| {
+            let g = &flows[j];
+            (f.fallback_edges, std::cmp::Reverse(f.steps.len())) < (g.fallback_edges, std::cmp::Reverse(g.steps.len()))
+        };
+        match best.get(&f.input()) {
+            Some(&j) if !better(j) => {}
+            _ => {
+                best.insert(f.input(), i);
+            }
+        }
+    }
+    let before = flows.len();
+    let mut keep: Vec<bool> = vec![false; before];
+    for &i in best.values() {
+        keep[i] = true;
+    }
+    let mut k = keep.iter();
+    flows.retain(|_| *k.next().unwrap());
+    before - flows.len()
 }
 
 /// A distinct segment of the data flows: communication (publication -> run),
@@ -336,7 +473,24 @@ pub fn segments(m: &Model, flows: &[DataFlow]) -> Vec<Segment> {
 
 pub struct FlowResult {
     pub flows: usize,
+    /// Output publications searched.
     pub outputs: usize,
+    /// Output publications on the output topics (searched or not).
+    pub outputs_total: usize,
+    /// Outputs whose candidate flows reached `max_flows_per_output` (their flows
+    /// are incomplete), and the first few of them (publication ids).
+    pub outputs_capped: usize,
+    pub capped_examples: Vec<i64>,
+    /// The output publication at which `max_flows` stopped the search (it and the
+    /// later outputs were not searched).
+    pub stopped_at: Option<i64>,
+    /// Candidate flows dropped because another candidate of the same (input,
+    /// output) pair was kept (`FlowOptions::all_paths` false).
+    pub duplicates_dropped: usize,
+    /// Flows that rest on at least one fallback edge.
+    pub flows_on_fallback: usize,
+    /// Flows that start at a publication made outside any callback run.
+    pub flows_from_publications: usize,
     pub cache_hits: u64,
     pub trees: usize,
     /// Cached subtrees dropped because they were older than any flow reaches back.
@@ -347,34 +501,56 @@ pub struct FlowResult {
 /// older than the longest flow seen so far reaches back (twice over): the cache
 /// only saves work, so what is dropped is recomputed if ever needed again.
 pub const CACHE_SOFT_CAP: usize = 1 << 18;
+/// How many capped outputs `FlowResult::capped_examples` names.
+const CAPPED_EXAMPLES: usize = 5;
 
 /// All data flows ending in a publication on an output topic and starting with a run
 /// that published on an input topic, collected in a vector (see `each_data_flow`).
 pub fn data_flows(ix: &Index, o: &FlowOptions) -> (Vec<DataFlow>, FlowResult) {
     let mut v = Vec::new();
-    let r = each_data_flow(ix, o, |f| v.push(f));
+    let r = each_data_flow(ix, o, |f| {
+        v.push(f);
+        true
+    });
     (v, r)
 }
 
 /// Every data flow, handed to `sink` as it is found, outputs in time order; memory
-/// holds only the subtree cache (bounded, see `CACHE_SOFT_CAP`), not the flows.
-pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow)) -> FlowResult {
+/// holds only the subtree cache (bounded, see `CACHE_SOFT_CAP`) and one output's
+/// candidates, not the flows. The search stops when `sink` returns false (then
+/// `stopped_at` is the output it was handling) or at `max_flows`.
+pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow) -> bool) -> FlowResult {
     let m = ix.m;
     let mut s = Search::new(ix, o);
-    let mut flows = 0usize;
-    let mut outputs = 0;
     let mut order: Vec<i64> = (0..m.pb_ts.len() as i64)
         .filter(|&p| {
             let t = s.topic_of_pub(p);
-            t >= 0 && o.is_output_topic[t as usize]
+            t >= 0 && o.is_output_topic[t as usize] && !o.topic_excluded(t) && !o.cb_excluded(run_cb_of(m, p))
         })
         .collect();
     order.sort_by_key(|&p| (m.pb_ts[p as usize], p));
+    let mut r = FlowResult {
+        flows: 0,
+        outputs: 0,
+        outputs_total: order.len(),
+        outputs_capped: 0,
+        capped_examples: Vec::new(),
+        stopped_at: None,
+        duplicates_dropped: 0,
+        flows_on_fallback: 0,
+        flows_from_publications: 0,
+        cache_hits: 0,
+        trees: 0,
+        evicted: 0,
+    };
     let mut max_span: i64 = 0;
-    let mut peak_cache = 0usize;
     let mut cap = CACHE_SOFT_CAP;
-    for p in order {
-        outputs += 1;
+    'outputs: for p in order {
+        if r.flows >= o.max_flows {
+            r.stopped_at = Some(p);
+            break;
+        }
+        r.outputs += 1;
         let t_out = m.pb_ts[p as usize];
         if s.cache.len() > cap {
             let horizon = t_out.saturating_sub(max_span.saturating_mul(2).saturating_add(1_000_000_000));
@@ -384,17 +560,42 @@ pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow
             cap = CACHE_SOFT_CAP.max(2 * s.cache.len());
         }
         let tree = s.tree(('p', p), false, 0);
-        peak_cache = peak_cache.max(s.cache.len());
+        r.trees = r.trees.max(s.cache.len());
         let mut out = Vec::new();
-        s.flows(&tree, &mut Vec::new(), &mut Vec::new(), &mut Vec::new(), &mut out);
-        for steps in out {
-            let f = breakdown(m, &steps);
+        if !s.flows(&tree, &mut Vec::new(), &mut Vec::new(), &mut Vec::new(), &mut out) {
+            r.outputs_capped += 1;
+            if r.capped_examples.len() < CAPPED_EXAMPLES {
+                r.capped_examples.push(p);
+            }
+        }
+        let mut found: Vec<DataFlow> = out.iter().map(|steps| breakdown(&s, steps)).collect();
+        if !o.all_paths {
+            r.duplicates_dropped += one_flow_per_pair(&mut found);
+        }
+        for f in found {
             max_span = max_span.max(f.end - f.start);
-            flows += 1;
-            sink(f);
+            r.flows += 1;
+            r.flows_on_fallback += (f.fallback_edges > 0) as usize;
+            r.flows_from_publications += (f.steps[0].0 == 'p') as usize;
+            if !sink(f) {
+                r.stopped_at = Some(p);
+                break 'outputs;
+            }
         }
     }
-    FlowResult { flows, outputs, cache_hits: s.cache_hits, trees: peak_cache, evicted: s.evicted }
+    r.cache_hits = s.cache_hits;
+    r.evicted = s.evicted;
+    r
+}
+
+/// The callback of the run that made publication `p` (`NONE` outside any run).
+fn run_cb_of(m: &Model, p: i64) -> i64 {
+    let run = m.pb_run[p as usize];
+    if run >= 0 {
+        m.run_cb[run as usize]
+    } else {
+        NONE
+    }
 }
 
 /// The path of a data flow: its callback/topic sequence (callback ids and topic ids),

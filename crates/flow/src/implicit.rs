@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 
+use crate::dataflow::{EdgeSource, ImplicitEdges};
 use crate::index::Index;
 use crate::model::{AnnotationKind, CallbackKind, Model};
 
@@ -36,38 +37,71 @@ impl Implicit {
     }
 }
 
-/// The implicit edges (from callback, to callback) of `mode`; `None` stands for
-/// every pair of distinct callbacks of a node (`FlowOptions::implicit`).
-pub fn implicit_edges(ix: &Index, mode: Implicit) -> Option<HashSet<(i64, i64)>> {
+/// Intra-node dependencies from a dependency file (`roscope deps`), matched to the
+/// trace: edges between callback ids, and the nodes the file describes.
+#[derive(Clone, Copy)]
+pub struct Deps<'a> {
+    pub edges: &'a [(i64, i64)],
+    pub nodes: &'a HashSet<i64>,
+}
+
+/// The implicit edges (from callback, to callback) of `mode`, each with its source;
+/// `None` stands for every pair of distinct callbacks of a node, all fallback
+/// edges (`FlowOptions::implicit`).
+pub fn implicit_edges(ix: &Index, mode: Implicit) -> Option<ImplicitEdges> {
+    implicit_edges_with(ix, mode, None)
+}
+
+/// `implicit_edges`, with the edges of a dependency file (`roscope deps`, matched to
+/// this trace's callbacks): annotations win on the nodes that have them, the
+/// dependency file's edges hold on the nodes it describes (`deps_nodes`: every node
+/// with a callback it matched), and `mode`'s rule holds elsewhere.
+pub fn implicit_edges_with(ix: &Index, mode: Implicit, deps: Option<Deps>) -> Option<ImplicitEdges> {
     let m = ix.m;
-    match mode {
-        Implicit::All => None,
-        Implicit::None => Some(HashSet::new()),
-        Implicit::Annotations => Some(annotated_edges(ix)),
-        Implicit::Auto => {
-            let mut edges = annotated_edges(ix);
-            let annotated_nodes: HashSet<i64> = m
-                .annotations
-                .iter()
-                .flat_map(|a| a.subs.iter())
-                .flat_map(|s| ix.sub_callbacks(*s))
-                .map(|&c| m.cb_node[c as usize])
-                .filter(|&n| n >= 0)
-                .collect();
-            let runnable = |c: i64| matches!(m.cb_kind[c as usize], CallbackKind::Timer | CallbackKind::Subscription);
-            for (node, cbs) in &ix.cbs_of_node {
-                if annotated_nodes.contains(node) {
-                    continue;
-                }
-                for &a in cbs.iter().filter(|&&c| runnable(c)) {
-                    for &b in cbs.iter().filter(|&&c| runnable(c) && c != a) {
-                        edges.insert((a, b));
-                    }
-                }
+    if mode == Implicit::All && deps.is_none() {
+        return None;
+    }
+    let mut edges: ImplicitEdges = match mode {
+        Implicit::None => ImplicitEdges::new(),
+        _ => annotated_edges(ix).into_iter().map(|e| (e, EdgeSource::Annotation)).collect(),
+    };
+    let annotated_nodes: HashSet<i64> = m
+        .annotations
+        .iter()
+        .flat_map(|a| a.subs.iter())
+        .flat_map(|s| ix.sub_callbacks(*s))
+        .map(|&c| m.cb_node[c as usize])
+        .filter(|&n| n >= 0)
+        .collect();
+    let mut described: HashSet<i64> = HashSet::new();
+    if let Some(Deps { edges: deps_edges, nodes: deps_nodes }) = deps {
+        for &(a, b) in deps_edges {
+            let node = m.cb_node.get(a as usize).copied().unwrap_or(-1);
+            if !annotated_nodes.contains(&node) {
+                edges.insert((a, b), EdgeSource::SourceAnalysis);
             }
-            Some(edges)
+        }
+        described.extend(deps_nodes.iter().copied());
+    }
+    // Every pair of the node's callbacks ('all'), or of its timers and subscriptions
+    // ('auto', on nodes that neither annotations nor the dependency file describe).
+    let runnable = |c: i64| matches!(m.cb_kind[c as usize], CallbackKind::Timer | CallbackKind::Subscription);
+    for (node, cbs) in &ix.cbs_of_node {
+        let (fallback, every) = match mode {
+            Implicit::All => (!described.contains(node), true),
+            Implicit::Auto => (!annotated_nodes.contains(node) && !described.contains(node), false),
+            Implicit::Annotations | Implicit::None => (false, false),
+        };
+        if !fallback {
+            continue;
+        }
+        for &a in cbs.iter().filter(|&&c| every || runnable(c)) {
+            for &b in cbs.iter().filter(|&&c| (every || runnable(c)) && c != a) {
+                edges.entry((a, b)).or_insert(EdgeSource::Fallback);
+            }
         }
     }
+    Some(edges)
 }
 
 /// Edges that annotations declare.

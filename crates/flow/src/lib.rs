@@ -29,10 +29,13 @@ pub mod tables;
 mod tests;
 
 pub use causal::{causal_links, CausalLink, CausalLinkKind, Policy};
-pub use dataflow::{data_flows, each_data_flow, path_key, segments, DataFlow, FlowOptions, FlowResult, Segment, SegmentKind, SegmentSet};
+pub use dataflow::{
+    data_flows, each_data_flow, path_key, segments, DataFlow, EdgeSource, FlowOptions, FlowResult, ImplicitEdges, Segment, SegmentKind,
+    SegmentSet,
+};
 pub use graph::{message_graph, Graph};
-pub use implicit::{implicit_edges, Implicit};
+pub use implicit::{implicit_edges, implicit_edges_with, Deps, Implicit};
 pub use index::Index;
 pub use input::{InputError, INPUTS};
 pub use model::{Annotation, AnnotationKind, CallbackKind, Model, NONE};
-pub use tables::{causal_links_table, data_flow_tables, path_label, FlowTables};
+pub use tables::{causal_links_table, data_flow_tables, path_label, stream_data_flow_tables, FlowTables, CHUNK_ROWS};

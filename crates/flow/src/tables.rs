@@ -74,15 +74,20 @@ pub struct FlowTables {
     pub paths: Table,
 }
 
+/// A path of the flows: its callback/topic sequence (`path_key`), flow count and
+/// fallback edges.
+struct PathEntry(Vec<(char, i64)>, i64, i64);
+
 /// Collects flows into columns as they are found.
 #[derive(Default)]
 struct Collector {
-    flows: [Vec<i64>; 11],
+    flows: [Vec<i64>; 12],
     steps: [Vec<i64>; 4],
+    next_flow: i64,
     segments: SegmentSet,
     path_of: HashMap<Vec<(char, i64)>, i64>,
-    /// Per path id: its key and flow count.
-    paths: Vec<(Vec<(char, i64)>, i64)>,
+    /// Per path id: its key, flow count and fallback edges.
+    paths: Vec<PathEntry>,
 }
 
 impl Collector {
@@ -94,20 +99,20 @@ impl Collector {
             Some(&p) => p,
             None => {
                 self.path_of.insert(key.clone(), next);
-                self.paths.push((key, 0));
+                self.paths.push(PathEntry(key, 0, f.fallback_edges as i64));
                 next
             }
         };
         let first_of_path = pid == next;
         self.paths[pid as usize].1 += 1;
-        let k = self.flows[0].len() as i64;
+        let k = self.next_flow;
+        self.next_flow += 1;
         let first_run = if f.steps[0].0 == 'r' { f.steps[0].1 } else { NONE };
-        let input_pub = f.steps.get(1).filter(|s| s.0 == 'p').map_or(NONE, |s| s.1);
         let vals = [
             k,
             pid,
-            f.steps.last().map_or(NONE, |s| s.1),
-            input_pub,
+            f.output(),
+            f.input(),
             first_run,
             f.start,
             f.end,
@@ -115,6 +120,7 @@ impl Collector {
             f.communication,
             f.idle,
             f.computation,
+            f.fallback_edges as i64,
         ];
         for (c, v) in self.flows.iter_mut().zip(vals) {
             c.push(v);
@@ -128,9 +134,15 @@ impl Collector {
         }
     }
 
-    fn finish(self, m: &Model) -> FlowTables {
-        let flows = table(&schema::DATA_FLOWS, self.flows.into_iter().map(Data::I64).collect());
-        let steps = table(&schema::DATA_FLOW_STEPS, self.steps.into_iter().map(Data::I64).collect());
+    /// The flows and steps collected since the last chunk, as tables.
+    fn chunk(&mut self) -> (Table, Table) {
+        let flows = table(&schema::DATA_FLOWS, self.flows.iter_mut().map(|c| Data::I64(std::mem::take(c))).collect());
+        let steps = table(&schema::DATA_FLOW_STEPS, self.steps.iter_mut().map(|c| Data::I64(std::mem::take(c))).collect());
+        (flows, steps)
+    }
+
+    /// The segments and paths tables.
+    fn finish(self, m: &Model) -> (Table, Table) {
         let segs = self.segments.segments;
         let segments = table(
             &schema::DATA_FLOW_SEGMENTS,
@@ -141,16 +153,17 @@ impl Collector {
                 Data::I64(segs.iter().map(|s| s.duration).collect()),
             ],
         );
-        let labels: Vec<String> = self.paths.iter().map(|(key, _)| path_label(m, key)).collect();
+        let labels: Vec<String> = self.paths.iter().map(|p| path_label(m, &p.0)).collect();
         let paths = table(
             &schema::PATHS,
             vec![
                 Data::I64((0..self.paths.len() as i64).collect()),
                 Data::I64(self.paths.iter().map(|p| p.1).collect()),
                 text(labels.iter().map(|s| s.as_str())),
+                Data::I64(self.paths.iter().map(|p| p.2).collect()),
             ],
         );
-        FlowTables { flows, steps, segments, paths }
+        (segments, paths)
     }
 }
 
@@ -171,6 +184,45 @@ pub fn path_label(m: &Model, key: &[(char, i64)]) -> String {
 /// the steps of every flow, else of the first flow of each path.
 pub fn data_flow_tables(ix: &Index, o: &FlowOptions, all_steps: bool) -> (FlowTables, FlowResult) {
     let mut c = Collector::default();
-    let res = each_data_flow(ix, o, |f| c.add(ix.m, f, all_steps));
-    (c.finish(ix.m), res)
+    let res = each_data_flow(ix, o, |f| {
+        c.add(ix.m, f, all_steps);
+        true
+    });
+    let (flows, steps) = c.chunk();
+    let (segments, paths) = c.finish(ix.m);
+    (FlowTables { flows, steps, segments, paths }, res)
+}
+
+/// Rows of `data_flows` per chunk of `stream_data_flow_tables`.
+pub const CHUNK_ROWS: usize = 1 << 16;
+
+/// The data flows of the search as a stream of tables: `emit` receives chunks of
+/// `data_flows` and `data_flow_steps` (about `chunk_rows` flows each, in flow id
+/// order) as they are found, and returns false to stop the search (`stopped_at`
+/// then says where). Returns the `data_flow_segments` and `paths` tables, whose size
+/// depends on the trace, not on the number of flows. Memory holds one chunk.
+pub fn stream_data_flow_tables(
+    ix: &Index,
+    o: &FlowOptions,
+    all_steps: bool,
+    chunk_rows: usize,
+    emit: &mut dyn FnMut(Table) -> bool,
+) -> (Table, Table, FlowResult) {
+    let mut c = Collector::default();
+    let mut ok = true;
+    let res = each_data_flow(ix, o, |f| {
+        c.add(ix.m, f, all_steps);
+        if c.flows[0].len() >= chunk_rows.max(1) {
+            let (flows, steps) = c.chunk();
+            ok = emit(flows) && emit(steps);
+        }
+        ok
+    });
+    if ok {
+        let (flows, steps) = c.chunk();
+        // A refusal of the last chunk stops nothing more: the search is over.
+        let _ = emit(flows) && emit(steps);
+    }
+    let (segments, paths) = c.finish(ix.m);
+    (segments, paths, res)
 }

@@ -144,11 +144,12 @@ fn links(m: &Model, infer: bool) -> Vec<(i64, i64, i64, &'static str)> {
 fn opts(m: &Model, from: &[&str], to: &[&str], implicit: Implicit) -> FlowOptions {
     let ix = Index::new(m);
     FlowOptions {
-        is_input_topic: m.topics.iter().map(|t| from.contains(&t.as_str())).collect(),
-        is_output_topic: m.topics.iter().map(|t| to.contains(&t.as_str())).collect(),
-        implicit: implicit_edges(&ix, implicit),
-        exact_links: true,
         max_flows_per_output: 100,
+        ..FlowOptions::new(
+            m.topics.iter().map(|t| from.contains(&t.as_str())).collect(),
+            m.topics.iter().map(|t| to.contains(&t.as_str())).collect(),
+            implicit_edges(&ix, implicit),
+        )
     }
 }
 
@@ -253,18 +254,23 @@ fn causal_links_annotated() {
 fn implicit_edges_by_mode() {
     let m = fusion().model();
     let ix = Index::new(&m);
-    let set = |v: &[(i64, i64)]| v.iter().copied().collect::<HashSet<_>>();
+    let set = |v: &[(i64, i64)], src: EdgeSource| v.iter().map(|&e| (e, src)).collect::<ImplicitEdges>();
     // /c's subscription callback feeds the timer that publishes /d; /a's and /b's
     // callbacks depend on each other.
-    let ann = set(&[(2, 3), (0, 1), (1, 0)]);
+    let ann = set(&[(2, 3), (0, 1), (1, 0)], EdgeSource::Annotation);
     assert_eq!(implicit_edges(&ix, Implicit::Annotations), Some(ann.clone()));
     // Every node with callbacks that may pair is annotated (/g has one callback).
     assert_eq!(implicit_edges(&ix, Implicit::Auto), Some(ann));
-    assert_eq!(implicit_edges(&ix, Implicit::None), Some(HashSet::new()));
+    assert_eq!(implicit_edges(&ix, Implicit::None), Some(ImplicitEdges::new()));
     assert_eq!(implicit_edges(&ix, Implicit::All), None);
     let c = chain().model();
     let ix = Index::new(&c);
-    assert_eq!(implicit_edges(&ix, Implicit::Auto), Some(set(&[(3, 4), (4, 3)])));
+    assert_eq!(implicit_edges(&ix, Implicit::Auto), Some(set(&[(3, 4), (4, 3)], EdgeSource::Fallback)));
+    // A dependency file that describes the node replaces the fallback pairs with its
+    // own edges: only 3 -> 4.
+    let described: HashSet<i64> = [c.cb_node[3]].into_iter().collect();
+    let deps = implicit_edges_with(&ix, Implicit::Auto, Some(Deps { edges: &[(3, 4)], nodes: &described }));
+    assert_eq!(deps, Some(set(&[(3, 4)], EdgeSource::SourceAnalysis)));
 }
 
 #[test]
@@ -404,4 +410,123 @@ fn inputs_are_columns_of_the_schema() {
             assert_eq!(c.ty, if text { ColType::Varchar } else { ColType::BigInt }, "{}.{}", table, col);
         }
     }
+}
+
+/// A planner node /p (unannotated) caches /lidar in a subscription, publishes /traj
+/// from a timer, and has a control subscription on /traj that publishes /cmd. /lidar
+/// comes from a driver node /drv that runs no callback. The true flow of /cmd is
+/// L1 -> lidar sub -> timer -> /traj -> control sub -> /cmd; the fallback edge
+/// lidar sub -> control sub adds a phantom flow that skips the timer.
+fn planner(second_lidar: bool) -> Spec {
+    let mut s = Spec {
+        nodes: vec![("drv", Some("/")), ("p", Some("/"))],
+        subs: vec![(1, "/lidar"), (1, "/traj")],
+        pubs: vec![(0, "/lidar"), (1, "/traj"), (1, "/cmd")],
+        cbs: vec![("subscription", 0, 1), ("timer", -1, 1), ("subscription", 1, 1)],
+        runs: vec![
+            (0, 110, 115), // 0 lidar sub receives L1
+            (1, 200, 210), // 1 timer publishes traj
+            (2, 250, 260), // 2 control sub receives traj, publishes cmd
+        ],
+        // 0 L1 (no run), 1 traj, 2 cmd
+        pbs: vec![(0, -1, 100), (1, 1, 205), (2, 2, 255)],
+        links: vec![(0, 0), (1, 2)],
+        anns: vec![],
+    };
+    if second_lidar {
+        // 3 L2 at 220 (no run), received by run 3 at 230..235, before the control sub runs.
+        s.runs.push((0, 230, 235));
+        s.pbs.push((0, -1, 220));
+        s.links.push((3, 3));
+    }
+    s
+}
+
+fn run_search(m: &Model, o: &FlowOptions) -> (Vec<DataFlow>, FlowResult) {
+    data_flows(&Index::new(m), o)
+}
+
+#[test]
+fn flows_start_at_publications_outside_callbacks_and_count_fallback_edges() {
+    let m = planner(true).model();
+    let o = opts(&m, &["/lidar"], &["/cmd"], Implicit::Auto);
+    let (v, res) = run_search(&m, &o);
+    let got: Vec<_> = v.iter().map(|f| (f.steps.clone(), f.end - f.start, f.fallback_edges)).collect();
+    // True: L1 100 -> r0 110..115 -> r1 200 -> traj 205 -> r2 250 -> cmd 255 (timer's
+    // fallback edge from the lidar sub). Phantom: L2 220 -> r3 230 -> r2 250 -> cmd 255.
+    assert_eq!(
+        got,
+        [(vec![('p', 0), ('r', 0), ('r', 1), ('p', 1), ('r', 2), ('p', 2)], 155, 1), (vec![('p', 3), ('r', 3), ('r', 2), ('p', 2)], 35, 1),]
+    );
+    assert_eq!((res.flows, res.flows_on_fallback, res.flows_from_publications), (2, 2, 2));
+    // The first flow: communication 10 + 45, idle 200 - 115, computation 5 + 5 + 5.
+    assert_eq!((v[0].communication, v[0].idle, v[0].computation), (55, 85, 15));
+}
+
+#[test]
+fn one_flow_per_input_output_pair_prefers_the_longest_candidate() {
+    // Without L2, the fallback edge lidar sub -> control sub reaches L1 again: the
+    // same (L1, cmd) pair twice.
+    let m = planner(false).model();
+    let mut o = opts(&m, &["/lidar"], &["/cmd"], Implicit::Auto);
+    let (v, res) = run_search(&m, &o);
+    assert_eq!(v.len(), 2);
+    assert_eq!((v[0].input(), v[0].output(), v[1].input(), v[1].output()), (0, 2, 0, 2));
+    assert_eq!(res.duplicates_dropped, 0);
+    o.all_paths = false;
+    let (v, res) = run_search(&m, &o);
+    assert_eq!(v.iter().map(|f| f.steps.clone()).collect::<Vec<_>>(), [vec![('p', 0), ('r', 0), ('r', 1), ('p', 1), ('r', 2), ('p', 2)]]);
+    assert_eq!((res.flows, res.duplicates_dropped), (1, 1));
+}
+
+#[test]
+fn caps_and_exclusions_are_counted() {
+    let m = planner(true).model();
+    let base = opts(&m, &["/lidar"], &["/cmd"], Implicit::Auto);
+    // One candidate per output: the output is capped, and named.
+    let (v, res) = run_search(&m, &FlowOptions { max_flows_per_output: 1, ..base.clone() });
+    assert_eq!((v.len(), res.outputs_capped, res.capped_examples.clone()), (1, 1, vec![2]));
+    // No flow allowed: the search stops at the first output and says which.
+    let (v, res) = run_search(&m, &FlowOptions { max_flows: 0, ..base.clone() });
+    assert_eq!((v.len(), res.outputs, res.outputs_total, res.stopped_at), (0, 0, 1, Some(2)));
+    // Excluding the timer leaves the phantom; excluding /traj too; excluding the
+    // lidar subscription leaves nothing.
+    let mut cb = vec![false; 3];
+    cb[1] = true;
+    let (v, _) = run_search(&m, &FlowOptions { excluded_cb: cb.clone(), ..base.clone() });
+    assert_eq!(v.iter().map(|f| f.input()).collect::<Vec<_>>(), [3]);
+    let traj = m.topics.iter().position(|t| t == "/traj").unwrap();
+    let mut tp = vec![false; m.topics.len()];
+    tp[traj] = true;
+    let (v, _) = run_search(&m, &FlowOptions { excluded_topic: tp, ..base.clone() });
+    assert_eq!(v.iter().map(|f| f.input()).collect::<Vec<_>>(), [3]);
+    let (v, res) = run_search(&m, &FlowOptions { excluded_cb: vec![true, false, false], ..base });
+    assert_eq!((v.len(), res.outputs), (0, 1));
+}
+
+#[test]
+fn streamed_tables_equal_collected_ones() {
+    let m = fusion().model();
+    let ix = Index::new(&m);
+    let o = opts(&m, &["/a", "/b"], &["/d"], Implicit::Annotations);
+    let (whole, _) = data_flow_tables(&ix, &o, true);
+    let mut chunks: Vec<Table> = Vec::new();
+    let (segments, paths, res) = stream_data_flow_tables(&ix, &o, true, 1, &mut |t| {
+        chunks.push(t);
+        true
+    });
+    assert_eq!(res.flows, 4);
+    let flows: Vec<i64> = chunks.iter().filter(|t| t.name == "data_flows").flat_map(|t| ints(t, "latency_ns")).collect();
+    assert_eq!(flows, ints(&whole.flows, "latency_ns"));
+    let steps: Vec<i64> = chunks.iter().filter(|t| t.name == "data_flow_steps").flat_map(|t| ints(t, "id")).collect();
+    assert_eq!(steps, ints(&whole.steps, "id"));
+    assert_eq!(ints(&segments, "duration_ns"), ints(&whole.segments, "duration_ns"));
+    assert_eq!(texts(&paths, "path"), texts(&whole.paths, "path"));
+    // A sink that refuses stops the search after the first chunk.
+    let mut n = 0;
+    let (_, _, res) = stream_data_flow_tables(&ix, &o, true, 1, &mut |_| {
+        n += 1;
+        false
+    });
+    assert_eq!((n, res.flows, res.stopped_at), (1, 1, Some(3)));
 }

@@ -417,13 +417,14 @@ table!(DATA_FLOWS = "data_flows", Analysis, "One row per data flow from an input
     "path_id": BigInt = "its path (`paths`): flows through the same callbacks and topics share one",
     "output_publication_id": BigInt = "the publication on the output topic that ends it",
     "input_publication_id": BigInt = "the publication on the input topic (-1: none)",
-    "first_run_id": BigInt = "the callback run that published the input (-1: none)",
-    "start_ts": BigInt = "the start of its first run",
+    "first_run_id": BigInt = "the callback run that published the input (-1: the input was published outside any callback run, by a driver or simulator thread, and the flow starts at its publication)",
+    "start_ts": BigInt = "the start of its first run (or the input's publication)",
     "end_ts": BigInt = "the output publication",
     "latency_ns": BigInt = "`end_ts - start_ts`",
     "communication_ns": BigInt = "the part of the latency spent in communication (segment kind `communication`)",
     "idle_ns": BigInt = "the part spent between the runs of a node (segment kind `idle`)",
     "computation_ns": BigInt = "the part spent in callback runs (segment kind `computation`)",
+    "fallback_edges": BigInt = "how many of its intra-node dependencies are fallback edges (nothing known: every callback pair of a node), which may not exist; 0: it rests only on transport links, annotations and source analysis",
 ]);
 
 table!(DATA_FLOW_STEPS = "data_flow_steps", Analysis, "The steps of one flow per path (of every flow when asked), alternating runs and publications forward in time.", [
@@ -444,6 +445,7 @@ table!(PATHS = "paths", Analysis, "One row per path: the callback and topic sequ
     "path_id": BigInt = "the path",
     "flows": BigInt = "its flows",
     "path": Varchar = "its steps, readable: `node kind(topic) -> [topic] -> ...`",
+    "fallback_edges": BigInt = "how many of its intra-node dependencies are fallback edges (see `data_flows.fallback_edges`)",
 ]);
 
 table!(RUN_INPUT_WAITS = "run_input_waits", Analysis, "One row per transport link into a callback run: how long the input waited (`flow.executor`).", [

@@ -275,10 +275,23 @@ impl FlowModel {
         Ok((g.pubs, g.runs, edges).into_py(py))
     }
 
+    /// Callback labels (`node kind(topic)`); masks over callbacks follow this order.
+    #[getter]
+    fn callback_labels(&self) -> Vec<String> {
+        self.m.cb_label.clone()
+    }
+
     /// Data flows between input and output topics (bool masks over `topics`).
-    /// Returns ({table name: ArrowTable}, stats) for data_flows, data_flow_steps,
-    /// data_flow_segments and paths.
-    #[pyo3(signature = (is_input, is_output, implicit="auto", exact_links=true, max_flows_per_output=10000, all_steps=false))]
+    ///
+    /// With `sink`, the `data_flows` and `data_flow_steps` tables are handed to
+    /// `sink(name, table)` in chunks as they are found (memory holds one chunk), and an
+    /// exception raised by `sink` stops the search and is raised again here; the
+    /// returned tables are then `data_flow_segments` and `paths` only. Without it,
+    /// all four are returned. Returns ({table name: ArrowTable}, stats).
+    #[pyo3(signature = (
+        is_input, is_output, implicit="auto", exact_links=true, max_flows_per_output=10000, all_steps=false, *,
+        max_flows=None, all_paths=false, excluded_topics=None, excluded_callbacks=None, deps=None, sink=None
+    ))]
     #[expect(clippy::too_many_arguments, reason = "the keyword arguments of a Python method")]
     fn data_flows<'py>(
         &self,
@@ -287,11 +300,24 @@ impl FlowModel {
         is_output: Vec<bool>,
         implicit: &str,
         exact_links: bool,
-        max_flows_per_output: usize,
+        max_flows_per_output: Option<usize>,
         all_steps: bool,
+        max_flows: Option<usize>,
+        all_paths: bool,
+        excluded_topics: Option<Vec<bool>>,
+        excluded_callbacks: Option<Vec<bool>>,
+        deps: Option<Vec<(i64, i64)>>,
+        sink: Option<Bound<'py, PyAny>>,
     ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
-        if is_input.len() != self.m.n_topics() || is_output.len() != self.m.n_topics() {
+        let (nt, nc) = (self.m.n_topics(), self.m.cb_label.len());
+        if is_input.len() != nt || is_output.len() != nt || excluded_topics.as_ref().is_some_and(|v| v.len() != nt) {
             return Err(PyValueError::new_err("topic masks must have one entry per topic"));
+        }
+        if excluded_callbacks.as_ref().is_some_and(|v| v.len() != nc) {
+            return Err(PyValueError::new_err("callback masks must have one entry per callback"));
+        }
+        if let Some(&(a, b)) = deps.iter().flatten().find(|&&(a, b)| a < 0 || b < 0 || a as usize >= nc || b as usize >= nc) {
+            return Err(PyValueError::new_err(format!("dependency edge ({}, {}) names a callback the model does not have", a, b)));
         }
         let Some(mode) = roscope_flow::Implicit::parse(implicit) else {
             return Err(PyValueError::new_err(format!(
@@ -301,30 +327,67 @@ impl FlowModel {
             )));
         };
         let m = &self.m;
+        let ix = roscope_flow::Index::new(m);
+        let described: std::collections::HashSet<i64> =
+            deps.iter().flatten().flat_map(|&(a, b)| [m.cb_node[a as usize], m.cb_node[b as usize]]).collect();
+        let o = roscope_flow::FlowOptions {
+            exact_links,
+            max_flows_per_output: max_flows_per_output.unwrap_or(usize::MAX),
+            max_flows: max_flows.unwrap_or(usize::MAX),
+            all_paths,
+            excluded_topic: excluded_topics.unwrap_or_default(),
+            excluded_cb: excluded_callbacks.unwrap_or_default(),
+            ..roscope_flow::FlowOptions::new(
+                is_input,
+                is_output,
+                roscope_flow::implicit_edges_with(&ix, mode, deps.as_deref().map(|edges| roscope_flow::Deps { edges, nodes: &described })),
+            )
+        };
         let t0 = std::time::Instant::now();
-        let (t, res) = py.allow_threads(|| {
-            let ix = roscope_flow::Index::new(m);
-            let o = roscope_flow::FlowOptions {
-                is_input_topic: is_input,
-                is_output_topic: is_output,
-                implicit: roscope_flow::implicit_edges(&ix, mode),
-                exact_links,
-                max_flows_per_output,
-            };
-            roscope_flow::data_flow_tables(&ix, &o, all_steps)
-        });
-        let secs = t0.elapsed().as_secs_f64();
         let tables = PyDict::new_bound(py);
-        for table in [t.flows, t.steps, t.segments, t.paths] {
-            tables.set_item(table.name, Py::new(py, ArrowTable::from_table(table)?)?)?;
-        }
+        let res = match sink {
+            None => {
+                let (t, res) = py.allow_threads(|| roscope_flow::data_flow_tables(&ix, &o, all_steps));
+                for table in [t.flows, t.steps, t.segments, t.paths] {
+                    tables.set_item(table.name, Py::new(py, ArrowTable::from_table(table)?)?)?;
+                }
+                res
+            }
+            Some(sink) => {
+                let sink = sink.unbind();
+                let mut failed: Option<PyErr> = None;
+                let (segments, paths, res) = py.allow_threads(|| {
+                    roscope_flow::stream_data_flow_tables(&ix, &o, all_steps, roscope_flow::CHUNK_ROWS, &mut |t| {
+                        Python::with_gil(|py| {
+                            let name = t.name;
+                            let r = ArrowTable::from_table(t).and_then(|t| Py::new(py, t)).and_then(|t| sink.call1(py, (name, t)));
+                            r.map_err(|e| failed = Some(e)).is_ok()
+                        })
+                    })
+                });
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                for table in [segments, paths] {
+                    tables.set_item(table.name, Py::new(py, ArrowTable::from_table(table)?)?)?;
+                }
+                res
+            }
+        };
         let stats = PyDict::new_bound(py);
         stats.set_item("outputs", res.outputs)?;
+        stats.set_item("outputs_total", res.outputs_total)?;
+        stats.set_item("outputs_capped", res.outputs_capped)?;
+        stats.set_item("capped_examples", res.capped_examples)?;
+        stats.set_item("stopped_at", res.stopped_at)?;
         stats.set_item("flows", res.flows)?;
+        stats.set_item("duplicates_dropped", res.duplicates_dropped)?;
+        stats.set_item("flows_on_fallback", res.flows_on_fallback)?;
+        stats.set_item("flows_from_publications", res.flows_from_publications)?;
         stats.set_item("trees_cached", res.trees)?;
         stats.set_item("cache_evicted", res.evicted)?;
         stats.set_item("cache_hits", res.cache_hits)?;
-        stats.set_item("seconds", secs)?;
+        stats.set_item("seconds", t0.elapsed().as_secs_f64())?;
         Ok((tables, stats))
     }
 }

@@ -34,6 +34,20 @@ def register(sub) -> None:
     p.add_argument("--implicit", choices=["auto", "all", "annotations", "none"], default="auto",
                    help="intra-node dependencies: annotations where present and every callback pair elsewhere (auto), "
                         "every pair (all), annotations only, or none")
+    p.add_argument("--exclude", action="append", metavar="RE", default=[],
+                   help="leave out topics and callbacks matching RE (callbacks by `node kind(topic)`, so a node name "
+                        "excludes its callbacks); repeatable; what was excluded is reported")
+    p.add_argument("--deps", metavar="FILE",
+                   help="intra-node dependencies from `roscope deps` (source analysis) instead of the fallback on the "
+                        "nodes it describes; annotations in the trace still win")
+    p.add_argument("--all-paths", action="store_true",
+                   help="keep one flow per path reaching an (input, output) message pair (the data-flow paper), "
+                        "not one flow per pair")
+    p.add_argument("--max-flows", type=C.int_range(0, 2**62), default=fl_caps()[1], metavar="N",
+                   help="stop at the first output message after N flows, and say where (default %(default)s; 0: no cap)")
+    p.add_argument("--max-flows-per-output", type=C.int_range(0, 2**62), default=fl_caps()[0], metavar="N",
+                   help="at most N candidate flows per output message; capped outputs are counted and named "
+                        "(default %(default)s; 0: no cap)")
     p.add_argument("--no-exact-links", action="store_true",
                    help="ignore transport links and take the newest publication on the topic (the paper's D_cp)")
     p.add_argument("--store", action="store_true",
@@ -42,6 +56,13 @@ def register(sub) -> None:
     C.add_heuristics(p)
     C.add_json(p)
     p.set_defaults(func=run)
+
+
+def fl_caps() -> tuple[int, int]:
+    """The library's default caps (per output, in all)."""
+    from roscope import flow as fl
+
+    return fl.MAX_FLOWS_PER_OUTPUT, fl.MAX_FLOWS
 
 
 def open_for(args):
@@ -74,10 +95,14 @@ def collect(db, args) -> dict:
 
     ctx = fl.context(db)
     links = fl.causal_links(db, ctx, store=args.store)
-    summary = fl.data_flows(db, args.from_re, args.to_re, ctx, implicit=args.implicit,
-                            exact_links=not args.no_exact_links, store=args.store)
-    return C.clean({"summary": dict(summary), "causal_links": links.num_rows, "paths": fl.path_stats(db),
-                    "components": fl.component_stats(db), "warnings": db.warnings, "losses": db.losses})
+    res = fl.data_flows(db, args.from_re, args.to_re, ctx, implicit=args.implicit, exact_links=not args.no_exact_links,
+                        max_flows=args.max_flows or None, max_flows_per_output=args.max_flows_per_output or None,
+                        all_paths=args.all_paths, exclude=args.exclude or None, deps=args.deps, store=args.store)
+    summary = dict(res)
+    flow_warnings = summary.pop("warnings")
+    return C.clean({"summary": summary, "causal_links": links.num_rows, "paths": fl.path_stats(db),
+                    "components": fl.component_stats(db), "warnings": db.warnings + flow_warnings,
+                    "losses": db.losses})
 
 
 def _head(cols) -> str:
@@ -87,10 +112,29 @@ def _head(cols) -> str:
 def render_text(d: dict, out=None) -> None:
     w = C.TextOut(out or sys.stdout).write
     s = d["summary"]
-    w(f"{s['flows']:,} data flows on {s['paths']} paths from {s['outputs']:,} output messages "
-      f"({C.ms(s['compute_ns'])} ms, {(s['ns_per_flow'] or 0) / 1e3:.2f} µs per flow); {d['causal_links']:,} causal links\n")
+    w(f"{s['flows']:,} data flows on {s['paths']} paths from {s['outputs']:,} of {s['outputs_total']:,} output messages "
+      f"({C.ms(s['compute_ns'])} ms, {(s['ns_per_flow'] or 0) / 1e3:.2f} µs per flow)\n")
+    rule = ("one flow per (input, output) message pair" + (f" ({s['duplicates_dropped']:,} more candidate paths of the "
+            "same pairs dropped; --all-paths keeps them)" if s["duplicates_dropped"] else "")
+            if s["one_flow_per_pair"] else "one flow per path of each pair")
+    w(f"  {rule}; intra-node dependencies: {s['implicit']}{' + source analysis' if s['deps'] else ''}")
+    if s["flows"]:
+        w(f"; {s['flows_on_fallback']:,} flows ({C.pct(s['fallback_share'])}%) rest on fallback edges")
+    if s["flows_from_publications"]:
+        w(f"; {s['flows_from_publications']:,} start at a publication made outside any callback")
+    w("\n")
+    ex = s["excluded"]
+    if ex["patterns"]:
+        w(f"  excluded: {len(ex['topics'])} topics, {len(ex['callbacks'])} callbacks "
+          f"({C.escape(', '.join((ex['topics'] + ex['callbacks'])[:8]))}{', ...' if len(ex['topics'] + ex['callbacks']) > 8 else ''})\n")
+    # Causal links are message-to-message links (docs/analyses.md); flows need none
+    # where the trace has no transport links (they take the newest publication).
+    w(f"  causal links between messages: {d['causal_links']:,}"
+      + (" (the trace has no transport links: flows take the newest publication on each topic)"
+         if not d["causal_links"] and s["flows"] else "") + "\n")
     for p in d["paths"]:
-        w(f"\npath {p['path_id']} ({p['flows']} flows): {C.escape(p['path'])}\n")
+        fb = f", {p['fallback_edges']} fallback edge{'s' if p['fallback_edges'] != 1 else ''}" if p["fallback_edges"] else ""
+        w(f"\npath {p['path_id']} ({p['flows']} flows{fb}): {C.escape(p['path'])}\n")
         w(f"  {'ms':<14}" + _head(_STATS) + "\n")
         for comp in ("latency", "communication", "idle", "computation"):
             st = p[comp]
@@ -123,8 +167,12 @@ def run(args) -> int:
                 C.print_json(g)
             else:
                 _graph_text(g, C.TextOut(sys.stdout).write)
+            C.report_from(db)
             return 0
-        C.show(args, collect(db, args), render_text)
-    finally:
+        d = collect(db, args)
+    except BaseException:
         C.report_from(db)
+        raise
+    C.show(args, d, render_text)
+    C.report(d["warnings"], d["losses"])
     return 0
