@@ -36,8 +36,6 @@ pub struct ClassInfo {
     ev: Ev,
     /// Emitted by CARET (`ros2_caret:*`), which re-emits init events.
     caret: bool,
-    /// Emitted by roscope's ROS 1 tracer (`roscope_ros1:*`).
-    r1: bool,
     /// Static tape indexes (relative to the payload) of the fields named in
     /// `ev.fields()`, in that order.
     ix: [Option<usize>; MAX_FIELDS],
@@ -150,6 +148,8 @@ struct TraceInfo {
     classes: Vec<Vec<Option<ClassInfo>>>,
     /// Per trace, per stream class: tape index of vpid, vtid, procname.
     ctx: Vec<Vec<[Option<usize>; 3]>>,
+    /// Per trace, per event class: emitted by roscope's ROS 1 tracer (`roscope_ros1:*`).
+    r1: Vec<Vec<bool>>,
     hosts: Vec<String>,
     trace_host: Vec<usize>,
 }
@@ -168,7 +168,7 @@ impl TraceInfo {
                         for (k, n) in ev.fields().iter().enumerate() {
                             ix[k] = static_index(ec.payload.as_ref(), &[n]);
                         }
-                        Some(ClassInfo { ev, caret: ec.name.starts_with("ros2_caret:"), r1: ec.name.starts_with("roscope_ros1:"), ix })
+                        Some(ClassInfo { ev, caret: ec.name.starts_with("ros2_caret:"), ix })
                     })
                     .collect()
             })
@@ -186,7 +186,8 @@ impl TraceInfo {
             };
             trace_host.push(idx);
         }
-        TraceInfo { offsets: set.traces.iter().map(|t| t.offset_ns).collect(), classes, ctx: context_positions(set), hosts, trace_host }
+        let r1 = set.traces.iter().map(|t| t.md.events.iter().map(|ec| ec.name.starts_with("roscope_ros1:")).collect()).collect();
+        TraceInfo { offsets: set.traces.iter().map(|t| t.offset_ns).collect(), classes, ctx: context_positions(set), r1, hosts, trace_host }
     }
 }
 
@@ -280,7 +281,6 @@ impl Builder {
         }
         self.procs.push(Proc {
             left_out: None,
-            announced: false,
             host,
             pid,
             procname: procname.to_string(),
@@ -369,11 +369,8 @@ impl Builder {
         self.threads[th].pending_take = Some(self.takes.len() - 1);
     }
 
-    /// Reads one event (stream `si` of `set`, at its current event).
-    pub fn run_event(&mut self, set: &TraceSet, si: usize) {
-        let s = &set.streams[si];
-        self.counts.events += 1;
-        let Some(ci) = self.info.classes[s.trace][s.cur_class] else { return };
+    /// The event's (host, pid, tid, procname) from its stream's context.
+    fn context<'s>(&self, s: &'s StreamReader) -> (usize, i64, i64, Cow<'s, str>) {
         let [pp, tp, np] = self.info.ctx[s.trace][s.sc];
         let pid = pp.and_then(|i| as_i64(s.tape.get(i))).unwrap_or(-1);
         let tid = tp.and_then(|i| as_i64(s.tape.get(i))).unwrap_or(pid);
@@ -381,32 +378,64 @@ impl Builder {
             Some(Val::Str(off, len)) => roscope_ctf::json::text_at(s.data(), *off, *len),
             _ => Cow::Borrowed(""),
         };
+        (self.info.trace_host[s.trace], pid, tid, procname)
+    }
+
+    /// Reads one event (stream `si` of `set`, at its current event).
+    pub fn run_event(&mut self, set: &TraceSet, si: usize) {
+        let s = &set.streams[si];
+        self.counts.events += 1;
+        let r1 = self.info.r1[s.trace][s.cur_class];
+        let Some(ci) = self.info.classes[s.trace][s.cur_class] else {
+            if !self.scope.record_ids.is_empty() {
+                self.unread_event_scope(s, r1);
+            }
+            return;
+        };
+        let (host, pid, tid, procname) = self.context(s);
         let ts = s.cur_ts;
-        let host = self.info.trace_host[s.trace];
         let p = self.process(host, s.trace, pid, tid, &procname, ts, ci.ev.starts_process());
         let mut e = Event { ev: ci.ev, ts, p, th: 0, caret: ci.caret, s, ix: ci.ix };
-        if !self.in_scope(&e, ci.r1) {
+        let rid = (ci.ev == Ev::R1ProcessInit && !self.scope.record_ids.is_empty())
+            .then(|| e.text(crate::events::roscope_ros1::process_init::RECORD_ID).unwrap_or_default());
+        let first = self.procs[p].events == 1;
+        if !self.in_scope(p, rid, r1 && first) {
             return;
         }
         e.th = self.thread(p, tid, ts);
         self.dispatch(&e);
     }
 
-    /// Whether the event's process belongs to the recording (`Scope`; always
-    /// without record ids). Its `roscope_ros1:process_init` decides; a process
-    /// that emits `roscope_ros1` events without one in this trace started
-    /// before this recording's session, so this recording did not start it.
-    /// Events of processes left out are counted by reason.
-    fn in_scope(&mut self, e: &Event, r1: bool) -> bool {
+    /// An event the model does not read (e.g. `roscope_ros1:queue_call_start`),
+    /// in a trace scoped to record ids: counted with its process when that is
+    /// left out. A process first seen by such a `roscope_ros1` event has no
+    /// `process_init` in the trace; other unread events create no process.
+    fn unread_event_scope(&mut self, s: &StreamReader, r1: bool) {
+        let (host, pid, tid, procname) = self.context(s);
+        match self.proc_of.get(&(host, pid)) {
+            Some(&p) => self.in_scope(p, None, false),
+            None if r1 => {
+                let p = self.process(host, s.trace, pid, tid, &procname, s.cur_ts, false);
+                self.in_scope(p, None, true)
+            }
+            None => true,
+        };
+    }
+
+    /// Whether an event's process `p` belongs to the recording (`Scope`;
+    /// always without record ids). Its `roscope_ros1:process_init` decides
+    /// (`rid`: the record id of one). A process whose first event in the trace
+    /// is another `roscope_ros1` event (`r1_first`) started before this
+    /// recording's session, so this recording did not start it. Events of
+    /// processes left out are counted by reason.
+    fn in_scope(&mut self, p: usize, rid: Option<String>, r1_first: bool) -> bool {
         if self.scope.record_ids.is_empty() {
             return true;
         }
-        let pr = &mut self.procs[e.p];
-        if e.ev == Ev::R1ProcessInit {
-            let rid = e.text(crate::events::roscope_ros1::process_init::RECORD_ID).unwrap_or_default();
-            pr.announced = true;
+        let pr = &mut self.procs[p];
+        if let Some(rid) = rid {
             pr.left_out = (!self.scope.record_ids.contains(&rid)).then_some(LeftOut::OtherRecording);
-        } else if r1 && !pr.announced && pr.left_out.is_none() {
+        } else if r1_first {
             pr.left_out = Some(LeftOut::NoProcessInit);
         }
         match pr.left_out {

@@ -12,9 +12,9 @@ use crate::schema::{AnnotationKind, CallbackKind, ExecutorState, LinkMethod};
 pub enum LeftOut {
     /// Its `roscope_ros1:process_init` names another recording (or none).
     OtherRecording,
-    /// It emits `roscope_ros1` events but its `process_init` is not in this
-    /// trace: it started before this recording's session, so it is not one of
-    /// the processes this recording started.
+    /// Its first event in the trace is a `roscope_ros1` event other than
+    /// `process_init`: it started before this recording's session, so it is
+    /// not one of the processes this recording started.
     NoProcessInit,
 }
 
@@ -22,8 +22,6 @@ pub enum LeftOut {
 pub struct Proc {
     /// Left out of the recording (see `Scope`), and why; `None`: it belongs to it.
     pub left_out: Option<LeftOut>,
-    /// Its `roscope_ros1:process_init` was seen.
-    pub announced: bool,
     pub host: usize,
     pub pid: i64,
     pub procname: String,
