@@ -9,6 +9,8 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -72,13 +74,6 @@ def test_refuses_to_write_into_an_existing_trace(tmp_path):
     f.write_text("x")
     p = roscope_record(["-o", str(f), "--", "true"])
     assert p.returncode == 1 and str(f) in p.stderr and f.read_text() == "x"
-
-
-def test_missing_command_is_a_clear_error(tmp_path):
-    out = tmp_path / "t"
-    p = roscope_record(["-o", str(out), "--", "/nonexistent/roscope-no-such-program"])
-    assert p.returncode == 1 and "command not found: /nonexistent/roscope-no-such-program" in p.stderr
-    assert not out.exists()
 
 
 def test_crashing_command_leaves_a_readable_trace_and_manifest(tmp_path):
@@ -273,3 +268,290 @@ def test_subcommands_take_options_in_any_order_and_are_never_programs(tmp_path):
     assert p.returncode == 0, p.stderr
     assert sorted(x.name for x in marks.iterdir()) == ["stop-ran"]
     assert manifest_of(out)["command"] == ["stop"]
+
+
+# --------------------------------------------------------------------------
+# issue 15: a failed setup cleans up and says so; recover after kill -9
+# --------------------------------------------------------------------------
+
+def lttng_sessions() -> dict[str, str]:
+    """{name: output path} as LTTng itself lists them (the oracle; not roscope's parser)."""
+    p = subprocess.run(["lttng", "--mi", "xml", "list"], capture_output=True, text=True)
+    return dict(re.findall(r"<session><name>([^<]*)</name><path>([^<]*)</path>", p.stdout))
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Live (not zombie) processes whose command line contains `text` (from /proc)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            argv = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in argv and state != "Z":
+            found.append(int(d.name))
+    return found
+
+
+def start_ticks(pid: int) -> int | None:
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if f[0] == "Z" else int(f[19])
+
+
+def children_of(pid: int) -> list[int]:
+    kids = []
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        kids += [int(x) for x in (t / "children").read_text().split()]
+    return kids
+
+
+def programs_of(pids: list[int]) -> dict[int, str]:
+    """{pid: argv[0]} of those still there."""
+    out = {}
+    for pid in pids:
+        try:
+            out[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except OSError:
+            pass
+    return out
+
+
+def assert_setup_failed(p, out: Path, name: str, state: Path, message: str) -> dict:
+    """Exit 1 with one clear line, the manifest says failed and why, nothing else is left."""
+    assert p.returncode == 1, p.stderr
+    assert "Traceback" not in p.stderr
+    errors = [ln for ln in p.stderr.splitlines() if ln.startswith("roscope: error:")]
+    assert len(errors) == 1 and message in errors[0] and 'state "failed"' in errors[0], p.stderr
+    m = manifest_of(out)
+    assert m["state"] == "failed" and message in m["error"] and m["end_time_ns"] >= m["start_time_ns"]
+    assert sorted(x.name for x in out.iterdir()) == ["roscope-manifest.json"]
+    assert not (state / "roscope" / "record" / f"{name}.json").exists()
+    assert processes_mentioning(str(out)) == []
+    return m
+
+
+def assert_reusable(out: Path, name: str, env: dict) -> None:
+    p = roscope_record(["-o", str(out), "--name", name, "--no-preload", "--", "true"], env=env)
+    assert p.returncode == 0, p.stderr
+    m = manifest_of(out)
+    assert m["state"] == "complete" and m["session"] == name and m["exit_code"] == 0
+    assert name not in lttng_sessions()
+    assert not (Path(env["XDG_STATE_HOME"]) / "roscope" / "record" / f"{name}.json").exists()
+
+
+NOT_EXECUTABLE = "not-executable.sh"
+FAILED_SETUPS = {
+    # case: (arguments before the name/output, what the one error line names)
+    "subbuf-size": (["--subbuf-size", "3", "--", "true"], "enable-channel"),
+    "subbuf-size-start": (["--subbuf-size", "3", "start"], "enable-channel"),
+    "enable-event": (["--events", "ros2:*,ros2:*", "--", "true"], "UST event already enabled"),
+    "command-not-runnable": (["--", NOT_EXECUTABLE], "could not run"),
+    "perf-fails": (["--kernel", "--", "true"], "perf record failed to start"),
+    "perf-fails-start": (["--kernel", "start"], "perf record failed to start"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILED_SETUPS))
+def test_a_failed_setup_is_marked_failed_and_cleaned_up(case, tmp_path, lttng_ready):
+    args, message = FAILED_SETUPS[case]
+    out, state = tmp_path / "trace", tmp_path / "state"
+    name = f"roscope-test-{uuid.uuid4().hex[:8]}"
+    env = dict(os.environ, XDG_STATE_HOME=str(state))
+    if "perf" in case:
+        if shutil.which("perf") is None:
+            pytest.skip("perf is not installed")
+        # a real perf that refuses to start: an invalid value in its configuration file
+        (tmp_path / "perfconfig").write_text("[record]\n\tbuild-id = not-a-mode\n")
+        env["PERF_CONFIG"] = str(tmp_path / "perfconfig")
+    noexec = tmp_path / NOT_EXECUTABLE
+    noexec.write_text("#!/bin/sh\nexit 0\n")
+    noexec.chmod(0o644)
+    args = [str(noexec) if a == NOT_EXECUTABLE else a for a in args]
+    p = roscope_record(["-o", str(out), "--name", name, *args], env=env)
+    assert_setup_failed(p, out, name, state, message)
+    assert name not in lttng_sessions()
+    env.pop("PERF_CONFIG", None)
+    assert_reusable(out, name, env)
+
+
+def test_a_name_taken_by_a_session_roscope_did_not_make_is_left_alone(tmp_path, lttng_ready):
+    """'lttng create' fails: the other session (not roscope's) is not destroyed."""
+    out, state, other = tmp_path / "trace", tmp_path / "state", tmp_path / "other"
+    name = f"roscope-test-{uuid.uuid4().hex[:8]}"
+    env = dict(os.environ, XDG_STATE_HOME=str(state))
+    subprocess.run(["lttng", "create", name, f"--output={other}"], check=True, capture_output=True)
+    try:
+        p = roscope_record(["-o", str(out), "--name", name, "--", "true"], env=env)
+        assert_setup_failed(p, out, name, state, "Session name already exists")
+        assert lttng_sessions().get(name) == str(other)
+    finally:
+        subprocess.run(["lttng", "destroy", name], capture_output=True)
+    assert_reusable(out, name, env)
+
+
+def test_a_name_taken_by_an_active_recording_is_refused_without_touching_it(tmp_path, lttng_ready):
+    first, out, state = tmp_path / "first", tmp_path / "trace", tmp_path / "state"
+    name = f"roscope-test-{uuid.uuid4().hex[:8]}"
+    env = dict(os.environ, XDG_STATE_HOME=str(state))
+    p = roscope_record(["-o", str(first), "--name", name, "start"], env=env)
+    assert p.returncode == 0, p.stderr
+    try:
+        for args in (["--", "true"], ["start"]):
+            p = roscope_record(["-o", str(out), "--name", name, *args], env=env)
+            assert p.returncode == 1 and "already active" in p.stderr and "Traceback" not in p.stderr
+            m = manifest_of(out)
+            assert m["state"] == "failed" and "already active" in m["error"]
+            assert sorted(x.name for x in out.iterdir()) == ["roscope-manifest.json"]
+            # the active recording is untouched: its state, its session, its manifest
+            assert (state / "roscope" / "record" / f"{name}.json").exists()
+            assert lttng_sessions().get(name) == str(first)
+            assert manifest_of(first)["state"] == "recording"
+    finally:
+        p = roscope_record(["--name", name, "stop"], env=env)
+    assert p.returncode == 0, p.stderr
+    assert manifest_of(first)["state"] == "complete"
+    assert_reusable(out, name, env)
+
+
+def test_missing_command_leaves_nothing(tmp_path, lttng_ready):
+    """A program that is not there is found before anything is created: nothing to clean."""
+    out, state = tmp_path / "t", tmp_path / "state"
+    env = dict(os.environ, XDG_STATE_HOME=str(state))
+    before = set(lttng_sessions())
+    p = roscope_record(["-o", str(out), "--name", "roscope-test-missing", "--", "/nonexistent/prog"], env=env)
+    assert p.returncode == 1 and p.stderr.strip() == "roscope: error: command not found: /nonexistent/prog"
+    assert not out.exists() and not list(state.glob("roscope/record/*.json"))
+    assert set(lttng_sessions()) <= before
+
+
+def recover(state: Path, *args: str) -> subprocess.CompletedProcess:
+    return roscope_record(["recover", *args], env=dict(os.environ, XDG_STATE_HOME=str(state)))
+
+
+def wait_for(pred, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < end, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_recover_after_kill_9_stops_what_record_started_and_nothing_else(tmp_path, lttng_ready):
+    """kill -9 of 'roscope record --kernel -- CMD': the session, perf and CMD stay. 'recover
+    --dry-run' only lists; 'recover' destroys that session, stops that perf, leaves CMD running
+    (no --kill-children), completes the manifest; a live recording and a session roscope did
+    not make are left alone."""
+    kernel = shutil.which("perf") is not None
+    out, live_out, state = tmp_path / "killed", tmp_path / "live", tmp_path / "state"
+    env = dict(os.environ, XDG_STATE_HOME=str(state), PYTHONPATH=str(REPO / "python"))
+    cmd = ["bash", "-c", "for i in $(seq 300); do /bin/true; sleep 0.1; done"]
+    rec = subprocess.Popen([sys.executable, "-m", "roscope", "record", "-o", str(out)]
+                           + (["--kernel"] if kernel else []) + ["--", *cmd],
+                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    live = subprocess.Popen([sys.executable, "-m", "roscope", "record", "-o", str(live_out), "--", "sleep", "30"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    foreign = f"roscope-test-foreign-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["lttng", "create", foreign, f"--output={tmp_path / 'foreign'}"], check=True, capture_output=True)
+    child = None
+    try:
+        wanted = {"bash", "perf"} if kernel else {"bash"}
+        wait_for(lambda: wanted <= set(programs_of(children_of(rec.pid)).values()), 20, "the command (and perf)")
+        wait_for(lambda: "sleep" in programs_of(children_of(live.pid)).values(), 20, "the live recording")
+        kids = programs_of(children_of(rec.pid))
+        child = next(pid for pid, exe in kids.items() if exe == "bash")
+        perf = next((pid for pid, exe in kids.items() if exe == "perf"), None)
+        child_start, perf_start = start_ticks(child), perf and start_ticks(perf)
+        name = manifest_of(out)["session"]
+        time.sleep(1.5)
+        rec.kill()  # kill -9: nothing of roscope runs any more
+        rec.wait()
+        sessions = lttng_sessions()
+        assert sessions.get(name) == str(out) and foreign in sessions
+
+        p = recover(state, "--dry-run")
+        assert p.returncode == 0, p.stderr
+        assert f"would recover {name} ({out})" in p.stdout and "would destroy LTTng session" in p.stdout
+        assert f"left alone {manifest_of(live_out)['session']}" in p.stdout and "still running" in p.stdout
+        assert name in lttng_sessions() and manifest_of(out)["state"] == "recording"
+        assert perf is None or start_ticks(perf) == perf_start
+
+        p = recover(state)
+        assert p.returncode == 0, p.stderr
+        assert f"recovered {name} ({out})" in p.stdout and f"PID {child} (bash)" in p.stdout
+        sessions = lttng_sessions()
+        assert name not in sessions and foreign in sessions
+        assert sessions.get(manifest_of(live_out)["session"]) == str(live_out)
+        assert manifest_of(live_out)["state"] == "recording" and live.poll() is None
+        assert start_ticks(child) == child_start, "recover stopped the command without --kill-children"
+        m = manifest_of(out)
+        assert m["state"] == "recovered" and m["recovery"]["left_running"][0]["pid"] == child
+        events, discarded = read_trace(out, only_recorded=False)
+        assert m["events_recorded"] == len(events) and m["events_discarded"] == discarded
+        own = [e for e in read_trace(out)[0] if e["name"] == "roscope_ros1:process_init"]
+        assert len(own) >= 10  # bash, seq, and one true and one sleep per loop turn
+        if kernel:
+            assert start_ticks(perf) is None and m["kernel"]["perf_ok"] is True
+            s = subprocess.run(["perf", "report", "--header-only", "-i", str(out / "perf" / "perf.data")],
+                               capture_output=True, text=True)
+            assert s.returncode == 0 and "sched:sched_switch" in s.stdout
+        info = subprocess.run([sys.executable, "-m", "roscope", "info", "--json", str(out)], env=env,
+                              capture_output=True, text=True)
+        assert info.returncode == 0, info.stderr
+        assert json.loads(info.stdout)["recordings"][0]["state"] == "recovered"
+        assert not (state / "roscope" / "record" / f"{name}.json").exists()
+        # nothing left to do for it; the live recording is still left alone
+        p = recover(state)
+        assert p.returncode == 0 and name not in p.stdout and "left alone" in p.stdout
+    finally:
+        subprocess.run(["lttng", "destroy", foreign], capture_output=True)
+        if child and start_ticks(child) is not None:
+            os.killpg(child, signal.SIGKILL)
+        for proc in (rec, live):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                proc.wait(timeout=30)
+    assert live.returncode == 130 and manifest_of(live_out)["state"] == "complete"
+    assert "no recording to recover" in recover(state).stdout
+
+
+def test_recover_kill_children_stops_the_ros1_system_and_keeps_its_trace(tmp_path, lttng_ready):
+    """kill -9 of 'roscope record -- system.sh', then 'recover --kill-children': the nodes get
+    SIGINT and shut down cleanly before the session stops, so every callback run their
+    ground truth logged is in the trace, which babeltrace2 and roscope read."""
+    out, gt, state = tmp_path / "trace", tmp_path / "gt", tmp_path / "state"
+    env = dict(os.environ, XDG_STATE_HOME=str(state), PYTHONPATH=str(REPO / "python"))
+    rec = subprocess.Popen([sys.executable, "-m", "roscope", "record", "-o", str(out), "--",
+                            str(EXAMPLE / "system.sh"), "-d", "60", "-g", str(gt)],
+                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    nodes: list[int] = []
+    try:
+        wait_for(lambda: (gt / "sensors.jsonl").exists(), 30, "the example to start")
+        time.sleep(2)
+        rec.kill()
+        rec.wait()
+        nodes = [r["pid"] for r in read_ground_truth(gt) if r["ev"] == "start"]
+        assert len(nodes) == 4 and all(start_ticks(n) for n in nodes)
+        p = recover(state, "--kill-children")
+        assert p.returncode == 0, p.stderr
+        assert "stopped the command's processes" in p.stdout and "left running" not in p.stdout
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait()
+        for n in nodes:
+            if start_ticks(n) is not None:
+                os.kill(n, signal.SIGKILL)
+    assert all(start_ticks(n) is None for n in nodes)
+    assert processes_mentioning(str(gt)) == []  # system.sh, rosmaster, the nodes
+    m = manifest_of(out)
+    assert m["state"] == "recovered" and m["session"] not in lttng_sessions()
+    events, discarded = read_trace(out)
+    assert discarded == 0 and m["events_discarded"] == 0
+    assert runs_by_namespace(TraceModel(events)) == truth_counts(read_ground_truth(gt))
+    info = subprocess.run([sys.executable, "-m", "roscope", "info", str(out)], env=env, capture_output=True, text=True)
+    assert info.returncode == 0 and "sensors" in info.stdout, info.stderr
