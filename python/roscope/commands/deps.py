@@ -1,0 +1,104 @@
+"""`roscope deps [-p BUILD_DIR] [-o FILE] SOURCES... [--flags FLAG...]`: intra-node
+dependencies from C++ node sources (roscope.deps, docs/deps.md).
+
+The analysis is roscope.deps.analyze (library); this module parses the arguments,
+writes the dependency file and shows a summary.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from roscope.commands import _common as C
+from roscope.errors import InputError
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "deps",
+        help="intra-node dependencies from C++ node sources (libclang)",
+        description="Finds each node's callbacks (roscpp and rclcpp subscriptions, timers, services) in C++ "
+        "sources, the state each one reads and writes (member fields, statics and globals, variables lambdas "
+        "capture), transitively through the functions it calls, and the publishers it publishes on; callback B "
+        "depends on callback A when A writes state that B reads before it publishes. Writes a dependency file "
+        "(JSON, docs/deps.md) for `roscope flow --deps`.",
+        epilog="Flags come from BUILD_DIR/compile_commands.json (CMake: -DCMAKE_EXPORT_COMPILE_COMMANDS=ON; catkin "
+        "and colcon builds pass it on), or from --flags, which comes after roscope's own options: everything after "
+        "it is a compiler flag (-I, -D, -std ...), up to an optional `--` after which sources may follow, e.g. "
+        "roscope deps -o deps.json --flags -I include -std=c++17 -- src/node.cpp",
+    )
+    p.add_argument("sources", nargs="*", metavar="SOURCE", help="C++ sources (or headers) of the nodes")
+    p.add_argument("-p", "--build-dir", metavar="BUILD_DIR", help="directory holding compile_commands.json")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the dependency file (JSON) here")
+    p.add_argument("--flags", nargs=argparse.REMAINDER, default=None, metavar="FLAG",
+                   help="compiler flags for every source (last option; see below)")
+    C.add_json(p)
+    p.set_defaults(func=run)
+
+
+def _split(args) -> tuple[list[str], list[str] | None]:
+    sources = list(args.sources)
+    flags = args.flags
+    if flags is not None and "--" in flags:
+        k = flags.index("--")
+        sources += flags[k + 1:]
+        flags = flags[:k]
+    if flags is not None and not flags:
+        raise InputError("--flags needs at least one compiler flag after it")
+    for own in ("-o", "--output", "-p", "--build-dir", "--json"):
+        if flags is not None and any(f == own or f.startswith(own + "=") for f in flags):
+            raise InputError(f"{own} is after --flags, so it would be taken as a compiler flag: put roscope's own "
+                             "options (-o, -p, --json) before --flags")
+    if not sources:
+        raise InputError("no source file given (roscope deps [-p BUILD_DIR] SOURCE... [--flags FLAG...])")
+    return sources, flags
+
+
+def run(args) -> int:
+    from roscope import deps
+
+    sources, flags = _split(args)
+
+    def progress(source, seconds, errors):
+        for e in errors:
+            C.warn(f"{e} (the analysis of {source} goes on, but may miss what this error hides)")
+
+    doc = deps.analyze(sources, build_dir=args.build_dir, flags=flags, progress=progress)
+    if args.output:
+        deps.write(doc, args.output)
+    for u in doc["undecided"]:
+        C.warn(f"{u['at']}: {u['callback']}: {u['state'] or 'callback'}: undecided: {u['why']}")
+    C.show(args, doc, lambda d: render(d, args.output, C.TextOut(sys.stdout)))
+    return 0
+
+
+def render(doc: dict, output: str | None, out) -> None:
+    w = out.write
+    tus = doc["inputs"]["translation_units"]
+    w(f"{len(tus)} source file(s) analysed in {doc['inputs']['seconds']:.1f} s\n")
+    for node in doc["nodes"]:
+        rn = f" ({node['ros_name']})" if node["ros_name"] else ""
+        w(f"\n{node['kind']} {node['name']}{rn}\n")
+        for cb in node["callbacks"]:
+            what = cb["topic"] or cb["topic_expr"] or "?"
+            if cb["kind"] == "timer":
+                what = C.ms(cb["period_ns"]) + " ms" if cb["period_ns"] is not None else (cb["period_expr"] or "?")
+            pubs = sorted({p["topic"] or p["publisher"] or "?" for p in cb["publishes"]})
+            many = " (registered in a loop)" if cb["instances"] == "many" else ""
+            w(f"  {cb['id']}: {cb['kind']} {what}{many}" + (f" -> publishes {', '.join(pubs)}" if pubs else "") + "\n")
+            if cb["reads"]:
+                w(f"    reads  {', '.join(r['state'] for r in cb['reads'])}\n")
+            if cb["writes"]:
+                w(f"    writes {', '.join(r['state'] for r in cb['writes'])}\n")
+    w(f"\n{len(doc['edges'])} dependency edge(s) (B depends on A: A writes state that B reads before it publishes)\n")
+    for e in doc["edges"]:
+        flag = "" if e["certain"] else " (rests on an undecided access)"
+        w(f"  {e['from']} -> {e['to']}: {', '.join(e['state'])}{flag}\n")
+    und = doc["undecided"]
+    w(f"\n{len(und)} undecided access(es)\n" if und else "\nno undecided access\n")
+    for u in und:
+        w(f"  {u['at']}: {u['callback']}: {u['state'] or 'callback'}: {u['why']}\n")
+    for n in doc["notes"]:
+        w(f"note: {n}\n")
+    if output:
+        w(f"\ndependency file written to {output}\n")
