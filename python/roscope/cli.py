@@ -46,8 +46,11 @@ def _interrupted(exc: BaseException) -> bool:
 def main(argv: list[str] | None = None) -> int:
     """Runs one command. Exit status: 0 ok, 1 user error (a message, no traceback),
     2 bad usage (argparse), 70 a bug in roscope (with its traceback), 130 Ctrl-C."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()  # imports every command: Ctrl-C often lands here
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        return 130
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -7,10 +7,12 @@ database file, with DataFrames and raw SQL.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import datetime as _dt
 import json
 import os
 import re
+import signal
 import socket
 import sys
 import tempfile
@@ -208,6 +210,22 @@ def _commit(tmp: str, target: str, force: bool) -> None:
     os.replace(tmp, target)
 
 
+@contextlib.contextmanager
+def _interrupts_deferred():
+    """Holds back Ctrl-C (SIGINT) for the block (a few renames), then raises it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    old = signal.signal(signal.SIGINT, lambda signum, _frame: got.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if got:
+        raise KeyboardInterrupt
+
+
 def _write_outputs(target: str | None, parquet_dir: str | None, arrow: dict, meta: dict, force: bool):
     """Writes the database (`target`, or in memory if None) and the Parquet
     files, each under a temporary name beside its final one, and renames them
@@ -234,15 +252,19 @@ def _write_outputs(target: str | None, parquet_dir: str | None, arrow: dict, met
             con = None
             if os.path.exists(temps[0][0] + ".wal"):
                 raise DatabaseError(f"{target}: DuckDB could not write the whole database (its log {temps[0][0]}.wal stayed)")
-        for tmp, final in temps:
-            _commit(tmp, final, force)
+        with _interrupts_deferred():  # all outputs renamed, or none: never a new database beside old Parquet files
+            for tmp, final in temps:
+                _commit(tmp, final, force)
         return con
     except BaseException as exc:
         if con is not None and target is not None:
             con.close()
         _remove_quietly(*(t for t, _ in temps), *(t + ".wal" for t, _ in temps[:1] if target is not None))
-        if isinstance(exc, RuntimeError) and str(exc) == "Query interrupted":
-            # Ctrl-C while DuckDB scans an Arrow table comes back as a RuntimeError.
+        if (isinstance(exc, RuntimeError) and str(exc) == "Query interrupted") or (
+                isinstance(exc, duckdb.Error) and "KeyboardInterrupt" in str(exc)):
+            # Ctrl-C while DuckDB scans an Arrow table comes back as a RuntimeError, or,
+            # when it hit the Python code DuckDB called (e.g. counting the rows of a
+            # registered table), as a DuckDB error quoting the KeyboardInterrupt.
             raise KeyboardInterrupt from None
         if isinstance(exc, duckdb.Error):
             raise database_error(exc, target or parquet_dir, "write") from None
@@ -283,6 +305,25 @@ def load(
     database (writable) and a LoadResult. Raises InputError for a bad output
     path, DatabaseError when DuckDB cannot write (disk full, permission).
     """
+    con, meta, res = _build_and_write(paths, out, heuristics, parquet_dir, force)
+    if con is None:
+        con = _connect(os.path.abspath(out), read_only=False)
+    return Database(con, res.db_path, meta, read_only=False), res
+
+
+def write(paths: Sequence[str], out: str, *, heuristics: bool = True, parquet_dir: str | None = None,
+          force: bool = False) -> LoadResult:
+    """`load` into the file `out` without opening it afterwards: once the file is
+    in place, nothing of roscope holds it (opened for writing, it would lock out a
+    reader started meanwhile, e.g. `roscope stats`). What `roscope load` runs."""
+    con, _meta, res = _build_and_write(paths, out, heuristics, parquet_dir, force)
+    if con is not None:
+        con.close()
+    return res
+
+
+def _build_and_write(paths, out, heuristics, parquet_dir, force):
+    """`load`'s work: (the in-memory connection or None, meta, LoadResult)."""
     paths = _paths(paths)
     target = _output_target(out, force) if out is not None else None
     if parquet_dir:
@@ -302,12 +343,8 @@ def load(
     if parquet_dir:
         os.makedirs(parquet_dir, exist_ok=True)
     con = _write_outputs(target, parquet_dir, arrow, meta, force)
-    if con is None:
-        con = _connect(target, read_only=False)
     where = out if out is not None else ":memory:"
-    db = Database(con, where, meta, read_only=False)
-    res = LoadResult(where, {k: v.num_rows for k, v in arrow.items()}, stats, warnings, losses)
-    return db, res
+    return con, meta, LoadResult(where, {k: v.num_rows for k, v in arrow.items()}, stats, warnings, losses)
 
 
 #: DuckDB's memory cap on the connections of `open` (bytes; see

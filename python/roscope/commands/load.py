@@ -25,11 +25,10 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from roscope.db import load
+    from roscope.db import write
 
     t0 = time.perf_counter()
-    db, res = load(args.inputs, args.output, heuristics=not args.no_heuristics, parquet_dir=args.parquet, force=args.force)
-    db.close()
+    res = write(args.inputs, args.output, heuristics=not args.no_heuristics, parquet_dir=args.parquet, force=args.force)
     dt = time.perf_counter() - t0
     try:
         if args.json:
