@@ -531,7 +531,7 @@ def test_recover_kill_children_stops_the_ros1_system_and_keeps_its_trace(tmp_pat
     nodes: list[int] = []
     try:
         wait_for(lambda: (gt / "sensors.jsonl").exists(), 30, "the example to start")
-        time.sleep(2)
+        time.sleep(1)
         rec.kill()
         rec.wait()
         nodes = [r["pid"] for r in read_ground_truth(gt) if r["ev"] == "start"]

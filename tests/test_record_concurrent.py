@@ -62,7 +62,7 @@ def loaded(trace: Path) -> tuple[set[int], dict, list[str]]:
 def test_two_concurrent_recordings_keep_only_their_own_processes(tmp_path):
     build_all()
     ta, tb, gta, gtb = (tmp_path / x for x in ("trace-a", "trace-b", "gt-a", "gt-b"))
-    a = record(ta, gta, 7)
+    a = record(ta, gta, 5)
     b = None
     try:
         end = time.monotonic() + 30
@@ -70,7 +70,7 @@ def test_two_concurrent_recordings_keep_only_their_own_processes(tmp_path):
             time.sleep(0.1)
         assert (gta / "sensors.jsonl").exists(), "system A did not start"
         time.sleep(1)
-        b = record(tb, gtb, 2)  # started while A runs, ends before A
+        b = record(tb, gtb, 1)  # started while A runs, ends before A
         _, err_b = b.communicate(timeout=60)
         _, err_a = a.communicate(timeout=60)
     finally:
