@@ -1,0 +1,633 @@
+"""The CLI fault table of issue 15: each reproduction of its defect list, run as
+the real `roscope` command, asserting the fixed behaviour: exit status, message,
+and the files left behind (or not).
+
+Inputs are real: the shared traces, damaged copies of them made here, and
+databases written by `roscope load` in the test. Oracles are independent of
+roscope: babeltrace2 (bt2) event counts, file bytes, os.stat / os.lstat, the
+DuckDB file read with DuckDB itself, process ids.
+
+docs/reliability.md maps every case of the issue to the test that covers it
+(here, or in tests/test_cli.py, tests/test_faults.py, tests/test_ctf_damaged.py,
+tests/test_record.py).
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+
+import oracle
+import pytest
+from conftest import shared_traces_dir
+
+TRACES = shared_traces_dir()
+PINGPONG = os.path.join(TRACES, "ros2", "pingpong-rolling-2021")
+E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")
+AUTOWARE = os.path.join(TRACES, "ros2", "autoware-carla-galactic")
+ROS1 = os.path.join(TRACES, "ros1", "nodes-pipeline-melodic")
+CHANNEL = "ust/uid/1000/64-bit"  # pingpong's one channel directory
+
+pytestmark = pytest.mark.skipif(not os.path.isdir(TRACES), reason=f"no shared traces at {TRACES}")
+
+#: What a crash, a panic or a bug report prints (never on a user error).
+CRASH_TEXT = re.compile(r"Traceback \(most recent call last\)|panicked at|RUST_BACKTRACE|FATAL|[Aa]bort|"
+                        r"[Ss]egmentation fault|core dumped|terminate called|nanobind|this is a bug in roscope")
+
+
+# ----------------------------------------------------------------- helpers
+
+
+def run(cmd: list[str], *args, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([*cmd, *map(str, args)], capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def assert_no_crash(p: subprocess.CompletedProcess | tuple, what: str = "roscope") -> None:
+    rc, err = (p.returncode, p.stderr) if isinstance(p, subprocess.CompletedProcess) else p
+    assert rc >= 0, f"{what} killed by signal {-rc}:\n{err[-3000:]}"
+    assert rc != 70, f"{what} reported a bug (exit 70):\n{err[-3000:]}"
+    m = CRASH_TEXT.search(err)
+    assert not m, f"{what}: {m.group(0)!r} on stderr:\n{err[-3000:]}"
+
+
+def md5(path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.md5(f.read()).hexdigest()
+
+
+def leftovers(d) -> list[str]:
+    """Temporary or partial files of a write (roscope's `.NAME.*.tmp`, DuckDB's `.wal`) under `d`."""
+    return sorted(os.path.relpath(p, d) for p in glob.glob(os.path.join(str(d), "**", "*"), recursive=True)
+                  + glob.glob(os.path.join(str(d), "**", ".*"), recursive=True)
+                  if re.search(r"\.tmp($|\.)|\.wal$", os.path.basename(p)))
+
+
+def copy_trace(src: str, dst) -> str:
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("converted"))
+    for root, dirs, files in os.walk(dst):  # the shared originals are read-only
+        for n in dirs + files:
+            os.chmod(os.path.join(root, n), 0o755 if n in dirs else 0o644)
+    return str(dst)
+
+
+@functools.cache
+def bt2_reading(path: str) -> oracle.Reading:
+    """babeltrace2's reading of a trace: event counts by name, number of events."""
+    if oracle.bt2 is None:
+        pytest.skip("babeltrace2's Python bindings (the oracle) are needed")
+    return oracle.Reading(path).run()
+
+
+def bt2_runs(path: str) -> int:
+    """Callback runs of a ROS 2 trace: its ros2:callback_start events, counted by babeltrace2."""
+    return bt2_reading(path).counts["ros2:callback_start"]
+
+
+def db_count(db, table: str = "callback_runs") -> int:
+    """Rows of a table of a database file, read with DuckDB itself."""
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+    finally:
+        con.close()
+
+
+def warnings_of(err: str) -> list[str]:
+    return [x for x in err.splitlines() if x.startswith("roscope: warning: ")]
+
+
+@pytest.fixture(scope="module")
+def pp_db(tmp_path_factory, roscope_cmd) -> str:
+    """pingpong's database, written by `roscope load`; checked against babeltrace2."""
+    out = tmp_path_factory.mktemp("ppdb") / "pingpong.duckdb"
+    p = run(roscope_cmd, "load", PINGPONG, "-o", out)
+    assert p.returncode == 0, p.stderr
+    assert db_count(out) == bt2_runs(PINGPONG) == 44
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def trunc_meta(tmp_path_factory) -> str:
+    """pingpong with its metadata cut in half (the trace of the original crash at exit)."""
+    trace = copy_trace(PINGPONG, tmp_path_factory.mktemp("truncmeta") / "pingpong")
+    meta = os.path.join(trace, CHANNEL, "metadata")
+    os.truncate(meta, os.path.getsize(meta) // 2)
+    return trace
+
+
+def _edit_metadata(trace: str, old: bytes, new: bytes) -> None:
+    meta = os.path.join(trace, CHANNEL, "metadata")
+    data = open(meta, "rb").read()
+    i = data.index(old)
+    open(meta, "wb").write(data[:i] + new + data[i + len(old):])
+
+
+# ----------------------------------------------------------------- the table
+
+
+@dataclasses.dataclass
+class Case:
+    """One row of the fault table. `argv` items are formatted with {tmp} (the
+    case's directory), {db} (a copy of pingpong's database in it), {pp}
+    (pingpong), {trunc} (pingpong with truncated metadata)."""
+
+    id: str
+    argv: list[str]
+    rc: int
+    msg: str | None  # regex that stderr must match
+    setup: Callable | None = None  # setup(tmp) before the run
+    exist: tuple[str, ...] = ()  # paths under tmp that must exist afterwards
+    absent: tuple[str, ...] = ()  # paths under tmp that must not exist afterwards
+    check: Callable | None = None  # check(tmp, before) after the run; before = setup's return value
+
+
+def _dangling(tmp):
+    os.symlink(tmp / "link-target.duckdb", tmp / "out.duckdb")
+
+
+def _still_dangling(tmp, _):
+    assert os.path.islink(tmp / "out.duckdb") and not os.path.exists(tmp / "out.duckdb")
+
+
+def _fifo(tmp):
+    os.mkfifo(tmp / "out.duckdb")
+
+
+def _still_fifo(tmp, _):
+    assert stat.S_ISFIFO(os.lstat(tmp / "out.duckdb").st_mode)
+
+
+def _link_to_fifo(tmp):
+    os.mkfifo(tmp / "fifo")
+    os.symlink(tmp / "fifo", tmp / "out.duckdb")
+
+
+def _link_and_fifo_kept(tmp, _):
+    assert os.path.islink(tmp / "out.duckdb") and stat.S_ISFIFO(os.lstat(tmp / "fifo").st_mode)
+
+
+def _directory(tmp):
+    (tmp / "out.duckdb").mkdir()
+    (tmp / "out.duckdb" / "keep.txt").write_text("mine\n")
+
+
+def _directory_kept(tmp, _):
+    assert (tmp / "out.duckdb" / "keep.txt").read_text() == "mine\n"
+
+
+def _old_output(tmp):
+    """An existing database at out.duckdb (the copy of pingpong's) and an empty directory."""
+    shutil.copyfile(tmp / "db.duckdb", tmp / "out.duckdb")
+    (tmp / "empty").mkdir()
+    st = os.stat(tmp / "out.duckdb")
+    return md5(tmp / "out.duckdb"), st.st_ino, st.st_mtime_ns
+
+
+def _old_output_kept(tmp, before):
+    st = os.stat(tmp / "out.duckdb")
+    assert (md5(tmp / "out.duckdb"), st.st_ino, st.st_mtime_ns) == before
+
+
+def _second_db(tmp):
+    shutil.copyfile(tmp / "db.duckdb", tmp / "db2.duckdb")
+
+
+def _truncated_db(tmp):
+    os.truncate(tmp / "db.duckdb", 4096 + 100)
+    return md5(tmp / "db.duckdb")
+
+
+def _db_unchanged(tmp, before):
+    assert md5(tmp / "db.duckdb") == before
+
+
+def _bad_character(tmp):
+    _edit_metadata(copy_trace(PINGPONG, tmp / "trace"), b"typealias", b"typeal@as")
+
+
+def _not_utf8(tmp):
+    _edit_metadata(copy_trace(PINGPONG, tmp / "trace"), b"typealias", b"typeal\xffas")
+
+
+def _channel_without_metadata(tmp):
+    chan = copy_trace(os.path.join(PINGPONG, CHANNEL), tmp / "chan")
+    os.remove(os.path.join(chan, "metadata"))
+
+
+CASES = [
+    # item 2: `load --force` destroys things
+    Case("load-force-dangling-symlink", ["load", "{pp}", "-o", "{tmp}/out.duckdb", "--force"], 1,
+         r"out\.duckdb: is a symbolic link", _dangling, absent=("link-target.duckdb",), check=_still_dangling),
+    Case("load-dangling-symlink", ["load", "{pp}", "-o", "{tmp}/out.duckdb"], 1,
+         r"out\.duckdb: is a symbolic link", _dangling, absent=("link-target.duckdb",), check=_still_dangling),
+    Case("load-force-fifo", ["load", "{pp}", "-o", "{tmp}/out.duckdb", "--force"], 1,
+         r"out\.duckdb: exists and is not a regular file", _fifo, check=_still_fifo),
+    Case("load-force-symlink-to-fifo", ["load", "{pp}", "-o", "{tmp}/out.duckdb", "--force"], 1,
+         r"out\.duckdb: is a symbolic link", _link_to_fifo, check=_link_and_fifo_kept),
+    Case("load-force-directory", ["load", "{pp}", "-o", "{tmp}/out.duckdb", "--force"], 1,
+         r"out\.duckdb: exists and is not a regular file", _directory, check=_directory_kept),
+    Case("load-force-failing-build-keeps-old", ["load", "{tmp}/empty", "-o", "{tmp}/out.duckdb", "--force"], 1,
+         r"empty: no CTF trace found", _old_output, check=_old_output_kept),
+    Case("load-force-bad-metadata-keeps-old", ["load", "{trunc}", "-o", "{tmp}/out.duckdb", "--force"], 1,
+         r"/metadata\b", _old_output, check=_old_output_kept),
+    Case("load-exists-no-force", ["load", "{pp}", "-o", "{tmp}/out.duckdb"], 1,
+         r"out\.duckdb: already exists .*--force", _old_output, check=_old_output_kept),
+    # item 6: `-o` in a missing directory, or under a file
+    Case("load-missing-directory", ["load", "{pp}", "-o", "{tmp}/no/such.duckdb"], 1,
+         r"such\.duckdb: the directory \S+/no does not exist", absent=("no",)),
+    Case("load-parent-is-a-file", ["load", "{pp}", "-o", "{tmp}/db.duckdb/x.duckdb"], 1,
+         r"x\.duckdb: \S+/db\.duckdb is not a directory"),
+    Case("load-empty-output", ["load", "{pp}", "-o", ""], 1, r"the output path is empty"),
+    # item 6: a corrupt or truncated database
+    Case("stats-truncated-db", ["stats", "{tmp}/db.duckdb"], 1, r"db\.duckdb: corrupt or truncated database",
+         _truncated_db, check=_db_unchanged),
+    Case("executor-truncated-db", ["executor", "{tmp}/db.duckdb"], 1, r"db\.duckdb: corrupt or truncated database",
+         _truncated_db, check=_db_unchanged),
+    Case("executor-store-truncated-db", ["executor", "--store", "{tmp}/db.duckdb"], 1,
+         r"db\.duckdb: corrupt or truncated database", _truncated_db, check=_db_unchanged),
+    Case("flow-truncated-db", ["flow", "{tmp}/db.duckdb", "--from", ".", "--to", "."], 1,
+         r"db\.duckdb: corrupt or truncated database", _truncated_db, check=_db_unchanged),
+    # item 13: unbounded numbers
+    Case("dump-n-negative", ["dump", "-n", "-1", "{pp}"], 2, r"--limit: -1 is out of range"),
+    Case("dump-n-huge", ["dump", "-n", "99999999999999999999999", "{pp}"], 2,
+         r"--limit: 99999999999999999999999 is out of range"),
+    Case("flow-message-huge", ["flow", "{db}", "--message", "99999999999999999999999"], 2,
+         r"--message: 99999999999999999999999 is out of range"),
+    Case("flow-message-negative", ["flow", "{db}", "--message", "-1"], 2, r"--message: -1 is out of range"),
+    # item 14: minor
+    Case("channel-without-metadata", ["stats", "{tmp}/chan"], 1,
+         r"chan: no CTF trace found: \S+/chan holds CTF stream files, but its 'metadata' file is missing",
+         _channel_without_metadata),
+    Case("metadata-error-names-the-character", ["stats", "{tmp}/trace"], 1,
+         r"64-bit/metadata:\d+: invalid metadata: unexpected character '@'", _bad_character),
+    Case("metadata-error-not-utf8", ["stats", "{tmp}/trace"], 1,
+         r"64-bit/metadata:\d+: invalid metadata: unexpected bytes that are not UTF-8", _not_utf8),
+    Case("stats-two-databases", ["stats", "{db}", "{tmp}/db2.duckdb"], 1, r"2 databases given \(\S+db\.duckdb, \S+db2\.duckdb\)",
+         _second_db),
+    Case("stats-database-and-trace", ["stats", "{db}", "{pp}"], 1, r"db\.duckdb is a database and \S+ is not"),
+    Case("flow-from-empty-regex", ["flow", "{db}", "--from", "", "--to", "^/pong$"], 0, None),
+    Case("flow-bad-regex", ["flow", "{db}", "--from", "(", "--to", "."], 1, r"--from: bad regular expression '\('"),
+    Case("stats-missing-path", ["stats", "{tmp}/nothing"], 1, r"nothing: no such file or directory"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_fault_table(case: Case, tmp_path, pp_db, trunc_meta, roscope_cmd):
+    shutil.copyfile(pp_db, tmp_path / "db.duckdb")
+    before = case.setup(tmp_path) if case.setup else None
+    ctx = {"tmp": str(tmp_path), "db": str(tmp_path / "db.duckdb"), "pp": PINGPONG, "trunc": trunc_meta}
+    p = run(roscope_cmd, *(a.format_map(ctx) for a in case.argv), timeout=120)
+    assert_no_crash(p, case.id)
+    assert p.returncode == case.rc, f"exit status {p.returncode}, expected {case.rc}; stderr:\n{p.stderr}"
+    if case.rc == 1:
+        errors = [x for x in p.stderr.splitlines() if x.startswith("roscope: error: ")]
+        assert len(errors) == 1, p.stderr
+        assert not p.stdout, p.stdout
+    if case.rc == 2:
+        assert not p.stdout and p.stderr.startswith("usage: "), p.stderr
+    if case.msg:
+        assert re.search(case.msg, p.stderr), f"{case.msg!r} not in stderr:\n{p.stderr}"
+    if case.rc == 0:
+        assert "error" not in p.stderr, p.stderr
+    for rel in case.exist:
+        assert os.path.lexists(tmp_path / rel), rel
+    for rel in case.absent:
+        assert not os.path.lexists(tmp_path / rel), f"{rel} was created"
+    assert leftovers(tmp_path) == []
+    if case.check:
+        case.check(tmp_path, before)
+
+
+# ----------------------------------------------------------------- item 7: counted once
+
+
+@pytest.mark.parametrize("second", [".", "ust", CHANNEL])
+def test_stats_counts_a_trace_given_twice_once(second, roscope_cmd):
+    """`roscope stats T T` (or T T/ust) counted 88 callback runs instead of 44."""
+    p = run(roscope_cmd, "stats", "--json", PINGPONG, os.path.join(PINGPONG, second))
+    assert_no_crash(p)
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)["summary"]
+    assert summary["callback_runs"] == bt2_runs(PINGPONG) == 44
+    said = warnings_of(p.stderr)
+    assert len(said) == 1 and "read once" in said[0], p.stderr
+
+
+def test_load_counts_a_trace_given_twice_once(tmp_path, roscope_cmd):
+    out = tmp_path / "twice.duckdb"
+    p = run(roscope_cmd, "load", PINGPONG, os.path.join(PINGPONG, "ust"), "-o", out)
+    assert p.returncode == 0, p.stderr
+    assert db_count(out) == bt2_runs(PINGPONG)
+    assert len(warnings_of(p.stderr)) == 1 and "read once" in p.stderr
+
+
+def test_a_copied_stream_file_is_counted_once(tmp_path, roscope_cmd):
+    """`cp ros2_0 ros2_0_copy` added its events again without a warning (babeltrace2 refuses such a trace).
+    Every stream file is copied, so whichever holds the callback starts is doubled."""
+    trace = copy_trace(PINGPONG, tmp_path / "pingpong")
+    chan = os.path.join(trace, CHANNEL)
+    streams = [n for n in os.listdir(chan) if re.fullmatch(r"ros2_\d+", n)]
+    for n in streams:
+        shutil.copyfile(os.path.join(chan, n), os.path.join(chan, f"{n}_copy"))
+    p = run(roscope_cmd, "stats", "--json", trace)
+    assert_no_crash(p)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["summary"]["callback_runs"] == bt2_runs(PINGPONG)
+    said = warnings_of(p.stderr)
+    assert sorted(re.search(r"/(ros2_\d+_copy): holds the same stream as", x).group(1) for x in said) == \
+        sorted(f"{n}_copy" for n in streams), p.stderr
+    assert all("read once" in x for x in said)
+    p = run(roscope_cmd, "info", "--json", trace)
+    assert p.returncode == 0 and json.loads(p.stdout)["events"] == bt2_reading(PINGPONG).n_events == 864
+
+
+def test_a_channel_without_metadata_is_reported(tmp_path, roscope_cmd):
+    """ROS 1 folder (kernel + ust) whose UST metadata is gone: the UST channel was
+    ignored silently; now a warning names it, and the kernel's events are all read."""
+    folder = copy_trace(ROS1, tmp_path / "ros1")
+    ust = os.path.join(folder, CHANNEL)
+    os.remove(os.path.join(ust, "metadata"))
+    p = run(roscope_cmd, "info", "--json", folder)
+    assert_no_crash(p)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["events"] == bt2_reading(os.path.join(ROS1, "kernel")).n_events == 2260
+    assert warnings_of(p.stderr) == [f"roscope: warning: {ust}: holds CTF stream files, but no 'metadata' file: "
+                                     "its streams are not read"]
+
+
+# ----------------------------------------------------------------- item 6: concurrency
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["no-force", "force"])
+def test_two_loads_to_one_file_at_once(force, tmp_path, roscope_cmd):
+    """Two `load -o same.duckdb` started together (two traces): without --force one
+    wins and the other is refused; with --force both succeed and the file is one of
+    them, whole. Never a traceback, never a partial or temporary file."""
+    out = tmp_path / "same.duckdb"
+    flags = ["--force"] if force else []
+    procs = [subprocess.Popen([*roscope_cmd, "load", t, "-o", str(out), *flags], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for t in (PINGPONG, E2E)]
+    results = [(p.wait(timeout=300), p.communicate()[1]) for p in procs]
+    for r in results:
+        assert_no_crash(r)
+    codes = sorted(rc for rc, _ in results)
+    if force:
+        assert codes == [0, 0], results
+    else:
+        assert codes == [0, 1], results
+        err = next(e for rc, e in results if rc == 1)
+        assert re.search(r"same\.duckdb: (already exists|appeared while roscope was writing it)", err), err
+    assert db_count(out) in {bt2_runs(PINGPONG), bt2_runs(E2E)}
+    if not force:  # the winner's trace
+        winner = (PINGPONG, E2E)[[rc for rc, _ in results].index(0)]
+        assert db_count(out) == bt2_runs(winner)
+    assert sorted(os.listdir(tmp_path)) == ["same.duckdb"]
+
+
+def test_stats_while_load_writes(tmp_path, roscope_cmd):
+    """`stats DB` while `load --force` replaces DB again and again: every stats run
+    reads a whole database, the old one or the new one."""
+    out = tmp_path / "run.duckdb"
+    assert run(roscope_cmd, "load", PINGPONG, "-o", out).returncode == 0
+    expected = {bt2_runs(PINGPONG), bt2_runs(E2E)}
+    loads: list[tuple[int, str]] = []
+
+    def loader():
+        for t in (E2E, PINGPONG, E2E, PINGPONG):
+            p = run(roscope_cmd, "load", t, "-o", out, "--force")
+            loads.append((p.returncode, p.stderr))
+
+    th = threading.Thread(target=loader)
+    th.start()
+    seen = []
+    while th.is_alive() or not seen:
+        p = run(roscope_cmd, "stats", "--json", out)
+        assert_no_crash(p, "stats")
+        assert p.returncode == 0, p.stderr
+        seen.append(json.loads(p.stdout)["summary"]["callback_runs"])
+    th.join()
+    assert [rc for rc, _ in loads] == [0] * 4, loads
+    assert len(seen) >= 2 and set(seen) <= expected, seen
+    assert db_count(out) == bt2_runs(PINGPONG)
+    assert os.listdir(tmp_path) == ["run.duckdb"]
+
+
+@pytest.fixture(scope="module")
+def aw_db(tmp_path_factory, roscope_cmd) -> str:
+    """The Autoware trace's database: its `stats` text (150 kB) outgrows a pipe."""
+    out = tmp_path_factory.mktemp("awdb") / "autoware.duckdb"
+    p = run(roscope_cmd, "load", AUTOWARE, "-o", out)
+    assert p.returncode == 0, p.stderr
+    return str(out)
+
+
+@contextlib.contextmanager
+def stats_reading(cmd, db):
+    """A real `roscope stats DB` holding DB open: its stdout is a pipe nobody reads."""
+    p = subprocess.Popen([*cmd, "stats", db], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert p.stdout.read(1), "stats printed nothing"
+        time.sleep(0.2)
+        assert p.poll() is None, "stats finished: its output no longer outgrows the pipe"
+        yield p
+    finally:
+        p.kill()
+        p.wait()
+
+
+VERB_STORE = {"executor": ["executor", "--store"], "flow": ["flow", "--from", "^/tf$", "--to", "^/tf$", "--store"]}
+
+
+@pytest.mark.parametrize("verb", sorted(VERB_STORE))
+def test_executor_or_flow_while_stats_reads(verb, aw_db, tmp_path, roscope_cmd):
+    """Reading verbs read together; a verb that stores (--store) is refused while
+    `stats` reads, with the reader's process id, and without calling it a writer."""
+    db = str(tmp_path / "aw.duckdb")
+    shutil.copyfile(aw_db, db)
+    before = md5(db)
+    with stats_reading(roscope_cmd, db) as reader:
+        p = run(roscope_cmd, *VERB_STORE[verb][:-1], db)
+        assert_no_crash(p, verb)
+        assert p.returncode == 0, p.stderr
+        p = run(roscope_cmd, *VERB_STORE[verb], db)
+        assert_no_crash(p, f"{verb} --store")
+    assert p.returncode == 1, p.stderr
+    assert re.search(rf"aw\.duckdb: the database is locked by process {reader.pid} \(.*\), which has it open; ", p.stderr), \
+        p.stderr
+    assert "for writing" not in p.stderr
+    assert md5(db) == before and os.listdir(tmp_path) == ["aw.duckdb"]
+
+
+# ----------------------------------------------------------------- item 6: permissions
+
+
+@contextlib.contextmanager
+def as_other_user():
+    """(argv prefix, directory) to run a command as a user who cannot write root's
+    files: `setpriv` to nobody when running as root (root writes a 0444 file), else
+    nothing. The directory is readable by that user and removed afterwards."""
+    d = tempfile.mkdtemp(prefix="roscope-perm-")
+    os.chmod(d, 0o755)
+    try:
+        if os.geteuid() != 0:
+            yield [], d
+        elif shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv: cannot test permissions")
+        else:
+            yield ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"], d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("verb", sorted(VERB_STORE))
+def test_store_on_a_read_only_database(verb, pp_db, roscope_cmd):
+    """`flow/executor --store` on a database file without write permission (chmod
+    444): refused with the file's name; without --store the verb works; the file
+    is unchanged."""
+    with as_other_user() as (prefix, d):
+        db = os.path.join(d, "ro.duckdb")
+        shutil.copyfile(pp_db, db)
+        os.chmod(db, 0o444)
+        before = (md5(db), os.stat(db).st_mode)
+        argv = VERB_STORE[verb] if verb == "executor" else ["flow", "--from", ".", "--to", ".", "--store"]
+        p = run(prefix + roscope_cmd, *argv[:-1], db)
+        assert_no_crash(p, verb)
+        assert p.returncode == 0, p.stderr
+        p = run(prefix + roscope_cmd, *argv, db)
+        assert_no_crash(p, f"{verb} --store")
+        assert p.returncode == 1, p.stderr
+        assert p.stderr.strip() == f"roscope: error: {db}: cannot open the database: permission denied"
+        assert (md5(db), os.stat(db).st_mode) == before
+        assert os.listdir(d) == ["ro.duckdb"]
+
+
+def test_load_into_an_unwritable_directory(roscope_cmd):
+    """The message names the output the user gave (was: roscope's hidden temporary file)."""
+    with as_other_user() as (prefix, d):
+        locked = os.path.join(d, "locked")
+        os.mkdir(locked, 0o555)
+        os.chmod(locked, 0o555)
+        p = run(prefix + roscope_cmd, "load", PINGPONG, "-o", os.path.join(locked, "run.duckdb"))
+        assert_no_crash(p)
+        assert p.returncode == 1, p.stderr
+        assert p.stderr.strip() == f"roscope: error: {locked}/run.duckdb: cannot write in {locked}: Permission denied"
+        assert os.listdir(locked) == []
+
+
+# ----------------------------------------------------------------- item 6: SIGINT while tables are written
+
+
+@pytest.mark.parametrize("phase, size", [(".tmp.wal", 0), (".tmp.wal", 1 << 20), (".tmp.wal", 2 << 20), (".tmp", 256 << 10)],
+                         ids=["first-table", "tables-1MiB", "tables-2MiB", "checkpoint"])
+def test_sigint_while_load_writes_tables(phase, size, tmp_path, pp_db, roscope_cmd):
+    """A real `load --force` of the Autoware trace over an old database, SIGINT sent
+    while it writes its tables (its log `.tmp.wal` grows past `size`: DuckDB scans
+    Arrow tables, calling Python) or checkpoints them into the file (the `.tmp`
+    file grows): exit 130, no traceback, the old database untouched (bytes,
+    inode), no partial, temporary or log file left."""
+    out = tmp_path / "run.duckdb"
+    shutil.copyfile(pp_db, out)
+    before = (md5(out), os.stat(out).st_ino)
+    proc = subprocess.Popen([*roscope_cmd, "load", AUTOWARE, "-o", str(out), "--force"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def writing() -> bool:
+        for n in os.listdir(tmp_path):
+            with contextlib.suppress(FileNotFoundError):
+                if n.endswith(phase) and os.path.getsize(tmp_path / n) > size:
+                    return True
+        return False
+
+    deadline = time.monotonic() + 120
+    while not writing():
+        assert proc.poll() is None, f"load ended before writing its {phase}: {proc.stderr.read()}"
+        assert time.monotonic() < deadline
+        time.sleep(0.0005)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert_no_crash((proc.returncode, err), "load")
+    assert proc.returncode == 130, err
+    assert (md5(out), os.stat(out).st_ino) == before
+    assert os.listdir(tmp_path) == ["run.duckdb"]
+
+
+# ----------------------------------------------------------------- item 11: escapes in flow and executor
+
+
+@pytest.fixture(scope="module")
+def esc_db(tmp_path_factory, roscope_cmd) -> str:
+    """pingpong with ESC in the names of `ping` (node, process, topic /ping; same
+    length, so every packet stays valid), checked with babeltrace2; and its database."""
+    d = tmp_path_factory.mktemp("esc")
+    trace = copy_trace(PINGPONG, d / "pingpong")
+    for f in glob.glob(os.path.join(trace, CHANNEL, "ros2_*")):
+        data = open(f, "rb").read()
+        open(f, "wb").write(data.replace(b"ping\x00", b"p\x1bng\x00"))
+    names = set()
+    for ev in oracle.Reading(trace).events():
+        names.update(v for v in {**ev.get("payload", {}), **ev.get("context", {})}.values()
+                     if isinstance(v, str) and "\x1b" in v)
+    assert {"p\x1bng", "/p\x1bng"} <= names
+    p = run(roscope_cmd, "load", trace, "-o", d / "esc.duckdb")
+    assert p.returncode == 0, p.stderr
+    return str(d / "esc.duckdb")
+
+
+@pytest.mark.parametrize("argv", [["executor"], ["flow", "--from", ".", "--to", "."]], ids=["executor", "flow"])
+def test_text_output_escapes_trace_strings(argv, esc_db, roscope_cmd):
+    p = run(roscope_cmd, *argv, esc_db)
+    assert p.returncode == 0, p.stderr
+    assert "\x1b" not in p.stdout and "\x1b" not in p.stderr
+    assert "/p\\x1bng" in p.stdout, p.stdout
+
+
+# ----------------------------------------------------------------- item 3: error exits under CPU load
+
+
+def test_error_exits_under_cpu_load(tmp_path, pp_db, trunc_meta, roscope_cmd):
+    """Two busy processes take both cores while 30 `roscope` runs fail, 10 at a
+    time: a trace with truncated metadata for load and stats (once 3 crashes in 30:
+    SIGABRT/SIGSEGV at exit, `FATAL: exception not rethrown`), a missing path, a bad
+    regex, a truncated database. Each exits 1 with one `roscope: error:` line."""
+    bad_db = tmp_path / "bad.duckdb"
+    shutil.copyfile(pp_db, bad_db)
+    os.truncate(bad_db, 4096 + 100)
+    runs = []
+    for i in range(10):
+        runs += [["stats", trunc_meta], ["load", trunc_meta, "-o", str(tmp_path / f"out{i}.duckdb")]]
+    runs += [["stats", str(tmp_path / "missing")]] * 3 + [["load", str(tmp_path / "missing"), "-o", str(tmp_path / "m.duckdb")]]
+    runs += [["flow", trunc_meta, "--from", "(", "--to", "."], ["flow", pp_db, "--from", ".", "--to", "[z-a]"]]
+    runs += [["stats", str(bad_db)], ["executor", str(bad_db)]] * 2
+    assert len(runs) == 30
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    results = []
+    try:
+        for k in range(0, len(runs), 10):
+            wave = [(argv, subprocess.Popen([*roscope_cmd, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                            text=True)) for argv in runs[k:k + 10]]
+            results += [(argv, p.wait(timeout=300), p.communicate()[1]) for argv, p in wave]
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    bad = [(argv, rc, err) for argv, rc, err in results
+           if rc != 1 or CRASH_TEXT.search(err) or not err.startswith("roscope: error: ") or len(err.splitlines()) != 1]
+    assert not bad, "\n".join(f"{' '.join(a)}: exit {rc}\n{e[-1500:]}" for a, rc, e in bad[:5])
+    assert all("metadata" in err for argv, _, err in results if trunc_meta in argv and argv[0] != "flow")
+    assert sorted(os.listdir(tmp_path)) == ["bad.duckdb"]
