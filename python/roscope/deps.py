@@ -557,6 +557,20 @@ class _Unit:
             self.summaries[usr] = fn.result()
         return self.summaries[usr]
 
+    def declaration(self, ref):
+        """A function the user declares (not a library's) whose definition is not in this unit."""
+        if ref is None:
+            return None
+        tmpl = _CI.conf.lib.clang_getSpecializedCursorTemplate(ref)
+        cand = tmpl if tmpl is not None else ref
+        if not self.is_user(cand):
+            return None
+        parent = cand.semantic_parent
+        if parent is not None and parent.location.file is not None and cand.location.file is not None and (
+                parent.location.offset == cand.location.offset):
+            return None  # implicit (copy constructor, assignment ...): as a library's
+        return cand
+
     @staticmethod
     def lambda_usr(lam) -> str:
         loc = lam.location
@@ -851,7 +865,11 @@ class _Fn:
         elif t.kind == ci.TypeKind.POINTER:
             self.alias[usr] = self.ptr_value(self.refs(init), init)
         elif _pointer_like(t):
-            r = self.refs(init)
+            self.dest.append([((("var", usr),), False, None)])
+            try:
+                r = self.refs(init)
+            finally:
+                self.dest.pop()
             self.record("r", r, init, init.type)
             self.alias[usr] = [(p, a, cd if cd is not None else (None if a else len(p))) for p, a, cd in r]
         else:
@@ -1224,6 +1242,9 @@ class _Fn:
         d = self.u.definition(ref)
         if d is not None:
             return self.user_call(c, ref, d, obj, args)
+        decl = self.u.declaration(ref)
+        if decl is not None:  # declared by the user, defined elsewhere: resolved over all sources
+            return self.user_call(c, ref, decl, obj, args)
         return self.library_call(c, ref, obj, args, objtype)
 
     def _bind_args(self, args, ptypes):
@@ -1259,7 +1280,7 @@ class _Fn:
         if ref.result_type.kind not in (_CI.TypeKind.LVALUEREFERENCE, _CI.TypeKind.RVALUEREFERENCE,
                                         _CI.TypeKind.POINTER):
             return []
-        s = self.u.summary(d)
+        s = self.u.summary(d) if _has_body(d) else None
         if s is None:
             return list(obj or [])
         out = []
@@ -1499,7 +1520,11 @@ class _Fn:
         base = [ch for ch in kids[0].get_children() if ch.kind.is_expression()]
         if not base:
             return ["this", self.cls]
-        b = _strip_parens(base[0])
+        return self._handle_of(base[0])
+
+    def _handle_of(self, b):
+        K = self.K
+        b = _strip_parens(b)
         if b.kind == K.CXX_THIS_EXPR:
             return ["this", self.cls]
         if b.kind == K.MEMBER_REF_EXPR and b.referenced is not None:
@@ -1514,8 +1539,9 @@ class _Fn:
                 if lit is not None:
                     self.u.inits.setdefault(r.get_usr(), lit)
                 return ["var", r.get_usr()]
-        if b.kind == K.CALL_EXPR:  # node->..., via operator-> of a shared_ptr
-            return self._handle(b) if list(b.get_children()) else None
+        if b.kind == K.CALL_EXPR and b.referenced is not None and b.referenced.spelling in ("operator->", "operator*"):
+            args = list(b.get_arguments())  # node->create_subscription(...): the shared_ptr variable
+            return self._handle_of(args[0]) if args else None
         return None
 
     def callable(self, a, rest):
@@ -1527,7 +1553,8 @@ class _Fn:
             return None
         if e.kind == K.LAMBDA_EXPR:
             s = self.u.lambda_summary(e, self)
-            return {"callable": s["usr"], "callable_kind": "lambda", "symbol": _lambda_symbol(e),
+            sym, alt = _lambda_symbol(e, self.lambda_number(e))
+            return {"callable": s["usr"], "callable_kind": "lambda", "symbol": sym, "symbol_alternatives": alt,
                     "this": self.this_refs(), "function": s["name"], "defined_at": self.u.loc(e)}
         if e.kind == K.UNARY_OPERATOR and _unop(e) == "&":
             inner = [ch for ch in e.get_children() if ch.kind.is_expression()]
@@ -1552,6 +1579,23 @@ class _Fn:
                     inner["callable_kind"] = "bind"
                     return inner
         return None
+
+    def lambda_number(self, lam) -> int | None:
+        """The position (from 1) of `lam` among the lambdas written directly in this
+        function, in source order: GCC's number in a lambda's name."""
+        if not hasattr(self, "_lambdas"):
+            found = []
+
+            def walk(c):
+                for ch in c.get_children():
+                    if ch.kind == self.K.LAMBDA_EXPR:
+                        found.append(ch.extent.start.offset)
+                    else:
+                        walk(ch)
+            walk(self.c)  # (when this function is itself a lambda: its own body)
+            self._lambdas = sorted(found)
+        off = lam.extent.start.offset
+        return self._lambdas.index(off) + 1 if off in self._lambdas else None
 
     def _function_callable(self, r, rest, kind):
         d = self.u.definition(r)
@@ -1690,15 +1734,44 @@ def _find_lambda(c):
     return e if e is not None and e.kind == _CI.CursorKind.LAMBDA_EXPR else None
 
 
-def _lambda_symbol(lam) -> str | None:
-    """The demangled closure type, as the tracers record a lambda callback."""
+def _lambda_symbol(lam, gcc_number: int | None) -> tuple[str | None, list[str]]:
+    """The demangled closure type, as the tracers record a lambda callback, and
+    the other spelling. The Itanium ABI numbers a function's lambdas per
+    signature (clang: `{lambda()#1}` for the first timer lambda after two
+    subscription lambdas); GCC numbers them all in order (`{lambda()#3}`), and
+    ROS is built with GCC: the GCC form comes first."""
     decl = lam.type.get_declaration()
     op = next((ch for ch in decl.get_children() if ch.spelling == "operator()"), None) if decl is not None else None
     if op is None or not op.mangled_name:
-        return None
+        return None, []
     s = demangle([op.mangled_name])[0]
     i = s.rfind("}::operator()")
-    return s[:i + 1] if i >= 0 else None
+    if i < 0:
+        return _local_lambda_symbol(s, gcc_number), []
+    abi = s[:i + 1]
+    m = re.search(r"#(\d+)\}$", abi)
+    if gcc_number is None or m is None or int(m.group(1)) == gcc_number:
+        return abi, []
+    return abi[:m.start()] + f"#{gcc_number}}}", [abi]
+
+
+def _local_lambda_symbol(s: str, number: int | None) -> str | None:
+    """clang names a lambda of a function that is not inline (e.g. main) `$_N`
+    (internal linkage): 'main::$_0::operator()(P) const' -> 'main::{lambda(P)#k}',
+    GCC's name, with k its position among the function's lambdas."""
+    found = list(re.finditer(r"\$_\d+::operator\(\)\(", s))
+    m = found[-1] if found else None
+    if m is None or number is None:
+        return None
+    depth, j = 1, m.end()
+    while j < len(s) and depth:
+        depth += {"(": 1, ")": -1}.get(s[j], 0)
+        j += 1
+    params = s[m.end():j - 1]
+    prefix = s[:m.start()]
+    if "$_" in prefix:
+        return None  # a lambda inside a local lambda: its context has no GCC name here
+    return f"{prefix}{{lambda({params})#{number}}}"
 
 
 def _registration_api(ref):
@@ -2262,7 +2335,8 @@ def _callback_entry(reg: dict, cid: str, ros_name, summary: dict) -> dict:
         "id": cid, "kind": reg["kind"], "api": reg["api"],
         "topic": reg["topic"], "topic_expr": reg["topic_expr"],
         "period_ns": reg["period_ns"], "period_expr": reg["period_expr"],
-        "symbol": reg.get("symbol"), "callable": reg.get("callable_kind"), "function": reg.get("function"),
+        "symbol": reg.get("symbol"), "symbol_alternatives": reg.get("symbol_alternatives") or [],
+        "callable": reg.get("callable_kind"), "function": reg.get("function"),
         "registered_at": _rel(reg["loc"]),
         "defined_at": _rel(reg["defined_at"]) if reg.get("defined_at") else None,
         "instances": "many" if reg["in_loop"] else "one", "ros_name": ros_name, **summary,
@@ -2431,7 +2505,11 @@ def match(db, deps) -> tuple[dict[str, list[dict]], dict]:
     report = {"matched": [], "unmatched": [], "ambiguous": [], "trace_unmatched": []}
     taken: set[int] = set()
     for cb in cbs:
-        hit = [t for t in by_sym.get(_norm_symbol(cb.get("symbol")) or "\0", []) if t["kind"] == cb["kind"]]
+        hit = []
+        for sym in [cb.get("symbol")] + list(cb.get("symbol_alternatives") or []):
+            hit = [t for t in by_sym.get(_norm_symbol(sym) or "\0", []) if t["kind"] == cb["kind"]]
+            if hit:
+                break
         if hit:
             found[cb["id"]] = hit
             taken.update(t["callback_id"] for t in hit)
