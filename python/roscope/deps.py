@@ -1368,6 +1368,8 @@ class _Fn:
             if cls in _MAPS and name == "operator[]" and not ref.is_const_method():
                 self.record("w", obj, c)
                 idx = None
+            if name in ("find", "lower_bound", "upper_bound", "equal_range"):
+                self.record("r", obj, c)  # a search reads the container
             step = ("[", idx)
             addr = name in ("data", "begin", "end", "rbegin", "rend", "cbegin", "cend", "find", "lower_bound",
                             "upper_bound")
@@ -1924,9 +1926,8 @@ def _ratio(t):
 
 
 def _parse(ci, index, source: str, args: list[str]):
-    opts = ci.TranslationUnit.PARSE_INCOMPLETE if False else 0
     try:
-        return index.parse(source, args=args, options=opts)
+        return index.parse(source, args=args)
     except ci.TranslationUnitLoadError as exc:
         raise InputError(f"{source}: libclang could not parse it ({exc})") from None
 
@@ -1964,41 +1965,72 @@ def _diagnostics(ci, tu, source: str) -> list[str]:
     return out
 
 
+class _UnitData:
+    """What phase 2 needs of one translation unit (picklable: units can be analysed in worker processes)."""
+
+    FIELDS = ("summaries", "regs", "pubs", "names", "kinds", "overrides", "inits")
+
+    def __init__(self, unit: _Unit):
+        for f in self.FIELDS:
+            setattr(self, f, getattr(unit, f))
+
+
+def _analyze_one(source: str, args: list[str], how: str) -> tuple[_UnitData, dict]:
+    ci = _cindex()
+    t0 = time.perf_counter()
+    tu = _parse(ci, ci.Index.create(), source, args)
+    errors = _diagnostics(ci, tu, source)
+    unit = _Unit(tu)
+    try:
+        unit.run()
+    finally:
+        _QUAL.clear()
+        _FWD.clear()
+    info = {"source": source, "flags_from": how, "errors": errors, "seconds": round(time.perf_counter() - t0, 3)}
+    return _UnitData(unit), info
+
+
 def analyze(sources: Sequence[str], build_dir: str | None = None, flags: Sequence[str] | None = None,
-            progress=None) -> dict:
+            progress=None, jobs: int | None = None) -> dict:
     """The dependency document of the C++ `sources` (see docs/deps.md).
 
     Flags come from `build_dir`/compile_commands.json (a source without an entry,
     e.g. a header, takes the flags of the nearest file the build compiles), and/or
-    from `flags` (added to every source). Raises InputError on a missing file, a
-    bad compilation database or a source that does not parse."""
-    ci = _cindex()
+    from `flags` (added to every source). Sources are parsed in `jobs` worker
+    processes (default: one per CPU). Raises InputError on a missing file, a bad
+    compilation database or a source that does not parse."""
+    _cindex()
     if not sources:
         raise InputError("no source file given")
     for s in sources:
         if not os.path.isfile(s):
             raise InputError(f"{s}: no such file")
     db = CompileDatabase(build_dir) if build_dir is not None else None
-    index = ci.Index.create()
-    units, tus_info = [], []
+    work = [(s, *_tu_args(s, db, flags)) for s in sources]
+    jobs = max(1, min(len(work), jobs if jobs is not None else (os.cpu_count() or 1)))
     t_all = time.perf_counter()
-    for s in sources:
-        t0 = time.perf_counter()
-        args, how = _tu_args(s, db, flags)
-        tu = _parse(ci, index, s, args)
-        errors = _diagnostics(ci, tu, s)
-        unit = _Unit(tu)
-        unit.run()
-        units.append(unit)
-        _QUAL.clear()
-        _FWD.clear()
-        tus_info.append({"source": s, "flags_from": how, "errors": errors,
-                         "seconds": round(time.perf_counter() - t0, 3)})
-        if progress is not None:
-            progress(s, time.perf_counter() - t0, errors)
+    results: dict[str, tuple[_UnitData, dict]] = {}
+    if jobs == 1:
+        for s, args, how in work:
+            results[s] = _analyze_one(s, args, how)
+            if progress is not None:
+                progress(s, results[s][1]["seconds"], results[s][1]["errors"])
+    else:
+        import concurrent.futures as cf
+        import multiprocessing
+
+        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as ex:
+            futures = {ex.submit(_analyze_one, s, args, how): s for s, args, how in work}
+            for fut in cf.as_completed(futures):
+                s = futures[fut]
+                results[s] = fut.result()
+                if progress is not None:
+                    progress(s, results[s][1]["seconds"], results[s][1]["errors"])
+    units = [results[s][0] for s, _a, _h in work]
     doc = _document(units)
     doc["inputs"] = {"sources": list(sources), "build_dir": build_dir, "flags": list(flags or []),
-                     "translation_units": tus_info, "seconds": round(time.perf_counter() - t_all, 3)}
+                     "translation_units": [results[s][1] for s, _a, _h in work],
+                     "seconds": round(time.perf_counter() - t_all, 3)}
     return doc
 
 
@@ -2006,7 +2038,7 @@ class _Closure:
     """Summaries of all units closed over calls: every event a function makes,
     through the functions it calls, in terms of its own this/params/variables."""
 
-    def __init__(self, units: list[_Unit]):
+    def __init__(self, units: list[_UnitData]):
         self.summaries: dict[str, dict] = {}
         self.overrides: dict[str, list[str]] = {}
         self.names: dict[str, str] = {}
@@ -2203,7 +2235,7 @@ def _callback_events(clo: _Closure, reg: dict) -> list[tuple]:
     return _dedupe([(k, _norm_root(p, reg), loc, o, lp, why) for k, p, loc, o, lp, why in evs])
 
 
-def _unique_regs(units: list[_Unit]) -> tuple[list[dict], list[dict], dict[str, str]]:
+def _unique_regs(units: list[_UnitData]) -> tuple[list[dict], list[dict], dict[str, str]]:
     regs, pubs, inits, seen = [], [], {}, set()
     for u in units:
         for r in u.regs:
@@ -2343,7 +2375,7 @@ def _callback_entry(reg: dict, cid: str, ros_name, summary: dict) -> dict:
     }
 
 
-def _document(units: list[_Unit]) -> dict:
+def _document(units: list[_UnitData]) -> dict:
     from roscope import __version__
 
     clo = _Closure(units)

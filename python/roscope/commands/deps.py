@@ -7,6 +7,7 @@ writes the dependency file and shows a summary.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from roscope.commands import _common as C
@@ -24,31 +25,52 @@ def register(sub) -> None:
         "(JSON, docs/deps.md) for `roscope flow --deps`.",
         epilog="Flags come from BUILD_DIR/compile_commands.json (CMake: -DCMAKE_EXPORT_COMPILE_COMMANDS=ON; catkin "
         "and colcon builds pass it on), or from --flags, which comes after roscope's own options: everything after "
-        "it is a compiler flag (-I, -D, -std ...), up to an optional `--` after which sources may follow, e.g. "
-        "roscope deps -o deps.json --flags -I include -std=c++17 -- src/node.cpp",
+        "it is a compiler flag (-I, -D, -std ...) or a source file (an existing .cpp/.hpp ... file that is no "
+        "flag's argument); an optional `--` ends the flags. E.g. roscope deps -o deps.json --flags -I include "
+        "-std=c++17 src/node.cpp",
     )
     p.add_argument("sources", nargs="*", metavar="SOURCE", help="C++ sources (or headers) of the nodes")
     p.add_argument("-p", "--build-dir", metavar="BUILD_DIR", help="directory holding compile_commands.json")
     p.add_argument("-o", "--output", metavar="FILE", help="write the dependency file (JSON) here")
+    p.add_argument("-j", "--jobs", type=C.int_range(1, 256), default=None, metavar="N",
+                   help="parse N sources at a time (default: one per CPU)")
     p.add_argument("--flags", nargs=argparse.REMAINDER, default=None, metavar="FLAG",
                    help="compiler flags for every source (last option; see below)")
     C.add_json(p)
     p.set_defaults(func=run)
 
 
+#: Compiler flags followed by a separate argument.
+_FLAG_ARGS = {"-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros", "-D", "-U", "-x", "-Xclang",
+              "-MF", "-MT", "-MQ", "-o", "-target", "--sysroot", "-isysroot", "-arch", "-std"}
+
+
 def _split(args) -> tuple[list[str], list[str] | None]:
+    """Sources and compiler flags: after --flags, a `--` ends the flags; without it, a
+    word that is not an option's argument and names an existing C/C++ file is a source."""
+    from roscope.deps import _SOURCE_EXT
+
     sources = list(args.sources)
     flags = args.flags
     if flags is not None and "--" in flags:
         k = flags.index("--")
         sources += flags[k + 1:]
         flags = flags[:k]
+    elif flags:
+        kept = []
+        for i, f in enumerate(flags):
+            prev = flags[i - 1] if i else ""
+            if not f.startswith("-") and prev not in _FLAG_ARGS and f.endswith(_SOURCE_EXT) and os.path.isfile(f):
+                sources.append(f)
+            else:
+                kept.append(f)
+        flags = kept
     if flags is not None and not flags:
         raise InputError("--flags needs at least one compiler flag after it")
-    for own in ("-o", "--output", "-p", "--build-dir", "--json"):
+    for own in ("-o", "--output", "-p", "--build-dir", "--json", "-j", "--jobs"):
         if flags is not None and any(f == own or f.startswith(own + "=") for f in flags):
             raise InputError(f"{own} is after --flags, so it would be taken as a compiler flag: put roscope's own "
-                             "options (-o, -p, --json) before --flags")
+                             "options (-o, -p, -j, --json) before --flags")
     if not sources:
         raise InputError("no source file given (roscope deps [-p BUILD_DIR] SOURCE... [--flags FLAG...])")
     return sources, flags
@@ -63,7 +85,7 @@ def run(args) -> int:
         for e in errors:
             C.warn(f"{e} (the analysis of {source} goes on, but may miss what this error hides)")
 
-    doc = deps.analyze(sources, build_dir=args.build_dir, flags=flags, progress=progress)
+    doc = deps.analyze(sources, build_dir=args.build_dir, flags=flags, progress=progress, jobs=args.jobs)
     if args.output:
         deps.write(doc, args.output)
     for u in doc["undecided"]:

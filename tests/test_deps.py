@@ -1,0 +1,493 @@
+"""`roscope deps`: intra-node dependencies from C++ sources (docs/deps.md).
+
+The truth is written by hand, never taken from roscope:
+- examples/ros1_pipeline: its causal-link annotations (roscope::message_link_*
+  calls in src/*.cpp, docs/ros1-tracer.md) say which callbacks feed which;
+- tests/fixtures/deps/src/*.cpp: small nodes, one construct each, with the
+  expected edges in comments next to the code and below;
+- ros-realtime/reference-system: its README's documented node types.
+On live recordings (lttng, ros1), the dependency file is matched to the trace's
+callbacks and the edges are compared with the annotations as babeltrace2 decodes
+them (which callbacks the annotated subscriptions have, and which callbacks
+publish on the annotated publishers).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from roscope import deps
+from roscope.errors import InputError
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "ros1_pipeline"
+FX = REPO / "tests" / "fixtures" / "deps"
+SRC = FX / "src"
+STUB = FX / "rclcpp_stub"
+REFSYS = FX / "reference_system" / "reference_system" / "include"
+
+needs_roscpp = pytest.mark.skipif(not os.path.isfile("/usr/include/ros/ros.h"),
+                                  reason="roscpp's headers are not installed (Debian's ros-core-dev / libroscpp-dev)")
+
+
+def prf(found: set, truth: set) -> tuple[float, float]:
+    tp = len(found & truth)
+    return (tp / len(found) if found else 1.0), (tp / len(truth) if truth else 1.0)
+
+
+def callbacks(doc: dict) -> dict[str, dict]:
+    return {cb["id"]: cb for n in doc["nodes"] for cb in n["callbacks"]}
+
+
+def key(cb: dict) -> str:
+    """A callback named by what it is registered for: 'sub /topic', 'timer 100ms', 'srv name'."""
+    if cb["kind"] == "timer":
+        return f"timer {cb['period_ns'] // 1_000_000}ms" if cb["period_ns"] is not None else f"timer {cb['function']}"
+    return f"{'sub' if cb['kind'] == 'subscription' else 'srv'} {cb['topic']}"
+
+
+def edges_by_key(doc: dict) -> set[tuple[str, str]]:
+    cbs = callbacks(doc)
+    return {(key(cbs[e["from"]]), key(cbs[e["to"]])) for e in doc["edges"]}
+
+
+def compile_commands_from_make(directory: Path, out: Path) -> None:
+    """compile_commands.json for a plain-Makefile build, as a user makes one
+    (`make -nB` lists the compiler commands, like the compiledb tool)."""
+    p = subprocess.run(["make", "-nB", "-C", str(directory)], capture_output=True, text=True, check=True)
+    entries = []
+    for line in p.stdout.splitlines():
+        words = line.split()
+        srcs = [w for w in words if w.endswith(".cpp")]
+        if words and words[0] in ("g++", "c++", "clang++") and srcs:
+            entries.append({"directory": str(directory), "command": line, "file": srcs[0]})
+    assert entries, p.stdout
+    (out / "compile_commands.json").write_text(json.dumps(entries))
+
+
+# ---------------------------------------------------------------- examples/ros1_pipeline
+
+# The truth, by hand from the annotations in the example's sources:
+PIPELINE_TRUTH = {
+    # perception.cpp, Fusion::Fusion: message_link_partial_sync({&sub_lidar_, &sub_imu_}, {&pub_}):
+    # /fused is published by either subscription callback, from the latest message of both.
+    ("Fusion::onLidar", "Fusion::onImu"), ("Fusion::onImu", "Fusion::onLidar"),
+    # planner.cpp, Planner::Planner: message_link_periodic_async({&sub_fused_, &sub_camera_}, {&pub_}):
+    # the timer publishes /plan from what the /fused and /camera callbacks cached.
+    ("Planner::onFused", "Planner::onTimer"), ("Planner::onCamera", "Planner::onTimer"),
+}
+# No other annotation: Filter and the sensors publish from their own input only, Localizer's
+# timer does not use what its /tf_like callback receives, Monitor publishes nothing.
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory, run_roscope):
+    """`roscope deps -p BUILD -o FILE` on the example's sources, with a compile_commands.json
+    made from its Makefile."""
+    build = tmp_path_factory.mktemp("pipeline_build")
+    compile_commands_from_make(EXAMPLE, build)
+    out = build / "deps.json"
+    t0 = time.perf_counter()
+    p = run_roscope("deps", "-p", str(build), "-o", str(out), *sorted(str(s) for s in (EXAMPLE / "src").glob("*.cpp")))
+    seconds = time.perf_counter() - t0
+    assert p.returncode == 0, p.stderr
+    return {"doc": json.loads(out.read_text()), "path": out, "stdout": p.stdout, "seconds": seconds}
+
+
+@needs_roscpp
+@pytest.mark.slow
+def test_pipeline_edges_precision_recall(pipeline):
+    doc = pipeline["doc"]
+    found = {(e["from"], e["to"]) for e in doc["edges"]}
+    precision, recall = prf(found, PIPELINE_TRUTH)
+    print(f"examples/ros1_pipeline: {len(found)} edges, precision {precision:.3f}, recall {recall:.3f}, "
+          f"roscope deps {pipeline['seconds']:.1f} s")
+    assert (precision, recall) == (1.0, 1.0), found
+    assert all(e["certain"] and e["through"] == "member" and not e["cross_node"] for e in doc["edges"])
+    assert doc["undecided"] == []
+    # the causes: the cached member fields
+    by = {(e["from"], e["to"]): e["state"] for e in doc["edges"]}
+    assert "Planner::fused_" in by[("Planner::onFused", "Planner::onTimer")]
+    assert "Planner::camera_" in by[("Planner::onCamera", "Planner::onTimer")]
+    assert {"Fusion::imu_", "Fusion::lidar_"} <= set(by[("Fusion::onImu", "Fusion::onLidar")])
+    assert "Planner::onFused -> Planner::onTimer: Planner::fused_" in pipeline["stdout"]
+
+
+@needs_roscpp
+@pytest.mark.slow
+def test_pipeline_callbacks(pipeline):
+    doc = pipeline["doc"]
+    cbs = callbacks(doc)
+    # Every registration in the sources (subscribe, createTimer, advertiseService), no more.
+    assert sorted(cbs) == sorted([
+        "BurstNode::onTimer", "Filter::onLidar", "Fusion::onImu", "Fusion::onLidar", "Localizer::onTf",
+        "Localizer::onTimer", "Monitor::onBurst", "Monitor::onCameraPy", "Monitor::onFiltered", "Monitor::onLidar",
+        "Monitor::onPlan", "Monitor::onTimer", "Planner::onCamera", "Planner::onFused", "Planner::onStatus",
+        "Planner::onTf", "Planner::onTimer", "SensorNode::onTimer"])
+    assert {k: (cbs[k]["kind"], cbs[k]["topic"]) for k in ("Filter::onLidar", "Planner::onStatus", "Monitor::onBurst")} == {
+        "Filter::onLidar": ("subscription", "/lidar"), "Planner::onStatus": ("service", "/planner/get_status"),
+        "Monitor::onBurst": ("subscription", "/burst")}
+    # Periods known at compile time: ros::Duration(0.5), ros::Duration(0.2); the others come from parameters.
+    assert cbs["Monitor::onTimer"]["period_ns"] == 500_000_000
+    assert cbs["BurstNode::onTimer"]["period_ns"] == 200_000_000
+    assert cbs["Planner::onTimer"]["period_ns"] is None
+    assert cbs["Planner::onTimer"]["period_expr"] == 'ros::Duration(1.0 / param_rate("PIPELINE_PLAN_HZ", 10))'
+    # Symbols as roscope's ROS 1 tracer records them (the demangled member function).
+    assert cbs["Filter::onLidar"]["symbol"] == (
+        "Filter::onLidar(boost::shared_ptr<std_msgs::UInt64MultiArray_<std::allocator<void> > const> const&)")
+    assert cbs["Planner::onStatus"]["symbol"] == ("Planner::onStatus(std_srvs::TriggerRequest_<std::allocator<void> >&, "
+                                                  "std_srvs::TriggerResponse_<std::allocator<void> >&)")
+    assert cbs["SensorNode::onTimer"]["symbol"] == "SensorNode::onTimer(ros::TimerEvent const&)"
+    # What each publishes on (topics given as literals to advertise; SensorNode's comes from its constructor).
+    pubs = {k: sorted({p["topic"] for p in cb["publishes"]}, key=str) for k, cb in cbs.items() if cb["publishes"]}
+    assert pubs == {"BurstNode::onTimer": ["/burst"], "Filter::onLidar": ["/lidar_filtered"],
+                    "Fusion::onImu": ["/fused"], "Fusion::onLidar": ["/fused"], "Localizer::onTimer": ["/tf_like"],
+                    "Planner::onTimer": ["/plan"], "SensorNode::onTimer": [None]}
+    assert cbs["SensorNode::onTimer"]["publishes"][0]["publisher"] == "SensorNode::pub_"
+    # Node names given as literals to the NodeHandles.
+    assert cbs["Fusion::onImu"]["ros_name"] == "/perception/fusion"
+    assert cbs["Planner::onTimer"]["ros_name"] == "/planner"
+    # Locks, ROS handles and the ground-truth log's FILE are not state.
+    for cb in cbs.values():
+        for acc in cb["reads"] + cb["writes"]:
+            assert not re.search(r"::(mu_|nh_|pub_|sub_\w*|timer_)$|gt_\.mu_|gt_\.f_->", acc["state"]), (cb["id"], acc)
+
+
+# ---------------------------------------------------------------- fixtures, one construct each
+
+@pytest.fixture(scope="module")
+def ros1_fixtures():
+    """The ROS 1 fixtures analysed together (ros1_class_helpers.cpp defines what ros1_class.cpp declares)."""
+    srcs = ["ros1_class.cpp", "ros1_class_helpers.cpp", "ros1_lambdas.cpp", "ros1_undecided.cpp"]
+    return deps.analyze([str(SRC / s) for s in srcs], flags=["-std=c++17"])
+
+
+def node_doc(doc: dict, name: str) -> dict:
+    (node,) = [n for n in doc["nodes"] if n["name"] == name]
+    ids = {cb["id"] for cb in node["callbacks"]}
+    return {"nodes": [node], "edges": [e for e in doc["edges"] if e["from"] in ids and e["to"] in ids]}
+
+
+@needs_roscpp
+@pytest.mark.slow
+def test_class_members_containers_const_calls_references(ros1_fixtures):
+    doc = node_doc(ros1_fixtures, "Estimator")
+    # By hand, from ros1_class.cpp (the callbacks named by their topic, relative to the "estimator" NodeHandle):
+    truth = {
+        ("sub raw", "timer 100ms"),     # samples_.push_back -> mean(): samples_.empty(), sum(samples_), size()
+        ("sub reset", "timer 100ms"),   # samples_.clear()   -> the same reads
+        ("sub config", "timer 100ms"),  # gains_["k"] = ...  -> gain(): gains_.find("k"), it->second
+        ("sub mark", "sub stats"),      # clamp_all(filtered_) (non-const reference) -> total(filtered_)
+    }
+    # not: sub mark -> sub stats through last_ (read after the publication); nothing into sub log (publishes nothing)
+    assert edges_by_key(doc) == truth
+    cbs = {key(cb): cb for cb in doc["nodes"][0]["callbacks"]}
+    writes = {k: sorted(a["state"] for a in cb["writes"]) for k, cb in cbs.items()}
+    reads = {k: sorted(a["state"] for a in cb["reads"]) for k, cb in cbs.items()}
+    assert writes["sub raw"] == ["Estimator::samples_"]            # push_back: a write
+    assert writes["sub reset"] == ["Estimator::samples_"]          # clear: a write
+    assert writes["sub config"] == ["Estimator::gains_", "Estimator::gains_[]"]  # map operator[] inserts, = sets
+    assert reads["timer 100ms"] == ["Estimator::gains_", "Estimator::gains_[].second",  # find(), it->second
+                                    "Estimator::samples_", "Estimator::samples_[]"]  # empty(), size(); sum()'s loop
+    assert reads["sub log"] == ["Estimator::samples_"] and writes["sub log"] == []  # size() is const: a read
+    assert "Estimator::last_" in reads["sub stats"]                # read, but after the publication
+    assert "Estimator::filtered_[]" in writes["sub mark"]          # clamp_all's body (the other file) writes elements
+    assert ros1_fixtures["notes"] == []                            # both helpers' definitions were found
+
+
+@needs_roscpp
+@pytest.mark.slow
+def test_declarations_decide_without_definitions():
+    """ros1_class.cpp alone: clamp_all and total are only declared there; the
+    non-const reference is a write, the const reference a read, and it says so."""
+    doc = deps.analyze([str(SRC / "ros1_class.cpp")])
+    assert ("sub mark", "sub stats") in edges_by_key(doc)
+    assert any(n.startswith("no definition of clamp_all (called at ") and "decided from its declaration" in n
+               for n in doc["notes"])
+
+
+@needs_roscpp
+@pytest.mark.slow
+def test_lambdas_in_main_captures_globals_free_functions(ros1_fixtures):
+    doc = node_doc(ros1_fixtures, "main")
+    # By hand, from ros1_lambdas.cpp:
+    truth = {
+        ("sub in", "timer 50ms"),      # [&last] writes last; [&] reads last
+        ("sub offset", "timer 50ms"),  # onOffset (a free function) writes g_offset; corrected() reads it
+        ("sub state", "timer 200ms"),  # [state] writes state->value (shared); [state, &pub] reads it
+    }
+    # not: sub copy -> timer 50ms: [copy_me] writes its own copy (the timer reads main's copy_me)
+    assert edges_by_key(doc) == truth
+    by = {(key(callbacks(doc)[e["from"]]), key(callbacks(doc)[e["to"]])): e for e in doc["edges"]}
+    assert by[("sub in", "timer 50ms")]["state"] == ["main()::last"]
+    assert by[("sub offset", "timer 50ms")]["state"] == ["g_offset"]
+    assert by[("sub state", "timer 200ms")]["state"] == ["main()::state->value"]
+    assert all(e["through"] == "shared" for e in doc["edges"])  # not member state: any node of the process
+    cbs = {key(cb): cb for cb in doc["nodes"][0]["callbacks"]}
+    # s_calls (a file-static) is written by onOffset and read by nobody
+    assert "s_calls" in [a["state"] for a in cbs["sub offset"]["writes"]]
+    # GCC numbers a function's lambdas in order: the two timers are main's 4th and 5th lambdas
+    assert cbs["timer 50ms"]["symbol"] == "main::{lambda(ros::TimerEvent const&)#4}"
+    assert cbs["sub in"]["symbol"] == (
+        "main::{lambda(boost::shared_ptr<std_msgs::Float64_<std::allocator<void> > const> const&)#1}")
+    assert cbs["sub offset"]["symbol"] == "onOffset(boost::shared_ptr<std_msgs::Float64_<std::allocator<void> > const> const&)"
+
+
+@needs_roscpp
+@pytest.mark.slow
+def test_undecided_accesses_are_listed_with_their_location(ros1_fixtures):
+    doc = node_doc(ros1_fixtures, "Odd")
+    und = sorted((u["callback"], u["state"], u["at"].rsplit(":", 1)[0].split("/")[-1]) for u in ros1_fixtures["undecided"]
+                 if u["callback"].startswith("Odd::"))
+    # ros1_undecided.cpp line 19: hook_(value_), a call through a function pointer;
+    # line 26: sscanf(..., &scanned_), a pointer given to a variadic function
+    assert und == [("Odd::onA", "Odd::value_", "ros1_undecided.cpp:19"),
+                   ("Odd::onC", "Odd::scanned_", "ros1_undecided.cpp:26")]
+    # counted as writes, so the edges exist, marked as resting on an undecided access
+    assert edges_by_key(doc) == {("sub a", "sub b"), ("sub c", "sub b")}
+    assert all(not e["certain"] for e in doc["edges"])
+
+
+@pytest.fixture(scope="module")
+def ros2_doc():
+    return deps.analyze([str(SRC / "ros2_nodes.cpp")], flags=["-isystem", str(STUB), "-std=c++17"])
+
+
+def test_ros2_class_lambdas_bind_loops_and_main(ros2_doc):
+    doc = ros2_doc
+    relay, main = node_doc(doc, "Relay"), node_doc(doc, "main")
+    # By hand, from ros2_nodes.cpp:
+    assert edges_by_key(relay) == {
+        ("sub input", "timer 100ms"),          # [this] writes latest_; the timer's publish_latest() reads it
+        ("sub hint", "timer 100ms"),           # std::bind(&Relay::onHint, this, _1) writes hint_
+        ("sub shared_in", "sub shared_in"),    # registered in a loop, all count in shared_count_
+    }  # not sub lane_in -> sub lane_in: each registration counts in its own lanes_[i]
+    assert edges_by_key(main) == {("sub label", "timer 500ms")}  # [&label] -> [&]; count is the timer's own
+    cbs = {key(cb): cb for n in doc["nodes"] for cb in n["callbacks"]}
+    assert cbs["sub lane_in"]["instances"] == cbs["sub shared_in"]["instances"] == "many"
+    assert cbs["timer 100ms"]["ros_name"] == "relay" and cbs["timer 500ms"]["ros_name"] == "counter"
+    assert [p["topic"] for p in cbs["timer 100ms"]["publishes"]] == ["relayed"]
+    assert [p["topic"] for p in cbs["sub lane_in"]["publishes"]] == ["lane_out"]
+    assert [p["topic"] for p in cbs["timer 500ms"]["publishes"]] == ["count"]
+    # Relay's constructor's lambdas, as GCC numbers them (in order: the timer is the 2nd), and the ABI's
+    # per-signature number (clang's) as the alternative.
+    assert cbs["timer 100ms"]["symbol"] == "Relay::Relay()::{lambda()#2}"
+    assert cbs["timer 100ms"]["symbol_alternatives"] == ["Relay::Relay()::{lambda()#1}"]
+    assert cbs["sub input"]["symbol"] == "Relay::Relay()::{lambda(std::shared_ptr<std_msgs::msg::String_<std::allocator<void> > >)#1}"
+    assert cbs["sub hint"]["symbol"] == "Relay::onHint(std::shared_ptr<std_msgs::msg::String_<std::allocator<void> > >)"
+    assert doc["undecided"] == []
+
+
+# ---------------------------------------------------------------- ros-realtime/reference-system
+
+@pytest.fixture(scope="module")
+def refsys():
+    heads = sorted((REFSYS / "reference_system" / "nodes" / "rclcpp").glob("*.hpp"))
+    t0 = time.perf_counter()
+    doc = deps.analyze([str(h) for h in heads], flags=["-I", str(REFSYS), "-isystem", str(STUB), "-std=c++17"])
+    return doc, time.perf_counter() - t0
+
+
+@pytest.mark.slow
+def test_reference_system_matches_its_documented_node_types(refsys):
+    doc, seconds = refsys
+    ns = "nodes::rclcpp_system::"
+    kinds, edges = {}, {}
+    for n in doc["nodes"]:
+        name = n["name"].removeprefix(ns)
+        kinds[name] = sorted((cb["kind"], cb["instances"], bool(cb["publishes"])) for cb in n["callbacks"])
+        d = node_doc(doc, n["name"])
+        pos = {cb["id"]: i for i, cb in enumerate(n["callbacks"])}
+        edges[name] = sorted((pos[e["from"]], pos[e["to"]]) for e in d["edges"])
+    print(f"reference system: {len(doc['inputs']['translation_units'])} node headers in {seconds:.1f} s, "
+          f"{len(doc['edges'])} edges, {len(doc['undecided'])} undecided accesses")
+    # reference_system/README.md, "Base node types":
+    assert kinds == {
+        # Sensor: one publisher, publishes cyclically
+        "Sensor": [("timer", "one", True)],
+        # Transform: one subscriber, one publisher, publishes after processing each message
+        "Transform": [("subscription", "one", True)],
+        # Fusion: 2 subscribers, one publisher, processes when a message was received from all subscriptions
+        "Fusion": [("subscription", "one", True), ("subscription", "one", True)],
+        # Cyclic: N subscribers (one registration in a loop), one publisher, processes cyclically
+        "Cyclic": [("subscription", "many", False), ("timer", "one", True)],
+        # Command: prints output stats every time a message is received (publishes nothing)
+        "Command": [("subscription", "one", False)],
+        # Intersection: like N transform nodes, one-to-one connections (one registration in a loop)
+        "Intersection": [("subscription", "many", True)],
+    }
+    assert edges == {
+        "Sensor": [], "Transform": [], "Command": [],
+        "Fusion": [(0, 1), (1, 0)],    # each input's callback publishes once it has the other's message
+        "Cyclic": [(0, 1)],            # every subscription's cache feeds the timer
+        "Intersection": [],            # N independent transforms: no dependency between the registrations
+    }
+    assert doc["undecided"] == []      # the goal: every access decided
+    assert seconds < 120
+
+
+# ---------------------------------------------------------------- the command and the file
+
+def test_cli_json_and_output_file(run_roscope, tmp_path):
+    out = tmp_path / "deps.json"
+    p = run_roscope("deps", "-o", str(out), "--json", "--flags", "-isystem", str(STUB), "-std=c++17",
+                    str(SRC / "ros2_nodes.cpp"))
+    assert p.returncode == 0, p.stderr
+    printed = json.loads(p.stdout)
+    assert printed == json.loads(out.read_text())
+    assert printed["format"] == "roscope-deps" and printed["version"] == 1
+    assert deps.load(str(out)) == printed
+    assert [f.name for f in tmp_path.iterdir()] == ["deps.json"]  # no temporary file left
+
+
+@pytest.mark.parametrize("case", ["missing_source", "no_compile_db", "bad_compile_db", "option_after_flags",
+                                  "output_dir_missing", "header_not_found", "no_source"])
+def test_cli_errors_name_the_file(run_roscope, tmp_path, case):
+    src = tmp_path / "node.cpp"
+    src.write_text("#include <not_a_header_anywhere.hpp>\nint main() { return 0; }\n")
+    args, expect = {
+        "missing_source": (["deps", "--flags", "-I.", "--", str(tmp_path / "nope.cpp")], "nope.cpp: no such file"),
+        "no_compile_db": (["deps", "-p", str(tmp_path), str(src)], "compile_commands.json: not found"),
+        "bad_compile_db": (["deps", "-p", str(tmp_path), str(src)], "not a valid compilation database"),
+        "option_after_flags": (["deps", "--flags", "-I.", "-o", "x.json", "--", str(src)], "-o is after --flags"),
+        "output_dir_missing": (["deps", "-o", str(tmp_path / "no" / "x.json"), "--flags", "-isystem", str(STUB), "--",
+                                str(SRC / "ros2_nodes.cpp")], "its directory does not exist"),
+        "header_not_found": (["deps", "--flags", "-I.", "--", str(src)], "'not_a_header_anywhere.hpp' file not found"),
+        "no_source": (["deps", "--flags", "-I."], "no source file given"),
+    }[case]
+    if case == "bad_compile_db":
+        (tmp_path / "compile_commands.json").write_text("[{\"file\": ")
+    p = run_roscope(*args)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert p.stderr.startswith("roscope: error: ") and expect in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_write_is_atomic(tmp_path):
+    path = tmp_path / "deps.json"
+    path.write_text("old")
+    with pytest.raises(TypeError):
+        deps.write({"format": "roscope-deps", "bad": object()}, str(path))
+    assert path.read_text() == "old" and [f.name for f in tmp_path.iterdir()] == ["deps.json"]
+
+
+@pytest.mark.parametrize("content, expect", [
+    ("{", "not a JSON dependency file"),
+    ('{"format": "something-else"}', "not a dependency file written by `roscope deps`"),
+    ('{"format": "roscope-deps", "version": 99, "nodes": [], "edges": []}', "version 99"),
+    ('{"format": "roscope-deps", "version": 1, "nodes": [{"callbacks": [{"id": "a", "kind": "subscription"}]}], '
+     '"edges": [{"from": "a", "to": "b"}]}', "names a callback that is not in the file"),
+])
+def test_bad_dependency_files(tmp_path, content, expect):
+    path = tmp_path / "deps.json"
+    path.write_text(content)
+    with pytest.raises(InputError, match=re.escape(expect)) as exc:
+        deps.trace_edges(None, str(path))  # the file is checked before the database is used
+    assert str(path) in str(exc.value)
+    with pytest.raises(InputError, match="no such file"):
+        deps.load(str(tmp_path / "missing.json"))
+
+
+# ---------------------------------------------------------------- matching a recorded trace (live ROS 1)
+
+def _annotation_truth(events: list[dict]) -> set[tuple[int, int]]:
+    """(vpid, callback handle) pairs B depends on A, from the trace's annotations alone:
+    A is the callback of an annotated subscription, B a callback that publishes on one of
+    the annotated publishers (seen inside its callback_start/end), in the same process."""
+    sub_cb, publishing, stack = {}, {}, {}
+    for e in events:
+        n = e["name"].split(":", 1)[-1]
+        if n == "subscription_init":
+            sub_cb[(e["vpid"], e["subscription"])] = e["callback"]
+        elif n == "callback_start":
+            stack.setdefault(e["vtid"], []).append(e["callback"])
+        elif n == "callback_end" and stack.get(e["vtid"]):
+            stack[e["vtid"]].pop()
+        elif n == "publish" and stack.get(e["vtid"]):
+            publishing.setdefault((e["vpid"], e["publisher"]), set()).add(stack[e["vtid"]][-1])
+    truth = set()
+    for e in events:
+        if e["name"].split(":", 1)[-1] in ("message_link_partial_sync", "message_link_periodic_async"):
+            for s in e["subs"]:
+                a = sub_cb[(e["vpid"], s)]
+                for p in e["pubs"]:
+                    truth |= {((e["vpid"], a), (e["vpid"], b)) for b in publishing.get((e["vpid"], p), ()) if b != a}
+    return truth
+
+
+@needs_roscpp
+@pytest.mark.slow
+@pytest.mark.lttng
+@pytest.mark.ros1
+def test_trace_edges_on_a_recorded_pipeline(pipeline, tmp_path):
+    import roscope
+    from test_ros1_pipeline import build_all, read_trace, roscope_record
+
+    build_all()
+    out = tmp_path / "trace"
+    p = roscope_record(["-o", str(out), "--", str(EXAMPLE / "system.sh"), "-d", "4", "-g", str(tmp_path / "gt")])
+    assert p.returncode == 0, p.stderr
+    events, _ = read_trace(out)
+    truth_handles = _annotation_truth(events)
+    assert len(truth_handles) == 4, truth_handles  # Fusion's two callbacks both ways, the planner's two into its timer
+    db = roscope.open(str(out))
+    ids = {(int(r["pid"]), int(r["handle"])): int(r["callback_id"])
+           for r in db.records("SELECT pid, handle, callback_id FROM callbacks_info")}
+    truth = {(ids[a], ids[b]) for a, b in truth_handles}
+    edges, report = deps.trace_edges(db, str(pipeline["path"]))
+    precision, recall = prf(set(edges), truth)
+    print(f"trace edges on a recording of examples/ros1_pipeline: {len(edges)}, precision {precision:.3f}, "
+          f"recall {recall:.3f}")
+    assert (precision, recall) == (1.0, 1.0)
+    # every file callback is a trace callback (by its symbol), SensorNode::onTimer three times (three nodes)
+    assert report["unmatched"] == [] and report["ambiguous"] == []
+    assert {m["by"] for m in report["matched"]} == {"symbol"}
+    assert {m["callback"]: len(m["trace_callbacks"]) for m in report["matched"]}["SensorNode::onTimer"] == 3
+    assert report["trace_unmatched"] == []  # (the rospy nodes do not run without -P)
+
+
+@needs_roscpp
+@pytest.mark.slow
+@pytest.mark.lttng
+@pytest.mark.ros1
+def test_trace_edges_match_lambdas_and_free_functions_by_symbol(ros1_fixtures, tmp_path):
+    """The fixtures, built by GCC and recorded: every callback, lambdas in main included,
+    is found by its symbol, and the edges land on the right trace callbacks."""
+    import roscope
+    from test_ros1_pipeline import read_trace, roscope_record
+
+    subprocess.run(["make", "-s", "-C", str(REPO / "instrument" / "ros1")], check=True, capture_output=True)
+    subprocess.run(["make", "-s", "-C", str(FX)], check=True, capture_output=True)
+    out = tmp_path / "trace"
+    p = roscope_record(["-o", str(out), "--", str(FX / "run_ros1.sh"), "3", str(FX / "build" / "ros1_class"),
+                        str(FX / "build" / "ros1_lambdas")])
+    assert p.returncode == 0, p.stderr
+    events, _ = read_trace(out)
+    # trace callbacks by what they are registered for, from the init events
+    what = {}
+    for e in events:
+        n = e["name"].split(":", 1)[-1]
+        if n == "subscription_init":
+            what[(e["vpid"], e["callback"])] = f"sub {e['topic'].rsplit('/', 1)[-1]}"
+        elif n == "timer_init":
+            what[(e["vpid"], e["callback"])] = f"timer {e['period'] // 1_000_000}ms"
+    db = roscope.open(str(out))
+    name = {int(r["callback_id"]): what[(int(r["pid"]), int(r["handle"]))]
+            for r in db.records("SELECT pid, handle, callback_id FROM callbacks_info")}
+    path = tmp_path / "deps.json"
+    deps.write(ros1_fixtures, str(path))
+    edges, report = deps.trace_edges(db, str(path))
+    assert {m["by"] for m in report["matched"]} == {"symbol"}
+    matched = {m["callback"] for m in report["matched"]}
+    assert matched == {cb for n in ros1_fixtures["nodes"] if n["name"] in ("Estimator", "main") for cb in
+                       [c["id"] for c in n["callbacks"]]}
+    assert {u["callback"] for u in report["unmatched"]} == {"Odd::onA", "Odd::onB", "Odd::onC"}  # not run
+    assert {(name[a], name[b]) for a, b in edges} == {
+        ("sub raw", "timer 100ms"), ("sub reset", "timer 100ms"), ("sub config", "timer 100ms"),
+        ("sub mark", "sub stats"),
+        ("sub in", "timer 50ms"), ("sub offset", "timer 50ms"), ("sub state", "timer 200ms")}
