@@ -505,11 +505,11 @@ def _open_db(path: str, read_only: bool) -> Database:
     try:
         has_meta = con.execute(
             "SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta' AND table_schema = 'main'"
-        ).fetchone()[0]
+        ).fetchall()[0][0]
         if not has_meta:
             raise DatabaseError(f"{path}: a DuckDB file but not a roscope database (no 'meta' table; "
                                 "`roscope load TRACE -o FILE` writes one)")
-        ver = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        ver = (con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall() or [None])[0]
         if ver is None or json.loads(ver[0]) != SCHEMA_VERSION:
             raise DatabaseError(f"{path}: roscope database schema {ver[0] if ver else 'unknown'} is not "
                                 f"{SCHEMA_VERSION} (written by another roscope version); load the trace again")

@@ -23,7 +23,7 @@ from roscope.errors import DatabaseError
 
 
 def is_read_only(db) -> bool:
-    row = db.con.execute("SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    row = (db.con.execute("SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()").fetchall() or [None])[0]
     return bool(row and row[0])
 
 
@@ -37,8 +37,8 @@ def _drop_view(con, name: str) -> None:
     """Drops a result published under `name` on this connection: a registered Arrow
     table, a temporary view or a temporary table (never a stored table)."""
     con.unregister(name)
-    row = con.execute("SELECT table_type FROM information_schema.tables WHERE table_catalog = 'temp' AND table_name = ?",
-                      [name]).fetchone()
+    row = (con.execute("SELECT table_type FROM information_schema.tables WHERE table_catalog = 'temp' AND table_name = ?",
+                       [name]).fetchall() or [None])[0]
     if row:
         kind = "VIEW" if row[0] == "VIEW" else "TABLE"
         con.execute(f'DROP {kind} temp."{name}"')

@@ -19,7 +19,7 @@ _RUNS = "SELECT * FROM callback_runs WHERE end_ts IS NOT NULL"
 
 def trace_span(db: Database) -> tuple[int, int]:
     """(first, last) event time over all threads, ns."""
-    r = db.con.execute("SELECT min(first_ts), max(last_ts) FROM threads").fetchone()
+    r = (db.con.execute("SELECT min(first_ts), max(last_ts) FROM threads").fetchall() or [None])[0]
     return (int(r[0] or 0), int(r[1] or 0))
 
 
@@ -111,7 +111,7 @@ def nodes(db: Database):
 
 def summary(db: Database) -> dict:
     first, last = trace_span(db)
-    q = lambda s: db.con.execute(s).fetchone()[0]  # noqa: E731
+    q = lambda s: db.con.execute(s).fetchall()[0][0]  # noqa: E731
     return {
         "first_ts": first,
         "last_ts": last,

@@ -70,14 +70,14 @@ def quality(con, summary: dict, topics: list[dict]) -> dict:
         "SELECT table_name FROM information_schema.columns WHERE column_name = 'known'").fetchall()}
     for t in OBJECT_TABLES:
         if t in have:  # names from OBJECT_TABLES only, never from the database
-            n = con.execute(f'SELECT count(*) FROM "{t}" WHERE known = 0').fetchone()[0]
+            n = con.execute(f'SELECT count(*) FROM "{t}" WHERE known = 0').fetchall()[0][0]
             if n:
                 unknown[t] = int(n)
-    heur = con.execute("SELECT count(*) FILTER (WHERE heuristic = 1), count(*) FROM links").fetchone()
+    heur = (con.execute("SELECT count(*) FILTER (WHERE heuristic = 1), count(*) FROM links").fetchall() or [None])[0]
     return {
         "events_discarded": int(summary.get("events_discarded") or 0),
         "packets_lost": int(summary.get("packets_lost") or 0),
-        "lost_reports": int(con.execute("SELECT count(*) FROM lost").fetchone()[0]),
+        "lost_reports": int(con.execute("SELECT count(*) FROM lost").fetchall()[0][0]),
         "unmatched_publications": int(sum(t.get("unmatched_publications") or 0 for t in topics)),
         "unmatched_takes": int(sum(t.get("unmatched_takes") or 0 for t in topics)),
         "heuristic_links": int(heur[0]),
@@ -185,7 +185,7 @@ def default_window(con, first: int, last: int, limit: int) -> tuple[int, int]:
     """A window around the middle of the trace holding at most about `limit`
     intervals (callback runs and executor states), at most 1 s and at least 1 ms."""
     n = con.execute("""SELECT (SELECT count(*) FROM callback_runs WHERE end_ts IS NOT NULL)
-                              + (SELECT count(*) FROM executor_states)""").fetchone()[0]
+                              + (SELECT count(*) FROM executor_states)""").fetchall()[0][0]
     length = max(last - first, 1)
     if n > limit:
         length = int(length * limit / n)
