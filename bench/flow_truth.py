@@ -73,6 +73,11 @@ def measure_system(system: str, trace: Path, gt: Path) -> tuple[dict, list[dict]
         r = ft.measure(db, truth, implicit=mode)
         r["system"] = label
         rows.append(r)
+    for rule in getattr(flow, "FALLBACK_RULES", ())[1:]:
+        r = ft.measure(db, truth, implicit="auto", fallback=rule)
+        r["system"] = label
+        r["implicit"] = f"auto/{rule}"
+        rows.append(r)
     if "all_paths" in inspect.signature(flow.data_flows).parameters:
         r = ft.measure(db, truth, implicit="all", all_paths=True)
         r["system"] = label

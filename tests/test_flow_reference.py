@@ -7,7 +7,7 @@ The reference is written separately from crates/flow: its own SQL reads of the
 database, its own implicit-dependency rules and breakdown, recursion with a visited
 set and no caching. roscope runs as a user runs it: `roscope flow DB --store --json`
 on a database written by `roscope load`, with `--all-paths` (the paper keeps one
-flow per path); and by default (one flow per input/output message pair), which must
+flow per path) and `--fallback pairs` (the paper's fallback: every callback pair); and by default (one flow per input/output message pair), which must
 keep exactly the reference's pairs, each once, with the reference's latency.
 """
 from __future__ import annotations
@@ -55,12 +55,14 @@ def databases(tmp_path_factory) -> dict:
     return out
 
 
-def roscope_flow(db: str, from_re: str, to_re: str, implicit: str, all_paths: bool = True) -> tuple[dict, list[dict], dict]:
+def roscope_flow(db: str, from_re: str, to_re: str, implicit: str, all_paths: bool = True,
+                 extra: tuple = ()) -> tuple[dict, list[dict], dict]:
     """`roscope flow --store --json`: its JSON, and the flows and first steps it stored."""
     import roscope
 
     r = subprocess.run([sys.executable, "-m", "roscope", "flow", db, "--from", from_re, "--to", to_re,
-                        "--implicit", implicit, "--store", "--json", *(["--all-paths"] if all_paths else [])],
+                        "--implicit", implicit, "--fallback", "pairs", "--store", "--json",
+                        *(["--all-paths"] if all_paths else []), *extra],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     with roscope.open(db) as d:
@@ -155,3 +157,47 @@ def test_one_flow_per_message_pair(databases, case):
         assert parts in cands, (parts, cands)
         assert {c[0] for c in cands} == {f["latency_ns"]}
     assert js["summary"]["flows"] + js["summary"]["duplicates_dropped"] == len(ref)
+
+
+def test_caps_are_counted_and_say_where_they_cut(databases):
+    """Caps against the reference's flows per output message (outputs in time order):
+    --max-flows-per-output 1 keeps one flow of each output and counts as capped
+    exactly the outputs with more; --max-flows K stops at the first output reached
+    with K flows already found, names it, and keeps every flow before it. A small
+    --memory budget (DuckDB spills) changes nothing."""
+    from_re, to_re = AUTOWARE_FROM, AUTOWARE_TO
+    db = databases["autoware_reference_system"]
+    import roscope
+
+    with roscope.open(db) as d:
+        outs, ref = flow_reference.run(d, from_re, to_re, flow_reference.implicit_pairs(d, "auto"))
+    per_out = Counter(steps[-1][1] for steps in ref)
+    more = {p for p in outs if per_out[p] > 1}
+    assert more and len(ref) > 100
+
+    js, flows, _ = roscope_flow(db, from_re, to_re, "auto", extra=("--max-flows-per-output", "1"))
+    caps = js["summary"]["caps"]
+    assert caps["outputs_capped"] == len(more)
+    assert set(caps["capped_examples"]) <= more and caps["capped_examples"]
+    assert Counter(f["output_publication_id"] for f in flows) == {p: 1 for p in outs if per_out[p]}
+    assert any("reached the cap of 1 candidate flows" in w for w in js["warnings"])
+
+    k = len(ref) // 2
+    found, stop, searched = 0, None, len(outs)
+    for i, p in enumerate(outs):
+        if found >= k:
+            stop, searched = p, i
+            break
+        found += per_out[p]
+    js, flows, _ = roscope_flow(db, from_re, to_re, "auto", extra=("--max-flows", str(k)))
+    s = js["summary"]
+    assert (s["caps"]["stopped_at_publication_id"], s["flows"], s["outputs"], s["outputs_total"]) == \
+        (stop, found, searched, len(outs))
+    assert Counter(f["output_publication_id"] for f in flows) == {p: per_out[p] for p in outs[:searched] if per_out[p]}
+    assert any(f"stopped at the cap of {k:,} flows, at publication {stop} " in w and
+               f"{len(outs) - searched:,} of {len(outs):,} output messages were not searched" in w for w in js["warnings"])
+
+    _, small, _ = roscope_flow(db, from_re, to_re, "auto", extra=("--memory", "64M"))
+    _, big, _ = roscope_flow(db, from_re, to_re, "auto", extra=("--memory", "0"))
+    assert sorted(map(sorted, (f.items() for f in small))) == sorted(map(sorted, (f.items() for f in big)))
+    assert len(small) == len(ref)

@@ -95,11 +95,12 @@ class FlowModel:
         excluded_topics: Sequence[bool] | None = None,
         excluded_callbacks: Sequence[bool] | None = None,
         deps: Sequence[tuple[int, int]] | None = None,
+        fallback: str = "pairs",
         sink: Callable[[str, ArrowTable], object] | None = None,
     ) -> tuple[dict[str, ArrowTable], dict[str, Any]]:
         """Data flows between topics (masks over `topics`); implicit is one of auto,
         all, annotations, none; `deps`: intra-node edges (callback ids) from source
-        analysis. Caps: None is no cap. With `sink`, data_flows and data_flow_steps
+        analysis; `fallback`: pairs, pipelines or timers (auto's fallback edges). Caps: None is no cap. With `sink`, data_flows and data_flow_steps
         go to `sink(name, table)` in chunks and only data_flow_segments and paths are returned.
         Returns (tables, stats: outputs, outputs_total, outputs_capped,
         capped_examples, stopped_at, flows, duplicates_dropped, flows_on_fallback,

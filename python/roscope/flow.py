@@ -30,6 +30,13 @@ from roscope.trace import table_from_core
 
 #: Intra-node dependency modes of `data_flows(implicit=...)`.
 IMPLICIT_MODES = ("auto", "all", "annotations", "none")
+#: Which callback pairs of an undescribed node get a fallback edge under 'auto'
+#: (docs/analyses.md): every timer/subscription pair; the same but for two callbacks
+#: that each publish in most of their runs (two pipelines: the default, chosen by
+#: the precision and recall measured in bench/flow_truth.py); or only subscriptions
+#: into timers.
+FALLBACK_RULES = ("pairs", "pipelines", "timers")
+FALLBACK_RULE = "pipelines"
 #: The latency parts of a data flow, columns of `data_flows` (ns).
 COMPONENTS = ("latency", "communication", "idle", "computation")
 
@@ -194,14 +201,15 @@ def _caps(name: str, value: int | None) -> int | None:
 def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, implicit: str = "auto",
                exact_links: bool = True, max_flows_per_output: int | None = MAX_FLOWS_PER_OUTPUT,
                max_flows: int | None = MAX_FLOWS, all_paths: bool = False, exclude=None, deps=None,
-               all_steps: bool = False, store: bool = False) -> DataFlows:
+               fallback: str = FALLBACK_RULE, all_steps: bool = False, store: bool = False) -> DataFlows:
     """Data flows from topics matching `from_re` to topics matching `to_re` (regexes,
     searched anywhere in the topic name).
 
     `implicit`: intra-node dependencies: 'auto' (annotations where a node has them,
     every pair of its timer and subscription callbacks elsewhere: fallback edges),
     'all' (every pair of callbacks of a node, the data-flow paper's fallback),
-    'annotations' (only the annotated links), or 'none'. `deps`: a dependency file
+    'annotations' (only the annotated links), or 'none'. `fallback`: which pairs
+    get a fallback edge under 'auto' (FALLBACK_RULES). `deps`: a dependency file
     of `roscope deps` (path or dict) or a list of (callback_id, callback_id): its
     edges replace the fallback on the nodes it describes; annotations still win.
     `exact_links=False` ignores transport links and takes the newest publication on
@@ -220,6 +228,8 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
     """
     if implicit not in IMPLICIT_MODES:
         raise InputError(f"unknown implicit-dependency mode {implicit!r} (one of {', '.join(IMPLICIT_MODES)})")
+    if fallback not in FALLBACK_RULES:
+        raise InputError(f"unknown fallback rule {fallback!r} (one of {', '.join(FALLBACK_RULES)})")
     _caps("max_flows_per_output", max_flows_per_output)
     _caps("max_flows", max_flows)
     ctx = ctx or context(db)
@@ -241,10 +251,10 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
 
         raw, stats = ctx.model.data_flows(
             is_in, is_out, implicit, exact_links, max_flows_per_output, all_steps, max_flows=max_flows,
-            all_paths=all_paths, excluded_topics=ex_t, excluded_callbacks=ex_c, deps=edges, sink=sink)
+            all_paths=all_paths, excluded_topics=ex_t, excluded_callbacks=ex_c, deps=edges, fallback=fallback, sink=sink)
         for name, t in raw.items():
             out.append(name, table_from_core(t))
-    n_paths = db.con.execute("SELECT count(*) FROM paths").fetchone()[0]
+    n_paths = db.con.execute("SELECT count(*) FROM paths").fetchall()[0][0]
     compute_ns = int(stats["seconds"] * 1e9)
     flows = stats["flows"]
     summary = {
@@ -252,7 +262,7 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
         "compute_ns": compute_ns, "ns_per_flow": compute_ns / flows if flows else None,
         "trees_cached": stats["trees_cached"], "cache_hits": stats["cache_hits"], "cache_evicted": stats["cache_evicted"],
         "topics_from": [t for t, m in zip(topics, is_in) if m], "topics_to": [t for t, m in zip(topics, is_out) if m],
-        "implicit": implicit, "one_flow_per_pair": not all_paths, "duplicates_dropped": stats["duplicates_dropped"],
+        "implicit": implicit, "fallback_rule": fallback, "one_flow_per_pair": not all_paths, "duplicates_dropped": stats["duplicates_dropped"],
         "flows_on_fallback": stats["flows_on_fallback"],
         "fallback_share": stats["flows_on_fallback"] / flows if flows else None,
         "flows_from_publications": stats["flows_from_publications"],
@@ -266,7 +276,7 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
 
 
 def _pub_where(db, pub: int) -> str:
-    row = db.con.execute("SELECT topic, publish_ts FROM publications_info WHERE publication_id = ?", [pub]).fetchone()
+    row = (db.con.execute("SELECT topic, publish_ts FROM publications_info WHERE publication_id = ?", [pub]).fetchall() or [None])[0]
     return f"publication {pub} on {row[0]} at {row[1]} ns" if row else f"publication {pub}"
 
 
@@ -299,7 +309,7 @@ def _why_none(db, s: dict, is_in, is_out, ctx: FlowContext) -> str:
     if s["outputs_total"] == 0:
         return f"no message was published on the --to topics ({', '.join(s['topics_to'][:5])})"
     ins = [t for t, m in zip(ctx.topics, is_in) if m]
-    n_in = db.con.execute("SELECT count(*) FROM publications_info WHERE list_contains(?, topic)", [ins]).fetchone()[0]
+    n_in = db.con.execute("SELECT count(*) FROM publications_info WHERE list_contains(?, topic)", [ins]).fetchall()[0][0]
     if n_in == 0:
         return f"no message was published on the --from topics ({', '.join(ins[:5])})"
     excl = s["excluded"]

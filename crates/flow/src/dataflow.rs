@@ -274,8 +274,9 @@ impl<'a, 'b> Search<'a, 'b> {
     /// Reads the data flows out of a tree: root-to-node paths (backward in time)
     /// that end at a run which published on an input topic, or at a publication on
     /// an input topic made outside any callback run, honouring the visited set (no
-    /// callback or topic twice on a path) and the exclusions. Returns false when
-    /// `out` reached the per-output cap.
+    /// callback or topic twice on a path) and the exclusions. Returns false when a
+    /// flow was found with `out` already at the per-output cap (more candidates
+    /// exist than the cap lets through).
     fn flows(
         &self,
         t: &Tree,
@@ -284,9 +285,6 @@ impl<'a, 'b> Search<'a, 'b> {
         vis_topic: &mut Vec<i64>,
         out: &mut Vec<Vec<(char, i64)>>,
     ) -> bool {
-        if out.len() >= self.o.max_flows_per_output {
-            return false;
-        }
         let m = self.ix.m;
         let (kind, id) = t.head;
         let (mut pushed_cb, mut pushed_topic) = (false, false);
@@ -319,20 +317,24 @@ impl<'a, 'b> Search<'a, 'b> {
             let topic = self.topic_of_pub(p);
             topic >= 0 && self.o.is_input_topic[topic as usize]
         };
-        if kind == 'r' && path.len() >= 2 {
-            let prev = path[path.len() - 2];
-            if prev.0 == 'p' && on_input(prev.1) {
+        let is_flow = if kind == 'r' {
+            path.len() >= 2 && path[path.len() - 2].0 == 'p' && on_input(path[path.len() - 2].1)
+        } else {
+            path.len() >= 2 && m.pb_run[id as usize] < 0 && on_input(id)
+        };
+        let mut room = true;
+        if is_flow {
+            if out.len() >= self.o.max_flows_per_output {
+                room = false;
+            } else {
                 out.push(path.iter().rev().copied().collect());
             }
-        } else if kind == 'p' && path.len() >= 2 && m.pb_run[id as usize] < 0 && on_input(id) {
-            out.push(path.iter().rev().copied().collect());
         }
-        let mut room = true;
         for c in &t.children {
-            if !self.flows(c, path, vis_cb, vis_topic, out) {
-                room = false;
+            if !room {
                 break;
             }
+            room = self.flows(c, path, vis_cb, vis_topic, out);
         }
         path.pop();
         if pushed_cb {
@@ -341,7 +343,7 @@ impl<'a, 'b> Search<'a, 'b> {
         if pushed_topic {
             vis_topic.pop();
         }
-        room && out.len() < self.o.max_flows_per_output
+        room
     }
 
     /// Where the implicit edge a -> b (runs) comes from.

@@ -37,6 +37,36 @@ impl Implicit {
     }
 }
 
+/// Which callback pairs of a node without annotations or a dependency file get a
+/// fallback edge (`Implicit::Auto`), measured against ground truth in
+/// bench/flow_truth.py (docs/analyses.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FallbackRule {
+    /// Every ordered pair of the node's timer and subscription callbacks.
+    Pairs,
+    /// Every pair of timer and subscription callbacks but those where both publish
+    /// in most of their runs (`passes_its_input_on`): two callbacks that each pass
+    /// their input on themselves are two pipelines; a callback that mostly does not
+    /// publish keeps its input in state for the others (a cache), and one fed by
+    /// others may be their consumer.
+    ApartPipelines,
+    /// From any subscription callback to a timer callback only.
+    IntoTimers,
+}
+
+impl FallbackRule {
+    pub const NAMES: [&'static str; 3] = ["pairs", "pipelines", "timers"];
+
+    pub fn parse(s: &str) -> Option<FallbackRule> {
+        match s {
+            "pairs" => Some(FallbackRule::Pairs),
+            "pipelines" => Some(FallbackRule::ApartPipelines),
+            "timers" => Some(FallbackRule::IntoTimers),
+            _ => None,
+        }
+    }
+}
+
 /// Intra-node dependencies from a dependency file (`roscope deps`), matched to the
 /// trace: edges between callback ids, and the nodes the file describes.
 #[derive(Clone, Copy)]
@@ -49,14 +79,15 @@ pub struct Deps<'a> {
 /// `None` stands for every pair of distinct callbacks of a node, all fallback
 /// edges (`FlowOptions::implicit`).
 pub fn implicit_edges(ix: &Index, mode: Implicit) -> Option<ImplicitEdges> {
-    implicit_edges_with(ix, mode, None)
+    implicit_edges_with(ix, mode, None, FallbackRule::Pairs)
 }
 
 /// `implicit_edges`, with the edges of a dependency file (`roscope deps`, matched to
 /// this trace's callbacks): annotations win on the nodes that have them, the
 /// dependency file's edges hold on the nodes it describes (`deps_nodes`: every node
-/// with a callback it matched), and `mode`'s rule holds elsewhere.
-pub fn implicit_edges_with(ix: &Index, mode: Implicit, deps: Option<Deps>) -> Option<ImplicitEdges> {
+/// with a callback it matched), and `mode`'s rule holds elsewhere ('auto': the
+/// fallback edges of `rule`).
+pub fn implicit_edges_with(ix: &Index, mode: Implicit, deps: Option<Deps>, rule: FallbackRule) -> Option<ImplicitEdges> {
     let m = ix.m;
     if mode == Implicit::All && deps.is_none() {
         return None;
@@ -86,6 +117,12 @@ pub fn implicit_edges_with(ix: &Index, mode: Implicit, deps: Option<Deps>) -> Op
     // Every pair of the node's callbacks ('all'), or of its timers and subscriptions
     // ('auto', on nodes that neither annotations nor the dependency file describe).
     let runnable = |c: i64| matches!(m.cb_kind[c as usize], CallbackKind::Timer | CallbackKind::Subscription);
+    let passes_on = passes_its_input_on(ix);
+    let allowed = |a: i64, b: i64| match rule {
+        FallbackRule::Pairs => true,
+        FallbackRule::ApartPipelines => !(passes_on[a as usize] && passes_on[b as usize]),
+        FallbackRule::IntoTimers => m.cb_kind[a as usize] == CallbackKind::Subscription && m.cb_kind[b as usize] == CallbackKind::Timer,
+    };
     for (node, cbs) in &ix.cbs_of_node {
         let (fallback, every) = match mode {
             Implicit::All => (!described.contains(node), true),
@@ -96,12 +133,26 @@ pub fn implicit_edges_with(ix: &Index, mode: Implicit, deps: Option<Deps>) -> Op
             continue;
         }
         for &a in cbs.iter().filter(|&&c| every || runnable(c)) {
-            for &b in cbs.iter().filter(|&&c| (every || runnable(c)) && c != a) {
+            for &b in cbs.iter().filter(|&&c| (every || runnable(c)) && c != a && (every || allowed(a, c))) {
                 edges.entry((a, b)).or_insert(EdgeSource::Fallback);
             }
         }
     }
     Some(edges)
+}
+
+/// Per callback: whether it published in at least half of its runs (it passes its
+/// input on itself). A callback that publishes now and then (a partial-synchronous
+/// input that sometimes completes the set) still caches for the others.
+fn passes_its_input_on(ix: &Index) -> Vec<bool> {
+    let m = ix.m;
+    (0..m.cb_kind.len())
+        .map(|c| {
+            let runs = &ix.runs_of_cb[c];
+            let publishing = runs.iter().filter(|&&r| !ix.pubs_of_run[r as usize].is_empty()).count();
+            !runs.is_empty() && 2 * publishing >= runs.len()
+        })
+        .collect()
 }
 
 /// Edges that annotations declare.

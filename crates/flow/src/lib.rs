@@ -34,7 +34,7 @@ pub use dataflow::{
     SegmentSet,
 };
 pub use graph::{message_graph, Graph};
-pub use implicit::{implicit_edges, implicit_edges_with, Deps, Implicit};
+pub use implicit::{implicit_edges, implicit_edges_with, Deps, FallbackRule, Implicit};
 pub use index::Index;
 pub use input::{InputError, INPUTS};
 pub use model::{Annotation, AnnotationKind, CallbackKind, Model, NONE};

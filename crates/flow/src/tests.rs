@@ -269,7 +269,7 @@ fn implicit_edges_by_mode() {
     // A dependency file that describes the node replaces the fallback pairs with its
     // own edges: only 3 -> 4.
     let described: HashSet<i64> = [c.cb_node[3]].into_iter().collect();
-    let deps = implicit_edges_with(&ix, Implicit::Auto, Some(Deps { edges: &[(3, 4)], nodes: &described }));
+    let deps = implicit_edges_with(&ix, Implicit::Auto, Some(Deps { edges: &[(3, 4)], nodes: &described }), FallbackRule::Pairs);
     assert_eq!(deps, Some(set(&[(3, 4)], EdgeSource::SourceAnalysis)));
 }
 
@@ -483,9 +483,12 @@ fn one_flow_per_input_output_pair_prefers_the_longest_candidate() {
 fn caps_and_exclusions_are_counted() {
     let m = planner(true).model();
     let base = opts(&m, &["/lidar"], &["/cmd"], Implicit::Auto);
-    // One candidate per output: the output is capped, and named.
+    // One candidate per output: the output (2 candidates) is capped, and named; with
+    // two allowed, it is not.
     let (v, res) = run_search(&m, &FlowOptions { max_flows_per_output: 1, ..base.clone() });
     assert_eq!((v.len(), res.outputs_capped, res.capped_examples.clone()), (1, 1, vec![2]));
+    let (v, res) = run_search(&m, &FlowOptions { max_flows_per_output: 2, ..base.clone() });
+    assert_eq!((v.len(), res.outputs_capped), (2, 0));
     // No flow allowed: the search stops at the first output and says which.
     let (v, res) = run_search(&m, &FlowOptions { max_flows: 0, ..base.clone() });
     assert_eq!((v.len(), res.outputs, res.outputs_total, res.stopped_at), (0, 0, 1, Some(2)));
@@ -529,4 +532,18 @@ fn streamed_tables_equal_collected_ones() {
         false
     });
     assert_eq!((n, res.flows, res.stopped_at), (1, 1, Some(3)));
+}
+
+#[test]
+fn the_pipelines_rule_keeps_two_pass_through_callbacks_apart() {
+    // In /p, the timer and the control subscription publish in every run; the lidar
+    // subscription never does (a cache). Every pair but timer <-> control remains.
+    let m = planner(true).model();
+    let ix = Index::new(&m);
+    let edges = implicit_edges_with(&ix, Implicit::Auto, None, FallbackRule::ApartPipelines).unwrap();
+    let mut got: Vec<(i64, i64)> = edges.keys().copied().collect();
+    got.sort();
+    assert_eq!(got, [(0, 1), (0, 2), (1, 0), (2, 0)]);
+    let all = implicit_edges_with(&ix, Implicit::Auto, None, FallbackRule::Pairs).unwrap();
+    assert_eq!(all.len(), 6);
 }

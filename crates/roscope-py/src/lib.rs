@@ -290,7 +290,7 @@ impl FlowModel {
     /// all four are returned. Returns ({table name: ArrowTable}, stats).
     #[pyo3(signature = (
         is_input, is_output, implicit="auto", exact_links=true, max_flows_per_output=10000, all_steps=false, *,
-        max_flows=None, all_paths=false, excluded_topics=None, excluded_callbacks=None, deps=None, sink=None
+        max_flows=None, all_paths=false, excluded_topics=None, excluded_callbacks=None, deps=None, fallback="pairs", sink=None
     ))]
     #[expect(clippy::too_many_arguments, reason = "the keyword arguments of a Python method")]
     fn data_flows<'py>(
@@ -307,6 +307,7 @@ impl FlowModel {
         excluded_topics: Option<Vec<bool>>,
         excluded_callbacks: Option<Vec<bool>>,
         deps: Option<Vec<(i64, i64)>>,
+        fallback: &str,
         sink: Option<Bound<'py, PyAny>>,
     ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
         let (nt, nc) = (self.m.n_topics(), self.m.cb_label.len());
@@ -326,6 +327,13 @@ impl FlowModel {
                 roscope_flow::Implicit::NAMES.join(", ")
             )));
         };
+        let Some(rule) = roscope_flow::FallbackRule::parse(fallback) else {
+            return Err(PyValueError::new_err(format!(
+                "unknown fallback rule {:?} (one of {})",
+                fallback,
+                roscope_flow::FallbackRule::NAMES.join(", ")
+            )));
+        };
         let m = &self.m;
         let ix = roscope_flow::Index::new(m);
         let described: std::collections::HashSet<i64> =
@@ -340,7 +348,12 @@ impl FlowModel {
             ..roscope_flow::FlowOptions::new(
                 is_input,
                 is_output,
-                roscope_flow::implicit_edges_with(&ix, mode, deps.as_deref().map(|edges| roscope_flow::Deps { edges, nodes: &described })),
+                roscope_flow::implicit_edges_with(
+                    &ix,
+                    mode,
+                    deps.as_deref().map(|edges| roscope_flow::Deps { edges, nodes: &described }),
+                    rule,
+                ),
             )
         };
         let t0 = std::time::Instant::now();

@@ -59,6 +59,28 @@ def add_inputs(parser: argparse.ArgumentParser, db: bool = True, help: str | Non
         help = ("trace directories (any directory above 'metadata' files), or one database written by "
                 "`roscope load`") if db else "trace directories (any directory above 'metadata' files)"
     parser.add_argument("inputs", nargs="+", metavar="TRACE|DB" if db else "TRACE", help=help)
+    if db:
+        parser.add_argument("--memory", type=size, metavar="SIZE", default=None,
+                            help="DuckDB's memory budget (e.g. 512M, 2G; default 1G; 0: DuckDB's own, 80%% of RAM): "
+                                 "larger results and queries spill to a temporary directory")
+
+
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20, "mib": 2**20,
+          "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40, "tib": 2**40}
+
+
+def size(text: str) -> int:
+    """An argparse ``type=`` for a size in bytes: ``512M``, ``2G``, ``300MiB``, ``0``."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = m and _UNITS.get(m.group(2).lower())
+    if not unit:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 512M, 2G, 0)")
+    v = int(float(m.group(1)) * unit)
+    if v and v < 64 * 2**20:
+        raise argparse.ArgumentTypeError(f"{text!r} is below DuckDB's useful minimum of 64M")
+    if v > 2**50:
+        raise argparse.ArgumentTypeError(f"{text!r} is too large")
+    return v
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:
@@ -106,8 +128,8 @@ def open_inputs(args, writable: bool = False):
                              "give one database, or trace directories only")
         if getattr(args, "no_heuristics", False):
             warn(f"{dbs[0]}: --no-heuristics has no effect on a database (its links were made by `roscope load`)")
-        return _db.open(dbs[0], read_only=not writable)
-    return _db.open(paths, heuristics=not getattr(args, "no_heuristics", False))
+        return _db.open(dbs[0], read_only=not writable, memory=getattr(args, "memory", None))
+    return _db.open(paths, heuristics=not getattr(args, "no_heuristics", False), memory=getattr(args, "memory", None))
 
 
 # ---------------------------------------------------------------- reporting

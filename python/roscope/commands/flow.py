@@ -34,6 +34,11 @@ def register(sub) -> None:
     p.add_argument("--implicit", choices=["auto", "all", "annotations", "none"], default="auto",
                    help="intra-node dependencies: annotations where present and every callback pair elsewhere (auto), "
                         "every pair (all), annotations only, or none")
+    p.add_argument("--fallback", choices=["pairs", "pipelines", "timers"], default=None,
+                   help="on nodes without annotations or --deps, which callback pairs are assumed to depend (auto): "
+                        "every timer/subscription pair; the same but for two callbacks that each publish in most "
+                        "of their runs (two pipelines; the default); or only subscriptions into timers "
+                        "(docs/analyses.md has the measured precision and recall)")
     p.add_argument("--exclude", action="append", metavar="RE", default=[],
                    help="leave out topics and callbacks matching RE (callbacks by `node kind(topic)`, so a node name "
                         "excludes its callbacks); repeatable; what was excluded is reported")
@@ -97,7 +102,8 @@ def collect(db, args) -> dict:
     links = fl.causal_links(db, ctx, store=args.store)
     res = fl.data_flows(db, args.from_re, args.to_re, ctx, implicit=args.implicit, exact_links=not args.no_exact_links,
                         max_flows=args.max_flows or None, max_flows_per_output=args.max_flows_per_output or None,
-                        all_paths=args.all_paths, exclude=args.exclude or None, deps=args.deps, store=args.store)
+                        all_paths=args.all_paths, exclude=args.exclude or None, deps=args.deps,
+                        fallback=args.fallback or fl.FALLBACK_RULE, store=args.store)
     summary = dict(res)
     flow_warnings = summary.pop("warnings")
     return C.clean({"summary": summary, "causal_links": links.num_rows, "paths": fl.path_stats(db),
