@@ -491,3 +491,20 @@ def test_trace_edges_match_lambdas_and_free_functions_by_symbol(ros1_fixtures, t
         ("sub raw", "timer 100ms"), ("sub reset", "timer 100ms"), ("sub config", "timer 100ms"),
         ("sub mark", "sub stats"),
         ("sub in", "timer 50ms"), ("sub offset", "timer 50ms"), ("sub state", "timer 200ms")}
+
+
+@needs_roscpp
+@pytest.mark.slow
+def test_virtual_calls_templates_bindings_algorithms():
+    doc = deps.analyze([str(SRC / "ros1_more.cpp")])
+    # By hand, from the comments of ros1_more.cpp:
+    assert edges_by_key(doc) == {
+        ("sub a", "timer 250ms"), ("sub b", "timer 250ms"), ("sub c", "timer 250ms"), ("sub d", "timer 250ms"),
+        ("sub names", "timer 250ms"), ("sub fn", "timer 250ms"), ("sub b", "sub d"), ("sub b", "sub names")}
+    cbs = {key(cb): cb for n in doc["nodes"] for cb in n["callbacks"]}
+    writes = {k: {a["state"] for a in cb["writes"]} for k, cb in cbs.items()}
+    assert "Stress::impl_->acc" in writes["sub a"]        # Impl::step, through the Base interface
+    assert "Stress::buf_.data_" in writes["sub a"]        # Buffer<double>::put's push_back
+    assert {"Stress::history_[]", "Stress::names_[]", "Stress::raw_", "Stress::t1_", "Stress::t2_"} <= writes["sub b"]
+    assert "Stress::table_[].second" in writes["sub d"]   # it->second.clear()
+    assert doc["undecided"] == []

@@ -300,6 +300,16 @@ _MUTATORS = {"push_back", "push_front", "emplace_back", "emplace_front", "emplac
 _PASS_THROUGH = {"std::move", "std::forward", "std::ref", "std::cref", "std::as_const", "boost::ref",
                  "boost::cref", "std::addressof", "std::move_if_noexcept"}
 _BIND = {"std::bind", "boost::bind", "std::bind_front"}
+#: Library functions that give (a part of) their argument: std::get<1>(t) is t's element, not a write of t.
+_PART_OF = {"std::get", "std::get_if", "boost::get", "std::begin", "std::end", "std::cbegin", "std::cend",
+            "std::rbegin", "std::rend", "std::data"}
+#: Algorithms that only read through the iterators they are given (others, e.g. std::sort, write through them).
+_READ_ONLY_ALGOS = {f"std::{n}" for n in (
+    "find", "find_if", "find_if_not", "find_end", "find_first_of", "count", "count_if", "accumulate", "reduce",
+    "all_of", "any_of", "none_of", "min_element", "max_element", "minmax_element", "equal", "mismatch", "distance",
+    "lower_bound", "upper_bound", "binary_search", "equal_range", "search", "search_n", "adjacent_find", "is_sorted",
+    "is_sorted_until", "includes", "inner_product", "lexicographical_compare", "next", "prev", "is_permutation",
+    "transform_reduce", "partial_sum", "adjacent_difference")}
 
 # (class or namespace, name) -> (kind, argument index of the topic, service name or period)
 _ROS1_API = {"subscribe": ("subscription", 0), "createTimer": ("timer", 0), "createWallTimer": ("timer", 0),
@@ -786,6 +796,8 @@ class _Fn:
             for ch in c.get_children():
                 if ch.kind == K.VAR_DECL:
                     self.vardecl(ch)
+                elif ch.kind == K.UNEXPOSED_DECL and self._bindings(ch):
+                    self.decomposition(ch)
         elif k == K.CXX_FOR_RANGE_STMT:
             self.loop(c, self._range_for)
         elif k in (K.FOR_STMT, K.WHILE_STMT, K.DO_STMT):
@@ -826,7 +838,7 @@ class _Fn:
 
     def _range_for(self, c) -> None:
         kids = list(c.get_children())
-        var = next((ch for ch in kids if ch.kind == self.K.VAR_DECL), None)
+        var = next((ch for ch in kids if ch.kind in (self.K.VAR_DECL, self.K.UNEXPOSED_DECL)), None)
         rng = next((ch for ch in kids if ch.kind.is_expression()), None)
         rrefs = self.refs(rng) if rng is not None else []
         elems = []
@@ -837,15 +849,44 @@ class _Fn:
                 elems.append((p + (_ELEM,), False, cd))
         if var is not None:
             t = var.type.get_canonical()
+            names = self._bindings(var) or [self._vkey(var)]
             if t.kind in (_CI.TypeKind.LVALUEREFERENCE, _CI.TypeKind.RVALUEREFERENCE):
-                self.alias[var.get_usr()] = elems
+                for n in names:
+                    self.alias[n] = elems
             else:
                 self.record("r", elems, var, var.type)
                 if _pointer_like(var.type):
-                    self.alias[var.get_usr()] = [(p, a, len(p)) for p, a, cd in elems]
-        for ch in kids:
-            if ch.kind.is_statement():
-                self.stmt(ch)
+                    for n in names:
+                        self.alias[n] = [(p, a, len(p)) for p, a, cd in elems]
+        body = kids[-1] if len(kids) >= 3 else None  # (the loop variable, the range, the body)
+        if body is not None and body is not rng:
+            self.stmt(body)
+
+    def _bindings(self, c) -> list[str]:
+        """The names bound by a structured binding declaration (auto& [a, b] = ...)."""
+        if c.kind != self.K.UNEXPOSED_DECL:
+            return []
+        return [self._vkey(ch) for ch in c.get_children() if ch.kind == self.K.UNEXPOSED_DECL]
+
+    @staticmethod
+    def _vkey(c) -> str:
+        return c.get_usr() or f"{c.location.offset}:{c.spelling}"
+
+    def decomposition(self, c) -> None:
+        """auto& [a, b] = x: a and b stand for (parts of) x; by value, x is read."""
+        init = None
+        for ch in c.get_children():
+            if ch.kind.is_expression():
+                init = ch
+        if init is None:
+            return
+        t = c.type.get_canonical()
+        if t.kind in (_CI.TypeKind.LVALUEREFERENCE, _CI.TypeKind.RVALUEREFERENCE):
+            r = self.refs(init)
+            for n in self._bindings(c):
+                self.alias[n] = r
+        else:
+            self.value(init)
 
     def vardecl(self, c) -> None:
         ci = _CI
@@ -998,6 +1039,8 @@ class _Fn:
             if i is None:
                 return self._captured(ref) if self.is_lambda else []
             return [((("param", i),), False, 1 if i in self.byval else None)]
+        if ref.kind == K.UNEXPOSED_DECL:  # a structured binding
+            return list(self.alias.get(self._vkey(ref), []))
         if ref.kind == K.FIELD_DECL:  # a member named inside a lambda without this-> (clang shows MEMBER_REF_EXPR)
             return [(r[0] + ((".", ref.spelling),), False, None) for r in self.this_refs()]
         return []
@@ -1197,6 +1240,11 @@ class _Fn:
         args = list(c.get_arguments())
         if qual in _PASS_THROUGH and args:
             return self.refs(args[0])
+        if qual in _PART_OF and args:
+            r = self.refs(args[0])
+            if ref.spelling in ("get_if",) or ref.spelling.endswith(("begin", "end", "data")):
+                return [(p + (_ELEM,), True, cd) if not a else (p, a, cd) for p, a, cd in r]
+            return [(p + (_ELEM,), a, cd) for p, a, cd in r]
         obj = None
         is_method = ref.kind in (K.CXX_METHOD, K.CONVERSION_FUNCTION, K.DESTRUCTOR) or (
             ref.kind == K.FUNCTION_TEMPLATE and ref.semantic_parent is not None and ref.semantic_parent.kind in (
@@ -1337,7 +1385,7 @@ class _Fn:
             if pt is None and not variadic and i >= len(ptypes) and ptypes:
                 pt = ptypes[-1]
             fwd = (min(i, len(forwarding) - 1) >= 0 and forwarding[min(i, len(forwarding) - 1)]) if forwarding else False
-            _pass(self, r, pt, a, fwd, variadic=pt is None)
+            _pass(self, r, pt, a, fwd, variadic=pt is None, through=_qualname(ref) not in _READ_ONLY_ALGOS)
         if not is_method and ref.result_type.kind in (_CI.TypeKind.LVALUEREFERENCE, _CI.TypeKind.POINTER):
             for i, r in enumerate(arg_refs):  # std::min/max and the like return one of their arguments
                 pt = ptypes[i] if i < len(ptypes) else None
@@ -1618,8 +1666,10 @@ class _Fn:
         return r
 
 
-def _pass(fn: _Fn, refs, ptype, arg, forwarding: bool, variadic: bool = False) -> None:
-    """Records what passing `refs` to a parameter of type `ptype` does."""
+def _pass(fn: _Fn, refs, ptype, arg, forwarding: bool, variadic: bool = False, through: bool = False) -> None:
+    """Records what passing `refs` to a parameter of type `ptype` does. `through`: a
+    non-const iterator into state given by value (to a library algorithm) writes
+    what it points to."""
     ci = _CI
     if ptype is None:
         vals = [x for x in refs if x[1]]
@@ -1645,6 +1695,10 @@ def _pass(fn: _Fn, refs, ptype, arg, forwarding: bool, variadic: bool = False) -
         fn.record("r" if pointee_t.is_const_qualified() else "w", [(p, False, cd) for p, a, cd in vals], arg, ctype)
     else:
         fn.record("r", refs, arg, arg.type)
+        vals = [(p, False, cd) for p, a, cd in refs if a]
+        if vals and through and _pointer_like(arg.type):
+            const = re.search(r"const_iterator|<const |const \*", _strip_ref(arg.type).get_canonical().spelling)
+            fn.record("r" if const else "w", vals, arg, None)
 
 
 def _forwarding_params(ref) -> list[bool]:
