@@ -158,3 +158,23 @@ def test_processes_without_ros_events_are_folded(tmp_path, lttng_ready):
     folded = [x for x in t.stdout.splitlines() if "other process" in x]
     assert len(folded) == 1 and "sleep ×3" in folded[0], t.stdout
     assert not any(x.split()[2:3] == ["sleep"] for x in t.stdout.splitlines()), t.stdout
+
+
+def test_info_on_a_database(run_roscope, tmp_path):
+    """`roscope info DB` (issue 10: it said "not a trace directory"): the database's
+    source, versions and tables; its event count is babeltrace2's."""
+    import oracle
+
+    path = os.path.join(TRACES, "ros2", "caret-talker-listener-galactic")
+    db = tmp_path / "t.duckdb"
+    assert run_roscope("load", path, "-o", str(db), timeout=120).returncode == 0
+    p = run_roscope("info", str(db), "--json", timeout=120)
+    assert p.returncode == 0, p.stderr
+    js = json.loads(p.stdout)
+    assert js["sources"] == [{"path": os.path.abspath(path), "exists": True}]
+    assert js["stats"]["events"] == sum(1 for _ in oracle.Reading(path).events())
+    assert js["tables"]["nodes"] == 2 and js["tables"]["callback_runs"] > 0
+    text = run_roscope("info", str(db), timeout=120)
+    assert text.returncode == 0 and f"database {db}" in text.stdout and "callback_runs" in text.stdout
+    both = run_roscope("info", str(db), path, timeout=120)
+    assert both.returncode == 1 and "give one database" in both.stderr

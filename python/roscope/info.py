@@ -12,6 +12,7 @@ process it is loaded into (a `sleep` started by a launch script too).
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from roscope import manifest
@@ -158,3 +159,24 @@ def summarize(paths: Sequence[str]) -> dict:
         },
         "warnings": warnings,
     }
+
+
+def summarize_db(path: str) -> dict:
+    """What a database written by `roscope load` holds: where and when it was made
+    (sources, whether they are still there, roscope and schema versions), its tables
+    with row counts, the load's statistics, warnings and lost events."""
+    from roscope import db as _db
+
+    with _db.open(path) as d:
+        meta = d.meta
+        tables = {r["table_name"]: r["estimated_size"] for r in d.records(
+            "SELECT table_name, estimated_size FROM duckdb_tables() WHERE database_name = current_database() "
+            "AND schema_name = 'main' ORDER BY table_name")}
+        for name in tables:  # exact counts (names come from the catalog, quoted)
+            tables[name] = d.con.table(f'"{name}"').aggregate("count(*)").fetchall()[0][0]
+    sources = [{"path": s, "exists": os.path.exists(s)} for s in meta.get("sources", [])]
+    return {"database": os.path.abspath(path), "size_bytes": os.path.getsize(path),
+            "schema_version": meta.get("schema_version"), "roscope_version": meta.get("roscope_version"),
+            "created": meta.get("created"), "host": meta.get("host"), "heuristic_links": meta.get("heuristic_links"),
+            "sources": sources, "tables": tables, "stats": meta.get("stats", {}),
+            "warnings": list(meta.get("warnings", [])), "losses": list(meta.get("losses", []))}

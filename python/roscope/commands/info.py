@@ -11,10 +11,12 @@ def register(sub) -> None:
     p = sub.add_parser(
         "info",
         help="hosts, tracer, ROS flavour, duration, processes, event counts and lost events",
-        description="Summarize one or more CTF traces (any directory above their 'metadata' files). "
+        description="Summarize one or more CTF traces (any directory above their 'metadata' files), or a "
+        "database written by `roscope load` (its sources, versions, tables and load statistics). "
         "ROS processes come first; processes that did nothing ROS-related are folded into one line.",
     )
-    C.add_inputs(p, db=False)
+    C.add_inputs(p, db=False, help="trace directories (any directory above 'metadata' files), or one database written by "
+                         "`roscope load`")
     C.add_json(p)
     p.set_defaults(func=run)
 
@@ -76,7 +78,35 @@ def render_text(info: dict, out=None) -> None:
             w(f"  {x['file']}: {x['events_discarded']:,} events, {x['packets_lost']:,} packets\n")
 
 
+def render_db(d: dict, out=None) -> None:
+    w = C.TextOut(out or sys.stdout).write
+    w(f"database {C.escape(d['database'])}  ({d['size_bytes']:,} bytes)\n")
+    w(f"  written by roscope {d['roscope_version']} (schema {d['schema_version']}) on {C.escape(d['host'] or '-')} "
+      f"at {d['created']}; heuristic links {'on' if d['heuristic_links'] else 'off'}\n")
+    for s in d["sources"]:
+        w(f"  source  {C.escape(s['path'])}{'' if s['exists'] else '   (no longer there)'}\n")
+    w(f"  events read {d['stats'].get('events', 0):,}\n\ntables:\n")
+    for name, n in d["tables"].items():
+        w(f"  {C.cell(name, 40):<28} {n:>12,}\n")
+
+
+def _run_db(args) -> int:
+    from roscope.info import summarize_db
+
+    if len(args.inputs) > 1:
+        raise C.InputError(f"{C.escape(args.inputs[0])} and {len(args.inputs) - 1} more: give one database, "
+                           "or trace directories only")
+    d = summarize_db(args.inputs[0])
+    C.show(args, d, render_db)
+    C.report(d["warnings"], d["losses"])
+    return 0
+
+
 def run(args) -> int:
+    from roscope import db as _db
+
+    if any(_db.is_db(p) for p in args.inputs):
+        return _run_db(args)
     info = summarize(args.inputs)
     try:
         C.show(args, info, render_text)
