@@ -508,3 +508,67 @@ def test_virtual_calls_templates_bindings_algorithms():
     assert {"Stress::history_[]", "Stress::names_[]", "Stress::raw_", "Stress::t1_", "Stress::t2_"} <= writes["sub b"]
     assert "Stress::table_[].second" in writes["sub d"]   # it->second.clear()
     assert doc["undecided"] == []
+
+
+GCC_NAMES_SRC = r"""
+// Prints the names GCC gives its lambdas (the oracle), registers them only when asked.
+#include <ros/ros.h>
+#include <std_msgs/Float64.h>
+#include <cxxabi.h>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <typeinfo>
+
+template <class F> void show(const F&) {
+  int st = 0;
+  char* d = abi::__cxa_demangle(typeid(F).name(), nullptr, nullptr, &st);
+  std::printf("%s\n", d);
+  std::free(d);
+}
+
+namespace demo {
+class Node {
+ public:
+  explicit Node(bool start) {
+    auto on_msg = [this](const std_msgs::Float64::ConstPtr& m) { last_ = m->data; };
+    auto on_tick = [this](const ros::TimerEvent&) { ++ticks_; };
+    auto on_other = [this](const std_msgs::Float64::ConstPtr& m) { last_ += m->data; };
+    show(on_msg); show(on_tick); show(on_other);
+    if (!start) return;
+    nh_ = std::make_unique<ros::NodeHandle>();
+    sub_ = nh_->subscribe<std_msgs::Float64>("x", 1, on_msg);
+    timer_ = nh_->createTimer(ros::Duration(0.1), on_tick);
+    other_ = nh_->subscribe<std_msgs::Float64>("y", 1, on_other);
+  }
+ private:
+  std::unique_ptr<ros::NodeHandle> nh_;
+  ros::Subscriber sub_, other_;
+  ros::Timer timer_;
+  double last_ = 0;
+  int ticks_ = 0;
+};
+}  // namespace demo
+
+int main(int argc, char** argv) {
+  if (argc > 1) ros::init(argc, argv, "demo");
+  demo::Node n(argc > 1);
+  return 0;
+}
+"""
+
+
+@needs_roscpp
+@pytest.mark.slow
+def test_lambda_symbols_are_gccs_names(tmp_path):
+    """The oracle is GCC itself: the program prints typeid names of its lambdas."""
+    src = tmp_path / "names.cpp"
+    src.write_text(GCC_NAMES_SRC)
+    exe = tmp_path / "names"
+    subprocess.run(["g++", "-std=c++17", str(src), "-o", str(exe), "-lroscpp", "-lrosconsole", "-lroscpp_serialization",
+                    "-lrostime"], check=True, capture_output=True)
+    gcc = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
+    assert gcc[1] == "demo::Node::Node(bool)::{lambda(ros::TimerEvent const&)#2}"  # GCC: in order, not per signature
+    doc = deps.analyze([str(src)])
+    cbs = {key(cb): cb["symbol"] for n in doc["nodes"] for cb in n["callbacks"]}
+    assert [cbs["sub x"], cbs["timer 100ms"], cbs["sub y"]] == gcc

@@ -109,13 +109,13 @@ def render(doc: dict, output: str | None, out) -> None:
             many = " (registered in a loop)" if cb["instances"] == "many" else ""
             w(f"  {cb['id']}: {cb['kind']} {what}{many}" + (f" -> publishes {', '.join(pubs)}" if pubs else "") + "\n")
             if cb["reads"]:
-                w(f"    reads  {', '.join(r['state'] for r in cb['reads'])}\n")
+                w(f"    reads  {_some(r['state'] for r in cb['reads'])}\n")
             if cb["writes"]:
-                w(f"    writes {', '.join(r['state'] for r in cb['writes'])}\n")
+                w(f"    writes {_some(r['state'] for r in cb['writes'])}\n")
     w(f"\n{len(doc['edges'])} dependency edge(s) (B depends on A: A writes state that B reads before it publishes)\n")
     for e in doc["edges"]:
         flag = "" if e["certain"] else " (rests on an undecided access)"
-        w(f"  {e['from']} -> {e['to']}: {', '.join(e['state'])}{flag}\n")
+        w(f"  {e['from']} -> {e['to']}: {_some(e['state'])}{flag}\n")
     und = doc["undecided"]
     w(f"\n{len(und)} undecided access(es)\n" if und else "\nno undecided access\n")
     for u in und:
@@ -124,3 +124,10 @@ def render(doc: dict, output: str | None, out) -> None:
         w(f"note: {n}\n")
     if output:
         w(f"\ndependency file written to {output}\n")
+
+
+def _some(items, n: int = 8) -> str:
+    """At most `n` items, then how many more (the JSON has them all)."""
+    items = list(items)
+    more = f" (+{len(items) - n} more)" if len(items) > n else ""
+    return ", ".join(items[:n]) + more
