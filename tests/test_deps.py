@@ -396,9 +396,11 @@ def test_bad_dependency_files(tmp_path, content, expect):
 # ---------------------------------------------------------------- matching a recorded trace (live ROS 1)
 
 def _annotation_truth(events: list[dict]) -> set[tuple[int, int]]:
-    """(vpid, callback handle) pairs B depends on A, from the trace's annotations alone:
-    A is the callback of an annotated subscription, B a callback that publishes on one of
-    the annotated publishers (seen inside its callback_start/end), in the same process."""
+    """(vpid, callback handle) pairs B depends on A, from the trace's annotations alone.
+    A is the callback of an annotated subscription. Partial synchronous: the annotated
+    subscriptions' callbacks publish the output from all inputs, so B is any other of
+    them. Periodic asynchronous: B is a callback that publishes on an annotated publisher
+    (seen inside its callback_start/end), in the same process."""
     sub_cb, publishing, stack = {}, {}, {}
     for e in events:
         n = e["name"].split(":", 1)[-1]
@@ -412,11 +414,16 @@ def _annotation_truth(events: list[dict]) -> set[tuple[int, int]]:
             publishing.setdefault((e["vpid"], e["publisher"]), set()).add(stack[e["vtid"]][-1])
     truth = set()
     for e in events:
-        if e["name"].split(":", 1)[-1] in ("message_link_partial_sync", "message_link_periodic_async"):
-            for s in e["subs"]:
-                a = sub_cb[(e["vpid"], s)]
-                for p in e["pubs"]:
-                    truth |= {((e["vpid"], a), (e["vpid"], b)) for b in publishing.get((e["vpid"], p), ()) if b != a}
+        n = e["name"].split(":", 1)[-1]
+        if n not in ("message_link_partial_sync", "message_link_periodic_async"):
+            continue
+        subs = [sub_cb[(e["vpid"], s)] for s in e["subs"]]
+        for a in subs:
+            if n == "message_link_partial_sync":
+                bs = set(subs)
+            else:
+                bs = {b for p in e["pubs"] for b in publishing.get((e["vpid"], p), ())}
+            truth |= {((e["vpid"], a), (e["vpid"], b)) for b in bs if b != a}
     return truth
 
 

@@ -422,10 +422,6 @@ def _pointer_like(t) -> bool:
     return _smart_qual(q) or "iterator" in q.rsplit("::", 1)[-1].lower()
 
 
-def _is_const(t) -> bool:
-    return t.is_const_qualified()
-
-
 # ---------------------------------------------------------------- paths
 #
 # A path is a tuple: (root, step, step, ...). Roots: ("this",), ("param", i),
@@ -963,8 +959,7 @@ class _Fn:
         K = self.K
         k = c.kind
         if k in (K.UNEXPOSED_EXPR, K.PAREN_EXPR, K.CSTYLE_CAST_EXPR, K.CXX_STATIC_CAST_EXPR, K.CXX_CONST_CAST_EXPR,
-                 K.CXX_REINTERPRET_CAST_EXPR, K.CXX_DYNAMIC_CAST_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR,
-                 K.CXX_ADDRSPACE_CAST_EXPR if hasattr(K, "CXX_ADDRSPACE_CAST_EXPR") else K.PAREN_EXPR):
+                 K.CXX_REINTERPRET_CAST_EXPR, K.CXX_DYNAMIC_CAST_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR):
             kids = [ch for ch in c.get_children() if ch.kind.is_expression()]
             if len(kids) == 1:
                 return self.refs(kids[0])
@@ -1005,7 +1000,7 @@ class _Fn:
                 self.record("w", self.pointee(self.refs(ch), ch), ch)
             return []
         if k in (K.STRING_LITERAL, K.INTEGER_LITERAL, K.FLOATING_LITERAL, K.CHARACTER_LITERAL, K.CXX_BOOL_LITERAL_EXPR,
-                 K.CXX_NULL_PTR_LITERAL_EXPR, K.OBJC_STRING_LITERAL if hasattr(K, "OBJC_STRING_LITERAL") else K.NULL_STMT):
+                 K.CXX_NULL_PTR_LITERAL_EXPR):
             return []
         for ch in c.get_children():
             if ch.kind.is_expression():
