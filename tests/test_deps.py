@@ -579,3 +579,19 @@ def test_lambda_symbols_are_gccs_names(tmp_path):
     doc = deps.analyze([str(src)])
     cbs = {key(cb): cb["symbol"] for n in doc["nodes"] for cb in n["callbacks"]}
     assert [cbs["sub x"], cbs["timer 100ms"], cbs["sub y"]] == gcc
+
+
+def test_colcon_workspace_build_dir(tmp_path):
+    """-p on a colcon (or catkin_tools) build/: one compile_commands.json per package, all read;
+    entries in the "arguments" form, relative include paths against their directory."""
+    pkg = tmp_path / "build" / "relay_pkg"
+    pkg.mkdir(parents=True)
+    rel_stub = os.path.relpath(STUB, pkg)
+    (pkg / "compile_commands.json").write_text(json.dumps([{
+        "directory": str(pkg), "file": str(SRC / "ros2_nodes.cpp"), "output": "x.o",
+        "arguments": ["/usr/bin/c++", "-isystem", rel_stub, "-std=gnu++17", "-o", "x.o", "-c", str(SRC / "ros2_nodes.cpp")]}]))
+    (tmp_path / "build" / "other_pkg").mkdir()  # a package without a database
+    doc = deps.analyze([str(SRC / "ros2_nodes.cpp")], build_dir=str(tmp_path / "build"))
+    assert doc["inputs"]["translation_units"][0]["flags_from"] == "compile_commands.json"
+    assert doc["inputs"]["translation_units"][0]["errors"] == []
+    assert ("sub input", "timer 100ms") in edges_by_key(doc)

@@ -213,10 +213,21 @@ class CompileDatabase:
         path = os.path.join(build_dir, "compile_commands.json")
         if not os.path.isdir(build_dir):
             raise InputError(f"{build_dir}: not a directory (-p wants the build directory holding compile_commands.json)")
+        paths = [path]
         if not os.path.isfile(path):
+            # a colcon or catkin_tools workspace's build/: one database per package, in build/<package>/
+            paths = sorted(os.path.join(build_dir, d, "compile_commands.json") for d in os.listdir(build_dir)
+                           if os.path.isfile(os.path.join(build_dir, d, "compile_commands.json")))
+        if not paths:
             raise InputError(f"{path}: not found; configure the build with -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "
                              "(catkin: catkin config --cmake-args -DCMAKE_EXPORT_COMPILE_COMMANDS=ON; colcon: "
                              "colcon build --cmake-args -DCMAKE_EXPORT_COMPILE_COMMANDS=ON), or give --flags")
+        self.path = path
+        self.entries: dict[str, tuple[str, list[str]]] = {}
+        for p in paths:
+            self._read(p)
+
+    def _read(self, path: str) -> None:
         try:
             with open(path, encoding="utf-8") as f:
                 entries = json.load(f)
@@ -224,8 +235,6 @@ class CompileDatabase:
             raise InputError(f"{path}: not a valid compilation database: {exc}") from None
         if not isinstance(entries, list) or not entries:
             raise InputError(f"{path}: no compile commands in it")
-        self.path = path
-        self.entries: dict[str, tuple[str, list[str]]] = {}
         for k, e in enumerate(entries):
             if not isinstance(e, dict) or "file" not in e or "directory" not in e or not (
                     "arguments" in e or "command" in e):
