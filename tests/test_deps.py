@@ -595,3 +595,34 @@ def test_colcon_workspace_build_dir(tmp_path):
     assert doc["inputs"]["translation_units"][0]["flags_from"] == "compile_commands.json"
     assert doc["inputs"]["translation_units"][0]["errors"] == []
     assert ("sub input", "timer 100ms") in edges_by_key(doc)
+
+
+# ---------------------------------------------------------------- examples/ros1_unannotated
+
+UNANNOTATED = REPO / "examples" / "ros1_unannotated"
+# The truth, by hand from the sources (the table "The true intra-node dependencies" of its README):
+UNANNOTATED_TRUTH = {
+    ("Localizer::onImu", "Localizer::onPoints"),     # localizer.cpp: onImu stores imu_id_, onPoints publishes with it
+    ("Detector::onCamera", "Detector::onTimer"),     # detector.cpp: latest_camera_ and fresh_
+    ("Planner::onPose", "Planner::onTimer"),         # planner.cpp: the timer publishes from pose_id_
+    ("Planner::onObjects", "Planner::onTimer"),      # ... and objects_id_
+}
+# none into Planner::onTrajectory (reads none of the planner's state), none between gateway.cpp's
+# two lambdas in main, none between the drivers' timers.
+
+
+@needs_roscpp
+@pytest.mark.slow
+@pytest.mark.skipif(not (UNANNOTATED / "src").is_dir(), reason="examples/ros1_unannotated is not there")
+def test_unannotated_example_edges_precision_recall():
+    t0 = time.perf_counter()
+    doc = deps.analyze(sorted(str(s) for s in (UNANNOTATED / "src").glob("*.cpp")),
+                       flags=["-I", str(REPO / "instrument" / "include")])
+    found = {(e["from"], e["to"]) for e in doc["edges"]}
+    precision, recall = prf(found, UNANNOTATED_TRUTH)
+    print(f"examples/ros1_unannotated: {len(found)} edges, precision {precision:.3f}, recall {recall:.3f}, "
+          f"{time.perf_counter() - t0:.1f} s")
+    assert (precision, recall) == (1.0, 1.0), found
+    assert doc["undecided"] == []
+    gateway = node_doc(doc, "main")
+    assert len(gateway["nodes"][0]["callbacks"]) == 2 and gateway["edges"] == []
