@@ -3,7 +3,7 @@
 its trace(s), ground truth and a manifest.
 
     ros2sim.py run (--preset NAME | --system FILE) --out DIR [--distro humble|jazzy|rolling]
-                   [--duration SECONDS] [--scale K] [--seed N] [--caret] [--no-session]
+                   [--duration SECONDS] [--scale K] [--seed N] [--caret] [--dds] [--no-session]
     ros2sim.py presets
     ros2sim.py show PRESET
 
@@ -13,7 +13,8 @@ override plugin gives it a clock offset and drift.  A host with "traced": false
 has no session daemon: its processes run and write ground truth, untraced.
 --no-session runs a single-host system directly, without namespaces or a session
 of its own: the processes emit into whatever session is active on the machine
-(e.g. `roscope record`'s).  --caret (Humble) emits what CARET adds and hides.
+(e.g. `roscope record`'s).  --caret (Humble) emits what CARET adds and hides.  --dds adds the
+DDS layer's events (provider dds: create_writer/reader, write with the source timestamp, read).
 See docs/ros2sim.md.
 """
 import argparse
@@ -288,9 +289,9 @@ def apply_work_scale(R, scale):
         c['work'] = (k, a / scale, b / scale)
 
 
-def write_plan(R, path, distro, t_start, t_end, grace_ns, seed, sockdir, caret=False):
+def write_plan(R, path, distro, t_start, t_end, grace_ns, seed, sockdir, caret=False, dds=False):
     L = ['# ros2sim plan (generated)', f'version {DISTROS[distro]}', f'run {t_start} {t_end} {grace_ns} {seed}',
-         f'caret {1 if caret else 0}']
+         f'caret {1 if caret else 0}', f'dds {1 if dds else 0}']
     for h in R['hosts']:
         L.append(f'host {h["name"]}')
     for i, p in enumerate(R['procs']):
@@ -551,10 +552,15 @@ def _start_plan(R, out, args, sockdir):
     t_start = now + int((1.0 + 0.03 * len(R['procs'])) * 1e9)
     t_end = t_start + int(args.duration * 1e9)
     write_plan(R, os.path.join(out, 'run', 'plan.txt'), args.distro, t_start, t_end, int(0.3e9), args.seed, sockdir,
-               caret=args.caret)
+               caret=args.caret, dds=args.dds)
     with open(os.path.join(out, 'run', 'go'), 'w') as f:
         f.write('go')
     return t_start, t_end
+
+
+def _events(args) -> list[str]:
+    """The event patterns each host's session enables."""
+    return ['ros2:*'] + (['ros2_caret:*'] if args.caret else []) + (['dds:*'] if args.dds else [])
 
 
 def _host_spec(R, hi, out, args, binary, sockdir, tag, ref_ns):
@@ -573,7 +579,7 @@ def _host_spec(R, hi, out, args, binary, sockdir, tag, ref_ns):
         'trace_dir': os.path.join(out, 'traces', h['name']) if traced else None,
         'lttng_home': os.path.join(sockdir, f'home-{hi}'),
         'clock_env': clock_env, 'subbuf_size': args.subbuf_size, 'num_subbuf': args.num_subbuf,
-        'events': ['ros2:*', 'ros2_caret:*'] if args.caret else ['ros2:*'],
+        'events': _events(args),
         'blocking': not args.discard and not args.no_session,
         'ready': os.path.join(out, 'run', f'{hi}.ready'), 'go': os.path.join(out, 'run', 'go'),
         'status': os.path.join(out, 'run', f'{hi}.status.json'),
@@ -674,6 +680,7 @@ def run(args):
     elapsed = time.time() - t0_wall
     manifest = {
         'tool': 'ros2sim', 'distro': args.distro, 'tracetools_version': DISTROS[args.distro], 'caret': args.caret,
+        'dds': args.dds,
         'session': 'external (--no-session)' if args.no_session else 'own, per host',
         'description': os.path.abspath(src), 'scale': args.scale, 'seed': args.seed,
         'duration_s': args.duration, 'start_ns': t_start, 'end_ns': t_end, 'clock_ref_ns': ref_ns,
@@ -681,7 +688,7 @@ def run(args):
             'name': 'ros2', 'subbuf_size': args.subbuf_size, 'num_subbuf': args.num_subbuf,
             'mode': 'discard' if args.discard else 'blocking (no loss: applications wait for buffer space)',
             'buffering': 'per-uid', 'context': ['vpid', 'vtid', 'procname'],
-            'events': ['ros2:*', 'ros2_caret:*'] if args.caret else ['ros2:*']},
+            'events': _events(args)},
         'hosts': [], 'processes': [], 'ground_truth': {k: f'ground_truth/{k}.csv' for k in GT_HEADERS},
         'ground_truth_rows': counts, 'wall_time_s': round(elapsed, 3),
     }
@@ -763,6 +770,9 @@ def main(argv=None):
     r.add_argument('--num-subbuf', type=int, default=8)
     r.add_argument('--discard', action='store_true',
                    help='discard mode like `ros2 trace` (losses are counted in the manifest); default blocks')
+    r.add_argument('--dds', action='store_true',
+                   help="add the DDS layer's events (provider dds, the message-flow paper's instrumentation): "
+                        "create_writer/create_reader with GIDs, write with the source timestamp, read")
     r.add_argument('--caret', action='store_true',
                    help='run "with CARET" (Humble): ros2_caret:* events instead of the events CARET replaces')
     r.add_argument('--no-session', action='store_true',

@@ -513,6 +513,8 @@ impl Builder {
             RclTake | RclcppTake => self.upper_take(e),
             // CARET (caret.rs).
             CaretBindStamp => self.caret_bind_stamp(e),
+            DdsWrite => self.dds_write(e),
+            DdsWritePre => self.dds_write_pre(e),
             CaretDispatchIntra => self.caret_dispatch_intra(e),
             CaretDispatch => self.caret_dispatch(e),
             // rclcpp executors (executor.rs).

@@ -1,7 +1,8 @@
 //! CARET's events (`ros2_caret:*` and its `ros2:*` hooks): the DDS source
 //! stamp of a publication, and the messages handed to subscription
 //! callbacks (inter-process with their source stamp, intra-process by
-//! message address). CARET's re-emitted init events are handled in `ros2.rs`
+//! message address). Also the DDS layer's own `dds:write` (the message-flow
+//! paper's instrumentation), the other source of a publication's DDS stamp. CARET's re-emitted init events are handled in `ros2.rs`
 //! (`Event::caret`).
 
 use crate::builder::{Builder, Event};
@@ -30,6 +31,29 @@ impl Builder {
                     pb.src_from = Some(StampSource::Caret);
                 }
             }
+        }
+    }
+
+    /// Fast DDS's `dds:write_pre`: the data of the write that follows.
+    pub(crate) fn dds_write_pre(&mut self, e: &Event) {
+        self.threads[e.th].dds_data = e.u(crate::events::dds::write_pre::DATA);
+    }
+
+    /// `dds:write` (the message-flow paper's DDS instrumentation): the DDS source
+    /// timestamp of the publication in progress on this thread, when its data is
+    /// that publication's message (`write.data` with Cyclone DDS, the preceding
+    /// `write_pre.data` with Fast DDS) and no layer above gave a stamp.
+    pub(crate) fn dds_write(&mut self, e: &Event) {
+        use crate::events::dds::write::*;
+        let data = e.u(DATA).or(self.threads[e.th].dds_data.take());
+        let Some(pi) = self.threads[e.th].pending_pub else { return };
+        let pb = &mut self.publications[pi];
+        if pb.src_ts.is_some() || pb.intra || data.is_some_and(|d| d != pb.message) {
+            return;
+        }
+        pb.src_ts = e.i(TIMESTAMP);
+        if pb.src_ts.is_some() {
+            pb.src_from = Some(StampSource::DdsWrite);
         }
     }
 

@@ -28,6 +28,9 @@ const ROS2: &[&str] = &["ros2", "ros2_caret"];
 const ROSCPP: &[&str] = &["roscpp"];
 /// roscope's own ROS 1 tracer (docs/ros1-tracer.md).
 const ROSCOPE_ROS1: &[&str] = &["roscope_ros1"];
+/// The DDS layer's instrumentation of the message-flow paper (Cyclone DDS and
+/// Fast DDS builds with LTTng tracepoints).
+const DDS: &[&str] = &["dds"];
 /// Causal-link annotations (instrument/annotations), emitted under the
 /// provider of the ROS 1 tracer or of ROS 2.
 const ANNOTATION: &[&str] = &["ros2", "ros2_caret", "roscope_ros1"];
@@ -221,6 +224,13 @@ events! {
             CALLBACK_REF = "callback_ref",
             MESSAGE_REF = "message_ref",
         }
+    }
+    dds (DDS) {
+        /// The DDS write of a message: its writer, (Cyclone DDS) the data handed to
+        /// it, and the DDS source timestamp the readers see.
+        DdsWrite write { WRITER = "writer", DATA = "data", TIMESTAMP = "timestamp" }
+        /// Fast DDS: the data a DDS write is about to send (its `write` follows).
+        DdsWritePre write_pre { WRITER = "writer", DATA = "data" }
     }
     roscope_ros1 (ROSCOPE_ROS1) {
         R1NodeInit node_init { NODE_NAME = "node_name" }

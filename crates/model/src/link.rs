@@ -4,8 +4,9 @@
 //! 1. identity: the take itself names its publication (intra-process ring
 //!    buffer or message address, ROS 1 connections);
 //! 2. source stamp: the publication's DDS source stamp equals the take's,
-//!    within a topic (`rmw_timestamp`, or `caret_source_stamp` when CARET
-//!    gave either stamp);
+//!    within a topic (`rmw_timestamp`, `caret_source_stamp` when CARET
+//!    gave either stamp, `dds_write_stamp` when the DDS layer's `dds:write`
+//!    gave the publication's);
 //! 3. heuristic (with `Options::heuristics`): the publishing host's wall
 //!    clock as the DDS source stamp, within `HEURISTIC_WINDOW_NS`.
 
@@ -71,7 +72,11 @@ impl Builder {
                 // CARET's stamp on either side (Humble + CARET: the publication's
                 // stamp is CARET's `dds_bind_addr_to_stamp`, the take's `rmw_take`).
                 let caret = t.method == Some(LinkMethod::CaretSourceStamp) || self.publications[pi].src_from == Some(StampSource::Caret);
-                let method = if caret { LinkMethod::CaretSourceStamp } else { LinkMethod::RmwTimestamp };
+                let method = match self.publications[pi].src_from {
+                    _ if caret => LinkMethod::CaretSourceStamp,
+                    Some(StampSource::DdsWrite) => LinkMethod::DdsWriteStamp,
+                    _ => LinkMethod::RmwTimestamp,
+                };
                 links.push(Link { publication: pi, take: Some(ti), run: t.run, method });
                 linked[ti] = true;
             }

@@ -58,6 +58,8 @@ pub struct Thread {
     pub exec: Option<(ExecutorState, u64, Option<u64>)>,
     /// ROS 1 (Bosch): queue-level spans open on this thread.
     pub queue_depth: u32,
+    /// The data of the DDS write in progress (`dds:write_pre`, Fast DDS's layout).
+    pub dds_data: Option<u64>,
 }
 
 impl Thread {
@@ -73,6 +75,7 @@ impl Thread {
             pending_take: None,
             exec: None,
             queue_depth: 0,
+            dds_data: None,
         }
     }
 }
@@ -212,6 +215,9 @@ pub enum StampSource {
     RmwPublish,
     /// CARET's `dds_bind_addr_to_stamp.source_stamp`.
     Caret,
+    /// The DDS layer's own `dds:write.timestamp` (the message-flow paper's DDS
+    /// instrumentation).
+    DdsWrite,
 }
 
 #[derive(Default)]

@@ -157,6 +157,9 @@ codes! {
         HeuristicWallClock = 5, "heuristic_wall_clock",
             "no stamp on the publish side: the publication on the topic, on the same host, whose `rmw_ts` + clock offset is \
              nearest the take's `source_timestamp`, within 5 ms; `heuristic` = 1";
+        DdsWriteStamp = 6, "dds_write_stamp",
+            "the DDS layer's `dds:write.timestamp` on the publisher's thread (its `data`, or Fast DDS's `write_pre.data`, is \
+             the published message; the message-flow paper's DDS instrumentation) = `rmw_take.source_timestamp`, within a topic";
     }
 }
 

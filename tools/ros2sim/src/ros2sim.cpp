@@ -11,6 +11,7 @@
 #define LTTNG_UST_TRACEPOINT_PROBE_DYNAMIC_LINKAGE
 #include "ros2sim_tp.h"
 #include "ros2sim_caret_tp.h"
+#include "ros2sim_dds_tp.h"
 #include "ros2sim_clock.h"
 
 #include <dlfcn.h>
@@ -44,6 +45,11 @@
 
 #define TP(...) lttng_ust_tracepoint(ros2, __VA_ARGS__)
 #define TPC(...) lttng_ust_tracepoint(ros2_caret, __VA_ARGS__)
+// --dds: the DDS layer's events (provider dds), beside ros2_tracing's
+#define TPD(...)                                            \
+  do {                                                      \
+    if (g_dds) lttng_ust_tracepoint(dds, __VA_ARGS__);      \
+  } while (0)
 // An init event: ros2_tracing's, or in --caret mode CARET's copy with its
 // init_timestamp (CARET's hooks emit it instead of the original).
 #define TP_INIT(name, ...)                                  \
@@ -80,6 +86,8 @@ inline long gettid_() { return syscall(SYS_gettid); }
 
 // --caret: the process runs "with CARET" (Humble), see docs/ros2sim.md
 bool g_caret = false;
+// --dds: the DDS layer is instrumented too (dds:create_writer/reader, write, read)
+bool g_dds = false;
 inline int64_t init_stamp() { return (int64_t)host_now(); }
 
 // Real heap objects stand in for rcl/rmw/rclcpp objects, so handles are real,
@@ -117,7 +125,7 @@ struct Node {
 };
 struct Pub {
   int node = 0, topic = 0, depth = 0;
-  void *rcl = nullptr, *rmw = nullptr;
+  void *rcl = nullptr, *rmw = nullptr, *dds_writer = nullptr;
   uint8_t gid[24] = {0};
   uint64_t seq = 0;
   std::vector<int> intra_subs;   // local subscriptions served intra-process
@@ -127,7 +135,7 @@ struct Pub {
 struct Sub {
   int node = 0, topic = 0, depth = 0, cb = 0, sync = -1;
   bool local = false;
-  void *rcl = nullptr, *rmw = nullptr, *obj = nullptr, *cbaddr = nullptr;
+  void *rcl = nullptr, *rmw = nullptr, *obj = nullptr, *cbaddr = nullptr, *dds_reader = nullptr;
   // intra-process side (SubscriptionIntraProcess, its buffer and ring buffer)
   bool has_intra = false;
   void *sip = nullptr, *ipb = nullptr, *ring = nullptr, *intra_cb = nullptr;
@@ -198,6 +206,7 @@ void load_plan(const char *path)
     auto bad = [&]() { die("%s:%d: malformed '%s' line", path, lineno, kw.c_str()); };
     if (kw == "version") { ss >> version_str; }
     else if (kw == "caret") { int c = 0; ss >> c; if (!ss) bad(); g_caret = c != 0; }
+    else if (kw == "dds") { int c = 0; ss >> c; if (!ss) bad(); g_dds = c != 0; }
     else if (kw == "run") { ss >> t_start >> t_end >> grace >> seed; if (!ss) bad(); }
     else if (kw == "host") { std::string n; ss >> n; hosts.push_back(n); }
     else if (kw == "proc") {
@@ -405,6 +414,8 @@ void publish(int p, const std::vector<MsgId> &inputs, const char *link_kind, uin
 #else
       TP(rmw_publish, msg);
 #endif
+      // the DDS write inside rmw_publish: the source timestamp the readers will see
+      TPD(write, pb.dds_writer, msg, m.src);
     }
     Wire w{WIRE_MAGIC, (uint32_t)p, m.seq, m.src};
     for (int dst : pb.inter_procs) {
@@ -516,6 +527,7 @@ void execute(const Exec &e, long tid)
     }
     t_take = raw_now();
     if (have_msg) {
+      TPD(read, s.dds_reader, take_buf);
       TP(rmw_take, s.rmw, take_buf, in.src, 1);
       TP_NOT_CARET(rcl_take, take_buf);
       TP_NOT_CARET(rclcpp_take, take_buf);
@@ -716,6 +728,8 @@ void init_objects()
       p.rcl = obj(8);
       make_gid(p.gid, 0x03, gid_counter++);
       TP_NOT_CARET(rmw_publisher_init, p.rmw, p.gid);
+      p.dds_writer = obj(64);
+      TPD(create_writer, p.dds_writer, ("rt" + topics[p.topic]).c_str(), p.gid);
       TP_INIT(rcl_publisher_init, p.rcl, n.handle, p.rmw, topics[p.topic].c_str(), (size_t)p.depth);
     }
     for (size_t si = 0; si < subs.size(); ++si) {
@@ -726,6 +740,8 @@ void init_objects()
       s.rcl = obj(8);
       make_gid(gid, 0x04, gid_counter++);
       TP_NOT_CARET(rmw_subscription_init, s.rmw, gid);
+      s.dds_reader = obj(64);
+      TPD(create_reader, s.dds_reader, ("rt" + topics[s.topic]).c_str(), gid);
       TP_INIT(rcl_subscription_init, s.rcl, n.handle, s.rmw, topics[s.topic].c_str(), (size_t)s.depth);
       const std::string &sym = cbs[s.cb].sym;
       if (s.has_intra) {
@@ -796,8 +812,9 @@ void caret_executor_structure()
   }
 }
 
-// CARET is an LD_PRELOAD library; here its provider is loaded before the first event.
-void load_caret_provider()
+// A provider that is not ros2_tracing's, loaded before the first event: CARET's is an
+// LD_PRELOAD library, the DDS instrumentation is built into the DDS library.
+void load_provider(const char *name)
 {
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -805,7 +822,7 @@ void load_caret_provider()
   exe[n] = 0;
   std::string dir(exe);
   dir = dir.substr(0, dir.rfind('/'));
-  std::string lib = dir + "/libros2sim_caret_tp.so";
+  std::string lib = dir + "/" + name;
   if (!dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL)) die("cannot load %s: %s", lib.c_str(), dlerror());
 }
 
@@ -880,7 +897,8 @@ int main(int argc, char **argv)
   gt_deliv.open(base + "deliveries.part");
   gt_cbs.open(base + "callbacks.part");
 
-  if (g_caret) load_caret_provider();
+  if (g_caret) load_provider("libros2sim_caret_tp.so");
+  if (g_dds) load_provider("libros2sim_dds_tp.so");
   init_objects();
   if (g_caret) caret_executor_structure();
   write_objects(base + "objects.part");
