@@ -329,6 +329,9 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force):
     if parquet_dir:
         _parquet_targets(parquet_dir, force)
     arrow, stats, warnings, losses = build(paths, heuristics)
+    from roscope import kernel  # kernel scheduling (perf.data beside the trace, LTTng sched events)
+
+    arrow.update(kernel.tables(paths, arrow, warnings))
     meta = {
         "schema_version": SCHEMA_VERSION,
         "roscope_version": __version__,

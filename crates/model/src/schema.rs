@@ -210,6 +210,15 @@ codes! {
     }
 }
 
+codes! {
+    /// A thread's scheduling state (kernel sched events, python/roscope/kernel.py).
+    pub enum ThreadState = "thread_state", "A thread's scheduling state, from the kernel's sched events.", used in ["thread_states.state"] {
+        Running = 0, "running", "on a CPU (`cpu`), from being switched in to being switched out";
+        Runnable = 1, "runnable", "ready but not on a CPU: preempted (switched out while runnable) or woken, until switched in; `cpu` is the CPU it then ran on";
+        Blocked = 2, "blocked", "switched out while not runnable (sleeping, waiting for I/O or a lock) until woken";
+    }
+}
+
 /// Every code table.
 pub const CODE_TABLES: &[CodeTable] = &[
     CallbackKind::TABLE,
@@ -219,6 +228,7 @@ pub const CODE_TABLES: &[CodeTable] = &[
     AnnotationKind::TABLE,
     AnnotationRole::TABLE,
     ExecutorState::TABLE,
+    ThreadState::TABLE,
 ];
 
 macro_rules! table {
@@ -462,6 +472,43 @@ table!(RUN_INPUT_WAITS = "run_input_waits", Analysis, "One row per transport lin
     "executor_busy_ns": HugeInt = "the part of the wait the run's thread spent running other top-level callbacks",
 ]);
 
+table!(KERNEL_THREADS = "kernel_threads", Load, "One row per thread the kernel sched events name (perf.data beside the trace, written by `roscope record --kernel`, or an LTTng kernel trace with `sched_switch`); empty without kernel data. Threads are kernel tids: they equal the model's `threads.tid` when the traced processes share the recorder's pid namespace.", [
+    "host_id": BigInt = "the host of the trace the kernel data belongs to",
+    "tid": BigInt = "the thread (kernel tid)",
+    "pid": BigInt = "its process (perf: the sample's pid; LTTng: the UST threads' process, else NULL)",
+    "name": Varchar = "its last name (`comm`)",
+    "procname": Varchar = "the name of its process's main thread (tid = pid), else its own",
+]);
+
+table!(THREAD_STATES = "thread_states", Load, "One row per interval of a thread's scheduling state (code table `thread_state`), from one sched event changing it to the next; a thread has none before its first switch, and its last one ends with its source's last event.", [
+    "host_id": BigInt = "the host",
+    "tid": BigInt = "the thread (kernel tid)",
+    "pid": BigInt = "its process (`kernel_threads.pid`)",
+    "state": Varchar = "code table `thread_state`",
+    "cpu": BigInt = "`running`: the CPU; `runnable`: the CPU it then ran on (NULL if it did not run again); `blocked`: NULL",
+    "start_ts": BigInt = "its start (ns of CLOCK_MONOTONIC, the UST events' clock)",
+    "end_ts": BigInt = "its end",
+]);
+
+table!(PREEMPTIONS = "preemptions", Load, "One row per preemption: a thread switched out while still runnable, and the thread switched in instead.", [
+    "host_id": BigInt = "the host",
+    "ts": BigInt = "the switch",
+    "cpu": BigInt = "the CPU",
+    "tid": BigInt = "the preempted thread",
+    "pid": BigInt = "its process",
+    "by_tid": BigInt = "the thread that got the CPU",
+    "by_pid": BigInt = "its process",
+]);
+
+table!(MIGRATIONS = "migrations", Load, "One row per CPU migration: a thread's running interval on another CPU than its previous one.", [
+    "host_id": BigInt = "the host",
+    "ts": BigInt = "the start of its first running interval on the new CPU",
+    "tid": BigInt = "the thread",
+    "pid": BigInt = "its process",
+    "from_cpu": BigInt = "the CPU it ran on before",
+    "to_cpu": BigInt = "the CPU it runs on now",
+]);
+
 /// Every table, in the order the model builder emits its own.
 pub const TABLES: &[TableSpec] = &[
     HOSTS,
@@ -491,6 +538,10 @@ pub const TABLES: &[TableSpec] = &[
     DATA_FLOW_SEGMENTS,
     PATHS,
     RUN_INPUT_WAITS,
+    KERNEL_THREADS,
+    THREAD_STATES,
+    PREEMPTIONS,
+    MIGRATIONS,
 ];
 
 pub fn table(name: &str) -> Option<&'static TableSpec> {

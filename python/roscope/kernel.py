@@ -1,0 +1,442 @@
+"""Kernel scheduling in the execution model (docs/model.md: `thread_states`,
+`preemptions`, `migrations`, `kernel_threads`).
+
+Two sources, one event layout:
+
+- ``perf.data`` written by ``roscope record --kernel`` (``perf record -k mono -e
+  sched:sched_switch -e sched:sched_wakeup -a``), read through perf's own reader,
+  ``perf script`` with a fixed field list; its text is parsed by pyarrow (CSV reader,
+  regular expressions over whole columns), never line by line in Python;
+- LTTng kernel traces with ``sched_switch`` / ``sched_wakeup`` (/``sched_waking``),
+  decoded by roscope's CTF reader into Arrow tables.
+
+The events become per-thread state intervals (running on a CPU, runnable, blocked)
+in DuckDB SQL (window functions, no Python per event). Timestamps are ns of
+CLOCK_MONOTONIC, the clock of the UST events (perf ``-k mono``; LTTng's monotonic
+clock); a perf file recorded with another clock, or whose time range does not
+overlap the trace's, is refused with an error naming the file.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Sequence
+
+from roscope.errors import InputError
+
+#: The tables this module adds to every database (empty without kernel data).
+TABLES = ("kernel_threads", "thread_states", "preemptions", "migrations")
+
+#: `perf script` fields: the current task (pid/tid), CPU, time, event, its payload.
+PERF_FIELDS = "pid,tid,cpu,time,event,trace"
+_HEAD = r"^\s*(?P<pid>-?\d+)/(?P<tid>-?\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<sec>\d+)\.(?P<nsec>\d{9}):\s+"
+_SWITCH = (_HEAD + r"sched:sched_switch:\s+prev_comm=(?P<prev_comm>.*) prev_pid=(?P<prev_tid>\d+) "
+           r"prev_prio=-?\d+ prev_state=(?P<prev_state>\S+) ==> next_comm=(?P<next_comm>.*) "
+           r"next_pid=(?P<next_tid>\d+) next_prio=-?\d+\s*$")
+_WAKEUP = (_HEAD + r"sched:sched_wakeup:\s+comm=(?P<comm>.*) pid=(?P<woken_tid>\d+) prio=-?\d+ "
+           r"(?:success=\d+ )?target_cpu=(?P<target_cpu>\d+)\s*$")
+_CLOCKID = re.compile(r"^# clockid: (\S+)")
+
+
+def _arrow():
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    return pa, pc, pcsv
+
+
+# --------------------------------------------------------------------------
+# finding perf.data beside a trace
+# --------------------------------------------------------------------------
+
+def find_perf(inputs: Sequence[str], trace_paths: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """(perf.data, [trace directories it belongs to]) for each ``perf/perf.data``
+    (as `roscope record --kernel` writes it) or ``perf.data`` found in an input
+    directory, beside it, or in a directory above one of the traces up to the input."""
+    roots = [os.path.abspath(p) for p in inputs]
+    found: dict[str, list[str]] = {}
+    for tp in trace_paths:
+        d = os.path.abspath(tp)
+        root = next((r for r in roots if d == r or d.startswith(r.rstrip(os.sep) + os.sep)), None)
+        stop = os.path.dirname(root) if root else d
+        while True:
+            for cand in (os.path.join(d, "perf", "perf.data"), os.path.join(d, "perf.data")):
+                if os.path.isfile(cand):
+                    found.setdefault(cand, []).append(tp)
+                    break
+            else:
+                if d == stop or os.path.dirname(d) == d:
+                    break
+                d = os.path.dirname(d)
+                continue
+            break
+    return sorted(found.items())
+
+
+# --------------------------------------------------------------------------
+# perf.data -> events (Arrow)
+# --------------------------------------------------------------------------
+
+def _perf_script(path: str):
+    try:
+        return subprocess.Popen(["perf", "script", "--header", "-i", path, "--ns", "-F", PERF_FIELDS],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except FileNotFoundError:
+        raise InputError(f"{path}: reading it needs the 'perf' command (Debian package linux-perf)") from None
+
+
+def perf_events(path: str) -> tuple[object, dict]:
+    """The sched events of one perf.data as an Arrow table (columns of `EVENT_COLUMNS`),
+    and facts about the file (clock, perf's warnings)."""
+    pa, pc, pcsv = _arrow()
+    proc = _perf_script(path)
+    read = pcsv.ReadOptions(column_names=["line"], block_size=1 << 24)
+    parse = pcsv.ParseOptions(delimiter="\x1f", quote_char=False, escape_char=False,
+                              invalid_row_handler=lambda _row: "skip")
+    conv = pcsv.ConvertOptions(column_types={"line": pa.large_string()}, strings_can_be_null=False,
+                               quoted_strings_can_be_null=False)
+    parts, header = [], []
+    try:
+        reader = pcsv.open_csv(proc.stdout, read_options=read, parse_options=parse, convert_options=conv)
+        for batch in reader:
+            lines = batch.column(0)
+            is_head = pc.starts_with(lines, "#")
+            if pc.any(is_head).as_py():
+                header += pc.filter(lines, is_head).to_pylist()
+            body = pc.invert(is_head)
+            part = _parse_perf_lines(pc.filter(lines, body))
+            parts.append(part.take(pc.sort_indices(part, [("line", "ascending")])).drop_columns(["line"]))
+    except pa.ArrowInvalid as exc:
+        proc.kill()
+        raise InputError(f"{path}: perf script output could not be read ({exc})") from None
+    finally:
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        proc.wait()
+    if proc.returncode != 0:
+        msg = " ".join(err.strip().splitlines()[-2:]) or f"exit status {proc.returncode}"
+        raise InputError(f"{path}: perf script cannot read it: {msg}")
+    clock = next((m.group(1) for h in header if (m := _CLOCKID.match(h))), None)
+    facts = {"clock": clock, "warnings": [ln.strip() for ln in err.splitlines()
+                                          if ln.strip().lower().startswith("warning")]}
+    table = pa.concat_tables(parts) if parts else _empty_events()
+    return table, facts
+
+
+#: The normalized event layout both sources produce.
+def _event_schema():
+    pa = _arrow()[0]
+    return pa.schema([
+        ("ts", pa.int64()), ("cpu", pa.int64()), ("kind", pa.string()),  # 'switch' | 'wakeup'
+        ("cur_pid", pa.int64()), ("cur_tid", pa.int64()),                 # the task current on the CPU (perf only)
+        ("prev_tid", pa.int64()), ("prev_runnable", pa.bool_()), ("prev_comm", pa.large_string()),
+        ("next_tid", pa.int64()), ("next_comm", pa.large_string()),
+        ("woken_tid", pa.int64()), ("target_cpu", pa.int64()), ("woken_comm", pa.large_string()),
+    ])
+
+
+def _empty_events():
+    pa = _arrow()[0]
+    return pa.Table.from_batches([], schema=_event_schema())
+
+
+def _int(pc, arr):
+    import pyarrow as pa
+
+    return pc.cast(arr, pa.int64())
+
+
+def _parse_perf_lines(lines):
+    """One batch of perf script lines -> normalized events (vectorized regexes)."""
+    pa, pc, _ = _arrow()
+    import numpy as np
+
+    line = pa.array(np.arange(len(lines), dtype=np.int64))
+    sw = pc.extract_regex(lines, _SWITCH)
+    wk = pc.extract_regex(lines, _WAKEUP)
+    out = []
+    for st, kind in ((sw, "switch"), (wk, "wakeup")):
+        ok = pc.is_valid(st)
+        st = pc.filter(st, ok)
+        at = pc.filter(line, ok)
+        n = len(st)
+        if n == 0:
+            continue
+        f = {st.type.field(i).name: st.field(i) for i in range(st.type.num_fields)}
+        ts = pc.add(pc.multiply(_int(pc, f["sec"]), 1_000_000_000), _int(pc, f["nsec"]))
+        null_i = pa.nulls(n, pa.int64())
+        null_s = pa.nulls(n, pa.large_string())
+        if kind == "switch":
+            cols = [ts, _int(pc, f["cpu"]), pa.repeat(pa.scalar(kind, pa.string()), n),
+                    _int(pc, f["pid"]), _int(pc, f["tid"]), _int(pc, f["prev_tid"]),
+                    pc.starts_with(f["prev_state"], "R"), f["prev_comm"],
+                    _int(pc, f["next_tid"]), f["next_comm"], null_i, null_i, null_s]
+        else:
+            cols = [ts, _int(pc, f["cpu"]), pa.repeat(pa.scalar(kind, pa.string()), n),
+                    _int(pc, f["pid"]), _int(pc, f["tid"]), null_i, pa.nulls(n, pa.bool_()), null_s,
+                    null_i, null_s, _int(pc, f["woken_tid"]), _int(pc, f["target_cpu"]), f["comm"]]
+        cols = [c.cast(t.type) if c.type != t.type else c for c, t in zip(cols, _event_schema())]
+        out.append(pa.Table.from_arrays(cols, schema=_event_schema()).append_column("line", at))
+    return pa.concat_tables(out) if out else _empty_events().append_column("line", pa.array([], pa.int64()))
+
+
+# --------------------------------------------------------------------------
+# LTTng kernel traces -> events (Arrow)
+# --------------------------------------------------------------------------
+
+SCHED_EVENTS = ["sched_switch", "sched_wakeup", "sched_waking", "sched_wakeup_new"]
+
+
+def lttng_events(trace_dirs: Sequence[str]):
+    """The sched events of LTTng kernel traces as the normalized Arrow table. A task
+    is runnable after a switch when its ``prev_state`` has no task-state bit set
+    (``prev_state & 0xff == 0``: TASK_RUNNING, possibly with the preemption mark)."""
+    pa, pc, _ = _arrow()
+    from roscope.trace import Trace
+
+    got = Trace(list(trace_dirs)).tables(SCHED_EVENTS)
+    parts = []
+    sw = got.get("sched_switch")
+    if sw is not None and sw.num_rows:
+        n = sw.num_rows
+        state = _int(pc, sw.column("prev_state"))
+        cur_pid = _int(pc, sw.column("pid")) if "pid" in sw.column_names else pa.nulls(n, pa.int64())
+        parts.append(pa.Table.from_arrays([
+            _int(pc, sw.column("ts")), _int(pc, sw.column("cpu_id")), pa.repeat(pa.scalar("switch", pa.string()), n),
+            cur_pid, _int(pc, sw.column("prev_tid")),
+            _int(pc, sw.column("prev_tid")), pc.equal(pc.bit_wise_and(state, 0xFF), 0),
+            pc.cast(sw.column("prev_comm"), pa.large_string()),
+            _int(pc, sw.column("next_tid")), pc.cast(sw.column("next_comm"), pa.large_string()),
+            pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()), pa.nulls(n, pa.large_string())], schema=_event_schema()))
+    for name in ("sched_wakeup", "sched_wakeup_new"):
+        wk = got.get(name)
+        if wk is None or not wk.num_rows:
+            continue
+        n = wk.num_rows
+        parts.append(pa.Table.from_arrays([
+            _int(pc, wk.column("ts")), _int(pc, wk.column("cpu_id")), pa.repeat(pa.scalar("wakeup", pa.string()), n),
+            pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()),
+            pa.nulls(n, pa.int64()), pa.nulls(n, pa.bool_()), pa.nulls(n, pa.large_string()),
+            pa.nulls(n, pa.int64()), pa.nulls(n, pa.large_string()),
+            _int(pc, wk.column("tid")), _int(pc, wk.column("target_cpu")),
+            pc.cast(wk.column("comm"), pa.large_string())], schema=_event_schema()))
+    if not parts:
+        return None
+    t = pa.concat_tables(parts)
+    return t.take(pc.sort_indices(t, [("ts", "ascending")]))
+
+
+# --------------------------------------------------------------------------
+# events -> per-thread intervals (DuckDB SQL)
+# --------------------------------------------------------------------------
+
+#: Per thread, its state changes: switched out (runnable when preempted, else
+#: blocked), switched in (running), woken (runnable, only from blocked: a wake-up
+#: of a running or runnable task changes nothing). Consecutive equal states are
+#: one interval; an interval ends at the thread's next change (its last one at
+#: the end of its source's data). Before its first switch a thread's state is
+#: unknown (no interval). A runnable interval's CPU is the one it then ran on.
+#: A CPU runs the thread last switched in on it: when a switch on that CPU names
+#: another thread as switched out (the recorder missed the first thread's
+#: switch-out: perf does not see every task of the machine), the first thread's
+#: state is unknown from then until its next event.
+INTERVALS_SQL = """
+    WITH trans AS (
+        SELECT host_id, prev_tid AS tid, ts, seq, 0 AS sub, cpu,
+               CASE WHEN prev_runnable THEN 'runnable' ELSE 'blocked' END AS st
+        FROM ev WHERE kind = 'switch' AND prev_tid <> 0 AND prev_tid <> next_tid
+        UNION ALL
+        SELECT host_id, next_tid, ts, seq, 1, cpu, 'running'
+        FROM ev WHERE kind = 'switch' AND next_tid <> 0 AND prev_tid <> next_tid
+        UNION ALL
+        SELECT host_id, woken_tid, ts, seq, 0, target_cpu, 'wakeup' FROM ev WHERE kind = 'wakeup' AND woken_tid <> 0
+        UNION ALL
+        SELECT host_id, was_tid, ts, seq, 0, cpu, 'unknown' FROM (
+            SELECT *, lag(next_tid) OVER (PARTITION BY host_id, cpu ORDER BY ts, seq) AS was_tid
+            FROM ev WHERE kind = 'switch')
+        WHERE was_tid <> 0 AND was_tid <> prev_tid),
+    known AS (
+        SELECT *, last_value(CASE WHEN st <> 'wakeup' THEN st END IGNORE NULLS) OVER (
+                   PARTITION BY host_id, tid ORDER BY ts, seq, sub ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
+        FROM trans),
+    eff AS (
+        SELECT host_id, tid, ts, seq, sub, cpu, CASE WHEN st = 'wakeup' THEN 'runnable' ELSE st END AS st
+        FROM known WHERE st <> 'wakeup' OR before IN ('blocked', 'unknown')),
+    chg AS (
+        SELECT * FROM (
+            SELECT *, lag(st) OVER (PARTITION BY host_id, tid ORDER BY ts, seq, sub) AS prev_st FROM eff)
+        WHERE prev_st IS NULL OR prev_st <> st),
+    iv AS (
+        SELECT host_id, tid, st, ts AS start_ts, cpu,
+               lead(ts) OVER w AS end_ts, lead(st) OVER w AS next_st, lead(cpu) OVER w AS next_cpu
+        FROM chg WINDOW w AS (PARTITION BY host_id, tid ORDER BY ts, seq, sub)),
+    ends AS (SELECT host_id, max(ts) AS last_ts FROM ev GROUP BY host_id)
+    SELECT iv.host_id, iv.tid, kt.pid, iv.st AS state,
+           CASE iv.st WHEN 'running' THEN iv.cpu
+                      WHEN 'runnable' THEN CASE WHEN iv.next_st = 'running' THEN iv.next_cpu ELSE iv.cpu END END AS cpu,
+           iv.start_ts, coalesce(iv.end_ts, ends.last_ts) AS end_ts
+    FROM iv JOIN ends USING (host_id) LEFT JOIN kernel_threads kt USING (host_id, tid)
+    WHERE iv.st <> 'unknown'
+    ORDER BY iv.host_id, iv.tid, iv.start_ts"""
+
+#: Every thread the events name: its process (the perf sample's pid of the task
+#: when it was current; LTTng without a pid context: the UST threads' process) and
+#: its last name.
+THREADS_SQL = """
+    WITH names AS (
+        SELECT host_id, prev_tid AS tid, ts, prev_comm AS comm, cur_pid AS pid FROM ev WHERE kind = 'switch'
+        UNION ALL SELECT host_id, next_tid, ts, next_comm, NULL FROM ev WHERE kind = 'switch'
+        UNION ALL SELECT host_id, woken_tid, ts, woken_comm, NULL FROM ev WHERE kind = 'wakeup'),
+    t AS (
+        SELECT host_id, tid, arg_max(comm, ts) AS name, arg_max(pid, ts) FILTER (WHERE pid IS NOT NULL) AS pid
+        FROM names WHERE tid IS NOT NULL AND tid <> 0 GROUP BY host_id, tid),
+    t2 AS (
+        SELECT t.host_id, t.tid, coalesce(t.pid, u.pid) AS pid, t.name
+        FROM t LEFT JOIN ust_threads u ON u.host_id = t.host_id AND u.tid = t.tid)
+    SELECT a.host_id, a.tid, a.pid, a.name, coalesce(m.name, a.name) AS procname
+    FROM t2 a LEFT JOIN t2 m ON m.host_id = a.host_id AND m.tid = a.pid
+    ORDER BY a.host_id, a.tid"""
+
+PREEMPTIONS_SQL = """
+    SELECT e.host_id, e.ts, e.cpu, e.prev_tid AS tid, a.pid, e.next_tid AS by_tid, b.pid AS by_pid
+    FROM ev e LEFT JOIN kernel_threads a ON a.host_id = e.host_id AND a.tid = e.prev_tid
+    LEFT JOIN kernel_threads b ON b.host_id = e.host_id AND b.tid = e.next_tid
+    WHERE e.kind = 'switch' AND e.prev_runnable AND e.prev_tid <> 0 AND e.next_tid <> 0 AND e.prev_tid <> e.next_tid
+    ORDER BY e.host_id, e.ts, e.seq"""
+
+MIGRATIONS_SQL = """
+    SELECT host_id, start_ts AS ts, tid, pid, from_cpu, cpu AS to_cpu FROM (
+        SELECT *, lag(cpu) OVER (PARTITION BY host_id, tid ORDER BY start_ts) AS from_cpu
+        FROM thread_states WHERE state = 'running')
+    WHERE from_cpu <> cpu ORDER BY host_id, ts, tid"""
+
+_PA_TYPES = {"BIGINT": "int64", "VARCHAR": "large_string", "DOUBLE": "float64", "UBIGINT": "uint64"}
+
+
+def _declared(name: str):
+    import json
+
+    import pyarrow as pa
+
+    from roscope import _core
+
+    spec = next(t for t in json.loads(_core.schema())["tables"] if t["name"] == name)
+    return pa.schema([(c["name"], getattr(pa, _PA_TYPES[c["type"]])()) for c in spec["columns"]])
+
+
+def empty_tables() -> dict:
+    """The kernel tables with no rows (a trace without kernel data)."""
+    return {name: _declared(name).empty_table() for name in TABLES}
+
+
+def _ust_range(arrow: dict, trace_ids: set[int]) -> tuple[int, int] | None:
+    import pyarrow.compute as pc
+
+    p = arrow.get("processes")
+    if p is None or not p.num_rows:
+        return None
+    keep = pc.is_in(p.column("trace_id"), value_set=__import__("pyarrow").array(sorted(trace_ids), "int64"))
+    p = p.filter(keep)
+    if not p.num_rows:
+        return None
+    return pc.min(p.column("first_ts")).as_py(), pc.max(p.column("last_ts")).as_py()
+
+
+def _check_aligned(path: str, events, ust: tuple[int, int] | None, clock: str | None) -> None:
+    import pyarrow.compute as pc
+
+    if clock is None or clock.lower() not in ("monotonic", "clock_monotonic"):
+        raise InputError(f"{path}: recorded with {'perf’s own clock' if clock is None else 'clock ' + clock}, not "
+                         "CLOCK_MONOTONIC: its times cannot be aligned with the trace's (record with "
+                         "`roscope record --kernel`, or `perf record -k mono`)")
+    if ust is None or not events.num_rows:
+        return
+    lo, hi = pc.min(events.column("ts")).as_py(), pc.max(events.column("ts")).as_py()
+    if hi < ust[0] or lo > ust[1]:
+        raise InputError(f"{path}: its sched events ({lo / 1e9:.6f} s to {hi / 1e9:.6f} s of CLOCK_MONOTONIC) do not "
+                         f"overlap the trace's events ({ust[0] / 1e9:.6f} s to {ust[1] / 1e9:.6f} s): "
+                         "not recorded with this trace, or on another machine or boot")
+
+
+def _kernel_trace_dirs(arrow: dict) -> list[tuple[str, int]]:
+    """(path, host_id) of the LTTng kernel traces whose metadata declares sched_switch."""
+    tr = arrow.get("traces")
+    if tr is None:
+        return []
+    out = []
+    for row in tr.select(["path", "host_id", "domain"]).to_pylist():  # one row per trace directory
+        if row["domain"] != "kernel":
+            continue
+        meta = os.path.join(row["path"], "metadata")
+        try:
+            with open(meta, "rb") as f:
+                has = b"sched_switch" in f.read()
+        except OSError:
+            has = False
+        if has:
+            out.append((row["path"], row["host_id"]))
+    return out
+
+
+def load_events(inputs: Sequence[str], arrow: dict, warnings: list[str]):
+    """The normalized sched events of every kernel source of a load, each with its
+    host_id and a sequence number, or None when there are none."""
+    import numpy as np
+    import pyarrow as pa
+
+    tr = arrow.get("traces")
+    parts = []
+    if tr is not None and tr.num_rows:
+        rows = tr.select(["trace_id", "host_id", "path", "domain"]).to_pylist()  # one row per trace directory
+        for perf, dirs in find_perf(inputs, [r["path"] for r in rows]):
+            mine = [r for r in rows if r["path"] in dirs]
+            ev, facts = perf_events(perf)
+            _check_aligned(perf, ev, _ust_range(arrow, {r["trace_id"] for r in mine}), facts["clock"])
+            warnings += [f"{perf}: perf: {w}" for w in facts["warnings"]]
+            parts.append((ev, mine[0]["host_id"]))
+        for path, host in _kernel_trace_dirs(arrow):
+            ev = lttng_events([path])
+            if ev is not None:
+                parts.append((ev, host))
+    if not parts:
+        return None
+    tables = []
+    for ev, host in parts:
+        tables.append(ev.append_column("host_id", pa.array(np.full(ev.num_rows, host, dtype=np.int64))))
+    t = pa.concat_tables(tables)
+    return t.append_column("seq", pa.array(np.arange(t.num_rows, dtype=np.int64)))
+
+
+def _ust_threads(arrow: dict):
+    import pyarrow as pa
+
+    th, pr = arrow.get("threads"), arrow.get("processes")
+    if th is None or pr is None:
+        return pa.table({"host_id": pa.array([], "int64"), "tid": pa.array([], "int64"), "pid": pa.array([], "int64")})
+    return th.select(["proc_id", "tid"]).join(pr.select(["proc_id", "host_id", "pid"]), "proc_id").select(
+        ["host_id", "tid", "pid"])
+
+
+def tables(inputs: Sequence[str], arrow: dict, warnings: list[str]) -> dict:
+    """The kernel tables (`TABLES`) of a load as Arrow tables: built from the
+    perf.data beside the traces and the LTTng kernel traces with sched events,
+    empty when there are none (no work then beyond looking for the files)."""
+    ev = load_events(inputs, arrow, warnings)
+    if ev is None:
+        return empty_tables()
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        con.register("ev", ev)
+        con.register("ust_threads", _ust_threads(arrow))
+        out = {}
+        for name, sql in (("kernel_threads", THREADS_SQL), ("thread_states", INTERVALS_SQL),
+                          ("preemptions", PREEMPTIONS_SQL), ("migrations", MIGRATIONS_SQL)):
+            tbl = con.sql(sql).fetch_arrow_table()
+            out[name] = tbl.cast(_declared(name))
+            con.register(name, out[name])
+        return out
+    finally:
+        con.close()
