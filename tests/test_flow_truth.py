@@ -178,4 +178,4 @@ def test_default_fallback_rule_is_the_measured_best(system):
     assert default["found"] == pairs["found"], (default, pairs)
     assert default["precision"] >= pairs["precision"]
     if system["name"] == "ros1_unannotated":
-        assert default["precision"] >= 0.99 > 0.75 > pairs["precision"], (default, pairs)
+        assert default["precision"] >= 0.95 > 0.75 > pairs["precision"], (default, pairs)

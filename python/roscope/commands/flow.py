@@ -39,6 +39,13 @@ def register(sub) -> None:
                         "every timer/subscription pair; the same but for two callbacks that each publish in most "
                         "of their runs (two pipelines; the default); or only subscriptions into timers "
                         "(docs/analyses.md has the measured precision and recall)")
+    p.add_argument("--definition", choices=["dataflow", "caret"],
+                   help="also show each path's response time under this definition, with CARET's cases (best, worst, "
+                        "all, worst_with_external): dataflow = input's publishing callback start to output publication; "
+                        "caret = input publication to the start (or, with --end callback_end, the end) of the callback "
+                        "that received the output")
+    p.add_argument("--end", choices=["callback_start", "callback_end"],
+                   help="with --definition caret: where a path ends (default callback_start)")
     p.add_argument("--exclude", action="append", metavar="RE", default=[],
                    help="leave out topics and callbacks matching RE (callbacks by `node kind(topic)`, so a node name "
                         "excludes its callbacks); repeatable; what was excluded is reported")
@@ -106,9 +113,15 @@ def collect(db, args) -> dict:
                         fallback=args.fallback or fl.FALLBACK_RULE, store=args.store)
     summary = dict(res)
     flow_warnings = summary.pop("warnings")
-    return C.clean({"summary": summary, "causal_links": links.num_rows, "paths": fl.path_stats(db),
-                    "components": fl.component_stats(db), "warnings": db.warnings + flow_warnings,
-                    "losses": db.losses})
+    out = {"summary": summary, "causal_links": links.num_rows, "paths": fl.path_stats(db),
+           "components": fl.component_stats(db), "warnings": db.warnings + flow_warnings, "losses": db.losses}
+    if args.end and args.definition != "caret":
+        raise InputError("--end chooses where a path ends under --definition caret")
+    if args.definition:
+        from roscope import response_time
+
+        out["response_times"] = response_time.response_times(db, args.definition, args.end, store=args.store)
+    return C.clean(out)
 
 
 def _head(cols) -> str:
@@ -145,6 +158,7 @@ def render_text(d: dict, out=None) -> None:
         for comp in ("latency", "communication", "idle", "computation"):
             st = p[comp]
             w(f"  {comp:<14}" + "".join(f" {C.ms(st[f'{k}_ns']):>9}" for k in _STATS) + "\n")
+    _response_text(d.get("response_times"), w)
     comps = d["components"]
     sections = [("communication_by_topic", "communication by topic", lambda r: r["topic"]),
                 ("idle_by_node", "idle by node", lambda r: r["node"]),
@@ -158,6 +172,22 @@ def render_text(d: dict, out=None) -> None:
         for r in comps[key]:
             w(f"  {C.cell(name(r), 50):<50} {r['count']:>7,}" + "".join(f" {C.ms(r[f'{k}_ns']):>9}" for k in _COMP_STATS)
               + (f" {C.ms(r['callback_mean_ns']):>9}" if extra else "") + "\n")
+
+
+def _response_text(rts, w) -> None:
+    """Response time per path under the chosen definition, CARET's cases as rows."""
+    if not rts:
+        return
+    r0 = rts[0]
+    defn = ("input's publishing callback start -> output publication" if r0["definition"] == "dataflow" else
+            f"input publication -> {r0['end'].replace('_', ' ')} of the callback receiving the output")
+    w(f"\nresponse time ({r0['definition']}: {defn}; ms)\n")
+    for r in rts:
+        where = f" -> {C.escape(r['end_node'])} ({C.escape(r['end_topic'] or '')})" if r["end_node"] else ""
+        w(f"  path {r['path_id']}{where}\n    {'case':<20} {'count':>7}" + _head(_STATS) + "\n")
+        for case, st in r["cases"].items():
+            if st:
+                w(f"    {case:<20} {st['count']:>7,}" + "".join(f" {C.ms(st[f'{k}_ns']):>9}" for k in _STATS) + "\n")
 
 
 def run(args) -> int:

@@ -1,0 +1,114 @@
+"""Response time of the paths of the last `roscope.flow.data_flows`, under a named
+definition of where a path starts and ends, and CARET's response-time cases
+(docs/analyses.md, "Response time").
+
+Definitions (`definition`):
+
+- ``dataflow`` (the data-flow paper): from the start of the callback run that
+  published the input message (its publication, for a message published outside
+  any run) to the output message's publication;
+- ``caret`` (CARET's path latency): from the input message's publication to the
+  start (``end="callback_start"``, default) or the end (``end="callback_end"``) of
+  the subscription callback run that received the output message; one row per
+  receiving callback run.
+
+Cases, per path and per output (CARET's documented cases): the **cycle** of an
+output is the input messages of the path's input publisher published after the
+newest input of the previous output of the same path (and end), up to its own
+newest input: the inputs that first reach an output there (a dropped or
+overwritten input counts as delayed to the next output, CARET's
+`treat_drop_as_delay`). The newest input is always in its cycle (an output made
+again from the input of the previous output has a cycle of that input alone, so
+``best`` is the data flow's latency for every output), and the first output of a
+path, with no known previous input, has its newest input alone.
+
+- ``best``: from the newest input of the cycle (roscope's data flow);
+- ``worst``: from the oldest input of the cycle;
+- ``all``: from every input of the cycle (one value each);
+- ``worst_with_external``: from the newest input of the previous cycle (none for
+  the first output).
+
+API: `response_times(db, definition="dataflow", end=None, store=False)` -> list of
+dicts per (path, end callback) with the statistics of each case; the rows are
+published as `response_times` (path_id, end_callback_id, output_publication_id,
+end_ts, case, input_publication_id, response_ns).
+"""
+from __future__ import annotations
+
+from roscope import statistics
+from roscope.errors import InputError
+from roscope.results import publish_query
+
+DEFINITIONS = ("dataflow", "caret")
+ENDS = {"dataflow": ("publish",), "caret": ("callback_start", "callback_end")}
+CASES = ("best", "worst", "all", "worst_with_external")
+
+
+def _query(definition: str, end: str) -> str:
+    """The SQL of every case's rows. Written in roscope's code: `definition` and
+    `end` only choose between fixed fragments (checked by the caller)."""
+    start_of = ("coalesce(r.start_ts, p.ts)" if definition == "dataflow" else "p.ts")
+    if end == "publish":
+        ends = """SELECT f.*, f.end_ts AS out_ts, -1 AS end_callback_id FROM f"""
+    else:
+        col = "start_ts" if end == "callback_start" else "end_ts"
+        ends = f"""SELECT f.*, r.{col} AS out_ts, r.callback_id AS end_callback_id
+                   FROM f JOIN links l ON l.publication_id = f.output_publication_id
+                   JOIN callback_runs r ON r.run_id = l.run_id WHERE r.{col} IS NOT NULL"""
+    return f"""
+    WITH inputs AS (  -- every publication, with its start under the definition
+        SELECT p.publication_id, p.publisher_id, p.ts AS pub_ts, {start_of} AS start_ts
+        FROM publications p LEFT JOIN callback_runs r ON r.run_id = p.run_id),
+    f AS (
+        SELECT d.path_id, d.output_publication_id, d.input_publication_id, d.end_ts, i.publisher_id, i.pub_ts
+        FROM data_flows d JOIN inputs i ON i.publication_id = d.input_publication_id),
+    e AS ({ends}),
+    c AS (  -- each output with the newest input of the previous output of its path and end
+        SELECT e.*,
+               lag(input_publication_id) OVER w AS prev_input,
+               lag(pub_ts) OVER w AS prev_pub_ts
+        FROM e WINDOW w AS (PARTITION BY path_id, end_callback_id ORDER BY out_ts, output_publication_id)),
+    cyc AS (  -- the cycle's inputs: same publisher, after the previous newest input, up to this one
+        SELECT c.path_id, c.end_callback_id, c.output_publication_id, c.out_ts, c.input_publication_id AS newest,
+               c.prev_input, i.publication_id AS input_publication_id, c.out_ts - i.start_ts AS response_ns
+        FROM c JOIN inputs i ON i.publisher_id = c.publisher_id
+         AND i.pub_ts <= c.pub_ts AND (i.publication_id = c.input_publication_id OR i.pub_ts > c.prev_pub_ts))
+    SELECT path_id, end_callback_id, output_publication_id, out_ts AS end_ts, 'all' AS "case",
+           input_publication_id, response_ns FROM cyc
+    UNION ALL
+    SELECT path_id, end_callback_id, output_publication_id, out_ts, 'best', input_publication_id, response_ns
+    FROM cyc WHERE input_publication_id = newest
+    UNION ALL
+    SELECT path_id, end_callback_id, output_publication_id, any_value(out_ts), 'worst',
+           arg_max(input_publication_id, response_ns), max(response_ns)
+    FROM cyc GROUP BY path_id, end_callback_id, output_publication_id
+    UNION ALL
+    SELECT c.path_id, c.end_callback_id, c.output_publication_id, c.out_ts, 'worst_with_external',
+           c.prev_input, c.out_ts - i.start_ts
+    FROM c JOIN inputs i ON i.publication_id = c.prev_input"""
+
+
+def response_times(db, definition: str = "dataflow", end: str | None = None, *, store: bool = False) -> list[dict]:
+    """Per (path, end callback) of the last `data_flows`: the statistics of each case
+    (count, min_ns ... max_ns with quartiles). See the module's doc."""
+    if definition not in DEFINITIONS:
+        raise InputError(f"unknown response-time definition {definition!r} (one of {', '.join(DEFINITIONS)})")
+    end = end or ENDS[definition][0]
+    if end not in ENDS[definition]:
+        raise InputError(f"definition {definition!r} ends at {' or '.join(ENDS[definition])}, not {end!r}")
+    publish_query(db, "response_times", _query(definition, end), store)
+    agg = statistics.aggregates("t.response_ns", quartiles=True)
+    rows = db.records(f"""
+        SELECT t.path_id, t.end_callback_id, c.node AS end_node, c.topic AS end_topic, t."case", {agg}
+        FROM response_times t LEFT JOIN callbacks_info c ON c.callback_id = t.end_callback_id
+        GROUP BY ALL ORDER BY t.path_id, t.end_callback_id""")
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        key = (r["path_id"], r["end_callback_id"])
+        entry = out.setdefault(key, {"path_id": r["path_id"], "definition": definition, "end": end,
+                                     "end_callback_id": None if r["end_callback_id"] < 0 else r["end_callback_id"],
+                                     "end_node": r["end_node"], "end_topic": r["end_topic"], "cases": {}})
+        entry["cases"][r["case"]] = {"count": r["count"], **{k: r[k] for k in statistics.keys(quartiles=True)}}
+    for entry in out.values():
+        entry["cases"] = {c: entry["cases"].get(c) for c in CASES}
+    return list(out.values())

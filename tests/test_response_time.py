@@ -1,0 +1,205 @@
+"""CARET's response-time cases and path definitions (issue 10), on the shared CARET
+end-to-end trace (tier4's end-to-end sample: /topic1 at 20 Hz -> filter_node -> /topic2
+-> message_driven_node, which caches /topic2 and publishes /topic3 from its /drive
+callback at 10 Hz -> timer_driven_node, which caches /topic3 and publishes /topic4 from
+a 100 ms timer -> actuator_dummy_node), against values computed here from
+babeltrace2's events alone, following CARET's documented definitions:
+
+- start: the input message's publication (`rclcpp_publish`); end: the start of the
+  subscription callback that received the output message;
+- the output's newest input: upstream through each node, the run's own input where it
+  is the upstream message, else the input its node's caching subscription took in
+  its latest run that ended before the run started;
+- its cycle: the inputs published after the previous output's newest input, up to
+  its own; best = from the newest, worst = from the oldest, all = from each,
+  worst_with_external = from the previous output's newest input.
+"""
+from __future__ import annotations
+
+import collections
+import os
+
+import pytest
+
+bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) are the oracle")
+
+TRACE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "traces", "ros2",
+                     "caret-end-to-end-cyclonedds")
+
+
+def _events(path):
+    for msg in bt2.TraceCollectionMessageIterator(path):
+        if type(msg) is bt2._EventMessageConst:
+            ev = msg.event
+            yield (msg.default_clock_snapshot.ns_from_origin, ev.name, int(ev.common_context_field["vtid"]),
+                   {k: (str(v) if isinstance(v, bt2._StringFieldConst) else int(v)) for k, v in ev.payload_field.items()})
+
+
+def _oracle(path: str, source: str) -> dict:
+    """(output stamp, case) -> sorted [(input stamp, response_ns)] of the path from `source`
+    (/topic3, or /topic1 through two direct nodes before it), from the events alone."""
+    pub_topic, sub_topic, sub_of, cb_topic, node_of_handle, cb_node, timer_cb = {}, {}, {}, {}, {}, {}, set()
+    sub_node, timer_node = {}, {}
+    runs = {}  # vtid -> (callback, start, input stamp)
+    pending_dispatch = {}  # vtid -> (callback, stamp)
+    last_pub = {}  # vtid -> publication dict (for dds_bind_addr_to_stamp)
+    pubs, sub_runs = [], []
+    for ts, name, tid, f in _events(path):
+        if name == "ros2:rcl_node_init":
+            node_of_handle[f["node_handle"]] = f["node_name"]
+        elif name == "ros2:rcl_publisher_init":
+            pub_topic[f["publisher_handle"]] = f["topic_name"]
+        elif name == "ros2:rcl_subscription_init":
+            sub_topic[f["subscription_handle"]] = f["topic_name"]
+            sub_node[f["subscription_handle"]] = node_of_handle.get(f["node_handle"])
+        elif name == "ros2:rclcpp_subscription_init":
+            sub_of[f["subscription"]] = f["subscription_handle"]
+        elif name == "ros2:rclcpp_subscription_callback_added":
+            h = sub_of[f["subscription"]]
+            cb_topic[f["callback"]], cb_node[f["callback"]] = sub_topic[h], sub_node[h]
+        elif name == "ros2:rclcpp_timer_callback_added":
+            timer_cb.add(f["callback"])
+            timer_node[f["timer_handle"]] = f["callback"]
+        elif name == "ros2:rclcpp_timer_link_node":
+            cb_node[timer_node[f["timer_handle"]]] = node_of_handle.get(f["node_handle"])
+        elif name == "ros2:dispatch_subscription_callback":
+            pending_dispatch[tid] = (f["callback"], f["source_stamp"])
+        elif name == "ros2:callback_start":
+            d = pending_dispatch.pop(tid, None)
+            runs[tid] = (f["callback"], ts, d[1] if d and d[0] == f["callback"] else None)
+        elif name == "ros2:callback_end":
+            cb, start, stamp = runs.pop(tid, (None, None, None))
+            if cb == f["callback"]:
+                sub_runs.append({"cb": cb, "start": start, "end": ts, "stamp": stamp})
+        elif name == "ros2:rclcpp_publish":
+            run = runs.get(tid)
+            p = {"topic": pub_topic.get(f["publisher_handle"]), "ts": ts, "message": f["message"], "stamp": None,
+                 "run_cb": run[0] if run else None, "run_start": run[1] if run else None,
+                 "run_input": run[2] if run else None}
+            pubs.append(p)
+            last_pub[tid] = p
+        elif name == "ros2_caret:dds_bind_addr_to_stamp":
+            p = last_pub.get(tid)
+            if p and p["message"] == f["addr"] and p["stamp"] is None:
+                p["stamp"] = f["source_stamp"]
+    by_stamp = {p["stamp"]: p for p in pubs if p["stamp"] is not None}
+    upstream = {"/topic4": "/topic3", "/topic3": "/topic2", "/topic2": "/topic1"}
+
+    def latest_input(cb, t):
+        """The input of `cb`'s latest run that started before `t` and ended by then."""
+        done = [r for r in sub_runs if r["cb"] == cb and r["start"] < t and r["end"] <= t]
+        return by_stamp.get(max(done, key=lambda r: r["start"])["stamp"]) if done else None
+
+    def back_to_source(p):
+        """Upstream along the path: a run's own input when it is the upstream topic's
+        message (direct), else the newest input the node's subscription to the upstream
+        topic cached before the run started (timer_driven's timer, message_driven's /drive
+        callback)."""
+        while p is not None and p["topic"] != source:
+            up = upstream[p["topic"]]
+            own = by_stamp.get(p["run_input"])
+            if own is not None and own["topic"] == up:
+                p = own
+                continue
+            cache = next(c for c, t in cb_topic.items() if t == up and cb_node[c] == cb_node[p["run_cb"]])
+            p = latest_input(cache, p["run_start"])
+        return p
+
+    actuator_start = {r["stamp"]: r["start"] for r in sub_runs if cb_topic.get(r["cb"]) == "/topic4"}
+    outputs = sorted((p for p in pubs if p["topic"] == "/topic4" and p["run_cb"] in timer_cb and p["stamp"] in actuator_start),
+                     key=lambda p: actuator_start[p["stamp"]])
+    ins = sorted((p for p in pubs if p["topic"] == source), key=lambda p: p["ts"])
+    out = collections.defaultdict(list)
+    prev = None
+    for o in outputs:
+        newest = back_to_source(o)
+        if newest is None:
+            continue
+        end = actuator_start[o["stamp"]]
+        cycle = [i for i in ins if i["ts"] <= newest["ts"] and (i is newest or (prev is not None and i["ts"] > prev["ts"]))]
+        key = o["stamp"]
+        out[(key, "best")].append((newest["stamp"], end - newest["ts"]))
+        out[(key, "all")] += [(i["stamp"], end - i["ts"]) for i in cycle]
+        oldest = min(cycle, key=lambda i: i["ts"])
+        out[(key, "worst")].append((oldest["stamp"], end - oldest["ts"]))
+        if prev is not None:
+            out[(key, "worst_with_external")].append((prev["stamp"], end - prev["ts"]))
+        prev = newest
+    return {k: sorted(v) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("source", ["/topic3", "/topic1"])
+def test_caret_cases_equal_the_definitions_computed_from_babeltrace2(source):
+    import roscope
+    from roscope import flow, response_time
+
+    if not os.path.isdir(TRACE):
+        pytest.skip(f"{TRACE} is missing")
+    oracle = _oracle(TRACE, source)
+    db = roscope.open(TRACE)
+    flow.data_flows(db, f"^{source}$", "^/topic4$")
+    summary = response_time.response_times(db, "caret", "callback_start")
+    stamp = dict(db.con.execute("SELECT publication_id, source_ts FROM publications").fetchall())
+    got = collections.defaultdict(list)
+    for r in db.records('SELECT output_publication_id, "case", input_publication_id, response_ns FROM response_times'):
+        got[(stamp[r["output_publication_id"]], r["case"])].append((stamp[r["input_publication_id"]], r["response_ns"]))
+    got = {k: sorted(v) for k, v in got.items()}
+    assert got == oracle
+    counts = collections.Counter(case for _, case in oracle)
+    n_all = sum(len(vs) for k, vs in oracle.items() if k[1] == "all")
+    # /topic1 comes at 20 Hz into a 10 Hz timer: two inputs a cycle; /topic3 at 10 Hz: one.
+    assert counts["best"] > 30 and n_all > (1.8 if source == "/topic1" else 0.9) * counts["best"]
+    # The summary: one path, ending at the actuator's subscription callback, with the cases' counts.
+    (p,) = summary
+    assert p["end_node"] == "/actuator_dummy_node" and p["end_topic"] == "/topic4"
+    assert {c: p["cases"][c]["count"] for c in response_time.CASES} == \
+        {c: sum(len(v) for k, v in oracle.items() if k[1] == c) for c in response_time.CASES}
+    # worst is never below best; with two inputs a cycle they differ by about the input period.
+    assert p["cases"]["worst"]["mean_ns"] >= p["cases"]["best"]["mean_ns"]
+    if source == "/topic1":
+        assert 40e6 < p["cases"]["worst"]["mean_ns"] - p["cases"]["best"]["mean_ns"] < 60e6
+
+
+def test_dataflow_definition_best_case_is_the_data_flow_latency():
+    """Under the data-flow paper's definition, `best` is each flow's latency."""
+    import roscope
+    from roscope import flow, response_time
+
+    if not os.path.isdir(TRACE):
+        pytest.skip(f"{TRACE} is missing")
+    db = roscope.open(TRACE)
+    res = flow.data_flows(db, "^/topic1$", "^/topic4$")
+    response_time.response_times(db, "dataflow")
+    best = sorted(r[0] for r in db.con.execute("SELECT response_ns FROM response_times WHERE \"case\" = 'best'").fetchall())
+    assert best == sorted(res.data_flows.column("latency_ns").to_pylist()) and len(best) == res["flows"] > 30
+
+
+def test_bad_definitions_are_clear_errors():
+    import roscope
+    from roscope import response_time
+    from roscope.errors import InputError
+
+    db = roscope.open(TRACE)
+    with pytest.raises(InputError, match="ends at callback_start or callback_end"):
+        response_time.response_times(db, "caret", "publish")
+    with pytest.raises(InputError, match="unknown response-time definition"):
+        response_time.response_times(db, "tum")
+
+
+def test_cli_shows_the_cases_under_the_named_definition(run_roscope):
+    if not os.path.isdir(TRACE):
+        pytest.skip(f"{TRACE} is missing")
+    import json
+
+    p = run_roscope("flow", TRACE, "--from", "^/topic1$", "--to", "^/topic4$", "--definition", "caret",
+                    "--end", "callback_end", "--json", timeout=120)
+    assert p.returncode == 0, p.stderr
+    (r,) = json.loads(p.stdout)["response_times"]
+    assert (r["definition"], r["end"], r["end_node"]) == ("caret", "callback_end", "/actuator_dummy_node")
+    oracle = _oracle(TRACE, "/topic1")
+    assert {c: r["cases"][c]["count"] for c in ("best", "worst", "all", "worst_with_external")} == \
+        {c: sum(len(v) for k, v in oracle.items() if k[1] == c) for c in ("best", "worst", "all", "worst_with_external")}
+    text = run_roscope("flow", TRACE, "--from", "^/topic1$", "--to", "^/topic4$", "--definition", "caret", timeout=120)
+    assert "response time (caret: input publication -> callback start" in text.stdout
+    bad = run_roscope("flow", TRACE, "--from", "^/topic1$", "--to", "^/topic4$", "--end", "callback_end", timeout=120)
+    assert bad.returncode == 1 and "--definition caret" in bad.stderr
