@@ -73,6 +73,11 @@ def measure_system(system: str, trace: Path, gt: Path) -> tuple[dict, list[dict]
         r = ft.measure(db, truth, implicit=mode)
         r["system"] = label
         rows.append(r)
+    deps = ft.dependency_file(system, trace.parent / "deps")
+    r = ft.measure(db, truth, implicit="auto", deps=str(deps))
+    r["system"] = label
+    r["implicit"] = "auto+deps"
+    rows.append(r)
     for rule in getattr(flow, "FALLBACK_RULES", ())[1:]:
         r = ft.measure(db, truth, implicit="auto", fallback=rule)
         r["system"] = label

@@ -328,3 +328,35 @@ def table(results: list[dict]) -> str:
 
 def _us(ns):
     return None if ns is None else ns / 1000
+
+
+def compile_commands_from_make(directory: Path, out: Path) -> None:
+    """compile_commands.json for a plain-Makefile build, as a user makes one
+    (`make -nB` lists the compiler commands, like the compiledb tool)."""
+    p = subprocess.run(["make", "-nB", "-C", str(directory)], capture_output=True, text=True, check=True)
+    entries = []
+    for line in p.stdout.splitlines():
+        words = line.split()
+        srcs = [w for w in words if w.endswith(".cpp")]
+        if words and words[0] in ("g++", "c++", "clang++") and srcs:
+            entries.append({"directory": str(directory), "command": line, "file": srcs[0]})
+    if not entries:
+        raise TruthError(f"make -nB -C {directory} lists no compiler command:\n{p.stdout}")
+    (out / "compile_commands.json").write_text(json.dumps(entries))
+
+
+def dependency_file(system: str, out: Path) -> Path:
+    """`roscope deps` on the system's sources, driven by a compile_commands.json made
+    from its Makefile, as a user runs it; returns the dependency file (out/deps.json)."""
+    example = REPO / SYSTEMS[system]["example"]
+    out.mkdir(parents=True, exist_ok=True)
+    compile_commands_from_make(example, out)
+    deps = out / "deps.json"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO / "python") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    p = subprocess.run([sys.executable, "-m", "roscope", "deps", "-p", str(out), "-o", str(deps),
+                        *sorted(str(x) for x in (example / "src").glob("*.cpp"))],
+                       capture_output=True, text=True, env=env, timeout=600)
+    if p.returncode:
+        raise TruthError(f"roscope deps on {example} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
+    return deps

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from flow_truth import compile_commands_from_make
 from roscope import deps
 from roscope.errors import InputError
 
@@ -54,20 +55,6 @@ def key(cb: dict) -> str:
 def edges_by_key(doc: dict) -> set[tuple[str, str]]:
     cbs = callbacks(doc)
     return {(key(cbs[e["from"]]), key(cbs[e["to"]])) for e in doc["edges"]}
-
-
-def compile_commands_from_make(directory: Path, out: Path) -> None:
-    """compile_commands.json for a plain-Makefile build, as a user makes one
-    (`make -nB` lists the compiler commands, like the compiledb tool)."""
-    p = subprocess.run(["make", "-nB", "-C", str(directory)], capture_output=True, text=True, check=True)
-    entries = []
-    for line in p.stdout.splitlines():
-        words = line.split()
-        srcs = [w for w in words if w.endswith(".cpp")]
-        if words and words[0] in ("g++", "c++", "clang++") and srcs:
-            entries.append({"directory": str(directory), "command": line, "file": srcs[0]})
-    assert entries, p.stdout
-    (out / "compile_commands.json").write_text(json.dumps(entries))
 
 
 # ---------------------------------------------------------------- examples/ros1_pipeline

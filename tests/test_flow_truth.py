@@ -179,3 +179,17 @@ def test_default_fallback_rule_is_the_measured_best(system):
     assert default["precision"] >= pairs["precision"]
     if system["name"] == "ros1_unannotated":
         assert default["precision"] >= 0.95 > 0.75 > pairs["precision"], (default, pairs)
+
+
+def test_with_the_sources_dependencies_flows_are_exact(system, tmp_path):
+    """`roscope deps` on the system's own sources (a compile_commands.json from its
+    Makefile), then `data_flows(deps=...)`: precision and recall 1.0, no pair twice,
+    exact latency (issue 10's goal; examples/ros1_pipeline with its annotations removed)."""
+    deps = ft.dependency_file(system["name"], tmp_path / "deps")
+    r = ft.measure(system["db"], system["truth"], implicit="auto", deps=str(deps))
+    r["system"], r["implicit"] = system["name"], "auto+deps"
+    print(f"\n{ft.table([r])}")
+    assert r["precision"] == 1.0 and r["double_counted"] == 0, r
+    assert r["missed"] == r["missed_uncertain"] and (r["recall"] == 1.0 or r["missed_uncertain"] <= 6), r
+    if r["found"]:
+        assert r["latency_error_max_ns"] == 0, r
