@@ -12,6 +12,7 @@ APT_PKGS=(
   linux-perf python3-venv python3-dev pkg-config
   build-essential cmake time
   chromium
+  stress-ng python3-actionlib python3-tf2-ros
 )
 missing=()
 for p in "${APT_PKGS[@]}"; do

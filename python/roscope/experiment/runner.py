@@ -1,0 +1,563 @@
+"""Runs an experiment: per condition, per trial, the system, the loads, the driver;
+records each trial's result atomically as soon as it ends, so that an interrupted run
+keeps every finished trial and `--resume` runs only what is missing."""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import platform
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import xmlrpc.client
+from pathlib import Path
+
+from roscope.errors import InputError, UserError
+from roscope.experiment import output, procs
+from roscope.experiment.config import Condition, Experiment, bisect_condition, conditions, level_text
+
+PKG_PARENT = str(Path(__file__).resolve().parents[2])   # the directory holding the roscope package
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _version(argv: list[str]) -> str | None:
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=5)
+        return (r.stdout or r.stderr).strip().splitlines()[0] if (r.stdout or r.stderr).strip() else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _git(cwd: Path) -> dict | None:
+    try:
+        head = subprocess.run(["git", "-C", str(cwd), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", str(cwd), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+        return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def host_manifest(exp: Experiment) -> dict:
+    from roscope import __version__
+
+    u = platform.uname()
+    return {
+        "host": u.node, "kernel": f"{u.system} {u.release} {u.version}", "machine": u.machine,
+        "cpu_count": os.cpu_count(), "cpus_usable": len(os.sched_getaffinity(0)),
+        "versions": {"roscope": __version__, "python": platform.python_version(),
+                     "stress-ng": _version(["stress-ng", "--version"]), "lttng": _version(["lttng", "--version"]),
+                     "rosversion": os.environ.get("ROS_DISTRO")},
+        "git": {"roscope": _git(Path(__file__).resolve().parent), "experiment": _git(exp.base_dir)},
+    }
+
+
+def prepare(exp: Experiment, out: str | None, resume: bool) -> Path:
+    """The results directory: new (refused if it exists and is not empty), or resumed (the same
+    experiment file content, or refused)."""
+    if out is None:
+        if resume:
+            raise InputError("--resume needs -o DIR (the results directory to complete)")
+        out = f"experiment-{exp.name}-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    run = Path(out)
+    if run.is_symlink() or (run.exists() and not run.is_dir()):
+        raise InputError(f"{run}: exists and is not a directory")
+    if resume:
+        man = output.read_json(run / output.MANIFEST)
+        if man is None:
+            raise InputError(f"{run}: nothing to resume (no {output.MANIFEST})")
+        if man.get("experiment", {}).get("digest") != exp.digest():
+            raise InputError(f"{run}: was run with another experiment file content ({man['experiment'].get('path')}); "
+                             "resume it with the same file, or start a new directory")
+        return run
+    if run.exists() and any(run.iterdir()):
+        raise InputError(f"{run}: exists and is not empty; results are never overwritten (give a new -o, or --resume)")
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "trials").mkdir()
+    man = {"experiment": {"name": exp.name, "path": str(exp.path.resolve()), "digest": exp.digest(), "config": exp.raw},
+           "state": "running", "started": _now(), "finished": None, "invocations": [],
+           **host_manifest(exp)}
+    output.write_json(run / output.MANIFEST, man)
+    return run
+
+
+def _update_manifest(run: Path, **changes) -> dict:
+    man = output.read_json(run / output.MANIFEST) or {}
+    man.update(changes)
+    output.write_json(run / output.MANIFEST, man)
+    return man
+
+
+class Runner:
+    def __init__(self, exp: Experiment, run: Path, log=sys.stderr):
+        self.exp, self.run, self.log = exp, run, log
+        self.results = {r["trial_id"]: r for r in output.trial_results(run)}
+        self.system: procs.Started | None = None
+        self.system_cond: str | None = None
+        self.system_env: dict | None = None
+        self.loads: list[procs.Started] = []
+        self.session: str | None = None
+        self.seq = max((r.get("seq", 0) for r in self.results.values()), default=0)
+        self.breaking: dict = output.read_json(run / "breaking_points.json") or {}
+
+    def say(self, msg: str) -> None:
+        from roscope.commands._common import escape
+
+        print(f"roscope experiment: {escape(msg)}", file=self.log, flush=True)
+
+    # ---------------------------------------------------------------- environment
+    def _base_env(self, cond: Condition) -> dict:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = PKG_PARENT + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env["ROSCOPE_EXPERIMENT_DIR"] = str(self.run.resolve())
+        env["ROSCOPE_CONDITION"] = cond.id
+        env["ROSCOPE_SCENARIO"] = cond.scenario
+        env["ROSCOPE_PARAMS"] = json.dumps(cond.params, sort_keys=True)
+        env["ROSCOPE_LEVEL"] = "" if cond.level is None else level_text(cond.level)
+        if self.exp.ros == "ros1":
+            port = _free_port()
+            env.update({"ROS_MASTER_URI": f"http://127.0.0.1:{port}", "ROSCOPE_MASTER_PORT": str(port),
+                        "ROS_IP": "127.0.0.1", "ROS_HOSTNAME": "127.0.0.1"})
+        return env
+
+    # ---------------------------------------------------------------- system
+    def _ready(self, env: dict, deadline: float) -> str | None:
+        """None when ready; otherwise why not."""
+        ready = self.exp.system["ready"]
+        cwd = self.exp.base_dir / self.exp.system["cwd"]
+        while time.monotonic() < deadline:
+            if not self.system.alive():
+                return f"the system exited with status {self.system.popen.returncode} before it was ready"
+            ok = True
+            if ready["command"]:
+                try:
+                    ok = subprocess.run(ready["command"], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, timeout=max(1.0, deadline - time.monotonic())).returncode == 0
+                except (OSError, subprocess.TimeoutExpired):
+                    ok = False
+            if ok and ready["topic"]:
+                ok = self._topic_published(env, ready["topic"])
+            if ok:
+                if ready["delay"]:
+                    time.sleep(ready["delay"])
+                return None
+            time.sleep(0.2)
+        return f"not ready within {self.exp.system['ready']['timeout']:g} s"
+
+    @staticmethod
+    def _topic_published(env: dict, topic: str) -> bool:
+        uri = env.get("ROS_MASTER_URI")
+        if not uri:
+            return False
+        try:
+            code, _msg, topics = xmlrpc.client.ServerProxy(uri).getPublishedTopics("/roscope_experiment", "")
+        except (OSError, xmlrpc.client.Error):
+            return False
+        return code == 1 and any(t == topic for t, _ in topics)
+
+    def start_system(self, cond: Condition, tdir: Path, extra_env: dict) -> str | None:
+        env = {**self._base_env(cond), **self.exp.system["env"], **extra_env}
+        cpus = procs.pick_cpus(cond.params["cpuset"]["cpus"]) if "cpuset" in cond.params else None
+        argv = self.exp.system["start"]
+        if shutil.which(argv[0], path=env.get("PATH")) is None and not (self.exp.base_dir / self.exp.system["cwd"] / argv[0]).exists():
+            raise InputError(f"{self.exp.path}: system.start: program {argv[0]!r} not found")
+        env["ROSCOPE_SYSTEM_DIR"] = str(tdir.resolve())
+        if self.exp.ros == "ros1":
+            env.setdefault("ROS_LOG_DIR", str(tdir / "ros-log"))
+        self.system = procs.start("system", argv, cwd=self.exp.base_dir / self.exp.system["cwd"], env=env,
+                                  log=tdir / "system.log", cpus=cpus)
+        self.system_env, self.system_cond = env, cond.id
+        self.system_cpus = cpus
+        why = self._ready(env, time.monotonic() + self.exp.system["ready"]["timeout"])
+        if why is not None:
+            return why
+        self.start_loads(cond, tdir)
+        return None
+
+    def stop_system(self) -> dict | None:
+        got = None
+        for ld in reversed(self.loads):
+            procs.stop(ld, 3.0)
+        self.loads = []
+        if self.system is not None:
+            got = procs.stop(self.system, self.exp.system["stop_timeout"])
+            self.system = None
+            self.system_cond = None
+        return got
+
+    # ---------------------------------------------------------------- loads
+    def start_loads(self, cond: Condition, tdir: Path) -> None:
+        env = dict(self.system_env)
+        for k in ("LD_PRELOAD", "ROSCOPE_RECORD_ID"):   # loads are not part of the traced system
+            env.pop(k, None)
+        cl = cond.params.get("cpu_load")
+        if cl:
+            if shutil.which("stress-ng") is None:
+                raise UserError("cpu_load needs stress-ng (Debian package stress-ng; scripts/setup.sh installs it)")
+            argv = ["stress-ng", "--cpu", str(cl["workers"]), "--cpu-load", level_text(cl["load"]),
+                    "--cpu-method", cl["method"], "--timeout", "3600s", "--quiet"]
+            if cl.get("cpus"):
+                argv = ["taskset", "-c", cl["cpus"], *argv]
+            self.loads.append(procs.start("cpu_load", argv, env=env, log=tdir / "cpu_load.log"))
+        ml = cond.params.get("msg_load")
+        if ml:
+            if self.exp.ros != "ros1":
+                raise InputError(f"{self.exp.path}: msg_load needs 'ros: ros1' (the flood publishers are ROS 1 nodes)")
+            for i in range(ml["publishers"]):
+                argv = [sys.executable, "-m", "roscope.experiment.flood", "--topic", f"{ml['topic_prefix']}_{i + 1}",
+                        "--rate", level_text(ml["rate"]), "--payload", str(ml["payload"]), "--sink"]
+                self.loads.append(procs.start(f"flood{i + 1}", argv, env=env, log=tdir / f"flood_{i + 1}.log"))
+        if self.loads:
+            time.sleep(0.5)
+            dead = [ld.name for ld in self.loads if not ld.alive()]
+            if dead:
+                raise UserError(f"load generator(s) {', '.join(dead)} exited at once; see their logs in {tdir}")
+
+    # ---------------------------------------------------------------- tracing
+    def _trace_start(self, tdir: Path) -> dict:
+        from roscope.record import RecordOptions, start_session
+
+        name = f"roscope-exp-{os.getpid()}-{self.seq + 1}"
+        state = start_session(RecordOptions(output=str(tdir / "trace"), name=name))
+        self.session = name
+        env = {"ROSCOPE_RECORD_ID": state["name"]}
+        if state.get("tracer"):
+            env["LD_PRELOAD"] = state["tracer"]
+        if state.get("rospy_hook"):
+            env["PYTHONPATH"] = state["rospy_hook"] + ":" + PKG_PARENT + (
+                ":" + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
+        return env
+
+    def _trace_stop(self) -> dict | None:
+        from roscope.record import stop_session
+
+        if self.session is None:
+            return None
+        name, self.session = self.session, None
+        man = stop_session(name)
+        return {"events_discarded": man.get("events_discarded"), "packets_lost": man.get("packets_lost"),
+                "state": man.get("state")}
+
+    # ---------------------------------------------------------------- the driver
+    def _run_driver(self, cond: Condition, tid: str, index: int, tdir: Path) -> dict:
+        d = self.exp.driver
+        env = {**self.system_env, **d["env"], "ROSCOPE_TRIAL_ID": tid, "ROSCOPE_TRIAL_INDEX": str(index),
+               "ROSCOPE_TRIAL_DIR": str(tdir.resolve())}
+        cpus = self.system_cpus if ("cpuset" in cond.params and cond.params["cpuset"]["driver"]) else None
+        with open(tdir / "driver.stdout", "wb") as so, open(tdir / "driver.stderr", "wb") as se:
+            t0 = time.monotonic()
+            drv = procs.start("driver", d["command"], cwd=self.exp.base_dir / d["cwd"], env=env, stdout=so, stderr=se,
+                              cpus=cpus)
+        deadline = t0 + d["timeout"]
+        died = None
+        while drv.popen.poll() is None:
+            drv.members()
+            if time.monotonic() > deadline:
+                break
+            if self.system is not None and not self.system.alive():
+                died = self.system.popen.returncode
+                break
+            time.sleep(0.05)
+        wall = time.monotonic() - t0
+        out = {"wall_ms": wall * 1e3, "returncode": drv.popen.poll()}
+        if out["returncode"] is None:
+            out["stop"] = procs.stop(drv, 2.0)
+            out["status"] = "timeout" if died is None else "system_died"
+            out["reason"] = (f"the driver ran past its timeout of {d['timeout']:g} s" if died is None
+                             else f"the system exited (status {died}) while the driver ran")
+            return out
+        if self.system is not None and not self.system.alive():
+            out.update(status="system_died", reason=f"the system exited (status {self.system.popen.returncode}) during the trial")
+            return out
+        obj = _last_json(tdir / "driver.stdout")
+        rc = out["returncode"]
+        if isinstance(obj, dict) and obj.get("status") not in (None, "success", "ok"):
+            out.update(status=str(obj["status"]), reason=str(obj.get("reason") or f"the driver reported {obj['status']}"))
+        elif rc != 0:
+            how = f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit status {rc}"
+            out.update(status="driver_crash", reason=f"the driver ended with {how}")
+        elif not isinstance(obj, dict):
+            out.update(status="driver_crash", reason="the driver exited 0 without a JSON object on its last stdout line")
+        else:
+            out["status"] = "success"
+        out["driver"] = obj if isinstance(obj, dict) else None
+        return out
+
+    # ---------------------------------------------------------------- one trial
+    def trial(self, cond: Condition, index: int) -> dict:
+        tid = f"{cond.id}_{index:03d}"
+        if tid in self.results:
+            return self.results[tid]
+        tdir = self.run / "trials" / tid
+        if tdir.exists():   # an attempt that was interrupted: kept aside, never overwritten
+            n = 1
+            while (self.run / "trials" / f"{tid}.aborted-{n}").exists():
+                n += 1
+            tdir.rename(self.run / "trials" / f"{tid}.aborted-{n}")
+        tdir.mkdir(parents=True)
+        self.say(f"trial {tid}")
+        r = {"trial_id": tid, "scenario": cond.scenario, "condition": cond.id, "level": cond.level,
+             "sweep_param": cond.sweep_param, "index": index, "params": cond.params, "started": _now(), "metrics": {}}
+        per_trial = self.exp.system["restart"] == "per_trial"
+        ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        try:
+            trace_env = self._trace_start(tdir) if self.exp.tracing else {}
+            if per_trial or self.system_cond != cond.id or self.system is None or not self.system.alive():
+                if self.system is not None:
+                    self.stop_system()
+                sdir = tdir if per_trial else self._system_dir(cond)
+                why = self.start_system(cond, sdir, trace_env)
+                r["system_log"] = str((sdir / "system.log").relative_to(self.run))
+                if why is not None:
+                    r.update(status="system_not_ready", reason=why)
+            if "status" not in r:
+                self._drive(cond, index, tid, tdir, r)
+        finally:
+            ru1 = resource.getrusage(resource.RUSAGE_SELF)
+            r["harness_cpu_s"] = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
+            if per_trial or r.get("status") == "system_not_ready":
+                r["system_stop"] = self.stop_system()
+            r["trace"] = self._trace_stop()
+        if self.exp.tracing and r.get("status") == "success":
+            self._add_trace_metrics(tdir, r)
+        self._score(r)
+        r["finished"] = _now()
+        self.seq += 1
+        r["seq"] = self.seq
+        if r["status"] != "success":
+            _diagnostics(tdir, r, self.run)
+        output.write_json(tdir / "result.json", r)
+        self.results[tid] = r
+        output.write_tables(self.run, list(self.results.values()))
+        self.say(f"trial {tid}: {r['status']}" + (f" ({r.get('reason')})" if r["status"] != "success" else ""))
+        return r
+
+    def _system_dir(self, cond: Condition) -> Path:
+        d = self.run / "systems" / cond.id
+        n = 1
+        while d.exists():
+            n += 1
+            d = self.run / "systems" / f"{cond.id}.{n}"
+        d.mkdir(parents=True)
+        return d
+
+    def _drive(self, cond: Condition, index: int, tid: str, tdir: Path, r: dict) -> None:
+        cpus = self.system_cpus
+        with procs.Monitor(self.system) as mon:
+            if cpus:
+                r["cpuset_at_start"] = procs.verify_cpuset(self.system, cpus)
+            drv = self._run_driver(cond, tid, index, tdir)
+            if cpus:
+                r["cpuset"] = procs.verify_cpuset(self.system, cpus, mon)
+                r["cpuset"]["verified"] = r["cpuset"]["verified"] and r["cpuset_at_start"]["verified"]
+        r["system_cpu_s"] = mon.cpu_seconds()
+        r["system_processes"] = mon.report()
+        r.update(status=drv["status"], wall_ms=drv["wall_ms"], driver_returncode=drv["returncode"])
+        if drv.get("reason"):
+            r["reason"] = drv["reason"]
+        if cpus and not r["cpuset"]["verified"] and r["status"] == "success":
+            r.update(status="cpuset_not_verified", reason="a process of the system ran outside its cpuset")
+        self._driver_metrics(drv, r)
+
+    def _driver_metrics(self, drv: dict, r: dict) -> None:
+        obj = drv.get("driver") or _last_json(self.run / "trials" / r["trial_id"] / "driver.stdout") or {}
+        flat = {k: v for k, v in obj.items() if k != "metrics"}
+        if isinstance(obj.get("metrics"), dict):
+            flat.update(obj["metrics"])
+        declared = self.exp.metrics
+        for name, m in declared.items():
+            if m["from"] == "driver" and _is_number(flat.get(m["key"])):
+                r["metrics"][name] = float(flat[m["key"]])
+            elif m["from"] == "wall" and drv.get("wall_ms") is not None:
+                r["metrics"][name] = drv["wall_ms"]
+        if not declared:
+            r["metrics"].update({k: float(v) for k, v in flat.items() if _is_number(v)})
+
+    def _add_trace_metrics(self, tdir: Path, r: dict) -> None:
+        from roscope.errors import user_message
+        from roscope.experiment.tracemetrics import trace_metrics
+
+        try:
+            vals, warns = trace_metrics(tdir / "trace", self.exp.metrics)
+        except Exception as e:  # noqa: BLE001 - an unreadable trace is this trial's finding
+            if user_message(e) is None:
+                raise
+            vals, warns = {}, [f"trace metrics: {user_message(e)}"]
+        r["metrics"].update(vals)
+        if warns:
+            r["warnings"] = warns
+
+    def _score(self, r: dict) -> None:
+        """Weighted score: sum(weight * value / budget) / sum(weight) over the metrics with both
+        (1.0 = on budget on average; lower is better); None when one of them is missing."""
+        num = den = 0.0
+        over = []
+        for name, m in self.exp.metrics.items():
+            v = r["metrics"].get(name)
+            if m.get("budget") and v is not None and (v > m["budget"] if m["better"] == "lower" else v < m["budget"]):
+                over.append(name)
+            if m.get("weight") is None or not m.get("budget"):
+                continue
+            if v is None:
+                num = None
+                break
+            ratio = v / m["budget"] if m["better"] == "lower" else m["budget"] / v if v else float("inf")
+            num += m["weight"] * ratio
+            den += m["weight"]
+        r["score"] = num / den if num is not None and den > 0 else None
+        r["over_budget"] = over
+
+    # ---------------------------------------------------------------- the plan
+    def run_all(self) -> None:
+        try:
+            for sc in self.exp.scenarios:
+                n = sc["trials"] or self.exp.trials
+                for cond in conditions(sc):
+                    for i in range(1, n + 1):
+                        self.trial(cond, i)
+                    if self.exp.system["restart"] == "per_scenario":
+                        self.stop_system()
+                if "breaking_point" in sc:
+                    self.bisect(sc)
+        finally:
+            self.stop_system()
+            if self.session is not None:
+                self._trace_stop()
+
+    def _level_fails(self, sc: dict, level) -> bool:
+        bp = sc["breaking_point"]
+        cond = bisect_condition(sc, level)
+        rs = [self.trial(cond, i) for i in range(1, bp["trials"] + 1)]
+        if self.exp.system["restart"] == "per_scenario":
+            self.stop_system()
+        return sum(r["status"] != "success" for r in rs) > bp["max_failures"]
+
+    def bisect(self, sc: dict) -> dict:
+        """First failing level between low and high: a level fails when more than max_failures
+        of its trials fail; bisection until the passing and failing levels are within the
+        resolution (integer levels when low and high are integers)."""
+        bp = sc["breaking_point"]
+        integer = isinstance(bp["low"], int) and isinstance(bp["high"], int)
+        tried = []
+
+        def test(level):
+            f = self._level_fails(sc, level)
+            tried.append({"level": level, "failed": f})
+            return f
+
+        res = {"scenario": sc["name"], "param": bp["param"], "low": bp["low"], "high": bp["high"],
+               "trials_per_level": bp["trials"], "max_failures": bp["max_failures"], "tried": tried}
+        if test(bp["low"]):
+            res.update(breaking_point=bp["low"], highest_passing=None,
+                       note="the lowest level already fails")
+        elif not test(bp["high"]):
+            res.update(breaking_point=None, highest_passing=bp["high"],
+                       note="no failure up to the highest level tried")
+        else:
+            good, bad = bp["low"], bp["high"]
+            while bad - good > bp["resolution"]:
+                mid = (good + bad) / 2
+                if integer:
+                    mid = int(round(mid))
+                    if mid in (good, bad):
+                        break
+                if test(mid):
+                    bad = mid
+                else:
+                    good = mid
+            res.update(breaking_point=bad, highest_passing=good,
+                       note=f"first failing level within {bp['resolution']:g}")
+        self.breaking[sc["name"]] = res
+        output.write_json(self.run / "breaking_points.json", self.breaking)
+        self.say(f"breaking point of {sc['name']} ({bp['param']}): {res['breaking_point']} ({res['note']})")
+        return res
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _last_json(path: Path):
+    try:
+        lines = [ln for ln in Path(path).read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return None
+    if not lines:
+        return None
+    try:
+        return json.loads(lines[-1])
+    except ValueError:
+        return None
+
+
+def _tail(path: Path, n: int = 30) -> str:
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(none)"
+
+
+def _diagnostics(tdir: Path, r: dict, run: Path) -> None:
+    """A failed trial's diagnostics in one file (the logs stay beside it)."""
+    from roscope.commands._common import escape
+
+    parts = [f"trial {r['trial_id']}: {r['status']}", f"reason: {r.get('reason')}",
+             f"driver exit status: {r.get('driver_returncode')}", ""]
+    for name in ("driver.stdout", "driver.stderr"):
+        parts += [f"--- last lines of {name}", _tail(tdir / name), ""]
+    if r.get("system_log"):
+        parts += [f"--- last lines of the system log ({r['system_log']})", _tail(run / r["system_log"]), ""]
+    parts.append("--- processes of the system seen during the trial")
+    for p in r.get("system_processes", []):
+        parts.append(f"  {p['pid']} {p['comm']}: {p['cmdline']}")
+    if r.get("system_stop"):
+        parts.append(f"--- system stop: {r['system_stop']}")
+    output.atomic_write(tdir / "diagnostics.txt", "\n".join(escape(x) if "\n" not in x else x for x in parts) + "\n")
+
+
+def run(exp: Experiment, out: str | None, resume: bool, log=sys.stderr) -> Path:
+    """Runs (or resumes) an experiment into its results directory. SIGINT/SIGTERM stop what
+    was started, mark the manifest 'interrupted' and raise KeyboardInterrupt."""
+    run_dir = prepare(exp, out, resume)
+    man = output.read_json(run_dir / output.MANIFEST)
+    man["invocations"].append({"started": _now(), "pid": os.getpid(), "resume": resume, "argv": sys.argv})
+    man["state"] = "running"
+    output.write_json(run_dir / output.MANIFEST, man)
+
+    def on_term(signum, _frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    state = "failed"
+    try:
+        Runner(exp, run_dir, log).run_all()
+        state = "complete"
+    except KeyboardInterrupt:
+        state = "interrupted"
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        with contextlib.suppress(Exception):
+            man = output.read_json(run_dir / output.MANIFEST)
+            man["invocations"][-1]["finished"] = _now()
+            man["invocations"][-1]["state"] = state
+            _update_manifest(run_dir, state=state, finished=_now() if state == "complete" else None,
+                             invocations=man["invocations"])
+    return run_dir
