@@ -11,7 +11,8 @@ except ImportError:  # a core built before it exported its version: the installe
     __version__ = _dist_version("roscope")
 
 
-def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True):  # noqa: A001 - the API's entry point
+def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True,  # noqa: A001 - the API's entry point
+         memory: int | None = None, sync: bool = True):
     """Opens traces (a path or a list of paths, loaded into a writable in-memory
     database) or a database file written by `roscope load`.
 
@@ -19,7 +20,8 @@ def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True):  # no
     that return their results (the default), work on it, also while other
     processes read it. Pass ``read_only=False`` to store analysis results into
     it (``store=True``). ``heuristics=False`` makes only exact transport links
-    (traces only). Returns a `roscope.db.Database`: ``.sql(query)`` and
+    and ``sync=False`` keeps every host's raw clock (traces only); ``memory`` is
+    DuckDB's budget in bytes (default 1 GiB; results beyond it spill to disk). Returns a `roscope.db.Database`: ``.sql(query)`` and
     ``.table(name)`` give pandas DataFrames, ``.records(query)`` lists of dicts,
     ``.con`` the DuckDB connection. Wrong input raises `roscope.errors.UserError`
     (`InputError`, `DatabaseError`) or `roscope._core.TraceError`, with a
@@ -27,4 +29,4 @@ def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True):  # no
     """
     from roscope.db import open as _open
 
-    return _open(trace_or_db, heuristics=heuristics, read_only=read_only)
+    return _open(trace_or_db, heuristics=heuristics, read_only=read_only, memory=memory, sync=sync)

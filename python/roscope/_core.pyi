@@ -50,8 +50,10 @@ def build_model(
     heuristics: bool = True,
     progress: bool = False,
     record_ids: Sequence[str] | None = None,
+    sync: bool = True,
 ) -> tuple[list[tuple[str, ArrowTable]], list[tuple[str, int]], list[str], list[tuple[str, int, int]]]:
-    """Builds the execution model (docs/model.md): (tables by name, stats, warnings, losses)."""
+    """Builds the execution model (docs/model.md): (tables by name, stats, warnings, losses);
+    `sync`: several hosts' clocks synchronized from the messages between them."""
 
 def schema() -> str:
     """The database schema (crates/model/src/schema.rs) as JSON: {"tables": [{name,

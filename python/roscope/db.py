@@ -115,15 +115,16 @@ def record_ids(paths: Sequence[str]) -> list[str]:
     return ids
 
 
-def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None = None):
-    """Runs the model builder; returns ({table: arrow table}, stats, warnings, losses)."""
+def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None = None, sync: bool = True):
+    """Runs the model builder; returns ({table: arrow table}, stats, warnings, losses).
+    `sync`: synchronize several hosts' clocks from the messages between them."""
     if progress is None:
         progress = sys.stderr.isatty()
     # The core leaves the GIL while it builds: import Arrow meanwhile.
     warm = threading.Thread(target=_import_arrow, daemon=True)
     warm.start()
     try:
-        tables, stats, warnings, losses = _core.build_model(list(paths), heuristics, progress, record_ids(paths) or None)
+        tables, stats, warnings, losses = _core.build_model(list(paths), heuristics, progress, record_ids(paths) or None, sync)
     finally:
         # Also on an error: an interpreter that exits while this thread still
         # imports DuckDB/pyarrow can abort (issue 15, item 3).
@@ -295,6 +296,7 @@ def load(
     heuristics: bool = True,
     parquet_dir: str | None = None,
     force: bool = False,
+    sync: bool = True,
 ) -> tuple[Database, LoadResult]:
     """Builds the model of `paths` into a DuckDB file `out` (in memory if None).
 
@@ -305,30 +307,30 @@ def load(
     database (writable) and a LoadResult. Raises InputError for a bad output
     path, DatabaseError when DuckDB cannot write (disk full, permission).
     """
-    con, meta, res = _build_and_write(paths, out, heuristics, parquet_dir, force)
+    con, meta, res = _build_and_write(paths, out, heuristics, parquet_dir, force, sync)
     if con is None:
         con = _connect(os.path.abspath(out), read_only=False)
     return Database(con, res.db_path, meta, read_only=False), res
 
 
 def write(paths: Sequence[str], out: str, *, heuristics: bool = True, parquet_dir: str | None = None,
-          force: bool = False) -> LoadResult:
+          force: bool = False, sync: bool = True) -> LoadResult:
     """`load` into the file `out` without opening it afterwards: once the file is
     in place, nothing of roscope holds it (opened for writing, it would lock out a
     reader started meanwhile, e.g. `roscope stats`). What `roscope load` runs."""
-    con, _meta, res = _build_and_write(paths, out, heuristics, parquet_dir, force)
+    con, _meta, res = _build_and_write(paths, out, heuristics, parquet_dir, force, sync)
     if con is not None:
         con.close()
     return res
 
 
-def _build_and_write(paths, out, heuristics, parquet_dir, force):
+def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True):
     """`load`'s work: (the in-memory connection or None, meta, LoadResult)."""
     paths = _paths(paths)
     target = _output_target(out, force) if out is not None else None
     if parquet_dir:
         _parquet_targets(parquet_dir, force)
-    arrow, stats, warnings, losses = build(paths, heuristics)
+    arrow, stats, warnings, losses = build(paths, heuristics, sync=sync)
     from roscope import kernel  # kernel scheduling (perf.data beside the trace, LTTng sched events)
 
     arrow.update(kernel.tables(paths, arrow, warnings))
@@ -339,6 +341,7 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force):
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(),
         "host": socket.gethostname(),
         "heuristic_links": heuristics,
+        "clock_sync": sync,
         "stats": stats,
         "warnings": warnings,
         "losses": losses,
@@ -526,7 +529,7 @@ def _open_db(path: str, read_only: bool) -> Database:
 
 
 def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True,  # noqa: A001 - the API's name
-         memory: int | None = None) -> Database:
+         memory: int | None = None, sync: bool = True) -> Database:
     """A Database over a DuckDB file written by `roscope load`, or over traces.
 
     A database file is opened **read-only** by default: queries, and analyses
@@ -549,6 +552,6 @@ def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True,  # noq
         for p in paths:
             if os.path.isfile(p) and p.endswith((".duckdb", ".db")) and not is_db(p):
                 raise DatabaseError(f"{p}: not a DuckDB database (the file does not start with DuckDB's header)")
-        db, _ = load(paths, None, heuristics=heuristics)
+        db, _ = load(paths, None, heuristics=heuristics, sync=sync)
     db.limit_memory(memory)
     return db

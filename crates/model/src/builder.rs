@@ -560,12 +560,14 @@ impl Builder {
             self.counts.unmatched_starts += t.stack.len() as u64;
         }
         let links = self.link();
+        let syncs = self.synchronize(&links);
+        self.apply_clock_maps(&syncs);
         // What only matching needed can go before the tables are built.
         self.ros2 = Ros2State::default();
         self.caret = CaretState::default();
         self.bosch = BoschState::default();
         self.r1 = RoscopeState::default();
-        self.tables(set, links)
+        self.tables(set, links, syncs)
     }
 }
 

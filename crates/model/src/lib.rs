@@ -24,6 +24,7 @@
 mod annotations;
 mod builder;
 mod caret;
+pub mod clock;
 pub mod events;
 mod executor;
 pub mod link;
@@ -33,6 +34,7 @@ mod ros1_bosch;
 mod ros1_roscope;
 mod ros2;
 pub mod schema;
+mod sync;
 pub mod table;
 mod tables;
 
@@ -45,6 +47,9 @@ pub struct Options {
     pub heuristics: bool,
     /// Show progress on stderr (for terminals).
     pub progress: bool,
+    /// Synchronize the clocks of several hosts from the messages between them
+    /// (`sync.rs`); off: every host keeps its raw clock.
+    pub sync: bool,
 }
 
 /// Which processes of a trace belong to the recording: `roscope record` names

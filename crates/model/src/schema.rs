@@ -406,6 +406,20 @@ table!(EXECUTOR_STATES = "executor_states", Model, "One row per interval of an e
     "handle": UBigInt = "`executing`: the rcl handle executed",
 ]);
 
+table!(CLOCK_SYNC = "clock_sync", Model, "One row per host but the reference host of a trace of several hosts: its clock's map onto the reference host's clock, estimated from the messages between them (a message is never received before it is sent; convex hulls, after Trace Compass). Every timestamp of the host's rows in the model is mapped (`t_ref = ref_at_x0_ns + slope * (t_raw - x0_ns)`, so raw times are `x0_ns + (t - ref_at_x0_ns) / slope`); empty with one host or `--no-sync`.", [
+    "host_id": BigInt = "the host",
+    "reference_host_id": BigInt = "the host whose clock the model's times are in",
+    "method": Varchar = "`convex_hull` (messages both ways: offset and drift), `offset_lower_bound` / `offset_upper_bound` (one way: offset only, bounded on one side), or `none` (no map: raw clock)",
+    "messages_to_host": BigInt = "messages from the reference host to this host",
+    "messages_from_host": BigInt = "messages from this host to the reference host",
+    "x0_ns": BigInt = "a time on the host's raw clock",
+    "ref_at_x0_ns": BigInt = "the same instant on the reference clock",
+    "slope": Double = "reference clock ns per host clock ns",
+    "drift_ppm": Double = "how much faster the host's clock runs than the reference's, in parts per million (`(1/slope - 1) * 1e6`)",
+    "offset_ns": Double = "host clock minus reference clock at `x0_ns`",
+    "bound_ns": Double = "the map's error bound over the messages' span (half the distance between the extreme maps that fit); null when bounded on one side only",
+]);
+
 table!(META = "meta", Load, "Key/value facts about the database (values are JSON): `schema_version`, `roscope_version`, `sources`, `created`, `host`, `heuristic_links`, `stats` (the model builder's counters, e.g. `unmatched_callback_ends`), `warnings`, `losses`.", [
     "key": Varchar = "the fact",
     "value": Varchar = "its value, as JSON",
@@ -530,6 +544,7 @@ pub const TABLES: &[TableSpec] = &[
     ANNOTATIONS,
     ANNOTATION_MEMBERS,
     EXECUTOR_STATES,
+    CLOCK_SYNC,
     META,
     CODES,
     CAUSAL_LINKS,

@@ -9,6 +9,7 @@ use crate::builder::Builder;
 use crate::objects::{LeftOut, Link, Obj};
 use crate::registry::{Layer, Registry};
 use crate::schema::{self, AnnotationRole, CallbackKind, LinkMethod, TableSpec};
+use crate::sync::HostSync;
 use crate::table::Table;
 use crate::Model;
 
@@ -46,9 +47,35 @@ fn object_table(spec: &'static TableSpec, list: &Registry<Obj>) -> Table {
     t
 }
 
+/// `clock_sync`: each host's clock map onto the reference host's.
+fn clock_table(syncs: &[HostSync]) -> Table {
+    let mut t = Table::new(&schema::CLOCK_SYNC);
+    for s in syncs {
+        let (method, map, bound) = match &s.sync {
+            Some(x) => (x.method.name(), Some(x.map), x.bound_ns),
+            None => ("none", None, None),
+        };
+        let x0 = map.map(|m| m.x0.round() as i64);
+        t.row()
+            .i(id(s.host))
+            .i(id(s.reference))
+            .s(Some(method))
+            .i(id(s.forward))
+            .i(id(s.backward))
+            .i(x0)
+            .i(map.map(|m| m.y0.round() as i64))
+            .f(map.map(|m| m.slope))
+            .f(map.map(|m| (1.0 / m.slope - 1.0) * 1e6))
+            .f(map.map(|m| m.x0 - m.y0))
+            .f(bound)
+            .done();
+    }
+    t
+}
+
 impl Builder {
     /// Emits every table of the model, freeing the records as it goes.
-    pub(crate) fn tables(mut self, set: &TraceSet, links: Vec<Link>) -> Model {
+    pub(crate) fn tables(mut self, set: &TraceSet, links: Vec<Link>, syncs: Vec<HostSync>) -> Model {
         let mut out = self.trace_tables(set);
         out.push(self.process_table());
         out.push(self.thread_table());
@@ -69,7 +96,10 @@ impl Builder {
         out.push(link_table(&links));
         out.extend(self.annotation_tables());
         out.push(self.executor_table());
-        Model { tables: out, stats: self.stats(), warnings: self.scope_warnings() }
+        out.push(clock_table(&syncs));
+        let mut warnings = self.scope_warnings();
+        warnings.extend(self.sync_warnings(&syncs));
+        Model { tables: out, stats: self.stats(), warnings }
     }
 
     /// `hosts`, `traces`, `lost`.

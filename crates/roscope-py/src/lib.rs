@@ -171,22 +171,24 @@ fn losses(set: &TraceSet) -> Vec<(String, u64, u64)> {
         .collect()
 }
 
-/// Builds the execution model of the traces under `paths`. Returns
-/// (tables, stats, warnings, losses): tables is a list of (name, ArrowTable).
+/// Builds the execution model of the traces under `paths`; with `sync`, the
+/// clocks of several hosts are synchronized from the messages between them.
+/// Returns (tables, stats, warnings, losses): tables is a list of (name, ArrowTable).
 #[pyfunction]
-#[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None))]
+#[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None, sync=true))]
 fn build_model(
     py: Python<'_>,
     paths: Vec<String>,
     heuristics: bool,
     progress: bool,
     record_ids: Option<Vec<String>>,
+    sync: bool,
 ) -> PyResult<PyObject> {
     let mut set = TraceSet::open(&paths).map_err(err)?;
     let model = py.allow_threads(|| {
         roscope_model::build(
             &mut set,
-            roscope_model::Options { heuristics, progress },
+            roscope_model::Options { heuristics, progress, sync },
             roscope_model::Scope { record_ids: record_ids.unwrap_or_default() },
         )
     });

@@ -90,6 +90,9 @@ def add_json(parser: argparse.ArgumentParser) -> None:
 def add_heuristics(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-heuristics", action="store_true",
                         help="make only exact transport links (for traces; a database keeps the links it was loaded with)")
+    parser.add_argument("--no-sync", action="store_true",
+                        help="keep every host's raw clock (for traces of several hosts; by default their clocks are "
+                             "synchronized from the messages between them, see the clock_sync table)")
 
 
 def int_range(lo: int, hi: int):
@@ -129,7 +132,8 @@ def open_inputs(args, writable: bool = False):
         if getattr(args, "no_heuristics", False):
             warn(f"{dbs[0]}: --no-heuristics has no effect on a database (its links were made by `roscope load`)")
         return _db.open(dbs[0], read_only=not writable, memory=getattr(args, "memory", None))
-    return _db.open(paths, heuristics=not getattr(args, "no_heuristics", False), memory=getattr(args, "memory", None))
+    return _db.open(paths, heuristics=not getattr(args, "no_heuristics", False), memory=getattr(args, "memory", None),
+                    sync=not getattr(args, "no_sync", False))
 
 
 # ---------------------------------------------------------------- reporting

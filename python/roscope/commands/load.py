@@ -19,6 +19,9 @@ def register(sub) -> None:
                    help="the DuckDB file to write (never overwritten without --force; --force replaces only a regular file)")
     p.add_argument("--parquet", metavar="DIR", help="also write each table as DIR/<table>.parquet")
     p.add_argument("--no-heuristics", action="store_true", help="make only exact transport links")
+    p.add_argument("--no-sync", action="store_true",
+                   help="keep every host's raw clock (by default the clocks of several hosts are synchronized from "
+                        "the messages between them; the clock_sync table has each host's map)")
     p.add_argument("--force", action="store_true", help="replace an existing output")
     C.add_json(p)
     p.set_defaults(func=run)
@@ -28,7 +31,8 @@ def run(args) -> int:
     from roscope.db import write
 
     t0 = time.perf_counter()
-    res = write(args.inputs, args.output, heuristics=not args.no_heuristics, parquet_dir=args.parquet, force=args.force)
+    res = write(args.inputs, args.output, heuristics=not args.no_heuristics, parquet_dir=args.parquet, force=args.force,
+                sync=not args.no_sync)
     dt = time.perf_counter() - t0
     try:
         if args.json:
