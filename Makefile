@@ -16,7 +16,7 @@ RUFF_PATHS := python tests bench tools examples instrument scripts
 CORE_SO  := python/roscope/_core.abi3.so
 RUST_SRC := Cargo.toml Cargo.lock pyproject.toml $(shell find crates -path crates/ctf/fuzz -prune -o \( -name '*.rs' -o -name Cargo.toml \) -print)
 
-.PHONY: setup build core demo lint test test-fast test-rust bench fuzz clean
+.PHONY: setup build core demo lint test test-fast test-rust bench fuzz clean experiment
 
 setup:
 	bash scripts/setup.sh
@@ -64,6 +64,14 @@ bench: setup
 
 fuzz:
 	bash crates/ctf/fuzz/run.sh
+
+# issue 13's small suite on the example ROS 1 manipulation stack (docs/experiment.md);
+# results in examples/ros1_manipulation/results/<time>/ (EXPERIMENT_OUT=DIR to choose).
+EXPERIMENT_OUT ?= examples/ros1_manipulation/results/$(shell date +%Y%m%d-%H%M%S)
+experiment: setup
+	$(MAKE) -s -C instrument/ros1
+	$(MAKE) -s -C examples/ros1_manipulation
+	$(VENV)/bin/roscope experiment run examples/ros1_manipulation/experiment.yaml -o $(EXPERIMENT_OUT)
 
 clean:
 	rm -rf target $(VENV) python/roscope/*.so

@@ -294,3 +294,60 @@ def test_bad_experiment_files(tmp_path, roscope_cmd):
     assert p.returncode == 1 and "not valid YAML" in p.stderr
     p = _roscope(roscope_cmd, "experiment", "report", str(tmp_path))
     assert p.returncode == 1 and "not an experiment results directory" in p.stderr
+
+
+# ---------------------------------------------------------------- the ROS 1 example
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "ros1_manipulation"
+
+
+def _callback_start_jitter_ms(trace_dir: Path, symbol_part: str) -> float:
+    """Sample std of the intervals between the starts of the callback whose registered symbol
+    contains `symbol_part`, decoded by babeltrace2 (the independent oracle)."""
+    import statistics as pystats
+
+    from oracle import Reading
+
+    cbs, starts = set(), []
+    for ev in Reading(str(trace_dir)).events():
+        if ev["name"] == "roscope_ros1:callback_register" and symbol_part in ev["payload"]["symbol"]:
+            cbs.add((ev["context"].get("vpid"), ev["payload"]["callback"]))
+        elif ev["name"] == "roscope_ros1:callback_start" and (ev["context"].get("vpid"), ev["payload"]["callback"]) in cbs:
+            starts.append(ev["ts"])
+    starts.sort()
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    return pystats.stdev(gaps) / 1e6
+
+
+@pytest.mark.ros1
+@pytest.mark.lttng
+def test_manipulation_example_one_traced_trial(tmp_path, roscope_cmd):
+    subprocess.run(["make", "-s", "-C", str(EXAMPLE.parent.parent / "instrument" / "ros1")], check=True)
+    subprocess.run(["make", "-s", "-C", str(EXAMPLE)], check=True)
+    import yaml
+
+    cfg = yaml.safe_load((EXAMPLE / "experiment.yaml").read_text())
+    cfg["trials"] = 1
+    cfg["scenarios"] = [{"name": "baseline"}]
+    y = EXAMPLE / f".test-{os.getpid()}.yaml"     # beside system.sh and driver.py (relative commands)
+    y.write_text(yaml.safe_dump(cfg))
+    try:
+        p = _roscope(roscope_cmd, "experiment", "run", str(y), "-o", str(tmp_path / "run"), timeout=240)
+    finally:
+        y.unlink()
+    assert p.returncode == 0, p.stderr
+    r = json.loads((tmp_path / "run" / "trials" / "baseline_001" / "result.json").read_text())
+    assert r["status"] == "success", (r.get("reason"), (tmp_path / "run" / "trials" / "baseline_001" / "driver.stderr").read_text())
+    m = r["metrics"]
+    # the driver's own clock: T4 is planning plus execution (two goal round trips apart)
+    assert 0 < m["T1"] < 5000 and 100 < m["T2"] < 20000 and m["T4"] == pytest.approx(m["T1"] + m["T2"], abs=5.0)
+    assert r["trace"]["state"] == "complete"
+    # T5 (the simulator's step jitter) and T3 (the control loop's) against babeltrace2's decoding of the trace
+    trace = tmp_path / "run" / "trials" / "baseline_001" / "trace"
+    assert m["T5"] == pytest.approx(_callback_start_jitter_ms(trace, "ArmSim.step"), rel=1e-6)
+    assert m["T3"] == pytest.approx(_callback_start_jitter_ms(trace, "Controller.loop"), rel=1e-6)
+    # every process of the stack was seen and stopped
+    comms = " ".join(x["cmdline"] for x in r["system_processes"])
+    for node in ("sim", "planner", "controller", "state_publisher"):
+        assert f"nodes.py {node}" in comms
+    assert r["system_stop"]["left"] == []

@@ -22,7 +22,7 @@ def report(run_dir) -> dict:
 
 
 def _metric_config(man: dict) -> dict:
-    return (man["experiment"].get("config") or {}).get("metrics") or {}
+    return man.get("metrics") or (man["experiment"].get("config") or {}).get("metrics") or {}
 
 
 def overhead(results: list[dict]) -> dict | None:

@@ -126,6 +126,9 @@ def start(name: str, argv: list[str], *, cwd=None, env=None, log: Path | None = 
     """Starts argv in a new session (its own process group); output to `log` or the given files.
     With `cpus`, the affinity is set in the child before exec (inherited by all it starts)."""
     def pre():
+        # default dispositions, whatever roscope inherited (a background job of a script ignores SIGINT)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
         if cpus:
             os.sched_setaffinity(0, cpus)
     fh = None
@@ -134,7 +137,7 @@ def start(name: str, argv: list[str], *, cwd=None, env=None, log: Path | None = 
         stdout = stderr = fh
     try:
         p = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                             start_new_session=True, preexec_fn=pre if cpus else None)
+                             start_new_session=True, preexec_fn=pre)
     finally:
         if fh is not None:
             fh.close()

@@ -22,6 +22,8 @@ from roscope.errors import InputError, UserError
 from roscope.experiment import output, procs
 from roscope.experiment.config import Condition, Experiment, bisect_condition, conditions, level_text
 
+#: How often the CPU monitor samples the system's processes (s).
+MONITOR_INTERVAL = 0.5
 PKG_PARENT = str(Path(__file__).resolve().parents[2])   # the directory holding the roscope package
 
 
@@ -92,7 +94,7 @@ def prepare(exp: Experiment, out: str | None, resume: bool) -> Path:
     run.mkdir(parents=True, exist_ok=True)
     (run / "trials").mkdir()
     man = {"experiment": {"name": exp.name, "path": str(exp.path.resolve()), "digest": exp.digest(), "config": exp.raw},
-           "state": "running", "started": _now(), "finished": None, "invocations": [],
+           "metrics": exp.metrics, "state": "running", "started": _now(), "finished": None, "invocations": [],
            **host_manifest(exp)}
     output.write_json(run / output.MANIFEST, man)
     return run
@@ -268,7 +270,6 @@ class Runner:
         deadline = t0 + d["timeout"]
         died = None
         while drv.popen.poll() is None:
-            drv.members()
             if time.monotonic() > deadline:
                 break
             if self.system is not None and not self.system.alive():
@@ -316,7 +317,6 @@ class Runner:
         r = {"trial_id": tid, "scenario": cond.scenario, "condition": cond.id, "level": cond.level,
              "sweep_param": cond.sweep_param, "index": index, "params": cond.params, "started": _now(), "metrics": {}}
         per_trial = self.exp.system["restart"] == "per_trial"
-        ru0 = resource.getrusage(resource.RUSAGE_SELF)
         try:
             trace_env = self._trace_start(tdir) if self.exp.tracing else {}
             if per_trial or self.system_cond != cond.id or self.system is None or not self.system.alive():
@@ -330,8 +330,6 @@ class Runner:
             if "status" not in r:
                 self._drive(cond, index, tid, tdir, r)
         finally:
-            ru1 = resource.getrusage(resource.RUSAGE_SELF)
-            r["harness_cpu_s"] = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
             if per_trial or r.get("status") == "system_not_ready":
                 r["system_stop"] = self.stop_system()
             r["trace"] = self._trace_stop()
@@ -360,13 +358,17 @@ class Runner:
 
     def _drive(self, cond: Condition, index: int, tid: str, tdir: Path, r: dict) -> None:
         cpus = self.system_cpus
-        with procs.Monitor(self.system) as mon:
+        ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        with procs.Monitor(self.system, MONITOR_INTERVAL) as mon:
             if cpus:
                 r["cpuset_at_start"] = procs.verify_cpuset(self.system, cpus)
             drv = self._run_driver(cond, tid, index, tdir)
             if cpus:
                 r["cpuset"] = procs.verify_cpuset(self.system, cpus, mon)
                 r["cpuset"]["verified"] = r["cpuset"]["verified"] and r["cpuset_at_start"]["verified"]
+        ru1 = resource.getrusage(resource.RUSAGE_SELF)
+        # roscope's own CPU time (this process: its monitor, its polling) over the same window as the system's
+        r["harness_cpu_s"] = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
         r["system_cpu_s"] = mon.cpu_seconds()
         r["system_processes"] = mon.report()
         r.update(status=drv["status"], wall_ms=drv["wall_ms"], driver_returncode=drv["returncode"])
