@@ -98,12 +98,18 @@ def _print_report(rep: dict) -> None:
     names = list(dict.fromkeys(m for s in rep["summary"] for m in s["metrics"]))
     head = ["condition", "trials", "success %", *[f"{m} ({(rep['metrics'].get(m) or {}).get('unit') or ''})".replace(" ()", "")
                                                   for m in names], "failures", "cpuset"]
+    floods = any(s.get("flood_rate_achieved_hz") is not None for s in rep["summary"])
+    if floods:
+        head.append("flood Hz achieved")
     rows = []
     for s in rep["summary"]:
         rows.append([s["condition"], str(s["n"]), f"{100 * s['success_rate']:.0f}",
                      *[_fmt(s["metrics"].get(m)) for m in names],
                      ", ".join(f"{k} {v}" for k, v in s["failures"].items()) or "-",
                      {True: "verified", False: "NOT verified"}.get(s.get("cpuset_verified"), "-")])
+        if floods:
+            v = s.get("flood_rate_achieved_hz")
+            rows[-1].append("-" if v is None else f"{v:.0f}")
     widths = [max(len(C.escape(x)) for x in col) for col in zip(head, *rows)]
     for row in [head, *rows]:
         out.write("  ".join(C.cell(x, w).ljust(w) for x, w in zip(row, widths)).rstrip() + "\n")

@@ -21,7 +21,7 @@ from roscope.errors import InputError
 from roscope.experiment.stattests import describe
 
 MANIFEST = "manifest.json"
-FIXED_COLUMNS = ["trial_id", "scenario", "condition", "level", "status", "wall_ms", "score"]
+FIXED_COLUMNS = ["trial_id", "scenario", "condition", "level", "status", "wall_ms", "score", "flood_rate_achieved_hz"]
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
@@ -141,6 +141,9 @@ def summarize(results: list[dict]) -> list[dict]:
              "successes": len(ok), "success_rate": len(ok) / len(rs), "failures": fails,
              "metrics": {m: describe([r["metrics"].get(m) for r in ok]) for m in names},
              "failed_metrics": {m: describe([r["metrics"].get(m) for r in rs if r["status"] != "success"]) for m in names}}
+        rates = [r["flood_rate_achieved_hz"] for r in rs if r.get("flood_rate_achieved_hz") is not None]
+        if rates:
+            s["flood_rate_achieved_hz"] = sum(rates) / len(rates)
         cpus = [r.get("cpuset") for r in rs if r.get("cpuset")]
         if cpus:
             s["cpuset_verified"] = all(c.get("verified") for c in cpus)

@@ -115,6 +115,7 @@ class Runner:
         self.system_cond: str | None = None
         self.system_env: dict | None = None
         self.loads: list[procs.Started] = []
+        self.load_report: list[dict] = []
         self.session: str | None = None
         self.seq = max((r.get("seq", 0) for r in self.results.values()), default=0)
         self.breaking: dict = output.read_json(run / "breaking_points.json") or {}
@@ -195,8 +196,13 @@ class Runner:
 
     def stop_system(self) -> dict | None:
         got = None
+        self.load_report = []
         for ld in reversed(self.loads):
-            procs.stop(ld, 3.0)
+            st = procs.stop(ld, 3.0)
+            rep = {"name": ld.name, "stopped_with": st["signals"]}
+            if ld.name.startswith("flood") and ld.log is not None:
+                rep.update(_last_json(ld.log) or {})   # what the flooder sent, and its achieved rate
+            self.load_report.append(rep)
         self.loads = []
         if self.system is not None:
             got = procs.stop(self.system, self.exp.system["stop_timeout"])
@@ -332,6 +338,11 @@ class Runner:
         finally:
             if per_trial or r.get("status") == "system_not_ready":
                 r["system_stop"] = self.stop_system()
+                if self.load_report:
+                    r["loads"] = self.load_report
+                    rates = [x["rate_achieved"] for x in self.load_report if _is_number(x.get("rate_achieved"))]
+                    if rates:
+                        r["flood_rate_achieved_hz"] = sum(rates) / len(rates)
             r["trace"] = self._trace_stop()
         if self.exp.tracing and r.get("status") == "success":
             self._add_trace_metrics(tdir, r)
@@ -449,6 +460,8 @@ class Runner:
         rs = [self.trial(cond, i) for i in range(1, bp["trials"] + 1)]
         if self.exp.system["restart"] == "per_scenario":
             self.stop_system()
+        rates = [r["flood_rate_achieved_hz"] for r in rs if r.get("flood_rate_achieved_hz") is not None]
+        self._achieved = sum(rates) / len(rates) if rates else None
         return sum(r["status"] != "success" for r in rs) > bp["max_failures"]
 
     def bisect(self, sc: dict) -> dict:
@@ -461,7 +474,7 @@ class Runner:
 
         def test(level):
             f = self._level_fails(sc, level)
-            tried.append({"level": level, "failed": f})
+            tried.append({"level": level, "failed": f, "flood_rate_achieved_hz": self._achieved})
             return f
 
         res = {"scenario": sc["name"], "param": bp["param"], "low": bp["low"], "high": bp["high"],
