@@ -264,6 +264,15 @@ def test_compare_same_and_shifted(tmp_path, roscope_cmd):
     assert 0 < t1["ci_low"] < 20.0 < t1["ci_high"] < 40.0
     text = _roscope(roscope_cmd, "experiment", "compare", str(a), str(b)).stdout
     assert "no significant difference" in text
+    html = tmp_path / "a.html"
+    p = _roscope(roscope_cmd, "experiment", "report", str(a), "--html", str(html))
+    assert p.returncode == 0, p.stderr
+    page = html.read_text()
+    assert "Distributions" in page and '"name":"slow"' in page and "<script" in page
+    # the box of condition 'slow' carries the six T1 values the driver printed (10..13 + 20)
+    assert '"y":[32.0,31.0,33.0,29.0,30.5,30.0]' in page
+    p = _roscope(roscope_cmd, "experiment", "report", str(a), "--html", str(html))
+    assert p.returncode == 1 and "already exists" in p.stderr
     lst = _roscope(roscope_cmd, "experiment", "list", str(tmp_path), "--json")
     assert {Path(r["dir"]).name for r in json.loads(lst.stdout)} == {"a", "b"}
 

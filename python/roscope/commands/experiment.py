@@ -7,6 +7,8 @@
 """
 from __future__ import annotations
 
+import sys
+
 from roscope.commands import _common as C
 
 
@@ -29,6 +31,8 @@ def register(sub) -> None:
     li.set_defaults(func=_list)
     rp = vs.add_parser("report", help="per condition: trials, success rate, failure kinds, metrics mean ± std")
     rp.add_argument("dir", metavar="DIR")
+    rp.add_argument("--html", metavar="OUT", help="also write a self-contained HTML report (distributions per condition, "
+                                                  "sweep curves with the breaking point); never replaces a file")
     C.add_json(rp)
     rp.set_defaults(func=_report)
     cp = vs.add_parser("compare", help="two runs (or two conditions) per metric: difference, bootstrap CI, Mann-Whitney U")
@@ -49,8 +53,6 @@ def _run(args) -> int:
     try:
         out = runner.run(exp, args.output, args.resume)
     except KeyboardInterrupt:
-        import sys
-
         print("roscope: experiment interrupted; finished trials are kept: complete it with "
               "'roscope experiment run EXPERIMENT.yaml -o DIR --resume'", file=sys.stderr)
         raise
@@ -82,6 +84,11 @@ def _list(args) -> int:
 def _report(args) -> int:
     rep = _rep(args.dir)
     C.show(args, rep, _print_report)
+    if args.html:
+        from roscope.experiment import html
+
+        out = html.write(args.dir, args.html)
+        print(C.escape(f"roscope: HTML report written to {out}"), file=sys.stderr)
     return 0
 
 
