@@ -85,6 +85,9 @@ def prepare(exp: Experiment, out: str | None, resume: bool) -> Path:
         man = output.read_json(run / output.MANIFEST)
         if man is None:
             raise InputError(f"{run}: nothing to resume (no {output.MANIFEST})")
+        last = (man.get("invocations") or [{}])[-1]
+        if man.get("state") == "running" and last.get("pid") and "experiment" in procs.cmdline(last["pid"]):
+            raise InputError(f"{run}: is being written by roscope experiment (pid {last['pid']}); resume it once that has ended")
         if man.get("experiment", {}).get("digest") != exp.digest():
             raise InputError(f"{run}: was run with another experiment file content ({man['experiment'].get('path')}); "
                              "resume it with the same file, or start a new directory")
