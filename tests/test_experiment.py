@@ -13,6 +13,7 @@ import csv
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -360,3 +361,32 @@ def test_manipulation_example_one_traced_trial(tmp_path, roscope_cmd):
     for node in ("sim", "planner", "controller", "state_publisher"):
         assert f"nodes.py {node}" in comms
     assert r["system_stop"]["left"] == []
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf (linux-perf)")
+def test_profile_flame_graph(tmp_path, roscope_cmd):
+    (tmp_path / "system.sh").write_text("#!/bin/bash\ntrap 'kill $b; exit 0' INT TERM\n"
+                                        "sha256sum /dev/zero & b=$!\ntouch \"$ROSCOPE_SYSTEM_DIR/ready\"\n"
+                                        "while true; do sleep 0.1; done\n")
+    (tmp_path / "system.sh").chmod(0o755)
+    y = tmp_path / "p.yaml"
+    y.write_text(textwrap.dedent(f"""\
+        trials: 1
+        system: {{start: ./system.sh, stop_timeout: 2, ready: {{command: [sh, -c, 'test -e "$ROSCOPE_SYSTEM_DIR/ready"']}}}}
+        driver: {{command: [{sys.executable}, -S, -c, 'import time, json; time.sleep(1); print(json.dumps({{"x": 1}}))']}}
+        scenarios: [{{name: p}}]
+        """))
+    p = _roscope(roscope_cmd, "experiment", "run", str(y), "-o", str(tmp_path / "run"), "--profile")
+    assert p.returncode == 0, p.stderr
+    tdir = tmp_path / "run" / "trials" / "p_001"
+    r = json.loads((tdir / "result.json").read_text())
+    assert r["status"] == "success" and r["profile"]["perf_data"] == "perf.data"
+    # perf's own reading of what it recorded: the system's busy process is in the samples
+    rep = subprocess.run(["perf", "report", "-i", str(tdir / "perf.data"), "--stdio", "--sort", "comm"],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert "sha256sum" in rep
+    if shutil.which("inferno-flamegraph") or shutil.which("flamegraph.pl"):
+        svg = (tdir / "flame.svg").read_text()
+        assert svg.lstrip().startswith("<?xml") and "sha256sum" in svg
+    else:
+        assert r["profile"]["flamegraph"] is None and "cargo install inferno" in r["profile"]["note"]

@@ -24,6 +24,9 @@ def register(sub) -> None:
                    help="results directory to create (default ./experiment-NAME-TIME); never written into if it exists, "
                         "unless --resume")
     r.add_argument("--resume", action="store_true", help="complete the interrupted run in -o DIR (same experiment file)")
+    r.add_argument("--profile", action="store_true",
+                   help="record 'perf record -g' of the system's processes while each driver runs, and write "
+                        "trials/ID/flame.svg with inferno or FlameGraph when on PATH (changes the timings)")
     r.set_defaults(func=_run)
     li = vs.add_parser("list", help="the results directories at or below DIRs (default: .)")
     li.add_argument("dirs", nargs="*", metavar="DIR", default=["."])
@@ -51,7 +54,7 @@ def _run(args) -> int:
 
     exp = config.load(args.experiment)
     try:
-        out = runner.run(exp, args.output, args.resume)
+        out = runner.run(exp, args.output, args.resume, profile=args.profile)
     except KeyboardInterrupt:
         print("roscope: experiment interrupted; finished trials are kept: complete it with "
               "'roscope experiment run EXPERIMENT.yaml -o DIR --resume'", file=sys.stderr)

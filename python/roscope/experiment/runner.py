@@ -111,8 +111,8 @@ def _update_manifest(run: Path, **changes) -> dict:
 
 
 class Runner:
-    def __init__(self, exp: Experiment, run: Path, log=sys.stderr):
-        self.exp, self.run, self.log = exp, run, log
+    def __init__(self, exp: Experiment, run: Path, log=sys.stderr, profile: bool = False):
+        self.exp, self.run, self.log, self.profile = exp, run, log, profile
         self.results = {r["trial_id"]: r for r in output.trial_results(run)}
         self.system: procs.Started | None = None
         self.system_cond: str | None = None
@@ -376,7 +376,16 @@ class Runner:
         with procs.Monitor(self.system, MONITOR_INTERVAL) as mon:
             if cpus:
                 r["cpuset_at_start"] = procs.verify_cpuset(self.system, cpus)
-            drv = self._run_driver(cond, tid, index, tdir)
+            perf = None
+            if self.profile:
+                from roscope.experiment import profile
+
+                perf = profile.start(self.system, tdir)
+            try:
+                drv = self._run_driver(cond, tid, index, tdir)
+            finally:
+                if self.profile:
+                    r["profile"] = profile.finish(perf, tdir)
             if cpus:
                 r["cpuset"] = procs.verify_cpuset(self.system, cpus, mon)
                 r["cpuset"]["verified"] = r["cpuset"]["verified"] and r["cpuset_at_start"]["verified"]
@@ -550,12 +559,16 @@ def _diagnostics(tdir: Path, r: dict, run: Path) -> None:
     output.atomic_write(tdir / "diagnostics.txt", "\n".join(escape(x) if "\n" not in x else x for x in parts) + "\n")
 
 
-def run(exp: Experiment, out: str | None, resume: bool, log=sys.stderr) -> Path:
+def run(exp: Experiment, out: str | None, resume: bool, log=sys.stderr, profile: bool = False) -> Path:
     """Runs (or resumes) an experiment into its results directory. SIGINT/SIGTERM stop what
     was started, mark the manifest 'interrupted' and raise KeyboardInterrupt."""
+    if profile:
+        from roscope.experiment import profile as prof
+
+        prof.check()
     run_dir = prepare(exp, out, resume)
     man = output.read_json(run_dir / output.MANIFEST)
-    man["invocations"].append({"started": _now(), "pid": os.getpid(), "resume": resume, "argv": sys.argv})
+    man["invocations"].append({"started": _now(), "pid": os.getpid(), "resume": resume, "profile": profile, "argv": sys.argv})
     man["state"] = "running"
     output.write_json(run_dir / output.MANIFEST, man)
 
@@ -565,7 +578,7 @@ def run(exp: Experiment, out: str | None, resume: bool, log=sys.stderr) -> Path:
     old = signal.signal(signal.SIGTERM, on_term)
     state = "failed"
     try:
-        Runner(exp, run_dir, log).run_all()
+        Runner(exp, run_dir, log, profile).run_all()
         state = "complete"
     except KeyboardInterrupt:
         state = "interrupted"

@@ -1,0 +1,54 @@
+"""`roscope experiment run --profile`: `perf record -g` of the system's processes while the
+driver runs, and a flame graph made by a maintained tool: inferno (`cargo install inferno`:
+inferno-collapse-perf, inferno-flamegraph) or Brendan Gregg's FlameGraph scripts
+(stackcollapse-perf.pl, flamegraph.pl), whichever is on PATH."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from roscope.errors import UserError
+from roscope.experiment import output, procs
+
+TOOLS = (("inferno-collapse-perf", "inferno-flamegraph"), ("stackcollapse-perf.pl", "flamegraph.pl"))
+
+
+def check() -> None:
+    if shutil.which("perf") is None:
+        raise UserError("--profile needs the 'perf' command (Debian package linux-perf)")
+
+
+def start(system: procs.Started, tdir: Path) -> procs.Started | None:
+    pids = [str(p["pid"]) for p in system.members()]
+    if not pids:
+        return None
+    return procs.start("perf", ["perf", "record", "-g", "-F", "499", "-o", str(tdir / "perf.data"), "-p", ",".join(pids)],
+                       log=tdir / "perf.log")
+
+
+def finish(perf: procs.Started | None, tdir: Path) -> dict:
+    """Stops perf (SIGINT: it writes its data) and makes tdir/flame.svg when a tool is there."""
+    if perf is None:
+        return {"perf_data": None, "note": "no process of the system to profile"}
+    procs.stop(perf, 10.0)
+    data = tdir / "perf.data"
+    res: dict = {"perf_data": str(data.name) if data.exists() else None, "flamegraph": None}
+    tools = next(((c, f) for c, f in TOOLS if shutil.which(c) and shutil.which(f)), None)
+    if res["perf_data"] is None:
+        res["note"] = "perf wrote no data (see perf.log)"
+        return res
+    if tools is None:
+        res["note"] = "no flame graph tool on PATH: 'cargo install inferno' (or FlameGraph's scripts), then: " \
+                      "perf script -i perf.data | inferno-collapse-perf | inferno-flamegraph > flame.svg"
+        return res
+    script = subprocess.run(["perf", "script", "-i", str(data)], capture_output=True, timeout=300)
+    folded = subprocess.run([tools[0]], input=script.stdout, capture_output=True, timeout=300)
+    svg = subprocess.run([tools[1], "--title", f"roscope experiment: {tdir.name}"], input=folded.stdout,
+                         capture_output=True, timeout=300)
+    if svg.returncode != 0 or not svg.stdout:
+        res["note"] = f"{tools[1]} failed: {svg.stderr.decode(errors='replace')[:300]}"
+        return res
+    output.atomic_write(tdir / "flame.svg", svg.stdout)
+    res.update(flamegraph="flame.svg", tool=tools[1], stacks=len(folded.stdout.splitlines()))
+    return res
