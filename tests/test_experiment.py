@@ -299,6 +299,9 @@ def test_bad_experiment_files(tmp_path, roscope_cmd):
     y.write_text("system: {start: x}\ndriver: {command: y}\nscenarios: [{name: a, cpu_lod: {}}]\n")
     p = _roscope(roscope_cmd, "experiment", "run", str(y), "-o", str(tmp_path / "r"))
     assert p.returncode == 1 and str(y) in p.stderr and "cpu_lod" in p.stderr and "Traceback" not in p.stderr
+    y.write_text("system: {start: x}\ndriver: {command: y}\nscenarios: [{name: a, msg_load: {rate: 10}}]\n")
+    p = _roscope(roscope_cmd, "experiment", "run", str(y), "-o", str(tmp_path / "r"))
+    assert p.returncode == 1 and "ros: ros1" in p.stderr and not (tmp_path / "r").exists()
     y.write_text("system: [\n")
     p = _roscope(roscope_cmd, "experiment", "run", str(y))
     assert p.returncode == 1 and "not valid YAML" in p.stderr

@@ -276,6 +276,8 @@ def load(path) -> Experiment:
     if tracing and exp.system["restart"] != "per_trial":
         raise _err(path, "system.restart", "tracing needs the system started per trial (restart: per_trial): "
                    "the trace of a trial must see its processes start")
+    if ros != "ros1" and any("msg_load" in s["params"] for s in exp.scenarios):
+        raise _err(path, "ros", "msg_load scenarios need 'ros: ros1' (the flood publishers are ROS 1 nodes)")
     if any(m["from"] == "trace" for m in exp.metrics.values()) and not tracing:
         raise _err(path, "metrics", "trace metrics need 'tracing: true'")
     if any("cpuset" in s["params"] for s in exp.scenarios):
