@@ -393,3 +393,29 @@ def test_profile_flame_graph(tmp_path, roscope_cmd):
         assert svg.lstrip().startswith("<?xml") and "sha256sum" in svg
     else:
         assert r["profile"]["flamegraph"] is None and "cargo install inferno" in r["profile"]["note"]
+
+
+def test_trace_metrics_on_a_shared_ros2_trace(shared_traces):
+    """Trace metrics by name on a real ROS 2 trace: the executor thread of 'ping' and its
+    callback, against babeltrace2's count of rclcpp_executor_execute and callback_start."""
+    from oracle import Reading
+    from roscope.experiment.tracemetrics import trace_metrics
+
+    trace = Path(shared_traces) / "ros2" / "pingpong-rolling-2021"
+    execs: dict = {}
+    per_cb: dict = {}
+    for ev in Reading(str(trace)).events():
+        if ev["name"] in ("ros2:rclcpp_executor_execute", "ros2:callback_start"):
+            key = (ev["name"], ev["context"].get("procname"))
+            execs[key] = execs.get(key, 0) + 1
+        if ev["name"] == "ros2:callback_start" and ev["context"].get("procname") == "ping":
+            per_cb[ev["payload"]["callback"]] = per_cb.get(ev["payload"]["callback"], 0) + 1
+    metrics = {"ex": {"from": "trace", "executor": "^ping ", "stat": "executions"},
+               "util": {"from": "trace", "executor": "^pong ", "stat": "utilization"},
+               "runs": {"from": "trace", "callback": "ping", "stat": "count"},
+               "none": {"from": "trace", "executor": "^nothing$", "stat": "utilization"}}
+    vals, warns = trace_metrics(trace, metrics)
+    assert vals["ex"] == execs[("ros2:rclcpp_executor_execute", "ping")]
+    assert 0.0 <= vals["util"] <= 1.0
+    assert "none" not in vals and any("no executor thread matches" in w for w in warns)
+    assert vals["runs"] in set(per_cb.values())   # the runs of one of ping's callbacks, as bt2 counts them

@@ -23,6 +23,7 @@ SWEEPABLE = {"cpu_load.load", "cpu_load.workers", "msg_load.rate", "msg_load.pub
 METRIC_SOURCES = ("driver", "wall", "trace")
 TRACE_STATS = ("count", "min_ns", "mean_ns", "std_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns",
                "period_mean_ns", "period_jitter_ns", "cpu_share")
+EXECUTOR_STATS = ("utilization", "executing_ns", "waiting_ns", "selecting_ns", "traced_ns", "executions")
 FLOW_STATS = ("count", "min_ns", "mean_ns", "std_ns", "p25_ns", "p50_ns", "p75_ns", "p90_ns", "p99_ns", "max_ns")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -127,7 +128,8 @@ def _driver(path: Path, d) -> dict:
 
 def _metric(path: Path, name: str, d) -> dict:
     where = f"metrics.{name}"
-    d = _keys(path, where, d, {"from", "key", "callback", "flow", "stat", "weight", "budget", "better", "unit"}, {"from"})
+    d = _keys(path, where, d, {"from", "key", "callback", "flow", "executor", "stat", "weight", "budget", "better", "unit"},
+              {"from"})
     src = d["from"]
     if src not in METRIC_SOURCES:
         raise _err(path, f"{where}.from", f"{src!r} is not one of {', '.join(METRIC_SOURCES)}")
@@ -143,8 +145,16 @@ def _metric(path: Path, name: str, d) -> dict:
     elif src == "wall":
         m["unit"] = m["unit"] or "ms"
     else:
-        if ("callback" in d) == ("flow" in d):
-            raise _err(path, where, "a trace metric has exactly one of 'callback' (a regex) or 'flow' ({from, to})")
+        if sum(k in d for k in ("callback", "flow", "executor")) != 1:
+            raise _err(path, where, "a trace metric has exactly one of 'callback' (a regex), 'flow' ({from, to}) "
+                                    "or 'executor' (a regex)")
+        if "executor" in d:
+            m["executor"] = _regex(path, f"{where}.executor", d["executor"])
+            m["stat"] = d.get("stat", "utilization")
+            if m["stat"] not in EXECUTOR_STATS:
+                raise _err(path, f"{where}.stat", f"{m['stat']!r} is not one of {', '.join(EXECUTOR_STATS)}")
+            m["unit"] = m["unit"] or ("ms" if m["stat"].endswith("_ns") else "")
+            return m
         m["unit"] = m["unit"] or "ms"
         if "callback" in d:
             m["callback"] = _regex(path, f"{where}.callback", d["callback"])

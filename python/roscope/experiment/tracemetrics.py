@@ -1,6 +1,8 @@
 """Metrics of one trial from its trace, by name, through roscope's own analyses:
-a callback's duration or timer jitter (roscope.stats.callbacks) and an end-to-end
-latency between topics (roscope.flow.data_flows). Values in ms (the trace's ns / 1e6)."""
+a callback's duration or timer jitter (roscope.stats.callbacks), an end-to-end
+latency between topics (roscope.flow.data_flows), and an executor thread's
+utilization or state times (roscope.executor.threads). Values in ms (the trace's
+ns / 1e6); shares and counts as they are."""
 from __future__ import annotations
 
 import re
@@ -22,8 +24,25 @@ def trace_metrics(trace_dir, metrics: dict) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     db = roscope.open(str(trace_dir))
     try:
-        cbs = None
+        cbs = ths = None
         for name, m in wanted.items():
+            if "executor" in m:
+                if ths is None:
+                    from roscope import executor
+
+                    ths = executor.threads(db)
+                rx = re.compile(m["executor"])
+                hit = sorted((t for t in ths if rx.search(f"{t.get('procname') or ''} {t.get('pid')} {t.get('tid')}")),
+                             key=lambda t: -(t.get("executing_ns") or 0))
+                if not hit:
+                    warnings.append(f"metric {name}: no executor thread matches {m['executor']!r}")
+                    continue
+                if len(hit) > 1:
+                    warnings.append(f"metric {name}: {len(hit)} executor threads match {m['executor']!r}; the busiest is used")
+                v = hit[0].get(m["stat"])
+                if v is not None:
+                    out[name] = float(v) / 1e6 if m["stat"].endswith("_ns") else float(v)
+                continue
             if "callback" in m:
                 if cbs is None:
                     cbs = stats.callbacks(db)
