@@ -237,25 +237,39 @@ def lttng_events(trace_dirs: Sequence[str]):
 #: one interval; an interval ends at the thread's next change (its last one at
 #: the end of its source's data). Before its first switch a thread's state is
 #: unknown (no interval). A runnable interval's CPU is the one it then ran on.
-#: A CPU runs the thread last switched in on it: when a switch on that CPU names
-#: another thread as switched out (the recorder missed the first thread's
-#: switch-out: perf does not see every task of the machine), the first thread's
-#: state is unknown from then until its next event.
+#: A CPU runs the thread last switched in on it. When a switch on that CPU names
+#: another thread as switched out (the recorder missed a switch: perf does not
+#: see every task of the machine, nor always a task moved by sched_setaffinity),
+#: the thread switched out is taken to have run since the CPU's previous switch
+#: (as `perf sched timehist` does), or since its own previous event if that is
+#: later; the thread switched in before is in an unknown state from then until
+#: its next event. Intervals of length 0 are left out.
 INTERVALS_SQL = """
-    WITH trans AS (
+    WITH cpu_seq AS (
+        SELECT *, lag(next_tid) OVER w AS was_tid, lag(ts) OVER w AS t0
+        FROM ev WHERE kind = 'switch' WINDOW w AS (PARTITION BY host_id, cpu ORDER BY ts, seq)),
+    trans0 AS (
         SELECT host_id, prev_tid AS tid, ts, seq, 0 AS sub, cpu,
-               CASE WHEN prev_runnable THEN 'runnable' ELSE 'blocked' END AS st
-        FROM ev WHERE kind = 'switch' AND prev_tid <> 0 AND prev_tid <> next_tid
+               CASE WHEN prev_runnable THEN 'runnable' ELSE 'blocked' END AS st,
+               CASE WHEN was_tid <> prev_tid THEN t0 END AS missed_in_after, was_tid
+        FROM cpu_seq WHERE prev_tid <> 0 AND prev_tid <> next_tid
         UNION ALL
-        SELECT host_id, next_tid, ts, seq, 1, cpu, 'running'
+        SELECT host_id, next_tid, ts, seq, 1, cpu, 'running', NULL, NULL
         FROM ev WHERE kind = 'switch' AND next_tid <> 0 AND prev_tid <> next_tid
         UNION ALL
-        SELECT host_id, woken_tid, ts, seq, 0, target_cpu, 'wakeup' FROM ev WHERE kind = 'wakeup' AND woken_tid <> 0
+        SELECT host_id, woken_tid, ts, seq, 0, target_cpu, 'wakeup', NULL, NULL
+        FROM ev WHERE kind = 'wakeup' AND woken_tid <> 0),
+    lagged AS (
+        SELECT *, greatest(missed_in_after, coalesce(lag(ts) OVER (PARTITION BY host_id, tid ORDER BY ts, seq, sub),
+                                                      missed_in_after)) AS ran_from
+        FROM trans0),
+    trans AS (
+        SELECT host_id, tid, ts, seq, sub, cpu, st FROM lagged
         UNION ALL
-        SELECT host_id, was_tid, ts, seq, 0, cpu, 'unknown' FROM (
-            SELECT *, lag(next_tid) OVER (PARTITION BY host_id, cpu ORDER BY ts, seq) AS was_tid
-            FROM ev WHERE kind = 'switch')
-        WHERE was_tid <> 0 AND was_tid <> prev_tid),
+        SELECT host_id, tid, ran_from, seq, -1, cpu, 'running' FROM lagged WHERE missed_in_after IS NOT NULL
+        UNION ALL
+        SELECT host_id, was_tid, ran_from, seq, -2, cpu, 'unknown' FROM lagged
+        WHERE missed_in_after IS NOT NULL AND was_tid <> 0),
     known AS (
         SELECT *, last_value(CASE WHEN st <> 'wakeup' THEN st END IGNORE NULLS) OVER (
                    PARTITION BY host_id, tid ORDER BY ts, seq, sub ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
@@ -277,7 +291,7 @@ INTERVALS_SQL = """
                       WHEN 'runnable' THEN CASE WHEN iv.next_st = 'running' THEN iv.next_cpu ELSE iv.cpu END END AS cpu,
            iv.start_ts, coalesce(iv.end_ts, ends.last_ts) AS end_ts
     FROM iv JOIN ends USING (host_id) LEFT JOIN kernel_threads kt USING (host_id, tid)
-    WHERE iv.st <> 'unknown'
+    WHERE iv.st <> 'unknown' AND coalesce(iv.end_ts, ends.last_ts) > iv.start_ts
     ORDER BY iv.host_id, iv.tid, iv.start_ts"""
 
 #: Every thread the events name: its process (the perf sample's pid of the task
@@ -434,7 +448,7 @@ def tables(inputs: Sequence[str], arrow: dict, warnings: list[str]) -> dict:
         out = {}
         for name, sql in (("kernel_threads", THREADS_SQL), ("thread_states", INTERVALS_SQL),
                           ("preemptions", PREEMPTIONS_SQL), ("migrations", MIGRATIONS_SQL)):
-            tbl = con.sql(sql).fetch_arrow_table()
+            tbl = con.sql(sql).to_arrow_table()
             out[name] = tbl.cast(_declared(name))
             con.register(name, out[name])
         return out

@@ -134,3 +134,82 @@ def run_sched(db):
                coalesce(cul.culprits, []) AS culprits
         FROM base b LEFT JOIN pre USING (run_id) LEFT JOIN mig USING (run_id) LEFT JOIN cul USING (run_id)""")
     return db.con.table("run_sched")
+
+
+#: A callback's readable name, the text `--callback RE` is matched against.
+_LABEL = ("concat_ws(' ', coalesce(c.node, c.procname), coalesce(c.topic, CASE WHEN c.period_ns IS NOT NULL "
+          "THEN 'timer ' || CAST(c.period_ns / 1e6 AS VARCHAR) || ' ms' END, c.kind), c.symbol)")
+
+
+def _check_regex(pattern: str | None) -> None:
+    import re
+
+    if pattern is None:
+        return
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise InputError(f"--callback {pattern!r}: not a regular expression ({exc})") from None
+
+
+def worst_runs(db, callback: str | None = None, top: int = 10) -> dict:
+    """The `top` longest finished callback runs (of the callbacks whose name, `node
+    topic-or-timer symbol`, matches the regular expression `callback`), each with its
+    scheduling breakdown (`run_sched`) when the database has kernel data. Returns
+    {"kernel": bool, "runs": [...]}; durations in ns."""
+    _check_regex(callback)
+    kernel = has_kernel_data(db)
+    where = "WHERE regexp_matches(label, ?)" if callback is not None else ""
+    params = [callback] if callback is not None else []
+    src = "run_sched" if kernel else "callback_runs"
+    if kernel:
+        run_sched(db)
+    rows = db.records(f"""
+        WITH r AS (
+            SELECT x.*, {_LABEL} AS label, c.node, c.topic, c.symbol, c.pid, c.procname, c.hostname
+            FROM {src} x JOIN callbacks_info c USING (callback_id)
+            WHERE x.end_ts IS NOT NULL)
+        SELECT * FROM r {where} ORDER BY duration_ns DESC, run_id LIMIT {int(top)}""", params)
+    for r in rows:
+        r.pop("host_id", None)
+        if kernel:
+            r["culprits"] = [dict(c) for c in (r["culprits"] if r["culprits"] is not None else [])]
+            procs: dict = {}
+            for c in r["culprits"]:
+                p = procs.setdefault(c["pid"], {"pid": c["pid"], "procname": c["procname"], "ns": 0})
+                p["ns"] += c["ns"]
+            r["culprit_processes"] = sorted(procs.values(), key=lambda p: -p["ns"])
+            r["explanation"] = explain(r)
+    return {"kernel": kernel, "runs": rows}
+
+
+def _who(c: dict) -> str:
+    name = c.get("name") or "?"
+    proc = c.get("procname")
+    if c.get("pid") is not None and c.get("pid") != c.get("tid"):
+        return f"{name} (thread {c['tid']} of {proc or '?'} [{c['pid']}])"
+    return f"{name} [{c['tid']}]"
+
+
+def _ms(ns) -> str:
+    return f"{(ns or 0) / 1e6:.3f} ms"
+
+
+def explain(r: dict) -> str:
+    """One run's breakdown in plain words."""
+    dur = r["duration_ns"] or 0
+    parts = [f"ran {_ms(dur)}: on a CPU {_ms(r['on_cpu_ns'])}"]
+    rq = r.get("runnable_ns") or 0
+    if rq > 0:
+        cul = r.get("culprits") or []
+        who = ", ".join(f"{_who(c)} {_ms(c['ns'])}" for c in cul[:3])
+        parts.append(f"waiting for a CPU {_ms(rq)}" + (f", which ran {who}" if who else ""))
+    else:
+        parts.append("never waiting for a CPU")
+    if (r.get("blocked_ns") or 0) > 0:
+        parts.append(f"blocked {_ms(r['blocked_ns'])} (sleeping, I/O or a lock)")
+    if (r.get("unknown_ns") or 0) > 0:
+        parts.append(f"{_ms(r['unknown_ns'])} not covered by the kernel data")
+    n, m = r.get("preemptions") or 0, r.get("migrations") or 0
+    parts.append(f"preempted {n} time{'s' if n != 1 else ''}, migrated {m} time{'s' if m != 1 else ''}")
+    return "; ".join(parts)

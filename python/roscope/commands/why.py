@@ -1,0 +1,78 @@
+"""`roscope why TRACE...|DB`: why the worst callback runs took long.
+
+The analysis is roscope.sched's (library): each of the longest runs with its
+time on a CPU, waiting for a CPU (and who ran meanwhile), blocked, preemptions
+and migrations, from the kernel's sched events (`roscope record --kernel`).
+Text in milliseconds, JSON in nanoseconds (docs/analyses.md, "Why late").
+"""
+from __future__ import annotations
+
+import sys
+
+from roscope.commands import _common as C
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "why",
+        help="why the longest callback runs took long: CPU, waiting for a CPU (and who held it), blocked",
+        description="The longest callback runs, each split into time on a CPU, time runnable but waiting for a CPU "
+        "(with the threads and processes that ran on it meanwhile), time blocked (sleeping, I/O, a lock), "
+        "preemptions and CPU migrations, from the kernel's sched events: perf.data beside the trace (`roscope "
+        "record --kernel`) or an LTTng kernel trace with sched_switch. Text in milliseconds, JSON in nanoseconds "
+        "(docs/analyses.md).",
+    )
+    C.add_inputs(p)
+    p.add_argument("--callback", metavar="RE",
+                   help="only callbacks whose name (node, topic or timer period, symbol) matches this regular "
+                        "expression")
+    p.add_argument("--top", metavar="K", type=C.int_range(1, 1_000_000), default=10,
+                   help="how many runs (default 10)")
+    C.add_heuristics(p)
+    C.add_json(p)
+    p.set_defaults(func=run)
+
+
+def collect(db, callback: str | None = None, top: int = 10) -> dict:
+    """Everything `roscope why` shows, as JSON-ready data (durations in ns)."""
+    from roscope import sched
+
+    d = sched.worst_runs(db, callback, top)
+    for r in d["runs"]:
+        for k in ("start_ts", "end_ts"):
+            r[k] = int(r[k])
+    return C.clean({**d, "warnings": db.warnings, "losses": db.losses})
+
+
+def render_text(d: dict, out=None) -> None:
+    w = C.TextOut(out or sys.stdout).write
+    if not d["kernel"]:
+        w("no kernel scheduling data in this trace: record it with `roscope record --kernel` (perf sched events), "
+          "or with an LTTng kernel channel with sched_switch and sched_wakeup; the longest runs only:\n")
+    if not d["runs"]:
+        w("no finished callback runs" + (" match" if d.get("callback") else "") + "\n")
+        return
+    for i, r in enumerate(d["runs"], 1):
+        w(f"{i:>3}. {C.cell(r['label'], 100)}\n")
+        w(f"     run {r['run_id']} at {r['start_ts']} ns, process {C.cell(r['procname'], 30)} [{r['pid']}]: "
+          f"{C.ms(r['duration_ns'])} ms\n")
+        if not d["kernel"]:
+            continue
+        w(f"     on CPU {C.ms(r['on_cpu_ns'])} ms, waiting for a CPU {C.ms(r['runnable_ns'])} ms, blocked "
+          f"{C.ms(r['blocked_ns'])} ms, not covered {C.ms(r['unknown_ns'])} ms; preemptions {r['preemptions']}, "
+          f"migrations {r['migrations']}\n")
+        for c in r["culprits"][:3]:
+            w(f"       held the CPU: {C.cell(c['name'], 20)} [{c['tid']}] of {C.cell(c['procname'], 20)} "
+              f"[{c['pid']}] {C.ms(c['ns'])} ms\n")
+        w(f"     {r['explanation']}\n")
+
+
+def run(args) -> int:
+    db = C.open_inputs(args)
+    try:
+        d = collect(db, args.callback, args.top)
+        d["callback"] = args.callback
+        C.show(args, d, render_text)
+    finally:
+        C.report_from(db)
+    return 0
