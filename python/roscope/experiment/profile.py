@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from roscope.errors import UserError
@@ -20,11 +21,19 @@ def check() -> None:
 
 
 def start(system: procs.Started, tdir: Path) -> procs.Started | None:
-    pids = [str(p["pid"]) for p in system.members()]
-    if not pids:
-        return None
-    return procs.start("perf", ["perf", "record", "-g", "-F", "499", "-o", str(tdir / "perf.data"), "-p", ",".join(pids)],
-                       log=tdir / "perf.log")
+    """perf on the system's processes; perf refuses the whole list when one of them ends before it
+    attaches (a shell's `sleep`), so it is tried again with a fresh list, up to 5 times."""
+    for _ in range(5):
+        pids = [str(p["pid"]) for p in system.members()]
+        if not pids:
+            return None
+        perf = procs.start("perf", ["perf", "record", "-g", "-F", "499", "-o", str(tdir / "perf.data"), "-p", ",".join(pids)],
+                           log=tdir / "perf.log")
+        time.sleep(0.3)
+        if perf.alive():
+            return perf
+        perf.popen.wait()
+    return perf
 
 
 def finish(perf: procs.Started | None, tdir: Path) -> dict:
