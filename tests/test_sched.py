@@ -305,3 +305,39 @@ def test_top_culprits_are_perfs_and_the_competitor_only_where_it_ran(recording, 
         assert r["culprits"][0]["ns"] == pytest.approx(a, rel=0.01, abs=5_000)
         competitor_top += first in comp_tids
     assert compared >= 5 and competitor_top >= 3, (compared, competitor_top)
+
+
+def test_input_wait_split_against_the_runs_and_timehist(recording):
+    """Each input wait's parts after arrival: queued = the thread's other callback runs
+    (decoded by bt2) inside [arrival, start]; wakeup = the thread's runnable time in
+    that window (timehist) outside those runs. The window's ends are roscope's (the
+    publication or arrival event and the run's start, which test_ros1_pipeline checks)."""
+    out, db = recording
+    th = timehist(out / "perf" / "perf.data")
+    runs = collections.defaultdict(list)
+    for tid, s, e in bt2_runs(out):
+        runs[tid].append((s, e))
+    with _open(db) as d:
+        from roscope import sched
+
+        waits = sched.wait_sched(d).df().to_dict("records")
+    assert len(waits) > 200
+    tot = collections.Counter()
+    for w in waits:
+        lo = w["arrival_ts"] if w["arrival_ts"] == w["arrival_ts"] and w["arrival_ts"] is not None else w["publish_ts"]
+        lo, hi = int(lo), int(w["start_ts"])
+        others = [(s, e) for s, e in runs[w["tid"]] if s != hi]
+        queued = overlap(others, [(lo, hi)])
+        rq = overlap_pieces(th[w["tid"]]["runnable"], [(lo, hi)])
+        wakeup = sum(e - s for s, e in rq) - overlap(rq, others)
+        assert w["queued_ns"] == pytest.approx(queued, abs=1_000), w
+        assert w["wakeup_ns"] == pytest.approx(wakeup, rel=0.01, abs=5_000), w
+        assert sum(b["ns"] for b in w["behind"]) == w["queued_ns"]
+        assert w["rest_ns"] >= 0
+        tot["queued"] += queued
+        tot["wakeup"] += wakeup
+        tot["q_mine"] += w["queued_ns"]
+        tot["w_mine"] += w["wakeup_ns"]
+    assert tot["w_mine"] == pytest.approx(tot["wakeup"], rel=0.01)
+    assert tot["q_mine"] == pytest.approx(tot["queued"], rel=0.001)
+    assert tot["wakeup"] > 1_000_000 and tot["queued"] > 1_000_000

@@ -141,15 +141,17 @@ _LABEL = ("concat_ws(' ', coalesce(c.node, c.procname), coalesce(c.topic, CASE W
           "THEN 'timer ' || CAST(c.period_ns / 1e6 AS VARCHAR) || ' ms' END, c.kind), c.symbol)")
 
 
-def _check_regex(pattern: str | None) -> None:
-    import re
+def _check_regex(db, pattern: str | None) -> None:
+    """A clear error for a pattern DuckDB's regular expressions (RE2) refuse."""
+    import duckdb
 
     if pattern is None:
         return
     try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise InputError(f"--callback {pattern!r}: not a regular expression ({exc})") from None
+        db.con.execute("SELECT regexp_matches('', ?)", [pattern]).fetchall()
+    except duckdb.Error as exc:
+        msg = str(exc).split("\n")[0]
+        raise InputError(f"--callback {pattern!r}: not a regular expression ({msg})") from None
 
 
 def worst_runs(db, callback: str | None = None, top: int = 10) -> dict:
@@ -157,7 +159,7 @@ def worst_runs(db, callback: str | None = None, top: int = 10) -> dict:
     topic-or-timer symbol`, matches the regular expression `callback`), each with its
     scheduling breakdown (`run_sched`) when the database has kernel data. Returns
     {"kernel": bool, "runs": [...]}; durations in ns."""
-    _check_regex(callback)
+    _check_regex(db, callback)
     kernel = has_kernel_data(db)
     where = "WHERE regexp_matches(label, ?)" if callback is not None else ""
     params = [callback] if callback is not None else []
@@ -212,4 +214,140 @@ def explain(r: dict) -> str:
         parts.append(f"{_ms(r['unknown_ns'])} not covered by the kernel data")
     n, m = r.get("preemptions") or 0, r.get("migrations") or 0
     parts.append(f"preempted {n} time{'s' if n != 1 else ''}, migrated {m} time{'s' if m != 1 else ''}")
+    return "; ".join(parts)
+
+
+#: Per delivered message into a callback run (transport link): its wait, publication
+#: to callback start, split in order:
+#:   transport   publication -> arrival, where the trace has it: ROS 1 with roscope's
+#:               tracer, the take (the message received and queued for its
+#:               callback), between the two; else NULL (ROS 2's take is made by the
+#:               executor right before the callback: transport is then in `rest_ns`);
+#:   queued      the run's thread ran other outermost callback runs (named in `behind`);
+#:   wakeup      the run's thread was runnable, outside those runs: waiting for a CPU
+#:               once it had work (kernel data; NULL without);
+#:   rest        what remains (executor overhead, the thread blocked before the
+#:               message arrived, transport where it is not separable).
+#: The window after transport is [arrival or publication, callback start]. Each part
+#: is a difference of running sums per thread (ASOF joins), as in `executor.py`.
+_WAITS = """
+    WITH w AS (
+        SELECT l.run_id, l.publication_id, r.callback_id, r.thread_id, r.host_id, r.tid, li.publish_ts,
+               r.start_ts, r.start_ts - li.publish_ts AS wait_ns,
+               CASE WHEN l.method = 'ros1_roscope' AND tk.ts BETWEEN li.publish_ts AND r.start_ts THEN tk.ts END AS arrival_ts
+        FROM links l JOIN _sched_runs r ON r.run_id = l.run_id
+        JOIN links_info li ON li.publication_id = l.publication_id AND li.take_id IS NOT DISTINCT FROM l.take_id
+                          AND li.run_id = l.run_id
+        LEFT JOIN takes tk ON tk.take_id = l.take_id),
+    w2 AS (SELECT *, coalesce(arrival_ts, publish_ts) AS w0 FROM w WHERE publish_ts <= start_ts),
+    outer_runs AS (
+        SELECT o.run_id, o.callback_id, o.host_id, o.tid, o.start_ts, o.end_ts,
+               row_number() OVER t AS k,
+               sum(o.end_ts - o.start_ts) OVER t - (o.end_ts - o.start_ts) AS busy_before,
+               coalesce(sum(s.runnable_ns) OVER t - s.runnable_ns, 0) AS rq_before,
+               coalesce(s.runnable_ns, 0) AS rq
+        FROM _sched_runs o LEFT JOIN _sched_rs s USING (run_id)
+        WHERE o.depth = 0 AND o.end_ts > o.start_ts
+        WINDOW t AS (PARTITION BY o.host_id, o.tid ORDER BY o.start_ts ROWS UNBOUNDED PRECEDING)),
+    pts AS (
+        SELECT w2.*,
+               a.k AS k_a, a.start_ts AS a_start, a.end_ts AS a_end, a.busy_before AS a_busy, a.rq_before AS a_rqb,
+               a.rq AS a_rq, b.k AS k_b, b.start_ts AS b_start, b.end_ts AS b_end, b.busy_before AS b_busy,
+               b.rq_before AS b_rqb, b.rq AS b_rq,
+               {c_w0} AS crq_w0, {c_start} AS crq_start, {c_a_start} AS crq_a_start, {c_b_start} AS crq_b_start
+        FROM w2
+        ASOF LEFT JOIN outer_runs a ON a.host_id = w2.host_id AND a.tid = w2.tid AND a.start_ts <= w2.w0
+        ASOF LEFT JOIN outer_runs b ON b.host_id = w2.host_id AND b.tid = w2.tid AND b.start_ts < w2.start_ts
+        ASOF LEFT JOIN _sched_states s0 ON s0.host_id = w2.host_id AND s0.tid = w2.tid AND s0.start_ts <= w2.w0
+        ASOF LEFT JOIN _sched_states s1 ON s1.host_id = w2.host_id AND s1.tid = w2.tid AND s1.start_ts <= w2.start_ts
+        ASOF LEFT JOIN _sched_states sa ON sa.host_id = w2.host_id AND sa.tid = w2.tid AND sa.start_ts <= a.start_ts
+        ASOF LEFT JOIN _sched_states sb ON sb.host_id = w2.host_id AND sb.tid = w2.tid AND sb.start_ts <= b.start_ts)
+    SELECT run_id, publication_id, callback_id, thread_id, host_id, tid, publish_ts, arrival_ts, start_ts, wait_ns,
+           arrival_ts - publish_ts AS transport_ns,
+           coalesce(b_busy + least(start_ts - b_start, b_end - b_start), 0)
+             - coalesce(a_busy + least(w0 - a_start, a_end - a_start), 0) AS queued_ns,
+           CASE WHEN {kernel} THEN (crq_start - crq_w0)
+             - (coalesce(b_rqb + CASE WHEN start_ts >= b_end THEN b_rq ELSE crq_start - crq_b_start END, 0)
+                - coalesce(a_rqb + CASE WHEN w0 >= a_end THEN a_rq ELSE crq_w0 - crq_a_start END, 0)) END AS wakeup_ns,
+           k_a, k_b, w0
+    FROM pts"""
+
+
+def _c_rq(alias: str, t: str) -> str:
+    return _upto(alias, "runnable", t)
+
+
+def wait_sched(db) -> object:
+    """Per input wait (temporary table `wait_sched`, returned as a DuckDB relation):
+    `wait_ns` split into `transport_ns`, `queued_ns` (other callbacks of the
+    executor thread, named in `behind`: callback ids with the ns each took),
+    `wakeup_ns` (the thread waiting for a CPU) and `rest_ns`; see `_WAITS`."""
+    kernel = has_kernel_data(db)
+    run_sched(db)
+    _temp(db, "_sched_rs", "SELECT run_id, runnable_ns FROM run_sched")
+    sql = _WAITS.format(c_w0=_c_rq("s0", "w2.w0"), c_start=_c_rq("s1", "w2.start_ts"),
+                        c_a_start=_c_rq("sa", "a.start_ts"), c_b_start=_c_rq("sb", "b.start_ts"),
+                        kernel="TRUE" if kernel else "FALSE")
+    _temp(db, "_sched_waits", sql)
+    _temp(db, "wait_sched", """
+        WITH ork AS (
+            SELECT o.run_id, o.callback_id, o.host_id, o.tid, o.start_ts, o.end_ts,
+                   row_number() OVER (PARTITION BY o.host_id, o.tid ORDER BY o.start_ts) AS k
+            FROM _sched_runs o WHERE o.depth = 0 AND o.end_ts > o.start_ts),
+        x AS (SELECT run_id, publication_id, host_id, tid, w0, start_ts, unnest(range(coalesce(k_a, 1), k_b + 1)) AS k
+              FROM _sched_waits WHERE k_b IS NOT NULL),
+        beh AS (
+            SELECT x.run_id, x.publication_id, o.callback_id,
+                   sum(least(o.end_ts, x.start_ts) - greatest(o.start_ts, x.w0)) AS ns
+            FROM x JOIN ork o ON o.host_id = x.host_id AND o.tid = x.tid AND o.k = x.k
+            WHERE o.run_id <> x.run_id AND least(o.end_ts, x.start_ts) > greatest(o.start_ts, x.w0)
+            GROUP BY ALL),
+        bl AS (
+            SELECT run_id, publication_id, list({'callback_id': callback_id, 'ns': ns} ORDER BY ns DESC) AS behind
+            FROM beh GROUP BY ALL)
+        SELECT w.* EXCLUDE (k_a, k_b, w0),
+               w.wait_ns - coalesce(w.transport_ns, 0) - w.queued_ns - coalesce(w.wakeup_ns, 0) AS rest_ns,
+               coalesce(bl.behind, []) AS behind
+        FROM _sched_waits w LEFT JOIN bl USING (run_id, publication_id)""")
+    return db.con.table("wait_sched")
+
+
+def worst_waits(db, callback: str | None = None, top: int = 10) -> list[dict]:
+    """The `top` longest input waits (publication to callback start) of the callbacks
+    matching `callback`, each split (`wait_sched`) with the callbacks it queued behind
+    named, and in plain words. Durations in ns."""
+    _check_regex(db, callback)
+    wait_sched(db)
+    where = "WHERE regexp_matches(label, ?)" if callback is not None else ""
+    rows = db.records(f"""
+        WITH x AS (
+            SELECT w.*, {_LABEL} AS label, c.node, c.topic, c.pid, c.procname
+            FROM wait_sched w JOIN callbacks_info c USING (callback_id))
+        SELECT * FROM x {where} ORDER BY wait_ns DESC, run_id, publication_id LIMIT {int(top)}""",
+                      [callback] if callback is not None else [])
+    ids = sorted({b["callback_id"] for r in rows for b in (r["behind"] if r["behind"] is not None else [])})
+    names = {}
+    if ids:
+        names = {r["callback_id"]: r["label"] for r in db.records(
+            f"SELECT c.callback_id, {_LABEL} AS label FROM callbacks_info c WHERE list_contains(?, c.callback_id)",
+            [ids])}
+    for r in rows:
+        r.pop("host_id", None)
+        r["behind"] = [{"callback_id": b["callback_id"], "label": names.get(b["callback_id"]), "ns": b["ns"]}
+                       for b in (r["behind"] if r["behind"] is not None else [])]
+        r["explanation"] = explain_wait(r)
+    return rows
+
+
+def explain_wait(r: dict) -> str:
+    """One input wait's split in plain words."""
+    parts = [f"waited {_ms(r['wait_ns'])} from publication to callback start"]
+    if r.get("transport_ns") is not None:
+        parts.append(f"transport {_ms(r['transport_ns'])}")
+    if (r.get("queued_ns") or 0) > 0:
+        who = ", ".join(f"{b['label'] or b['callback_id']} {_ms(b['ns'])}" for b in r["behind"][:3])
+        parts.append(f"queued {_ms(r['queued_ns'])} behind {who}")
+    if r.get("wakeup_ns") is not None:
+        parts.append(f"its thread waited {_ms(r['wakeup_ns'])} for a CPU (wake-up latency)")
+    parts.append(f"rest {_ms(r['rest_ns'])}" + ("" if r.get("transport_ns") is not None else " (transport included)"))
     return "; ".join(parts)

@@ -15,12 +15,14 @@ from roscope.commands import _common as C
 def register(sub) -> None:
     p = sub.add_parser(
         "why",
-        help="why the longest callback runs took long: CPU, waiting for a CPU (and who held it), blocked",
+        help="why the longest callback runs and input waits took long: CPU, waiting for a CPU (and who held it), "
+             "blocked, queued behind other callbacks",
         description="The longest callback runs, each split into time on a CPU, time runnable but waiting for a CPU "
         "(with the threads and processes that ran on it meanwhile), time blocked (sleeping, I/O, a lock), "
         "preemptions and CPU migrations, from the kernel's sched events: perf.data beside the trace (`roscope "
-        "record --kernel`) or an LTTng kernel trace with sched_switch. Text in milliseconds, JSON in nanoseconds "
-        "(docs/analyses.md).",
+        "record --kernel`) or an LTTng kernel trace with sched_switch; and the longest input waits (publication "
+        "to callback start) split into transport, queued behind other callbacks of the executor thread (named), "
+        "the thread waiting for a CPU, and the rest. Text in milliseconds, JSON in nanoseconds (docs/analyses.md).",
     )
     C.add_inputs(p)
     p.add_argument("--callback", metavar="RE",
@@ -38,9 +40,11 @@ def collect(db, callback: str | None = None, top: int = 10) -> dict:
     from roscope import sched
 
     d = sched.worst_runs(db, callback, top)
-    for r in d["runs"]:
-        for k in ("start_ts", "end_ts"):
-            r[k] = int(r[k])
+    d["waits"] = sched.worst_waits(db, callback, top)
+    for r in d["runs"] + d["waits"]:
+        for k in ("start_ts", "end_ts", "publish_ts", "arrival_ts"):
+            if r.get(k) is not None:
+                r[k] = int(r[k])
     return C.clean({**d, "warnings": db.warnings, "losses": db.losses})
 
 
@@ -64,6 +68,20 @@ def render_text(d: dict, out=None) -> None:
         for c in r["culprits"][:3]:
             w(f"       held the CPU: {C.cell(c['name'], 20)} [{c['tid']}] of {C.cell(c['procname'], 20)} "
               f"[{c['pid']}] {C.ms(c['ns'])} ms\n")
+        w(f"     {r['explanation']}\n")
+    _render_waits(d, w)
+
+
+def _render_waits(d: dict, w) -> None:
+    if not d["waits"]:
+        return
+    w("\nlongest input waits, publication to callback start (ms): transport, queued behind other callbacks, "
+      "waiting for a CPU, rest\n")
+    for i, r in enumerate(d["waits"], 1):
+        w(f"{i:>3}. {C.cell(r['label'], 100)}\n")
+        w(f"     run {r['run_id']}, publication {r['publication_id']}: wait {C.ms(r['wait_ns'])}, transport "
+          f"{C.ms(r['transport_ns'])}, queued {C.ms(r['queued_ns'])}, wake-up {C.ms(r['wakeup_ns'])}, "
+          f"rest {C.ms(r['rest_ns'])}\n")
         w(f"     {r['explanation']}\n")
 
 
