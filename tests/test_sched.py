@@ -341,3 +341,32 @@ def test_input_wait_split_against_the_runs_and_timehist(recording):
     assert tot["w_mine"] == pytest.approx(tot["wakeup"], rel=0.01)
     assert tot["q_mine"] == pytest.approx(tot["queued"], rel=0.001)
     assert tot["wakeup"] > 1_000_000 and tot["queued"] > 1_000_000
+
+
+def _trace_with_perf(src: Path, dst: Path, perf_args: list[str]) -> Path:
+    """A copy of the recording's trace with another perf.data beside it, recorded now."""
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("perf"))
+    (dst / "perf").mkdir()
+    data = dst / "perf" / "perf.data"
+    subprocess.run(["perf", "record", *perf_args, "-e", "sched:sched_switch", "-a", "-o", str(data), "--",
+                    "sleep", "0.2"], capture_output=True, check=True)
+    return data
+
+
+def test_perf_data_on_another_clock_or_time_is_refused_naming_it(recording, run_roscope, tmp_path):
+    out, _ = recording
+    # perf's own clock (no -k mono): cannot be aligned with the trace's
+    data = _trace_with_perf(out, tmp_path / "own-clock", [])
+    p = run_roscope("load", str(tmp_path / "own-clock"), "-o", str(tmp_path / "a.duckdb"))
+    assert p.returncode == 1 and str(data) in p.stderr and "CLOCK_MONOTONIC" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and not (tmp_path / "a.duckdb").exists()
+    # the monotonic clock, but recorded after the trace: no overlap
+    data = _trace_with_perf(out, tmp_path / "later", ["-k", "mono"])
+    p = run_roscope("load", str(tmp_path / "later"), "-o", str(tmp_path / "b.duckdb"))
+    assert p.returncode == 1 and str(data) in p.stderr and "do not overlap" in p.stderr, p.stderr
+    # a file perf cannot read
+    shutil.copytree(out, tmp_path / "broken", ignore=shutil.ignore_patterns("perf"))
+    (tmp_path / "broken" / "perf").mkdir()
+    (tmp_path / "broken" / "perf" / "perf.data").write_bytes(b"PERFILE2" + b"\0" * 100)
+    p = run_roscope("why", str(tmp_path / "broken"))
+    assert p.returncode == 1 and str(tmp_path / "broken" / "perf" / "perf.data") in p.stderr, p.stderr

@@ -108,15 +108,20 @@ def perf_events(path: str) -> tuple[object, dict]:
             body = pc.invert(is_head)
             part = _parse_perf_lines(pc.filter(lines, body))
             parts.append(part.take(pc.sort_indices(part, [("line", "ascending")])).drop_columns(["line"]))
-    except pa.ArrowInvalid as exc:
-        proc.kill()
-        raise InputError(f"{path}: perf script output could not be read ({exc})") from None
+    except pa.ArrowInvalid as exc:  # no output at all (perf failed), or text perf never writes
+        unreadable = str(exc)
+    else:
+        unreadable = None
     finally:
+        if proc.stdout:
+            proc.stdout.close()
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         proc.wait()
     if proc.returncode != 0:
         msg = " ".join(err.strip().splitlines()[-2:]) or f"exit status {proc.returncode}"
         raise InputError(f"{path}: perf script cannot read it: {msg}")
+    if unreadable is not None:
+        raise InputError(f"{path}: perf script's output could not be read ({unreadable})")
     clock = next((m.group(1) for h in header if (m := _CLOCKID.match(h))), None)
     facts = {"clock": clock, "warnings": [ln.strip() for ln in err.splitlines()
                                           if ln.strip().lower().startswith("warning")]}
@@ -361,7 +366,8 @@ def _check_aligned(path: str, events, ust: tuple[int, int] | None, clock: str | 
     import pyarrow.compute as pc
 
     if clock is None or clock.lower() not in ("monotonic", "clock_monotonic"):
-        raise InputError(f"{path}: recorded with {'perf’s own clock' if clock is None else 'clock ' + clock}, not "
+        which = "perf's own clock" if clock is None else f"clock {clock}"
+        raise InputError(f"{path}: recorded with {which}, not "
                          "CLOCK_MONOTONIC: its times cannot be aligned with the trace's (record with "
                          "`roscope record --kernel`, or `perf record -k mono`)")
     if ust is None or not events.num_rows:
