@@ -194,7 +194,7 @@ def test_caps_are_counted_and_say_where_they_cut(databases):
     assert (s["caps"]["stopped_at_publication_id"], s["flows"], s["outputs"], s["outputs_total"]) == \
         (stop, found, searched, len(outs))
     assert Counter(f["output_publication_id"] for f in flows) == {p: per_out[p] for p in outs[:searched] if per_out[p]}
-    assert any(f"stopped at the cap of {k:,} flows, at publication {stop} " in w and
+    assert any(f"stopped at the cap of {k:,} candidate flows, at publication {stop} " in w and
                f"{len(outs) - searched:,} of {len(outs):,} output messages were not searched" in w for w in js["warnings"])
 
     _, small, _ = roscope_flow(db, from_re, to_re, "auto", extra=("--memory", "64M"))

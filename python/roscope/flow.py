@@ -218,8 +218,9 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
     `all_paths`. `exclude`: regexes (one or a list) of topics and callbacks
     (`node kind(topic)`, so a node name excludes its callbacks) that no flow may
     pass through. Caps (None: no cap): `max_flows_per_output` candidates per output
-    message, `max_flows` in all (the search stops at the next output message); when
-    one is reached the summary says where and its `warnings` say so.
+    message, `max_flows` candidates in all (which bounds the search's time: it
+    stops at the next output message); when one is reached the summary says where
+    and its `warnings` say so.
 
     Flows are streamed into the database's connection as they are found (memory
     holds one chunk): temporary tables `data_flows`, `data_flow_steps`,
@@ -262,7 +263,8 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
         "compute_ns": compute_ns, "ns_per_flow": compute_ns / flows if flows else None,
         "trees_cached": stats["trees_cached"], "cache_hits": stats["cache_hits"], "cache_evicted": stats["cache_evicted"],
         "topics_from": [t for t, m in zip(topics, is_in) if m], "topics_to": [t for t, m in zip(topics, is_out) if m],
-        "implicit": implicit, "fallback_rule": fallback, "one_flow_per_pair": not all_paths, "duplicates_dropped": stats["duplicates_dropped"],
+        "implicit": implicit, "fallback_rule": fallback, "one_flow_per_pair": not all_paths,
+        "candidates": stats["candidates"], "duplicates_dropped": stats["duplicates_dropped"],
         "flows_on_fallback": stats["flows_on_fallback"],
         "fallback_share": stats["flows_on_fallback"] / flows if flows else None,
         "flows_from_publications": stats["flows_from_publications"],
@@ -292,7 +294,8 @@ def _flow_warnings(db, s: dict, is_in, is_out, ctx: FlowContext) -> list[str]:
                  "path statistics depend on search order; raise --max-flows-per-output, or narrow with --exclude")
     if caps["stopped_at_publication_id"] is not None:
         not_searched = s["outputs_total"] - s["outputs"]
-        w.append(f"stopped at the cap of {caps['max_flows']:,} flows, at {_pub_where(db, caps['stopped_at_publication_id'])}: "
+        w.append(f"stopped at the cap of {caps['max_flows']:,} candidate flows, at "
+                 f"{_pub_where(db, caps['stopped_at_publication_id'])}: "
                  f"{not_searched:,} of {s['outputs_total']:,} output messages were not searched, and the statistics cover "
                  "only the outputs before it; raise --max-flows, or narrow with --from/--to/--exclude")
     if s["flows_on_fallback"]:

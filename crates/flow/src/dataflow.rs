@@ -82,9 +82,10 @@ pub struct FlowOptions {
     /// combinatorial explosion in dense graphs); outputs that reach it are counted
     /// in `FlowResult::outputs_capped`.
     pub max_flows_per_output: usize,
-    /// Upper bound on all data flows: the search stops at the first output
-    /// publication (in time order) after this many flows, and says where
-    /// (`FlowResult::stopped_at`).
+    /// Upper bound on the candidate flows examined in all (each one a flow with
+    /// `all_paths`; before one flow per pair is kept otherwise), which bounds the
+    /// search's time: it stops at the first output publication (in time order)
+    /// after this many, and says where (`FlowResult::stopped_at`).
     pub max_flows: usize,
     /// Keep every candidate flow of an (input message, output message) pair, one per
     /// path that reaches it (the data-flow paper); otherwise the pair is one flow, the
@@ -475,6 +476,8 @@ pub fn segments(m: &Model, flows: &[DataFlow]) -> Vec<Segment> {
 
 pub struct FlowResult {
     pub flows: usize,
+    /// Candidate flows examined (`flows` plus `duplicates_dropped`).
+    pub candidates: usize,
     /// Output publications searched.
     pub outputs: usize,
     /// Output publications on the output topics (searched or not).
@@ -533,6 +536,7 @@ pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow
     order.sort_by_key(|&p| (m.pb_ts[p as usize], p));
     let mut r = FlowResult {
         flows: 0,
+        candidates: 0,
         outputs: 0,
         outputs_total: order.len(),
         outputs_capped: 0,
@@ -548,7 +552,7 @@ pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow
     let mut max_span: i64 = 0;
     let mut cap = CACHE_SOFT_CAP;
     'outputs: for p in order {
-        if r.flows >= o.max_flows {
+        if r.candidates >= o.max_flows {
             r.stopped_at = Some(p);
             break;
         }
@@ -570,6 +574,7 @@ pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow
                 r.capped_examples.push(p);
             }
         }
+        r.candidates += out.len();
         let mut found: Vec<DataFlow> = out.iter().map(|steps| breakdown(&s, steps)).collect();
         if !o.all_paths {
             r.duplicates_dropped += one_flow_per_pair(&mut found);

@@ -396,6 +396,7 @@ impl FlowModel {
         stats.set_item("capped_examples", res.capped_examples)?;
         stats.set_item("stopped_at", res.stopped_at)?;
         stats.set_item("flows", res.flows)?;
+        stats.set_item("candidates", res.candidates)?;
         stats.set_item("duplicates_dropped", res.duplicates_dropped)?;
         stats.set_item("flows_on_fallback", res.flows_on_fallback)?;
         stats.set_item("flows_from_publications", res.flows_from_publications)?;

@@ -56,7 +56,8 @@ def register(sub) -> None:
                    help="keep one flow per path reaching an (input, output) message pair (the data-flow paper), "
                         "not one flow per pair")
     p.add_argument("--max-flows", type=C.int_range(0, 2**62), default=fl_caps()[1], metavar="N",
-                   help="stop at the first output message after N flows, and say where (default %(default)s; 0: no cap)")
+                   help="stop at the first output message after N candidate flows (before one flow per message pair "
+                        "is kept), and say where: bounds the search's time (default %(default)s; 0: no cap)")
     p.add_argument("--max-flows-per-output", type=C.int_range(0, 2**62), default=fl_caps()[0], metavar="N",
                    help="at most N candidate flows per output message; capped outputs are counted and named "
                         "(default %(default)s; 0: no cap)")
