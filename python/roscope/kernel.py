@@ -158,13 +158,14 @@ def _parse_perf_lines(lines):
     import numpy as np
 
     line = pa.array(np.arange(len(lines), dtype=np.int64))
-    sw = pc.extract_regex(lines, _SWITCH)
-    wk = pc.extract_regex(lines, _WAKEUP)
     out = []
-    for st, kind in ((sw, "switch"), (wk, "wakeup")):
+    for pattern, kind, tag in ((_SWITCH, "switch", "sched:sched_switch:"), (_WAKEUP, "wakeup", "sched:sched_wakeup:")):
+        # the regular expression only on the lines of its event (3 times faster than on all)
+        mine = pc.match_substring(lines, tag)
+        st = pc.extract_regex(pc.filter(lines, mine), pattern)
         ok = pc.is_valid(st)
         st = pc.filter(st, ok)
-        at = pc.filter(line, ok)
+        at = pc.filter(pc.filter(line, mine), ok)
         n = len(st)
         if n == 0:
             continue
