@@ -378,7 +378,7 @@ def test_profile_flame_graph(tmp_path, roscope_cmd):
     y = tmp_path / "p.yaml"
     y.write_text(textwrap.dedent(f"""\
         trials: 1
-        system: {{start: ./system.sh, stop_timeout: 2, ready: {{command: [sh, -c, 'test -e "$ROSCOPE_SYSTEM_DIR/ready"']}}}}
+        system: {{start: ./system.sh, stop_timeout: 2, ready: {{command: [sh, -c, 'test -e "$ROSCOPE_SYSTEM_DIR/ready"'], delay: 0.5}}}}
         driver: {{command: [{sys.executable}, -S, -c, 'import time, json; time.sleep(1.5); print(json.dumps({{"x": 1}}))']}}
         scenarios: [{{name: p}}]
         """))

@@ -21,10 +21,15 @@ def check() -> None:
 
 
 def start(system: procs.Started, tdir: Path) -> procs.Started | None:
-    """perf on the system's processes; perf refuses the whole list when one of them ends before it
-    attaches (a shell's `sleep`), so it is tried again with a fresh list, up to 5 times."""
+    """perf on the system's processes that have lived for at least 0.25 s (perf refuses the whole list
+    when one of them ends before it attaches, e.g. a shell loop's `sleep`); tried again with a fresh
+    list, up to 5 times."""
     for _ in range(5):
-        pids = [str(p["pid"]) for p in system.members()]
+        with open("/proc/uptime") as f:
+            now_ticks = float(f.read().split()[0]) * procs.CLK_TCK
+        members = system.members()
+        pids = [str(p["pid"]) for p in members if now_ticks - p["start"] >= 0.25 * procs.CLK_TCK] or \
+            [str(p["pid"]) for p in members]
         if not pids:
             return None
         perf = procs.start("perf", ["perf", "record", "-g", "-F", "499", "-o", str(tdir / "perf.data"), "-p", ",".join(pids)],
