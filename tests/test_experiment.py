@@ -386,14 +386,14 @@ def test_profile_flame_graph(tmp_path, roscope_cmd):
     assert p.returncode == 0, p.stderr
     tdir = tmp_path / "run" / "trials" / "p_001"
     r = json.loads((tdir / "result.json").read_text())
-    perf_log = (tdir / "perf.log").read_text(errors="replace") if (tdir / "perf.log").exists() else ""
-    assert r["status"] == "success" and r["profile"]["perf_data"] == "perf.data", (r.get("reason"), r.get("profile"), perf_log)
+    perf_log = (tdir / "profile" / "perf.log").read_text(errors="replace") if (tdir / "profile" / "perf.log").exists() else ""
+    assert r["status"] == "success" and r["profile"]["perf_data"] == "profile/perf.data", (r.get("reason"), r.get("profile"), perf_log)
     # perf's own reading of what it recorded: the system's busy process is in the samples
-    rep = subprocess.run(["perf", "report", "-i", str(tdir / "perf.data"), "--stdio", "--sort", "comm"],
+    rep = subprocess.run(["perf", "report", "-i", str(tdir / "profile" / "perf.data"), "--stdio", "--sort", "comm"],
                          capture_output=True, text=True, timeout=120).stdout
     assert "sha256sum" in rep, (rep[-2000:], perf_log, r["system_processes"])
     if shutil.which("inferno-flamegraph") or shutil.which("flamegraph.pl"):
-        svg = (tdir / "flame.svg").read_text()
+        svg = (tdir / "profile" / "flame.svg").read_text()
         assert svg.lstrip().startswith("<?xml") and "sha256sum" in svg
     else:
         assert r["profile"]["flamegraph"] is None and "cargo install inferno" in r["profile"]["note"]

@@ -12,6 +12,7 @@ from pathlib import Path
 from roscope.errors import UserError
 from roscope.experiment import output, procs
 
+PROFILE_DIR = "profile"
 TOOLS = (("inferno-collapse-perf", "inferno-flamegraph"), ("stackcollapse-perf.pl", "flamegraph.pl"))
 
 
@@ -21,9 +22,12 @@ def check() -> None:
 
 
 def start(system: procs.Started, tdir: Path) -> procs.Started | None:
-    """perf on the system's processes that have lived for at least 0.25 s (perf refuses the whole list
-    when one of them ends before it attaches, e.g. a shell loop's `sleep`); tried again with a fresh
-    list, up to 5 times."""
+    """Into tdir/profile/ (a perf.data beside the trial's trace would be read as its kernel data)."""
+    tdir = tdir / PROFILE_DIR
+    tdir.mkdir(exist_ok=True)
+    # perf on the system's processes that have lived for at least 0.25 s (perf refuses the whole list
+    # when one of them ends before it attaches, e.g. a shell loop's `sleep`); tried again with a fresh
+    # list, up to 5 times.
     for _ in range(5):
         with open("/proc/uptime") as f:
             now_ticks = float(f.read().split()[0]) * procs.CLK_TCK
@@ -42,12 +46,13 @@ def start(system: procs.Started, tdir: Path) -> procs.Started | None:
 
 
 def finish(perf: procs.Started | None, tdir: Path) -> dict:
-    """Stops perf (SIGINT: it writes its data) and makes tdir/flame.svg when a tool is there."""
+    """Stops perf (SIGINT: it writes its data) and makes tdir/profile/flame.svg when a tool is there."""
+    tdir = tdir / PROFILE_DIR
     if perf is None:
         return {"perf_data": None, "note": "no process of the system to profile"}
     procs.stop(perf, 10.0)
     data = tdir / "perf.data"
-    res: dict = {"perf_data": str(data.name) if data.exists() else None, "flamegraph": None}
+    res: dict = {"perf_data": f"{PROFILE_DIR}/{data.name}" if data.exists() else None, "flamegraph": None}
     tools = next(((c, f) for c, f in TOOLS if shutil.which(c) and shutil.which(f)), None)
     if res["perf_data"] is None:
         res["note"] = "perf wrote no data (see perf.log)"
@@ -64,5 +69,5 @@ def finish(perf: procs.Started | None, tdir: Path) -> dict:
         res["note"] = f"{tools[1]} failed: {svg.stderr.decode(errors='replace')[:300]}"
         return res
     output.atomic_write(tdir / "flame.svg", svg.stdout)
-    res.update(flamegraph="flame.svg", tool=tools[1], stacks=len(folded.stdout.splitlines()))
+    res.update(flamegraph=f"{PROFILE_DIR}/flame.svg", tool=tools[1], stacks=len(folded.stdout.splitlines()))
     return res
