@@ -130,6 +130,11 @@ def _print_report(rep: dict) -> None:
         else:
             out.write(f"breaking point of {name} ({bp['param']}): none; highest level tried without failure "
                       f"{bp['highest_passing']}\n")
+        got = [t for t in bp.get("tried", []) if t.get("flood_rate_achieved_hz") is not None]
+        if got:
+            out.write("  flood rate achieved per publisher: " + ", ".join(
+                f"{t['level']} -> {t['flood_rate_achieved_hz']:.0f} Hz" + (" (failed)" if t["failed"] else "")
+                for t in sorted(got, key=lambda t: t["level"])) + "\n")
     oh = rep.get("overhead")
     if oh and oh.get("share") is not None:
         out.write(f"harness overhead: roscope used {oh['harness_cpu_s']:.2f} s CPU while the system used "

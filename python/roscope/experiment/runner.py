@@ -45,6 +45,14 @@ def _version(argv: list[str]) -> str | None:
         return None
 
 
+def _dpkg_version(package: str) -> str | None:
+    try:
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout.strip() or None if r.returncode == 0 else None
+
+
 def _git(cwd: Path) -> dict | None:
     try:
         head = subprocess.run(["git", "-C", str(cwd), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
@@ -66,7 +74,7 @@ def host_manifest(exp: Experiment) -> dict:
         "cpu_count": os.cpu_count(), "cpus_usable": len(os.sched_getaffinity(0)),
         "versions": {"roscope": __version__, "python": platform.python_version(),
                      "stress-ng": _version(["stress-ng", "--version"]), "lttng": _version(["lttng", "--version"]),
-                     "rosversion": os.environ.get("ROS_DISTRO")},
+                     "ros_distro": os.environ.get("ROS_DISTRO"), "python3-rospy": _dpkg_version("python3-rospy")},
         "git": {"roscope": _git(Path(__file__).resolve().parent), "experiment": _git(exp.base_dir)},
     }
 
