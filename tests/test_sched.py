@@ -370,3 +370,29 @@ def test_perf_data_on_another_clock_or_time_is_refused_naming_it(recording, run_
     (tmp_path / "broken" / "perf" / "perf.data").write_bytes(b"PERFILE2" + b"\0" * 100)
     p = run_roscope("why", str(tmp_path / "broken"))
     assert p.returncode == 1 and str(tmp_path / "broken" / "perf" / "perf.data") in p.stderr, p.stderr
+
+
+def test_flow_split_against_timehist(recording):
+    """`why --from --to`: per flow, its threads' on-CPU and runnable time over its computation and
+    idle segments (segment bounds from roscope's flow steps) equal timehist's in those segments."""
+    out, db = recording
+    th = timehist(out / "perf" / "perf.data")
+    with _open(db) as d:
+        from roscope import sched
+
+        res = sched.flow_sched(d, "^/lidar$", "^/plan$", top=20)
+        segs = d.con.execute("SELECT flow_id, tid, a, b FROM flow_thread_segments").fetchall()
+        waits = d.con.execute("SELECT flow_id, sum(wait_ns) FROM flow_wait_segments GROUP BY 1").fetchall()
+    flows = {f["flow_id"]: f for f in res["flows"]}
+    assert len(flows) >= 10 and res["kernel"]
+    want = collections.defaultdict(collections.Counter)
+    for fid, tid, a, b in segs:
+        want[fid]["running"] += overlap([(s, e) for _c, s, e in th[tid]["running"]], [(a, b)])
+        want[fid]["runnable"] += overlap(th[tid]["runnable"], [(a, b)])
+    for fid, f in flows.items():
+        assert f["on_cpu_ns"] == pytest.approx(want[fid]["running"], rel=0.01, abs=10_000), f
+        assert f["runnable_ns"] == pytest.approx(want[fid]["runnable"], rel=0.01, abs=10_000), f
+    for fid, wait in waits:
+        f = flows[fid]
+        assert (f["transport_ns"] or 0) + f["queued_ns"] + f["wakeup_ns"] + f["rest_ns"] == wait
+        assert wait == f["communication_ns"]

@@ -351,3 +351,95 @@ def explain_wait(r: dict) -> str:
         parts.append(f"its thread waited {_ms(r['wakeup_ns'])} for a CPU (wake-up latency)")
     parts.append(f"rest {_ms(r['rest_ns'])}" + ("" if r.get("transport_ns") is not None else " (transport included)"))
     return "; ".join(parts)
+
+
+#: Per selected flow, its steps paired into segments: a publication then the run it fed
+#: (communication: the input wait's split), a run then a publication made in it
+#: (computation: the run's thread from the run's start to the publication), a run then
+#: the next run of its node (idle: the second run's thread between the two).
+_FLOW_SEGMENTS = """
+    WITH st AS (
+        SELECT s.flow_id, s.step, s.is_run, s.id,
+               lead(s.is_run) OVER w AS n_is_run, lead(s.id) OVER w AS n_id
+        FROM data_flow_steps s SEMI JOIN _sched_flows f USING (flow_id)
+        WINDOW w AS (PARTITION BY s.flow_id ORDER BY s.step)),
+    thread_seg AS (
+        SELECT st.flow_id, st.step, 'computation' AS kind, r.host_id, r.tid, r.start_ts AS a, p.publish_ts AS b
+        FROM st JOIN _sched_runs r ON r.run_id = st.id JOIN publications_info p ON p.publication_id = st.n_id
+        WHERE st.is_run = 1 AND st.n_is_run = 0
+        UNION ALL
+        SELECT st.flow_id, st.step, 'idle', r2.host_id, r2.tid, r1.end_ts, r2.start_ts
+        FROM st JOIN _sched_runs r1 ON r1.run_id = st.id JOIN _sched_runs r2 ON r2.run_id = st.n_id
+        WHERE st.is_run = 1 AND st.n_is_run = 1)
+    SELECT g.*,
+           {on_b} - {on_a} AS on_cpu_ns, {rq_b} - {rq_a} AS runnable_ns, {bl_b} - {bl_a} AS blocked_ns
+    FROM thread_seg g
+    ASOF LEFT JOIN _sched_states sa ON sa.host_id = g.host_id AND sa.tid = g.tid AND sa.start_ts <= g.a
+    ASOF LEFT JOIN _sched_states sb ON sb.host_id = g.host_id AND sb.tid = g.tid AND sb.start_ts <= g.b"""
+
+_FLOW_WAITS = """
+    WITH st AS (
+        SELECT s.flow_id, s.step, s.is_run, s.id, lead(s.is_run) OVER w AS n_is_run, lead(s.id) OVER w AS n_id
+        FROM data_flow_steps s SEMI JOIN _sched_flows f USING (flow_id)
+        WINDOW w AS (PARTITION BY s.flow_id ORDER BY s.step))
+    SELECT st.flow_id, st.step, r.start_ts - p.publish_ts AS wait_ns, ws.transport_ns, ws.queued_ns, ws.wakeup_ns,
+           coalesce(ws.rest_ns, r.start_ts - p.publish_ts) AS rest_ns
+    FROM st JOIN _sched_runs r ON r.run_id = st.n_id JOIN publications_info p ON p.publication_id = st.id
+    LEFT JOIN wait_sched ws ON ws.run_id = st.n_id AND ws.publication_id = st.id
+    WHERE st.is_run = 0 AND st.n_is_run = 1"""
+
+
+def flow_sched(db, from_re: str, to_re: str, path: int | None = None, top: int = 10) -> dict:
+    """The `top` slowest data flows from `from_re` to `to_re` (of path `path` if given),
+    each with the scheduling split of its segments summed: over its computation and
+    idle segments, the time its threads were on a CPU, runnable and blocked; over its
+    communication segments (input waits), transport, queued, wake-up and rest. The
+    flows are `flow.data_flows`' (with every flow's steps); durations in ns."""
+    from roscope import flow
+
+    kernel = has_kernel_data(db)
+    summary = flow.data_flows(db, from_re, to_re, all_steps=True).summary
+    wait_sched(db)
+    where, params = ("WHERE f.path_id = ?", [int(path)]) if path is not None else ("", [])
+    _temp(db, "_sched_flows", "SELECT 1 AS flow_id WHERE false")
+    db.con.execute('CREATE OR REPLACE TEMP TABLE "_sched_flows" AS SELECT f.*, p.path FROM data_flows f '
+                   f"LEFT JOIN paths p USING (path_id) {where} ORDER BY f.latency_ns DESC, f.flow_id LIMIT {int(top)}",
+                   params)
+    seg_sql = _FLOW_SEGMENTS.format(
+        on_a=_upto("sa", "running", "g.a"), on_b=_upto("sb", "running", "g.b"),
+        rq_a=_upto("sa", "runnable", "g.a"), rq_b=_upto("sb", "runnable", "g.b"),
+        bl_a=_upto("sa", "blocked", "g.a"), bl_b=_upto("sb", "blocked", "g.b"))
+    _temp(db, "flow_thread_segments", seg_sql)
+    _temp(db, "flow_wait_segments", _FLOW_WAITS)
+    rows = db.records("""
+        WITH t AS (SELECT flow_id, sum(on_cpu_ns) AS on_cpu_ns, sum(runnable_ns) AS runnable_ns,
+                          sum(blocked_ns) AS blocked_ns, sum(b - a) AS thread_ns
+                   FROM flow_thread_segments GROUP BY flow_id),
+             w AS (SELECT flow_id, sum(wait_ns) AS wait_ns, sum(transport_ns) AS transport_ns,
+                          sum(queued_ns) AS queued_ns, sum(wakeup_ns) AS wakeup_ns, sum(rest_ns) AS rest_ns
+                   FROM flow_wait_segments GROUP BY flow_id)
+        SELECT f.flow_id, f.path_id, f.path, f.start_ts, f.end_ts, f.latency_ns, f.communication_ns, f.idle_ns,
+               f.computation_ns, t.on_cpu_ns, t.runnable_ns, t.blocked_ns,
+               t.thread_ns - t.on_cpu_ns - t.runnable_ns - t.blocked_ns AS unknown_ns,
+               w.transport_ns, w.queued_ns, w.wakeup_ns, w.rest_ns
+        FROM _sched_flows f LEFT JOIN t USING (flow_id) LEFT JOIN w USING (flow_id)
+        ORDER BY f.latency_ns DESC, f.flow_id""")
+    for r in rows:
+        r["explanation"] = explain_flow(r, kernel)
+    return {"kernel": kernel, "flows": rows, "summary": summary}
+
+
+def explain_flow(r: dict, kernel: bool) -> str:
+    """One flow's split in plain words."""
+    parts = [f"took {_ms(r['latency_ns'])}: communication {_ms(r['communication_ns'])}, computation "
+             f"{_ms(r['computation_ns'])}, idle {_ms(r['idle_ns'])}"]
+    if kernel:
+        parts.append(f"in its callbacks and between them its threads were on a CPU {_ms(r['on_cpu_ns'])}, waiting "
+                     f"for a CPU {_ms(r['runnable_ns'])}, blocked {_ms(r['blocked_ns'])}")
+    if r.get("queued_ns"):
+        parts.append(f"its messages queued {_ms(r['queued_ns'])} behind other callbacks")
+    if kernel and r.get("wakeup_ns"):
+        parts.append(f"their executor threads waited {_ms(r['wakeup_ns'])} for a CPU after a message arrived")
+    if r.get("transport_ns") is not None:
+        parts.append(f"transport {_ms(r['transport_ns'])}")
+    return "; ".join(parts)

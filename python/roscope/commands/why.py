@@ -29,20 +29,28 @@ def register(sub) -> None:
                    help="only callbacks whose name (node, topic or timer period, symbol) matches this regular "
                         "expression")
     p.add_argument("--top", metavar="K", type=C.int_range(1, 1_000_000), default=10,
-                   help="how many runs (default 10)")
+                   help="how many runs, waits and flows (default 10)")
+    p.add_argument("--from", dest="from_re", metavar="RE",
+                   help="also the slowest data flows from the topics matching RE (with --to), each split the same way")
+    p.add_argument("--to", dest="to_re", metavar="RE", help="the flows' output topics (with --from)")
+    p.add_argument("--path", metavar="N", type=C.int_range(0, 2**62), help="only the flows of path N (`roscope flow`)")
     C.add_heuristics(p)
     C.add_json(p)
     p.set_defaults(func=run)
 
 
-def collect(db, callback: str | None = None, top: int = 10) -> dict:
+def collect(db, callback: str | None = None, top: int = 10, flows: tuple | None = None) -> dict:
     """Everything `roscope why` shows, as JSON-ready data (durations in ns)."""
     from roscope import sched
 
     d = sched.worst_runs(db, callback, top)
     d["waits"] = sched.worst_waits(db, callback, top)
-    for r in d["runs"] + d["waits"]:
-        for k in ("start_ts", "end_ts", "publish_ts", "arrival_ts"):
+    if flows is not None:
+        f = sched.flow_sched(db, flows[0], flows[1], flows[2], top)
+        d["flows"] = f["flows"]
+        d["flow_summary"] = {k: f["summary"][k] for k in ("flows", "paths", "topics_from", "topics_to")}
+    for r in d["runs"] + d["waits"] + d.get("flows", []):
+        for k in ("start_ts", "end_ts", "publish_ts", "arrival_ts", "flow_id", "path_id"):
             if r.get(k) is not None:
                 r[k] = int(r[k])
     return C.clean({**d, "warnings": db.warnings, "losses": db.losses})
@@ -70,6 +78,21 @@ def render_text(d: dict, out=None) -> None:
               f"[{c['pid']}] {C.ms(c['ns'])} ms\n")
         w(f"     {r['explanation']}\n")
     _render_waits(d, w)
+    _render_flows(d, w)
+
+
+def _render_flows(d: dict, w) -> None:
+    if "flows" not in d:
+        return
+    s = d["flow_summary"]
+    w(f"\nslowest data flows ({s['flows']:,} flows, {s['paths']:,} paths): latency, on a CPU, waiting for a CPU, "
+      "blocked (ms; computation and idle segments), queued, wake-up (ms; input waits)\n")
+    for i, r in enumerate(d["flows"], 1):
+        w(f"{i:>3}. flow {r['flow_id']} of path {r['path_id']}: {C.cell(r['path'], 160)}\n")
+        w(f"     latency {C.ms(r['latency_ns'])}, on CPU {C.ms(r['on_cpu_ns'])}, waiting for a CPU "
+          f"{C.ms(r['runnable_ns'])}, blocked {C.ms(r['blocked_ns'])}, queued {C.ms(r['queued_ns'])}, wake-up "
+          f"{C.ms(r['wakeup_ns'])}\n")
+        w(f"     {r['explanation']}\n")
 
 
 def _render_waits(d: dict, w) -> None:
@@ -86,9 +109,16 @@ def _render_waits(d: dict, w) -> None:
 
 
 def run(args) -> int:
+    from roscope.errors import InputError
+
+    if (args.from_re is None) != (args.to_re is None):
+        raise InputError("--from and --to go together: give both to see data flows")
+    if args.path is not None and args.from_re is None:
+        raise InputError("--path N selects data flows: give --from and --to as well")
     db = C.open_inputs(args)
     try:
-        d = collect(db, args.callback, args.top)
+        flows = (args.from_re, args.to_re, args.path) if args.from_re is not None else None
+        d = collect(db, args.callback, args.top, flows)
         d["callback"] = args.callback
         C.show(args, d, render_text)
     finally:
