@@ -367,6 +367,8 @@ def test_manipulation_example_one_traced_trial(tmp_path, roscope_cmd):
     for node in ("sim", "planner", "controller", "state_publisher"):
         assert f"nodes.py {node}" in comms
     assert r["system_stop"]["left"] == []
+    # overhead figures over the driver's window: roscope's own process, the stack, LTTng's daemons
+    assert 0 < r["harness_cpu_s"] < r["system_cpu_s"] and r["lttng_cpu_s"] >= 0
 
 
 @pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf (linux-perf)")

@@ -139,6 +139,9 @@ def _print_report(rep: dict) -> None:
     if oh and oh.get("share") is not None:
         out.write(f"harness overhead: roscope used {oh['harness_cpu_s']:.2f} s CPU while the system used "
                   f"{oh['system_cpu_s']:.2f} s ({100 * oh['share']:.1f} %) over {oh['trials']} trials\n")
+        if oh.get("lttng_share") is not None:
+            out.write(f"tracing: LTTng's daemons used {oh['lttng_cpu_s']:.2f} s CPU in the same windows "
+                      f"({100 * oh['lttng_share']:.1f} % of the system's; they serve every session on the machine)\n")
 
 
 def _compare(args) -> int:

@@ -32,7 +32,12 @@ def overhead(results: list[dict]) -> dict | None:
         return None
     h = sum(r["harness_cpu_s"] for r in rs)
     s = sum(r["system_cpu_s"] for r in rs)
-    return {"trials": len(rs), "harness_cpu_s": h, "system_cpu_s": s, "share": h / s if s else None}
+    out = {"trials": len(rs), "harness_cpu_s": h, "system_cpu_s": s, "share": h / s if s else None}
+    lt = [r["lttng_cpu_s"] for r in rs if r.get("lttng_cpu_s") is not None]
+    if len(lt) == len(rs):
+        out["lttng_cpu_s"] = sum(lt)
+        out["lttng_share"] = sum(lt) / s if s else None
+    return out
 
 
 def _values(results: list[dict], cond: str, metric: str) -> list[float]:

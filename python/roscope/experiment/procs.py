@@ -57,6 +57,16 @@ def tree(root: int, start: int | None = None) -> list[dict]:
     return [stats[p] for p in sorted(found)]
 
 
+def cpu_ticks_by_comm(comms) -> int:
+    """CPU time (ticks) of every process whose name is one of `comms` (read only)."""
+    total = 0
+    for pid in all_pids():
+        st = proc_stat(pid)
+        if st is not None and st["comm"] in comms:
+            total += st["cpu_ticks"]
+    return total
+
+
 def cpus_allowed(pid: int) -> str | None:
     try:
         with open(f"/proc/{pid}/status") as f:

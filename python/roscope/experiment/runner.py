@@ -22,6 +22,8 @@ from roscope.errors import InputError, UserError
 from roscope.experiment import output, procs
 from roscope.experiment.config import Condition, Experiment, bisect_condition, conditions, level_text
 
+#: LTTng's daemons (read only, for the tracing overhead; never signalled).
+LTTNG_DAEMONS = ("lttng-sessiond", "lttng-consumerd", "lttng-runas")
 #: How often the CPU monitor samples the system's processes (s).
 MONITOR_INTERVAL = 0.5
 PKG_PARENT = str(Path(__file__).resolve().parents[2])   # the directory holding the roscope package
@@ -381,6 +383,7 @@ class Runner:
     def _drive(self, cond: Condition, index: int, tid: str, tdir: Path, r: dict) -> None:
         cpus = self.system_cpus
         ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        lt0 = procs.cpu_ticks_by_comm(LTTNG_DAEMONS) if self.exp.tracing else None
         with procs.Monitor(self.system, MONITOR_INTERVAL) as mon:
             if cpus:
                 r["cpuset_at_start"] = procs.verify_cpuset(self.system, cpus)
@@ -401,6 +404,8 @@ class Runner:
         # roscope's own CPU time (this process: its monitor, its polling) over the same window as the system's
         r["harness_cpu_s"] = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
         r["system_cpu_s"] = mon.cpu_seconds()
+        if lt0 is not None:   # LTTng's daemons over the same window (they serve every session on the machine)
+            r["lttng_cpu_s"] = (procs.cpu_ticks_by_comm(LTTNG_DAEMONS) - lt0) / procs.CLK_TCK
         r["system_processes"] = mon.report()
         r.update(status=drv["status"], wall_ms=drv["wall_ms"], driver_returncode=drv["returncode"])
         if drv.get("reason"):
