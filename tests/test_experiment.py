@@ -425,3 +425,20 @@ def test_trace_metrics_on_a_shared_ros2_trace(shared_traces):
     assert 0.0 <= vals["util"] <= 1.0
     assert "none" not in vals and any("no executor thread matches" in w for w in warns)
     assert vals["runs"] in set(per_cb.values())   # the runs of one of ping's callbacks, as bt2 counts them
+
+
+def test_documented_experiment_file_is_valid(tmp_path):
+    """The annotated experiment file of docs/experiment.md is accepted as it is written."""
+    import re
+
+    from roscope.experiment import config
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "experiment.md").read_text()
+    block = re.search(r"## The experiment file\n\n```yaml\n(.*?)```", doc, re.S).group(1)
+    y = tmp_path / "doc.yaml"
+    y.write_text(block)
+    exp = config.load(y)
+    ids = [c.id for s in exp.scenarios for c in config.conditions(s)]
+    assert ids == ["baseline", "cpu_load", "msg_load@rate=250", "msg_load@rate=1000", "cpuset@cpus=1", "cpuset@cpus=2",
+                   "pinned_and_loaded"]
+    assert exp.scenarios[-1]["breaking_point"]["high"] == 4000 and exp.metrics["busy"]["stat"] == "utilization"
