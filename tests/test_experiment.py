@@ -241,6 +241,9 @@ def test_cpuset_verified_against_proc(tmp_path, roscope_cmd):
     free = (run / "trials" / "free_001" / "self_cpus").read_text().split()[-1]
     assert free != want
     assert "verified" in _roscope(roscope_cmd, "experiment", "report", str(run)).stdout
+    with open(run / "summary.csv") as f:
+        verified = {r["condition"]: r["cpuset_verified"] for r in csv.DictReader(f)}
+    assert verified == {"pinned": "yes", "free": ""}
 
 
 @pytest.mark.slow

@@ -112,16 +112,16 @@ def write_tables(run: Path, results: list[dict]) -> None:
     write_json(run / "summary.json", summary)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["condition", "scenario", "level", "n", "successes", "success_rate", "failures", "metric", "count",
-                "mean", "std", "min", "p50", "p90", "p99", "max"])
+    w.writerow(["condition", "scenario", "level", "n", "successes", "success_rate", "failures", "cpuset_verified", "metric",
+                "count", "mean", "std", "min", "p50", "p90", "p99", "max"])
     for s in summary:
         fails = ";".join(f"{k}={v}" for k, v in s["failures"].items())
+        head = [s["condition"], s["scenario"], s["level"], s["n"], s["successes"], s["success_rate"], fails,
+                {True: "yes", False: "no"}.get(s.get("cpuset_verified"), "")]
         for m, d in s["metrics"].items():
-            w.writerow([s["condition"], s["scenario"], s["level"], s["n"], s["successes"], s["success_rate"], fails, m,
-                        d["count"], *[d.get(k, "") for k in ("mean", "std", "min", "p50", "p90", "p99", "max")]])
+            w.writerow([*head, m, d["count"], *[d.get(k, "") for k in ("mean", "std", "min", "p50", "p90", "p99", "max")]])
         if not s["metrics"]:
-            w.writerow([s["condition"], s["scenario"], s["level"], s["n"], s["successes"], s["success_rate"], fails,
-                        "", 0, "", "", "", "", "", "", ""])
+            w.writerow([*head, "", 0, "", "", "", "", "", "", ""])
     atomic_write(run / "summary.csv", buf.getvalue())
 
 
