@@ -400,6 +400,31 @@ def _kernel_trace_dirs(arrow: dict) -> list[tuple[str, int]]:
     return out
 
 
+def _clock_maps(arrow: dict) -> dict:
+    """{host_id: (x0_ns, ref_at_x0_ns, slope)} of the hosts whose clock the model maps
+    onto a reference host's (table `clock_sync`)."""
+    cs = arrow.get("clock_sync")
+    if cs is None or not cs.num_rows:
+        return {}
+    out = {}
+    for r in cs.select(["host_id", "x0_ns", "ref_at_x0_ns", "slope"]).to_pylist():  # one row per host
+        if r["slope"] is not None and r["x0_ns"] is not None and r["ref_at_x0_ns"] is not None:
+            out[r["host_id"]] = (r["x0_ns"], r["ref_at_x0_ns"], r["slope"])
+    return out
+
+
+def _to_reference(events, m):
+    """The events with their times mapped onto the reference host's clock, as the
+    model maps the host's UST times (`t_ref = ref_at_x0_ns + slope * (t - x0_ns)`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    x0, ref, slope = m
+    rel = pc.cast(pc.subtract(events.column("ts"), x0), pa.float64())
+    ts = pc.add(pc.cast(pc.round(pc.multiply(rel, slope)), pa.int64()), ref)
+    return events.set_column(events.schema.get_field_index("ts"), "ts", ts)
+
+
 def load_events(inputs: Sequence[str], arrow: dict, warnings: list[str]):
     """The normalized sched events of every kernel source of a load, each with its
     host_id and a sequence number, or None when there are none."""
@@ -410,16 +435,20 @@ def load_events(inputs: Sequence[str], arrow: dict, warnings: list[str]):
     parts = []
     if tr is not None and tr.num_rows:
         rows = tr.select(["trace_id", "host_id", "path", "domain"]).to_pylist()  # one row per trace directory
+        maps = _clock_maps(arrow)
         for perf, dirs in find_perf(inputs, [r["path"] for r in rows]):
             mine = [r for r in rows if r["path"] in dirs]
             ev, facts = perf_events(perf)
+            host = mine[0]["host_id"]
+            if host in maps:  # a host whose clock the model maps onto the reference host's
+                ev = _to_reference(ev, maps[host])
             _check_aligned(perf, ev, _ust_range(arrow, {r["trace_id"] for r in mine}), facts["clock"])
             warnings += [f"{perf}: perf: {w}" for w in facts["warnings"]]
-            parts.append((ev, mine[0]["host_id"]))
+            parts.append((ev, host))
         for path, host in _kernel_trace_dirs(arrow):
             ev = lttng_events([path])
             if ev is not None:
-                parts.append((ev, host))
+                parts.append((_to_reference(ev, maps[host]) if host in maps else ev, host))
     if not parts:
         return None
     tables = []
