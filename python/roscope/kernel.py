@@ -123,8 +123,10 @@ def perf_events(path: str) -> tuple[object, dict]:
     if unreadable is not None:
         raise InputError(f"{path}: perf script's output could not be read ({unreadable})")
     clock = next((m.group(1) for h in header if (m := _CLOCKID.match(h))), None)
+    # perf's own warnings, e.g. "Processed N events and lost M chunks!" after a "Warning:" line
     facts = {"clock": clock, "warnings": [ln.strip() for ln in err.splitlines()
-                                          if ln.strip().lower().startswith("warning")]}
+                                          if ln.strip().lower().startswith("warning") and ln.strip()[8:].strip()
+                                          or " lost " in ln]}
     table = pa.concat_tables(parts) if parts else _empty_events()
     return table, facts
 
