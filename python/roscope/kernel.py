@@ -445,7 +445,8 @@ def load_events(inputs: Sequence[str], arrow: dict, warnings: list[str]):
             if host in maps:  # a host whose clock the model maps onto the reference host's
                 ev = _to_reference(ev, maps[host])
             _check_aligned(perf, ev, _ust_range(arrow, {r["trace_id"] for r in mine}), facts["clock"])
-            warnings += [f"{perf}: perf: {w}" for w in facts["warnings"]]
+            warnings += [f"{perf}: perf lost events while recording ({w}): thread states near the gaps may be "
+                         "wrong" if " lost " in w else f"{perf}: perf: {w}" for w in facts["warnings"]]
             parts.append((ev, host))
         for path, host in _kernel_trace_dirs(arrow):
             ev = lttng_events([path])
