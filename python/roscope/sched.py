@@ -158,7 +158,8 @@ def worst_runs(db, callback: str | None = None, top: int = 10) -> dict:
     """The `top` longest finished callback runs (of the callbacks whose name, `node
     topic-or-timer symbol`, matches the regular expression `callback`), each with its
     scheduling breakdown (`run_sched`) when the database has kernel data. Returns
-    {"kernel": bool, "runs": [...]}; durations in ns."""
+    {"kernel": bool, "runs": [...], "coverage": the share of all finished runs' time
+    the kernel data covers (None without)}; durations in ns."""
     _check_regex(db, callback)
     kernel = has_kernel_data(db)
     where = "WHERE regexp_matches(label, ?)" if callback is not None else ""
@@ -182,7 +183,10 @@ def worst_runs(db, callback: str | None = None, top: int = 10) -> dict:
                 p["ns"] += c["ns"]
             r["culprit_processes"] = sorted(procs.values(), key=lambda p: -p["ns"])
             r["explanation"] = explain(r)
-    return {"kernel": kernel, "runs": rows}
+    coverage = None
+    if kernel:  # the share of all finished runs' time the kernel data covers
+        coverage = db.con.execute("SELECT 1 - sum(unknown_ns) / nullif(sum(duration_ns), 0) FROM run_sched").fetchall()[0][0]
+    return {"kernel": kernel, "runs": rows, "coverage": coverage}
 
 
 def _who(c: dict) -> str:

@@ -61,6 +61,9 @@ def render_text(d: dict, out=None) -> None:
     if not d["kernel"]:
         w("no kernel scheduling data in this trace: record it with `roscope record --kernel` (perf sched events), "
           "or with an LTTng kernel channel with sched_switch and sched_wakeup; the longest runs only:\n")
+    elif d.get("coverage") is not None and d["coverage"] < 0.5:
+        w(f"the kernel data covers only {C.pct(d['coverage'])} % of the callback runs' time: the trace's threads are "
+          "mostly not in it (recorded at another time, or the ROS processes in another pid namespace than perf)\n")
     if not d["runs"]:
         w("no finished callback runs" + (" match" if d.get("callback") else "") + "\n")
         return
