@@ -26,7 +26,10 @@ from pathlib import Path
 import pytest
 from test_ros1_pipeline import EXAMPLE, build_all, read_trace, roscope_record
 
-pytestmark = [pytest.mark.lttng, pytest.mark.ros1]
+
+def recorded(test):
+    """The tests on the recording: live LTTng and ROS 1 (tiers of the suite)."""
+    return pytest.mark.lttng(pytest.mark.ros1(test))
 
 CPU = 1
 COMPETITOR = "competitor"
@@ -186,6 +189,7 @@ def _open(db):
     return roscope.open(str(db))
 
 
+@recorded
 def test_thread_times_equal_perf_sched_timehist(recording):
     out, db = recording
     th = timehist(out / "perf" / "perf.data")
@@ -211,6 +215,7 @@ def test_thread_times_equal_perf_sched_timehist(recording):
     assert checked >= 10
 
 
+@recorded
 def test_runnable_time_attributed_to_the_competitor_equals_timehist(recording):
     out, db = recording
     th = timehist(out / "perf" / "perf.data")
@@ -273,6 +278,7 @@ def oracle_culprits(th: dict, tid: int, run: tuple[int, int]) -> collections.Cou
     return got
 
 
+@recorded
 def test_top_culprits_are_perfs_and_the_competitor_only_where_it_ran(recording, run_roscope):
     out, db = recording
     th = timehist(out / "perf" / "perf.data")
@@ -307,6 +313,7 @@ def test_top_culprits_are_perfs_and_the_competitor_only_where_it_ran(recording, 
     assert compared >= 5 and competitor_top >= 3, (compared, competitor_top)
 
 
+@recorded
 def test_input_wait_split_against_the_runs_and_timehist(recording):
     """Each input wait's parts after arrival: queued = the thread's other callback runs
     (decoded by bt2) inside [arrival, start]; wakeup = the thread's runnable time in
@@ -353,6 +360,7 @@ def _trace_with_perf(src: Path, dst: Path, perf_args: list[str]) -> Path:
     return data
 
 
+@recorded
 def test_perf_data_on_another_clock_or_time_is_refused_naming_it(recording, run_roscope, tmp_path):
     out, _ = recording
     # perf's own clock (no -k mono): cannot be aligned with the trace's
@@ -372,6 +380,7 @@ def test_perf_data_on_another_clock_or_time_is_refused_naming_it(recording, run_
     assert p.returncode == 1 and str(tmp_path / "broken" / "perf" / "perf.data") in p.stderr, p.stderr
 
 
+@recorded
 def test_flow_split_against_timehist(recording):
     """`why --from --to`: per flow, its threads' on-CPU and runnable time over its computation and
     idle segments (segment bounds from roscope's flow steps) equal timehist's in those segments."""
@@ -396,3 +405,51 @@ def test_flow_split_against_timehist(recording):
         f = flows[fid]
         assert (f["transport_ns"] or 0) + f["queued_ns"] + f["wakeup_ns"] + f["rest_ns"] == wait
         assert wait == f["communication_ns"]
+
+
+E2E = "ros2/caret-end-to-end-cyclonedds"
+
+
+def bt2_ros2_durations(trace: str) -> list[int]:
+    """Durations of the ROS 2 callback runs (callback_start/end per thread), decoded by bt2."""
+    import bt2
+
+    open_runs, out = {}, []
+    for m in bt2.TraceCollectionMessageIterator(trace):
+        if type(m) is not bt2._EventMessageConst:
+            continue
+        ev, ts = m.event, int(m.default_clock_snapshot.value)
+        if ev.name in ("ros2:callback_start", "ros2:callback_end"):
+            key = (int(ev.common_context_field["vtid"]), int(ev.payload_field["callback"]))
+            if ev.name.endswith("start"):
+                open_runs[key] = ts
+            elif key in open_runs:
+                out.append(ts - open_runs.pop(key))
+    return sorted(out, reverse=True)
+
+
+def test_why_without_kernel_data(shared_traces, run_roscope, tmp_path):
+    trace = os.path.join(shared_traces, E2E)
+    p = run_roscope("why", trace, "--top", "3", "--json")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert d["kernel"] is False and d["coverage"] is None
+    assert [r["duration_ns"] for r in d["runs"]] == bt2_ros2_durations(trace)[:3]
+    assert all("on_cpu_ns" not in r for r in d["runs"])
+    assert all(w["wakeup_ns"] is None and w["transport_ns"] is None for w in d["waits"])
+    p = run_roscope("why", trace, "--top", "3")
+    assert p.returncode == 0 and "no kernel scheduling data" in p.stdout, p.stderr
+    # a bad pattern, --from without --to: one line, exit 1
+    for args, msg in ((["--callback", "("], "not a regular expression"), (["--from", "x"], "--from and --to")):
+        p = run_roscope("why", trace, *args)
+        assert p.returncode == 1 and msg in p.stderr and "Traceback" not in p.stderr, p.stderr
+    # a database written before roscope had the kernel tables
+    import duckdb
+
+    db = tmp_path / "old.duckdb"
+    assert run_roscope("load", trace, "-o", str(db)).returncode == 0
+    with duckdb.connect(str(db)) as con:
+        for t in ("kernel_threads", "thread_states", "preemptions", "migrations"):
+            con.execute(f"DROP TABLE {t}")
+    p = run_roscope("why", str(db))
+    assert p.returncode == 1 and "load the trace again" in p.stderr and str(db) in p.stderr, p.stderr
