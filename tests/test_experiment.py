@@ -374,6 +374,7 @@ def test_manipulation_example_one_traced_trial(tmp_path, roscope_cmd):
     assert 0 < r["harness_cpu_s"] < r["system_cpu_s"] and r["lttng_cpu_s"] >= 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf (linux-perf)")
 def test_profile_flame_graph(tmp_path, roscope_cmd):
     (tmp_path / "system.sh").write_text("#!/bin/bash\ntrap 'kill $b; exit 0' INT TERM\n"
