@@ -48,9 +48,15 @@ echo "setup: building the roscope Rust core (release)"
 .venv/bin/maturin develop --release -q 2>&1 | grep -v -E '^\s*(Compiling|Finished|Built|Installed|Blocking)' || true
 .venv/bin/python -c "import roscope._core" || { echo "setup: the roscope core did not build" >&2; exit 1; }
 echo "setup: building the C/C++ parts (tracers, synthesizer, examples, test fixtures)"
-for d in instrument/ros1 tools/ros2sim examples/ros1_pipeline examples/ros1_unannotated tests/fixtures; do
+for d in instrument/ros1 tools/ros2sim examples/ros1_pipeline examples/ros1_unannotated examples/ros1_manipulation tests/fixtures; do
   if [ -f "$d/Makefile" ]; then
     make -s -C "$d" >/dev/null || { echo "setup: building $d failed" >&2; exit 1; }
   fi
 done
+# `roscope experiment --profile` draws flame graphs with inferno (a maintained Rust tool).
+if ! command -v inferno-flamegraph >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/inferno-flamegraph" ]; then
+  echo "setup: installing inferno (flame graphs of roscope experiment --profile; a few minutes)"
+  cargo install -q --locked inferno >/dev/null 2>&1 \
+    || echo "setup: warning: 'cargo install inferno' failed; experiment --profile will keep perf.data without a flame graph" >&2
+fi
 echo "setup: ok"
