@@ -219,7 +219,10 @@ def roscope_side(db_path, pattern, offset):
     seconds = time.monotonic() - t
     rows = db.con.execute(FLOW_SQL, [offset]).fetchall()
     paths = dict(db.con.execute("SELECT path_id, path FROM paths").fetchall())
-    pub_ts = [t for (t,) in db.con.execute("SELECT coalesce(rcl_ts, ts) AS t FROM publications ORDER BY t").fetchall()]
+    pub_ts = defaultdict(list)  # per publisher handle, in time order
+    for h, t in db.con.execute("SELECT pu.handle, coalesce(pb.rcl_ts, pb.ts) AS t FROM publications pb"
+                               " JOIN publishers pu USING (publisher_id) ORDER BY t").fetchall():
+        pub_ts[f"p{h}"].append(t)
     return {"flows": res["flows"], "seconds": seconds, "rows": rows, "paths": paths, "warnings": res["warnings"],
             "pub_ts": pub_ts, "summary": {k: res[k] for k in ("flows", "paths", "outputs", "excluded") if k in res}}
 
@@ -242,8 +245,8 @@ def clock_offset(trace):
 
 
 def _snap(sorted_ts, t, limit=1000):
-    """The publication time in `sorted_ts` nearest to `t` (TUM's times went through float
-    seconds: about 0.2 us of rounding), if within `limit` ns."""
+    """The publication time in `sorted_ts` (one publisher's) nearest to `t` (TUM's times went
+    through float epoch seconds: steps of 238 ns), if within `limit` ns."""
     i = bisect.bisect_left(sorted_ts, t)
     best = min((sorted_ts[j] for j in (i - 1, i) if 0 <= j < len(sorted_ts)), key=lambda x: abs(x - t), default=None)
     return best if best is not None and abs(best - t) <= limit else None
@@ -252,18 +255,15 @@ def _snap(sorted_ts, t, limit=1000):
 def compare(tum_sel, ros, offset, searched=None):
     """Match flows by (output rcl ts, input rcl ts, steps) and compare latency and split
     (only roscope's flows into the output messages TUM searched, when it searched some)."""
-    snap = {}
+    def to_roscope(publisher, t):  # TUM's epoch time (through float seconds) -> roscope's publication time
+        return _snap(ros["pub_ts"].get(publisher, ()), t - offset)
 
-    def to_roscope(t):  # TUM's epoch time (through float seconds) -> roscope's publication time
-        if t not in snap:
-            snap[t] = _snap(ros["pub_ts"], t - offset)
-        return snap[t]
-
-    if searched is not None:
-        searched = {to_roscope(t) for t in searched}
-        ros = dict(ros, rows=[r for r in ros["rows"] if r[2] in searched])
     cols = tum_sel["columns"]
     ix = {c: i for i, c in enumerate(cols)}
+    if searched is not None:
+        out_pubs = {r[ix["places"]].split()[-1] for r in tum_sel["rows"]}
+        searched = {to_roscope(p, t) for t in searched for p in out_pubs} - {None}
+        ros = dict(ros, rows=[r for r in ros["rows"] if r[2] in searched])
     tum_rows = tum_sel["rows"]
     identities = Counter(r[ix["identity"]] for r in tum_rows)
     duplicates = sum(n - 1 for n in identities.values() if n > 1)
@@ -272,7 +272,9 @@ def compare(tum_sel, ros, offset, searched=None):
     for r in tum_rows:
         if r[ix["loop"]]:
             continue
-        tum_by_key.setdefault((r[ix["places"]], to_roscope(r[ix["out_ts"]]), to_roscope(r[ix["in_ts"]])), r)
+        places = r[ix["places"]].split()
+        pubs = [p for p in places if p[0] == "p"]
+        tum_by_key.setdefault((r[ix["places"]], to_roscope(pubs[-1], r[ix["out_ts"]]), to_roscope(pubs[0], r[ix["in_ts"]])), r)
     ros_keys = Counter((r[10], r[2], r[3]) for r in ros["rows"])
     ros_dups = sum(n - 1 for n in ros_keys.values() if n > 1)
     ros_loops = sum(1 for r in ros["rows"] if len(set(r[10].split())) < len(r[10].split()))
