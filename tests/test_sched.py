@@ -378,6 +378,15 @@ def test_perf_data_on_another_clock_or_time_is_refused_naming_it(recording, run_
     (tmp_path / "broken" / "perf" / "perf.data").write_bytes(b"PERFILE2" + b"\0" * 100)
     p = run_roscope("why", str(tmp_path / "broken"))
     assert p.returncode == 1 and str(tmp_path / "broken" / "perf" / "perf.data") in p.stderr, p.stderr
+    # a CPU profile (no sched events) beside the trace: left out with a warning
+    shutil.copytree(out, tmp_path / "profile", ignore=shutil.ignore_patterns("perf"))
+    (tmp_path / "profile" / "perf").mkdir()
+    data = tmp_path / "profile" / "perf" / "perf.data"
+    subprocess.run(["perf", "record", "-F", "99", "-a", "-o", str(data), "--", "sleep", "0.2"], capture_output=True,
+                   check=True)
+    p = run_roscope("why", str(tmp_path / "profile"), "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["kernel"] is False, p.stderr
+    assert f"roscope: warning: {data}: left out" in p.stderr
 
 
 @recorded

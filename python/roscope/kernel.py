@@ -87,6 +87,19 @@ def _perf_script(path: str):
         raise InputError(f"{path}: reading it needs the 'perf' command (Debian package linux-perf)") from None
 
 
+def has_sched_events(path: str) -> bool:
+    """Whether perf.data `path` recorded sched:sched_switch (its header, through
+    `perf evlist`): a CPU profile beside a trace is not kernel scheduling data."""
+    try:
+        p = subprocess.run(["perf", "evlist", "-i", path], capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        raise InputError(f"{path}: reading it needs the 'perf' command (Debian package linux-perf)") from None
+    if p.returncode != 0:
+        msg = " ".join(p.stderr.strip().splitlines()[-2:]) or f"exit status {p.returncode}"
+        raise InputError(f"{path}: perf cannot read it: {msg}")
+    return any(line.strip() == "sched:sched_switch" for line in p.stdout.splitlines())
+
+
 def perf_events(path: str) -> tuple[object, dict]:
     """The sched events of one perf.data as an Arrow table (columns of `EVENT_COLUMNS`),
     and facts about the file (clock, perf's warnings)."""
@@ -440,6 +453,10 @@ def load_events(inputs: Sequence[str], arrow: dict, warnings: list[str]):
         maps = _clock_maps(arrow)
         for perf, dirs in find_perf(inputs, [r["path"] for r in rows]):
             mine = [r for r in rows if r["path"] in dirs]
+            if not has_sched_events(perf):
+                warnings.append(f"{perf}: left out: it has no sched:sched_switch events (not written by "
+                                "`roscope record --kernel`; e.g. a CPU profile)")
+                continue
             ev, facts = perf_events(perf)
             host = mine[0]["host_id"]
             if host in maps:  # a host whose clock the model maps onto the reference host's
