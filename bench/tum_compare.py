@@ -339,7 +339,8 @@ def _us(ns):
 
 
 def report(results):
-    print(f"TUM: {results['tum']['outputs']} output messages; its times (s): "
+    print(f"TUM: {results['tum']['outputs']} output messages (first {results['tum']['outputs_limit'] or 'all'});"
+          " its times (s): "
           + ", ".join(f"{k} {v:.1f}" for k, v in results["tum"]["timings"].items()))
     head = ["selection", "TUM rows", "dup", "loop rows", "TUM paths", "roscope flows", "paths", "common paths",
             "compared", "max |d| us", "mean |d| us", "within 3 us"]
@@ -373,7 +374,8 @@ def compare_all(trace, db, tum_json=None, outputs=None):
         results["tum_seconds"] = run_tum(trace, tum_json, outputs)
     with open(tum_json) as f:
         tum = json.load(f)
-    results["tum"] = {"outputs": tum["outputs"], "timings": tum["timings"]}
+    results["tum"] = {"outputs": tum["outputs"], "timings": tum["timings"], "tum_json": tum_json,
+                      "outputs_limit": None if tum.get("searched") is None else len(tum["searched"])}
     results["selections"] = {}
     results["clock_offset_ns"] = offset = clock_offset(trace)
     for name, pattern in SELECTIONS:
