@@ -190,6 +190,9 @@ def test_with_the_sources_dependencies_flows_are_exact(system, tmp_path):
     r["system"], r["implicit"] = system["name"], "auto+deps"
     print(f"\n{ft.table([r])}")
     assert r["precision"] == 1.0 and r["double_counted"] == 0, r
+    # Per step, where each intra-node edge came from: the dependency file, never the fallback.
+    edges = {e for (e,) in system["db"].con.execute("SELECT DISTINCT edge FROM data_flow_steps").fetchall()}
+    assert "source_analysis" in edges and "fallback" not in edges, edges
     assert r["missed"] == r["missed_uncertain"] and (r["recall"] == 1.0 or r["missed_uncertain"] <= 6), r
     if r["found"]:
         assert r["latency_error_max_ns"] == 0, r

@@ -24,6 +24,8 @@ pub struct DataFlow {
     pub computation: i64,
     /// How many of its implicit dependencies are fallback edges (`EdgeSource::Fallback`).
     pub fallback_edges: u32,
+    /// Per step, how it follows from the previous one (`edge_name`); "" for the first.
+    pub edges: Vec<&'static str>,
 }
 
 impl DataFlow {
@@ -363,7 +365,10 @@ fn breakdown(s: &Search, steps: &[(char, i64)]) -> DataFlow {
     let t_of = |s: (char, i64)| m.time_of(s);
     let (mut com, mut idle, mut calc) = (0i64, 0i64, 0i64);
     let mut fallback_edges = 0;
+    let mut edges = Vec::with_capacity(steps.len());
+    edges.push("");
     for w in steps.windows(2) {
+        edges.push(edge_name(s, w[0], w[1]));
         let (a, b) = (w[0], w[1]);
         match (a.0, b.0) {
             ('p', 'r') => com += t_of(b) - t_of(a),
@@ -386,6 +391,22 @@ fn breakdown(s: &Search, steps: &[(char, i64)]) -> DataFlow {
         idle,
         computation: calc,
         fallback_edges,
+        edges,
+    }
+}
+
+/// How step `b` of a flow follows from step `a`: `published` (run -> the publication
+/// it made), `transport` (publication -> the run its transport link fed),
+/// `newest_publication` (publication -> a run without a link: the newest publication
+/// on its topic, the paper's D_cp), or the source of an intra-node dependency (run ->
+/// run: `annotation`, `source_analysis`, `fallback`).
+fn edge_name(s: &Search, a: (char, i64), b: (char, i64)) -> &'static str {
+    match (a.0, b.0) {
+        ('r', 'p') => "published",
+        ('p', 'r') if s.ix.input_of_run[b.1 as usize] == a.1 => "transport",
+        ('p', 'r') => "newest_publication",
+        ('r', 'r') => s.edge_source(a.1, b.1).name(),
+        _ => "",
     }
 }
 

@@ -83,6 +83,7 @@ struct PathEntry(Vec<(char, i64)>, i64, i64);
 struct Collector {
     flows: [Vec<i64>; 12],
     steps: [Vec<i64>; 4],
+    step_edges: Vec<&'static str>,
     next_flow: i64,
     segments: SegmentSet,
     path_of: HashMap<Vec<(char, i64)>, i64>,
@@ -130,6 +131,7 @@ impl Collector {
                 for (c, v) in self.steps.iter_mut().zip([k, j as i64, (kind == 'r') as i64, id]) {
                     c.push(v);
                 }
+                self.step_edges.push(f.edges[j]);
             }
         }
     }
@@ -137,7 +139,9 @@ impl Collector {
     /// The flows and steps collected since the last chunk, as tables.
     fn chunk(&mut self) -> (Table, Table) {
         let flows = table(&schema::DATA_FLOWS, self.flows.iter_mut().map(|c| Data::I64(std::mem::take(c))).collect());
-        let steps = table(&schema::DATA_FLOW_STEPS, self.steps.iter_mut().map(|c| Data::I64(std::mem::take(c))).collect());
+        let mut cols: Vec<Data> = self.steps.iter_mut().map(|c| Data::I64(std::mem::take(c))).collect();
+        cols.push(text(std::mem::take(&mut self.step_edges).into_iter()));
+        let steps = table(&schema::DATA_FLOW_STEPS, cols);
         (flows, steps)
     }
 

@@ -459,6 +459,8 @@ fn flows_start_at_publications_outside_callbacks_and_count_fallback_edges() {
         [(vec![('p', 0), ('r', 0), ('r', 1), ('p', 1), ('r', 2), ('p', 2)], 155, 1), (vec![('p', 3), ('r', 3), ('r', 2), ('p', 2)], 35, 1),]
     );
     assert_eq!((res.flows, res.flows_on_fallback, res.flows_from_publications), (2, 2, 2));
+    // How each step follows from the one before, and where the intra-node edge comes from.
+    assert_eq!(v[0].edges, ["", "transport", "fallback", "published", "transport", "published"]);
     // The first flow: communication 10 + 45, idle 200 - 115, computation 5 + 5 + 5.
     assert_eq!((v[0].communication, v[0].idle, v[0].computation), (55, 85, 15));
 }

@@ -459,6 +459,7 @@ table!(DATA_FLOW_STEPS = "data_flow_steps", Analysis, "The steps of one flow per
     "step": BigInt = "position in the flow, from 0",
     "is_run": BigInt = "1: `id` is a `run_id`; 0: a `publication_id`",
     "id": BigInt = "the run or publication",
+    "edge": Varchar = "how this step follows from the previous one: `published` (the run published it), `transport` (its transport link fed the run), `newest_publication` (no link: the newest publication on the run's topic), or an intra-node dependency and where it comes from: `annotation` (a causal-link annotation in the trace), `source_analysis` (`roscope deps`), `fallback` (nothing known); empty for the first step",
 ]);
 
 table!(DATA_FLOW_SEGMENTS = "data_flow_segments", Analysis, "The distinct segments of all data flows, each once.", [
