@@ -41,11 +41,11 @@ import os
 import re
 import shlex
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 
 from roscope.errors import InputError, UserError
+from roscope.files import atomic_write
 
 FORMAT = "roscope-deps"
 FORMAT_VERSION = 1
@@ -2487,18 +2487,7 @@ def write(doc: dict, path: str) -> None:
         raise InputError(f"{path}: its directory does not exist")
     if os.path.isdir(path):
         raise InputError(f"{path}: is a directory")
-    fd, tmp = tempfile.mkstemp(prefix=".roscope-deps-", suffix=".tmp", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(path, json.dumps(doc, indent=1) + "\n")
 
 
 def load(deps) -> dict:

@@ -13,35 +13,14 @@ import csv
 import io
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
 from roscope.errors import InputError
 from roscope.experiment.stattests import describe
+from roscope.files import atomic_write
 
 MANIFEST = "manifest.json"
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
 FIXED_COLUMNS = ["trial_id", "scenario", "condition", "level", "status", "wall_ms", "score", "flood_rate_achieved_hz"]
-
-
-def atomic_write(path: Path, data: str | bytes) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_UMASK)   # as open() would make it (mkstemp makes 0600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _clean(v):
