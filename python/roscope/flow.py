@@ -255,7 +255,7 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
             all_paths=all_paths, excluded_topics=ex_t, excluded_callbacks=ex_c, deps=edges, fallback=fallback, sink=sink)
         for name, t in raw.items():
             out.append(name, table_from_core(t))
-    n_paths = db.con.execute("SELECT count(*) FROM paths").fetchall()[0][0]
+    n_paths = raw["paths"].num_rows
     compute_ns = int(stats["seconds"] * 1e9)
     flows = stats["flows"]
     summary = {

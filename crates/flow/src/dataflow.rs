@@ -25,6 +25,7 @@ pub struct DataFlow {
     /// How many of its implicit dependencies are fallback edges (`EdgeSource::Fallback`).
     pub fallback_edges: u32,
     /// Per step, how it follows from the previous one (`edge_name`); "" for the first.
+    /// Named only for the flows the search keeps (not for dropped candidates).
     pub edges: Vec<&'static str>,
 }
 
@@ -360,15 +361,12 @@ impl<'a, 'b> Search<'a, 'b> {
     }
 }
 
-fn breakdown(s: &Search, steps: &[(char, i64)]) -> DataFlow {
+fn breakdown(s: &Search, steps: Vec<(char, i64)>) -> DataFlow {
     let m = s.ix.m;
     let t_of = |s: (char, i64)| m.time_of(s);
     let (mut com, mut idle, mut calc) = (0i64, 0i64, 0i64);
     let mut fallback_edges = 0;
-    let mut edges = Vec::with_capacity(steps.len());
-    edges.push("");
     for w in steps.windows(2) {
-        edges.push(edge_name(s, w[0], w[1]));
         let (a, b) = (w[0], w[1]);
         match (a.0, b.0) {
             ('p', 'r') => com += t_of(b) - t_of(a),
@@ -384,15 +382,20 @@ fn breakdown(s: &Search, steps: &[(char, i64)]) -> DataFlow {
         }
     }
     DataFlow {
-        steps: steps.to_vec(),
         start: t_of(steps[0]),
         end: t_of(*steps.last().unwrap()),
+        steps,
         communication: com,
         idle,
         computation: calc,
         fallback_edges,
-        edges,
+        edges: Vec::new(),
     }
+}
+
+/// How each step of `steps` follows from the one before (`edge_name`); "" for the first.
+fn edge_names(s: &Search, steps: &[(char, i64)]) -> Vec<&'static str> {
+    std::iter::once("").chain(steps.windows(2).map(|w| edge_name(s, w[0], w[1]))).collect()
 }
 
 /// How step `b` of a flow follows from step `a`: `published` (run -> the publication
@@ -596,11 +599,12 @@ pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow
             }
         }
         r.candidates += out.len();
-        let mut found: Vec<DataFlow> = out.iter().map(|steps| breakdown(&s, steps)).collect();
+        let mut found: Vec<DataFlow> = out.into_iter().map(|steps| breakdown(&s, steps)).collect();
         if !o.all_paths {
             r.duplicates_dropped += one_flow_per_pair(&mut found);
         }
-        for f in found {
+        for mut f in found {
+            f.edges = edge_names(&s, &f.steps);
             max_span = max_span.max(f.end - f.start);
             r.flows += 1;
             r.flows_on_fallback += (f.fallback_edges > 0) as usize;
