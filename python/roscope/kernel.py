@@ -148,7 +148,7 @@ def perf_events(path: str) -> tuple[object, dict]:
 def _event_schema():
     pa = _arrow()[0]
     return pa.schema([
-        ("ts", pa.int64()), ("cpu", pa.int64()), ("kind", pa.string()),  # 'switch' | 'wakeup'
+        ("ts", pa.int64()), ("cpu", pa.int64()), ("kind", pa.string()),  # 'switch' | 'wakeup' | 'wakeup_new'
         ("cur_pid", pa.int64()), ("cur_tid", pa.int64()),                 # the task current on the CPU (perf only)
         ("prev_tid", pa.int64()), ("prev_runnable", pa.bool_()), ("prev_comm", pa.large_string()),
         ("next_tid", pa.int64()), ("next_comm", pa.large_string()),
@@ -230,13 +230,13 @@ def lttng_events(trace_dirs: Sequence[str]):
             pc.cast(sw.column("prev_comm"), pa.large_string()),
             _int(pc, sw.column("next_tid")), pc.cast(sw.column("next_comm"), pa.large_string()),
             pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()), pa.nulls(n, pa.large_string())], schema=_event_schema()))
-    for name in ("sched_wakeup", "sched_wakeup_new"):
+    for name, kind in (("sched_wakeup", "wakeup"), ("sched_wakeup_new", "wakeup_new")):
         wk = got.get(name)
         if wk is None or not wk.num_rows:
             continue
         n = wk.num_rows
         parts.append(pa.Table.from_arrays([
-            _int(pc, wk.column("ts")), _int(pc, wk.column("cpu_id")), pa.repeat(pa.scalar("wakeup", pa.string()), n),
+            _int(pc, wk.column("ts")), _int(pc, wk.column("cpu_id")), pa.repeat(pa.scalar(kind, pa.string()), n),
             pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()),
             pa.nulls(n, pa.int64()), pa.nulls(n, pa.bool_()), pa.nulls(n, pa.large_string()),
             pa.nulls(n, pa.int64()), pa.nulls(n, pa.large_string()),
@@ -254,7 +254,8 @@ def lttng_events(trace_dirs: Sequence[str]):
 
 #: Per thread, its state changes: switched out (runnable when preempted, else
 #: blocked), switched in (running), woken (runnable, only from blocked: a wake-up
-#: of a running or runnable task changes nothing). Consecutive equal states are
+#: of a running or runnable task changes nothing; a new task, LTTng's
+#: sched_wakeup_new, is runnable from then even with no state known before). Consecutive equal states are
 #: one interval; an interval ends at the thread's next change (its last one at
 #: the end of its source's data). Before its first switch a thread's state is
 #: unknown (no interval). A runnable interval's CPU is the one it then ran on.
@@ -278,8 +279,8 @@ INTERVALS_SQL = """
         SELECT host_id, next_tid, ts, seq, 1, cpu, 'running', NULL, NULL
         FROM ev WHERE kind = 'switch' AND next_tid <> 0 AND prev_tid <> next_tid
         UNION ALL
-        SELECT host_id, woken_tid, ts, seq, 0, target_cpu, 'wakeup', NULL, NULL
-        FROM ev WHERE kind = 'wakeup' AND woken_tid <> 0),
+        SELECT host_id, woken_tid, ts, seq, 0, target_cpu, kind, NULL, NULL
+        FROM ev WHERE kind IN ('wakeup', 'wakeup_new') AND woken_tid <> 0),
     lagged AS (
         SELECT *, greatest(missed_in_after, coalesce(lag(ts) OVER (PARTITION BY host_id, tid ORDER BY ts, seq, sub),
                                                       missed_in_after)) AS ran_from
@@ -292,12 +293,13 @@ INTERVALS_SQL = """
         SELECT host_id, was_tid, ran_from, seq, -2, cpu, 'unknown' FROM lagged
         WHERE missed_in_after IS NOT NULL AND was_tid <> 0),
     known AS (
-        SELECT *, last_value(CASE WHEN st <> 'wakeup' THEN st END IGNORE NULLS) OVER (
+        SELECT *, last_value(CASE WHEN st NOT IN ('wakeup', 'wakeup_new') THEN st END IGNORE NULLS) OVER (
                    PARTITION BY host_id, tid ORDER BY ts, seq, sub ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
         FROM trans),
     eff AS (
-        SELECT host_id, tid, ts, seq, sub, cpu, CASE WHEN st = 'wakeup' THEN 'runnable' ELSE st END AS st
-        FROM known WHERE st <> 'wakeup' OR before IN ('blocked', 'unknown')),
+        SELECT host_id, tid, ts, seq, sub, cpu, CASE WHEN st IN ('wakeup', 'wakeup_new') THEN 'runnable' ELSE st END AS st
+        FROM known WHERE st NOT IN ('wakeup', 'wakeup_new') OR before IN ('blocked', 'unknown')
+                         OR (st = 'wakeup_new' AND before IS NULL)),
     chg AS (
         SELECT * FROM (
             SELECT *, lag(st) OVER (PARTITION BY host_id, tid ORDER BY ts, seq, sub) AS prev_st FROM eff)
@@ -322,7 +324,7 @@ THREADS_SQL = """
     WITH names AS (
         SELECT host_id, prev_tid AS tid, ts, prev_comm AS comm, cur_pid AS pid FROM ev WHERE kind = 'switch'
         UNION ALL SELECT host_id, next_tid, ts, next_comm, NULL FROM ev WHERE kind = 'switch'
-        UNION ALL SELECT host_id, woken_tid, ts, woken_comm, NULL FROM ev WHERE kind = 'wakeup'),
+        UNION ALL SELECT host_id, woken_tid, ts, woken_comm, NULL FROM ev WHERE kind IN ('wakeup', 'wakeup_new')),
     t AS (
         SELECT host_id, tid, arg_max(comm, ts) AS name, arg_max(pid, ts) FILTER (WHERE pid IS NOT NULL) AS pid
         FROM names WHERE tid IS NOT NULL AND tid <> 0 GROUP BY host_id, tid),
