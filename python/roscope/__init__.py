@@ -12,7 +12,7 @@ except ImportError:  # a core built before it exported its version: the installe
 
 
 def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True,  # noqa: A001 - the API's entry point
-         memory: int | None = None, sync: bool = True):
+         memory: int | None = None, sync: bool = True, runs=None):
     """Opens traces (a path or a list of paths, loaded into a writable in-memory
     database) or a database file written by `roscope load`.
 
@@ -25,8 +25,10 @@ def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True,  # noq
     ``.table(name)`` give pandas DataFrames, ``.records(query)`` lists of dicts,
     ``.con`` the DuckDB connection. Wrong input raises `roscope.errors.UserError`
     (`InputError`, `DatabaseError`) or `roscope._core.TraceError`, with a
-    message naming the file.
+    message naming the file. A dataset directory (`roscope load --dataset`) is
+    opened read-only over the runs chosen by ``runs`` (ids or shell patterns;
+    one run: the same tables and views as a database; docs/dataset.md).
     """
     from roscope.db import open as _open
 
-    return _open(trace_or_db, heuristics=heuristics, read_only=read_only, memory=memory, sync=sync)
+    return _open(trace_or_db, heuristics=heuristics, read_only=read_only, memory=memory, sync=sync, runs=runs)

@@ -529,7 +529,7 @@ def _open_db(path: str, read_only: bool) -> Database:
 
 
 def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True,  # noqa: A001 - the API's name
-         memory: int | None = None, sync: bool = True) -> Database:
+         memory: int | None = None, sync: bool = True, runs=None) -> Database:
     """A Database over a DuckDB file written by `roscope load`, or over traces.
 
     A database file is opened **read-only** by default: queries, and analyses
@@ -540,12 +540,21 @@ def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True,  # noq
     exact transport links. `memory`: DuckDB's memory cap in bytes (default
     `MEMORY_BUDGET`, 0: DuckDB's own), beyond which it spills to a temporary
     directory. Raises InputError / DatabaseError (both UserError) with a message
-    naming the file when the input is wrong.
+    naming the file when the input is wrong. A dataset directory (`roscope load
+    --dataset`) is opened read-only over the runs chosen by `runs` (ids or shell
+    patterns; see `roscope.dataset.open`).
     """
     if isinstance(trace_or_db, (str, os.PathLike)):
         paths = [os.fspath(trace_or_db)]
     else:
         paths = [os.fspath(p) for p in trace_or_db]
+    from roscope import dataset
+
+    if len(paths) == 1 and dataset.is_dataset(paths[0]):
+        return dataset.open(paths[0], runs, memory=memory)
+    if runs is not None:
+        raise InputError(f"{paths[0]}: not a dataset (`roscope load TRACE --dataset DIR` makes one); a run selection "
+                         "applies to datasets only")
     if len(paths) == 1 and is_db(paths[0]):
         db = _open_db(paths[0], read_only)
     else:

@@ -60,6 +60,10 @@ def add_inputs(parser: argparse.ArgumentParser, db: bool = True, help: str | Non
                 "`roscope load`") if db else "trace directories (any directory above 'metadata' files)"
     parser.add_argument("inputs", nargs="+", metavar="TRACE|DB" if db else "TRACE", help=help)
     if db:
+        sel = parser.add_mutually_exclusive_group()
+        sel.add_argument("--run", metavar="ID", help="with a dataset (`roscope load --dataset`): the run to analyse")
+        sel.add_argument("--runs", metavar="GLOB", help="with a dataset: the run to analyse, as a shell pattern "
+                         "(it must match one run; `roscope trend` and `roscope dataset stats` go across runs)")
         parser.add_argument("--memory", type=size, metavar="SIZE", default=None,
                             help="DuckDB's memory budget (e.g. 512M, 2G; default 1G; 0: DuckDB's own, 80%% of RAM): "
                                  "larger results and queries spill to a temporary directory")
@@ -117,9 +121,24 @@ def int_range(lo: int, hi: int):
 def open_inputs(args, writable: bool = False):
     """The Database of `args.inputs`: traces loaded in memory, or one database
     file, opened read-only unless `writable`."""
+    from roscope import dataset as _dataset
     from roscope import db as _db
 
     paths = list(args.inputs)
+    selection = getattr(args, "run", None) or getattr(args, "runs", None)
+    if len(paths) == 1 and _dataset.is_dataset(paths[0]):
+        chosen = _dataset.select(paths[0], selection)
+        if len(chosen) != 1:
+            shown = ", ".join(chosen[:10]) + (", ..." if len(chosen) > 10 else "")
+            raise InputError(f"{escape(paths[0])}: {len(chosen)} runs {'match' if selection else 'in the dataset'} "
+                             f"({escape(shown)}): this verb analyses one run; choose it with --run ID "
+                             "(across runs: `roscope trend`, `roscope dataset stats`)")
+        if writable:
+            raise InputError(f"{escape(paths[0])}: a dataset is read-only; load the run into a database "
+                             "(`roscope load TRACE -o FILE`) to store results")
+        return _db.open(paths[0], runs=chosen, memory=getattr(args, "memory", None))
+    if selection:
+        raise InputError(f"{escape(paths[0])}: not a dataset; --run/--runs apply to a dataset (`roscope load --dataset DIR`)")
     dbs = [p for p in paths if _db.is_db(p)]
     if dbs:
         if len(dbs) > 1:
