@@ -33,7 +33,7 @@ TRACES = REPO.parent / "shared" / "traces"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
-SECTIONS = ("overview", "callbacks", "topics", "threads", "flows", "method")
+SECTIONS = ("overview", "callbacks", "topics", "threads", "why", "flows", "method")
 E2E_PAIR = ("^/topic1$", "^/topic3$")
 ROS1_PAIR = ("^/(lidar|imu|camera)$", "^/plan$")
 

@@ -4,7 +4,7 @@
     report.write(db, "report.html", pairs=[("^/topic1$", "^/topic3$")])
 
 Sections: overview and trace quality, callbacks, topics, executors and threads,
-data flows, and how the numbers were made (docs/report.md). Every plot is
+why late (roscope.sched: the longest runs and input waits split), data flows, and how the numbers were made (docs/report.md). Every plot is
 aggregated or sampled in DuckDB first (report.build.BUDGET), and the page is
 rebuilt with halved budgets while it is larger than MAX_BYTES.
 """
@@ -27,6 +27,7 @@ def build_page(db, *, pairs=None, window=None, sources=(), flavours=None, budget
     from roscope.report import queries as Q
     from roscope.report.flows import flows
     from roscope.report.html import Page
+    from roscope.report.why import why
 
     first, last = stats.trace_span(db)
     if flavours is None:
@@ -46,6 +47,7 @@ def build_page(db, *, pairs=None, window=None, sources=(), flavours=None, budget
     B.callbacks(R)
     B.topics(R)
     B.threads(R, window)
+    why(R)
     flows(R, list(pairs or []))
     B.method(R)
     from roscope import __version__

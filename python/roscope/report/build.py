@@ -22,6 +22,7 @@ BUDGET = {
     "paths_drawn": 10,  # paths in the violin, breakdown and graph figures
     "table_rows": 3000,  # rows of any table
     "graph_nodes": 300,  # nodes of one message's flow graph
+    "why_rows": 10,  # the longest runs and input waits in the "Why late" section
 }
 
 STATS = ("min", "mean", "std", "p25", "p50", "p75", "p90", "p99", "max")
@@ -384,6 +385,11 @@ and that the subscription never received.</dd>
 executor's events; utilization is the executing share.</dd>
 <dt>Input wait</dt><dd>From a message's publication to the start of the callback run it fed; "busy" is the part of it the
 thread spent running other callbacks.</dd>
+<dt>Why late</dt><dd><code>roscope why</code>'s analysis (docs/analyses.md): during a callback run, the time its thread
+was on a CPU, runnable but not running (waiting for a CPU; the culprits are the threads that ran on that CPU meanwhile)
+and blocked, from the kernel's sched_switch and sched_wakeup events (<code>roscope record --kernel</code>); an input
+wait split into transport, queued behind other callback runs of the thread, the thread runnable outside them (wake-up
+latency) and the rest.</dd>
 <dt>Data flow, path, breakdown</dt><dd>A chain from the callback run that published a message on an input topic to a
 message on an output topic; its latency runs from that run's start to the output's publication and splits into
 communication (publication to the start of the run it fed), computation (a run's start to its publication, or a run's

@@ -154,6 +154,18 @@ def breakdown(paths: list[tuple[str, list[dict]]], title: str) -> dict:
     return {"data": data, "layout": lay}
 
 
+def stacked(labels: list[str], parts: dict[str, tuple[str, list]], title: str, axis: str, hover: list[str]) -> dict:
+    """Horizontal stacked bars, one per label: `parts` {name: (colour, values in ms)} in stacking order;
+    `hover` (trace text, made safe here) per bar."""
+    hv = [t(h) for h in hover]
+    data = [{"type": "bar", "orientation": "h", "name": name, "y": labels, "x": [v or 0 for v in values],
+             "marker": {"color": colour, "line": {"color": "white", "width": 1}}, "customdata": hv,
+             "hovertemplate": f"{name}: %{{x}} ms<br>%{{customdata}}<extra></extra>"} for name, (colour, values) in parts.items()]
+    lay = _layout(title, max(260, 90 + 26 * len(labels)), barmode="stack", xaxis={"title": {"text": axis}},
+                  yaxis={"automargin": True, "autorange": "reversed"}, legend={"orientation": "h", "y": -0.2, "traceorder": "normal"})
+    return {"data": data, "layout": lay}
+
+
 def graph(nodes: list[dict], edges: list[dict], title: str, xaxis: dict | None = None, yaxis: dict | None = None) -> dict:
     """A directed graph: nodes {id, x, y, label, hover, group, symbol}; edges {a, b, kind}."""
     pos = {n["id"]: (n["x"], n["y"]) for n in nodes}
