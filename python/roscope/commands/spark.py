@@ -1,0 +1,86 @@
+"""`roscope spark stats|load`: a dataset's statistics on Apache Spark; traces loaded as one Spark task per run.
+
+The work is roscope.spark's (library): the same queries as `roscope dataset
+stats` (roscope.queries), and roscope's own load in each task (docs/dataset.md).
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+from roscope.commands import _common as C
+from roscope.errors import InputError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("spark", help="dataset statistics on Apache Spark; load many traces as Spark tasks",
+                       description="Runs roscope's dataset jobs on Spark (pyspark and Java; `make setup` installs them). "
+                       "--master local[2] runs on this machine; on a cluster give yarn, k8s://... or spark://... "
+                       "(docs/dataset.md).")
+    verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
+    s = verbs.add_parser("stats", help="per run: callback durations and topic latencies, on Spark")
+    s.add_argument("dataset", metavar="DATASET")
+    s.add_argument("--runs", metavar="GLOB", action="append", help="only these runs (ids or shell patterns; repeatable)")
+    s.add_argument("--master", default="local[2]", help="Spark master (default %(default)s)")
+    C.add_json(s)
+    s.set_defaults(func=run_stats)
+    ld = verbs.add_parser("load", help="load trace directories into a dataset, one Spark task per run")
+    ld.add_argument("traces", nargs="+", metavar="TRACE", help="trace directories, one run each")
+    ld.add_argument("--dataset", required=True, metavar="DIR", help="the dataset (created if missing)")
+    ld.add_argument("--run-id", action="append", metavar="ID",
+                    help="the runs' ids, one per trace in order (default: each recording's name, else its directory's)")
+    ld.add_argument("--config", action="append", metavar="KEY=VAL", default=[], help="stored with every run (repeatable)")
+    ld.add_argument("--commit", metavar="REV", help="the traced system's version, stored with every run")
+    ld.add_argument("--force", action="store_true", help="replace runs of the same ids")
+    ld.add_argument("--master", default="local[2]", help="Spark master (default %(default)s)")
+    C.add_json(ld)
+    ld.set_defaults(func=run_load)
+
+
+def run_stats(args) -> int:
+    from roscope import dataset as ds
+    from roscope import spark
+    from roscope.commands.dataset import render_stats
+
+    chosen = ds.select(args.dataset, args.runs)
+    t0 = time.perf_counter()
+    sp = spark.session(args.master)
+    t1 = time.perf_counter()
+    try:
+        res = spark.stats(args.dataset, chosen, spark=sp)
+    finally:
+        sp.stop()
+    d = {"engine": f"spark {args.master}", "runs": len(chosen), "seconds": time.perf_counter() - t0,
+         "session_seconds": t1 - t0, **res}
+    C.show(args, d, render_stats)
+    return 0
+
+
+def run_load(args) -> int:
+    from roscope import dataset as ds
+    from roscope import spark
+
+    if args.run_id and len(args.run_id) != len(args.traces):
+        raise InputError(f"{len(args.run_id)} --run-id for {len(args.traces)} traces: give one per trace, in order")
+    config = ds.parse_config(args.config)
+    t0 = time.perf_counter()
+    sp = spark.session(args.master)
+    try:
+        res = spark.load(args.traces, args.dataset, args.run_id, spark=sp, config=config, commit=args.commit, force=args.force)
+    finally:
+        sp.stop()
+    dt = time.perf_counter() - t0
+    failed = [r for r in res if not r["ok"]]
+    if args.json:
+        C.print_json({"dataset": args.dataset, "seconds": dt, "runs": res})
+    else:
+        w = C.TextOut(sys.stdout).write
+        for r in res:
+            if r["ok"]:
+                w(f"  added {C.escape(r['run_id'])}: {r['events']:,} events in {r['seconds']:.2f} s (executor pid {r['executor_pid']})\n")
+        w(f"{len(res) - len(failed)} of {len(res)} runs added to {C.escape(args.dataset)} in {dt:.2f} s\n")
+    for r in failed:
+        C.warn(f"run {r['run_id']} ({', '.join(r['traces'])}): not added: {r['error']}")
+    if any(r.get("bug") for r in failed):
+        return 70
+    return 1 if failed else 0
