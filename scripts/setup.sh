@@ -13,6 +13,7 @@ APT_PKGS=(
   build-essential cmake time
   chromium
   stress-ng python3-actionlib python3-tf2-ros
+  openjdk-17-jre-headless
 )
 missing=()
 for p in "${APT_PKGS[@]}"; do
@@ -44,6 +45,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -r requirements-dev.txt
+# Apache Spark (roscope spark, docs/dataset.md): pyspark brings Spark itself; Java is Debian's openjdk-17 above.
+.venv/bin/python -c "import pyspark" 2>/dev/null || {
+  echo "setup: installing pyspark (Apache Spark for roscope spark; about 320 MB)"
+  .venv/bin/python -m pip install -q "pyspark>=3.5.2,<4"
+}
 echo "setup: building the roscope Rust core (release)"
 .venv/bin/maturin develop --release -q 2>&1 | grep -v -E '^\s*(Compiling|Finished|Built|Installed|Blocking)' || true
 .venv/bin/python -c "import roscope._core" || { echo "setup: the roscope core did not build" >&2; exit 1; }
