@@ -75,9 +75,9 @@ def test_why_section_with_kernel_data(browser, recording, tmp_path):  # noqa: F8
             (first, a), (_, b) = (want.most_common(2) + [(None, 0)])[:2]
             if a - b >= 20_000:
                 assert int(row["top_culprit_tid"]) == first, r["label"]
-    # not a comparison of zeros (the longest runs are the monitor's 30 ms bursts, mostly blocked: which of them
-    # waited for a CPU depends on what else the machine ran)
-    assert sum(int(runs[str(r["run_id"])]["on_cpu_ns"]) for r in d["runs"]) > 1_000_000
+    # not a comparison of zeros (the longest runs are the monitor's 30 ms bursts, mostly blocked: how long each
+    # was on a CPU, and which of them waited for one, depends on what else the machine ran)
+    assert all(int(runs[str(r["run_id"])]["on_cpu_ns"]) > 10_000 for r in d["runs"])
     assert sum(int(runs[str(r["run_id"])]["blocked_ns"]) for r in d["runs"]) > 10_000_000
     assert "record --kernel" not in o.page.inner_text("#why")
 
