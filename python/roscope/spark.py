@@ -54,7 +54,9 @@ def session(master: str = "local[2]", app: str = "roscope", conf: dict | None = 
          .config("spark.ui.showConsoleProgress", "false")
          # run=20260101 stays the string '20260101', as in DuckDB
          .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
-         .config("spark.sql.shuffle.partitions", "8")
+         # small per-run files: list them on the driver, few shuffle partitions (AQE coalesces further)
+         .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "100000")
+         .config("spark.sql.shuffle.partitions", "4")
          .config("spark.sql.session.timeZone", "UTC"))
     for k, v in (conf or {}).items():
         b = b.config(k, v)
