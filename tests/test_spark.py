@@ -152,6 +152,23 @@ def test_damaged_file_named(spark, loaded, tmp_path):
     assert bad in str(e.value)
 
 
+def test_flows_as_spark_tasks(spark, loaded, capfd):
+    """Path statistics per run, one Spark task each (the Rust core in the executors),
+    equal `roscope flow TRACE --json` on the run's trace."""
+    from roscope import spark as rs
+
+    res = rs.flows(loaded[0], "^/ping$", "^/pong$", runs=["s0[1-8]"], spark=spark)
+    assert [r["run"] for r in res] == [f"s0{i}" for i in range(1, 9)] and all(r["ok"] for r in res)
+    rc = cli.main(["flow", os.path.join(ROS2, SMALL[3]), "--from", "^/ping$", "--to", "^/pong$", "--json"])
+    ref = json.loads(capfd.readouterr().out)
+    assert rc == 0 and ref["summary"]["flows"] > 0
+    for r in res:
+        if dict(plan())[r["run"]].endswith(SMALL[3]):
+            assert r["latency"]["count"] == ref["summary"]["flows"] and r["paths"] == ref["paths"]
+        else:
+            assert r["latency"]["count"] == 0 and "no topic matches" in r["note"]
+
+
 def test_cli_spark_stats(loaded, capfd):
     """Last in the module: the verb stops the (shared) session when done."""
     rc = cli.main(["spark", "stats", loaded[0], "--runs", "s0[1-4]", "--json"])

@@ -589,26 +589,36 @@ def _stats_sql(source: str) -> str:
     return f"SELECT run, {stat_columns('x')} FROM ({source}) GROUP BY run"
 
 
-def _path_values(dataset: str, run_ids_: Sequence[str], from_re: str, to_re: str) -> tuple[dict, dict]:
-    """Per run: the statistics of its data flows' end-to-end latency (roscope.flow on
-    that run alone); and per run a note where the run has no such topic."""
+def run_flows(dataset: str, run_id: str, from_re: str, to_re: str) -> dict:
+    """One run's data flows from topics matching `from_re` to topics matching
+    `to_re` (roscope.flow, the Rust core, on that run alone): {run, latency:
+    {count, min_ns, ...} over all its flows, paths: flow.path_stats rows, note:
+    why there are none, or None}. What `roscope trend --metric path:` and
+    `roscope spark flow` (one Spark task per run) compute per run."""
     from roscope import flow
     from roscope.queries import stat_columns
 
+    db = open(dataset, [run_id])
+    try:
+        try:
+            flow.data_flows(db, from_re, to_re)
+        except InputError as exc:  # e.g. no topic of this run matches
+            return {"run": run_id, "latency": {"count": 0}, "paths": [], "note": str(exc)}
+        cur = db.con.execute(f"SELECT {stat_columns('latency_ns')} FROM data_flows")
+        cols = [d[0] for d in cur.description]
+        return {"run": run_id, "latency": dict(zip(cols, cur.fetchall()[0])), "paths": flow.path_stats(db), "note": None}
+    finally:
+        db.close()
+
+
+def _path_values(dataset: str, run_ids_: Sequence[str], from_re: str, to_re: str) -> tuple[dict, dict]:
+    """Per run: the statistics of its data flows' end-to-end latency; per run a note where it has none."""
     values, notes = {}, {}
     for r in run_ids_:
-        db = open(dataset, [r])
-        try:
-            try:
-                flow.data_flows(db, from_re, to_re)
-            except InputError as exc:
-                notes[r] = str(exc)
-                continue
-            cur = db.con.execute(f"SELECT {stat_columns('latency_ns')} FROM data_flows")
-            cols = [d[0] for d in cur.description]
-            values[r] = dict(zip(cols, cur.fetchall()[0]))
-        finally:
-            db.close()
+        res = run_flows(dataset, r, from_re, to_re)
+        values[r] = res["latency"]
+        if res["note"]:
+            notes[r] = res["note"]
     return values, notes
 
 

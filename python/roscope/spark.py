@@ -6,6 +6,9 @@
 - `load(traces, dataset, run_ids=None, spark=None)`: one Spark task per run; each
   task runs roscope's own `dataset.append` (the Rust core) in an executor, so
   every run appears whole or not at all; a failed run is reported, the others kept.
+- `flows(dataset, from_re, to_re, runs=None, spark=None)`: one Spark task per
+  run computes its data flows and path statistics with roscope's Rust core
+  (`dataset.run_flows`), as `roscope trend --metric path:` does run by run.
 - `session(master="local[2]")`: a SparkSession set up for roscope (partition
   columns read as strings, no UI, executors on this Python).
 
@@ -147,3 +150,26 @@ def load(traces: Sequence[str], dataset: str, run_ids: Sequence[str] | None = No
     spark = spark or session(master)
     rdd = spark.sparkContext.parallelize(jobs, numSlices=len(jobs))
     return rdd.map(_load_task).collect()
+
+
+def _flows_task(job: dict) -> dict:
+    """One run's data flows and path statistics, in a Spark executor."""
+    from roscope import dataset as _ds
+    from roscope.commands._common import clean
+    from roscope.errors import user_message
+
+    try:
+        return {"ok": True, **clean(_ds.run_flows(job["dataset"], job["run"], job["from_re"], job["to_re"]))}
+    except Exception as exc:  # noqa: BLE001 - reported to the driver
+        msg = user_message(exc)
+        return {"ok": False, "run": job["run"], "error": msg if msg is not None else f"{type(exc).__name__}: {exc}"}
+
+
+def flows(dataset: str, from_re: str, to_re: str, runs=None, *, spark=None, master: str = "local[2]") -> list[dict]:
+    """Per run (one Spark task each): its data flows' latency statistics and path
+    statistics (`roscope.dataset.run_flows`), in the order of `dataset.select`."""
+    ds.parse_metric(f"path:{from_re}->{to_re}")  # the regexes, checked on the driver
+    chosen = ds.select(dataset, runs)
+    jobs = [{"dataset": os.path.abspath(dataset), "run": r, "from_re": from_re, "to_re": to_re} for r in chosen]
+    spark = spark or session(master)
+    return spark.sparkContext.parallelize(jobs, numSlices=len(jobs)).map(_flows_task).collect()

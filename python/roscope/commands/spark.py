@@ -24,6 +24,14 @@ def register(sub) -> None:
     s.add_argument("--master", default="local[2]", help="Spark master (default %(default)s)")
     C.add_json(s)
     s.set_defaults(func=run_stats)
+    f = verbs.add_parser("flow", help="per run: data flows and path statistics (roscope flow), one Spark task per run")
+    f.add_argument("dataset", metavar="DATASET")
+    f.add_argument("--from", dest="from_re", required=True, help="regex of input topics")
+    f.add_argument("--to", dest="to_re", required=True, help="regex of output topics")
+    f.add_argument("--runs", metavar="GLOB", action="append", help="only these runs (ids or shell patterns; repeatable)")
+    f.add_argument("--master", default="local[2]", help="Spark master (default %(default)s)")
+    C.add_json(f)
+    f.set_defaults(func=run_flow)
     ld = verbs.add_parser("load", help="load trace directories into a dataset, one Spark task per run")
     ld.add_argument("traces", nargs="+", metavar="TRACE", help="trace directories, one run each")
     ld.add_argument("--dataset", required=True, metavar="DIR", help="the dataset (created if missing)")
@@ -54,6 +62,34 @@ def run_stats(args) -> int:
          "session_seconds": t1 - t0, **res}
     C.show(args, d, render_stats)
     return 0
+
+
+def run_flow(args) -> int:
+    from roscope import spark
+
+    t0 = time.perf_counter()
+    sp = spark.session(args.master)
+    try:
+        res = spark.flows(args.dataset, args.from_re, args.to_re, args.runs, spark=sp)
+    finally:
+        sp.stop()
+    dt = time.perf_counter() - t0
+    failed = [r for r in res if not r["ok"]]
+    if args.json:
+        C.print_json({"dataset": args.dataset, "seconds": dt, "runs": res})
+    else:
+        w = C.TextOut(sys.stdout).write
+        w(f"  {'run':<28} {'flows':>8} {'paths':>6} {'mean':>9} {'p50':>9} {'p99':>9} {'max':>9}  (end-to-end latency, ms)\n")
+        for r in res:
+            if r["ok"]:
+                lat = r["latency"]
+                w(f"  {C.cell(r['run'], 28):<28} {lat['count']:>8,} {len(r['paths']):>6}"
+                  + "".join(f" {C.ms(lat.get(k + '_ns')):>9}" for k in ("mean", "p50", "p99", "max"))
+                  + (f"  ({C.escape(r['note'])[:80]})" if r["note"] else "") + "\n")
+        w(f"{len(res)} runs in {dt:.2f} s\n")
+    for r in failed:
+        C.warn(f"run {r['run']}: {r['error']}")
+    return 1 if failed else 0
 
 
 def run_load(args) -> int:
