@@ -60,6 +60,9 @@ def session(master: str = "local[2]", app: str = "roscope", conf: dict | None = 
          # small per-run files: list them on the driver, few shuffle partitions (AQE coalesces further)
          .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "100000")
          .config("spark.sql.shuffle.partitions", "4")
+         # percentile_cont keeps each group's values in a hash map; above this many groups per task
+         # Spark falls back to a sort-based aggregation that re-serializes them (several times slower)
+         .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "100000")
          .config("spark.sql.session.timeZone", "UTC"))
     for k, v in (conf or {}).items():
         b = b.config(k, v)
