@@ -235,25 +235,20 @@ def _export(con, out: str, run_id: str) -> dict[str, int]:
     rows: dict[str, int] = {}
     for name in names:
         rel = con.table(name)
-        rows[name] = con.execute("SELECT count(*) FROM " + _ident(name)).fetchall()[0][0]
+        rows[name] = rel.aggregate("count(*)").fetchall()[0][0]
         base = _run_dir(out, name, run_id)
         os.makedirs(base)
         if "host_id" not in rel.columns or not hosts:
             rel.write_parquet(os.path.join(base, "part-0.parquet"))
             continue
         col = duckdb.ColumnExpression("host_id")
-        present = [r[0] for r in con.execute("SELECT DISTINCT host_id FROM " + _ident(name)).fetchall()]
+        present = sorted((r[0] for r in rel.project("host_id").distinct().fetchall()), key=lambda h: (h is None, h))
         for hid in present or [None]:
             sub = rel.filter(col.isnull() if hid is None else col == duckdb.ConstantExpression(hid))
             d = dirs.get(hid, "host=_") if hid is not None else "host=_"
             os.makedirs(os.path.join(base, d), exist_ok=True)
             sub.write_parquet(os.path.join(base, d, "part-0.parquet"))
     return rows
-
-
-def _ident(name: str) -> str:
-    """A table name of the model as a quoted identifier (names come from the database's catalog)."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 _Y2000_NS = 946_684_800 * 10**9
@@ -469,9 +464,10 @@ def register(con, dataset: str, run_ids_: Sequence[str], tables_: Sequence[str] 
         try:
             rel = con.read_parquet(files, filename=True, union_by_name=True)
             # The partition columns from each row's file name (kept as strings, as Spark reads them).
-            cols = ["* EXCLUDE (filename)", r"regexp_extract(filename, '/run=([^/]+)/', 1) AS run"]
+            # (anchored at the file's end: a parent directory of the dataset may look like run=x too)
+            cols = ["* EXCLUDE (filename)", r"regexp_extract(filename, '/run=([^/]+)/(host=[^/]+/)?[^/]+$', 1) AS run"]
             if _has_host(files):
-                cols.append(r"regexp_extract(filename, '/host=([^/]+)/', 1) AS host")
+                cols.append(r"regexp_extract(filename, '/host=([^/]+)/[^/]+$', 1) AS host")
             rel.project(", ".join(cols)).create_view(name)
         except duckdb.Error as exc:
             raise _read_error(exc, files, f"{dataset}/{name}") from None
