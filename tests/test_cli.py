@@ -223,7 +223,7 @@ def test_load_never_leaves_partial_files(capfd, tmp_path, monkeypatch):
     # Interrupted while writing tables: exit 130, old output intact, no temporary file left.
     import roscope.db
 
-    def interrupted(con, arrow, meta):
+    def interrupted(con, meta):
         con.execute("CREATE TABLE half AS SELECT 1 AS a")
         raise KeyboardInterrupt
 

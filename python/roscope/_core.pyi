@@ -55,6 +55,22 @@ def build_model(
     """Builds the execution model (docs/model.md): (tables by name, stats, warnings, losses);
     `sync`: several hosts' clocks synchronized from the messages between them."""
 
+class ModelStream:
+    """A streaming build: the builder runs in its own thread and hands over the
+    instance tables in chunks while it reads; records older than `window_ns` of
+    trace time that nothing will change leave memory. Several hosts whose clocks
+    are synchronized are held whole and come at `finish()`."""
+
+    def __init__(self, paths: Sequence[str], heuristics: bool = True, progress: bool = False,
+                 record_ids: Sequence[str] | None = None, sync: bool = True, window_ns: int = 1_000_000_000,
+                 queue: int = 2, flush_every: int = 0) -> None:
+        """Opens the traces (TraceError if none can be read) and starts the builder;
+        `queue`: chunks the builder may be ahead; `flush_every`: events between chunks (0: 65536)."""
+    def next_chunk(self) -> tuple[str, ArrowTable] | None:
+        """The next chunk (table name, rows), or None once the build is complete."""
+    def finish(self) -> tuple[list[tuple[str, ArrowTable]], list[tuple[str, int]], list[str], list[tuple[str, int, int]]]:
+        """After the last chunk: the other tables, stats, warnings, losses, as `build_model`."""
+
 def schema() -> str:
     """The database schema (crates/model/src/schema.rs) as JSON: {"tables": [{name,
     origin, doc, columns: [{name, type, doc}]}], "codes": [{name, doc, used_in,

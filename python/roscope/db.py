@@ -115,16 +115,37 @@ def record_ids(paths: Sequence[str]) -> list[str]:
     return ids
 
 
-def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None = None, sync: bool = True):
+#: A streaming build keeps the records of this much trace time (ns) in memory:
+#: older ones that nothing will change go to the database in chunks (docs/model.md).
+WINDOW_NS = 1_000_000_000
+
+
+def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None = None, sync: bool = True,
+          put=None, window_ns: int = WINDOW_NS, flush_every: int = 0):
     """Runs the model builder; returns ({table: arrow table}, stats, warnings, losses).
-    `sync`: synchronize several hosts' clocks from the messages between them."""
+    `sync`: synchronize several hosts' clocks from the messages between them.
+    With `put(name, arrow_table)`, the build streams: the instance tables go to
+    `put` in chunks while the builder reads (one table's chunks share its
+    columns), so memory is bounded by `window_ns` of trace time, and the
+    returned dict holds the rest of the tables. `flush_every`: events between
+    chunks (0: the core's default). Several hosts whose clocks are
+    synchronized are held to the end (every message pair is needed first)."""
     if progress is None:
         progress = sys.stderr.isatty()
     # The core leaves the GIL while it builds: import Arrow meanwhile.
     warm = threading.Thread(target=_import_arrow, daemon=True)
     warm.start()
     try:
-        tables, stats, warnings, losses = _core.build_model(list(paths), heuristics, progress, record_ids(paths) or None, sync)
+        if put is None:
+            tables, stats, warnings, losses = _core.build_model(list(paths), heuristics, progress, record_ids(paths) or None,
+                                                                sync)
+        else:
+            stream = _core.ModelStream(list(paths), heuristics, progress, record_ids(paths) or None, sync, window_ns,
+                                       flush_every=flush_every)
+            warm.join()
+            while (chunk := stream.next_chunk()) is not None:
+                put(chunk[0], table_from_core(chunk[1]))
+            tables, stats, warnings, losses = stream.finish()
     finally:
         # Also on an error: an interpreter that exits while this thread still
         # imports DuckDB/pyarrow can abort (issue 15, item 3).
@@ -133,11 +154,58 @@ def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None =
     return arrow, dict(stats), list(warnings), [tuple(x) for x in losses]
 
 
-def _fill(con: duckdb.DuckDBPyConnection, arrow: dict, meta: dict) -> None:
-    for name, tbl in arrow.items():
-        con.register("_src", tbl)
-        con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM _src')
+def _put(con: duckdb.DuckDBPyConnection, name: str, tbl, exists: bool) -> None:
+    """Stores an Arrow table (or a chunk of one) as the model table `name` (a
+    name of the schema, never user text)."""
+    con.register("_src", tbl)
+    try:
+        if exists:
+            con.execute(f'INSERT INTO "{name}" SELECT * FROM _src')
+        else:
+            con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM _src')
+    finally:
         con.unregister("_src")
+
+
+#: Chunks of a streaming build are stored in inserts of about this many bytes
+#: (all tables together): DuckDB inserts large batches twice as fast as the
+#: builder's chunks one by one.
+INSERT_BYTES = 32 << 20
+
+
+class _Inserts:
+    """Gathers a streaming build's chunks and stores them in large inserts;
+    `rows` counts each table's rows."""
+
+    def __init__(self, con):
+        self.con = con
+        self.rows: dict[str, int] = {}
+        self.created: set[str] = set()
+        self.pending: dict[str, list] = {}
+        self.size = 0
+
+    def put(self, name: str, tbl) -> None:
+        self.rows[name] = self.rows.get(name, 0) + tbl.num_rows
+        self.pending.setdefault(name, []).append(tbl)
+        self.size += tbl.nbytes
+        while self.size >= INSERT_BYTES:
+            self._store(max(self.pending, key=lambda n: sum(t.nbytes for t in self.pending[n])))
+
+    def _store(self, name: str) -> None:
+        import pyarrow as pa
+
+        chunks = self.pending.pop(name)
+        self.size -= sum(t.nbytes for t in chunks)
+        _put(self.con, name, pa.concat_tables(chunks), name in self.created)
+        self.created.add(name)
+
+    def close(self) -> None:
+        for name in list(self.pending):
+            self._store(name)
+
+
+def _fill(con: duckdb.DuckDBPyConnection, meta: dict) -> None:
+    """The views, `meta` and `codes`, once the model's tables are in."""
     for name, sql in VIEWS.items():
         con.execute(f'CREATE VIEW "{name}" AS {sql}')
     con.execute("CREATE TABLE meta (key VARCHAR, value VARCHAR)")
@@ -227,11 +295,17 @@ def _interrupts_deferred():
         raise KeyboardInterrupt
 
 
-def _write_outputs(target: str | None, parquet_dir: str | None, arrow: dict, meta: dict, force: bool):
-    """Writes the database (`target`, or in memory if None) and the Parquet
-    files, each under a temporary name beside its final one, and renames them
-    only once all are complete: a failure or an interrupt leaves no partial
-    file and every old output intact. Returns the in-memory connection, or None."""
+#: DuckDB's memory cap while `load` writes a database file (bytes): what does
+#: not fit is written out, so a long trace does not need more.
+LOAD_MEMORY = 128 << 20
+
+
+def _write_outputs(target: str | None, parquet_dir: str | None, fill, force: bool, memory: int | None = None):
+    """Writes the database (`target`, or in memory if None; `fill(con)` stores
+    the tables and returns their names) and the Parquet files, each under a
+    temporary name beside its final one, and renames them only once all are
+    complete: a failure or an interrupt leaves no partial file and every old
+    output intact. Returns the in-memory connection, or None."""
     import duckdb
 
     temps: list[tuple[str, str]] = []
@@ -242,8 +316,11 @@ def _write_outputs(target: str | None, parquet_dir: str | None, arrow: dict, met
         else:
             temps.append((_temp_beside(target, ".tmp"), target))
             con = _connect(temps[0][0], read_only=False)
-        _fill(con, arrow, meta)
-        for name in arrow if parquet_dir else ():
+            budget = LOAD_MEMORY if memory is None else int(memory)
+            if budget > 0:
+                con.execute("SET memory_limit = ?", [f"{max(budget >> 20, 16)}MiB"])
+        names = fill(con)
+        for name in names if parquet_dir else ():
             final = os.path.join(parquet_dir, f"{name}.parquet")
             temps.append((_temp_beside(final, ".tmp"), final))
             con.table(name).write_parquet(temps[-1][0])  # relational API: no SQL text built from the path
@@ -297,6 +374,8 @@ def load(
     parquet_dir: str | None = None,
     force: bool = False,
     sync: bool = True,
+    memory: int | None = None,
+    window_ns: int | None = None,
 ) -> tuple[Database, LoadResult]:
     """Builds the model of `paths` into a DuckDB file `out` (in memory if None).
 
@@ -306,51 +385,69 @@ def load(
     (replaced only with `force`, and only if they are regular files) stay intact. Returns the
     database (writable) and a LoadResult. Raises InputError for a bad output
     path, DatabaseError when DuckDB cannot write (disk full, permission).
+    The build streams (`build`, `window_ns` of trace time in memory) into the
+    database; writing a file, DuckDB keeps at most `memory` bytes (default
+    `LOAD_MEMORY`; 0: DuckDB's own limit).
     """
-    con, meta, res = _build_and_write(paths, out, heuristics, parquet_dir, force, sync)
+    con, meta, res = _build_and_write(paths, out, heuristics, parquet_dir, force, sync, memory, window_ns)
     if con is None:
         con = _connect(os.path.abspath(out), read_only=False)
     return Database(con, res.db_path, meta, read_only=False), res
 
 
 def write(paths: Sequence[str], out: str, *, heuristics: bool = True, parquet_dir: str | None = None,
-          force: bool = False, sync: bool = True) -> LoadResult:
+          force: bool = False, sync: bool = True, memory: int | None = None, window_ns: int | None = None) -> LoadResult:
     """`load` into the file `out` without opening it afterwards: once the file is
     in place, nothing of roscope holds it (opened for writing, it would lock out a
     reader started meanwhile, e.g. `roscope stats`). What `roscope load` runs."""
-    con, _meta, res = _build_and_write(paths, out, heuristics, parquet_dir, force, sync)
+    con, _meta, res = _build_and_write(paths, out, heuristics, parquet_dir, force, sync, memory, window_ns)
     if con is not None:
         con.close()
     return res
 
 
-def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True):
+def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memory=None, window_ns=None):
     """`load`'s work: (the in-memory connection or None, meta, LoadResult)."""
     paths = _paths(paths)
     target = _output_target(out, force) if out is not None else None
     if parquet_dir:
         _parquet_targets(parquet_dir, force)
-    arrow, stats, warnings, losses = build(paths, heuristics, sync=sync)
-    from roscope import kernel  # kernel scheduling (perf.data beside the trace, LTTng sched events)
+    done: dict = {}
 
-    arrow.update(kernel.tables(paths, arrow, warnings))
-    meta = {
-        "schema_version": SCHEMA_VERSION,
-        "roscope_version": __version__,
-        "sources": [os.path.abspath(p) for p in paths],
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-        "host": socket.gethostname(),
-        "heuristic_links": heuristics,
-        "clock_sync": sync,
-        "stats": stats,
-        "warnings": warnings,
-        "losses": losses,
-    }
+    def fill(con) -> list[str]:
+        ins = _Inserts(con)
+        # window_ns=0: the whole trace in memory, then stored (no streaming).
+        arrow, stats, warnings, losses = build(paths, heuristics, sync=sync, put=ins.put if window_ns != 0 else None,
+                                               window_ns=WINDOW_NS if window_ns is None else window_ns)
+        from roscope import kernel  # kernel scheduling (perf.data beside the trace, LTTng sched events)
+
+        arrow.update(kernel.tables(paths, arrow, warnings))
+        for name, tbl in arrow.items():
+            ins.put(name, tbl)
+        ins.close()
+        meta = {
+            "schema_version": SCHEMA_VERSION,
+            "roscope_version": __version__,
+            "sources": [os.path.abspath(p) for p in paths],
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "host": socket.gethostname(),
+            "heuristic_links": heuristics,
+            "clock_sync": sync,
+            "stats": stats,
+            "warnings": warnings,
+            "losses": losses,
+        }
+        _fill(con, meta)
+        # The schema's order (every table comes once more at the end, maybe empty).
+        done.update(meta=meta, rows={name: ins.rows[name] for name in arrow})
+        return list(arrow)
+
     if parquet_dir:
         os.makedirs(parquet_dir, exist_ok=True)
-    con = _write_outputs(target, parquet_dir, arrow, meta, force)
+    con = _write_outputs(target, parquet_dir, fill, force, memory)
+    meta = done["meta"]
     where = out if out is not None else ":memory:"
-    return con, meta, LoadResult(where, {k: v.num_rows for k, v in arrow.items()}, stats, warnings, losses)
+    return con, meta, LoadResult(where, done["rows"], meta["stats"], meta["warnings"], meta["losses"])
 
 
 #: DuckDB's memory cap on the connections of `open` (bytes; see

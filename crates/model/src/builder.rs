@@ -21,14 +21,21 @@ use roscope_ctf::TraceSet;
 
 use crate::caret::CaretState;
 use crate::events::{classify, Ev, Field, MAX_FIELDS};
+use crate::link::Linker;
 use crate::objects::{Annotation, ExecState, LeftOut, Objects, Proc, Publication, Run, Take, Thread};
 use crate::ros1_bosch::BoschState;
 use crate::ros1_roscope::RoscopeState;
 use crate::ros2::Ros2State;
+use crate::rows::Rows;
+use crate::table::Table;
 use crate::{Model, Options, Scope};
 
 /// Progress is shown on stderr every this many events (with `Options::progress`).
 const PROGRESS_EVERY_EVENTS: u64 = 1 << 20;
+
+/// A streaming build emits what left the window every this many events
+/// (unless `Options::flush_every` says otherwise).
+const FLUSH_EVERY_EVENTS: u64 = 1 << 16;
 
 /// Per (trace, event class): what the event is and where its fields are.
 #[derive(Clone, Copy)]
@@ -201,6 +208,12 @@ pub struct Counts {
     pub excluded_events: u64,
     /// Events of processes left out as `LeftOut::NoProcessInit`.
     pub no_init_events: u64,
+    /// Streaming: events that would have changed a record already emitted
+    /// (it was older than the window).
+    pub late_updates: u64,
+    /// Streaming: the most records (runs, publications, takes, and the
+    /// publications the linker holds) in memory at once.
+    pub peak_records: u64,
 }
 
 pub struct Builder {
@@ -217,10 +230,12 @@ pub struct Builder {
     pub bosch: BoschState,
     pub r1: RoscopeState,
     pub annotations: Vec<Annotation>,
-    pub runs: Vec<Run>,
-    pub publications: Vec<Publication>,
-    pub takes: Vec<Take>,
+    pub runs: Rows<Run>,
+    pub publications: Rows<Publication>,
+    pub takes: Rows<Take>,
     pub exec_states: Vec<ExecState>,
+    /// Streaming: the publications that takes may still match.
+    linker: Linker,
     pub counts: Counts,
 }
 
@@ -240,10 +255,11 @@ impl Builder {
             bosch: BoschState::default(),
             r1: RoscopeState::default(),
             annotations: vec![],
-            runs: vec![],
-            publications: vec![],
-            takes: vec![],
+            runs: Rows::default(),
+            publications: Rows::default(),
+            takes: Rows::default(),
             exec_states: vec![],
+            linker: Linker::default(),
             counts: Counts::default(),
         }
     }
@@ -325,24 +341,14 @@ impl Builder {
     /// the event's thread, inside the run open there; returns its index.
     pub(crate) fn push_ros1_publication(&mut self, e: &Event, publisher: Option<usize>, message: u64) -> usize {
         let run = self.current_run(e.th);
-        self.publications.push(Publication {
-            publisher,
-            thread: e.th,
-            run,
-            ts: e.ts,
-            rclcpp_ts: Some(e.ts),
-            message,
-            ..Default::default()
-        });
-        self.publications.len() - 1
+        self.publications.push(Publication { publisher, thread: e.th, run, ts: e.ts, rclcpp_ts: Some(e.ts), message, ..Default::default() })
     }
 
     /// Opens a run of callback `c` on thread `th`, nested in the runs open there.
     pub fn open_run(&mut self, th: usize, c: usize, ts: u64, intra: bool) -> usize {
         let parent = self.current_run(th);
         let depth = self.threads[th].stack.len() as u32;
-        self.runs.push(Run { cb: c, thread: th, start: ts, end: None, intra, depth, parent });
-        let r = self.runs.len() - 1;
+        let r = self.runs.push(Run { cb: c, thread: th, start: ts, end: None, intra, depth, parent });
         self.threads[th].stack.push(r);
         r
     }
@@ -357,7 +363,10 @@ impl Builder {
                 let r = stack[pos];
                 self.counts.unmatched_starts += (stack.len() - pos - 1) as u64;
                 stack.truncate(pos);
-                self.runs[r].end = Some(ts);
+                // Open runs stay in memory (held past the window).
+                if let Some(run) = self.runs.get_mut(r) {
+                    run.end = Some(ts);
+                }
             }
             None => self.counts.unmatched_ends += 1,
         }
@@ -365,8 +374,29 @@ impl Builder {
 
     /// A new take on thread `th`, waiting there for the callback run it feeds.
     pub fn push_pending_take(&mut self, th: usize, t: Take) {
-        self.takes.push(t);
-        self.threads[th].pending_take = Some(self.takes.len() - 1);
+        let k = self.takes.push(t);
+        self.threads[th].pending_take = Some(k);
+    }
+
+    /// The publication in progress on thread `th`, if still in memory; one
+    /// that left (streaming window) is counted as a late update.
+    pub(crate) fn pending_publication(&mut self, th: usize) -> Option<&mut Publication> {
+        let pi = self.threads[th].pending_pub?;
+        if self.publications.get(pi).is_none() {
+            self.counts.late_updates += 1;
+            self.threads[th].pending_pub = None;
+        }
+        self.publications.get_mut(pi)
+    }
+
+    /// The take in progress on thread `th`, as `pending_publication`.
+    pub(crate) fn pending_take(&mut self, th: usize) -> Option<&mut Take> {
+        let tk = self.threads[th].pending_take?;
+        if self.takes.get(tk).is_none() {
+            self.counts.late_updates += 1;
+            self.threads[th].pending_take = None;
+        }
+        self.takes.get_mut(tk)
     }
 
     /// The event's (host, pid, tid, procname) from its stream's context.
@@ -551,34 +581,114 @@ impl Builder {
         }
     }
 
-    /// After the last event: closes what is still open, links, and emits the tables.
-    pub fn finish(mut self, set: &TraceSet) -> Model {
+    /// Streaming (`Options::window_ns`): hands `sink` the records that are
+    /// older than the window at time `now` (ns) as table chunks: executor
+    /// states, ended callback runs, publications, and takes with their
+    /// links. Takes wait twice the window, so that a take is linked only once
+    /// every publication before it is matchable; the linker forgets
+    /// publications older than `LINK_WINDOW_NS` before the takes it links.
+    pub fn flush(&mut self, now: u64, sink: &mut dyn FnMut(Table)) {
+        let Some(w) = self.opts.window_ns else { return };
+        self.note_peak();
+        let old = |ts: u64, k: u64| ts.saturating_add(k.saturating_mul(w)) < now;
+        let runs = self.runs.drain(|r| old(r.start, 1), |r| r.end.is_some());
+        let pubs = self.publications.drain(|p| old(p.ts, 1), |_| true);
+        let takes = self.takes.drain(|t| old(t.ts, 2), |_| true);
+        self.emit(runs, pubs, takes, sink);
+        self.linker.prune(now.saturating_sub(w.saturating_mul(2)).saturating_sub(crate::link::LINK_WINDOW_NS));
+    }
+
+    /// Emits drained records as chunks, and the links of the takes.
+    fn emit(&mut self, runs: Vec<(usize, Run)>, pubs: Vec<(usize, Publication)>, takes: Vec<(usize, Take)>, sink: &mut dyn FnMut(Table)) {
+        let exec = std::mem::take(&mut self.exec_states);
+        if !exec.is_empty() {
+            sink(crate::tables::executor_table(&exec));
+        }
+        if !runs.is_empty() {
+            sink(crate::tables::run_table(runs.iter().map(|(i, r)| (*i, r))));
+        }
+        let mut lk = std::mem::take(&mut self.linker);
+        for (i, p) in &pubs {
+            self.add_publication(&mut lk, *i, p);
+        }
+        if !pubs.is_empty() {
+            sink(crate::tables::publication_table(pubs.iter().map(|(i, p)| (*i, p))));
+        }
+        if !takes.is_empty() {
+            let links: Vec<_> = takes.iter().filter_map(|(i, t)| self.link_take(&lk, *i, t)).collect();
+            sink(crate::tables::take_table(takes.iter().map(|(i, t)| (*i, t))));
+            sink(crate::tables::link_table(&links));
+        }
+        self.linker = lk;
+    }
+
+    fn note_peak(&mut self) {
+        let n = self.runs.in_memory() + self.publications.in_memory() + self.takes.in_memory() + self.linker.held();
+        self.counts.peak_records = self.counts.peak_records.max(n as u64);
+    }
+
+    /// After the last event: closes what is still open, links, and emits the
+    /// tables. A streaming build hands its last chunks to `sink`; the model
+    /// then holds the object tables and empty instance tables.
+    pub fn finish(mut self, set: &TraceSet, sink: Option<&mut dyn FnMut(Table)>) -> Model {
         for (ti, t) in self.threads.iter_mut().enumerate() {
             if let Some((state, start, handle)) = t.exec.take() {
                 self.exec_states.push(ExecState { thread: ti, state, start, end: t.last, handle });
             }
             self.counts.unmatched_starts += t.stack.len() as u64;
         }
-        let links = self.link();
-        let syncs = self.synchronize(&links);
-        self.apply_clock_maps(&syncs);
+        let (links, syncs) = match sink {
+            Some(sink) if self.opts.window_ns.is_some() => {
+                self.note_peak();
+                let (runs, pubs, takes) = (self.runs.drain_all(), self.publications.drain_all(), self.takes.drain_all());
+                self.emit(runs, pubs, takes, sink);
+                (vec![], vec![])
+            }
+            _ => {
+                let links = self.link();
+                let syncs = self.synchronize(&links);
+                self.apply_clock_maps(&syncs);
+                (links, syncs)
+            }
+        };
         // What only matching needed can go before the tables are built.
         self.ros2 = Ros2State::default();
         self.caret = CaretState::default();
         self.bosch = BoschState::default();
         self.r1 = RoscopeState::default();
+        self.linker = Linker::default();
         self.tables(set, links, syncs)
     }
 }
 
 /// Builds the model from every event of `set`, in time order.
 pub fn build(set: &mut TraceSet, opts: Options, scope: Scope) -> Model {
+    build_streaming(set, Options { window_ns: None, ..opts }, scope, None)
+}
+
+/// Builds the model from every event of `set`, in time order. With a
+/// `sink` and `opts.window_ns`, the instance records leave memory in chunks
+/// through `sink` as the build goes (see `Builder::flush`), unless the set
+/// has several hosts whose clocks are to be synchronized: that needs every
+/// message pair first, so such a build holds its records to the end. The
+/// returned model holds the tables not yet handed to `sink`.
+pub fn build_streaming(set: &mut TraceSet, mut opts: Options, scope: Scope, mut sink: Option<&mut dyn FnMut(Table)>) -> Model {
+    let hosts = TraceInfo::new(set).hosts.len();
+    if sink.is_none() || (opts.sync && hosts > 1) {
+        opts.window_ns = None;
+    }
+    let every = if opts.flush_every > 0 { opts.flush_every } else { FLUSH_EVERY_EVENTS };
     let mut b = Builder::new(set, opts, scope);
     let t0 = std::time::Instant::now();
     let mut n: u64 = 0;
     while let Some(i) = set.next() {
         b.run_event(set, i);
         n += 1;
+        if opts.window_ns.is_some() && n.is_multiple_of(every) {
+            if let Some(sink) = sink.as_mut() {
+                b.flush(set.streams[i].cur_ts, *sink);
+            }
+        }
         if opts.progress && n.is_multiple_of(PROGRESS_EVERY_EVENTS) {
             let (done, total) = set.progress();
             eprint!("\rroscope: {:>6.1}%  {} events  {:.1} s", 100.0 * done as f64 / total.max(1) as f64, n, t0.elapsed().as_secs_f64());
@@ -587,5 +697,5 @@ pub fn build(set: &mut TraceSet, opts: Options, scope: Scope) -> Model {
     if opts.progress && n >= PROGRESS_EVERY_EVENTS {
         eprintln!("\rroscope: 100.0%  {} events  {:.1} s", n, t0.elapsed().as_secs_f64());
     }
-    b.finish(set)
+    b.finish(set, sink)
 }

@@ -23,10 +23,10 @@ impl Builder {
     /// The source stamp of the publication in progress on this thread (when
     /// its `rmw_publish` gave none).
     pub(crate) fn caret_bind_stamp(&mut self, e: &Event) {
-        if let Some(pi) = self.threads[e.th].pending_pub {
-            let pb = &mut self.publications[pi];
+        let stamp = e.i(dds_bind_addr_to_stamp::SOURCE_STAMP);
+        if let Some(pb) = self.pending_publication(e.th) {
             if pb.src_ts.is_none() {
-                pb.src_ts = e.i(dds_bind_addr_to_stamp::SOURCE_STAMP);
+                pb.src_ts = stamp;
                 if pb.src_ts.is_some() {
                     pb.src_from = Some(StampSource::Caret);
                 }
@@ -46,12 +46,12 @@ impl Builder {
     pub(crate) fn dds_write(&mut self, e: &Event) {
         use crate::events::dds::write::*;
         let data = e.u(DATA).or(self.threads[e.th].dds_data.take());
-        let Some(pi) = self.threads[e.th].pending_pub else { return };
-        let pb = &mut self.publications[pi];
+        let stamp = e.i(TIMESTAMP);
+        let Some(pb) = self.pending_publication(e.th) else { return };
         if pb.src_ts.is_some() || pb.intra || data.is_some_and(|d| d != pb.message) {
             return;
         }
-        pb.src_ts = e.i(TIMESTAMP);
+        pb.src_ts = stamp;
         if pb.src_ts.is_some() {
             pb.src_from = Some(StampSource::DdsWrite);
         }

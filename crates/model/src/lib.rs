@@ -33,12 +33,13 @@ mod registry;
 mod ros1_bosch;
 mod ros1_roscope;
 mod ros2;
+pub mod rows;
 pub mod schema;
 mod sync;
 pub mod table;
 mod tables;
 
-pub use builder::build;
+pub use builder::{build, build_streaming};
 use table::Table;
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -50,6 +51,11 @@ pub struct Options {
     /// Synchronize the clocks of several hosts from the messages between them
     /// (`sync.rs`); off: every host keeps its raw clock.
     pub sync: bool,
+    /// Streaming build (`build_streaming`): records older than this (ns of
+    /// trace time) that nothing will change leave memory as table chunks.
+    pub window_ns: Option<u64>,
+    /// Streaming build: emit every this many events (0: the default, 2^16).
+    pub flush_every: u64,
 }
 
 /// Which processes of a trace belong to the recording: `roscope record` names

@@ -9,6 +9,15 @@
 //!    gave the publication's);
 //! 3. heuristic (with `Options::heuristics`): the publishing host's wall
 //!    clock as the DDS source stamp, within `HEURISTIC_WINDOW_NS`.
+//!
+//! A `Linker` holds what matching needs of the publications: it is given
+//! each publication once it is final, and then links each take once the take
+//! is final. A whole-trace build gives it every publication, then every take.
+//! A streaming build (`Options::window_ns`) does so chunk by chunk, and
+//! `prune` drops the publications older than what a take may still match,
+//! so the Linker's memory is bounded by `LINK_WINDOW_NS`, not by the trace.
+
+use std::collections::{BTreeSet, VecDeque};
 
 use rustc_hash::FxHashMap;
 
@@ -21,6 +30,67 @@ use crate::schema::LinkMethod;
 /// the stamp, at most this far (ns).
 pub const HEURISTIC_WINDOW_NS: u64 = 5_000_000;
 
+/// A streaming build links a take to a publication at most this much older
+/// (ns): the time a message may spend in transport and in its queue.
+pub const LINK_WINDOW_NS: u64 = 10_000_000_000;
+
+/// A publication as matching sees it: id, time, where its stamp came from.
+type Cand = (usize, u64, Option<StampSource>);
+
+enum Key {
+    Stamp((u32, i64)),
+    Wall((usize, u32), (i64, usize)),
+}
+
+#[derive(Default)]
+pub struct Linker {
+    /// Topic names, numbered.
+    topics: FxHashMap<String, u32>,
+    /// (topic, source stamp) -> publications with it, in id order.
+    by_stamp: FxHashMap<(u32, i64), Vec<Cand>>,
+    /// (host, topic) -> (wall time, id) of publications without a stamp.
+    by_wall: FxHashMap<(usize, u32), BTreeSet<(i64, usize)>>,
+    /// (time, entry) in the order added, for `prune`.
+    added: VecDeque<(u64, Key)>,
+}
+
+impl Linker {
+    fn topic(&mut self, name: String) -> u32 {
+        let n = self.topics.len() as u32;
+        *self.topics.entry(name).or_insert(n)
+    }
+
+    /// How many publications it holds.
+    pub fn held(&self) -> usize {
+        self.added.len()
+    }
+
+    /// Forgets the publications older than `before` (ns).
+    pub fn prune(&mut self, before: u64) {
+        while self.added.front().is_some_and(|(ts, _)| *ts < before) {
+            let Some((_, key)) = self.added.pop_front() else { break };
+            match key {
+                Key::Stamp(k) => {
+                    if let Some(v) = self.by_stamp.get_mut(&k) {
+                        v.remove(0);
+                        if v.is_empty() {
+                            self.by_stamp.remove(&k);
+                        }
+                    }
+                }
+                Key::Wall(k, x) => {
+                    if let Some(s) = self.by_wall.get_mut(&k) {
+                        s.remove(&x);
+                        if s.is_empty() {
+                            self.by_wall.remove(&k);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Builder {
     fn topic_of_pub(&self, pb: &Publication) -> Option<String> {
         pb.publisher.and_then(|i| self.objs.pubs[i].name.clone())
@@ -30,92 +100,77 @@ impl Builder {
         t.sub.and_then(|i| self.objs.subs[i].name.clone())
     }
 
-    /// Every transport link; exact ones first, then heuristic ones.
-    pub(crate) fn link(&self) -> Vec<Link> {
-        let mut links = Vec::new();
-        let mut linked = vec![false; self.takes.len()];
-        self.exact_links(&mut links, &mut linked);
-        if self.opts.heuristics {
-            self.heuristic_links(&mut links, &linked);
-        }
-        links
+    fn host_of(&self, thread: usize) -> usize {
+        self.procs[self.threads[thread].proc].host
     }
 
-    /// Links by identity and by equal source stamps within a topic.
-    fn exact_links(&self, links: &mut Vec<Link>, linked: &mut [bool]) {
-        let mut by_stamp: FxHashMap<(String, i64), Vec<usize>> = FxHashMap::default();
-        for (i, pb) in self.publications.iter().enumerate() {
-            if let (Some(st), Some(topic)) = (pb.src_ts, self.topic_of_pub(pb)) {
-                by_stamp.entry((topic, st)).or_default().push(i);
-            }
+    /// Makes a final publication matchable.
+    pub(crate) fn add_publication(&self, lk: &mut Linker, i: usize, pb: &Publication) {
+        let Some(topic) = self.topic_of_pub(pb) else { return };
+        let topic = lk.topic(topic);
+        if let Some(st) = pb.src_ts {
+            let key = (topic, st);
+            lk.by_stamp.entry(key).or_default().push((i, pb.ts, pb.src_from));
+            lk.added.push_back((pb.ts, Key::Stamp(key)));
+        } else if !pb.intra && self.opts.heuristics {
+            let trace = self.procs[self.threads[pb.thread].proc].trace;
+            let wall = self.clock_offset(trace).wrapping_add(pb.rmw_ts.unwrap_or(pb.ts) as i64);
+            let key = (self.host_of(pb.thread), topic);
+            lk.by_wall.entry(key).or_default().insert((wall, i));
+            lk.added.push_back((pb.ts, Key::Wall(key, (wall, i))));
         }
-        for (ti, t) in self.takes.iter().enumerate() {
-            if let Some(pi) = t.publication.or_else(|| t.r1_rx.and_then(|i| self.r1.resolve(i))) {
-                let method = t.method.unwrap_or(LinkMethod::IntraRingBuffer);
-                links.push(Link { publication: pi, take: Some(ti), run: t.run, method });
-                linked[ti] = true;
-                continue;
-            }
-            if t.intra || !t.taken {
-                continue;
-            }
-            let (Some(st), Some(topic)) = (t.src_ts, self.topic_of_take(t)) else { continue };
-            let Some(cands) = by_stamp.get(&(topic, st)) else { continue };
+    }
+
+    /// The link of a final take, if any: exact first, then heuristic.
+    pub(crate) fn link_take(&self, lk: &Linker, ti: usize, t: &Take) -> Option<Link> {
+        if let Some(pi) = t.publication.or_else(|| t.r1_rx.and_then(|i| self.r1.resolve(i))) {
+            let method = t.method.unwrap_or(LinkMethod::IntraRingBuffer);
+            return Some(Link { publication: pi, take: Some(ti), run: t.run, method });
+        }
+        if t.intra || !t.taken {
+            return None;
+        }
+        let (Some(st), Some(topic)) = (t.src_ts, self.topic_of_take(t)) else { return None };
+        let key = (*lk.topics.get(&topic)?, st);
+        if let Some(cands) = lk.by_stamp.get(&key) {
             // Normally one; with duplicates, the latest not after the take.
-            let best = cands
-                .iter()
-                .copied()
-                .filter(|&c| self.publications[c].ts <= t.ts)
-                .max_by_key(|&c| self.publications[c].ts)
-                .or(cands.first().copied());
-            if let Some(pi) = best {
+            let best = cands.iter().filter(|c| c.1 <= t.ts).max_by_key(|c| c.1).or(cands.first());
+            if let Some(&(pi, _, from)) = best {
                 // CARET's stamp on either side (Humble + CARET: the publication's
                 // stamp is CARET's `dds_bind_addr_to_stamp`, the take's `rmw_take`).
-                let caret = t.method == Some(LinkMethod::CaretSourceStamp) || self.publications[pi].src_from == Some(StampSource::Caret);
-                let method = match self.publications[pi].src_from {
+                let caret = t.method == Some(LinkMethod::CaretSourceStamp) || from == Some(StampSource::Caret);
+                let method = match from {
                     _ if caret => LinkMethod::CaretSourceStamp,
                     Some(StampSource::DdsWrite) => LinkMethod::DdsWriteStamp,
                     _ => LinkMethod::RmwTimestamp,
                 };
-                links.push(Link { publication: pi, take: Some(ti), run: t.run, method });
-                linked[ti] = true;
+                return Some(Link { publication: pi, take: Some(ti), run: t.run, method });
             }
         }
+        if !self.opts.heuristics {
+            return None;
+        }
+        // The publication on the topic, on the same host, whose wall time
+        // (`rmw_ts`, else `ts`, plus the clock offset) is nearest the stamp.
+        let (topic, st) = key;
+        let v = lk.by_wall.get(&(self.host_of(t.thread), topic))?;
+        let before = v.range(..=(st, usize::MAX)).next_back();
+        let after = v.range((st.saturating_add(1), 0)..).next();
+        let &(w, pi) = [before, after].into_iter().flatten().min_by_key(|(w, _)| (st - *w).unsigned_abs())?;
+        ((st - w).unsigned_abs() <= HEURISTIC_WINDOW_NS).then_some(Link {
+            publication: pi,
+            take: Some(ti),
+            run: t.run,
+            method: LinkMethod::HeuristicWallClock,
+        })
     }
 
-    /// Heuristic links for takes with a source stamp that no exact link
-    /// explains: the publication on the topic, on the same host, whose wall
-    /// time (`rmw_ts`, else `ts`, plus the clock offset) is nearest the stamp.
-    fn heuristic_links(&self, links: &mut Vec<Link>, linked: &[bool]) {
-        let host_of = |thread: usize| self.procs[self.threads[thread].proc].host;
-        let mut by_topic: FxHashMap<(usize, String), Vec<(i64, usize)>> = FxHashMap::default();
-        for (i, pb) in self.publications.iter().enumerate() {
-            if pb.src_ts.is_some() || pb.intra {
-                continue;
-            }
-            if let Some(topic) = self.topic_of_pub(pb) {
-                let trace = self.procs[self.threads[pb.thread].proc].trace;
-                let wall = self.clock_offset(trace).wrapping_add(pb.rmw_ts.unwrap_or(pb.ts) as i64);
-                by_topic.entry((host_of(pb.thread), topic)).or_default().push((wall, i));
-            }
+    /// Every transport link of a whole-trace build, in take order.
+    pub(crate) fn link(&self) -> Vec<Link> {
+        let mut lk = Linker::default();
+        for (i, pb) in self.publications.iter() {
+            self.add_publication(&mut lk, i, pb);
         }
-        for v in by_topic.values_mut() {
-            v.sort();
-        }
-        for (ti, t) in self.takes.iter().enumerate() {
-            if linked[ti] || t.intra || !t.taken {
-                continue;
-            }
-            let (Some(st), Some(topic)) = (t.src_ts, self.topic_of_take(t)) else { continue };
-            let Some(v) = by_topic.get(&(host_of(t.thread), topic)) else { continue };
-            let k = v.partition_point(|(w, _)| *w <= st);
-            let best =
-                [k.checked_sub(1), Some(k)].into_iter().flatten().filter_map(|j| v.get(j)).min_by_key(|(w, _)| (st - *w).unsigned_abs());
-            if let Some(&(w, pi)) = best {
-                if (st - w).unsigned_abs() <= HEURISTIC_WINDOW_NS {
-                    links.push(Link { publication: pi, take: Some(ti), run: t.run, method: LinkMethod::HeuristicWallClock });
-                }
-            }
-        }
+        self.takes.iter().filter_map(|(ti, t)| self.link_take(&lk, ti, t)).collect()
     }
 }

@@ -162,7 +162,10 @@ impl Builder {
         use publish_buffer::*;
         let (Some(id), Some(b)) = (e.u(MESSAGE_ID), e.u(BUFFER)) else { return };
         if let Some(&pi) = self.r1.pub_by_id.get(e.p, id) {
-            self.publications[pi].rmw_ts = Some(e.ts);
+            match self.publications.get_mut(pi) {
+                Some(pb) => pb.rmw_ts = Some(e.ts),
+                None => self.counts.late_updates += 1,
+            }
             self.r1.buf.insert(e.p, b, Source::Publication(pi));
         }
     }

@@ -207,9 +207,8 @@ impl Builder {
         let c = self.objs.cbs.get(e.p, e.u(CALLBACK).unwrap_or(0));
         let intra = e.u(IS_INTRA_PROCESS).unwrap_or(0) != 0;
         let r = self.open_run(e.th, c, e.ts, intra);
-        if let Some(tk) = self.threads[e.th].pending_take.take() {
-            let owner_sub = self.objs.cbs.subscription_of(c);
-            let take = &mut self.takes[tk];
+        let owner_sub = self.objs.cbs.subscription_of(c);
+        if let Some(take) = self.pending_take(e.th) {
             if take.run.is_none() && (owner_sub.is_none() || take.sub.is_none() || take.sub == owner_sub) {
                 take.run = Some(r);
                 if take.sub.is_none() {
@@ -217,6 +216,7 @@ impl Builder {
                 }
             }
         }
+        self.threads[e.th].pending_take = None;
     }
 
     pub(crate) fn callback_end(&mut self, e: &Event) {
@@ -246,7 +246,7 @@ impl Builder {
             }
         });
         let cont = self.threads[th].pending_pub.filter(|&pi| {
-            let pb = &self.publications[pi];
+            let Some(pb) = self.publications.get(pi) else { return false };
             pb.message == msg
                 && !pb.intra
                 && match ev {
@@ -260,8 +260,7 @@ impl Builder {
             None => {
                 let run = self.current_run(th);
                 let intra = ev == Ev::RclcppIntraPublish;
-                self.publications.push(Publication { thread: th, run, ts: e.ts, message: msg, intra, ..Default::default() });
-                self.publications.len() - 1
+                self.publications.push(Publication { thread: th, run, ts: e.ts, message: msg, intra, ..Default::default() })
             }
         };
         let pb = &mut self.publications[pi];
@@ -287,7 +286,7 @@ impl Builder {
         use rclcpp_ring_buffer_enqueue::*;
         let (Some(b), Some(idx)) = (e.u(BUFFER), e.u(INDEX)) else { return };
         if let Some(pi) = self.threads[e.th].pending_pub {
-            if self.publications[pi].intra {
+            if self.pending_publication(e.th).is_some_and(|pb| pb.intra) {
                 self.ros2.rb_slot.insert((e.p, b, idx), pi);
             }
         }
@@ -341,8 +340,7 @@ impl Builder {
     /// `rcl_take` / `rclcpp_take`: the layers above the take in progress.
     pub(crate) fn upper_take(&mut self, e: &Event) {
         let msg = if e.ev == Ev::RclTake { e.u(rcl_take::MESSAGE) } else { e.u(rclcpp_take::MESSAGE) }.unwrap_or(0);
-        if let Some(tk) = self.threads[e.th].pending_take {
-            let t = &mut self.takes[tk];
+        if let Some(t) = self.pending_take(e.th) {
             if t.message == msg || t.message == 0 {
                 if e.ev == Ev::RclTake {
                     t.rcl_ts = Some(e.ts);

@@ -6,7 +6,7 @@ use roscope_ctf::metadata::EnvValue;
 use roscope_ctf::TraceSet;
 
 use crate::builder::Builder;
-use crate::objects::{LeftOut, Link, Obj};
+use crate::objects::{ExecState, LeftOut, Link, Obj, Publication, Run, Take};
 use crate::registry::{Layer, Registry};
 use crate::schema::{self, AnnotationRole, CallbackKind, LinkMethod, TableSpec};
 use crate::sync::HostSync;
@@ -87,18 +87,28 @@ impl Builder {
         out.push(object_table(&schema::SERVICES, &o.services));
         out.push(object_table(&schema::CLIENTS, &o.clients));
         out.push(self.callback_table());
-        out.push(self.run_table());
-        self.runs = Vec::new();
-        out.push(self.publication_table());
-        self.publications = Vec::new();
-        out.push(self.take_table());
-        self.takes = Vec::new();
+        let runs = std::mem::take(&mut self.runs);
+        out.push(run_table(runs.iter()));
+        drop(runs);
+        let pubs = std::mem::take(&mut self.publications);
+        out.push(publication_table(pubs.iter()));
+        drop(pubs);
+        let takes = std::mem::take(&mut self.takes);
+        out.push(take_table(takes.iter()));
+        drop(takes);
         out.push(link_table(&links));
         out.extend(self.annotation_tables());
-        out.push(self.executor_table());
+        out.push(executor_table(&self.exec_states));
         out.push(clock_table(&syncs));
         let mut warnings = self.scope_warnings();
         warnings.extend(self.sync_warnings(&syncs));
+        if self.counts.late_updates > 0 {
+            warnings.push(format!(
+                "{} events came for publications or takes older than the streaming window, already written: \
+                 their layer times or links may be missing; load again with a larger --window",
+                self.counts.late_updates
+            ));
+        }
         Model { tables: out, stats: self.stats(), warnings }
     }
 
@@ -202,65 +212,6 @@ impl Builder {
         t
     }
 
-    fn run_table(&self) -> Table {
-        let mut t = Table::new(&schema::CALLBACK_RUNS);
-        for (i, r) in self.runs.iter().enumerate() {
-            t.row()
-                .i(id(i))
-                .i(id(r.cb))
-                .i(id(r.thread))
-                .i(Some(r.start as i64))
-                .i(ts(r.end))
-                .i(r.end.map(|e| e as i64 - r.start as i64))
-                .i(Some(r.intra as i64))
-                .i(Some(r.depth as i64))
-                .i(opt_id(r.parent))
-                .done();
-        }
-        t
-    }
-
-    fn publication_table(&self) -> Table {
-        let mut t = Table::new(&schema::PUBLICATIONS);
-        for (i, p) in self.publications.iter().enumerate() {
-            t.row()
-                .i(id(i))
-                .i(opt_id(p.publisher))
-                .i(id(p.thread))
-                .i(opt_id(p.run))
-                .i(Some(p.ts as i64))
-                .i(ts(p.rclcpp_ts))
-                .i(ts(p.rcl_ts))
-                .i(ts(p.rmw_ts))
-                .u(Some(p.message))
-                .i(p.src_ts)
-                .i(Some(p.intra as i64))
-                .done();
-        }
-        t
-    }
-
-    fn take_table(&self) -> Table {
-        let mut t = Table::new(&schema::TAKES);
-        for (i, k) in self.takes.iter().enumerate() {
-            t.row()
-                .i(id(i))
-                .i(opt_id(k.sub))
-                .i(id(k.thread))
-                .i(opt_id(k.run))
-                .i(Some(k.ts as i64))
-                .i(ts(k.rmw_ts))
-                .i(ts(k.rcl_ts))
-                .i(ts(k.rclcpp_ts))
-                .u(Some(k.message))
-                .i(k.src_ts)
-                .i(Some(k.taken as i64))
-                .i(Some(k.intra as i64))
-                .done();
-        }
-        t
-    }
-
     /// `annotations`, and `annotation_members` resolved to subscriptions (by
     /// rcl handle, else rclcpp object) and publishers (by rcl handle).
     fn annotation_tables(&self) -> [Table; 2] {
@@ -283,14 +234,6 @@ impl Builder {
         [anns, members]
     }
 
-    fn executor_table(&self) -> Table {
-        let mut t = Table::new(&schema::EXECUTOR_STATES);
-        for e in &self.exec_states {
-            t.row().i(id(e.thread)).s(Some(e.state.name())).i(Some(e.start as i64)).i(Some(e.end as i64)).u(e.handle).done();
-        }
-        t
-    }
-
     fn stats(&self) -> Vec<(String, i64)> {
         let c = &self.counts;
         vec![
@@ -301,11 +244,80 @@ impl Builder {
             ("processes_of_other_recordings".to_string(), self.left_out(LeftOut::OtherRecording)),
             ("events_without_process_init".to_string(), c.no_init_events as i64),
             ("processes_without_process_init".to_string(), self.left_out(LeftOut::NoProcessInit)),
+            ("late_updates".to_string(), c.late_updates as i64),
+            ("peak_records_in_memory".to_string(), c.peak_records as i64),
         ]
     }
 }
 
-fn link_table(links: &[Link]) -> Table {
+pub(crate) fn run_table<'a>(rows: impl Iterator<Item = (usize, &'a Run)>) -> Table {
+    let mut t = Table::new(&schema::CALLBACK_RUNS);
+    for (i, r) in rows {
+        t.row()
+            .i(id(i))
+            .i(id(r.cb))
+            .i(id(r.thread))
+            .i(Some(r.start as i64))
+            .i(ts(r.end))
+            .i(r.end.map(|e| e as i64 - r.start as i64))
+            .i(Some(r.intra as i64))
+            .i(Some(r.depth as i64))
+            .i(opt_id(r.parent))
+            .done();
+    }
+    t
+}
+
+pub(crate) fn publication_table<'a>(rows: impl Iterator<Item = (usize, &'a Publication)>) -> Table {
+    let mut t = Table::new(&schema::PUBLICATIONS);
+    for (i, p) in rows {
+        t.row()
+            .i(id(i))
+            .i(opt_id(p.publisher))
+            .i(id(p.thread))
+            .i(opt_id(p.run))
+            .i(Some(p.ts as i64))
+            .i(ts(p.rclcpp_ts))
+            .i(ts(p.rcl_ts))
+            .i(ts(p.rmw_ts))
+            .u(Some(p.message))
+            .i(p.src_ts)
+            .i(Some(p.intra as i64))
+            .done();
+    }
+    t
+}
+
+pub(crate) fn take_table<'a>(rows: impl Iterator<Item = (usize, &'a Take)>) -> Table {
+    let mut t = Table::new(&schema::TAKES);
+    for (i, k) in rows {
+        t.row()
+            .i(id(i))
+            .i(opt_id(k.sub))
+            .i(id(k.thread))
+            .i(opt_id(k.run))
+            .i(Some(k.ts as i64))
+            .i(ts(k.rmw_ts))
+            .i(ts(k.rcl_ts))
+            .i(ts(k.rclcpp_ts))
+            .u(Some(k.message))
+            .i(k.src_ts)
+            .i(Some(k.taken as i64))
+            .i(Some(k.intra as i64))
+            .done();
+    }
+    t
+}
+
+pub(crate) fn executor_table(states: &[ExecState]) -> Table {
+    let mut t = Table::new(&schema::EXECUTOR_STATES);
+    for e in states {
+        t.row().i(id(e.thread)).s(Some(e.state.name())).i(Some(e.start as i64)).i(Some(e.end as i64)).u(e.handle).done();
+    }
+    t
+}
+
+pub(crate) fn link_table(links: &[Link]) -> Table {
     let mut t = Table::new(&schema::LINKS);
     for l in links {
         let heuristic = l.method == LinkMethod::HeuristicWallClock;

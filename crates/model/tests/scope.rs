@@ -51,7 +51,7 @@ fn trace() -> TraceWriter {
 
 fn scoped(ids: &[&str]) -> roscope_model::Model {
     let scope = Scope { record_ids: ids.iter().map(|x| x.to_string()).collect() };
-    build_with(&trace(), Options { heuristics: true, progress: false, sync: true }, scope)
+    build_with(&trace(), Options { heuristics: true, progress: false, sync: true, window_ns: None, flush_every: 0 }, scope)
 }
 
 #[test]

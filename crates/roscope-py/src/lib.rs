@@ -188,7 +188,7 @@ fn build_model(
     let model = py.allow_threads(|| {
         roscope_model::build(
             &mut set,
-            roscope_model::Options { heuristics, progress, sync },
+            roscope_model::Options { heuristics, progress, sync, window_ns: None, flush_every: 0 },
             roscope_model::Scope { record_ids: record_ids.unwrap_or_default() },
         )
     });
@@ -202,6 +202,108 @@ fn build_model(
     warnings.extend(model.warnings);
     let losses = losses(&set);
     Ok((tables, model.stats, warnings, losses).into_py(py))
+}
+
+/// What the builder thread of a `ModelStream` sends.
+enum Msg {
+    Chunk(roscope_model::table::Table),
+    Done(Box<StreamEnd>),
+}
+
+struct StreamEnd {
+    model: roscope_model::Model,
+    warnings: Vec<String>,
+    losses: Vec<(String, u64, u64)>,
+}
+
+/// A streaming build: the model builder runs in its own thread and hands
+/// over the instance tables in chunks while it reads (`next_chunk`), at most
+/// `queue` chunks ahead, so memory stays bounded by the window, not by the
+/// trace; `finish` then gives what `build_model` gives, with the rest of
+/// the tables. A set of several hosts whose clocks are synchronized is held
+/// whole and comes at `finish`.
+#[pyclass(module = "roscope._core")]
+struct ModelStream {
+    rx: std::sync::Mutex<std::sync::mpsc::Receiver<Msg>>,
+    end: Option<Box<StreamEnd>>,
+}
+
+#[pymethods]
+impl ModelStream {
+    #[new]
+    #[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None, sync=true, window_ns=1_000_000_000, queue=2, flush_every=0))]
+    #[expect(clippy::too_many_arguments, reason = "the Python constructor's keyword arguments")]
+    fn new(
+        paths: Vec<String>,
+        heuristics: bool,
+        progress: bool,
+        record_ids: Option<Vec<String>>,
+        sync: bool,
+        window_ns: u64,
+        queue: usize,
+        flush_every: u64,
+    ) -> PyResult<Self> {
+        let mut set = TraceSet::open(&paths).map_err(err)?;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(queue.max(1));
+        let opts = roscope_model::Options { heuristics, progress, sync, window_ns: Some(window_ns.max(1)), flush_every };
+        let scope = roscope_model::Scope { record_ids: record_ids.unwrap_or_default() };
+        std::thread::Builder::new()
+            .name("roscope-model".into())
+            .spawn(move || {
+                let mut sink = |t: roscope_model::table::Table| {
+                    // A reader that went away (an error, Ctrl-C) drops the rest.
+                    let _ = tx.send(Msg::Chunk(t));
+                };
+                let model = roscope_model::build_streaming(&mut set, opts, scope, Some(&mut sink));
+                let mut warnings: Vec<String> = set.all_warnings().iter().map(|w| w.to_string()).collect();
+                warnings.extend(model.warnings.iter().cloned());
+                let end = StreamEnd { warnings, losses: losses(&set), model };
+                let _ = tx.send(Msg::Done(Box::new(end)));
+            })
+            .map_err(|e| PyOSError::new_err(format!("cannot start the model builder: {e}")))?;
+        Ok(ModelStream { rx: std::sync::Mutex::new(rx), end: None })
+    }
+
+    /// The next chunk, (table name, ArrowTable), or None once the build is
+    /// complete. Waits without the GIL, and honours Ctrl-C.
+    fn next_chunk(&mut self, py: Python<'_>) -> PyResult<Option<(String, ArrowTable)>> {
+        use std::sync::mpsc::RecvTimeoutError;
+        if self.end.is_some() {
+            return Ok(None);
+        }
+        loop {
+            let rx = &self.rx;
+            let got = py.allow_threads(|| match rx.lock() {
+                Ok(rx) => rx.recv_timeout(std::time::Duration::from_millis(200)),
+                Err(_) => Err(RecvTimeoutError::Disconnected),
+            });
+            match got {
+                Ok(Msg::Chunk(t)) => return Ok(Some((t.name.to_string(), ArrowTable::from_table(t)?))),
+                Ok(Msg::Done(end)) => {
+                    self.end = Some(end);
+                    return Ok(None);
+                }
+                Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(PyRuntimeError::new_err("the model builder stopped without finishing (an internal error: see above)"))
+                }
+            }
+        }
+    }
+
+    /// After the last chunk: (tables, stats, warnings, losses) as `build_model`.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<PyObject> {
+        let Some(end) = self.end.take() else {
+            return Err(PyRuntimeError::new_err("read every chunk (next_chunk() until None) once before finish()"));
+        };
+        let end = *end;
+        let tables = PyList::empty_bound(py);
+        for t in end.model.tables {
+            let name = t.name;
+            tables.append((name, Py::new(py, ArrowTable::from_table(t)?)?))?;
+        }
+        Ok((tables, end.model.stats, end.warnings, end.losses).into_py(py))
+    }
 }
 
 /// The flow's input model (roscope-flow), built from the model's tables.
@@ -420,6 +522,7 @@ fn schema() -> String {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Trace>()?;
+    m.add_class::<ModelStream>()?;
     m.add_function(wrap_pyfunction!(build_model, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_class::<FlowModel>()?;

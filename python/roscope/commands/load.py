@@ -33,6 +33,12 @@ def register(sub) -> None:
     p.add_argument("--no-sync", action="store_true",
                    help="keep every host's raw clock (by default the clocks of several hosts are synchronized from "
                         "the messages between them; the clock_sync table has each host's map)")
+    p.add_argument("--memory", type=C.size, metavar="SIZE", default=None,
+                   help="DuckDB's memory cap while writing (e.g. 64M, 1G; default 128M; 0: DuckDB's own, 80%% of RAM)")
+    p.add_argument("--window", type=float, metavar="SECONDS", default=None,
+                   help="records of this much trace time stay in memory while loading (default 1); older ones that "
+                        "nothing will change are written out, so memory does not grow with the trace; 0: hold the "
+                        "whole trace, then write")
     p.add_argument("--force", action="store_true", help="replace an existing output")
     C.add_json(p)
     p.set_defaults(func=run)
@@ -43,13 +49,16 @@ def run(args) -> int:
 
     if args.dataset:
         return _run_dataset(args)
-    if not args.output:
+    if args.output is None:
         raise InputError("give the DuckDB file to write with -o FILE, or a dataset with --dataset DIR")
     if args.run_id or args.config or args.commit or args.recorded_at:
         raise InputError("--run-id, --config, --commit and --recorded-at go with --dataset DIR")
     t0 = time.perf_counter()
+    if args.window is not None and not 0 <= args.window < 1e6:
+        raise InputError(f"--window {args.window}: give a number of seconds, from 0 to 1e6")
+    window_ns = None if args.window is None else int(args.window * 1e9)
     res = write(args.inputs, args.output, heuristics=not args.no_heuristics, parquet_dir=args.parquet, force=args.force,
-                sync=not args.no_sync)
+                sync=not args.no_sync, memory=args.memory, window_ns=window_ns)
     dt = time.perf_counter() - t0
     try:
         if args.json:

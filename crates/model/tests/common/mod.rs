@@ -68,7 +68,7 @@ pub fn gid_hex(first: u8) -> String {
 
 /// Writes the trace and builds its model (heuristic links on).
 pub fn build(w: &TraceWriter) -> Model {
-    build_with(w, Options { heuristics: true, progress: false, sync: true }, Scope::default())
+    build_with(w, Options { heuristics: true, progress: false, sync: true, window_ns: None, flush_every: 0 }, Scope::default())
 }
 
 pub fn build_with(w: &TraceWriter, opts: Options, scope: Scope) -> Model {
