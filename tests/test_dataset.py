@@ -301,6 +301,18 @@ def test_cli_load_force_and_failed_load(tmp_path, capfd):
     assert rc == 1 and "not a roscope dataset" in err and os.listdir(other) == ["notes.txt"]
 
 
+def test_report_on_a_run(dataset, tmp_path, capfd):
+    out = tmp_path / "r.html"
+    rc, _out, err = run(capfd, "report", dataset, "--run", "r03", "-o", out)
+    assert rc == 0, err
+    assert "/chatter" in out.read_text()
+
+
+def test_bad_run_id(tmp_path, capfd):
+    rc, _out, err = run(capfd, "load", os.path.join(ROS2, NAMES[3]), "--dataset", tmp_path / "d", "--run-id", "a/b")
+    assert rc == 1 and "run id 'a/b'" in err and not os.path.exists(tmp_path / "d")
+
+
 def test_damaged_parquet_file_is_named(dataset, tmp_path, capfd):
     d = str(tmp_path / "copy")
     shutil.copytree(dataset, d)
@@ -313,3 +325,48 @@ def test_damaged_parquet_file_is_named(dataset, tmp_path, capfd):
     assert rc == 1 and bad in err and "damaged Parquet file" in err
     rc, _out, err = run(capfd, "trend", d, "--metric", "callback:.")
     assert rc == 1 and bad in err
+
+
+# ----------------------------------------------------------------- two hosts (a live ros2sim recording)
+
+TWO_HOSTS = {"hosts": [{"name": "a"}, {"name": "b", "clock_offset_ns": 1_000_000}],
+             "processes": [
+                 {"name": "talker", "host": "a", "nodes": [{"name": "talker", "publishers": [{"topic": "/ab"}],
+                  "timers": [{"period_ms": 10, "work": {"dist": "fixed", "us": 50}, "publish": ["/ab"]}]}]},
+                 {"name": "relay", "host": "b", "nodes": [{"name": "relay", "subscriptions": [
+                     {"topic": "/ab", "depth": 10, "work": {"dist": "fixed", "us": 50}}]}]}]}
+
+
+@pytest.mark.lttng
+def test_two_hosts_are_partitions(tmp_path, capfd):
+    """A two-host ros2sim recording as one run: its host tables are split by host, and
+    the callback runs per node equal ros2sim's ground truth."""
+    import csv
+    import subprocess
+    import sys
+    from collections import Counter
+
+    if os.geteuid() != 0:
+        pytest.skip("ros2sim hosts need unshare (root)")
+    from test_record_ros2 import DRIVER, build_ros2sim
+
+    build_ros2sim()
+    (tmp_path / "system.json").write_text(json.dumps(TWO_HOSTS))
+    p = subprocess.run([sys.executable, str(DRIVER), "run", "--system", str(tmp_path / "system.json"), "--duration", "1.5",
+                        "--out", str(tmp_path / "sim")], capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, p.stdout + p.stderr
+    d = tmp_path / "ds"
+    rc, _out, err = run(capfd, "load", tmp_path / "sim" / "traces", "--dataset", d, "--run-id", "sim")
+    assert rc == 0, err
+    for t in ("hosts", "processes", "traces"):
+        assert sorted(os.listdir(d / t / "run=sim")) == ["host=a", "host=b"]
+    assert not os.path.exists(d / "callback_runs" / "run=sim" / "host=a")
+    db = ds.open(str(d), ["sim"])
+    assert db.records("SELECT hostname FROM hosts ORDER BY hostname") == [{"hostname": "a"}, {"hostname": "b"}]
+    db.close()
+    got = Counter()
+    for row in Q.run_duckdb(str(d))["callbacks"]:
+        got[row["node_name"]] += row["count"]
+    with open(tmp_path / "sim" / "ground_truth" / "callbacks.csv") as f:
+        want = Counter(row["node"] for row in csv.DictReader(f))
+    assert got == want and want["talker"] > 100
