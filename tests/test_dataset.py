@@ -301,6 +301,33 @@ def test_cli_load_force_and_failed_load(tmp_path, capfd):
     assert rc == 1 and "not a roscope dataset" in err and os.listdir(other) == ["notes.txt"]
 
 
+def test_two_loads_of_one_run_id_at_once(tmp_path):
+    """Two processes append the same run id at the same time: at most one wins, the
+    dataset holds that run whole or not at all, and nothing temporary is left."""
+    import subprocess
+    import sys
+
+    d = tmp_path / "d"
+    ds.append(os.path.join(ROS2, NAMES[3]), str(d), run_id="first")
+    argv = [sys.executable, "-m", "roscope", "load", "--dataset", str(d), "--run-id", "same"]
+    procs = [subprocess.Popen(argv + [os.path.join(ROS2, n)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for n in (NAMES[2], NAMES[4])]
+    res = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    for p in procs:
+        p.stdout.close()
+        p.stderr.close()
+    assert sum(rc == 0 for rc, _e in res) <= 1, res
+    for rc, err in res:
+        assert rc in (0, 1) and "Traceback" not in err, err
+        if rc == 1:
+            assert "already in the dataset" in err or "appeared while roscope was writing it" in err, err
+    tables = sorted(t for t in os.listdir(d) if os.path.isdir(d / t / "run=first"))
+    have = sorted(t for t in os.listdir(d) if os.path.isdir(d / t / "run=same"))
+    assert have in ([], tables)
+    assert (have == tables) == any(rc == 0 for rc, _e in res)
+    assert not [n for n in os.listdir(d) if n.startswith(".tmp")]
+
+
 def test_report_on_a_run(dataset, tmp_path, capfd):
     out = tmp_path / "r.html"
     rc, _out, err = run(capfd, "report", dataset, "--run", "r03", "-o", out)
