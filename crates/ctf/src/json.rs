@@ -189,7 +189,12 @@ fn write_members(out: &mut Vec<u8>, ty: Option<&Ty>, tape: &[Val], i: &mut usize
 
 /// Writes the current event of `s` as one JSON line.
 pub fn write_event(out: &mut Vec<u8>, set: &TraceSet, s: &StreamReader) {
-    let md = &set.traces[s.trace].md;
+    write_event_of(out, &set.traces, s)
+}
+
+/// `write_event` with the set's traces only.
+pub fn write_event_of(out: &mut Vec<u8>, traces: &[crate::reader::Trace], s: &StreamReader) {
+    let md = &traces[s.trace].md;
     let sc = &md.streams[s.sc];
     let ec = &md.events[s.cur_class];
     let data = s.data();
@@ -198,7 +203,7 @@ pub fn write_event(out: &mut Vec<u8>, set: &TraceSet, s: &StreamReader) {
     out.extend_from_slice(b",\"name\":");
     write_str(out, &ec.name);
     out.extend_from_slice(b",\"trace\":");
-    write_str(out, &set.traces[s.trace].rel);
+    write_str(out, &traces[s.trace].rel);
     out.extend_from_slice(b",\"stream\":{\"id\":");
     write_u64(out, s.stream_class_id);
     for (k, v) in &s.packet_fields {

@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::json::{text_at, write_str};
 use crate::metadata::EnvValue;
-use crate::reader::TraceSet;
-use crate::stream::Val;
+use crate::reader::{Trace, TraceSet};
+use crate::stream::{StreamReader, Val};
 use crate::types::Ty;
 
 #[derive(Debug, Default, Clone)]
@@ -86,7 +86,104 @@ pub fn context_positions(set: &TraceSet) -> Vec<Vec<[Option<usize>; 3]>> {
         .collect()
 }
 
+/// What one worker counts over its streams; merged by `summarize`.
+#[derive(Default)]
+struct Partial {
+    events: u64,
+    /// Per (trace, class).
+    class_counts: Vec<Vec<u64>>,
+    /// Per (trace, vpid): the process, and (ts, stream) of the event its name came from.
+    procs: HashMap<(usize, i64), (ProcessSummary, (u64, usize))>,
+    /// Per (trace, class): (ts, stream, JSON line) of its first event.
+    first: HashMap<(usize, usize), (u64, usize, String)>,
+}
+
+/// Reads the streams `mine` (indexes into the set's streams) to their end.
+fn count_streams(traces: &[Trace], ctx: &[Vec<[Option<usize>; 3]>], mine: Vec<(usize, &mut StreamReader)>) -> Partial {
+    let mut part = Partial { class_counts: traces.iter().map(|t| vec![0u64; t.md.events.len()]).collect(), ..Default::default() };
+    let mut rows: Vec<(ProcessSummary, (u64, usize))> = Vec::new();
+    let mut index: HashMap<(usize, i64), usize> = HashMap::new();
+    let mut last: Option<((usize, i64), usize)> = None;
+    for (si, s) in mine {
+        // Classes seen in this stream: its first event of a class is its
+        // earliest (a stream is in time order); the earliest over streams is kept.
+        let mut seen = vec![false; traces[s.trace].md.events.len()];
+        while s.advance() {
+            let (t, c, ts) = (s.trace, s.cur_class, s.cur_ts);
+            if !seen[c] {
+                seen[c] = true;
+                let earlier = part.first.get(&(t, c)).is_none_or(|f| (ts, si) < (f.0, f.1));
+                if earlier {
+                    let mut line = Vec::new();
+                    crate::json::write_event_of(&mut line, traces, s);
+                    part.first.insert((t, c), (ts, si, String::from_utf8_lossy(&line).trim_end().to_string()));
+                }
+            }
+            part.class_counts[t][c] += 1;
+            part.events += 1;
+            let [pp, _, np] = ctx[t][s.sc];
+            let Some(pp) = pp else { continue };
+            let vpid = match s.tape.get(pp) {
+                Some(Val::I(v)) => *v,
+                Some(Val::U(v)) => *v as i64,
+                _ => continue,
+            };
+            // Events of one process come in runs: the last one is looked up first.
+            let k = match last {
+                Some((key, k)) if key == (t, vpid) => k,
+                _ => {
+                    let n = rows.len();
+                    let k = *index.entry((t, vpid)).or_insert(n);
+                    if k == n {
+                        rows.push((ProcessSummary { trace: t, vpid, first_ts: ts, last_ts: ts, ..Default::default() }, (0, 0)));
+                    }
+                    last = Some(((t, vpid), k));
+                    k
+                }
+            };
+            let (e, named) = &mut rows[k];
+            e.events += 1;
+            e.first_ts = e.first_ts.min(ts);
+            e.last_ts = e.last_ts.max(ts);
+            if let Some(Val::Str(off, len)) = np.and_then(|np| s.tape.get(np)) {
+                // The name may change (exec, prctl): keep the latest.
+                if (ts, si) >= *named {
+                    *named = (ts, si);
+                    let name = text_at(s.data(), *off, *len);
+                    if e.procname != name {
+                        e.procname = name.into_owned();
+                    }
+                }
+            }
+        }
+    }
+    part.procs = index.into_iter().map(|(key, k)| (key, std::mem::take(&mut rows[k]))).collect();
+    part
+}
+
+/// Streams dealt to `n` workers, largest first, each to the least loaded.
+fn deal(streams: &mut [StreamReader], n: usize) -> Vec<Vec<(usize, &mut StreamReader)>> {
+    let mut order: Vec<(usize, &mut StreamReader)> = streams.iter_mut().enumerate().collect();
+    order.sort_by_key(|(i, s)| (std::cmp::Reverse(s.data().len()), *i));
+    let mut load = vec![0usize; n];
+    let mut out: Vec<Vec<(usize, &mut StreamReader)>> = (0..n).map(|_| Vec::new()).collect();
+    for (i, s) in order {
+        let w = (0..n).min_by_key(|&w| load[w]).unwrap_or(0);
+        load[w] += s.data().len();
+        out[w].push((i, s));
+    }
+    out
+}
+
+/// Reads every event once (streams in parallel, one worker per core) and
+/// summarizes the trace set.
 pub fn summarize(set: &mut TraceSet) -> Summary {
+    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(set.streams.len()).max(1);
+    summarize_with(set, workers)
+}
+
+/// `summarize` with `workers` threads.
+pub fn summarize_with(set: &mut TraceSet, workers: usize) -> Summary {
     let nt = set.traces.len();
     let mut sum = Summary {
         counts: vec![BTreeMap::new(); nt],
@@ -96,44 +193,55 @@ pub fn summarize(set: &mut TraceSet) -> Summary {
         first: vec![BTreeMap::new(); nt],
         ..Default::default()
     };
-    // Per (trace, class) counters, folded into names at the end.
-    let mut class_counts: Vec<Vec<u64>> = set.traces.iter().map(|t| vec![0u64; t.md.events.len()]).collect();
     // Where vpid and procname sit in each stream class's event context.
     let ctx = context_positions(set);
-    let mut procs: HashMap<(usize, i64), ProcessSummary> = HashMap::new();
-    while let Some(i) = set.next() {
-        let s = &set.streams[i];
-        if class_counts[s.trace][s.cur_class] == 0 {
-            let mut line = Vec::new();
-            crate::json::write_event(&mut line, set, s);
-            let name = set.traces[s.trace].md.events[s.cur_class].name.clone();
-            sum.first[s.trace].entry(name).or_insert_with(|| String::from_utf8_lossy(&line).trim_end().to_string());
+    let traces = &set.traces;
+    let parts: Vec<Partial> = std::thread::scope(|sc| {
+        let jobs: Vec<_> = deal(&mut set.streams, workers.max(1))
+            .into_iter()
+            .map(|mine| {
+                let ctx = &ctx;
+                sc.spawn(move || count_streams(traces, ctx, mine))
+            })
+            .collect();
+        jobs.into_iter().map(|j| j.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    });
+    let mut class_counts: Vec<Vec<u64>> = set.traces.iter().map(|t| vec![0u64; t.md.events.len()]).collect();
+    let mut procs: HashMap<(usize, i64), (ProcessSummary, (u64, usize))> = HashMap::new();
+    let mut first: HashMap<(usize, usize), (u64, usize, String)> = HashMap::new();
+    for part in parts {
+        sum.events += part.events;
+        for (t, v) in part.class_counts.into_iter().enumerate() {
+            for (c, n) in v.into_iter().enumerate() {
+                class_counts[t][c] += n;
+            }
         }
-        class_counts[s.trace][s.cur_class] += 1;
-        sum.events += 1;
-        let [pp, _, np] = ctx[s.trace][s.sc];
-        if let Some(pp) = pp {
-            let vpid = match s.tape.get(pp) {
-                Some(Val::I(v)) => *v,
-                Some(Val::U(v)) => *v as i64,
-                _ => continue,
-            };
-            let ts = s.cur_ts;
-            let e =
-                procs.entry((s.trace, vpid)).or_insert_with(|| ProcessSummary { trace: s.trace, vpid, first_ts: ts, ..Default::default() });
-            e.events += 1;
-            e.last_ts = ts;
-            if let Some(np) = np {
-                if let Some(Val::Str(off, len)) = s.tape.get(np) {
-                    // The name may change (exec, prctl): keep the latest.
-                    let name = text_at(s.data(), *off, *len);
-                    if e.procname != name {
-                        e.procname = name.into_owned();
+        for (k, (p, named)) in part.procs {
+            match procs.get_mut(&k) {
+                None => {
+                    procs.insert(k, (p, named));
+                }
+                Some((q, qn)) => {
+                    q.events += p.events;
+                    q.first_ts = q.first_ts.min(p.first_ts);
+                    q.last_ts = q.last_ts.max(p.last_ts);
+                    if named > *qn && !p.procname.is_empty() {
+                        q.procname = p.procname;
+                        *qn = named;
                     }
                 }
             }
         }
+        for (k, f) in part.first {
+            if first.get(&k).is_none_or(|g| (f.0, f.1) < (g.0, g.1)) {
+                first.insert(k, f);
+            }
+        }
     }
+    for ((t, c), (_, _, line)) in first {
+        sum.first[t].insert(set.traces[t].md.events[c].name.clone(), line);
+    }
+    let procs: HashMap<(usize, i64), ProcessSummary> = procs.into_iter().map(|(k, (p, _))| (k, p)).collect();
     for (ti, t) in set.traces.iter().enumerate() {
         for (ci, &n) in class_counts[ti].iter().enumerate() {
             if n > 0 {
