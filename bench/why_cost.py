@@ -8,10 +8,10 @@ whose clock runs 5 ms ahead and 50 ppm fast), about 10M events, while
 kernel's scheduling, as `roscope record --kernel` does. Then times, interleaved in one
 run (best of --runs), `roscope load` of
 
-  OUT          kernel data (OUT/perf/perf.data) and clock sync: what users get
+  OUT                           kernel data (OUT/perf/perf.data) and clock sync: what users get
   OUT --no-sync                 kernel data only
-  OUT/traces                    clock sync only (perf.data is above the input: not read)
-  OUT/traces --no-sync          neither: the reference
+  OUT --no-kernel               clock sync only
+  OUT --no-kernel --no-sync     neither: the reference
 
 and reports each as a ratio to the reference. Writes bench/results/why_cost.json.
 
@@ -76,12 +76,11 @@ def main() -> int:
     out = os.path.join(RESULTS, f"why-cost-{a.duration:g}")
     if not os.path.isdir(out):
         record(out, a.duration)
-    traces = os.path.join(out, "traces")
     cases = {
         "kernel + sync": [out],
         "kernel only": [out, "--no-sync"],
-        "sync only": [traces],
-        "neither": [traces, "--no-sync"],
+        "sync only": [out, "--no-kernel"],
+        "neither": [out, "--no-kernel", "--no-sync"],
     }
     best: dict = {}
     with tempfile.TemporaryDirectory(dir=RESULTS) as tmp:

@@ -462,3 +462,23 @@ def test_why_without_kernel_data(shared_traces, run_roscope, tmp_path):
             con.execute(f"DROP TABLE {t}")
     p = run_roscope("why", str(db))
     assert p.returncode == 1 and "load the trace again" in p.stderr and str(db) in p.stderr, p.stderr
+
+
+@recorded
+def test_no_kernel_leaves_the_perf_data_out(recording, run_roscope, tmp_path):
+    """`roscope load --no-kernel` on a recording with perf.data: the kernel tables
+    are empty, meta says so, and the ROS tables equal those of the full load."""
+    out, db = recording
+    bare = tmp_path / "bare.duckdb"
+    p = run_roscope("load", str(out), "-o", str(bare), "--no-kernel")
+    assert p.returncode == 0, p.stderr
+    import duckdb
+
+    full, no = duckdb.connect(str(db), read_only=True), duckdb.connect(str(bare), read_only=True)
+    assert full.execute("SELECT count(*) FROM thread_states").fetchall()[0][0] > 0
+    for t in ("kernel_threads", "thread_states", "preemptions", "migrations"):
+        assert no.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] == 0, t
+    assert no.execute("SELECT value FROM meta WHERE key = 'kernel'").fetchall() == [("false",)]
+    for t in ("callback_runs", "publications", "takes", "links"):
+        q = f"SELECT * FROM {t} ORDER BY ALL"
+        assert full.execute(q).fetchall() == no.execute(q).fetchall(), t

@@ -376,6 +376,7 @@ def load(
     sync: bool = True,
     memory: int | None = None,
     window_ns: int | None = None,
+    kernel: bool = True,
 ) -> tuple[Database, LoadResult]:
     """Builds the model of `paths` into a DuckDB file `out` (in memory if None).
 
@@ -387,26 +388,29 @@ def load(
     path, DatabaseError when DuckDB cannot write (disk full, permission).
     The build streams (`build`, `window_ns` of trace time in memory) into the
     database; writing a file, DuckDB keeps at most `memory` bytes (default
-    `LOAD_MEMORY`; 0: DuckDB's own limit).
+    `LOAD_MEMORY`; 0: DuckDB's own limit). `kernel=False` leaves out kernel
+    scheduling data (perf.data, LTTng sched events): its tables stay empty.
     """
-    con, meta, res = _build_and_write(paths, out, heuristics, parquet_dir, force, sync, memory, window_ns)
+    con, meta, res = _build_and_write(paths, out, heuristics, parquet_dir, force, sync, memory, window_ns, kernel)
     if con is None:
         con = _connect(os.path.abspath(out), read_only=False)
     return Database(con, res.db_path, meta, read_only=False), res
 
 
 def write(paths: Sequence[str], out: str, *, heuristics: bool = True, parquet_dir: str | None = None,
-          force: bool = False, sync: bool = True, memory: int | None = None, window_ns: int | None = None) -> LoadResult:
+          force: bool = False, sync: bool = True, memory: int | None = None, window_ns: int | None = None,
+          kernel: bool = True) -> LoadResult:
     """`load` into the file `out` without opening it afterwards: once the file is
     in place, nothing of roscope holds it (opened for writing, it would lock out a
     reader started meanwhile, e.g. `roscope stats`). What `roscope load` runs."""
-    con, _meta, res = _build_and_write(paths, out, heuristics, parquet_dir, force, sync, memory, window_ns)
+    con, _meta, res = _build_and_write(paths, out, heuristics, parquet_dir, force, sync, memory, window_ns, kernel)
     if con is not None:
         con.close()
     return res
 
 
-def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memory=None, window_ns=None):
+def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memory=None, window_ns=None,
+                     with_kernel=True):
     """`load`'s work: (the in-memory connection or None, meta, LoadResult)."""
     paths = _paths(paths)
     target = _output_target(out, force) if out is not None else None
@@ -421,7 +425,7 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
                                                window_ns=WINDOW_NS if window_ns is None else window_ns)
         from roscope import kernel  # kernel scheduling (perf.data beside the trace, LTTng sched events)
 
-        arrow.update(kernel.tables(paths, arrow, warnings))
+        arrow.update(kernel.tables(paths, arrow, warnings) if with_kernel else kernel.empty_tables())
         for name, tbl in arrow.items():
             ins.put(name, tbl)
         ins.close()
@@ -433,6 +437,7 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
             "host": socket.gethostname(),
             "heuristic_links": heuristics,
             "clock_sync": sync,
+            "kernel": with_kernel,
             "stats": stats,
             "warnings": warnings,
             "losses": losses,

@@ -33,6 +33,8 @@ def register(sub) -> None:
     p.add_argument("--no-sync", action="store_true",
                    help="keep every host's raw clock (by default the clocks of several hosts are synchronized from "
                         "the messages between them; the clock_sync table has each host's map)")
+    p.add_argument("--no-kernel", action="store_true",
+                   help="leave out kernel scheduling data (perf.data beside the trace, LTTng sched events)")
     p.add_argument("--memory", type=C.size, metavar="SIZE", default=None,
                    help="DuckDB's memory cap while writing (e.g. 64M, 1G; default 128M; 0: DuckDB's own, 80%% of RAM)")
     p.add_argument("--window", type=float, metavar="SECONDS", default=None,
@@ -58,7 +60,7 @@ def run(args) -> int:
         raise InputError(f"--window {args.window}: give a number of seconds, from 0 to 1e6")
     window_ns = None if args.window is None else int(args.window * 1e9)
     res = write(args.inputs, args.output, heuristics=not args.no_heuristics, parquet_dir=args.parquet, force=args.force,
-                sync=not args.no_sync, memory=args.memory, window_ns=window_ns)
+                sync=not args.no_sync, memory=args.memory, window_ns=window_ns, kernel=not args.no_kernel)
     dt = time.perf_counter() - t0
     try:
         if args.json:
