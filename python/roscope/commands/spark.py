@@ -64,20 +64,28 @@ def run_stats(args) -> int:
     return 0
 
 
-def run_flow(args) -> int:
+def _per_run(args, work):
+    """Runs `work(session)` (one Spark task per run) in a session of `args.master`;
+    returns (each run's result, seconds, the failed ones), printed as JSON with --json."""
     from roscope import spark
 
     t0 = time.perf_counter()
     sp = spark.session(args.master)
     try:
-        res = spark.flows(args.dataset, args.from_re, args.to_re, args.runs, spark=sp)
+        res = work(sp)
     finally:
         sp.stop()
     dt = time.perf_counter() - t0
-    failed = [r for r in res if not r["ok"]]
     if args.json:
         C.print_json({"dataset": args.dataset, "seconds": dt, "runs": res})
-    else:
+    return res, dt, [r for r in res if not r["ok"]]
+
+
+def run_flow(args) -> int:
+    from roscope import spark
+
+    res, dt, failed = _per_run(args, lambda sp: spark.flows(args.dataset, args.from_re, args.to_re, args.runs, spark=sp))
+    if not args.json:
         w = C.TextOut(sys.stdout).write
         w(f"  {'run':<28} {'flows':>8} {'paths':>6} {'mean':>9} {'p50':>9} {'p99':>9} {'max':>9}  (end-to-end latency, ms)\n")
         for r in res:
@@ -99,17 +107,9 @@ def run_load(args) -> int:
     if args.run_id and len(args.run_id) != len(args.traces):
         raise InputError(f"{len(args.run_id)} --run-id for {len(args.traces)} traces: give one per trace, in order")
     config = ds.parse_config(args.config)
-    t0 = time.perf_counter()
-    sp = spark.session(args.master)
-    try:
-        res = spark.load(args.traces, args.dataset, args.run_id, spark=sp, config=config, commit=args.commit, force=args.force)
-    finally:
-        sp.stop()
-    dt = time.perf_counter() - t0
-    failed = [r for r in res if not r["ok"]]
-    if args.json:
-        C.print_json({"dataset": args.dataset, "seconds": dt, "runs": res})
-    else:
+    res, dt, failed = _per_run(args, lambda sp: spark.load(args.traces, args.dataset, args.run_id, spark=sp, config=config,
+                                                           commit=args.commit, force=args.force))
+    if not args.json:
         w = C.TextOut(sys.stdout).write
         for r in res:
             if r["ok"]:
