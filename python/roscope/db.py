@@ -297,7 +297,7 @@ def _interrupts_deferred():
 
 #: DuckDB's memory cap while `load` writes a database file (bytes): what does
 #: not fit is written out, so a long trace does not need more.
-LOAD_MEMORY = 128 << 20
+LOAD_MEMORY = 64 << 20
 
 
 def _write_outputs(target: str | None, parquet_dir: str | None, fill, force: bool, memory: int | None = None):

@@ -36,7 +36,7 @@ def register(sub) -> None:
     p.add_argument("--no-kernel", action="store_true",
                    help="leave out kernel scheduling data (perf.data beside the trace, LTTng sched events)")
     p.add_argument("--memory", type=C.size, metavar="SIZE", default=None,
-                   help="DuckDB's memory cap while writing (e.g. 64M, 1G; default 128M; 0: DuckDB's own, 80%% of RAM)")
+                   help="DuckDB's memory cap while writing (e.g. 256M, 1G; default 64M, the least DuckDB works with; 0: DuckDB's own, 80%% of RAM)")
     p.add_argument("--window", type=float, metavar="SECONDS", default=None,
                    help="records of this much trace time stay in memory while loading (default 1); older ones that "
                         "nothing will change are written out, so memory does not grow with the trace; 0: hold the "
