@@ -587,15 +587,29 @@ impl Builder {
     /// links. Takes wait twice the window, so that a take is linked only once
     /// every publication before it is matchable; the linker forgets
     /// publications older than `LINK_WINDOW_NS` before the takes it links.
-    pub fn flush(&mut self, now: u64, sink: &mut dyn FnMut(Table)) {
+    ///
+    /// Times are compared in the merged order's terms (`now` and each
+    /// record's time plus its trace's clock offset), so that hosts whose raw
+    /// clocks differ (boot times) are each cut at the same moment.
+    pub fn flush(&mut self, now: i64, sink: &mut dyn FnMut(Table)) {
         let Some(w) = self.opts.window_ns else { return };
         self.note_peak();
-        let old = |ts: u64, k: u64| ts.saturating_add(k.saturating_mul(w)) < now;
-        let runs = self.runs.drain(|r| old(r.start, 1), |r| r.end.is_some());
-        let pubs = self.publications.drain(|p| old(p.ts, 1), |_| true);
-        let takes = self.takes.drain(|t| old(t.ts, 2), |_| true);
+        let (offsets, procs, threads) = (&self.info.offsets, &self.procs, &self.threads);
+        let w = i64::try_from(w).unwrap_or(i64::MAX);
+        let old = |ts: u64, th: usize, k: i64| {
+            let at = offsets[procs[threads[th].proc].trace].wrapping_add(ts as i64);
+            at.saturating_add(w.saturating_mul(k)) < now
+        };
+        let runs = self.runs.drain(|r| old(r.start, r.thread, 1), |r| r.end.is_some());
+        let pubs = self.publications.drain(|p| old(p.ts, p.thread, 1), |_| true);
+        let takes = self.takes.drain(|t| old(t.ts, t.thread, 2), |_| true);
         self.emit(runs, pubs, takes, sink);
-        self.linker.prune(now.saturating_sub(w.saturating_mul(2)).saturating_sub(crate::link::LINK_WINDOW_NS));
+        self.linker.prune(now.saturating_sub(w.saturating_mul(2)).saturating_sub(crate::link::LINK_WINDOW_NS as i64));
+    }
+
+    /// A record's time in the merged order's terms: plus its trace's clock offset.
+    pub(crate) fn merged_ts(&self, ts: u64, thread: usize) -> i64 {
+        self.clock_offset(self.procs[self.threads[thread].proc].trace).wrapping_add(ts as i64)
     }
 
     /// Emits drained records as chunks, and the links of the takes.
@@ -686,7 +700,8 @@ pub fn build_streaming(set: &mut TraceSet, mut opts: Options, scope: Scope, mut 
         n += 1;
         if opts.window_ns.is_some() && n.is_multiple_of(every) {
             if let Some(sink) = sink.as_mut() {
-                b.flush(set.streams[i].cur_ts, *sink);
+                let s = &set.streams[i];
+                b.flush(set.traces[s.trace].offset_ns.wrapping_add(s.cur_ts as i64), *sink);
             }
         }
         if opts.progress && n.is_multiple_of(PROGRESS_EVERY_EVENTS) {

@@ -50,8 +50,8 @@ pub struct Linker {
     by_stamp: FxHashMap<(u32, i64), Vec<Cand>>,
     /// (host, topic) -> (wall time, id) of publications without a stamp.
     by_wall: FxHashMap<(usize, u32), BTreeSet<(i64, usize)>>,
-    /// (time, entry) in the order added, for `prune`.
-    added: VecDeque<(u64, Key)>,
+    /// (time in the merged order, entry) in the order added, for `prune`.
+    added: VecDeque<(i64, Key)>,
 }
 
 impl Linker {
@@ -65,8 +65,9 @@ impl Linker {
         self.added.len()
     }
 
-    /// Forgets the publications older than `before` (ns).
-    pub fn prune(&mut self, before: u64) {
+    /// Forgets the publications older than `before` (ns, in the merged
+    /// order's terms: a trace's time plus its clock offset).
+    pub fn prune(&mut self, before: i64) {
         while self.added.front().is_some_and(|(ts, _)| *ts < before) {
             let Some((_, key)) = self.added.pop_front() else { break };
             match key {
@@ -111,13 +112,13 @@ impl Builder {
         if let Some(st) = pb.src_ts {
             let key = (topic, st);
             lk.by_stamp.entry(key).or_default().push((i, pb.ts, pb.src_from));
-            lk.added.push_back((pb.ts, Key::Stamp(key)));
+            lk.added.push_back((self.merged_ts(pb.ts, pb.thread), Key::Stamp(key)));
         } else if !pb.intra && self.opts.heuristics {
             let trace = self.procs[self.threads[pb.thread].proc].trace;
             let wall = self.clock_offset(trace).wrapping_add(pb.rmw_ts.unwrap_or(pb.ts) as i64);
             let key = (self.host_of(pb.thread), topic);
             lk.by_wall.entry(key).or_default().insert((wall, i));
-            lk.added.push_back((pb.ts, Key::Wall(key, (wall, i))));
+            lk.added.push_back((self.merged_ts(pb.ts, pb.thread), Key::Wall(key, (wall, i))));
         }
     }
 

@@ -1,0 +1,114 @@
+//! A streaming build (`build_streaming`) gives the whole build's tables, row
+//! for row, also for two hosts whose raw clocks differ by a boot time: the
+//! window is cut in the merged order's terms (time plus clock offset), not in
+//! raw trace time.
+
+mod common;
+
+use common::*;
+use roscope_ctf::testing::{Ctx, TempDir, TraceWriter};
+use roscope_ctf::TraceSet;
+use roscope_model::table::{Data, Table};
+use roscope_model::{build, build_streaming, Options, Scope};
+
+const TALKER: Ctx = Ctx { pid: 100, tid: 100, procname: "talker" };
+const LISTENER: Ctx = Ctx { pid: 200, tid: 200, procname: "listener" };
+/// Host b booted 5000 s after host a: its raw clock is 5000 s behind, and its
+/// trace's clock offset says so.
+const SKEW_S: i64 = 5000;
+const A0: u64 = 6_000_000_000_000;
+const B0: u64 = A0 - SKEW_S as u64 * 1_000_000_000;
+const MSGS: u64 = 300;
+const PERIOD: u64 = 10_000_000;
+
+fn hosts(root: &TempDir) -> Vec<std::path::PathBuf> {
+    let mut a = TraceWriter::new("host-a");
+    ros2_classes(&mut a, "ros2", true);
+    a.event(A0, TALKER, "ros2:rcl_init", &[U(1), S("4.1.0")]);
+    a.event(A0 + 1, TALKER, "ros2:rcl_node_init", &[U(0x1000), U(0x1001), S("talker"), S("/")]);
+    a.event(A0 + 2, TALKER, "ros2:rmw_publisher_init", &[U(0x2001), B(&gid(1))]);
+    a.event(A0 + 3, TALKER, "ros2:rcl_publisher_init", &[U(0x2000), U(0x1000), U(0x2001), S("/chatter"), U(10)]);
+    a.event(A0 + 4, TALKER, "ros2:rcl_timer_init", &[U(0x3000), I(PERIOD as i64)]);
+    a.event(A0 + 5, TALKER, "ros2:rclcpp_timer_callback_added", &[U(0x3000), U(0x3100)]);
+    let mut b = TraceWriter::new("host-b");
+    b.clock_offset_s(SKEW_S);
+    ros2_classes(&mut b, "ros2", true);
+    b.event(B0 + 10, LISTENER, "ros2:rcl_init", &[U(1), S("4.1.0")]);
+    b.event(B0 + 11, LISTENER, "ros2:rcl_node_init", &[U(0x1000), U(0x1002), S("listener"), S("/")]);
+    b.event(B0 + 12, LISTENER, "ros2:rmw_subscription_init", &[U(0x4001), B(&gid(100))]);
+    b.event(B0 + 13, LISTENER, "ros2:rcl_subscription_init", &[U(0x4000), U(0x1000), U(0x4001), S("/chatter"), U(5)]);
+    b.event(B0 + 14, LISTENER, "ros2:rclcpp_subscription_init", &[U(0x4000), U(0x4100)]);
+    b.event(B0 + 15, LISTENER, "ros2:rclcpp_subscription_callback_added", &[U(0x4100), U(0x4200)]);
+    for k in 0..MSGS {
+        // Published at t; taken 2 ms later on host b (in wall time).
+        let t = 1_000_000 + k * PERIOD;
+        let msg = 0xA000 + k;
+        let stamp = (A0 + t + 300) as i64;
+        a.event(A0 + t, TALKER, "ros2:callback_start", &[U(0x3100), U(0)]);
+        a.event(A0 + t + 100, TALKER, "ros2:rclcpp_publish", &[U(0x2000), U(msg)]);
+        a.event(A0 + t + 200, TALKER, "ros2:rcl_publish", &[U(0x2000), U(msg)]);
+        a.event(A0 + t + 300, TALKER, "ros2:rmw_publish", &[U(0x2001), U(msg), I(stamp)]);
+        a.event(A0 + t + 1000, TALKER, "ros2:callback_end", &[U(0x3100)]);
+        let r = B0 + t + 2_000_000;
+        b.event(r, LISTENER, "ros2:rmw_take", &[U(0x4001), U(0xB000 + k), I(stamp), U(1)]);
+        b.event(r + 100, LISTENER, "ros2:callback_start", &[U(0x4200), U(0)]);
+        b.event(r + 5000, LISTENER, "ros2:callback_end", &[U(0x4200)]);
+    }
+    let dirs = vec![root.path().join("a"), root.path().join("b")];
+    a.write(&dirs[0]);
+    b.write(&dirs[1]);
+    dirs
+}
+
+/// Each row as text, sorted: tables compared as multisets of rows.
+fn rows(tables: &[&Table]) -> Vec<String> {
+    let mut out = vec![];
+    for t in tables {
+        for k in 0..t.rows {
+            let cells: Vec<String> = t
+                .cols
+                .iter()
+                .map(|c| {
+                    if c.any_null && c.valid[k] == 0 {
+                        return "NULL".to_string();
+                    }
+                    match &c.data {
+                        Data::I64(v) => v[k].to_string(),
+                        Data::U64(v) => v[k].to_string(),
+                        Data::F64(v) => v[k].to_string(),
+                        Data::Str(b, o) => String::from_utf8_lossy(&b[o[k] as usize..o[k + 1] as usize]).into_owned(),
+                    }
+                })
+                .collect();
+            out.push(cells.join("|"));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn two_hosts_with_different_boot_times_stream_like_the_whole_build() {
+    let root = TempDir::new("streaming");
+    let dirs = hosts(&root);
+    let opts = Options { heuristics: true, progress: false, sync: false, window_ns: None, flush_every: 0 };
+    let whole = build(&mut TraceSet::open(&dirs).unwrap(), opts, Scope::default());
+    let mut chunks: Vec<Table> = vec![];
+    let mut sink = |t: Table| chunks.push(t);
+    let streamed = build_streaming(
+        &mut TraceSet::open(&dirs).unwrap(),
+        Options { window_ns: Some(50_000_000), flush_every: 1, ..opts },
+        Scope::default(),
+        Some(&mut sink),
+    );
+    assert!(chunks.len() > 50, "it streamed: {} chunks", chunks.len());
+    let links = rows(&[table(&whole, "links")]);
+    assert_eq!(links.len(), MSGS as usize, "every message linked in the whole build");
+    for t in &whole.tables {
+        let mut parts: Vec<&Table> = chunks.iter().filter(|c| c.name == t.name).collect();
+        parts.extend(streamed.tables.iter().filter(|c| c.name == t.name));
+        assert_eq!(rows(&parts), rows(&[t]), "table {}", t.name);
+    }
+    let late = streamed.stats.iter().find(|s| s.0 == "late_updates").map(|s| s.1);
+    assert_eq!(late, Some(0));
+}
