@@ -270,6 +270,9 @@ CASES = [
     Case("flow-message-huge", ["flow", "{db}", "--message", "99999999999999999999999"], 2,
          r"--message: 99999999999999999999999 is out of range"),
     Case("flow-message-negative", ["flow", "{db}", "--message", "-1"], 2, r"--message: -1 is out of range"),
+    Case("flow-message-with-from", ["flow", "{db}", "--message", "1", "--from", "."], 1,
+         r"--message draws one message's graph: leave out --from and --to"),
+    Case("stats-empty-path", ["stats", ""], 1, r"an input path is empty"),
     # item 14: minor
     Case("channel-without-metadata", ["stats", "{tmp}/chan"], 1,
          r"chan: no CTF trace found: \S+/chan holds CTF stream files, but its 'metadata' file is missing",

@@ -39,6 +39,8 @@ def _paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
     if not out:
         raise ValueError("no trace path given")
     for p in out:
+        if not p:
+            raise FileNotFoundError("an input path is empty: give a trace directory or a database")
         if not os.path.exists(p):
             raise FileNotFoundError(f"{p}: no such file or directory")
     return out

@@ -196,6 +196,8 @@ def run(args) -> int:
 
     if args.message is None and (args.from_re is None or args.to_re is None):
         raise InputError("give --from and --to (topic regexes), or --message ID")
+    if args.message is not None and (args.from_re is not None or args.to_re is not None):
+        raise InputError("--message draws one message's graph: leave out --from and --to")
     db = open_for(args)
     try:
         if args.message is not None:
