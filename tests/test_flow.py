@@ -271,11 +271,21 @@ def test_executor_states_and_input_waits(sims):
     rows = db.records("""SELECT w.publication_id, w.wait_ns, w.executor_busy_ns, p.pid, c.handle
                          FROM run_input_waits w JOIN callbacks c USING (callback_id) JOIN processes p ON p.proc_id = c.proc_id""")
     assert len(rows) == len(truth)
+    errors = []
     for r in rows:
         expected = truth[(ids[r["publication_id"]], r["pid"], r["handle"])]
-        # The ground truth reads the clock just before each tracepoint fires.
-        assert abs(r["wait_ns"] - expected) < 100_000
+        errors.append(abs(r["wait_ns"] - expected))
         assert 0 <= r["executor_busy_ns"] <= r["wait_ns"]
+    # The ground truth reads the clock just before each tracepoint fires: the two
+    # differ by the time in between, a few µs, unless the thread is preempted right
+    # there (another process on the CPU), which adds up to a scheduler tick (4 ms at
+    # HZ=250). So: the typical error is µs, and at most 1% of the waits (at least one)
+    # exceed 100 µs, none a tick.
+    errors.sort()
+    print(f"\nwait error vs ground truth: median {errors[len(errors) // 2]} ns, max {errors[-1]} ns, n {len(errors)}")
+    assert errors[len(errors) // 2] < 20_000, errors[-5:]
+    assert sum(e >= 100_000 for e in errors) <= max(1, len(errors) // 100), errors[-5:]
+    assert errors[-1] < 4_000_000, errors[-5:]
 
 
 def test_subscription_drops_equal_ground_truth(sims):
