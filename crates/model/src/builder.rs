@@ -378,25 +378,14 @@ impl Builder {
         self.threads[th].pending_take = Some(k);
     }
 
-    /// The publication in progress on thread `th`, if still in memory; one
-    /// that left (streaming window) is counted as a late update.
+    /// The publication in progress on thread `th`, if still in memory (see `pending`).
     pub(crate) fn pending_publication(&mut self, th: usize) -> Option<&mut Publication> {
-        let pi = self.threads[th].pending_pub?;
-        if self.publications.get(pi).is_none() {
-            self.counts.late_updates += 1;
-            self.threads[th].pending_pub = None;
-        }
-        self.publications.get_mut(pi)
+        pending(&mut self.threads[th].pending_pub, &mut self.publications, &mut self.counts.late_updates)
     }
 
-    /// The take in progress on thread `th`, as `pending_publication`.
+    /// The take in progress on thread `th`, if still in memory (see `pending`).
     pub(crate) fn pending_take(&mut self, th: usize) -> Option<&mut Take> {
-        let tk = self.threads[th].pending_take?;
-        if self.takes.get(tk).is_none() {
-            self.counts.late_updates += 1;
-            self.threads[th].pending_take = None;
-        }
-        self.takes.get_mut(tk)
+        pending(&mut self.threads[th].pending_take, &mut self.takes, &mut self.counts.late_updates)
     }
 
     /// The event's (host, pid, tid, procname) from its stream's context.
@@ -596,10 +585,7 @@ impl Builder {
         self.note_peak();
         let (offsets, procs, threads) = (&self.info.offsets, &self.procs, &self.threads);
         let w = i64::try_from(w).unwrap_or(i64::MAX);
-        let old = |ts: u64, th: usize, k: i64| {
-            let at = offsets[procs[threads[th].proc].trace].wrapping_add(ts as i64);
-            at.saturating_add(w.saturating_mul(k)) < now
-        };
+        let old = |ts: u64, th: usize, k: i64| merged(offsets, procs, threads, ts, th).saturating_add(w.saturating_mul(k)) < now;
         let runs = self.runs.drain(|r| old(r.start, r.thread, 1), |r| r.end.is_some());
         let pubs = self.publications.drain(|p| old(p.ts, p.thread, 1), |_| true);
         let takes = self.takes.drain(|t| old(t.ts, t.thread, 2), |_| true);
@@ -609,7 +595,7 @@ impl Builder {
 
     /// A record's time in the merged order's terms: plus its trace's clock offset.
     pub(crate) fn merged_ts(&self, ts: u64, thread: usize) -> i64 {
-        self.clock_offset(self.procs[self.threads[thread].proc].trace).wrapping_add(ts as i64)
+        merged(&self.info.offsets, &self.procs, &self.threads, ts, thread)
     }
 
     /// Emits drained records as chunks, and the links of the takes.
@@ -675,6 +661,23 @@ impl Builder {
     }
 }
 
+/// The slot of a record in progress on a thread (`Thread::pending_pub`,
+/// `pending_take`): the record, if still in memory. One that already left
+/// (streaming window) is counted in `late` and the slot is cleared.
+fn pending<'a, T>(slot: &mut Option<usize>, rows: &'a mut Rows<T>, late: &mut u64) -> Option<&'a mut T> {
+    let i = (*slot)?;
+    if rows.get(i).is_none() {
+        *late += 1;
+        *slot = None;
+    }
+    rows.get_mut(i)
+}
+
+/// Time `ts` of thread `th` in the merged order's terms: plus its trace's clock offset.
+fn merged(offsets: &[i64], procs: &[Proc], threads: &[Thread], ts: u64, th: usize) -> i64 {
+    offsets[procs[threads[th].proc].trace].wrapping_add(ts as i64)
+}
+
 /// Builds the model from every event of `set`, in time order.
 pub fn build(set: &mut TraceSet, opts: Options, scope: Scope) -> Model {
     build_streaming(set, Options { window_ns: None, ..opts }, scope, None)
@@ -686,19 +689,19 @@ pub fn build(set: &mut TraceSet, opts: Options, scope: Scope) -> Model {
 /// has several hosts whose clocks are to be synchronized: that needs every
 /// message pair first, so such a build holds its records to the end. The
 /// returned model holds the tables not yet handed to `sink`.
-pub fn build_streaming(set: &mut TraceSet, mut opts: Options, scope: Scope, mut sink: Option<&mut dyn FnMut(Table)>) -> Model {
-    let hosts = TraceInfo::new(set).hosts.len();
-    if sink.is_none() || (opts.sync && hosts > 1) {
-        opts.window_ns = None;
-    }
+pub fn build_streaming(set: &mut TraceSet, opts: Options, scope: Scope, mut sink: Option<&mut dyn FnMut(Table)>) -> Model {
     let every = if opts.flush_every > 0 { opts.flush_every } else { FLUSH_EVERY_EVENTS };
     let mut b = Builder::new(set, opts, scope);
+    if sink.is_none() || (opts.sync && b.hosts().len() > 1) {
+        b.opts.window_ns = None;
+    }
+    let streaming = b.opts.window_ns.is_some();
     let t0 = std::time::Instant::now();
     let mut n: u64 = 0;
     while let Some(i) = set.next() {
         b.run_event(set, i);
         n += 1;
-        if opts.window_ns.is_some() && n.is_multiple_of(every) {
+        if streaming && n.is_multiple_of(every) {
             if let Some(sink) = sink.as_mut() {
                 let s = &set.streams[i];
                 b.flush(set.traces[s.trace].offset_ns.wrapping_add(s.cur_ts as i64), *sink);

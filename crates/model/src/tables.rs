@@ -87,15 +87,10 @@ impl Builder {
         out.push(object_table(&schema::SERVICES, &o.services));
         out.push(object_table(&schema::CLIENTS, &o.clients));
         out.push(self.callback_table());
-        let runs = std::mem::take(&mut self.runs);
-        out.push(run_table(runs.iter()));
-        drop(runs);
-        let pubs = std::mem::take(&mut self.publications);
-        out.push(publication_table(pubs.iter()));
-        drop(pubs);
-        let takes = std::mem::take(&mut self.takes);
-        out.push(take_table(takes.iter()));
-        drop(takes);
+        // Each record set is freed once its table is made.
+        out.push(run_table(std::mem::take(&mut self.runs).iter()));
+        out.push(publication_table(std::mem::take(&mut self.publications).iter()));
+        out.push(take_table(std::mem::take(&mut self.takes).iter()));
         out.push(link_table(&links));
         out.extend(self.annotation_tables());
         out.push(executor_table(&self.exec_states));
