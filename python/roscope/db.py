@@ -155,16 +155,13 @@ def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None =
 
 
 def _put(con: duckdb.DuckDBPyConnection, name: str, tbl, exists: bool) -> None:
-    """Stores an Arrow table (or a chunk of one) as the model table `name` (a
-    name of the schema, never user text)."""
-    con.register("_src", tbl)
-    try:
-        if exists:
-            con.execute(f'INSERT INTO "{name}" SELECT * FROM _src')
-        else:
-            con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM _src')
-    finally:
-        con.unregister("_src")
+    """Stores an Arrow table (or a chunk of one) as the model table `name`,
+    created with the Arrow table's column types (relational API, no SQL text)."""
+    rel = con.from_arrow(tbl)
+    if exists:
+        rel.insert_into(name)
+    else:
+        rel.create(name)
 
 
 #: Chunks of a streaming build are stored in inserts of about this many bytes
