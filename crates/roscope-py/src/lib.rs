@@ -193,27 +193,38 @@ fn build_model(
         )
     });
     py.check_signals()?;
-    let tables = PyList::empty_bound(py);
-    for t in model.tables {
-        let name = t.name;
-        tables.append((name, Py::new(py, ArrowTable::from_table(t)?)?))?;
+    BuildEnd::new(&set, model).into_py_tuple(py)
+}
+
+/// A finished build: the model with the trace set's warnings and losses.
+struct BuildEnd {
+    model: roscope_model::Model,
+    warnings: Vec<String>,
+    losses: Vec<(String, u64, u64)>,
+}
+
+impl BuildEnd {
+    fn new(set: &TraceSet, mut model: roscope_model::Model) -> Self {
+        let mut warnings: Vec<String> = set.all_warnings().iter().map(|w| w.to_string()).collect();
+        warnings.append(&mut model.warnings);
+        BuildEnd { warnings, losses: losses(set), model }
     }
-    let mut warnings: Vec<String> = set.all_warnings().iter().map(|w| w.to_string()).collect();
-    warnings.extend(model.warnings);
-    let losses = losses(&set);
-    Ok((tables, model.stats, warnings, losses).into_py(py))
+
+    /// (tables, stats, warnings, losses): tables is a list of (name, ArrowTable).
+    fn into_py_tuple(self, py: Python<'_>) -> PyResult<PyObject> {
+        let tables = PyList::empty_bound(py);
+        for t in self.model.tables {
+            let name = t.name;
+            tables.append((name, Py::new(py, ArrowTable::from_table(t)?)?))?;
+        }
+        Ok((tables, self.model.stats, self.warnings, self.losses).into_py(py))
+    }
 }
 
 /// What the builder thread of a `ModelStream` sends.
 enum Msg {
     Chunk(roscope_model::table::Table),
-    Done(Box<StreamEnd>),
-}
-
-struct StreamEnd {
-    model: roscope_model::Model,
-    warnings: Vec<String>,
-    losses: Vec<(String, u64, u64)>,
+    Done(Box<BuildEnd>),
 }
 
 /// A streaming build: the model builder runs in its own thread and hands
@@ -225,7 +236,7 @@ struct StreamEnd {
 #[pyclass(module = "roscope._core")]
 struct ModelStream {
     rx: std::sync::Mutex<std::sync::mpsc::Receiver<Msg>>,
-    end: Option<Box<StreamEnd>>,
+    end: Option<Box<BuildEnd>>,
 }
 
 #[pymethods]
@@ -255,10 +266,7 @@ impl ModelStream {
                     let _ = tx.send(Msg::Chunk(t));
                 };
                 let model = roscope_model::build_streaming(&mut set, opts, scope, Some(&mut sink));
-                let mut warnings: Vec<String> = set.all_warnings().iter().map(|w| w.to_string()).collect();
-                warnings.extend(model.warnings.iter().cloned());
-                let end = StreamEnd { warnings, losses: losses(&set), model };
-                let _ = tx.send(Msg::Done(Box::new(end)));
+                let _ = tx.send(Msg::Done(Box::new(BuildEnd::new(&set, model))));
             })
             .map_err(|e| PyOSError::new_err(format!("cannot start the model builder: {e}")))?;
         Ok(ModelStream { rx: std::sync::Mutex::new(rx), end: None })
@@ -296,13 +304,7 @@ impl ModelStream {
         let Some(end) = self.end.take() else {
             return Err(PyRuntimeError::new_err("read every chunk (next_chunk() until None) once before finish()"));
         };
-        let end = *end;
-        let tables = PyList::empty_bound(py);
-        for t in end.model.tables {
-            let name = t.name;
-            tables.append((name, Py::new(py, ArrowTable::from_table(t)?)?))?;
-        }
-        Ok((tables, end.model.stats, end.warnings, end.losses).into_py(py))
+        end.into_py_tuple(py)
     }
 }
 
