@@ -3,7 +3,7 @@
 //! callbacks, subtree caching), each flow's latency split into communication, idle
 //! and computation, and the distinct segments of all flows.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::index::Index;
@@ -69,6 +69,44 @@ impl EdgeSource {
 /// Implicit edges (from callback, to callback) and where each comes from.
 pub type ImplicitEdges = HashMap<(i64, i64), EdgeSource>;
 
+/// The part of the trace a search sees when it runs over a slice of the model
+/// (docs/analyses.md, "Slices"): the slice holds every run and publication whose time
+/// is in `[lo, hi)` with everything they reference, and the search handles the output
+/// publications from `out_from` (time, id) up to time `out_to` (excluded).
+///
+/// A tree node outside `[lo, hi)`, or one whose newest input or intra-node dependency
+/// would have to be looked up before `lo`, is incomplete: the slice may not hold what
+/// the whole model would give there. An output whose flows reach such a node is not
+/// answered (`FlowResult::uncertain_at`): its search must be repeated on a slice that
+/// reaches further. `Window::ALL` (the whole model) never has incomplete nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub lo: i64,
+    pub hi: i64,
+    pub out_from: (i64, i64),
+    pub out_to: i64,
+}
+
+impl Window {
+    pub const ALL: Window = Window { lo: i64::MIN, hi: i64::MAX, out_from: (i64::MIN, i64::MIN), out_to: i64::MAX };
+
+    /// Whether a node at time `t` is inside the slice's complete part.
+    fn holds(&self, t: i64) -> bool {
+        self.lo <= t && t < self.hi
+    }
+
+    /// Whether a dependency looked up for a node (`found`: the time of what the
+    /// lookup gave, if anything) could differ on the whole model: nothing found, or
+    /// something before `lo`, while the slice starts after the trace does.
+    pub(crate) fn lookup_unsure(&self, found: Option<i64>) -> bool {
+        self.lo != i64::MIN && found.is_none_or(|t| t < self.lo)
+    }
+
+    pub(crate) fn outputs(&self, t: i64, p: i64) -> bool {
+        (t, p) >= self.out_from && t < self.out_to
+    }
+}
+
 /// Options of the data-flow search (data-flow paper, III-C).
 #[derive(Clone)]
 pub struct FlowOptions {
@@ -99,6 +137,8 @@ pub struct FlowOptions {
     /// start or end at; empty: none.
     pub excluded_topic: Vec<bool>,
     pub excluded_cb: Vec<bool>,
+    /// The slice of the model the search runs over (`Window::ALL`: the whole model).
+    pub window: Window,
 }
 
 impl FlowOptions {
@@ -114,6 +154,7 @@ impl FlowOptions {
             all_paths: true,
             excluded_topic: Vec::new(),
             excluded_cb: Vec::new(),
+            window: Window::ALL,
         }
     }
 
@@ -142,6 +183,8 @@ struct Search<'a, 'b> {
 struct Tree {
     head: (char, i64),
     children: Vec<Rc<Tree>>,
+    /// The slice may not hold all of the head's dependencies (`Window`).
+    incomplete: bool,
 }
 
 impl<'a, 'b> Search<'a, 'b> {
@@ -200,21 +243,28 @@ impl<'a, 'b> Search<'a, 'b> {
     }
 
     /// D_cp: the publication that triggered subscription run `r`: its transport
-    /// link, or the newest publication on its topic before it.
-    fn d_cp(&self, r: i64) -> Option<i64> {
+    /// link, or the newest publication on its topic before it. The flag says whether
+    /// the newest publication was looked up where the slice may not hold it.
+    fn d_cp(&self, r: i64) -> (Option<i64>, bool) {
         let m = self.ix.m;
         if self.o.exact_links {
             let p = self.ix.input_of_run[r as usize];
             if p >= 0 {
-                return Some(p);
+                return (Some(p), false);
             }
         }
         let cb = m.run_cb[r as usize];
         let topic = self.topic_of_cb[cb as usize];
         if topic < 0 {
-            return None;
+            return (None, false);
         }
-        let t = m.run_start[r as usize];
+        let best = self.newest_on_topic(topic, m.run_start[r as usize]);
+        (best, self.o.window.lookup_unsure(best.map(|p| m.pb_ts[p as usize])))
+    }
+
+    /// The newest publication on `topic` before `t`.
+    fn newest_on_topic(&self, topic: i64, t: i64) -> Option<i64> {
+        let m = self.ix.m;
         let mut best: Option<i64> = None;
         for &pu in &self.pubs_of_topic[topic as usize] {
             let list = &self.ix.pubs_of_publisher[pu as usize];
@@ -229,15 +279,19 @@ impl<'a, 'b> Search<'a, 'b> {
         best
     }
 
-    /// D_cc: the newest run of each implicit dependency callback before `r`.
-    fn d_cc(&self, r: i64) -> Vec<i64> {
+    /// D_cc: the newest run of each implicit dependency callback before `r`. The flag
+    /// says whether one of them was looked up where the slice may not hold it.
+    fn d_cc(&self, r: i64) -> (Vec<i64>, bool) {
         let m = self.ix.m;
         let cb = m.run_cb[r as usize];
         let t = m.run_start[r as usize];
-        self.implicit_in
-            .get(&cb)
-            .map(|deps| deps.iter().filter_map(|&d| self.ix.latest_run_before(d, t, true)).collect())
-            .unwrap_or_default()
+        let (mut runs, mut unsure) = (Vec::new(), false);
+        for &d in self.implicit_in.get(&cb).map(|v| v.as_slice()).unwrap_or(&[]) {
+            let found = self.ix.latest_run_before(d, t, true);
+            unsure |= self.o.window.lookup_unsure(found.map(|x| m.run_start[x as usize]));
+            runs.extend(found);
+        }
+        (runs, unsure)
     }
 
     /// Algorithm 1, without the visited set (which is applied when paths are
@@ -250,7 +304,8 @@ impl<'a, 'b> Search<'a, 'b> {
             return t.clone();
         }
         let mut children = Vec::new();
-        if depth < 256 {
+        let mut incomplete = !self.o.window.holds(self.ix.m.time_of(head));
+        if depth < 256 && !incomplete {
             if head.0 == 'p' {
                 if let Some(r) = self.d_pc(head.1) {
                     children.push(self.tree(('r', r), false, depth + 1));
@@ -259,18 +314,22 @@ impl<'a, 'b> Search<'a, 'b> {
                 let m = self.ix.m;
                 let cb = m.run_cb[head.1 as usize];
                 if m.cb_kind[cb as usize] == CallbackKind::Subscription {
-                    if let Some(p) = self.d_cp(head.1) {
+                    let (p, unsure) = self.d_cp(head.1);
+                    incomplete |= unsure;
+                    if let Some(p) = p {
                         children.push(self.tree(('p', p), false, depth + 1));
                     }
                 }
                 if !is_dep_cb {
-                    for d in self.d_cc(head.1) {
+                    let (deps, unsure) = self.d_cc(head.1);
+                    incomplete |= unsure;
+                    for d in deps {
                         children.push(self.tree(('r', d), true, depth + 1));
                     }
                 }
             }
         }
-        let t = Rc::new(Tree { head, children });
+        let t = Rc::new(Tree { head, children, incomplete });
         self.cache.insert(key, t.clone());
         t
     }
@@ -280,15 +339,10 @@ impl<'a, 'b> Search<'a, 'b> {
     /// an input topic made outside any callback run, honouring the visited set (no
     /// callback or topic twice on a path) and the exclusions. Returns false when a
     /// flow was found with `out` already at the per-output cap (more candidates
-    /// exist than the cap lets through).
-    fn flows(
-        &self,
-        t: &Tree,
-        path: &mut Vec<(char, i64)>,
-        vis_cb: &mut Vec<i64>,
-        vis_topic: &mut Vec<i64>,
-        out: &mut Vec<Vec<(char, i64)>>,
-    ) -> bool {
+    /// exist than the cap lets through), or when the walk reached an incomplete node
+    /// (`Window`; then `walk.unsure` is set and the flows are not an answer).
+    fn flows(&self, t: &Tree, walk: &mut Walk, out: &mut Vec<Vec<(char, i64)>>) -> bool {
+        let Walk { vis_cb, vis_topic, .. } = walk;
         let m = self.ix.m;
         let (kind, id) = t.head;
         let (mut pushed_cb, mut pushed_topic) = (false, false);
@@ -312,6 +366,17 @@ impl<'a, 'b> Search<'a, 'b> {
             vis_cb.push(cb);
             pushed_cb = true;
         }
+        if t.incomplete {
+            walk.unsure = true;
+            if pushed_cb {
+                walk.vis_cb.pop();
+            }
+            if pushed_topic {
+                walk.vis_topic.pop();
+            }
+            return false;
+        }
+        let Walk { path, .. } = walk;
         path.push(t.head);
         // A flow starts at a run that published on an input topic (the earliest such
         // match on the path continues deeper if it can: the tree is followed to its
@@ -338,14 +403,14 @@ impl<'a, 'b> Search<'a, 'b> {
             if !room {
                 break;
             }
-            room = self.flows(c, path, vis_cb, vis_topic, out);
+            room = self.flows(c, walk, out);
         }
-        path.pop();
+        walk.path.pop();
         if pushed_cb {
-            vis_cb.pop();
+            walk.vis_cb.pop();
         }
         if pushed_topic {
-            vis_topic.pop();
+            walk.vis_topic.pop();
         }
         room
     }
@@ -359,6 +424,16 @@ impl<'a, 'b> Search<'a, 'b> {
             None => EdgeSource::Fallback,
         }
     }
+}
+
+/// The state of one walk of `Search::flows` through an output's tree: the path from
+/// the root, the callbacks and topics on it, and whether it reached an incomplete node.
+#[derive(Default)]
+struct Walk {
+    path: Vec<(char, i64)>,
+    vis_cb: Vec<i64>,
+    vis_topic: Vec<i64>,
+    unsure: bool,
 }
 
 fn breakdown(s: &Search, steps: Vec<(char, i64)>) -> DataFlow {
@@ -458,33 +533,66 @@ pub struct Segment {
 pub use roscope_model::schema::SegmentKind;
 
 /// Collects the distinct segments of flows, one flow at a time.
-#[derive(Default)]
 pub struct SegmentSet {
-    seen: HashSet<(SegmentKind, i64, i64)>,
+    /// Each segment kept, by (kind, a, b) in the model's ids, with its time (its
+    /// start's: a publication's or a run's).
+    seen: HashMap<(SegmentKind, i64, i64), i64>,
+    /// The segments found since the last `take`.
     pub segments: Vec<Segment>,
+    /// Segments before this time were forgotten (`forget_before`).
+    forgotten_before: i64,
+    /// Segments added before `forgotten_before`: each may repeat one that was forgotten.
+    pub unsure: u64,
+}
+
+impl Default for SegmentSet {
+    fn default() -> Self {
+        SegmentSet { seen: HashMap::new(), segments: Vec::new(), forgotten_before: i64::MIN, unsure: 0 }
+    }
 }
 
 impl SegmentSet {
     pub fn add(&mut self, m: &Model, f: &DataFlow) {
+        self.add_shifted(m, f, (0, 0));
+    }
+
+    /// Adds the segments of `f`, found in a slice of the model whose publication and
+    /// run ids are the model's less `offsets` (publications, runs).
+    pub fn add_shifted(&mut self, m: &Model, f: &DataFlow, offsets: (i64, i64)) {
         let t_of = |s: (char, i64)| m.time_of(s);
+        let (po, ro) = offsets;
+        let shift = |id: i64, off: i64| if id == NONE { NONE } else { id + off };
         for w in f.steps.windows(2) {
             let (x, y) = (w[0], w[1]);
-            let mut push = |k: SegmentKind, a: i64, b: i64, d: i64| {
-                if self.seen.insert((k, a, b)) {
-                    self.segments.push(Segment { kind: k, a, b, duration: d });
+            let mut push = |k: SegmentKind, a: i64, b: i64, d: i64, t: i64| {
+                if self.seen.contains_key(&(k, a, b)) {
+                    return;
                 }
+                self.unsure += (t < self.forgotten_before) as u64;
+                self.seen.insert((k, a, b), t);
+                self.segments.push(Segment { kind: k, a, b, duration: d });
             };
+            let t = t_of(x);
             match (x.0, y.0) {
-                ('p', 'r') => push(SegmentKind::Communication, x.1, y.1, t_of(y) - t_of(x)),
-                ('r', 'p') => push(SegmentKind::Computation, x.1, y.1, t_of(y) - t_of(x)),
+                ('p', 'r') => push(SegmentKind::Communication, shift(x.1, po), shift(y.1, ro), t_of(y) - t, t),
+                ('r', 'p') => push(SegmentKind::Computation, shift(x.1, ro), shift(y.1, po), t_of(y) - t, t),
                 ('r', 'r') => {
                     let end = m.run_end[x.1 as usize];
-                    let d = if end >= 0 { end - t_of(x) } else { t_of(y) - t_of(x) };
-                    push(SegmentKind::Computation, x.1, NONE, d);
-                    push(SegmentKind::Idle, x.1, y.1, t_of(y) - (t_of(x) + d));
+                    let d = if end >= 0 { end - t } else { t_of(y) - t };
+                    push(SegmentKind::Computation, shift(x.1, ro), NONE, d, t);
+                    push(SegmentKind::Idle, shift(x.1, ro), shift(y.1, ro), t_of(y) - (t + d), t);
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// Forgets the segments before time `t` (memory holds those of a slice of the
+    /// trace); one found again later counts in `unsure`.
+    pub fn forget_before(&mut self, t: i64) {
+        if t > self.forgotten_before {
+            self.seen.retain(|_, &mut ts| ts >= t);
+            self.forgotten_before = t;
         }
     }
 }
@@ -524,6 +632,59 @@ pub struct FlowResult {
     pub trees: usize,
     /// Cached subtrees dropped because they were older than any flow reaches back.
     pub evicted: u64,
+    /// The output (time, publication) at which the search over a slice stopped because
+    /// its flows reach beyond the slice (`Window`): it and the later outputs were not
+    /// answered, and are not counted in `outputs_total`.
+    pub uncertain_at: Option<(i64, i64)>,
+}
+
+impl Default for FlowResult {
+    fn default() -> Self {
+        FlowResult::new(0)
+    }
+}
+
+impl FlowResult {
+    fn new(outputs_total: usize) -> Self {
+        FlowResult {
+            flows: 0,
+            candidates: 0,
+            outputs: 0,
+            outputs_total,
+            outputs_capped: 0,
+            capped_examples: Vec::new(),
+            stopped_at: None,
+            duplicates_dropped: 0,
+            flows_on_fallback: 0,
+            flows_from_publications: 0,
+            cache_hits: 0,
+            trees: 0,
+            evicted: 0,
+            uncertain_at: None,
+        }
+    }
+
+    /// Adds the result of the search over the next slice; `pub_offset` turns its
+    /// publication ids into the model's.
+    pub fn add(&mut self, r: FlowResult, pub_offset: i64) {
+        self.flows += r.flows;
+        self.candidates += r.candidates;
+        self.outputs += r.outputs;
+        self.outputs_total += r.outputs_total;
+        self.outputs_capped += r.outputs_capped;
+        for p in r.capped_examples {
+            if self.capped_examples.len() < CAPPED_EXAMPLES {
+                self.capped_examples.push(p + pub_offset);
+            }
+        }
+        self.stopped_at = self.stopped_at.or(r.stopped_at.map(|p| p + pub_offset));
+        self.duplicates_dropped += r.duplicates_dropped;
+        self.flows_on_fallback += r.flows_on_fallback;
+        self.flows_from_publications += r.flows_from_publications;
+        self.cache_hits += r.cache_hits;
+        self.trees = self.trees.max(r.trees);
+        self.evicted += r.evicted;
+    }
 }
 
 /// Cached subtrees are dropped once the cache holds this many and they are
@@ -554,33 +715,22 @@ pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow
     let mut order: Vec<i64> = (0..m.pb_ts.len() as i64)
         .filter(|&p| {
             let t = s.topic_of_pub(p);
-            t >= 0 && o.is_output_topic[t as usize] && !o.topic_excluded(t) && !o.cb_excluded(run_cb_of(m, p))
+            t >= 0
+                && o.is_output_topic[t as usize]
+                && o.window.outputs(m.pb_ts[p as usize], p)
+                && !o.topic_excluded(t)
+                && !o.cb_excluded(run_cb_of(m, p))
         })
         .collect();
     order.sort_by_key(|&p| (m.pb_ts[p as usize], p));
-    let mut r = FlowResult {
-        flows: 0,
-        candidates: 0,
-        outputs: 0,
-        outputs_total: order.len(),
-        outputs_capped: 0,
-        capped_examples: Vec::new(),
-        stopped_at: None,
-        duplicates_dropped: 0,
-        flows_on_fallback: 0,
-        flows_from_publications: 0,
-        cache_hits: 0,
-        trees: 0,
-        evicted: 0,
-    };
+    let mut r = FlowResult::new(order.len());
     let mut max_span: i64 = 0;
     let mut cap = CACHE_SOFT_CAP;
-    'outputs: for p in order {
+    'outputs: for (i, p) in order.into_iter().enumerate() {
         if r.candidates >= o.max_flows {
             r.stopped_at = Some(p);
             break;
         }
-        r.outputs += 1;
         let t_out = m.pb_ts[p as usize];
         if s.cache.len() > cap {
             let horizon = t_out.saturating_sub(max_span.saturating_mul(2).saturating_add(1_000_000_000));
@@ -592,7 +742,15 @@ pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow
         let tree = s.tree(('p', p), false, 0);
         r.trees = r.trees.max(s.cache.len());
         let mut out = Vec::new();
-        if !s.flows(&tree, &mut Vec::new(), &mut Vec::new(), &mut Vec::new(), &mut out) {
+        let mut walk = Walk::default();
+        let room = s.flows(&tree, &mut walk, &mut out);
+        if walk.unsure {
+            r.uncertain_at = Some((t_out, p));
+            r.outputs_total = i;
+            break;
+        }
+        r.outputs += 1;
+        if !room {
             r.outputs_capped += 1;
             if r.capped_examples.len() < CAPPED_EXAMPLES {
                 r.capped_examples.push(p);

@@ -1,6 +1,6 @@
 //! Implicit (intra-node) dependencies between callbacks, for Algorithm 1's D_cc.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::dataflow::{EdgeSource, ImplicitEdges};
 use crate::index::Index;
@@ -88,13 +88,76 @@ pub fn implicit_edges(ix: &Index, mode: Implicit) -> Option<ImplicitEdges> {
 /// with a callback it matched), and `mode`'s rule holds elsewhere ('auto': the
 /// fallback edges of `rule`).
 pub fn implicit_edges_with(ix: &Index, mode: Implicit, deps: Option<Deps>, rule: FallbackRule) -> Option<ImplicitEdges> {
+    implicit_edges_from(ix, &Facts::of(ix), mode, deps, rule)
+}
+
+/// What the rules of `implicit_edges_from` read from the runs and publications of
+/// the whole trace. A slice of the model (docs/analyses.md, "Slices") holds only
+/// part of them: its search takes the facts of the whole trace, counted apart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Facts {
+    /// Per callback: it published in at least half of its runs (it passes its input
+    /// on itself). A callback that publishes now and then (a partial-synchronous
+    /// input that sometimes completes the set) still caches for the others.
+    pub passes_on: Vec<bool>,
+    /// Per publisher: the timer callbacks from whose runs it published, in order.
+    pub timers_of_publisher: HashMap<i64, Vec<i64>>,
+}
+
+impl Facts {
+    /// The facts of the model `ix` indexes.
+    pub fn of(ix: &Index) -> Facts {
+        let m = ix.m;
+        let passes_on = (0..m.cb_kind.len())
+            .map(|c| {
+                let runs = &ix.runs_of_cb[c];
+                let publishing = runs.iter().filter(|&&r| !ix.pubs_of_run[r as usize].is_empty()).count();
+                (runs.len(), publishing)
+            })
+            .map(|(runs, publishing)| runs > 0 && 2 * publishing >= runs)
+            .collect();
+        let pairs = m.pb_publisher.iter().zip(&m.pb_run).filter(|&(&pu, &r)| pu >= 0 && r >= 0).map(|(&pu, &r)| (pu, m.run_cb[r as usize]));
+        Facts { passes_on, timers_of_publisher: timers(m, pairs) }
+    }
+
+    /// The facts from counts made elsewhere (e.g. by SQL over the database): per
+    /// callback id, its runs and the runs in which it published; and every
+    /// (publisher, callback) pair such that a run of the callback published on it.
+    pub fn from_counts(m: &Model, runs: &[(i64, i64, i64)], published: &[(i64, i64)]) -> Facts {
+        let mut passes_on = vec![false; m.cb_kind.len()];
+        for &(c, n, publishing) in runs {
+            if c >= 0 && (c as usize) < passes_on.len() {
+                passes_on[c as usize] = n > 0 && 2 * publishing >= n;
+            }
+        }
+        Facts { passes_on, timers_of_publisher: timers(m, published.iter().copied()) }
+    }
+}
+
+/// Per publisher, the timer callbacks among `pairs` (publisher, callback), sorted.
+fn timers(m: &Model, pairs: impl Iterator<Item = (i64, i64)>) -> HashMap<i64, Vec<i64>> {
+    let mut out: HashMap<i64, Vec<i64>> = HashMap::new();
+    for (pu, c) in pairs {
+        if c >= 0 && (c as usize) < m.cb_kind.len() && m.cb_kind[c as usize] == CallbackKind::Timer {
+            out.entry(pu).or_default().push(c);
+        }
+    }
+    for v in out.values_mut() {
+        v.sort_unstable();
+        v.dedup();
+    }
+    out
+}
+
+/// `implicit_edges_with`, from the facts of the whole trace (`Facts`).
+pub fn implicit_edges_from(ix: &Index, facts: &Facts, mode: Implicit, deps: Option<Deps>, rule: FallbackRule) -> Option<ImplicitEdges> {
     let m = ix.m;
     if mode == Implicit::All && deps.is_none() {
         return None;
     }
     let mut edges: ImplicitEdges = match mode {
         Implicit::None => ImplicitEdges::new(),
-        _ => annotated_edges(ix).into_iter().map(|e| (e, EdgeSource::Annotation)).collect(),
+        _ => annotated_edges(ix, facts).into_iter().map(|e| (e, EdgeSource::Annotation)).collect(),
     };
     let annotated_nodes: HashSet<i64> = m
         .annotations
@@ -117,7 +180,7 @@ pub fn implicit_edges_with(ix: &Index, mode: Implicit, deps: Option<Deps>, rule:
     // Every pair of the node's callbacks ('all'), or of its timers and subscriptions
     // ('auto', on nodes that neither annotations nor the dependency file describe).
     let runnable = |c: i64| matches!(m.cb_kind[c as usize], CallbackKind::Timer | CallbackKind::Subscription);
-    let passes_on = passes_its_input_on(ix);
+    let passes_on = &facts.passes_on;
     let allowed = |a: i64, b: i64| match rule {
         FallbackRule::Pairs => true,
         FallbackRule::ApartPipelines => !(passes_on[a as usize] && passes_on[b as usize]),
@@ -141,29 +204,15 @@ pub fn implicit_edges_with(ix: &Index, mode: Implicit, deps: Option<Deps>, rule:
     Some(edges)
 }
 
-/// Per callback: whether it published in at least half of its runs (it passes its
-/// input on itself). A callback that publishes now and then (a partial-synchronous
-/// input that sometimes completes the set) still caches for the others.
-fn passes_its_input_on(ix: &Index) -> Vec<bool> {
-    let m = ix.m;
-    (0..m.cb_kind.len())
-        .map(|c| {
-            let runs = &ix.runs_of_cb[c];
-            let publishing = runs.iter().filter(|&&r| !ix.pubs_of_run[r as usize].is_empty()).count();
-            !runs.is_empty() && 2 * publishing >= runs.len()
-        })
-        .collect()
-}
-
 /// Edges that annotations declare.
-fn annotated_edges(ix: &Index) -> HashSet<(i64, i64)> {
+fn annotated_edges(ix: &Index, facts: &Facts) -> HashSet<(i64, i64)> {
     let m = ix.m;
     let mut edges = HashSet::new();
     for a in &m.annotations {
         let sub_cbs: Vec<i64> = a.subs.iter().flat_map(|s| ix.sub_callbacks(*s)).copied().collect();
         match a.kind {
             AnnotationKind::PeriodicAsync => {
-                for t in timer_callbacks_publishing(m, ix, &a.pubs) {
+                for t in timer_callbacks_publishing(facts, &a.pubs) {
                     for &s in &sub_cbs {
                         edges.insert((s, t));
                     }
@@ -182,21 +231,9 @@ fn annotated_edges(ix: &Index) -> HashSet<(i64, i64)> {
 }
 
 /// The timer callbacks from whose runs the publishers published.
-fn timer_callbacks_publishing(m: &Model, ix: &Index, publishers: &[i64]) -> Vec<i64> {
-    let mut seen: HashSet<i64> = HashSet::new();
-    for &pu in publishers {
-        for &p in &ix.pubs_of_publisher[pu as usize] {
-            let r = m.pb_run[p as usize];
-            if r < 0 {
-                continue;
-            }
-            let c = m.run_cb[r as usize];
-            if c >= 0 && m.cb_kind[c as usize] == CallbackKind::Timer {
-                seen.insert(c);
-            }
-        }
-    }
-    let mut out: Vec<i64> = seen.into_iter().collect();
+fn timer_callbacks_publishing(facts: &Facts, publishers: &[i64]) -> Vec<i64> {
+    let mut out: Vec<i64> = publishers.iter().flat_map(|pu| facts.timers_of_publisher.get(pu)).flatten().copied().collect();
     out.sort_unstable();
+    out.dedup();
     out
 }

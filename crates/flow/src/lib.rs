@@ -28,14 +28,14 @@ pub mod tables;
 #[cfg(test)]
 mod tests;
 
-pub use causal::{causal_links, CausalLink, CausalLinkKind, Policy};
+pub use causal::{causal_links, causal_links_in, CausalLink, CausalLinkKind, CausalState, Policy};
 pub use dataflow::{
     data_flows, each_data_flow, path_key, segments, DataFlow, EdgeSource, FlowOptions, FlowResult, ImplicitEdges, Segment, SegmentKind,
-    SegmentSet,
+    SegmentSet, Window,
 };
 pub use graph::{message_graph, Graph};
-pub use implicit::{implicit_edges, implicit_edges_with, Deps, FallbackRule, Implicit};
+pub use implicit::{implicit_edges, implicit_edges_from, implicit_edges_with, Deps, Facts, FallbackRule, Implicit};
 pub use index::Index;
 pub use input::{InputError, INPUTS};
 pub use model::{Annotation, AnnotationKind, CallbackKind, Model, NONE};
-pub use tables::{causal_links_table, data_flow_tables, path_label, stream_data_flow_tables, FlowTables, CHUNK_ROWS};
+pub use tables::{causal_links_table, data_flow_tables, path_label, stream_data_flow_tables, FlowSearch, FlowTables, CHUNK_ROWS};

@@ -56,6 +56,24 @@ pub struct Model {
 }
 
 impl Model {
+    /// The model without its instances (runs, publications, transport links): what
+    /// names callbacks and topics, the same in every slice of a model.
+    pub fn statics(&self) -> Model {
+        Model {
+            cb_node: self.cb_node.clone(),
+            cb_kind: self.cb_kind.clone(),
+            cb_sub: self.cb_sub.clone(),
+            cb_label: self.cb_label.clone(),
+            sub_topic: self.sub_topic.clone(),
+            sub_node: self.sub_node.clone(),
+            pub_topic: self.pub_topic.clone(),
+            pub_node: self.pub_node.clone(),
+            annotations: self.annotations.clone(),
+            topics: self.topics.clone(),
+            ..Model::default()
+        }
+    }
+
     pub fn n_topics(&self) -> usize {
         self.topics.len()
     }

@@ -9,7 +9,7 @@ use roscope_model::schema::{self, ColType, TableSpec};
 use roscope_model::table::{Col, Data, Table};
 
 use crate::causal::CausalLink;
-use crate::dataflow::{each_data_flow, path_key, DataFlow, FlowOptions, FlowResult, SegmentSet};
+use crate::dataflow::{each_data_flow, path_key, DataFlow, FlowOptions, FlowResult, SegmentSet, Window};
 use crate::index::Index;
 use crate::model::{Model, NONE};
 
@@ -89,11 +89,15 @@ struct Collector {
     path_of: HashMap<Vec<(char, i64)>, i64>,
     /// Per path id: its key, flow count and fallback edges.
     paths: Vec<PathEntry>,
+    /// What turns the ids of the slice being searched into the model's: (publications, runs).
+    offsets: (i64, i64),
 }
 
 impl Collector {
     fn add(&mut self, m: &Model, f: DataFlow, all_steps: bool) {
-        self.segments.add(m, &f);
+        self.segments.add_shifted(m, &f, self.offsets);
+        let (po, ro) = self.offsets;
+        let shift = |id: i64, off: i64| if id == NONE { NONE } else { id + off };
         let key = path_key(m, &f);
         let next = self.paths.len() as i64;
         let pid = match self.path_of.get(&key) {
@@ -108,12 +112,12 @@ impl Collector {
         self.paths[pid as usize].1 += 1;
         let k = self.next_flow;
         self.next_flow += 1;
-        let first_run = if f.steps[0].0 == 'r' { f.steps[0].1 } else { NONE };
+        let first_run = if f.steps[0].0 == 'r' { f.steps[0].1 + ro } else { NONE };
         let vals = [
             k,
             pid,
-            f.output(),
-            f.input(),
+            shift(f.output(), po),
+            shift(f.input(), po),
             first_run,
             f.start,
             f.end,
@@ -128,6 +132,7 @@ impl Collector {
         }
         if all_steps || first_of_path {
             for (j, &(kind, id)) in f.steps.iter().enumerate() {
+                let id = shift(id, if kind == 'r' { ro } else { po });
                 for (c, v) in self.steps.iter_mut().zip([k, j as i64, (kind == 'r') as i64, id]) {
                     c.push(v);
                 }
@@ -136,18 +141,13 @@ impl Collector {
         }
     }
 
-    /// The flows and steps collected since the last chunk, as tables.
-    fn chunk(&mut self) -> (Table, Table) {
+    /// The flows, steps and segments collected since the last chunk, as tables.
+    fn chunk(&mut self) -> [Table; 3] {
         let flows = table(&schema::DATA_FLOWS, self.flows.iter_mut().map(|c| Data::I64(std::mem::take(c))).collect());
         let mut cols: Vec<Data> = self.steps.iter_mut().map(|c| Data::I64(std::mem::take(c))).collect();
         cols.push(text(std::mem::take(&mut self.step_edges).into_iter()));
         let steps = table(&schema::DATA_FLOW_STEPS, cols);
-        (flows, steps)
-    }
-
-    /// The segments and paths tables.
-    fn finish(self, m: &Model) -> (Table, Table) {
-        let segs = self.segments.segments;
+        let segs = std::mem::take(&mut self.segments.segments);
         let segments = table(
             &schema::DATA_FLOW_SEGMENTS,
             vec![
@@ -157,8 +157,13 @@ impl Collector {
                 Data::I64(segs.iter().map(|s| s.duration).collect()),
             ],
         );
+        [flows, steps, segments]
+    }
+
+    /// The paths table.
+    fn paths(&self, m: &Model) -> Table {
         let labels: Vec<String> = self.paths.iter().map(|p| path_label(m, &p.0)).collect();
-        let paths = table(
+        table(
             &schema::PATHS,
             vec![
                 Data::I64((0..self.paths.len() as i64).collect()),
@@ -166,8 +171,7 @@ impl Collector {
                 text(labels.iter().map(|s| s.as_str())),
                 Data::I64(self.paths.iter().map(|p| p.2).collect()),
             ],
-        );
-        (segments, paths)
+        )
     }
 }
 
@@ -187,13 +191,12 @@ pub fn path_label(m: &Model, key: &[(char, i64)]) -> String {
 /// Every data flow of the search as tables (see `FlowTables`); with `all_steps`,
 /// the steps of every flow, else of the first flow of each path.
 pub fn data_flow_tables(ix: &Index, o: &FlowOptions, all_steps: bool) -> (FlowTables, FlowResult) {
-    let mut c = Collector::default();
-    let res = each_data_flow(ix, o, |f| {
-        c.add(ix.m, f, all_steps);
+    let mut parts: Vec<Table> = Vec::new();
+    let (paths, res) = stream_data_flow_tables(ix, o, all_steps, usize::MAX, &mut |t| {
+        parts.push(t);
         true
     });
-    let (flows, steps) = c.chunk();
-    let (segments, paths) = c.finish(ix.m);
+    let [flows, steps, segments] = <[Table; 3]>::try_from(parts).unwrap_or_else(|_| unreachable!("one chunk of each table"));
     (FlowTables { flows, steps, segments, paths }, res)
 }
 
@@ -201,32 +204,83 @@ pub fn data_flow_tables(ix: &Index, o: &FlowOptions, all_steps: bool) -> (FlowTa
 pub const CHUNK_ROWS: usize = 1 << 16;
 
 /// The data flows of the search as a stream of tables: `emit` receives chunks of
-/// `data_flows` and `data_flow_steps` (about `chunk_rows` flows each, in flow id
-/// order) as they are found, and returns false to stop the search (`stopped_at`
-/// then says where). Returns the `data_flow_segments` and `paths` tables, whose size
-/// depends on the trace, not on the number of flows. Memory holds one chunk.
+/// `data_flows`, `data_flow_steps` and `data_flow_segments` (about `chunk_rows`
+/// flows each, in flow id order) as they are found, and returns false to stop the
+/// search (`stopped_at` then says where). Returns the `paths` table, whose size
+/// depends on the trace's callbacks, not on the number of flows.
 pub fn stream_data_flow_tables(
     ix: &Index,
     o: &FlowOptions,
     all_steps: bool,
     chunk_rows: usize,
     emit: &mut dyn FnMut(Table) -> bool,
-) -> (Table, Table, FlowResult) {
-    let mut c = Collector::default();
-    let mut ok = true;
-    let res = each_data_flow(ix, o, |f| {
-        c.add(ix.m, f, all_steps);
-        if c.flows[0].len() >= chunk_rows.max(1) {
-            let (flows, steps) = c.chunk();
-            ok = emit(flows) && emit(steps);
-        }
-        ok
-    });
-    if ok {
-        let (flows, steps) = c.chunk();
-        // A refusal of the last chunk stops nothing more: the search is over.
-        let _ = emit(flows) && emit(steps);
+) -> (Table, FlowResult) {
+    let mut search = FlowSearch::new(all_steps, chunk_rows);
+    search.run(ix, o, (0, 0), emit);
+    search.finish(ix.m, emit)
+}
+
+/// A data-flow search over a model handed over in slices (docs/analyses.md,
+/// "Slices"), one after another in output time order: flow and path ids, the
+/// distinct segments, caps and counts carry on from slice to slice, so that slices
+/// whose outputs follow each other give the tables of one search over the whole
+/// model.
+pub struct FlowSearch {
+    c: Collector,
+    all_steps: bool,
+    chunk_rows: usize,
+    /// The counts so far (ids in the model's terms).
+    pub result: FlowResult,
+    /// Whether `emit` refused a chunk (the search is over).
+    pub refused: bool,
+}
+
+impl FlowSearch {
+    pub fn new(all_steps: bool, chunk_rows: usize) -> Self {
+        FlowSearch { c: Collector::default(), all_steps, chunk_rows: chunk_rows.max(1), result: FlowResult::default(), refused: false }
     }
-    let (segments, paths) = c.finish(ix.m);
-    (segments, paths, res)
+
+    /// Searches the outputs of one slice (`o.window`; its publication and run ids are
+    /// the model's less `offsets`), handing full chunks to `emit`. Returns the output
+    /// (time, publication id in the model's terms) where the flows reach beyond the
+    /// slice, if they do: the next slice must start there and reach further back.
+    pub fn run(&mut self, ix: &Index, o: &FlowOptions, offsets: (i64, i64), emit: &mut dyn FnMut(Table) -> bool) -> Option<(i64, i64)> {
+        if self.refused {
+            return None;
+        }
+        let c = &mut self.c;
+        c.offsets = offsets;
+        if o.window != Window::ALL {
+            c.segments.forget_before(o.window.lo);
+        }
+        let (all_steps, chunk_rows) = (self.all_steps, self.chunk_rows);
+        let mut ok = true;
+        let res = each_data_flow(ix, o, |f| {
+            c.add(ix.m, f, all_steps);
+            if c.flows[0].len() >= chunk_rows {
+                ok = c.chunk().into_iter().all(&mut *emit);
+            }
+            ok
+        });
+        self.refused = !ok;
+        let uncertain = res.uncertain_at.map(|(t, p)| (t, p + offsets.0));
+        self.result.add(res, offsets.0);
+        uncertain
+    }
+
+    /// Segments found again after they were forgotten: each may be a duplicate row
+    /// of `data_flow_segments` (the caller removes them when this is not 0).
+    pub fn segments_unsure(&self) -> u64 {
+        self.c.segments.unsure
+    }
+
+    /// Hands the last chunks to `emit` and returns the `paths` table (`m` names the
+    /// callbacks and topics: any slice of the model does) and the counts.
+    pub fn finish(mut self, m: &Model, emit: &mut dyn FnMut(Table) -> bool) -> (Table, FlowResult) {
+        if !self.refused {
+            // A refusal of the last chunk stops nothing more: the search is over.
+            let _ = self.c.chunk().into_iter().all(emit);
+        }
+        (self.c.paths(m), self.result)
+    }
 }
