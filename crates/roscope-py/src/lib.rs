@@ -15,10 +15,11 @@ use std::os::fd::FromRawFd;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyBrokenPipeError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyList;
 
 mod arrow;
 use arrow::ArrowTable;
+mod flow;
 
 use roscope_ctf::columns::ColumnReader;
 use roscope_ctf::{json, summary, CtfError, TraceSet};
@@ -308,210 +309,6 @@ impl ModelStream {
     }
 }
 
-/// The flow's input model (roscope-flow), built from the model's tables.
-#[pyclass(module = "roscope._core")]
-struct FlowModel {
-    m: roscope_flow::Model,
-    links: Option<Vec<roscope_flow::CausalLink>>,
-}
-
-fn input_err(e: roscope_flow::InputError) -> PyErr {
-    PyValueError::new_err(format!("the model's tables cannot feed the flow: {}", e))
-}
-
-#[pymethods]
-impl FlowModel {
-    /// `tables`: the model's tables of `FlowModel.inputs()`, each an object with
-    /// `__arrow_c_stream__` holding at least the listed columns: a dict by table
-    /// name, or a callable `tables(name, columns)` returning one (called for one
-    /// table at a time, its stream read to the end before the next call).
-    #[new]
-    fn new(py: Python<'_>, tables: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let dict = tables.downcast::<PyDict>().ok();
-        let mut read = Vec::with_capacity(roscope_flow::INPUTS.len());
-        for &(name, cols) in roscope_flow::INPUTS {
-            let obj = match dict {
-                Some(d) => d.get_item(name)?.ok_or_else(|| PyValueError::new_err(format!("table {} is missing", name)))?,
-                None => tables.call1((name, cols.to_vec()))?,
-            };
-            read.push(arrow::table_from_stream(name, cols, &obj)?);
-        }
-        let m = py.allow_threads(|| roscope_flow::Model::from_tables(&read)).map_err(input_err)?;
-        Ok(FlowModel { m, links: None })
-    }
-
-    /// The tables and columns the flow reads: [(table, [column, ...])].
-    #[staticmethod]
-    fn inputs() -> Vec<(&'static str, Vec<&'static str>)> {
-        roscope_flow::INPUTS.iter().map(|(t, c)| (*t, c.to_vec())).collect()
-    }
-
-    /// Topic names; masks over topics follow this order.
-    #[getter]
-    fn topics(&self) -> Vec<String> {
-        self.m.topics.clone()
-    }
-
-    /// Causal links: in_publication_id, in_run_id, out_publication_id, kind.
-    #[pyo3(signature = (infer_timer_inputs=true))]
-    fn causal_links(&mut self, py: Python<'_>, infer_timer_inputs: bool) -> PyResult<ArrowTable> {
-        let m = &self.m;
-        let links = py.allow_threads(|| {
-            let ix = roscope_flow::Index::new(m);
-            roscope_flow::causal_links(&ix, roscope_flow::Policy { infer_timer_inputs })
-        });
-        let t = roscope_flow::causal_links_table(&links);
-        self.links = Some(links);
-        ArrowTable::from_table(t)
-    }
-
-    /// One message's flow graph: (publications, runs, edges as (from_kind, from, to_kind, to, kind)).
-    #[pyo3(signature = (publication, forward=true, backward=true))]
-    fn message_graph(&mut self, py: Python<'_>, publication: i64, forward: bool, backward: bool) -> PyResult<PyObject> {
-        if publication < 0 || publication as usize >= self.m.pb_ts.len() {
-            return Err(PyValueError::new_err(format!("no publication {}", publication)));
-        }
-        let ix = roscope_flow::Index::new(&self.m);
-        if self.links.is_none() {
-            self.links = Some(roscope_flow::causal_links(&ix, roscope_flow::Policy::default()));
-        }
-        let g = roscope_flow::message_graph(&ix, self.links.as_ref().unwrap(), publication, forward, backward);
-        let edges: Vec<(String, i64, String, i64, &str)> =
-            g.edges.iter().map(|e| (e.0.to_string(), e.1, e.2.to_string(), e.3, e.4)).collect();
-        Ok((g.pubs, g.runs, edges).into_py(py))
-    }
-
-    /// Callback labels (`node kind(topic)`); masks over callbacks follow this order.
-    #[getter]
-    fn callback_labels(&self) -> Vec<String> {
-        self.m.cb_label.clone()
-    }
-
-    /// Data flows between input and output topics (bool masks over `topics`).
-    ///
-    /// With `sink`, the `data_flows` and `data_flow_steps` tables are handed to
-    /// `sink(name, table)` in chunks as they are found (memory holds one chunk), and an
-    /// exception raised by `sink` stops the search and is raised again here; the
-    /// returned tables are then `data_flow_segments` and `paths` only. Without it,
-    /// all four are returned. Returns ({table name: ArrowTable}, stats).
-    #[pyo3(signature = (
-        is_input, is_output, implicit="auto", exact_links=true, max_flows_per_output=10000, all_steps=false, *,
-        max_flows=None, all_paths=false, excluded_topics=None, excluded_callbacks=None, deps=None, fallback="pairs", sink=None
-    ))]
-    #[expect(clippy::too_many_arguments, reason = "the keyword arguments of a Python method")]
-    fn data_flows<'py>(
-        &self,
-        py: Python<'py>,
-        is_input: Vec<bool>,
-        is_output: Vec<bool>,
-        implicit: &str,
-        exact_links: bool,
-        max_flows_per_output: Option<usize>,
-        all_steps: bool,
-        max_flows: Option<usize>,
-        all_paths: bool,
-        excluded_topics: Option<Vec<bool>>,
-        excluded_callbacks: Option<Vec<bool>>,
-        deps: Option<Vec<(i64, i64)>>,
-        fallback: &str,
-        sink: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
-        let (nt, nc) = (self.m.n_topics(), self.m.cb_label.len());
-        if is_input.len() != nt || is_output.len() != nt || excluded_topics.as_ref().is_some_and(|v| v.len() != nt) {
-            return Err(PyValueError::new_err("topic masks must have one entry per topic"));
-        }
-        if excluded_callbacks.as_ref().is_some_and(|v| v.len() != nc) {
-            return Err(PyValueError::new_err("callback masks must have one entry per callback"));
-        }
-        if let Some(&(a, b)) = deps.iter().flatten().find(|&&(a, b)| a < 0 || b < 0 || a as usize >= nc || b as usize >= nc) {
-            return Err(PyValueError::new_err(format!("dependency edge ({}, {}) names a callback the model does not have", a, b)));
-        }
-        let Some(mode) = roscope_flow::Implicit::parse(implicit) else {
-            return Err(PyValueError::new_err(format!(
-                "unknown implicit-dependency mode {:?} (one of {})",
-                implicit,
-                roscope_flow::Implicit::NAMES.join(", ")
-            )));
-        };
-        let Some(rule) = roscope_flow::FallbackRule::parse(fallback) else {
-            return Err(PyValueError::new_err(format!(
-                "unknown fallback rule {:?} (one of {})",
-                fallback,
-                roscope_flow::FallbackRule::NAMES.join(", ")
-            )));
-        };
-        let m = &self.m;
-        let ix = roscope_flow::Index::new(m);
-        let described: std::collections::HashSet<i64> =
-            deps.iter().flatten().flat_map(|&(a, b)| [m.cb_node[a as usize], m.cb_node[b as usize]]).collect();
-        let o = roscope_flow::FlowOptions {
-            exact_links,
-            max_flows_per_output: max_flows_per_output.unwrap_or(usize::MAX),
-            max_flows: max_flows.unwrap_or(usize::MAX),
-            all_paths,
-            excluded_topic: excluded_topics.unwrap_or_default(),
-            excluded_cb: excluded_callbacks.unwrap_or_default(),
-            ..roscope_flow::FlowOptions::new(
-                is_input,
-                is_output,
-                roscope_flow::implicit_edges_with(
-                    &ix,
-                    mode,
-                    deps.as_deref().map(|edges| roscope_flow::Deps { edges, nodes: &described }),
-                    rule,
-                ),
-            )
-        };
-        let t0 = std::time::Instant::now();
-        let tables = PyDict::new_bound(py);
-        let res = match sink {
-            None => {
-                let (t, res) = py.allow_threads(|| roscope_flow::data_flow_tables(&ix, &o, all_steps));
-                for table in [t.flows, t.steps, t.segments, t.paths] {
-                    tables.set_item(table.name, Py::new(py, ArrowTable::from_table(table)?)?)?;
-                }
-                res
-            }
-            Some(sink) => {
-                let sink = sink.unbind();
-                let mut failed: Option<PyErr> = None;
-                let (segments, paths, res) = py.allow_threads(|| {
-                    roscope_flow::stream_data_flow_tables(&ix, &o, all_steps, roscope_flow::CHUNK_ROWS, &mut |t| {
-                        Python::with_gil(|py| {
-                            let name = t.name;
-                            let r = ArrowTable::from_table(t).and_then(|t| Py::new(py, t)).and_then(|t| sink.call1(py, (name, t)));
-                            r.map_err(|e| failed = Some(e)).is_ok()
-                        })
-                    })
-                });
-                if let Some(e) = failed {
-                    return Err(e);
-                }
-                for table in [segments, paths] {
-                    tables.set_item(table.name, Py::new(py, ArrowTable::from_table(table)?)?)?;
-                }
-                res
-            }
-        };
-        let stats = PyDict::new_bound(py);
-        stats.set_item("outputs", res.outputs)?;
-        stats.set_item("outputs_total", res.outputs_total)?;
-        stats.set_item("outputs_capped", res.outputs_capped)?;
-        stats.set_item("capped_examples", res.capped_examples)?;
-        stats.set_item("stopped_at", res.stopped_at)?;
-        stats.set_item("flows", res.flows)?;
-        stats.set_item("candidates", res.candidates)?;
-        stats.set_item("duplicates_dropped", res.duplicates_dropped)?;
-        stats.set_item("flows_on_fallback", res.flows_on_fallback)?;
-        stats.set_item("flows_from_publications", res.flows_from_publications)?;
-        stats.set_item("trees_cached", res.trees)?;
-        stats.set_item("cache_evicted", res.evicted)?;
-        stats.set_item("cache_hits", res.cache_hits)?;
-        stats.set_item("seconds", t0.elapsed().as_secs_f64())?;
-        Ok((tables, stats))
-    }
-}
-
 /// The schema of the execution database (crates/model/src/schema.rs) as a
 /// JSON document: {"tables": [{name, origin, doc, columns: [{name, type,
 /// doc}]}], "codes": [{name, doc, used_in, values: [{code, name, doc}]}]}.
@@ -527,7 +324,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ModelStream>()?;
     m.add_function(wrap_pyfunction!(build_model, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
-    m.add_class::<FlowModel>()?;
+    m.add_class::<flow::FlowModel>()?;
+    m.add_class::<flow::FlowSearch>()?;
+    m.add_class::<flow::CausalSearch>()?;
     m.add_class::<ArrowTable>()?;
     m.add("TraceError", m.py().get_type_bound::<TraceError>())?;
     Ok(())

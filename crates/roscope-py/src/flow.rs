@@ -1,0 +1,457 @@
+//! The flow's Python classes: `FlowModel` (the flow's input, built from the model's
+//! tables, with the analyses over one whole model) and `FlowSearch` (a data-flow
+//! search over a model handed over in slices, docs/analyses.md "Slices").
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::arrow::{self, ArrowTable};
+
+/// The flow's input model (roscope-flow), built from the model's tables.
+#[pyclass(module = "roscope._core")]
+pub struct FlowModel {
+    m: roscope_flow::Model,
+    links: Option<Vec<roscope_flow::CausalLink>>,
+}
+
+fn input_err(e: roscope_flow::InputError) -> PyErr {
+    PyValueError::new_err(format!("the model's tables cannot feed the flow: {}", e))
+}
+
+/// The whole trace's counts behind `roscope_flow::Facts`: (callback_id, runs,
+/// publishing runs) per callback, and (publisher_id, callback_id) pairs.
+type FactCounts = (Vec<(i64, i64, i64)>, Vec<(i64, i64)>);
+
+/// The search options of `FlowModel.data_flows` and `FlowSearch`, checked.
+struct SearchArgs {
+    is_input: Vec<bool>,
+    is_output: Vec<bool>,
+    implicit: String,
+    exact_links: bool,
+    max_flows_per_output: Option<usize>,
+    max_flows: Option<usize>,
+    all_paths: bool,
+    excluded_topics: Option<Vec<bool>>,
+    excluded_callbacks: Option<Vec<bool>>,
+    deps: Option<Vec<(i64, i64)>>,
+    fallback: String,
+}
+
+impl SearchArgs {
+    /// The options over model `m` (any slice of it: only its callbacks and topics are
+    /// read), with the implicit edges of the whole trace's `facts`.
+    fn options(self, m: &roscope_flow::Model, facts: Option<&roscope_flow::Facts>) -> PyResult<roscope_flow::FlowOptions> {
+        let (nt, nc) = (m.n_topics(), m.cb_label.len());
+        if self.is_input.len() != nt || self.is_output.len() != nt || self.excluded_topics.as_ref().is_some_and(|v| v.len() != nt) {
+            return Err(PyValueError::new_err("topic masks must have one entry per topic"));
+        }
+        if self.excluded_callbacks.as_ref().is_some_and(|v| v.len() != nc) {
+            return Err(PyValueError::new_err("callback masks must have one entry per callback"));
+        }
+        let bad_edge = |&&(a, b): &&(i64, i64)| a < 0 || b < 0 || a as usize >= nc || b as usize >= nc;
+        if let Some(&(a, b)) = self.deps.iter().flatten().find(bad_edge) {
+            return Err(PyValueError::new_err(format!("dependency edge ({}, {}) names a callback the model does not have", a, b)));
+        }
+        let Some(mode) = roscope_flow::Implicit::parse(&self.implicit) else {
+            return Err(PyValueError::new_err(format!(
+                "unknown implicit-dependency mode {:?} (one of {})",
+                self.implicit,
+                roscope_flow::Implicit::NAMES.join(", ")
+            )));
+        };
+        let Some(rule) = roscope_flow::FallbackRule::parse(&self.fallback) else {
+            return Err(PyValueError::new_err(format!(
+                "unknown fallback rule {:?} (one of {})",
+                self.fallback,
+                roscope_flow::FallbackRule::NAMES.join(", ")
+            )));
+        };
+        let ix = roscope_flow::Index::new(m);
+        let own;
+        let facts = match facts {
+            Some(f) => f,
+            None => {
+                own = roscope_flow::Facts::of(&ix);
+                &own
+            }
+        };
+        let described: HashSet<i64> =
+            self.deps.iter().flatten().flat_map(|&(a, b)| [m.cb_node[a as usize], m.cb_node[b as usize]]).collect();
+        let deps = self.deps.as_deref().map(|edges| roscope_flow::Deps { edges, nodes: &described });
+        let implicit = roscope_flow::implicit_edges_from(&ix, facts, mode, deps, rule);
+        Ok(roscope_flow::FlowOptions {
+            exact_links: self.exact_links,
+            max_flows_per_output: self.max_flows_per_output.unwrap_or(usize::MAX),
+            max_flows: self.max_flows.unwrap_or(usize::MAX),
+            all_paths: self.all_paths,
+            excluded_topic: self.excluded_topics.unwrap_or_default(),
+            excluded_cb: self.excluded_callbacks.unwrap_or_default(),
+            ..roscope_flow::FlowOptions::new(self.is_input, self.is_output, implicit)
+        })
+    }
+}
+
+/// A sink for result chunks: `sink(name, table)`; its first exception is kept.
+fn emitter<'a>(sink: &'a Py<PyAny>, failed: &'a mut Option<PyErr>) -> impl FnMut(roscope_model::table::Table) -> bool + 'a {
+    move |t| {
+        Python::with_gil(|py| {
+            let name = t.name;
+            let r = ArrowTable::from_table(t).and_then(|t| Py::new(py, t)).and_then(|t| sink.call1(py, (name, t)));
+            r.map_err(|e| *failed = Some(e)).is_ok()
+        })
+    }
+}
+
+fn stats<'py>(py: Python<'py>, res: &roscope_flow::FlowResult, seconds: f64) -> PyResult<Bound<'py, PyDict>> {
+    let stats = PyDict::new_bound(py);
+    stats.set_item("outputs", res.outputs)?;
+    stats.set_item("outputs_total", res.outputs_total)?;
+    stats.set_item("outputs_capped", res.outputs_capped)?;
+    stats.set_item("capped_examples", res.capped_examples.clone())?;
+    stats.set_item("stopped_at", res.stopped_at)?;
+    stats.set_item("flows", res.flows)?;
+    stats.set_item("candidates", res.candidates)?;
+    stats.set_item("duplicates_dropped", res.duplicates_dropped)?;
+    stats.set_item("flows_on_fallback", res.flows_on_fallback)?;
+    stats.set_item("flows_from_publications", res.flows_from_publications)?;
+    stats.set_item("trees_cached", res.trees)?;
+    stats.set_item("cache_evicted", res.evicted)?;
+    stats.set_item("cache_hits", res.cache_hits)?;
+    stats.set_item("seconds", seconds)?;
+    Ok(stats)
+}
+
+#[pymethods]
+impl FlowModel {
+    /// `tables`: the model's tables of `FlowModel.inputs()`, each an object with
+    /// `__arrow_c_stream__` holding at least the listed columns: a dict by table
+    /// name, or a callable `tables(name, columns)` returning one (called for one
+    /// table at a time, its stream read to the end before the next call).
+    #[new]
+    fn new(py: Python<'_>, tables: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let dict = tables.downcast::<PyDict>().ok();
+        let mut read = Vec::with_capacity(roscope_flow::INPUTS.len());
+        for &(name, cols) in roscope_flow::INPUTS {
+            let obj = match dict {
+                Some(d) => d.get_item(name)?.ok_or_else(|| PyValueError::new_err(format!("table {} is missing", name)))?,
+                None => tables.call1((name, cols.to_vec()))?,
+            };
+            read.push(arrow::table_from_stream(name, cols, &obj)?);
+        }
+        let m = py.allow_threads(|| roscope_flow::Model::from_tables(&read)).map_err(input_err)?;
+        Ok(FlowModel { m, links: None })
+    }
+
+    /// The tables and columns the flow reads: [(table, [column, ...])].
+    #[staticmethod]
+    fn inputs() -> Vec<(&'static str, Vec<&'static str>)> {
+        roscope_flow::INPUTS.iter().map(|(t, c)| (*t, c.to_vec())).collect()
+    }
+
+    /// Topic names; masks over topics follow this order.
+    #[getter]
+    fn topics(&self) -> Vec<String> {
+        self.m.topics.clone()
+    }
+
+    /// Causal links: in_publication_id, in_run_id, out_publication_id, kind.
+    #[pyo3(signature = (infer_timer_inputs=true))]
+    fn causal_links(&mut self, py: Python<'_>, infer_timer_inputs: bool) -> PyResult<ArrowTable> {
+        let m = &self.m;
+        let links = py.allow_threads(|| {
+            let ix = roscope_flow::Index::new(m);
+            roscope_flow::causal_links(&ix, roscope_flow::Policy { infer_timer_inputs })
+        });
+        let t = roscope_flow::causal_links_table(&links);
+        self.links = Some(links);
+        ArrowTable::from_table(t)
+    }
+
+    /// One message's flow graph: (publications, runs, edges as (from_kind, from, to_kind, to, kind)).
+    #[pyo3(signature = (publication, forward=true, backward=true))]
+    fn message_graph(&mut self, py: Python<'_>, publication: i64, forward: bool, backward: bool) -> PyResult<PyObject> {
+        if publication < 0 || publication as usize >= self.m.pb_ts.len() {
+            return Err(PyValueError::new_err(format!("no publication {}", publication)));
+        }
+        let ix = roscope_flow::Index::new(&self.m);
+        if self.links.is_none() {
+            self.links = Some(roscope_flow::causal_links(&ix, roscope_flow::Policy::default()));
+        }
+        let g = roscope_flow::message_graph(&ix, self.links.as_ref().unwrap(), publication, forward, backward);
+        let edges: Vec<(String, i64, String, i64, &str)> =
+            g.edges.iter().map(|e| (e.0.to_string(), e.1, e.2.to_string(), e.3, e.4)).collect();
+        Ok((g.pubs, g.runs, edges).into_py(py))
+    }
+
+    /// Callback labels (`node kind(topic)`); masks over callbacks follow this order.
+    #[getter]
+    fn callback_labels(&self) -> Vec<String> {
+        self.m.cb_label.clone()
+    }
+
+    /// Data flows between input and output topics (bool masks over `topics`), over
+    /// this whole model.
+    ///
+    /// With `sink`, the `data_flows`, `data_flow_steps` and `data_flow_segments`
+    /// tables are handed to `sink(name, table)` in chunks as they are found (memory
+    /// holds one chunk), and an exception raised by `sink` stops the search and is
+    /// raised again here; the returned tables are then `paths` only. Without it, all
+    /// four are returned. Returns ({table name: ArrowTable}, stats).
+    #[pyo3(signature = (
+        is_input, is_output, implicit="auto", exact_links=true, max_flows_per_output=10000, all_steps=false, *,
+        max_flows=None, all_paths=false, excluded_topics=None, excluded_callbacks=None, deps=None, fallback="pairs", sink=None
+    ))]
+    #[expect(clippy::too_many_arguments, reason = "the keyword arguments of a Python method")]
+    fn data_flows<'py>(
+        &self,
+        py: Python<'py>,
+        is_input: Vec<bool>,
+        is_output: Vec<bool>,
+        implicit: &str,
+        exact_links: bool,
+        max_flows_per_output: Option<usize>,
+        all_steps: bool,
+        max_flows: Option<usize>,
+        all_paths: bool,
+        excluded_topics: Option<Vec<bool>>,
+        excluded_callbacks: Option<Vec<bool>>,
+        deps: Option<Vec<(i64, i64)>>,
+        fallback: &str,
+        sink: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+        let args = SearchArgs {
+            is_input,
+            is_output,
+            implicit: implicit.to_string(),
+            exact_links,
+            max_flows_per_output,
+            max_flows,
+            all_paths,
+            excluded_topics,
+            excluded_callbacks,
+            deps,
+            fallback: fallback.to_string(),
+        };
+        let m = &self.m;
+        let o = args.options(m, None)?;
+        let t0 = Instant::now();
+        let tables = PyDict::new_bound(py);
+        let res = match sink {
+            None => {
+                let ix = roscope_flow::Index::new(m);
+                let (t, res) = py.allow_threads(|| roscope_flow::data_flow_tables(&ix, &o, all_steps));
+                for table in [t.flows, t.steps, t.segments, t.paths] {
+                    tables.set_item(table.name, Py::new(py, ArrowTable::from_table(table)?)?)?;
+                }
+                res
+            }
+            Some(sink) => {
+                let sink = sink.unbind();
+                let mut failed: Option<PyErr> = None;
+                let (paths, res) = py.allow_threads(|| {
+                    let ix = roscope_flow::Index::new(m);
+                    roscope_flow::stream_data_flow_tables(&ix, &o, all_steps, roscope_flow::CHUNK_ROWS, &mut emitter(&sink, &mut failed))
+                });
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                tables.set_item(paths.name, Py::new(py, ArrowTable::from_table(paths)?)?)?;
+                res
+            }
+        };
+        Ok((tables, stats(py, &res, t0.elapsed().as_secs_f64())?))
+    }
+}
+
+/// A data-flow search over a model handed over in slices (docs/analyses.md,
+/// "Slices"): `run` searches the outputs of one slice (a `FlowModel` of part of the
+/// runs and publications, ids rebased to start at 0) and `finish` ends the search.
+/// Flow and path ids, the distinct segments, caps and counts carry on from slice to
+/// slice, so that slices whose outputs follow each other in time give the tables of
+/// one search over the whole model.
+#[pyclass(module = "roscope._core")]
+pub struct FlowSearch {
+    search: Option<roscope_flow::FlowSearch>,
+    o: roscope_flow::FlowOptions,
+    max_flows: usize,
+    statics: roscope_flow::Model,
+    seconds: f64,
+}
+
+#[pymethods]
+impl FlowSearch {
+    /// `model`: any slice of the model (its callbacks and topics name things);
+    /// `facts`: the whole trace's (runs per callback as (callback_id, runs,
+    /// publishing runs), and (publisher_id, callback_id) pairs of runs that published
+    /// on a publisher), which the implicit-edge rules read (`roscope_flow::Facts`).
+    /// The other arguments are those of `FlowModel.data_flows`.
+    #[new]
+    #[pyo3(signature = (
+        model, is_input, is_output, facts, implicit="auto", exact_links=true, max_flows_per_output=10000, all_steps=false, *,
+        max_flows=None, all_paths=false, excluded_topics=None, excluded_callbacks=None, deps=None, fallback="pairs",
+        chunk_rows=roscope_flow::CHUNK_ROWS
+    ))]
+    #[expect(clippy::too_many_arguments, reason = "the keyword arguments of a Python method")]
+    fn new(
+        model: PyRef<'_, FlowModel>,
+        is_input: Vec<bool>,
+        is_output: Vec<bool>,
+        facts: FactCounts,
+        implicit: &str,
+        exact_links: bool,
+        max_flows_per_output: Option<usize>,
+        all_steps: bool,
+        max_flows: Option<usize>,
+        all_paths: bool,
+        excluded_topics: Option<Vec<bool>>,
+        excluded_callbacks: Option<Vec<bool>>,
+        deps: Option<Vec<(i64, i64)>>,
+        fallback: &str,
+        chunk_rows: usize,
+    ) -> PyResult<Self> {
+        let args = SearchArgs {
+            is_input,
+            is_output,
+            implicit: implicit.to_string(),
+            exact_links,
+            max_flows_per_output,
+            max_flows,
+            all_paths,
+            excluded_topics,
+            excluded_callbacks,
+            deps,
+            fallback: fallback.to_string(),
+        };
+        let m = &model.m;
+        let facts = roscope_flow::Facts::from_counts(m, &facts.0, &facts.1);
+        let o = args.options(m, Some(&facts))?;
+        Ok(FlowSearch {
+            search: Some(roscope_flow::FlowSearch::new(all_steps, chunk_rows)),
+            max_flows: o.max_flows,
+            o,
+            statics: m.statics(),
+            seconds: 0.0,
+        })
+    }
+
+    /// Searches the outputs of slice `model`, whose publication and run ids are the
+    /// model's less `offsets` (publications, runs); `window` is (lo, hi, out_from_ts,
+    /// out_from_id, out_to) in the slice's ids (`roscope_flow::Window`; None: the
+    /// whole model). Chunks of results go to `sink(name, table)` with the model's ids.
+    /// Returns the output (time, publication id) from which the flows reach beyond
+    /// the slice, or None: the next slice starts there and reaches further back.
+    #[pyo3(signature = (model, offsets, window, sink))]
+    fn run(
+        &mut self,
+        py: Python<'_>,
+        model: PyRef<'_, FlowModel>,
+        offsets: (i64, i64),
+        window: Option<(i64, i64, i64, i64, i64)>,
+        sink: Bound<'_, PyAny>,
+    ) -> PyResult<Option<(i64, i64)>> {
+        let Some(search) = self.search.as_mut() else {
+            return Err(PyRuntimeError::new_err("the search is finished"));
+        };
+        if model.m.cb_label.len() != self.statics.cb_label.len() || model.m.topics != self.statics.topics {
+            return Err(PyValueError::new_err("the slice's callbacks or topics are not those of the search's model"));
+        }
+        self.o.window = window_of(window);
+        self.o.max_flows = self.max_flows.saturating_sub(search.result.candidates);
+        let (m, o) = (&model.m, &self.o);
+        let sink = sink.unbind();
+        let mut failed: Option<PyErr> = None;
+        let t0 = Instant::now();
+        let uncertain = py.allow_threads(|| {
+            let ix = roscope_flow::Index::new(m);
+            search.run(&ix, o, offsets, &mut emitter(&sink, &mut failed))
+        });
+        self.seconds += t0.elapsed().as_secs_f64();
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(uncertain),
+        }
+    }
+
+    /// Whether the search is over: `max_flows` reached, or a sink refused a chunk.
+    #[getter]
+    fn stopped(&self) -> bool {
+        self.search.as_ref().is_none_or(|s| s.refused || s.result.stopped_at.is_some())
+    }
+
+    /// Segments found again after the search forgot them (see `finish`).
+    #[getter]
+    fn segments_unsure(&self) -> u64 {
+        self.search.as_ref().map_or(0, |s| s.segments_unsure())
+    }
+
+    /// Hands the last chunks to `sink` and returns (paths table, stats). When
+    /// `segments_unsure` is not 0, `data_flow_segments` may hold a segment twice.
+    fn finish<'py>(&mut self, py: Python<'py>, sink: Bound<'py, PyAny>) -> PyResult<(ArrowTable, Bound<'py, PyDict>)> {
+        let Some(search) = self.search.take() else {
+            return Err(PyRuntimeError::new_err("the search is finished"));
+        };
+        let sink = sink.unbind();
+        let mut failed: Option<PyErr> = None;
+        let (paths, res) = search.finish(&self.statics, &mut emitter(&sink, &mut failed));
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok((ArrowTable::from_table(paths)?, stats(py, &res, self.seconds)?))
+    }
+}
+
+fn window_of(window: Option<(i64, i64, i64, i64, i64)>) -> roscope_flow::Window {
+    match window {
+        None => roscope_flow::Window::ALL,
+        Some((lo, hi, from_ts, from_id, to)) => roscope_flow::Window { lo, hi, out_from: (from_ts, from_id), out_to: to },
+    }
+}
+
+/// Causal links over a model handed over in slices (docs/analyses.md, "Slices"):
+/// `run` gives the links of one slice's publications, and what partial-synchronous
+/// groups carry to the next slice stays here.
+#[pyclass(module = "roscope._core")]
+pub struct CausalSearch {
+    policy: roscope_flow::Policy,
+    state: roscope_flow::CausalState,
+}
+
+#[pymethods]
+impl CausalSearch {
+    #[new]
+    #[pyo3(signature = (infer_timer_inputs=true))]
+    fn new(infer_timer_inputs: bool) -> Self {
+        CausalSearch { policy: roscope_flow::Policy { infer_timer_inputs }, state: roscope_flow::CausalState::default() }
+    }
+
+    /// The causal links whose output publications are in `window` (as in
+    /// `FlowSearch.run`) of slice `model` (ids: the model's less `offsets`), with the
+    /// model's ids, and the publication (time, id) from which the slice does not
+    /// hold what the links need, or None.
+    #[pyo3(signature = (model, offsets, window))]
+    fn run(
+        &mut self,
+        py: Python<'_>,
+        model: PyRef<'_, FlowModel>,
+        offsets: (i64, i64),
+        window: Option<(i64, i64, i64, i64, i64)>,
+    ) -> PyResult<(ArrowTable, Option<(i64, i64)>)> {
+        let (m, policy, state) = (&model.m, self.policy, &mut self.state);
+        let w = window_of(window);
+        let (mut links, uncertain) = py.allow_threads(|| {
+            let ix = roscope_flow::Index::new(m);
+            roscope_flow::causal_links_in(&ix, policy, &w, state)
+        });
+        let (po, ro) = offsets;
+        for l in links.iter_mut() {
+            l.in_pub += po;
+            l.in_run += ro;
+            l.out_pub += po;
+        }
+        Ok((ArrowTable::from_table(roscope_flow::causal_links_table(&links))?, uncertain.map(|(t, p)| (t, p + po))))
+    }
+}
