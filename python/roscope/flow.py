@@ -62,13 +62,211 @@ def context(db) -> FlowContext:
     return FlowContext(_core.FlowModel(read))
 
 
+#: The instance tables a slice of the flow's model holds part of (docs/analyses.md,
+#: "Slices"), each read with its ids rebased so that the slice's start at 0: `$a`..`$b`
+#: are its publications, `$c`..`$d` its runs; a reference out of the slice is null.
+_SLICE_SQL = {
+    "callback_runs": ("SELECT run_id - $c AS run_id, callback_id, start_ts, end_ts FROM callback_runs "
+                      "WHERE run_id >= $c AND run_id < $d"),
+    "publications": ("SELECT publication_id - $a AS publication_id, publisher_id, "
+                     "CASE WHEN run_id >= $c AND run_id < $d THEN run_id - $c END AS run_id, ts, rclcpp_ts, rcl_ts, rmw_ts "
+                     "FROM publications WHERE publication_id >= $a AND publication_id < $b"),
+    "links": ("SELECT publication_id - $a AS publication_id, run_id - $c AS run_id FROM links "
+              "WHERE publication_id >= $a AND publication_id < $b AND run_id >= $c AND run_id < $d"),
+}
+
+
+def _slice_model(db, a: int, b: int, c: int, d: int) -> _core.FlowModel:
+    """The flow's model of publications a..b and runs c..d (ids rebased to 0); the
+    other tables whole. `a == b and c == d`: no instances (callbacks and topics only)."""
+    bounds = {"a": a, "b": b, "c": c, "d": d}
+
+    def read(name: str, cols: list[str]):
+        sql = _SLICE_SQL.get(name)
+        if sql is None:
+            return db.con.table(name).select(*cols).arrow()
+        return db.con.sql(sql, params={k: v for k, v in bounds.items() if f"${k}" in sql}).to_arrow_table()
+
+    return _core.FlowModel(read)
+
+
+#: A database with more publications than this has its data-flow search run over
+#: slices of the model, this many publications each (docs/analyses.md, "Slices").
+SLICE_PUBLICATIONS = 1_000_000
+#: How far before (and after) its outputs a slice reaches at first (ns); doubled
+#: whenever an output's flows reach further.
+SLICE_REACH_NS = 2_000_000_000
+#: Ids per block of the summaries that choose a slice's id ranges.
+_BLOCK = 4096
+_MIN, _MAX = -(2**63), 2**63 - 1
+
+
+class _Blocks:
+    """Per block of `_BLOCK` ids, what choosing a slice's id ranges needs: the times
+    of the publications (their earliest layer's, as the flow reads them) and runs
+    (start), the runs the publications were made in, the publications linked to the
+    runs. Read once, a few values per block."""
+
+    def __init__(self, db):
+        import numpy as np
+
+        def floats(x):
+            # nulls (a publication outside any run) as NaN, never as a made-up value
+            if isinstance(x, np.ma.MaskedArray):
+                return x.astype(np.float64).filled(np.nan)
+            return np.asarray(x, dtype=np.float64)
+
+        def cols(sql: str, n: int) -> list:
+            rows = db.con.execute(sql, [_BLOCK]).fetchnumpy()
+            return [floats(rows[k]) for k in list(rows)[:n]]
+
+        self.n_pubs = db.con.execute("SELECT count(*) FROM publications").fetchall()[0][0]
+        self.n_runs = db.con.execute("SELECT count(*) FROM callback_runs").fetchall()[0][0]
+        self.pb_min, self.pb_max, self.pb_run_min, self.pb_run_max = cols(
+            "SELECT min(coalesce(rclcpp_ts, rcl_ts, rmw_ts, ts)), max(coalesce(rclcpp_ts, rcl_ts, rmw_ts, ts)), "
+            "min(run_id), max(run_id) FROM publications GROUP BY publication_id // $1 ORDER BY publication_id // $1", 4)
+        self.run_min, self.run_max = cols(
+            "SELECT min(start_ts), max(start_ts) FROM callback_runs GROUP BY run_id // $1 ORDER BY run_id // $1", 2)
+        n_rb = len(self.run_min)
+        self.lk_min, self.lk_max = np.full(n_rb, np.inf), np.full(n_rb, -np.inf)
+        rows = db.con.execute("SELECT run_id // $1 AS k, min(publication_id), max(publication_id) FROM links "
+                              "WHERE run_id IS NOT NULL AND publication_id IS NOT NULL GROUP BY k", [_BLOCK]).fetchnumpy()
+        k = np.asarray(rows["k"], dtype=np.int64)
+        vals = list(rows.values())
+        self.lk_min[k], self.lk_max[k] = floats(vals[1]), floats(vals[2])
+        times = [x for x in (self.pb_min, self.run_min) if len(x)]
+        self.t_min = int(min(np.nanmin(x) for x in times)) if times else 0
+        self.t_max = int(max(np.nanmax(x) for x in (self.pb_max, self.run_max) if len(x))) if times else 0
+
+    def ranges(self, lo: int, hi: int) -> tuple[int, int, int, int]:
+        """Publications a..b and runs c..d that hold every publication and run whose
+        time is in [lo, hi), and what each of those references (ids in blocks: a few
+        more)."""
+        import numpy as np
+
+        B = _BLOCK
+
+        def first(mask) -> int | None:
+            i = np.flatnonzero(mask)
+            return int(i[0]) if len(i) else None
+
+        def last(mask) -> int | None:
+            i = np.flatnonzero(mask)
+            return int(i[-1]) if len(i) else None
+
+        def nmin(x) -> float:
+            x = x[np.isfinite(x)]
+            return float(x.min()) if len(x) else np.inf
+
+        def nmax(x) -> float:
+            x = x[np.isfinite(x)]
+            return float(x.max()) if len(x) else -1.0
+
+        pb_in, run_in = self.pb_max >= lo, self.run_max >= lo
+        pf, rf = first(pb_in), first(run_in)
+        a = min(pf * B if pf is not None else self.n_pubs, nmin(self.lk_min[: len(run_in)][run_in]))
+        c = min(rf * B if rf is not None else self.n_runs, nmin(self.pb_run_min[pb_in]))
+        pl, rl = last(self.pb_min < hi), last(self.run_min < hi)
+        b = (pl + 1) * B if pl is not None else 0
+        d = (rl + 1) * B if rl is not None else 0
+        a, c = int(a), int(c)
+        b = max(b, int(nmax(self.lk_max[c // B:max(d, c) // B + 1])) + 1)
+        d = max(d, int(nmax(self.pb_run_max[a // B:max(b, a) // B + 1])) + 1)
+        return a, min(b, self.n_pubs), c, min(d, self.n_runs)
+
+
+def _facts(db) -> tuple[list, list]:
+    """What the implicit-edge rules read from the whole trace (`_core.FlowSearch`):
+    per callback, its runs and the runs in which it published; the (publisher,
+    callback) pairs of runs that published on a publisher."""
+    runs = db.con.execute("""
+        SELECT r.callback_id, count(*), count(p.run_id) FROM callback_runs r
+        LEFT JOIN (SELECT DISTINCT run_id FROM publications WHERE run_id IS NOT NULL) p USING (run_id)
+        WHERE r.callback_id IS NOT NULL GROUP BY r.callback_id""").fetchall()
+    pairs = db.con.execute("""
+        SELECT DISTINCT p.publisher_id, r.callback_id FROM publications p JOIN callback_runs r USING (run_id)
+        WHERE p.publisher_id IS NOT NULL AND r.callback_id IS NOT NULL""").fetchall()
+    return runs, pairs
+
+
+def _over_slices(db, run, per_slice: int, reach_ns: int) -> dict:
+    """Calls `run(model, offsets, window)` (`_core.FlowSearch.run`,
+    `_core.CausalSearch.run`) over slices of the model in output time order: each
+    slice holds its outputs' time span and `reach` before and after it; when what
+    an output needs reaches beyond its slice (`run` returns that output), the search
+    goes on from that output with twice the reach. Returns what the slicing did."""
+    bl = _Blocks(db)
+    span = max(1, (bl.t_max - bl.t_min) * per_slice // max(bl.n_pubs, 1))
+    out_from, reach, n, restarts, peak = (_MIN, _MIN), reach_ns, 0, 0, 0
+    while True:
+        t_a = bl.t_min if out_from[0] == _MIN else out_from[0]
+        out_to = t_a + span if t_a + span <= bl.t_max else _MAX
+        lo = _MIN if out_from[0] == _MIN or out_from[0] - reach <= bl.t_min else out_from[0] - reach
+        hi = _MAX if out_to == _MAX or out_to + reach > bl.t_max else out_to + reach
+        a, b, c, d = (0, bl.n_pubs, 0, bl.n_runs) if (lo, hi) == (_MIN, _MAX) else bl.ranges(lo, hi)
+        if lo == _MIN:
+            a = c = 0
+        if hi == _MAX:
+            b, d = bl.n_pubs, bl.n_runs
+        model = _slice_model(db, a, b, c, d)
+        local_from = out_from if out_from[1] == _MIN else (out_from[0], out_from[1] - a)
+        uncertain = run(model, (a, c), (lo, hi, *local_from, out_to))
+        del model
+        n += 1
+        peak = max(peak, (b - a) + (d - c))
+        if uncertain is not None:
+            if (lo, hi) == (_MIN, _MAX):
+                raise RuntimeError("the data-flow search over the whole model found flows beyond it")
+            restarts += 1
+            reach *= 2
+            out_from = tuple(uncertain)
+            continue
+        if out_to == _MAX:
+            break
+        out_from = (out_to, _MIN)
+    return {"count": n, "restarts": restarts, "reach_ns": reach, "peak_instances": peak,
+            "publications_per_slice": per_slice}
+
+
+def sliced(db, slice_publications: int | None = None) -> bool:
+    """Whether the data-flow search and causal links run over slices of the model
+    (a database with more than `slice_publications`, default `SLICE_PUBLICATIONS`,
+    publications) rather than over the whole model (`context`)."""
+    n = slice_publications or SLICE_PUBLICATIONS
+    return db.con.execute("SELECT count(*) FROM publications").fetchall()[0][0] > n
+
+
 def causal_links(db, ctx: FlowContext | None = None, infer: bool = True, *, store: bool = False):
     """Every causal link: a pyarrow Table (in_publication_id, in_run_id,
-    out_publication_id, kind), also visible to SQL as `causal_links`."""
+    out_publication_id, kind), also visible to SQL as `causal_links`. The table is
+    in memory whole: on a long trace, `causal_link_table` keeps it in the database."""
     ctx = ctx or context(db)
     t = table_from_core(ctx.model.causal_links(infer))
     publish(db, {"causal_links": t}, store)
     return t
+
+
+def causal_link_table(db, infer: bool = True, *, store: bool = False,
+                      slice_publications: int | None = SLICE_PUBLICATIONS, reach_ns: int = SLICE_REACH_NS) -> dict:
+    """Every causal link, made visible to SQL as `causal_links` (a temporary table of
+    the connection, or a stored one with `store`) and never held whole: over slices
+    of the model on a database with more than `slice_publications` publications (as
+    `data_flows`). Returns {"links": count, "slices": what the slicing did}."""
+    with Appender(db, ["causal_links"], store) as out:
+        if slice_publications is not None and sliced(db, slice_publications):
+            search = _core.CausalSearch(infer)
+
+            def run(model, offsets, window):
+                links, uncertain = search.run(model, offsets, window)
+                out.append("causal_links", table_from_core(links))
+                return uncertain
+
+            slices = _over_slices(db, run, slice_publications, reach_ns)
+        else:
+            out.append("causal_links", table_from_core(context(db).model.causal_links(infer)))
+            slices = {"count": 1, "restarts": 0, "reach_ns": None, "peak_instances": None, "publications_per_slice": None}
+    n = db.con.execute("SELECT count(*) FROM causal_links").fetchall()[0][0]
+    return {"links": n, "slices": slices}
 
 
 def message_graph(db, publication_id: int, ctx: FlowContext | None = None, forward=True, backward=True) -> dict:
@@ -201,7 +399,8 @@ def _caps(name: str, value: int | None) -> int | None:
 def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, implicit: str = "auto",
                exact_links: bool = True, max_flows_per_output: int | None = MAX_FLOWS_PER_OUTPUT,
                max_flows: int | None = MAX_FLOWS, all_paths: bool = False, exclude=None, deps=None,
-               fallback: str = FALLBACK_RULE, all_steps: bool = False, store: bool = False) -> DataFlows:
+               fallback: str = FALLBACK_RULE, all_steps: bool = False, store: bool = False,
+               slice_publications: int | None = SLICE_PUBLICATIONS, reach_ns: int = SLICE_REACH_NS) -> DataFlows:
     """Data flows from topics matching `from_re` to topics matching `to_re` (regexes,
     searched anywhere in the topic name).
 
@@ -226,6 +425,12 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
     holds one chunk): temporary tables `data_flows`, `data_flow_steps`,
     `data_flow_segments`, `paths`, or stored tables with `store`. Returns a
     `DataFlows`.
+
+    Without `ctx`, a database with more than `slice_publications` publications is
+    searched in slices of the model of about that many publications, each reaching
+    `reach_ns` before and after its outputs at first, further when flows do (docs/
+    analyses.md, "Slices"): memory then depends on the slice, not on the trace, and
+    the results are those of the whole search. `slice_publications=None`: whole.
     """
     if implicit not in IMPLICIT_MODES:
         raise InputError(f"unknown implicit-dependency mode {implicit!r} (one of {', '.join(IMPLICIT_MODES)})")
@@ -233,6 +438,9 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
         raise InputError(f"unknown fallback rule {fallback!r} (one of {', '.join(FALLBACK_RULES)})")
     _caps("max_flows_per_output", max_flows_per_output)
     _caps("max_flows", max_flows)
+    in_slices = ctx is None and slice_publications is not None and sliced(db, slice_publications)
+    if in_slices:
+        ctx = FlowContext(_slice_model(db, 0, 0, 0, 0))  # callbacks and topics only
     ctx = ctx or context(db)
     topics = ctx.topics
     is_in = _topic_mask(topics, from_re, "--from")
@@ -250,12 +458,24 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
         def sink(name, table):
             out.append(name, table_from_core(table))
 
-        raw, stats = ctx.model.data_flows(
-            is_in, is_out, implicit, exact_links, max_flows_per_output, all_steps, max_flows=max_flows,
-            all_paths=all_paths, excluded_topics=ex_t, excluded_callbacks=ex_c, deps=edges, fallback=fallback, sink=sink)
-        for name, t in raw.items():
-            out.append(name, table_from_core(t))
-    n_paths = raw["paths"].num_rows
+        options = {"max_flows": max_flows, "all_paths": all_paths, "excluded_topics": ex_t, "excluded_callbacks": ex_c,
+                   "deps": edges, "fallback": fallback}
+        if in_slices:
+            search = _core.FlowSearch(ctx.model, is_in, is_out, _facts(db), implicit, exact_links, max_flows_per_output,
+                                      all_steps, **options)
+            slices = _over_slices(db, lambda m, o, w: search.run(m, o, w, sink), slice_publications, reach_ns)
+            # Segments found again after a slice forgot them: maybe twice in the table.
+            slices["segments_found_again"] = unsure = search.segments_unsure
+            paths, stats = search.finish(sink)
+            if unsure:
+                _dedupe_segments(db)
+        else:
+            raw, stats = ctx.model.data_flows(is_in, is_out, implicit, exact_links, max_flows_per_output, all_steps,
+                                              sink=sink, **options)
+            paths = raw["paths"]
+            slices = {"count": 1, "restarts": 0, "reach_ns": None, "peak_instances": None, "publications_per_slice": None}
+        out.append("paths", table_from_core(paths))
+    n_paths = paths.num_rows
     compute_ns = int(stats["seconds"] * 1e9)
     flows = stats["flows"]
     summary = {
@@ -271,10 +491,17 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
         "caps": {"max_flows_per_output": max_flows_per_output, "max_flows": max_flows,
                  "outputs_capped": stats["outputs_capped"], "capped_examples": stats["capped_examples"],
                  "stopped_at_publication_id": stats["stopped_at"]},
-        "excluded": excluded, "deps": deps_report,
+        "excluded": excluded, "deps": deps_report, "slices": slices,
     }
     summary["warnings"] = _flow_warnings(db, summary, is_in, is_out, ctx)
     return DataFlows(summary, db)
+
+
+def _dedupe_segments(db) -> None:
+    """Keeps the first row of each segment of `data_flow_segments` (a sliced search
+    may find a segment again after it forgot it)."""
+    db.con.execute("DELETE FROM data_flow_segments WHERE rowid IN (SELECT rowid FROM data_flow_segments "
+                   "QUALIFY row_number() OVER (PARTITION BY kind, a, b ORDER BY rowid) > 1)")
 
 
 def _pub_where(db, pub: int) -> str:

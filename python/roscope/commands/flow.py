@@ -106,15 +106,15 @@ def collect(db, args) -> dict:
     """Everything `roscope flow --from --to` shows, as JSON-ready data (durations in ns)."""
     from roscope import flow as fl
 
-    ctx = fl.context(db)
-    links = fl.causal_links(db, ctx, store=args.store)
-    res = fl.data_flows(db, args.from_re, args.to_re, ctx, implicit=args.implicit, exact_links=not args.no_exact_links,
+    # Both over slices of the model on a long trace (docs/analyses.md, "Slices").
+    links = fl.causal_link_table(db, store=args.store)
+    res = fl.data_flows(db, args.from_re, args.to_re, implicit=args.implicit, exact_links=not args.no_exact_links,
                         max_flows=args.max_flows or None, max_flows_per_output=args.max_flows_per_output or None,
                         all_paths=args.all_paths, exclude=args.exclude or None, deps=args.deps,
                         fallback=args.fallback or fl.FALLBACK_RULE, store=args.store)
     summary = dict(res)
     flow_warnings = summary.pop("warnings")
-    out = {"summary": summary, "causal_links": links.num_rows, "paths": fl.path_stats(db),
+    out = {"summary": summary, "causal_links": links["links"], "paths": fl.path_stats(db),
            "components": fl.component_stats(db), "warnings": db.warnings + flow_warnings, "losses": db.losses}
     if args.end and args.definition != "caret":
         raise InputError("--end chooses where a path ends under --definition caret")
