@@ -196,3 +196,15 @@ def test_with_the_sources_dependencies_flows_are_exact(system, tmp_path):
     assert r["missed"] == r["missed_uncertain"] and (r["recall"] == 1.0 or r["missed_uncertain"] <= 6), r
     if r["found"]:
         assert r["latency_error_max_ns"] == 0, r
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m or "default")
+def test_sliced_search_measures_the_same(system, mode):
+    """Issue 14: the search over slices of the model (20 publications each, reaching
+    1 ms around their outputs at first: many slices, outputs searched again with a
+    longer reach) gives the same flows against the ground truth as the whole search:
+    precision, recall, pairs counted twice and latency errors."""
+    r = ft.measure(system["db"], system["truth"], implicit=mode, slice_publications=20, reach_ns=1_000_000)
+    whole = dict(system["results"][r["implicit"]])
+    whole.pop("system")
+    assert r == whole

@@ -1,0 +1,122 @@
+"""The data-flow search and causal links over slices of the model (issue 14,
+docs/analyses.md "Slices"): memory holds one slice, and the results are those of
+the search over the whole model, which is the reference here (its flows are
+checked against the systems' own ground truth in test_flow_truth.py, which also
+runs the sliced search against that truth).
+
+Slices are forced tiny (a few dozen publications, reaching 1 ms around their
+outputs at first), so that even the small shared traces are cut into many
+slices, flows cross slice bounds, and outputs whose flows reach further than
+their slice are searched again with a longer reach.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytest.importorskip("roscope._core", reason="the roscope core is not built")
+
+import roscope  # noqa: E402
+from roscope import flow as fl  # noqa: E402
+
+TRACES = os.environ.get("ROSCOPE_TRACES", "/work/shared/traces")
+SHARED = sorted(
+    os.path.join(TRACES, d, t) for d in ("ros2", "ros1") if os.path.isdir(os.path.join(TRACES, d))
+    for t in os.listdir(os.path.join(TRACES, d))
+)
+#: Row order of each result table: flows and paths by id, segments by what they are.
+ORDER = {"data_flows": "flow_id", "data_flow_steps": "flow_id, step", "data_flow_segments": "kind, a, b",
+         "paths": "path_id", "causal_links": "out_publication_id, in_publication_id, in_run_id, kind"}
+#: What the search measures of itself (time, its subtree cache) and how it was cut.
+MEASUREMENTS = {"compute_ns", "ns_per_flow", "trees_cached", "cache_hits", "cache_evicted", "slices"}
+TINY = {"reach_ns": 1_000_000}
+
+
+@pytest.fixture(scope="module")
+def dbs():
+    return {}
+
+
+def _db(dbs, path):
+    if path not in dbs:
+        dbs[path] = roscope.open(path)
+    return dbs[path]
+
+
+def _tables(db, names) -> dict:
+    return {n: db.con.sql(f"SELECT * FROM {n} ORDER BY {ORDER[n]}").to_arrow_table() for n in names}
+
+
+def _publications(db) -> int:
+    return db.con.execute("SELECT count(*) FROM publications").fetchall()[0][0]
+
+
+def _both(db, **kw):
+    """(summary, tables) of the whole search and of the sliced one."""
+    whole = fl.data_flows(db, ".", ".", slice_publications=None, **kw)
+    w = ({k: v for k, v in whole.summary.items() if k not in MEASUREMENTS}, _tables(db, fl.FLOW_TABLES))
+    per = max(20, _publications(db) // 40)
+    part = fl.data_flows(db, ".", ".", slice_publications=per, **TINY, **kw)
+    s = ({k: v for k, v in part.summary.items() if k not in MEASUREMENTS}, _tables(db, fl.FLOW_TABLES))
+    return w, s, part.summary["slices"]
+
+
+def _same(w, s) -> None:
+    assert s[0] == w[0]
+    for name, t in w[1].items():
+        assert s[1][name].num_rows == t.num_rows, name
+        assert s[1][name].equals(t), name
+
+
+@pytest.mark.parametrize("path", SHARED, ids=os.path.basename)
+def test_sliced_flows_equal_the_whole_search(path, dbs):
+    db = _db(dbs, path)
+    w, s, slices = _both(db)
+    _same(w, s)
+    if _publications(db) > 100:
+        assert slices["count"] > 5, slices
+    # The flows exist at all (a comparison of two empty results proves little).
+    assert w[0]["flows"] > 0
+
+
+def test_flows_reaching_back_are_searched_again(dbs):
+    """On the real Autoware trace, outputs' flows reach seconds back (a 1 ms reach
+    is not enough): those outputs are searched again with a longer reach, and
+    segments forgotten by an earlier slice are found again and kept once."""
+    db = _db(dbs, os.path.join(TRACES, "ros2", "autoware-carla-galactic"))
+    w, s, slices = _both(db)
+    _same(w, s)
+    assert slices["restarts"] > 0 and slices["reach_ns"] > TINY["reach_ns"], slices
+    assert slices["segments_found_again"] > 0, slices
+
+
+@pytest.mark.parametrize("options", [
+    {"implicit": "all", "all_paths": True},
+    {"exact_links": False, "implicit": "annotations"},
+    {"max_flows": 300},
+    {"max_flows_per_output": 2, "exclude": "/rosout"},
+    {"fallback": "pairs", "all_steps": True},
+], ids=lambda o: ",".join(o))
+def test_options_hold_across_slices(options, dbs):
+    """Caps that stop the search in a middle slice, the newest-publication rule,
+    every path of a pair, and exclusions give the whole search's result."""
+    db = _db(dbs, os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds"))
+    w, s, slices = _both(db, **options)
+    _same(w, s)
+    assert slices["count"] > 5, slices
+    if "max_flows" in options:
+        assert w[0]["caps"]["stopped_at_publication_id"] is not None
+
+
+@pytest.mark.parametrize("path", SHARED, ids=os.path.basename)
+def test_sliced_causal_links_equal_the_whole_model(path, dbs):
+    db = _db(dbs, path)
+    whole = fl.causal_link_table(db, slice_publications=None)
+    w = _tables(db, ["causal_links"])
+    part = fl.causal_link_table(db, slice_publications=max(20, _publications(db) // 40), **TINY)
+    s = _tables(db, ["causal_links"])
+    assert part["links"] == whole["links"]
+    assert s["causal_links"].equals(w["causal_links"])
+    if _publications(db) > 100:
+        assert part["slices"]["count"] > 5, part["slices"]
