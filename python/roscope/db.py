@@ -422,10 +422,14 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
                                                window_ns=WINDOW_NS if window_ns is None else window_ns)
         from roscope import kernel  # kernel scheduling (perf.data beside the trace, LTTng sched events)
 
-        arrow.update(kernel.tables(paths, arrow, warnings) if with_kernel else kernel.empty_tables())
-        for name, tbl in arrow.items():
-            ins.put(name, tbl)
+        # The model's tables go in first (and the ones held to the end are freed); then
+        # the kernel tables are made in the database itself, under its memory limit.
+        names = list(arrow)
+        needs = {k: arrow[k] for k in kernel.NEEDS if k in arrow}
+        for name in names:
+            ins.put(name, arrow.pop(name))
         ins.close()
+        kernel_rows = kernel.store(con, paths, needs, warnings, enabled=with_kernel)
         meta = {
             "schema_version": SCHEMA_VERSION,
             "roscope_version": __version__,
@@ -441,8 +445,8 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
         }
         _fill(con, meta)
         # The schema's order (every table comes once more at the end, maybe empty).
-        done.update(meta=meta, rows={name: ins.rows[name] for name in arrow})
-        return list(arrow)
+        done.update(meta=meta, rows={**{name: ins.rows[name] for name in names}, **kernel_rows})
+        return names + list(kernel_rows)
 
     if parquet_dir:
         os.makedirs(parquet_dir, exist_ok=True)

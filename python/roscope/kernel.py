@@ -8,25 +8,31 @@ Two sources, one event layout:
   ``perf script`` with a fixed field list; its text is parsed by pyarrow (CSV reader,
   regular expressions over whole columns), never line by line in Python;
 - LTTng kernel traces with ``sched_switch`` / ``sched_wakeup`` (/``sched_waking``),
-  decoded by roscope's CTF reader into Arrow tables.
+  decoded by roscope's CTF reader into Arrow batches.
 
-The events become per-thread state intervals (running on a CPU, runnable, blocked)
-in DuckDB SQL (window functions, no Python per event). Timestamps are ns of
+Both are read chunk by chunk into a temporary DuckDB table of the load's database
+(`store`), never whole in Python, and become per-thread state intervals (running on
+a CPU, runnable, blocked) by DuckDB SQL in that database (window functions, no
+Python per event), under DuckDB's memory limit (`KERNEL_MEMORY`). Timestamps are ns of
 CLOCK_MONOTONIC, the clock of the UST events (perf ``-k mono``; LTTng's monotonic
 clock); a perf file recorded with another clock, or whose time range does not
 overlap the trace's, is refused with an error naming the file.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from roscope.errors import InputError
 
 #: The tables this module adds to every database (empty without kernel data).
 TABLES = ("kernel_threads", "thread_states", "preemptions", "migrations")
+
+#: The model's tables `store` reads (small: one row per trace, process, thread, host).
+NEEDS = ("traces", "processes", "threads", "clock_sync")
 
 #: `perf script` fields: the current task (pid/tid), CPU, time, event, its payload.
 PERF_FIELDS = "pid,tid,cpu,time,event,trace"
@@ -100,9 +106,11 @@ def has_sched_events(path: str) -> bool:
     return any(line.strip() == "sched:sched_switch" for line in p.stdout.splitlines())
 
 
-def perf_events(path: str) -> tuple[object, dict]:
-    """The sched events of one perf.data as an Arrow table (columns of `EVENT_COLUMNS`),
-    and facts about the file (clock, perf's warnings)."""
+def perf_chunks(path: str, facts: dict) -> Iterator:
+    """The sched events of one perf.data as Arrow tables (columns of `_event_schema`),
+    one per block of `perf script`'s output (about 16 MiB of text), in perf's order, as
+    perf writes them: never the whole file at once. Once the last is out, `facts` has
+    the file's clock and perf's warnings. Raises InputError when perf cannot read it."""
     pa, pc, pcsv = _arrow()
     proc = _perf_script(path)
     read = pcsv.ReadOptions(column_names=["line"], block_size=1 << 24)
@@ -110,21 +118,19 @@ def perf_events(path: str) -> tuple[object, dict]:
                               invalid_row_handler=lambda _row: "skip")
     conv = pcsv.ConvertOptions(column_types={"line": pa.large_string()}, strings_can_be_null=False,
                                quoted_strings_can_be_null=False)
-    parts, header = [], []
+    header: list[str] = []
+    unreadable = None
     try:
         reader = pcsv.open_csv(proc.stdout, read_options=read, parse_options=parse, convert_options=conv)
         for batch in reader:
             lines = batch.column(0)
             is_head = pc.starts_with(lines, "#")
             if pc.any(is_head).as_py():
-                header += pc.filter(lines, is_head).to_pylist()
-            body = pc.invert(is_head)
-            part = _parse_perf_lines(pc.filter(lines, body))
-            parts.append(part.take(pc.sort_indices(part, [("line", "ascending")])).drop_columns(["line"]))
+                header += pc.filter(lines, is_head).to_pylist()  # perf's header: a few dozen lines
+            part = _parse_perf_lines(pc.filter(lines, pc.invert(is_head)))
+            yield part.take(pc.sort_indices(part, [("line", "ascending")])).drop_columns(["line"])
     except pa.ArrowInvalid as exc:  # no output at all (perf failed), or text perf never writes
         unreadable = str(exc)
-    else:
-        unreadable = None
     finally:
         if proc.stdout:
             proc.stdout.close()
@@ -135,13 +141,10 @@ def perf_events(path: str) -> tuple[object, dict]:
         raise InputError(f"{path}: perf script cannot read it: {msg}")
     if unreadable is not None:
         raise InputError(f"{path}: perf script's output could not be read ({unreadable})")
-    clock = next((m.group(1) for h in header if (m := _CLOCKID.match(h))), None)
+    facts["clock"] = next((m.group(1) for h in header if (m := _CLOCKID.match(h))), None)
     # perf's own warnings, e.g. "Processed N events and lost M chunks!" after a "Warning:" line
-    facts = {"clock": clock, "warnings": [ln.strip() for ln in err.splitlines()
-                                          if ln.strip().lower().startswith("warning") and ln.strip()[8:].strip()
-                                          or " lost " in ln]}
-    table = pa.concat_tables(parts) if parts else _empty_events()
-    return table, facts
+    facts["warnings"] = [ln.strip() for ln in err.splitlines()
+                         if ln.strip().lower().startswith("warning") and ln.strip()[8:].strip() or " lost " in ln]
 
 
 #: The normalized event layout both sources produce.
@@ -208,44 +211,60 @@ def _parse_perf_lines(lines):
 
 SCHED_EVENTS = ["sched_switch", "sched_wakeup", "sched_waking", "sched_wakeup_new"]
 
+#: The LTTng sched events read, with their kind and their rank among events of one
+#: time (switches, then wake-ups, then new tasks' wake-ups).
+_LTTNG_KINDS = {"sched_switch": ("switch", 0), "sched_wakeup": ("wakeup", 1), "sched_wakeup_new": ("wakeup_new", 2)}
 
-def lttng_events(trace_dirs: Sequence[str]):
-    """The sched events of LTTng kernel traces as the normalized Arrow table. A task
-    is runnable after a switch when its ``prev_state`` has no task-state bit set
-    (``prev_state & 0xff == 0``: TASK_RUNNING, possibly with the preemption mark)."""
+
+def _lttng_switches(sw):
     pa, pc, _ = _arrow()
+    n = sw.num_rows
+    state = _int(pc, sw.column("prev_state"))
+    cur_pid = _int(pc, sw.column("pid")) if "pid" in sw.column_names else pa.nulls(n, pa.int64())
+    return pa.Table.from_arrays([
+        _int(pc, sw.column("ts")), _int(pc, sw.column("cpu_id")), pa.repeat(pa.scalar("switch", pa.string()), n),
+        cur_pid, _int(pc, sw.column("prev_tid")),
+        _int(pc, sw.column("prev_tid")), pc.equal(pc.bit_wise_and(state, 0xFF), 0),
+        pc.cast(sw.column("prev_comm"), pa.large_string()),
+        _int(pc, sw.column("next_tid")), pc.cast(sw.column("next_comm"), pa.large_string()),
+        pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()), pa.nulls(n, pa.large_string())], schema=_event_schema())
+
+
+def _lttng_wakeups(wk, kind: str):
+    pa, pc, _ = _arrow()
+    n = wk.num_rows
+    return pa.Table.from_arrays([
+        _int(pc, wk.column("ts")), _int(pc, wk.column("cpu_id")), pa.repeat(pa.scalar(kind, pa.string()), n),
+        pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()),
+        pa.nulls(n, pa.int64()), pa.nulls(n, pa.bool_()), pa.nulls(n, pa.large_string()),
+        pa.nulls(n, pa.int64()), pa.nulls(n, pa.large_string()),
+        _int(pc, wk.column("tid")), _int(pc, wk.column("target_cpu")),
+        pc.cast(wk.column("comm"), pa.large_string())], schema=_event_schema())
+
+
+def lttng_chunks(trace_dirs: Sequence[str]) -> Iterator:
+    """The sched events of LTTng kernel traces as normalized Arrow tables, one per
+    batch the reader hands out (never all at once), each with `rank` (`_LTTNG_KINDS`)
+    and `idx`, the event's position among the events of its name: ordered by (ts,
+    rank, idx) they are in time order, events of one time switches first. A task is
+    runnable after a switch when its ``prev_state`` has no task-state bit set
+    (``prev_state & 0xff == 0``: TASK_RUNNING, possibly with the preemption mark)."""
+    import numpy as np
+
+    pa = _arrow()[0]
     from roscope.trace import Trace
 
-    got = Trace(list(trace_dirs)).tables(SCHED_EVENTS)
-    parts = []
-    sw = got.get("sched_switch")
-    if sw is not None and sw.num_rows:
-        n = sw.num_rows
-        state = _int(pc, sw.column("prev_state"))
-        cur_pid = _int(pc, sw.column("pid")) if "pid" in sw.column_names else pa.nulls(n, pa.int64())
-        parts.append(pa.Table.from_arrays([
-            _int(pc, sw.column("ts")), _int(pc, sw.column("cpu_id")), pa.repeat(pa.scalar("switch", pa.string()), n),
-            cur_pid, _int(pc, sw.column("prev_tid")),
-            _int(pc, sw.column("prev_tid")), pc.equal(pc.bit_wise_and(state, 0xFF), 0),
-            pc.cast(sw.column("prev_comm"), pa.large_string()),
-            _int(pc, sw.column("next_tid")), pc.cast(sw.column("next_comm"), pa.large_string()),
-            pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()), pa.nulls(n, pa.large_string())], schema=_event_schema()))
-    for name, kind in (("sched_wakeup", "wakeup"), ("sched_wakeup_new", "wakeup_new")):
-        wk = got.get(name)
-        if wk is None or not wk.num_rows:
+    seen = dict.fromkeys(_LTTNG_KINDS, 0)
+    for b in Trace(list(trace_dirs)).batches(SCHED_EVENTS):
+        if b.event not in _LTTNG_KINDS or not b.batch.num_rows:
             continue
-        n = wk.num_rows
-        parts.append(pa.Table.from_arrays([
-            _int(pc, wk.column("ts")), _int(pc, wk.column("cpu_id")), pa.repeat(pa.scalar(kind, pa.string()), n),
-            pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()),
-            pa.nulls(n, pa.int64()), pa.nulls(n, pa.bool_()), pa.nulls(n, pa.large_string()),
-            pa.nulls(n, pa.int64()), pa.nulls(n, pa.large_string()),
-            _int(pc, wk.column("tid")), _int(pc, wk.column("target_cpu")),
-            pc.cast(wk.column("comm"), pa.large_string())], schema=_event_schema()))
-    if not parts:
-        return None
-    t = pa.concat_tables(parts)
-    return t.take(pc.sort_indices(t, [("ts", "ascending")]))
+        kind, rank = _LTTNG_KINDS[b.event]
+        t = pa.Table.from_batches([b.batch])
+        t = _lttng_switches(t) if kind == "switch" else _lttng_wakeups(t, kind)
+        n = t.num_rows
+        t = t.append_column("rank", pa.array(np.full(n, rank, dtype=np.int64)))
+        yield t.append_column("idx", pa.array(np.arange(seen[b.event], seen[b.event] + n, dtype=np.int64)))
+        seen[b.event] += n
 
 
 # --------------------------------------------------------------------------
@@ -351,15 +370,20 @@ MIGRATIONS_SQL = """
 _PA_TYPES = {"BIGINT": "int64", "VARCHAR": "large_string", "DOUBLE": "float64", "UBIGINT": "uint64"}
 
 
-def _declared(name: str):
+def _columns(name: str) -> list[tuple[str, str]]:
+    """(column, SQL type) of a kernel table as the model's schema declares it."""
     import json
-
-    import pyarrow as pa
 
     from roscope import _core
 
     spec = next(t for t in json.loads(_core.schema())["tables"] if t["name"] == name)
-    return pa.schema([(c["name"], getattr(pa, _PA_TYPES[c["type"]])()) for c in spec["columns"]])
+    return [(c["name"], c["type"]) for c in spec["columns"]]
+
+
+def _declared(name: str):
+    import pyarrow as pa
+
+    return pa.schema([(c, getattr(pa, _PA_TYPES[t])()) for c, t in _columns(name)])
 
 
 def empty_tables() -> dict:
@@ -380,17 +404,17 @@ def _ust_range(arrow: dict, trace_ids: set[int]) -> tuple[int, int] | None:
     return pc.min(p.column("first_ts")).as_py(), pc.max(p.column("last_ts")).as_py()
 
 
-def _check_aligned(path: str, events, ust: tuple[int, int] | None, clock: str | None) -> None:
-    import pyarrow.compute as pc
-
+def _check_aligned(path: str, span: tuple[int, int] | None, ust: tuple[int, int] | None, clock: str | None) -> None:
+    """Refuses a perf.data not on CLOCK_MONOTONIC, or whose events (`span`: first
+    and last time, None without events) do not overlap the trace's (`ust`)."""
     if clock is None or clock.lower() not in ("monotonic", "clock_monotonic"):
         which = "perf's own clock" if clock is None else f"clock {clock}"
         raise InputError(f"{path}: recorded with {which}, not "
                          "CLOCK_MONOTONIC: its times cannot be aligned with the trace's (record with "
                          "`roscope record --kernel`, or `perf record -k mono`)")
-    if ust is None or not events.num_rows:
+    if ust is None or span is None:
         return
-    lo, hi = pc.min(events.column("ts")).as_py(), pc.max(events.column("ts")).as_py()
+    lo, hi = span
     if hi < ust[0] or lo > ust[1]:
         raise InputError(f"{path}: its sched events ({lo / 1e9:.6f} s to {hi / 1e9:.6f} s of CLOCK_MONOTONIC) do not "
                          f"overlap the trace's events ({ust[0] / 1e9:.6f} s to {ust[1] / 1e9:.6f} s): "
@@ -442,42 +466,93 @@ def _to_reference(events, m):
     return events.set_column(events.schema.get_field_index("ts"), "ts", ts)
 
 
-def load_events(inputs: Sequence[str], arrow: dict, warnings: list[str]):
-    """The normalized sched events of every kernel source of a load, each with its
-    host_id and a sequence number, or None when there are none."""
-    import numpy as np
-    import pyarrow as pa
+#: The events table of a kernel build (`_event_schema`, its host and its place in
+#: the sources' order), and the one an LTTng kernel trace is gathered in before its
+#: events are put in time order (`lttng_chunks`; `ots`: the time before the clock
+#: mapping). Temporary tables of the load's connection: under its memory limit
+#: DuckDB moves them to its temporary directory; never in the database written.
+_EV_COLUMNS = ("ts BIGINT, cpu BIGINT, kind VARCHAR, cur_pid BIGINT, cur_tid BIGINT, prev_tid BIGINT, "
+               "prev_runnable BOOLEAN, prev_comm VARCHAR, next_tid BIGINT, next_comm VARCHAR, woken_tid BIGINT, "
+               "target_cpu BIGINT, woken_comm VARCHAR")
+_EV_NAMES = "ts, cpu, kind, cur_pid, cur_tid, prev_tid, prev_runnable, prev_comm, next_tid, next_comm, woken_tid, " \
+            "target_cpu, woken_comm"
 
+
+class _Events:
+    """Stores the normalized sched events chunk by chunk into the temporary table
+    `ev` of a DuckDB connection, numbering them in the sources' order (`seq`)."""
+
+    def __init__(self, con):
+        self.con = con
+        self.seq = 0
+        con.execute(f"CREATE TEMP TABLE ev ({_EV_COLUMNS}, host_id BIGINT, seq BIGINT)")
+
+    def add(self, ev, host: int, m) -> tuple[int, int] | None:
+        """Stores one chunk (its times mapped with clock map `m` if not None) as the
+        next events; returns its first and last time, None if it is empty."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        n = ev.num_rows
+        if not n:
+            return None
+        if m is not None:
+            ev = _to_reference(ev, m)
+        ev = ev.append_column("host_id", pa.array(np.full(n, host, dtype=np.int64)))
+        ev = ev.append_column("seq", pa.array(np.arange(self.seq, self.seq + n, dtype=np.int64)))
+        self.con.from_arrow(ev).insert_into("ev")
+        self.seq += n
+        mm = pc.min_max(ev.column("ts"))
+        return mm["min"].as_py(), mm["max"].as_py()
+
+    def add_lttng(self, trace_dir: str, host: int, m) -> None:
+        """Stores an LTTng kernel trace's events: gathered as they are read, then
+        added in time order (ts before the clock mapping, `lttng_chunks`' rank and idx)."""
+        self.con.execute(f"CREATE TEMP TABLE ev_lttng ({_EV_COLUMNS}, rank BIGINT, idx BIGINT, ots BIGINT)")
+        try:
+            for t in lttng_chunks([trace_dir]):
+                t = t.append_column("ots", t.column("ts"))
+                self.con.from_arrow(_to_reference(t, m) if m is not None else t).insert_into("ev_lttng")
+            n = self.con.execute("SELECT count(*) FROM ev_lttng").fetchall()[0][0]
+            self.con.execute(f"INSERT INTO ev SELECT {_EV_NAMES}, ? AS host_id, "
+                             "? + row_number() OVER (ORDER BY ots, rank, idx) - 1 AS seq FROM ev_lttng",
+                             [host, self.seq])
+            self.seq += n
+        finally:
+            self.con.execute("DROP TABLE ev_lttng")
+
+
+def _store_events(con, inputs: Sequence[str], arrow: dict, warnings: list[str]) -> bool:
+    """Stores the normalized sched events of every kernel source of a load into the
+    temporary table `ev` of `con` (`_Events`); False when there is no source."""
     tr = arrow.get("traces")
-    parts = []
-    if tr is not None and tr.num_rows:
-        rows = tr.select(["trace_id", "host_id", "path", "domain"]).to_pylist()  # one row per trace directory
-        maps = _clock_maps(arrow)
-        for perf, dirs in find_perf(inputs, [r["path"] for r in rows]):
-            mine = [r for r in rows if r["path"] in dirs]
-            if not has_sched_events(perf):
-                warnings.append(f"{perf}: left out: it has no sched:sched_switch events (not written by "
-                                "`roscope record --kernel`; e.g. a CPU profile)")
-                continue
-            ev, facts = perf_events(perf)
-            host = mine[0]["host_id"]
-            if host in maps:  # a host whose clock the model maps onto the reference host's
-                ev = _to_reference(ev, maps[host])
-            _check_aligned(perf, ev, _ust_range(arrow, {r["trace_id"] for r in mine}), facts["clock"])
-            warnings += [f"{perf}: perf lost events while recording ({w}): thread states near the gaps may be "
-                         "wrong" if " lost " in w else f"{perf}: perf: {w}" for w in facts["warnings"]]
-            parts.append((ev, host))
-        for path, host in _kernel_trace_dirs(arrow):
-            ev = lttng_events([path])
-            if ev is not None:
-                parts.append((_to_reference(ev, maps[host]) if host in maps else ev, host))
-    if not parts:
-        return None
-    tables = []
-    for ev, host in parts:
-        tables.append(ev.append_column("host_id", pa.array(np.full(ev.num_rows, host, dtype=np.int64))))
-    t = pa.concat_tables(tables)
-    return t.append_column("seq", pa.array(np.arange(t.num_rows, dtype=np.int64)))
+    if tr is None or not tr.num_rows:
+        return False
+    rows = tr.select(["trace_id", "host_id", "path", "domain"]).to_pylist()  # one row per trace directory
+    maps = _clock_maps(arrow)
+    ev = None
+    for perf, dirs in find_perf(inputs, [r["path"] for r in rows]):
+        mine = [r for r in rows if r["path"] in dirs]
+        if not has_sched_events(perf):
+            warnings.append(f"{perf}: left out: it has no sched:sched_switch events (not written by "
+                            "`roscope record --kernel`; e.g. a CPU profile)")
+            continue
+        ev = ev or _Events(con)
+        host = mine[0]["host_id"]
+        facts: dict = {}
+        span = None
+        for chunk in perf_chunks(perf, facts):
+            got = ev.add(chunk, host, maps.get(host))  # a host whose clock the model maps onto the reference host's
+            if got is not None:
+                span = got if span is None else (min(span[0], got[0]), max(span[1], got[1]))
+        _check_aligned(perf, span, _ust_range(arrow, {r["trace_id"] for r in mine}), facts["clock"])
+        warnings += [f"{perf}: perf lost events while recording ({w}): thread states near the gaps may be "
+                     "wrong" if " lost " in w else f"{perf}: perf: {w}" for w in facts["warnings"]]
+    for path, host in _kernel_trace_dirs(arrow):
+        ev = ev or _Events(con)
+        ev.add_lttng(path, host, maps.get(host))
+    return ev is not None
 
 
 def _ust_threads(arrow: dict):
@@ -490,25 +565,81 @@ def _ust_threads(arrow: dict):
         ["host_id", "tid", "pid"])
 
 
-def tables(inputs: Sequence[str], arrow: dict, warnings: list[str]) -> dict:
-    """The kernel tables (`TABLES`) of a load as Arrow tables: built from the
-    perf.data beside the traces and the LTTng kernel traces with sched events,
-    empty when there are none (no work then beyond looking for the files)."""
-    ev = load_events(inputs, arrow, warnings)
-    if ev is None:
-        return empty_tables()
+def store(con, inputs: Sequence[str], arrow: dict, warnings: list[str], enabled: bool = True) -> dict[str, int]:
+    """Creates the kernel tables (`TABLES`) of a load in the DuckDB connection `con`
+    (the database being written) and returns their row counts. Built from the
+    perf.data beside the traces and the LTTng kernel traces with sched events (`arrow`:
+    the model's tables `traces`, `processes`, `threads`, `clock_sync`): their events
+    go chunk by chunk into a temporary table, and the tables are made from it by SQL
+    in `con`, so memory stays under the connection's limit (DuckDB spills to its
+    temporary directory) whatever the length of the recording. Empty when there are
+    none or `enabled` is False (no work then beyond looking for the files)."""
+    if not enabled or not _store_events(con, inputs, arrow, warnings):
+        for name, tbl in empty_tables().items():
+            con.from_arrow(tbl).create(name)
+        return dict.fromkeys(TABLES, 0)
+    con.register("ust_threads", _ust_threads(arrow))
+    try:
+        return _build_within_memory(con, warnings)
+    finally:
+        with contextlib.suppress(Exception):  # never hiding the error that got here
+            con.unregister("ust_threads")
+            con.execute("DROP TABLE IF EXISTS ev")
+
+
+#: DuckDB's memory limit while the kernel tables are made, at least (bytes): its
+#: window functions spill what does not fit, but hold one partition at a time in
+#: memory, here all the changes of one thread (or the switches of one CPU).
+KERNEL_MEMORY = 256 << 20
+
+_UNITS = {"b": 1, "bytes": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+
+
+def _memory_limit(con) -> tuple[str, int]:
+    """DuckDB's memory limit of `con`: as DuckDB shows it, and in bytes."""
+    shown = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    m = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]*)\s*", shown)
+    return shown, int(float(m.group(1)) * _UNITS.get(m.group(2).lower() or "b", 1)) if m else 0
+
+
+def _build_within_memory(con, warnings: list[str]) -> dict[str, int]:
+    """`_build` with DuckDB's memory limit raised to `KERNEL_MEMORY` if lower, and
+    doubled while one thread's events do not fit (with a warning saying so), up to
+    DuckDB's own default (80% of the RAM); the limit is put back afterwards."""
     import duckdb
 
-    con = duckdb.connect(":memory:")
+    shown, limit = _memory_limit(con)
+    ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 8 // 10
+    budget = max(limit, KERNEL_MEMORY)
     try:
-        con.register("ev", ev)
-        con.register("ust_threads", _ust_threads(arrow))
-        out = {}
-        for name, sql in (("kernel_threads", THREADS_SQL), ("thread_states", INTERVALS_SQL),
-                          ("preemptions", PREEMPTIONS_SQL), ("migrations", MIGRATIONS_SQL)):
-            tbl = con.sql(sql).to_arrow_table()
-            out[name] = tbl.cast(_declared(name))
-            con.register(name, out[name])
-        return out
+        while True:
+            if budget != limit:
+                con.execute("SET memory_limit = ?", [f"{budget >> 20}MiB"])
+            try:
+                return _build(con)
+            except duckdb.OutOfMemoryException:
+                for name in TABLES:
+                    con.execute(f'DROP TABLE IF EXISTS "{name}"')
+                if budget >= ram:
+                    raise
+                warnings.append(f"kernel scheduling data: {budget >> 20} MiB of memory were not enough for one "
+                                f"thread's sched events; made with {min(2 * budget, ram) >> 20} MiB")
+                budget = min(2 * budget, ram)
     finally:
-        con.close()
+        if budget != limit:
+            with contextlib.suppress(Exception):
+                con.execute("SET memory_limit = ?", [shown])
+
+
+def _build(con) -> dict[str, int]:
+    """The kernel tables from the events `ev` and the UST threads `ust_threads` of
+    `con` (SQL only); returns their row counts."""
+    rows = {}
+    for name, sql in (("kernel_threads", THREADS_SQL), ("thread_states", INTERVALS_SQL),
+                      ("preemptions", PREEMPTIONS_SQL), ("migrations", MIGRATIONS_SQL)):
+        # the columns as the schema declares them (names and types of roscope's own schema, not input)
+        con.execute(f'CREATE TABLE "{name}" ({", ".join(f"{c} {t}" for c, t in _columns(name))})')
+        con.execute(f'INSERT INTO "{name}" BY NAME {sql}')
+        rows[name] = con.table(name).count("*").fetchall()[0][0]
+    return rows
