@@ -91,11 +91,12 @@ def _slice_model(db, a: int, b: int, c: int, d: int) -> _core.FlowModel:
 
 
 #: A database with more publications than this has its data-flow search run over
-#: slices of the model, this many publications each (docs/analyses.md, "Slices").
-SLICE_PUBLICATIONS = 1_000_000
+#: slices of the model, this many publications each (docs/analyses.md, "Slices"):
+#: about 1M events of trace (bench/scale.py measures the memory it leads to).
+SLICE_PUBLICATIONS = 100_000
 #: How far before (and after) its outputs a slice reaches at first (ns); doubled
 #: whenever an output's flows reach further.
-SLICE_REACH_NS = 2_000_000_000
+SLICE_REACH_NS = 200_000_000
 #: Ids per block of the summaries that choose a slice's id ranges.
 _BLOCK = 4096
 _MIN, _MAX = -(2**63), 2**63 - 1

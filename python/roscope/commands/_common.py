@@ -65,7 +65,7 @@ def add_inputs(parser: argparse.ArgumentParser, db: bool = True, help: str | Non
         sel.add_argument("--runs", metavar="GLOB", help="with a dataset: the run to analyse, as a shell pattern "
                          "(it must match one run; `roscope trend` and `roscope dataset stats` go across runs)")
         parser.add_argument("--memory", type=size, metavar="SIZE", default=None,
-                            help="DuckDB's memory budget (e.g. 512M, 2G; default 1G; 0: DuckDB's own, 80%% of RAM): "
+                            help="DuckDB's memory budget (e.g. 512M, 2G; default 256M; 0: DuckDB's own, 80%% of RAM): "
                                  "larger results and queries spill to a temporary directory")
 
 

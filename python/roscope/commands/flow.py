@@ -61,6 +61,10 @@ def register(sub) -> None:
     p.add_argument("--max-flows-per-output", type=C.int_range(0, 2**62), default=fl_caps()[0], metavar="N",
                    help="at most N candidate flows per output message; capped outputs are counted and named "
                         "(default %(default)s; 0: no cap)")
+    p.add_argument("--slice", type=C.int_range(0, 2**62), default=fl_slice(), metavar="PUBS",
+                   help="above PUBS publications, search over slices of the model of about PUBS publications each, "
+                        "so that memory depends on the slice, not on the trace; the results are the same "
+                        "(default %(default)s; 0: always the whole model; docs/analyses.md, Slices)")
     p.add_argument("--no-exact-links", action="store_true",
                    help="ignore transport links and take the newest publication on the topic (the paper's D_cp)")
     p.add_argument("--store", action="store_true",
@@ -69,6 +73,12 @@ def register(sub) -> None:
     C.add_heuristics(p)
     C.add_json(p)
     p.set_defaults(func=run)
+
+
+def fl_slice() -> int:
+    from roscope import flow as fl
+
+    return fl.SLICE_PUBLICATIONS
 
 
 def fl_caps() -> tuple[int, int]:
@@ -107,8 +117,10 @@ def collect(db, args) -> dict:
     from roscope import flow as fl
 
     # Both over slices of the model on a long trace (docs/analyses.md, "Slices").
-    links = fl.causal_link_table(db, store=args.store)
-    res = fl.data_flows(db, args.from_re, args.to_re, implicit=args.implicit, exact_links=not args.no_exact_links,
+    per_slice = args.slice or None
+    links = fl.causal_link_table(db, store=args.store, slice_publications=per_slice)
+    res = fl.data_flows(db, args.from_re, args.to_re, slice_publications=per_slice, implicit=args.implicit,
+                        exact_links=not args.no_exact_links,
                         max_flows=args.max_flows or None, max_flows_per_output=args.max_flows_per_output or None,
                         all_paths=args.all_paths, exclude=args.exclude or None, deps=args.deps,
                         fallback=args.fallback or fl.FALLBACK_RULE, store=args.store)
