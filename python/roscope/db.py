@@ -458,7 +458,9 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
 
 #: DuckDB's memory cap on the connections of `open` (bytes; see
 #: `Database.limit_memory`): results larger than this (data flows) spill to disk.
-MEMORY_BUDGET = 1 << 30
+#: With the data-flow search over slices of the model, this is most of what an
+#: analysis of a long trace holds (bench/scale.py).
+MEMORY_BUDGET = 256 << 20
 
 
 class Database:
