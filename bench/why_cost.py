@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Load-time cost of kernel scheduling and clock synchronization (issue 12).
+"""Load-time cost of kernel scheduling and clock synchronization (issues 12 and 14).
 
 Records the Autoware reference-system preset (ros2sim, Rolling layouts, --scale 100)
 split over two hosts (sensors and perception on host a; planning and control on host b,
-whose clock runs 5 ms ahead and 50 ppm fast), about 10M events, while
+whose clock runs 5 ms ahead and 50 ppm fast), about 10M events in 31.5 s, while
 `perf record -k mono -e sched:sched_switch -e sched:sched_wakeup -a` records the
 kernel's scheduling, as `roscope record --kernel` does. Then times, interleaved in one
 run (best of --runs), `roscope load` of
@@ -13,9 +13,17 @@ run (best of --runs), `roscope load` of
   OUT --no-kernel               clock sync only
   OUT --no-kernel --no-sync     neither: the reference
 
-and reports each as a ratio to the reference. Writes bench/results/why_cost.json.
+and reports each as a ratio to the reference, for each recording length of
+--durations (one recording each, kept in bench/results/why-cost-SECONDS): whether the
+kernel data's memory grows with the recording. Peak RSS is given three ways: the
+whole command (`roscope load` and the `perf script` it runs, as wait4 reports it),
+roscope's own process, and its children (`perf script`, whose RSS is perf.data
+itself: 64-bit perf maps the whole file and keeps the pages it has read). With
+--before DIR (a python/ directory of another roscope version, e.g. `git archive REV
+python | tar -x -C DIR` plus the built _core), the cases with kernel data run with it
+too, as "... (before)". Writes bench/results/why_cost.json.
 
-    .venv/bin/python bench/why_cost.py [--duration 31.5] [--runs 2]
+    .venv/bin/python bench/why_cost.py [--durations 31.5 8] [--runs 1] [--before DIR]
 """
 from __future__ import annotations
 
@@ -33,8 +41,6 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
 RESULTS = os.path.join(BENCH, "results")
 ROSCOPE = [sys.executable, "-m", "roscope"]
-sys.path.insert(0, BENCH)
-from scale import measured  # noqa: E402
 
 
 def system() -> dict:
@@ -68,40 +74,90 @@ def record(out: str, duration: float) -> None:
         shutil.move(perf_data, os.path.join(out, "perf", "perf.data"))
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--duration", type=float, default=31.5)
-    ap.add_argument("--runs", type=int, default=2)
-    a = ap.parse_args()
-    out = os.path.join(RESULTS, f"why-cost-{a.duration:g}")
-    if not os.path.isdir(out):
-        record(out, a.duration)
+#: Runs `roscope` and reports, on stderr, the peak RSS of its own process and of its children.
+_WRAP = ("import atexit, resource, runpy, sys\n"
+         "def _peak():\n"
+         "    print('#peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,\n"
+         "          resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+         "atexit.register(_peak)\n"
+         "sys.argv[0] = 'roscope'\n"
+         "runpy.run_module('roscope', run_name='__main__', alter_sys=True)\n")
+
+
+def measured(args: list[str], python_dir: str | None = None) -> dict:
+    """`roscope ARGS`: wall time, peak RSS of the whole command (wait4), of roscope's own
+    process and of its children (MiB); with `python_dir`, roscope from there."""
+    env = dict(os.environ)
+    if python_dir:
+        env["PYTHONPATH"] = python_dir
+    with open(os.devnull, "wb") as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-c", _WRAP, *args], stdout=out, stderr=err, env=env)
+        _pid, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        err.seek(0)
+        text = err.read().decode("utf-8", "replace")
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"roscope {' '.join(args)} failed:\n{text[-3000:]}")
+    own, children = next(ln.split()[1:] for ln in text.splitlines() if ln.startswith("#peak"))
+    return {"wall_s": round(wall, 3), "peak_rss_mib": round(ru.ru_maxrss / 1024, 1),
+            "own_peak_rss_mib": round(int(own) / 1024, 1), "children_peak_rss_mib": round(int(children) / 1024, 1),
+            "cpu_s": round(ru.ru_utime + ru.ru_stime, 3)}
+
+
+def one_length(out: str, runs: int, before: str | None) -> dict:
     cases = {
         "kernel + sync": [out],
         "kernel only": [out, "--no-sync"],
         "sync only": [out, "--no-kernel"],
         "neither": [out, "--no-kernel", "--no-sync"],
     }
+    todo = [(name, args, None) for name, args in cases.items()]
+    if before:
+        todo += [(f"{name} (before)", args, before) for name, args in cases.items() if "--no-kernel" not in args]
     best: dict = {}
     with tempfile.TemporaryDirectory(dir=RESULTS) as tmp:
         db = os.path.join(tmp, "x.duckdb")
-        for _ in range(a.runs):
-            for name, args in cases.items():
-                r = measured(ROSCOPE + ["load", *args, "-o", db, "--force"])
+        for _ in range(runs):
+            for name, args, python_dir in todo:
+                r = measured(["load", *args, "-o", db, "--force"], python_dir)
                 if name not in best or r["wall_s"] < best[name]["wall_s"]:
                     best[name] = r
         info = json.loads(subprocess.run(ROSCOPE + ["load", out, "-o", db, "--force", "--json"], capture_output=True,
                                          text=True, check=True).stdout)
-    ref = best["neither"]["wall_s"]
-    row = {"trace": out, "events": info["stats"]["events"], "tables": info["tables"], "best": best,
-           "ratio_to_neither": {k: round(v["wall_s"] / ref, 2) for k, v in best.items()}}
+    ref = best["neither"]
+    return {"trace": out, "perf_data_bytes": os.path.getsize(os.path.join(out, "perf", "perf.data")),
+            "events": info["stats"]["events"], "tables": info["tables"], "best": best,
+            "ratio_to_neither": {k: {"wall": round(v["wall_s"] / ref["wall_s"], 2),
+                                     "peak_rss": round(v["peak_rss_mib"] / ref["peak_rss_mib"], 2),
+                                     "own_peak_rss": round(v["own_peak_rss_mib"] / ref["own_peak_rss_mib"], 2)}
+                                 for k, v in best.items()}}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--durations", type=float, nargs="+", default=[31.5, 8.0])
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--before", metavar="DIR", help="a python/ directory of the roscope to compare with")
+    a = ap.parse_args()
+    rows = []
+    for duration in a.durations:
+        out = os.path.join(RESULTS, f"why-cost-{duration:g}")
+        if not os.path.isdir(out):
+            record(out, duration)
+        rows.append(one_length(out, a.runs, os.path.abspath(a.before) if a.before else None))
     with open(os.path.join(RESULTS, "why_cost.json.tmp"), "w") as f:
-        json.dump(row, f, indent=1)
+        json.dump({"machine_loaded": os.getloadavg(), "runs": rows}, f, indent=1)
     os.replace(os.path.join(RESULTS, "why_cost.json.tmp"), os.path.join(RESULTS, "why_cost.json"))
-    print(f"{row['events']:,} events; kernel rows: thread_states {info['tables'].get('thread_states', 0):,}, "
-          f"preemptions {info['tables'].get('preemptions', 0):,}")
-    for k, v in best.items():
-        print(f"  {k:<14} {v['wall_s']:7.2f} s  {v['peak_rss_mib']:7.1f} MiB  x{row['ratio_to_neither'][k]}")
+    for row in rows:
+        t = row["tables"]
+        print(f"{row['trace']}: {row['events']:,} events, perf.data {row['perf_data_bytes'] / 2**20:.0f} MiB; "
+              f"thread_states {t.get('thread_states', 0):,}, preemptions {t.get('preemptions', 0):,}")
+        print(f"  {'case':<24} {'wall s':>7} {'peak MiB':>9} {'own MiB':>8} {'perf MiB':>9}  ratio to neither")
+        for k, v in row["best"].items():
+            r = row["ratio_to_neither"][k]
+            print(f"  {k:<24} {v['wall_s']:7.2f} {v['peak_rss_mib']:9.1f} {v['own_peak_rss_mib']:8.1f} "
+                  f"{v['children_peak_rss_mib']:9.1f}  wall x{r['wall']}, own RSS x{r['own_peak_rss']}")
     return 0
 
 
