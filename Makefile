@@ -54,7 +54,7 @@ test-fast: core test-rust
 test: setup
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory test-rust
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=25 tests
 
 bench: setup
 	$(PY) bench/decode.py
