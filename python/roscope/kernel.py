@@ -211,6 +211,9 @@ def _parse_perf_lines(lines):
 
 SCHED_EVENTS = ["sched_switch", "sched_wakeup", "sched_waking", "sched_wakeup_new"]
 
+#: Rows of the batches LTTng sched events are read in (per event name).
+LTTNG_BATCH_ROWS = 1 << 18
+
 #: The LTTng sched events read, with their kind and their rank among events of one
 #: time (switches, then wake-ups, then new tasks' wake-ups).
 _LTTNG_KINDS = {"sched_switch": ("switch", 0), "sched_wakeup": ("wakeup", 1), "sched_wakeup_new": ("wakeup_new", 2)}
@@ -255,7 +258,7 @@ def lttng_chunks(trace_dirs: Sequence[str]) -> Iterator:
     from roscope.trace import Trace
 
     seen = dict.fromkeys(_LTTNG_KINDS, 0)
-    for b in Trace(list(trace_dirs)).batches(SCHED_EVENTS):
+    for b in Trace(list(trace_dirs)).batches(SCHED_EVENTS, max_rows=LTTNG_BATCH_ROWS):
         if b.event not in _LTTNG_KINDS or not b.batch.num_rows:
             continue
         kind, rank = _LTTNG_KINDS[b.event]
