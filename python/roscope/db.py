@@ -120,6 +120,12 @@ def record_ids(paths: Sequence[str]) -> list[str]:
 WINDOW_NS = 1_000_000_000
 
 
+#: A streaming build's builder runs at most this many chunks (one table's
+#: records of one flush, about half a MiB each on a ROS 2 trace) ahead of
+#: what is stored: enough to keep it reading while DuckDB stores an insert.
+STREAM_QUEUE = 48
+
+
 def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None = None, sync: bool = True,
           put=None, window_ns: int = WINDOW_NS, flush_every: int = 0):
     """Runs the model builder; returns ({table: arrow table}, stats, warnings, losses).
@@ -141,7 +147,7 @@ def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None =
                                                                 sync)
         else:
             stream = _core.ModelStream(list(paths), heuristics, progress, record_ids(paths) or None, sync, window_ns,
-                                       flush_every=flush_every)
+                                       flush_every=flush_every, queue=STREAM_QUEUE)
             warm.join()
             while (chunk := stream.next_chunk()) is not None:
                 put(chunk[0], table_from_core(chunk[1]))
@@ -169,36 +175,73 @@ def _put(con: duckdb.DuckDBPyConnection, name: str, tbl, exists: bool) -> None:
 #: builder's chunks one by one.
 INSERT_BYTES = 32 << 20
 
+#: ... and committed every this many bytes: one commit per insert costs DuckDB
+#: about as much again (bench/load_speed.py), while DuckDB's memory cap still
+#: holds within a transaction (what does not fit is written out).
+COMMIT_BYTES = 256 << 20
+
 
 class _Inserts:
-    """Gathers a streaming build's chunks and stores them in large inserts;
-    `rows` counts each table's rows."""
+    """Gathers a streaming build's chunks and stores them in large inserts,
+    in transactions of `COMMIT_BYTES`, with DuckDB on one thread (the builder
+    has the other core; two threads of DuckDB cost more CPU for no gain);
+    `rows` counts each table's rows. `close()` stores the rest, commits and
+    gives DuckDB its threads back."""
 
     def __init__(self, con):
         self.con = con
         self.rows: dict[str, int] = {}
         self.created: set[str] = set()
         self.pending: dict[str, list] = {}
+        self.sizes: dict[str, int] = {}  # bytes pending per table (Table.nbytes is not free)
         self.size = 0
+        self.uncommitted = 0
+        self.in_transaction = False
+        self.single_thread = False
 
     def put(self, name: str, tbl) -> None:
+        n = tbl.nbytes
         self.rows[name] = self.rows.get(name, 0) + tbl.num_rows
         self.pending.setdefault(name, []).append(tbl)
-        self.size += tbl.nbytes
+        self.sizes[name] = self.sizes.get(name, 0) + n
+        self.size += n
         while self.size >= INSERT_BYTES:
-            self._store(max(self.pending, key=lambda n: sum(t.nbytes for t in self.pending[n])))
+            self._store(max(self.sizes, key=self.sizes.__getitem__))
 
     def _store(self, name: str) -> None:
         import pyarrow as pa
 
         chunks = self.pending.pop(name)
-        self.size -= sum(t.nbytes for t in chunks)
-        _put(self.con, name, pa.concat_tables(chunks), name in self.created)
+        n = self.sizes.pop(name)
+        self.size -= n
+        if not self.single_thread:
+            self.con.execute("SET threads = 1")
+            self.single_thread = True
+        if not self.in_transaction:
+            self.con.begin()
+            self.in_transaction = True
+        # The chunks as one stream: DuckDB reads them where they are (no concatenated copy).
+        stream = pa.RecordBatchReader.from_batches(chunks[0].schema, [b for t in chunks for b in t.to_batches()])
+        del chunks
+        _put(self.con, name, stream, name in self.created)
         self.created.add(name)
+        self.uncommitted += n
+        if self.uncommitted >= COMMIT_BYTES:
+            self._commit()
+
+    def _commit(self) -> None:
+        if self.in_transaction:
+            self.con.commit()
+            self.in_transaction = False
+        self.uncommitted = 0
 
     def close(self) -> None:
         for name in list(self.pending):
             self._store(name)
+        self._commit()
+        if self.single_thread:
+            self.con.execute("RESET threads")
+            self.single_thread = False
 
 
 def _fill(con: duckdb.DuckDBPyConnection, meta: dict) -> None:
