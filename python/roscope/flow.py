@@ -63,23 +63,53 @@ def context(db) -> FlowContext:
 
 
 #: The instance tables a slice of the flow's model holds part of (docs/analyses.md,
-#: "Slices"), each read with its ids rebased so that the slice's start at 0: `$a`..`$b`
-#: are its publications, `$c`..`$d` its runs; a reference out of the slice is null.
+#: "Slices"), read with the slice's ids: its publications are `$a`..`$b` (ids rebased
+#: to start at 0) then the extra ones of `_roscope_slice_xp` (publication_id, local id),
+#: its runs `$c`..`$d` then those of `_roscope_slice_xr` (run_id, local id); a
+#: reference out of the slice is null.
+_RUN_OF_PUB = "CASE WHEN p.run_id >= $c AND p.run_id < $d THEN p.run_id - $c ELSE xr.local END"
+_PUB_OF_LINK = ("CASE WHEN l.publication_id >= $a AND l.publication_id < $b THEN l.publication_id - $a "
+                "ELSE xp.local END")
 _SLICE_SQL = {
-    "callback_runs": ("SELECT run_id - $c AS run_id, callback_id, start_ts, end_ts FROM callback_runs "
-                      "WHERE run_id >= $c AND run_id < $d"),
-    "publications": ("SELECT publication_id - $a AS publication_id, publisher_id, "
-                     "CASE WHEN run_id >= $c AND run_id < $d THEN run_id - $c END AS run_id, ts, rclcpp_ts, rcl_ts, rmw_ts "
-                     "FROM publications WHERE publication_id >= $a AND publication_id < $b"),
-    "links": ("SELECT publication_id - $a AS publication_id, run_id - $c AS run_id FROM links "
-              "WHERE publication_id >= $a AND publication_id < $b AND run_id >= $c AND run_id < $d"),
+    "callback_runs": """
+        SELECT run_id - $c AS run_id, callback_id, start_ts, end_ts FROM callback_runs WHERE run_id >= $c AND run_id < $d
+        UNION ALL
+        SELECT x.local, r.callback_id, r.start_ts, r.end_ts FROM callback_runs r JOIN _roscope_slice_xr x USING (run_id)""",
+    "publications": f"""
+        SELECT p.publication_id - $a AS publication_id, p.publisher_id, {_RUN_OF_PUB} AS run_id,
+               p.ts, p.rclcpp_ts, p.rcl_ts, p.rmw_ts
+        FROM publications p LEFT JOIN _roscope_slice_xr xr ON xr.run_id = p.run_id
+        WHERE p.publication_id >= $a AND p.publication_id < $b
+        UNION ALL
+        SELECT xp.local, p.publisher_id, {_RUN_OF_PUB}, p.ts, p.rclcpp_ts, p.rcl_ts, p.rmw_ts
+        FROM publications p JOIN _roscope_slice_xp xp USING (publication_id)
+        LEFT JOIN _roscope_slice_xr xr ON xr.run_id = p.run_id""",
+    "links": f"""
+        SELECT * FROM (
+            SELECT {_PUB_OF_LINK} AS publication_id, l.run_id - $c AS run_id
+            FROM links l LEFT JOIN _roscope_slice_xp xp ON xp.publication_id = l.publication_id
+            WHERE l.run_id >= $c AND l.run_id < $d
+            UNION ALL
+            SELECT {_PUB_OF_LINK}, xr.local
+            FROM links l JOIN _roscope_slice_xr xr ON xr.run_id = l.run_id
+            LEFT JOIN _roscope_slice_xp xp ON xp.publication_id = l.publication_id
+        ) WHERE publication_id IS NOT NULL""",
 }
 
 
-def _slice_model(db, a: int, b: int, c: int, d: int) -> _core.FlowModel:
-    """The flow's model of publications a..b and runs c..d (ids rebased to 0); the
-    other tables whole. `a == b and c == d`: no instances (callbacks and topics only)."""
+def _slice_model(db, a: int, b: int, c: int, d: int, xp=(), xr=()) -> _core.FlowModel:
+    """The flow's model of publications a..b then `xp`, and runs c..d then `xr`
+    (ids rebased to 0, in that order); the other tables whole. `a == b and c == d`
+    and no extras: no instances (callbacks and topics only)."""
+    import pyarrow as pa
+
     bounds = {"a": a, "b": b, "c": c, "d": d}
+
+    def extra(ids, col: str, first: int):
+        return pa.table({col: pa.array(ids, pa.int64()), "local": pa.array(range(first, first + len(ids)), pa.int64())})
+
+    db.con.register("_roscope_slice_xp", extra(list(xp), "publication_id", b - a))
+    db.con.register("_roscope_slice_xr", extra(list(xr), "run_id", d - c))
 
     def read(name: str, cols: list[str]):
         sql = _SLICE_SQL.get(name)
@@ -87,7 +117,11 @@ def _slice_model(db, a: int, b: int, c: int, d: int) -> _core.FlowModel:
             return db.con.table(name).select(*cols).arrow()
         return db.con.sql(sql, params={k: v for k, v in bounds.items() if f"${k}" in sql}).to_arrow_table()
 
-    return _core.FlowModel(read)
+    try:
+        return _core.FlowModel(read)
+    finally:
+        db.con.unregister("_roscope_slice_xp")
+        db.con.unregister("_roscope_slice_xr")
 
 
 #: A database with more publications than this has its data-flow search run over
@@ -190,15 +224,93 @@ def _facts(db) -> tuple[list, list]:
     return runs, pairs
 
 
+class _Anchors:
+    """Per callback its latest run, per publisher its latest publication, before the
+    time up to which slices have been folded in (`fold`): they give a slice's
+    horizons (`roscope_flow::Window`: a callback that ran once at the start is still
+    found) and the instances it holds besides its id ranges."""
+
+    _RUNS = """
+        SELECT callback_id, max(struct_pack(s := start_ts, r := run_id)) FROM callback_runs
+        WHERE run_id >= $lo_id AND run_id < $hi_id AND start_ts >= $since AND start_ts < $upto
+          AND callback_id IS NOT NULL GROUP BY callback_id"""
+    _PUBS = """
+        SELECT publisher_id, max(struct_pack(s := coalesce(rclcpp_ts, rcl_ts, rmw_ts, ts), r := publication_id))
+        FROM publications
+        WHERE publication_id >= $lo_id AND publication_id < $hi_id AND publisher_id IS NOT NULL
+          AND coalesce(rclcpp_ts, rcl_ts, rmw_ts, ts) >= $since AND coalesce(rclcpp_ts, rcl_ts, rmw_ts, ts) < $upto
+        GROUP BY publisher_id"""
+
+    def __init__(self, db):
+        self.db = db
+        self.n_cb = db.con.execute("SELECT count(*) FROM callbacks").fetchall()[0][0]
+        self.n_pu = db.con.execute("SELECT count(*) FROM publishers").fetchall()[0][0]
+        self.upto = _MIN
+        self.run: dict[int, tuple[int, int]] = {}
+        self.pub: dict[int, tuple[int, int]] = {}
+
+    def fold(self, ranges: tuple[int, int, int, int], upto: int) -> None:
+        """Folds in the publications and runs of `ranges` (a slice's: a..b, c..d) from
+        the time folded so far up to `upto`; the slice held all of that time."""
+        if upto <= self.upto:
+            return
+        a, b, c, d = ranges
+        for sql, lo_id, hi_id, into in ((self._RUNS, c, d, self.run), (self._PUBS, a, b, self.pub)):
+            params = {"lo_id": lo_id, "hi_id": hi_id, "since": self.upto, "upto": upto}
+            for key, latest in self.db.con.execute(sql, params).fetchall():
+                v = (latest["s"], latest["r"])
+                if v > into.get(key, (_MIN, _MIN)):
+                    into[key] = v
+        self.upto = upto
+
+    def horizons(self, lo: int) -> tuple[list[int], list[int], list[int], list[int]]:
+        """For a slice from `lo`: the horizon of each callback and each publisher, and
+        the runs and publications before `lo` the slice must hold for them."""
+        def one(n: int, latest: dict) -> tuple[list[int], list[int]]:
+            out, extra = [], []
+            for key in range(n):
+                v = latest.get(key)
+                if v is None:  # none before (everything before `lo` was folded in)
+                    out.append(_MIN)
+                elif v[0] < lo:
+                    out.append(v[0])
+                    extra.append(v[1])
+                else:  # a slice searched again from further back: not known before `lo`
+                    out.append(lo)
+            return out, extra
+
+        lo_cb, runs = one(self.n_cb, self.run)
+        lo_pub, pubs = one(self.n_pu, self.pub)
+        return lo_cb, lo_pub, runs, pubs
+
+
+def _extras(db, ranges, runs: list[int], pubs: list[int]) -> tuple[list[int], list[int]]:
+    """The runs and publications a slice with id ranges `ranges` holds besides them:
+    `runs` and `pubs` (its anchors), the publications linked to those runs and the
+    runs of those publications; none of them in the ranges."""
+    a, b, c, d = ranges
+    linked = [r[0] for r in db.con.execute(
+        "SELECT DISTINCT publication_id FROM links WHERE run_id IN (SELECT unnest($1::BIGINT[]))", [runs]).fetchall()]
+    made_in = [r[0] for r in db.con.execute(
+        "SELECT DISTINCT run_id FROM publications WHERE publication_id IN (SELECT unnest($1::BIGINT[])) "
+        "AND run_id IS NOT NULL", [pubs]).fetchall()]
+    xr = sorted({r for r in (*runs, *made_in) if not c <= r < d})
+    xp = sorted({p for p in (*pubs, *linked) if not a <= p < b})
+    return xr, xp
+
+
 def _over_slices(db, run, per_slice: int, reach_ns: int) -> dict:
-    """Calls `run(model, offsets, window)` (`_core.FlowSearch.run`,
+    """Calls `run(model, ids, window)` (`_core.FlowSearch.run`,
     `_core.CausalSearch.run`) over slices of the model in output time order: each
-    slice holds its outputs' time span and `reach` before and after it; when what
-    an output needs reaches beyond its slice (`run` returns that output), the search
-    goes on from that output with twice the reach. Returns what the slicing did."""
+    slice holds its outputs' time span and `reach` before and after it, and the
+    latest run of each callback and publication of each publisher before that
+    (`_Anchors`); when what an output needs reaches beyond its slice (`run` returns
+    that output), the search goes on from that output with twice the reach. Returns
+    what the slicing did."""
     bl = _Blocks(db)
+    anchors = _Anchors(db)
     span = max(1, (bl.t_max - bl.t_min) * per_slice // max(bl.n_pubs, 1))
-    out_from, reach, n, restarts, peak = (_MIN, _MIN), reach_ns, 0, 0, 0
+    out_from, reach, n, restarts, peak, prev = (_MIN, _MIN), reach_ns, 0, 0, 0, None
     while True:
         t_a = bl.t_min if out_from[0] == _MIN else out_from[0]
         out_to = t_a + span if t_a + span <= bl.t_max else _MAX
@@ -209,12 +321,19 @@ def _over_slices(db, run, per_slice: int, reach_ns: int) -> dict:
             a = c = 0
         if hi == _MAX:
             b, d = bl.n_pubs, bl.n_runs
-        model = _slice_model(db, a, b, c, d)
+        lo_cb, lo_pub, xr, xp = [], [], [], []
+        if lo != _MIN:
+            if prev is not None:
+                anchors.fold(prev, lo)
+            lo_cb, lo_pub, runs, pubs = anchors.horizons(lo)
+            xr, xp = _extras(db, (a, b, c, d), runs, pubs)
+        model = _slice_model(db, a, b, c, d, xp, xr)
         local_from = out_from if out_from[1] == _MIN else (out_from[0], out_from[1] - a)
-        uncertain = run(model, (a, c), (lo, hi, *local_from, out_to))
+        uncertain = run(model, (a, b - a, xp, c, d - c, xr), (lo, hi, *local_from, out_to, lo_cb, lo_pub))
         del model
         n += 1
-        peak = max(peak, (b - a) + (d - c))
+        prev = (a, b, c, d)
+        peak = max(peak, (b - a) + (d - c) + len(xp) + len(xr))
         if uncertain is not None:
             if (lo, hi) == (_MIN, _MAX):
                 raise RuntimeError("the data-flow search over the whole model found flows beyond it")

@@ -42,7 +42,7 @@ pub struct CausalLink {
 
 /// Every causal link of the model.
 pub fn causal_links(ix: &Index, policy: Policy) -> Vec<CausalLink> {
-    causal_links_in(ix, policy, &Window::ALL, &mut CausalState::default()).0
+    causal_links_in(ix, policy, &Window::all(), &mut CausalState::default()).0
 }
 
 /// What the causal links of one slice of a model hand to the next
@@ -94,7 +94,8 @@ enum Links {
 fn links_of(ix: &Index, policy: Policy, w: &Window, st: &CausalState, p: i64, out: &mut Vec<CausalLink>) -> Links {
     let m = ix.m;
     let last_output = &st.last_output;
-    let unsure = |found: Option<i64>| w.lookup_unsure(found.map(|x| m.run_start[x as usize]));
+    // A lookup among callback `c`'s runs gave `found`: could the whole model give another?
+    let unsure = |c: i64, found: Option<i64>| w.lookup_unsure(w.lo_of_cb(c), found.map(|x| m.run_start[x as usize]));
     let pu = p as usize;
     let r = m.pb_run[pu];
     if r < 0 {
@@ -107,7 +108,7 @@ fn links_of(ix: &Index, policy: Policy, w: &Window, st: &CausalState, p: i64, ou
     }
     // The run's own input and lookups start from its start: before the slice,
     // they may not be there.
-    if w.lookup_unsure(Some(m.run_start[ru])) {
+    if w.lookup_unsure(w.lo_of_cb(cb), Some(m.run_start[ru])) {
         return Links::Unsure;
     }
     let publisher = m.pb_publisher[pu];
@@ -127,7 +128,7 @@ fn links_of(ix: &Index, policy: Policy, w: &Window, st: &CausalState, p: i64, ou
                         let cand = if c == cb { Some(r) } else { ix.latest_run_before(c, t_run + 1, false) };
                         // What the slice lacks is older than its start: it matters
                         // only if the group's last output is older still.
-                        if c != cb && since < w.lo && unsure(cand) {
+                        if c != cb && since < w.lo_of_cb(c) && unsure(c, cand) {
                             return Links::Unsure;
                         }
                         if let Some(x) = cand {
@@ -161,7 +162,7 @@ fn links_of(ix: &Index, policy: Policy, w: &Window, st: &CausalState, p: i64, ou
                     let mut best: Option<i64> = None;
                     for &c in ix.sub_callbacks(s) {
                         let found = ix.latest_run_before(c, t_run, false);
-                        if unsure(found) {
+                        if unsure(c, found) {
                             return Links::Unsure;
                         }
                         if found.is_some_and(|x| best.is_none_or(|b| m.run_start[x as usize] >= m.run_start[b as usize])) {
@@ -189,7 +190,7 @@ fn links_of(ix: &Index, policy: Policy, w: &Window, st: &CausalState, p: i64, ou
                             continue;
                         }
                         let found = ix.latest_run_before(c, t_run, true);
-                        if unsure(found) {
+                        if unsure(c, found) {
                             return Links::Unsure;
                         }
                         if let Some(x) = found {

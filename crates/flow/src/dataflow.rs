@@ -70,40 +70,114 @@ impl EdgeSource {
 pub type ImplicitEdges = HashMap<(i64, i64), EdgeSource>;
 
 /// The part of the trace a search sees when it runs over a slice of the model
-/// (docs/analyses.md, "Slices"): the slice holds every run and publication whose time
-/// is in `[lo, hi)` with everything they reference, and the search handles the output
-/// publications from `out_from` (time, id) up to time `out_to` (excluded).
+/// (docs/analyses.md, "Slices"), and the outputs it handles: those from `out_from`
+/// (time, id) up to time `out_to` (excluded).
 ///
-/// A tree node outside `[lo, hi)`, or one whose newest input or intra-node dependency
-/// would have to be looked up before `lo`, is incomplete: the slice may not hold what
-/// the whole model would give there. An output whose flows reach such a node is not
-/// answered (`FlowResult::uncertain_at`): its search must be repeated on a slice that
-/// reaches further. `Window::ALL` (the whole model) never has incomplete nodes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The slice holds, for each callback, every run of it that starts at or after its
+/// horizon (`lo_cb`, else `lo`) and before `hi`, and for each publisher every
+/// publication at or after its horizon (`lo_pub`, else `lo`) and before `hi`, with
+/// everything those reference. A horizon is usually `lo`, or the time of the
+/// callback's (publisher's) latest run (publication) before `lo`, so that a callback
+/// that ran once at the start is still found; `i64::MIN` when it has none before.
+///
+/// A tree node outside its horizon or at or after `hi`, or one whose newest input or
+/// intra-node dependency would have to be looked up before the horizon of what it
+/// looks up, is incomplete: the slice may not hold what the whole model would give
+/// there. An output whose flows reach such a node is not answered
+/// (`FlowResult::uncertain_at`): its search must be repeated on a slice that reaches
+/// further. `Window::all()` (the whole model) never has incomplete nodes.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Window {
     pub lo: i64,
     pub hi: i64,
     pub out_from: (i64, i64),
     pub out_to: i64,
+    /// Per callback id, its horizon (empty: `lo` for every callback).
+    pub lo_cb: Vec<i64>,
+    /// Per publisher id, its horizon (empty: `lo` for every publisher).
+    pub lo_pub: Vec<i64>,
 }
 
 impl Window {
-    pub const ALL: Window = Window { lo: i64::MIN, hi: i64::MAX, out_from: (i64::MIN, i64::MIN), out_to: i64::MAX };
-
-    /// Whether a node at time `t` is inside the slice's complete part.
-    fn holds(&self, t: i64) -> bool {
-        self.lo <= t && t < self.hi
+    /// The whole model.
+    pub fn all() -> Window {
+        Window { lo: i64::MIN, hi: i64::MAX, out_from: (i64::MIN, i64::MIN), out_to: i64::MAX, lo_cb: Vec::new(), lo_pub: Vec::new() }
     }
 
-    /// Whether a dependency looked up for a node (`found`: the time of what the
-    /// lookup gave, if anything) could differ on the whole model: nothing found, or
-    /// something before `lo`, while the slice starts after the trace does.
-    pub(crate) fn lookup_unsure(&self, found: Option<i64>) -> bool {
-        self.lo != i64::MIN && found.is_none_or(|t| t < self.lo)
+    pub fn is_all(&self) -> bool {
+        *self == Window::all()
+    }
+
+    /// The horizon of callback `cb`'s runs.
+    pub(crate) fn lo_of_cb(&self, cb: i64) -> i64 {
+        if cb < 0 {
+            return self.lo;
+        }
+        self.lo_cb.get(cb as usize).copied().unwrap_or(self.lo)
+    }
+
+    /// The horizon of publisher `pu`'s publications.
+    pub(crate) fn lo_of_publisher(&self, pu: i64) -> i64 {
+        if pu < 0 {
+            return self.lo;
+        }
+        self.lo_pub.get(pu as usize).copied().unwrap_or(self.lo)
+    }
+
+    /// Whether a node (a run of callback or a publication of publisher with
+    /// horizon `lo`) at time `t` is inside the slice's complete part.
+    fn holds(&self, lo: i64, t: i64) -> bool {
+        lo <= t && t < self.hi
+    }
+
+    /// Whether a lookup among instances whose horizon is `lo` (`found`: the time of
+    /// what it gave, if anything) could give something else on the whole model.
+    pub(crate) fn lookup_unsure(&self, lo: i64, found: Option<i64>) -> bool {
+        lo != i64::MIN && found.is_none_or(|t| t < lo)
     }
 
     pub(crate) fn outputs(&self, t: i64, p: i64) -> bool {
         (t, p) >= self.out_from && t < self.out_to
+    }
+}
+
+/// How the ids of a slice of the model map to the model's: a range of publications
+/// (runs) starting at `pub_base` (`run_base`), `pub_n` (`run_n`) long, then the
+/// extra ones listed (`pub_extra`, `run_extra`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IdMap {
+    pub pub_base: i64,
+    pub pub_n: i64,
+    pub pub_extra: Vec<i64>,
+    pub run_base: i64,
+    pub run_n: i64,
+    pub run_extra: Vec<i64>,
+}
+
+impl IdMap {
+    /// The identity (a whole model, or ids already the model's).
+    pub fn identity() -> IdMap {
+        IdMap { pub_n: i64::MAX, run_n: i64::MAX, ..IdMap::default() }
+    }
+
+    fn map(id: i64, base: i64, n: i64, extra: &[i64]) -> i64 {
+        if id == NONE {
+            NONE
+        } else if id < n {
+            id + base
+        } else {
+            extra.get((id - n) as usize).copied().unwrap_or(NONE)
+        }
+    }
+
+    /// The model's id of the slice's publication `p`.
+    pub fn publication(&self, p: i64) -> i64 {
+        IdMap::map(p, self.pub_base, self.pub_n, &self.pub_extra)
+    }
+
+    /// The model's id of the slice's run `r`.
+    pub fn run(&self, r: i64) -> i64 {
+        IdMap::map(r, self.run_base, self.run_n, &self.run_extra)
     }
 }
 
@@ -137,7 +211,7 @@ pub struct FlowOptions {
     /// start or end at; empty: none.
     pub excluded_topic: Vec<bool>,
     pub excluded_cb: Vec<bool>,
-    /// The slice of the model the search runs over (`Window::ALL`: the whole model).
+    /// The slice of the model the search runs over (`Window::all()`: the whole model).
     pub window: Window,
 }
 
@@ -154,7 +228,7 @@ impl FlowOptions {
             all_paths: true,
             excluded_topic: Vec::new(),
             excluded_cb: Vec::new(),
-            window: Window::ALL,
+            window: Window::all(),
         }
     }
 
@@ -259,7 +333,10 @@ impl<'a, 'b> Search<'a, 'b> {
             return (None, false);
         }
         let best = self.newest_on_topic(topic, m.run_start[r as usize]);
-        (best, self.o.window.lookup_unsure(best.map(|p| m.pb_ts[p as usize])))
+        let w = &self.o.window;
+        // Any publisher's publication before its horizon could be the newest.
+        let lo = self.pubs_of_topic[topic as usize].iter().map(|&pu| w.lo_of_publisher(pu)).max().unwrap_or(i64::MIN);
+        (best, w.lookup_unsure(lo, best.map(|p| m.pb_ts[p as usize])))
     }
 
     /// The newest publication on `topic` before `t`.
@@ -288,10 +365,17 @@ impl<'a, 'b> Search<'a, 'b> {
         let (mut runs, mut unsure) = (Vec::new(), false);
         for &d in self.implicit_in.get(&cb).map(|v| v.as_slice()).unwrap_or(&[]) {
             let found = self.ix.latest_run_before(d, t, true);
-            unsure |= self.o.window.lookup_unsure(found.map(|x| m.run_start[x as usize]));
+            unsure |= self.o.window.lookup_unsure(self.o.window.lo_of_cb(d), found.map(|x| m.run_start[x as usize]));
             runs.extend(found);
         }
         (runs, unsure)
+    }
+
+    /// Whether the slice holds all of node `head`'s references (`Window`).
+    fn node_held(&self, head: (char, i64)) -> bool {
+        let (m, w) = (self.ix.m, &self.o.window);
+        let lo = if head.0 == 'p' { w.lo_of_publisher(m.pb_publisher[head.1 as usize]) } else { w.lo_of_cb(m.run_cb[head.1 as usize]) };
+        w.holds(lo, m.time_of(head))
     }
 
     /// Algorithm 1, without the visited set (which is applied when paths are
@@ -304,7 +388,7 @@ impl<'a, 'b> Search<'a, 'b> {
             return t.clone();
         }
         let mut children = Vec::new();
-        let mut incomplete = !self.o.window.holds(self.ix.m.time_of(head));
+        let mut incomplete = !self.node_held(head);
         if depth < 256 && !incomplete {
             if head.0 == 'p' {
                 if let Some(r) = self.d_pc(head.1) {
@@ -553,15 +637,13 @@ impl Default for SegmentSet {
 
 impl SegmentSet {
     pub fn add(&mut self, m: &Model, f: &DataFlow) {
-        self.add_shifted(m, f, (0, 0));
+        self.add_mapped(m, f, &IdMap::identity());
     }
 
-    /// Adds the segments of `f`, found in a slice of the model whose publication and
-    /// run ids are the model's less `offsets` (publications, runs).
-    pub fn add_shifted(&mut self, m: &Model, f: &DataFlow, offsets: (i64, i64)) {
+    /// Adds the segments of `f`, found in a slice of the model whose ids map to the
+    /// model's by `ids`.
+    pub fn add_mapped(&mut self, m: &Model, f: &DataFlow, ids: &IdMap) {
         let t_of = |s: (char, i64)| m.time_of(s);
-        let (po, ro) = offsets;
-        let shift = |id: i64, off: i64| if id == NONE { NONE } else { id + off };
         for w in f.steps.windows(2) {
             let (x, y) = (w[0], w[1]);
             let mut push = |k: SegmentKind, a: i64, b: i64, d: i64, t: i64| {
@@ -574,13 +656,13 @@ impl SegmentSet {
             };
             let t = t_of(x);
             match (x.0, y.0) {
-                ('p', 'r') => push(SegmentKind::Communication, shift(x.1, po), shift(y.1, ro), t_of(y) - t, t),
-                ('r', 'p') => push(SegmentKind::Computation, shift(x.1, ro), shift(y.1, po), t_of(y) - t, t),
+                ('p', 'r') => push(SegmentKind::Communication, ids.publication(x.1), ids.run(y.1), t_of(y) - t, t),
+                ('r', 'p') => push(SegmentKind::Computation, ids.run(x.1), ids.publication(y.1), t_of(y) - t, t),
                 ('r', 'r') => {
                     let end = m.run_end[x.1 as usize];
                     let d = if end >= 0 { end - t } else { t_of(y) - t };
-                    push(SegmentKind::Computation, shift(x.1, ro), NONE, d, t);
-                    push(SegmentKind::Idle, shift(x.1, ro), shift(y.1, ro), t_of(y) - (t + d), t);
+                    push(SegmentKind::Computation, ids.run(x.1), NONE, d, t);
+                    push(SegmentKind::Idle, ids.run(x.1), ids.run(y.1), t_of(y) - (t + d), t);
                 }
                 _ => {}
             }
@@ -664,9 +746,9 @@ impl FlowResult {
         }
     }
 
-    /// Adds the result of the search over the next slice; `pub_offset` turns its
-    /// publication ids into the model's.
-    pub fn add(&mut self, r: FlowResult, pub_offset: i64) {
+    /// Adds the result of the search over the next slice, whose ids map to the
+    /// model's by `ids`.
+    pub fn add(&mut self, r: FlowResult, ids: &IdMap) {
         self.flows += r.flows;
         self.candidates += r.candidates;
         self.outputs += r.outputs;
@@ -674,10 +756,10 @@ impl FlowResult {
         self.outputs_capped += r.outputs_capped;
         for p in r.capped_examples {
             if self.capped_examples.len() < CAPPED_EXAMPLES {
-                self.capped_examples.push(p + pub_offset);
+                self.capped_examples.push(ids.publication(p));
             }
         }
-        self.stopped_at = self.stopped_at.or(r.stopped_at.map(|p| p + pub_offset));
+        self.stopped_at = self.stopped_at.or(r.stopped_at.map(|p| ids.publication(p)));
         self.duplicates_dropped += r.duplicates_dropped;
         self.flows_on_fallback += r.flows_on_fallback;
         self.flows_from_publications += r.flows_from_publications;

@@ -30,8 +30,8 @@ mod tests;
 
 pub use causal::{causal_links, causal_links_in, CausalLink, CausalLinkKind, CausalState, Policy};
 pub use dataflow::{
-    data_flows, each_data_flow, path_key, segments, DataFlow, EdgeSource, FlowOptions, FlowResult, ImplicitEdges, Segment, SegmentKind,
-    SegmentSet, Window,
+    data_flows, each_data_flow, path_key, segments, DataFlow, EdgeSource, FlowOptions, FlowResult, IdMap, ImplicitEdges, Segment,
+    SegmentKind, SegmentSet, Window,
 };
 pub use graph::{message_graph, Graph};
 pub use implicit::{implicit_edges, implicit_edges_from, implicit_edges_with, Deps, Facts, FallbackRule, Implicit};

@@ -9,7 +9,7 @@ use roscope_model::schema::{self, ColType, TableSpec};
 use roscope_model::table::{Col, Data, Table};
 
 use crate::causal::CausalLink;
-use crate::dataflow::{each_data_flow, path_key, DataFlow, FlowOptions, FlowResult, SegmentSet, Window};
+use crate::dataflow::{each_data_flow, path_key, DataFlow, FlowOptions, FlowResult, IdMap, SegmentSet};
 use crate::index::Index;
 use crate::model::{Model, NONE};
 
@@ -79,7 +79,6 @@ pub struct FlowTables {
 struct PathEntry(Vec<(char, i64)>, i64, i64);
 
 /// Collects flows into columns as they are found.
-#[derive(Default)]
 struct Collector {
     flows: [Vec<i64>; 12],
     steps: [Vec<i64>; 4],
@@ -89,15 +88,29 @@ struct Collector {
     path_of: HashMap<Vec<(char, i64)>, i64>,
     /// Per path id: its key, flow count and fallback edges.
     paths: Vec<PathEntry>,
-    /// What turns the ids of the slice being searched into the model's: (publications, runs).
-    offsets: (i64, i64),
+    /// What turns the ids of the slice being searched into the model's.
+    ids: IdMap,
+}
+
+impl Default for Collector {
+    fn default() -> Self {
+        Collector {
+            flows: Default::default(),
+            steps: Default::default(),
+            step_edges: Vec::new(),
+            next_flow: 0,
+            segments: SegmentSet::default(),
+            path_of: HashMap::new(),
+            paths: Vec::new(),
+            ids: IdMap::identity(),
+        }
+    }
 }
 
 impl Collector {
     fn add(&mut self, m: &Model, f: DataFlow, all_steps: bool) {
-        self.segments.add_shifted(m, &f, self.offsets);
-        let (po, ro) = self.offsets;
-        let shift = |id: i64, off: i64| if id == NONE { NONE } else { id + off };
+        self.segments.add_mapped(m, &f, &self.ids);
+        let ids = &self.ids;
         let key = path_key(m, &f);
         let next = self.paths.len() as i64;
         let pid = match self.path_of.get(&key) {
@@ -112,12 +125,12 @@ impl Collector {
         self.paths[pid as usize].1 += 1;
         let k = self.next_flow;
         self.next_flow += 1;
-        let first_run = if f.steps[0].0 == 'r' { f.steps[0].1 + ro } else { NONE };
+        let first_run = if f.steps[0].0 == 'r' { ids.run(f.steps[0].1) } else { NONE };
         let vals = [
             k,
             pid,
-            shift(f.output(), po),
-            shift(f.input(), po),
+            ids.publication(f.output()),
+            ids.publication(f.input()),
             first_run,
             f.start,
             f.end,
@@ -132,7 +145,7 @@ impl Collector {
         }
         if all_steps || first_of_path {
             for (j, &(kind, id)) in f.steps.iter().enumerate() {
-                let id = shift(id, if kind == 'r' { ro } else { po });
+                let id = if kind == 'r' { ids.run(id) } else { ids.publication(id) };
                 for (c, v) in self.steps.iter_mut().zip([k, j as i64, (kind == 'r') as i64, id]) {
                     c.push(v);
                 }
@@ -216,7 +229,7 @@ pub fn stream_data_flow_tables(
     emit: &mut dyn FnMut(Table) -> bool,
 ) -> (Table, FlowResult) {
     let mut search = FlowSearch::new(all_steps, chunk_rows);
-    search.run(ix, o, (0, 0), emit);
+    search.run(ix, o, IdMap::identity(), emit);
     search.finish(ix.m, emit)
 }
 
@@ -240,17 +253,17 @@ impl FlowSearch {
         FlowSearch { c: Collector::default(), all_steps, chunk_rows: chunk_rows.max(1), result: FlowResult::default(), refused: false }
     }
 
-    /// Searches the outputs of one slice (`o.window`; its publication and run ids are
-    /// the model's less `offsets`), handing full chunks to `emit`. Returns the output
-    /// (time, publication id in the model's terms) where the flows reach beyond the
-    /// slice, if they do: the next slice must start there and reach further back.
-    pub fn run(&mut self, ix: &Index, o: &FlowOptions, offsets: (i64, i64), emit: &mut dyn FnMut(Table) -> bool) -> Option<(i64, i64)> {
+    /// Searches the outputs of one slice (`o.window`; its ids map to the model's by
+    /// `ids`), handing full chunks to `emit`. Returns the output (time, publication id
+    /// in the model's terms) where the flows reach beyond the slice, if they do: the
+    /// next slice must start there and reach further back.
+    pub fn run(&mut self, ix: &Index, o: &FlowOptions, ids: IdMap, emit: &mut dyn FnMut(Table) -> bool) -> Option<(i64, i64)> {
         if self.refused {
             return None;
         }
         let c = &mut self.c;
-        c.offsets = offsets;
-        if o.window != Window::ALL {
+        c.ids = ids;
+        if !o.window.is_all() {
             c.segments.forget_before(o.window.lo);
         }
         let (all_steps, chunk_rows) = (self.all_steps, self.chunk_rows);
@@ -263,8 +276,8 @@ impl FlowSearch {
             ok
         });
         self.refused = !ok;
-        let uncertain = res.uncertain_at.map(|(t, p)| (t, p + offsets.0));
-        self.result.add(res, offsets.0);
+        let uncertain = res.uncertain_at.map(|(t, p)| (t, c.ids.publication(p)));
+        self.result.add(res, &c.ids);
         uncertain
     }
 

@@ -338,19 +338,20 @@ impl FlowSearch {
         })
     }
 
-    /// Searches the outputs of slice `model`, whose publication and run ids are the
-    /// model's less `offsets` (publications, runs); `window` is (lo, hi, out_from_ts,
-    /// out_from_id, out_to) in the slice's ids (`roscope_flow::Window`; None: the
-    /// whole model). Chunks of results go to `sink(name, table)` with the model's ids.
-    /// Returns the output (time, publication id) from which the flows reach beyond
-    /// the slice, or None: the next slice starts there and reaches further back.
-    #[pyo3(signature = (model, offsets, window, sink))]
+    /// Searches the outputs of slice `model`, whose ids map to the model's by `ids`
+    /// (pub_base, pub_n, pub_extra, run_base, run_n, run_extra: `roscope_flow::IdMap`);
+    /// `window` is (lo, hi, out_from_ts, out_from_id, out_to, lo_cb, lo_pub), the
+    /// output id in the slice's ids (`roscope_flow::Window`; None: the whole model).
+    /// Chunks of results go to `sink(name, table)` with the model's ids. Returns the
+    /// output (time, publication id) from which the flows reach beyond the slice, or
+    /// None: the next slice starts there and reaches further back.
+    #[pyo3(signature = (model, ids, window, sink))]
     fn run(
         &mut self,
         py: Python<'_>,
         model: PyRef<'_, FlowModel>,
-        offsets: (i64, i64),
-        window: Option<(i64, i64, i64, i64, i64)>,
+        ids: Ids,
+        window: Option<WindowArgs>,
         sink: Bound<'_, PyAny>,
     ) -> PyResult<Option<(i64, i64)>> {
         let Some(search) = self.search.as_mut() else {
@@ -367,7 +368,7 @@ impl FlowSearch {
         let t0 = Instant::now();
         let uncertain = py.allow_threads(|| {
             let ix = roscope_flow::Index::new(m);
-            search.run(&ix, o, offsets, &mut emitter(&sink, &mut failed))
+            search.run(&ix, o, id_map(ids), &mut emitter(&sink, &mut failed))
         });
         self.seconds += t0.elapsed().as_secs_f64();
         match failed {
@@ -404,11 +405,22 @@ impl FlowSearch {
     }
 }
 
-fn window_of(window: Option<(i64, i64, i64, i64, i64)>) -> roscope_flow::Window {
+/// `roscope_flow::Window` from Python: (lo, hi, out_from_ts, out_from_id, out_to, lo_cb, lo_pub).
+type WindowArgs = (i64, i64, i64, i64, i64, Vec<i64>, Vec<i64>);
+/// `roscope_flow::IdMap` from Python: (pub_base, pub_n, pub_extra, run_base, run_n, run_extra).
+type Ids = (i64, i64, Vec<i64>, i64, i64, Vec<i64>);
+
+fn window_of(window: Option<WindowArgs>) -> roscope_flow::Window {
     match window {
-        None => roscope_flow::Window::ALL,
-        Some((lo, hi, from_ts, from_id, to)) => roscope_flow::Window { lo, hi, out_from: (from_ts, from_id), out_to: to },
+        None => roscope_flow::Window::all(),
+        Some((lo, hi, from_ts, from_id, to, lo_cb, lo_pub)) => {
+            roscope_flow::Window { lo, hi, out_from: (from_ts, from_id), out_to: to, lo_cb, lo_pub }
+        }
     }
+}
+
+fn id_map((pub_base, pub_n, pub_extra, run_base, run_n, run_extra): Ids) -> roscope_flow::IdMap {
+    roscope_flow::IdMap { pub_base, pub_n, pub_extra, run_base, run_n, run_extra }
 }
 
 /// Causal links over a model handed over in slices (docs/analyses.md, "Slices"):
@@ -429,16 +441,16 @@ impl CausalSearch {
     }
 
     /// The causal links whose output publications are in `window` (as in
-    /// `FlowSearch.run`) of slice `model` (ids: the model's less `offsets`), with the
+    /// `FlowSearch.run`) of slice `model` (ids mapped by `ids`, as there), with the
     /// model's ids, and the publication (time, id) from which the slice does not
     /// hold what the links need, or None.
-    #[pyo3(signature = (model, offsets, window))]
+    #[pyo3(signature = (model, ids, window))]
     fn run(
         &mut self,
         py: Python<'_>,
         model: PyRef<'_, FlowModel>,
-        offsets: (i64, i64),
-        window: Option<(i64, i64, i64, i64, i64)>,
+        ids: Ids,
+        window: Option<WindowArgs>,
     ) -> PyResult<(ArrowTable, Option<(i64, i64)>)> {
         let (m, policy, state) = (&model.m, self.policy, &mut self.state);
         let w = window_of(window);
@@ -446,12 +458,12 @@ impl CausalSearch {
             let ix = roscope_flow::Index::new(m);
             roscope_flow::causal_links_in(&ix, policy, &w, state)
         });
-        let (po, ro) = offsets;
+        let ids = id_map(ids);
         for l in links.iter_mut() {
-            l.in_pub += po;
-            l.in_run += ro;
-            l.out_pub += po;
+            l.in_pub = ids.publication(l.in_pub);
+            l.in_run = ids.run(l.in_run);
+            l.out_pub = ids.publication(l.out_pub);
         }
-        Ok((ArrowTable::from_table(roscope_flow::causal_links_table(&links))?, uncertain.map(|(t, p)| (t, p + po))))
+        Ok((ArrowTable::from_table(roscope_flow::causal_links_table(&links))?, uncertain.map(|(t, p)| (t, ids.publication(p)))))
     }
 }
