@@ -126,8 +126,11 @@ def _slice_model(db, a: int, b: int, c: int, d: int, xp=(), xr=()) -> _core.Flow
 
 #: A database with more publications than this has its data-flow search run over
 #: slices of the model, this many publications each (docs/analyses.md, "Slices"):
-#: about 1M events of trace (bench/scale.py measures the memory it leads to).
-SLICE_PUBLICATIONS = 100_000
+#: about half a million events of trace (bench/scale.py measures the memory it leads to).
+SLICE_PUBLICATIONS = 50_000
+#: DuckDB's budget for `roscope flow` (bytes; `--memory`): with slices, DuckDB's
+#: buffers for the result tables are most of what the flow holds.
+FLOW_MEMORY = 128 << 20
 #: How far before (and after) its outputs a slice reaches at first (ns); doubled
 #: whenever an output's flows reach further.
 SLICE_REACH_NS = 200_000_000

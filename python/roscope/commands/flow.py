@@ -64,7 +64,8 @@ def register(sub) -> None:
     p.add_argument("--slice", type=C.int_range(0, 2**62), default=fl_slice(), metavar="PUBS",
                    help="above PUBS publications, search over slices of the model of about PUBS publications each, "
                         "so that memory depends on the slice, not on the trace; the results are the same "
-                        "(default %(default)s; 0: always the whole model; docs/analyses.md, Slices)")
+                        "(default %(default)s; 0: always the whole model; docs/analyses.md, Slices); DuckDB's --memory "
+                        "defaults to 128M here")
     p.add_argument("--no-exact-links", action="store_true",
                    help="ignore transport links and take the newest publication on the topic (the paper's D_cp)")
     p.add_argument("--store", action="store_true",
@@ -72,7 +73,14 @@ def register(sub) -> None:
                         "as tables in the database, which must be a file written by `roscope load`, writable")
     C.add_heuristics(p)
     C.add_json(p)
-    p.set_defaults(func=run)
+    # A smaller DuckDB budget than the other verbs': the flow's results spill to disk.
+    p.set_defaults(func=run, memory=fl_memory())
+
+
+def fl_memory() -> int:
+    from roscope import flow as fl
+
+    return fl.FLOW_MEMORY
 
 
 def fl_slice() -> int:
