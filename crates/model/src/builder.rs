@@ -10,8 +10,6 @@
 //! This module also keeps what all families share: processes and threads,
 //! and each thread's stack of open callback runs.
 
-use std::borrow::Cow;
-
 use rustc_hash::FxHashMap;
 
 use roscope_ctf::stream::{StreamReader, Val};
@@ -283,14 +281,19 @@ impl Builder {
     /// name, which threads may change: it is no evidence of a new process.)
     /// The process's name is the one its main thread (tid = pid) carries.
     #[allow(clippy::too_many_arguments)]
-    fn process(&mut self, host: usize, trace: usize, pid: i64, tid: i64, procname: &str, ts: u64, starts: bool) -> usize {
+    /// `procname`: the context's bytes, up to a NUL (read as UTF-8, lossily,
+    /// only when the name is new: this runs for every event).
+    fn process(&mut self, host: usize, trace: usize, pid: i64, tid: i64, procname: &[u8], ts: u64, starts: bool) -> usize {
         if let Some(&p) = self.proc_of.get(&(host, pid)) {
             if !(starts && self.procs[p].runtime_seen) {
                 let pr = &mut self.procs[p];
                 pr.last = ts;
                 pr.events += 1;
-                if (tid == pid || pr.procname.is_empty()) && pr.procname != procname && !procname.is_empty() {
-                    pr.procname = procname.to_string();
+                if (tid == pid || pr.procname.is_empty()) && !procname.is_empty() && pr.procname.as_bytes() != procname {
+                    let name = String::from_utf8_lossy(procname);
+                    if pr.procname != name {
+                        pr.procname = name.into_owned();
+                    }
                 }
                 return p;
             }
@@ -299,7 +302,7 @@ impl Builder {
             left_out: None,
             host,
             pid,
-            procname: procname.to_string(),
+            procname: String::from_utf8_lossy(procname).into_owned(),
             first: ts,
             last: ts,
             events: 1,
@@ -388,14 +391,18 @@ impl Builder {
         pending(&mut self.threads[th].pending_take, &mut self.takes, &mut self.counts.late_updates)
     }
 
-    /// The event's (host, pid, tid, procname) from its stream's context.
-    fn context<'s>(&self, s: &'s StreamReader) -> (usize, i64, i64, Cow<'s, str>) {
+    /// The event's (host, pid, tid, procname) from its stream's context; the
+    /// name as its bytes up to a NUL (see `process`).
+    fn context<'s>(&self, s: &'s StreamReader) -> (usize, i64, i64, &'s [u8]) {
         let [pp, tp, np] = self.info.ctx[s.trace][s.sc];
         let pid = pp.and_then(|i| as_i64(s.tape.get(i))).unwrap_or(-1);
         let tid = tp.and_then(|i| as_i64(s.tape.get(i))).unwrap_or(pid);
         let procname = match np.and_then(|i| s.tape.get(i)) {
-            Some(Val::Str(off, len)) => roscope_ctf::json::text_at(s.data(), *off, *len),
-            _ => Cow::Borrowed(""),
+            Some(Val::Str(off, len)) => {
+                let b = &s.data()[*off as usize..*off as usize + *len as usize];
+                b.iter().position(|&c| c == 0).map_or(b, |n| &b[..n])
+            }
+            _ => &[][..],
         };
         (self.info.trace_host[s.trace], pid, tid, procname)
     }
@@ -413,7 +420,7 @@ impl Builder {
         };
         let (host, pid, tid, procname) = self.context(s);
         let ts = s.cur_ts;
-        let p = self.process(host, s.trace, pid, tid, &procname, ts, ci.ev.starts_process());
+        let p = self.process(host, s.trace, pid, tid, procname, ts, ci.ev.starts_process());
         let mut e = Event { ev: ci.ev, ts, p, th: 0, caret: ci.caret, s, ix: ci.ix };
         let rid = (ci.ev == Ev::R1ProcessInit && !self.scope.record_ids.is_empty())
             .then(|| e.text(crate::events::roscope_ros1::process_init::RECORD_ID).unwrap_or_default());
@@ -434,7 +441,7 @@ impl Builder {
         match self.proc_of.get(&(host, pid)) {
             Some(&p) => self.in_scope(p, None, false),
             None if r1 => {
-                let p = self.process(host, s.trace, pid, tid, &procname, s.cur_ts, false);
+                let p = self.process(host, s.trace, pid, tid, procname, s.cur_ts, false);
                 self.in_scope(p, None, true)
             }
             None => true,

@@ -17,6 +17,7 @@
 //! `prune` drops the publications older than what a take may still match,
 //! so the Linker's memory is bounded by `LINK_WINDOW_NS`, not by the trace.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, VecDeque};
 
 use rustc_hash::FxHashMap;
@@ -46,8 +47,11 @@ enum Key {
 pub struct Linker {
     /// Topic names, numbered.
     topics: FxHashMap<String, u32>,
-    /// (topic, source stamp) -> publications with it, in id order.
-    by_stamp: FxHashMap<(u32, i64), Vec<Cand>>,
+    /// (topic, source stamp) -> the first publication with it...
+    by_stamp: FxHashMap<(u32, i64), Cand>,
+    /// ... and the later ones, in id order (duplicate stamps are rare: no
+    /// list per publication).
+    dup_stamp: FxHashMap<(u32, i64), Vec<Cand>>,
     /// (host, topic) -> (wall time, id) of publications without a stamp.
     by_wall: FxHashMap<(usize, u32), BTreeSet<(i64, usize)>>,
     /// (time in the merged order, entry) in the order added, for `prune`.
@@ -55,9 +59,14 @@ pub struct Linker {
 }
 
 impl Linker {
-    fn topic(&mut self, name: String) -> u32 {
+    /// The topic's number (a name is copied once, when first seen).
+    fn topic(&mut self, name: &str) -> u32 {
+        if let Some(&t) = self.topics.get(name) {
+            return t;
+        }
         let n = self.topics.len() as u32;
-        *self.topics.entry(name).or_insert(n)
+        self.topics.insert(name.to_owned(), n);
+        n
     }
 
     /// How many publications it holds.
@@ -71,14 +80,18 @@ impl Linker {
         while self.added.front().is_some_and(|(ts, _)| *ts < before) {
             let Some((_, key)) = self.added.pop_front() else { break };
             match key {
-                Key::Stamp(k) => {
-                    if let Some(v) = self.by_stamp.get_mut(&k) {
-                        v.remove(0);
+                Key::Stamp(k) => match self.dup_stamp.get_mut(&k) {
+                    Some(v) => {
+                        let next = v.remove(0);
                         if v.is_empty() {
-                            self.by_stamp.remove(&k);
+                            self.dup_stamp.remove(&k);
                         }
+                        self.by_stamp.insert(k, next);
                     }
-                }
+                    None => {
+                        self.by_stamp.remove(&k);
+                    }
+                },
                 Key::Wall(k, x) => {
                     if let Some(s) = self.by_wall.get_mut(&k) {
                         s.remove(&x);
@@ -93,12 +106,12 @@ impl Linker {
 }
 
 impl Builder {
-    fn topic_of_pub(&self, pb: &Publication) -> Option<String> {
-        pb.publisher.and_then(|i| self.objs.pubs[i].name.clone())
+    fn topic_of_pub(&self, pb: &Publication) -> Option<&str> {
+        pb.publisher.and_then(|i| self.objs.pubs[i].name.as_deref())
     }
 
-    fn topic_of_take(&self, t: &Take) -> Option<String> {
-        t.sub.and_then(|i| self.objs.subs[i].name.clone())
+    fn topic_of_take(&self, t: &Take) -> Option<&str> {
+        t.sub.and_then(|i| self.objs.subs[i].name.as_deref())
     }
 
     fn host_of(&self, thread: usize) -> usize {
@@ -111,7 +124,13 @@ impl Builder {
         let topic = lk.topic(topic);
         if let Some(st) = pb.src_ts {
             let key = (topic, st);
-            lk.by_stamp.entry(key).or_default().push((i, pb.ts, pb.src_from));
+            let c = (i, pb.ts, pb.src_from);
+            match lk.by_stamp.entry(key) {
+                Entry::Vacant(e) => {
+                    e.insert(c);
+                }
+                Entry::Occupied(_) => lk.dup_stamp.entry(key).or_default().push(c),
+            }
             lk.added.push_back((self.merged_ts(pb.ts, pb.thread), Key::Stamp(key)));
         } else if !pb.intra && self.opts.heuristics {
             let trace = self.procs[self.threads[pb.thread].proc].trace;
@@ -132,10 +151,11 @@ impl Builder {
             return None;
         }
         let (Some(st), Some(topic)) = (t.src_ts, self.topic_of_take(t)) else { return None };
-        let key = (*lk.topics.get(&topic)?, st);
-        if let Some(cands) = lk.by_stamp.get(&key) {
+        let key = (*lk.topics.get(topic)?, st);
+        if let Some(first) = lk.by_stamp.get(&key) {
             // Normally one; with duplicates, the latest not after the take.
-            let best = cands.iter().filter(|c| c.1 <= t.ts).max_by_key(|c| c.1).or(cands.first());
+            let dups = lk.dup_stamp.get(&key).map_or(&[][..], |v| v.as_slice());
+            let best = std::iter::once(first).chain(dups).filter(|c| c.1 <= t.ts).max_by_key(|c| c.1).or(Some(first));
             if let Some(&(pi, _, from)) = best {
                 // CARET's stamp on either side (Humble + CARET: the publication's
                 // stamp is CARET's `dds_bind_addr_to_stamp`, the take's `rmw_take`).
