@@ -28,10 +28,21 @@ impl Col {
         let n = self.len();
         if !valid && !self.any_null {
             self.any_null = true;
-            self.valid = vec![1; n - 1];
+            self.valid = Vec::with_capacity(self.capacity());
+            self.valid.resize(n - 1, 1);
         }
         if self.any_null {
             self.valid.push(valid as u8);
+        }
+    }
+
+    /// Rows the column holds room for.
+    fn capacity(&self) -> usize {
+        match &self.data {
+            Data::I64(v) => v.capacity(),
+            Data::U64(v) => v.capacity(),
+            Data::F64(v) => v.capacity(),
+            Data::Str(_, o) => o.capacity().saturating_sub(1),
         }
     }
 
@@ -55,6 +66,22 @@ impl Table {
     /// An empty table with the columns of `spec` (a table of `crate::schema`).
     pub fn new(spec: &'static TableSpec) -> Self {
         Self::empty(spec.name, spec.columns.iter().map(|c| (c.name, c.ty)))
+    }
+
+    /// An empty table with the columns of `spec`, with room for `rows` rows:
+    /// a chunk's columns become its Arrow buffers as they are, so a table of a
+    /// known number of records holds no spare capacity (nor copies growing).
+    pub fn with_rows(spec: &'static TableSpec, rows: usize) -> Self {
+        let mut t = Self::new(spec);
+        for c in &mut t.cols {
+            match &mut c.data {
+                Data::I64(v) => v.reserve_exact(rows),
+                Data::U64(v) => v.reserve_exact(rows),
+                Data::F64(v) => v.reserve_exact(rows),
+                Data::Str(_, o) => o.reserve_exact(rows),
+            }
+        }
+        t
     }
 
     /// An empty table with ad-hoc columns (name, kind: `i` int64, `u` uint64,

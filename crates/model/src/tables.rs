@@ -246,7 +246,7 @@ impl Builder {
 }
 
 pub(crate) fn run_table<'a>(rows: impl Iterator<Item = (usize, &'a Run)>) -> Table {
-    let mut t = Table::new(&schema::CALLBACK_RUNS);
+    let mut t = Table::with_rows(&schema::CALLBACK_RUNS, rows.size_hint().0);
     for (i, r) in rows {
         t.row()
             .i(id(i))
@@ -264,7 +264,7 @@ pub(crate) fn run_table<'a>(rows: impl Iterator<Item = (usize, &'a Run)>) -> Tab
 }
 
 pub(crate) fn publication_table<'a>(rows: impl Iterator<Item = (usize, &'a Publication)>) -> Table {
-    let mut t = Table::new(&schema::PUBLICATIONS);
+    let mut t = Table::with_rows(&schema::PUBLICATIONS, rows.size_hint().0);
     for (i, p) in rows {
         t.row()
             .i(id(i))
@@ -284,7 +284,7 @@ pub(crate) fn publication_table<'a>(rows: impl Iterator<Item = (usize, &'a Publi
 }
 
 pub(crate) fn take_table<'a>(rows: impl Iterator<Item = (usize, &'a Take)>) -> Table {
-    let mut t = Table::new(&schema::TAKES);
+    let mut t = Table::with_rows(&schema::TAKES, rows.size_hint().0);
     for (i, k) in rows {
         t.row()
             .i(id(i))
@@ -305,7 +305,7 @@ pub(crate) fn take_table<'a>(rows: impl Iterator<Item = (usize, &'a Take)>) -> T
 }
 
 pub(crate) fn executor_table(states: &[ExecState]) -> Table {
-    let mut t = Table::new(&schema::EXECUTOR_STATES);
+    let mut t = Table::with_rows(&schema::EXECUTOR_STATES, states.len());
     for e in states {
         t.row().i(id(e.thread)).s(Some(e.state.name())).i(Some(e.start as i64)).i(Some(e.end as i64)).u(e.handle).done();
     }
@@ -313,7 +313,7 @@ pub(crate) fn executor_table(states: &[ExecState]) -> Table {
 }
 
 pub(crate) fn link_table(links: &[Link]) -> Table {
-    let mut t = Table::new(&schema::LINKS);
+    let mut t = Table::with_rows(&schema::LINKS, links.len());
     for l in links {
         let heuristic = l.method == LinkMethod::HeuristicWallClock;
         t.row().i(id(l.publication)).i(opt_id(l.take)).i(opt_id(l.run)).s(Some(l.method.name())).i(Some(heuristic as i64)).done();
