@@ -15,10 +15,12 @@ run (best of --runs), `roscope load` of
 
 and reports each as a ratio to the reference, for each recording length of
 --durations (one recording each, kept in bench/results/why-cost-SECONDS): whether the
-kernel data's memory grows with the recording. Peak RSS is given three ways: the
-whole command (`roscope load` and the `perf script` it runs, as wait4 reports it),
-roscope's own process, and its children (`perf script`, whose RSS is perf.data
-itself: 64-bit perf maps the whole file and keeps the pages it has read). With
+kernel data's memory grows with the recording. Peak RSS is given for the whole
+command (wait4: `roscope load` and the `perf script` it runs) and for roscope's own
+process (its RUSAGE_SELF); `perf script` alone is measured apart (its RSS is perf.data
+itself: 64-bit perf maps the whole file and keeps the pages it has read). (Its
+children's RUSAGE_CHILDREN would not do: a child started by vfork counts the
+parent's peak as its own.) With
 --before DIR (a python/ directory of another roscope version, e.g. `git archive REV
 python | tar -x -C DIR` plus the built _core), the cases with kernel data run with it
 too, as "... (before)". Writes bench/results/why_cost.json.
@@ -74,35 +76,35 @@ def record(out: str, duration: float) -> None:
         shutil.move(perf_data, os.path.join(out, "perf", "perf.data"))
 
 
-#: Runs `roscope` and reports, on stderr, the peak RSS of its own process and of its children.
+#: Runs `roscope` and reports, on stderr, the peak RSS of its own process.
 _WRAP = ("import atexit, resource, runpy, sys\n"
          "def _peak():\n"
-         "    print('#peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,\n"
-         "          resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+         "    print('#peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
          "atexit.register(_peak)\n"
          "sys.argv[0] = 'roscope'\n"
          "runpy.run_module('roscope', run_name='__main__', alter_sys=True)\n")
 
 
-def measured(args: list[str], python_dir: str | None = None) -> dict:
-    """`roscope ARGS`: wall time, peak RSS of the whole command (wait4), of roscope's own
-    process and of its children (MiB); with `python_dir`, roscope from there."""
+def measured(args: list[str], python_dir: str | None = None, own: bool = True) -> dict:
+    """`roscope ARGS` (or, with own=False, the command ARGS): wall time, peak RSS of the
+    whole command (wait4) and of roscope's own process (MiB); with `python_dir`,
+    roscope from there."""
     env = dict(os.environ)
     if python_dir:
         env["PYTHONPATH"] = python_dir
     with open(os.devnull, "wb") as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-c", _WRAP, *args], stdout=out, stderr=err, env=env)
+        proc = subprocess.Popen([sys.executable, "-c", _WRAP, *args] if own else args, stdout=out, stderr=err, env=env)
         _pid, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         err.seek(0)
         text = err.read().decode("utf-8", "replace")
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"roscope {' '.join(args)} failed:\n{text[-3000:]}")
-    own, children = next(ln.split()[1:] for ln in text.splitlines() if ln.startswith("#peak"))
-    return {"wall_s": round(wall, 3), "peak_rss_mib": round(ru.ru_maxrss / 1024, 1),
-            "own_peak_rss_mib": round(int(own) / 1024, 1), "children_peak_rss_mib": round(int(children) / 1024, 1),
-            "cpu_s": round(ru.ru_utime + ru.ru_stime, 3)}
+        raise SystemExit(f"{' '.join(args)} failed:\n{text[-3000:]}")
+    r = {"wall_s": round(wall, 3), "peak_rss_mib": round(ru.ru_maxrss / 1024, 1), "cpu_s": round(ru.ru_utime + ru.ru_stime, 3)}
+    if own:
+        r["own_peak_rss_mib"] = round(int(next(ln.split()[1] for ln in text.splitlines() if ln.startswith("#peak"))) / 1024, 1)
+    return r
 
 
 def one_length(out: str, runs: int, before: str | None) -> dict:
@@ -126,7 +128,9 @@ def one_length(out: str, runs: int, before: str | None) -> dict:
         info = json.loads(subprocess.run(ROSCOPE + ["load", out, "-o", db, "--force", "--json"], capture_output=True,
                                          text=True, check=True).stdout)
     ref = best["neither"]
-    return {"trace": out, "perf_data_bytes": os.path.getsize(os.path.join(out, "perf", "perf.data")),
+    perf = os.path.join(out, "perf", "perf.data")
+    alone = measured(["perf", "script", "--header", "-i", perf, "--ns", "-F", "pid,tid,cpu,time,event,trace"], own=False)
+    return {"trace": out, "perf_data_bytes": os.path.getsize(perf), "perf_script_alone": alone,
             "events": info["stats"]["events"], "tables": info["tables"], "best": best,
             "ratio_to_neither": {k: {"wall": round(v["wall_s"] / ref["wall_s"], 2),
                                      "peak_rss": round(v["peak_rss_mib"] / ref["peak_rss_mib"], 2),
@@ -153,11 +157,13 @@ def main() -> int:
         t = row["tables"]
         print(f"{row['trace']}: {row['events']:,} events, perf.data {row['perf_data_bytes'] / 2**20:.0f} MiB; "
               f"thread_states {t.get('thread_states', 0):,}, preemptions {t.get('preemptions', 0):,}")
-        print(f"  {'case':<24} {'wall s':>7} {'peak MiB':>9} {'own MiB':>8} {'perf MiB':>9}  ratio to neither")
+        p = row["perf_script_alone"]
+        print(f"  perf script alone: {p['wall_s']:.2f} s, {p['peak_rss_mib']:.1f} MiB")
+        print(f"  {'case':<24} {'wall s':>7} {'peak MiB':>9} {'own MiB':>8}  ratio to neither")
         for k, v in row["best"].items():
             r = row["ratio_to_neither"][k]
-            print(f"  {k:<24} {v['wall_s']:7.2f} {v['peak_rss_mib']:9.1f} {v['own_peak_rss_mib']:8.1f} "
-                  f"{v['children_peak_rss_mib']:9.1f}  wall x{r['wall']}, own RSS x{r['own_peak_rss']}")
+            print(f"  {k:<24} {v['wall_s']:7.2f} {v['peak_rss_mib']:9.1f} {v['own_peak_rss_mib']:8.1f}  "
+                  f"wall x{r['wall']}, own RSS x{r['own_peak_rss']}")
     return 0
 
 
