@@ -302,18 +302,107 @@ def _extras(db, ranges, runs: list[int], pubs: list[int]) -> tuple[list[int], li
     return xr, xp
 
 
-def _over_slices(db, run, per_slice: int, reach_ns: int) -> dict:
-    """Calls `run(model, ids, window)` (`_core.FlowSearch.run`,
+class _History:
+    """What slices lacked (`_core.FlowSearch.run`'s needs, `roscope_flow::Need`),
+    answered from the whole database: the latest completed run of a callback before
+    a time, the newest publication on a topic before a time, a node's references.
+    The answers and the instances they name go into every later slice, up to
+    `CAP` instances (then they are dropped and asked again when needed)."""
+
+    CAP = 100_000
+    _RUN_BEFORE = """
+        SELECT run_id FROM callback_runs
+        WHERE callback_id = $cb AND start_ts < $t AND end_ts >= 0 AND end_ts <= $t
+        ORDER BY start_ts DESC, run_id DESC LIMIT 1"""
+    _NEWEST_BEFORE = """
+        SELECT p.publication_id FROM publications p JOIN publishers u USING (publisher_id)
+        WHERE u.name = $topic AND coalesce(p.rclcpp_ts, p.rcl_ts, p.rmw_ts, p.ts) < $t
+        ORDER BY coalesce(p.rclcpp_ts, p.rcl_ts, p.rmw_ts, p.ts) DESC, p.publisher_id, p.publication_id DESC LIMIT 1"""
+
+    def __init__(self, db, topics: list[str]):
+        self.db, self.topics = db, topics
+        self.clear()
+
+    def clear(self) -> None:
+        self.runs_before: dict[tuple[int, int], int] = {}
+        self.newest_before: dict[tuple[int, int], int] = {}
+        self.complete_runs: set[int] = set()
+        self.complete_pubs: set[int] = set()
+        self.runs: set[int] = set()
+        self.pubs: set[int] = set()
+
+    def _one(self, sql: str, params: dict) -> int:
+        rows = self.db.con.execute(sql, params).fetchall()
+        return rows[0][0] if rows else -1
+
+    def answer(self, needs) -> bool:
+        """Answers `needs`; False when none of them was new (the slice must reach
+        further instead)."""
+        new_runs = [y for kind, x, y in needs if kind == "node" and x == 0 and y not in self.complete_runs]
+        new_pubs = [y for kind, x, y in needs if kind == "node" and x == 1 and y not in self.complete_pubs]
+        new = bool(new_runs or new_pubs)
+        if new_runs:
+            self.complete_runs.update(new_runs)
+            self.runs.update(new_runs)
+            self.pubs.update(r[0] for r in self.db.con.execute(
+                "SELECT publication_id FROM links WHERE run_id IN (SELECT unnest($1::BIGINT[]))", [new_runs]).fetchall())
+        if new_pubs:
+            self.complete_pubs.update(new_pubs)
+            self.pubs.update(new_pubs)
+            self.runs.update(r[0] for r in self.db.con.execute(
+                "SELECT run_id FROM publications WHERE publication_id IN (SELECT unnest($1::BIGINT[])) "
+                "AND run_id IS NOT NULL", [new_pubs]).fetchall())
+        for kind, x, y in needs:
+            if kind == "run_before" and (x, y) not in self.runs_before:
+                r = self.runs_before[(x, y)] = self._one(self._RUN_BEFORE, {"cb": x, "t": y})
+                self.runs.update([r] if r >= 0 else [])
+                new = True
+            elif kind == "newest_before" and (x, y) not in self.newest_before:
+                p = self.newest_before[(x, y)] = self._one(self._NEWEST_BEFORE, {"topic": self.topics[x], "t": y})
+                self.pubs.update([p] if p >= 0 else [])
+                new = True
+        if len(self.runs) + len(self.pubs) > self.CAP:
+            self.clear()
+        return new
+
+    def answers(self, ranges, xr: list[int], xp: list[int]):
+        """The answers in the ids of a slice with id ranges `ranges` and extra runs
+        `xr` and publications `xp` (which hold `self.runs` and `self.pubs`)."""
+        a, b, c, d = ranges
+        run_at = {g: (d - c) + i for i, g in enumerate(xr)}
+        pub_at = {g: (b - a) + i for i, g in enumerate(xp)}
+
+        def run(g: int) -> int:
+            return -1 if g < 0 else g - c if c <= g < d else run_at[g]
+
+        def pub(g: int) -> int:
+            return -1 if g < 0 else g - a if a <= g < b else pub_at[g]
+
+        return ([(k[0], k[1], run(v)) for k, v in self.runs_before.items()],
+                [(k[0], k[1], pub(v)) for k, v in self.newest_before.items()],
+                [run(g) for g in self.complete_runs], [pub(g) for g in self.complete_pubs])
+
+
+#: Searches of one output over slices with answers from the database (`_History`)
+#: before the slice reaches further instead.
+_ANSWER_ROUNDS = 32
+
+
+def _over_slices(db, run, per_slice: int, reach_ns: int, history: _History | None = None) -> dict:
+    """Calls `run(model, ids, window, answers)` (`_core.FlowSearch.run`,
     `_core.CausalSearch.run`) over slices of the model in output time order: each
     slice holds its outputs' time span and `reach` before and after it, and the
     latest run of each callback and publication of each publisher before that
-    (`_Anchors`); when what an output needs reaches beyond its slice (`run` returns
-    that output), the search goes on from that output with twice the reach. Returns
-    what the slicing did."""
+    (`_Anchors`). When what an output needs reaches beyond its slice (`run` returns
+    that output, and with `history` what the slice lacked), the search goes on from
+    that output: with those needs answered from the database (`_History`) while
+    that brings something new, else with twice the reach. Returns what the slicing
+    did."""
     bl = _Blocks(db)
     anchors = _Anchors(db)
     span = max(1, (bl.t_max - bl.t_min) * per_slice // max(bl.n_pubs, 1))
     out_from, reach, n, restarts, peak, prev = (_MIN, _MIN), reach_ns, 0, 0, 0, None
+    rounds, answered = 0, 0
     while True:
         t_a = bl.t_min if out_from[0] == _MIN else out_from[0]
         out_to = t_a + span if t_a + span <= bl.t_max else _MAX
@@ -330,9 +419,13 @@ def _over_slices(db, run, per_slice: int, reach_ns: int) -> dict:
                 anchors.fold(prev, lo)
             lo_cb, lo_pub, runs, pubs = anchors.horizons(lo)
             xr, xp = _extras(db, (a, b, c, d), runs, pubs)
+            if history is not None:
+                xr = sorted(set(xr) | {r for r in history.runs if not c <= r < d})
+                xp = sorted(set(xp) | {p for p in history.pubs if not a <= p < b})
         model = _slice_model(db, a, b, c, d, xp, xr)
         local_from = out_from if out_from[1] == _MIN else (out_from[0], out_from[1] - a)
-        uncertain = run(model, (a, b - a, xp, c, d - c, xr), (lo, hi, *local_from, out_to, lo_cb, lo_pub))
+        answers = history.answers((a, b, c, d), xr, xp) if history is not None and lo != _MIN else None
+        uncertain = run(model, (a, b - a, xp, c, d - c, xr), (lo, hi, *local_from, out_to, lo_cb, lo_pub), answers)
         del model
         n += 1
         prev = (a, b, c, d)
@@ -341,14 +434,19 @@ def _over_slices(db, run, per_slice: int, reach_ns: int) -> dict:
             if (lo, hi) == (_MIN, _MAX):
                 raise RuntimeError("the data-flow search over the whole model found flows beyond it")
             restarts += 1
-            reach *= 2
-            out_from = tuple(uncertain)
+            rounds = rounds + 1 if tuple(uncertain[:2]) == out_from else 1
+            needs = uncertain[2] if len(uncertain) > 2 else []
+            if history is not None and rounds <= _ANSWER_ROUNDS and needs and history.answer(needs):
+                answered += 1
+            else:
+                reach *= 2
+            out_from = tuple(uncertain[:2])
             continue
         if out_to == _MAX:
             break
         out_from = (out_to, _MIN)
-    return {"count": n, "restarts": restarts, "reach_ns": reach, "peak_instances": peak,
-            "publications_per_slice": per_slice}
+    return {"count": n, "restarts": restarts, "answered_from_database": answered, "reach_ns": reach,
+            "peak_instances": peak, "publications_per_slice": per_slice}
 
 
 def sliced(db, slice_publications: int | None = None) -> bool:
@@ -379,15 +477,16 @@ def causal_link_table(db, infer: bool = True, *, store: bool = False,
         if slice_publications is not None and sliced(db, slice_publications):
             search = _core.CausalSearch(infer)
 
-            def run(model, offsets, window):
-                links, uncertain = search.run(model, offsets, window)
+            def run(model, ids, window, _answers):
+                links, uncertain = search.run(model, ids, window)
                 out.append("causal_links", table_from_core(links))
                 return uncertain
 
             slices = _over_slices(db, run, slice_publications, reach_ns)
         else:
             out.append("causal_links", table_from_core(context(db).model.causal_links(infer)))
-            slices = {"count": 1, "restarts": 0, "reach_ns": None, "peak_instances": None, "publications_per_slice": None}
+            slices = {"count": 1, "restarts": 0, "answered_from_database": 0, "reach_ns": None, "peak_instances": None,
+                      "publications_per_slice": None}
     n = db.con.execute("SELECT count(*) FROM causal_links").fetchall()[0][0]
     return {"links": n, "slices": slices}
 
@@ -586,7 +685,8 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
         if in_slices:
             search = _core.FlowSearch(ctx.model, is_in, is_out, _facts(db), implicit, exact_links, max_flows_per_output,
                                       all_steps, **options)
-            slices = _over_slices(db, lambda m, o, w: search.run(m, o, w, sink), slice_publications, reach_ns)
+            slices = _over_slices(db, lambda m, ids, w, ans: search.run(m, ids, w, sink, ans), slice_publications, reach_ns,
+                                  _History(db, topics))
             # Segments found again after a slice forgot them: maybe twice in the table.
             slices["segments_found_again"] = unsure = search.segments_unsure
             paths, stats = search.finish(sink)
@@ -596,7 +696,8 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
             raw, stats = ctx.model.data_flows(is_in, is_out, implicit, exact_links, max_flows_per_output, all_steps,
                                               sink=sink, **options)
             paths = raw["paths"]
-            slices = {"count": 1, "restarts": 0, "reach_ns": None, "peak_instances": None, "publications_per_slice": None}
+            slices = {"count": 1, "restarts": 0, "answered_from_database": 0, "reach_ns": None, "peak_instances": None,
+                      "publications_per_slice": None}
         out.append("paths", table_from_core(paths))
     n_paths = paths.num_rows
     compute_ns = int(stats["seconds"] * 1e9)

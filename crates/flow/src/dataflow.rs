@@ -3,7 +3,7 @@
 //! callbacks, subtree caching), each flow's latency split into communication, idle
 //! and computation, and the distinct segments of all flows.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use crate::index::Index;
@@ -96,12 +96,44 @@ pub struct Window {
     pub lo_cb: Vec<i64>,
     /// Per publisher id, its horizon (empty: `lo` for every publisher).
     pub lo_pub: Vec<i64>,
+    /// Lookups answered from the whole model (`Need`): the latest completed run of
+    /// callback `cb` before time `t`, by (cb, t): a run of the slice, or `NONE`.
+    pub runs_before: HashMap<(i64, i64), i64>,
+    /// The newest publication on topic `topic` before time `t`, by (topic, t): a
+    /// publication of the slice, or `NONE`.
+    pub newest_before: HashMap<(i64, i64), i64>,
+    /// Nodes outside their horizon whose references the slice holds all the same.
+    pub complete: HashSet<(char, i64)>,
+}
+
+/// What a slice lacked to complete a node (`Window`), which the whole model can
+/// answer: the caller adds the answer to the next slice and searches again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Need {
+    /// The node itself, with its references (a publication's run, a run's linked
+    /// publications): ('r' or 'p', its id).
+    Node(char, i64),
+    /// The latest completed run of callback `cb` before time `t` (D_cc): (cb, t).
+    RunBefore(i64, i64),
+    /// The newest publication on topic `topic` before time `t` (D_cp of a run
+    /// without a transport link): (topic, t).
+    NewestBefore(i64, i64),
 }
 
 impl Window {
     /// The whole model.
     pub fn all() -> Window {
-        Window { lo: i64::MIN, hi: i64::MAX, out_from: (i64::MIN, i64::MIN), out_to: i64::MAX, lo_cb: Vec::new(), lo_pub: Vec::new() }
+        Window {
+            lo: i64::MIN,
+            hi: i64::MAX,
+            out_from: (i64::MIN, i64::MIN),
+            out_to: i64::MAX,
+            lo_cb: Vec::new(),
+            lo_pub: Vec::new(),
+            runs_before: HashMap::new(),
+            newest_before: HashMap::new(),
+            complete: HashSet::new(),
+        }
     }
 
     pub fn is_all(&self) -> bool {
@@ -257,8 +289,8 @@ struct Search<'a, 'b> {
 struct Tree {
     head: (char, i64),
     children: Vec<Rc<Tree>>,
-    /// The slice may not hold all of the head's dependencies (`Window`).
-    incomplete: bool,
+    /// What the slice lacks for the head's dependencies (`Window`); empty: nothing.
+    needs: Vec<Need>,
 }
 
 impl<'a, 'b> Search<'a, 'b> {
@@ -317,26 +349,30 @@ impl<'a, 'b> Search<'a, 'b> {
     }
 
     /// D_cp: the publication that triggered subscription run `r`: its transport
-    /// link, or the newest publication on its topic before it. The flag says whether
-    /// the newest publication was looked up where the slice may not hold it.
-    fn d_cp(&self, r: i64) -> (Option<i64>, bool) {
+    /// link, or the newest publication on its topic before it, and what the slice
+    /// lacks to be sure of the latter.
+    fn d_cp(&self, r: i64) -> (Option<i64>, Option<Need>) {
         let m = self.ix.m;
         if self.o.exact_links {
             let p = self.ix.input_of_run[r as usize];
             if p >= 0 {
-                return (Some(p), false);
+                return (Some(p), None);
             }
         }
         let cb = m.run_cb[r as usize];
         let topic = self.topic_of_cb[cb as usize];
         if topic < 0 {
-            return (None, false);
+            return (None, None);
         }
-        let best = self.newest_on_topic(topic, m.run_start[r as usize]);
-        let w = &self.o.window;
+        let (w, t) = (&self.o.window, m.run_start[r as usize]);
+        if let Some(&p) = w.newest_before.get(&(topic, t)) {
+            return ((p >= 0).then_some(p), None);
+        }
+        let best = self.newest_on_topic(topic, t);
         // Any publisher's publication before its horizon could be the newest.
         let lo = self.pubs_of_topic[topic as usize].iter().map(|&pu| w.lo_of_publisher(pu)).max().unwrap_or(i64::MIN);
-        (best, w.lookup_unsure(lo, best.map(|p| m.pb_ts[p as usize])))
+        let need = w.lookup_unsure(lo, best.map(|p| m.pb_ts[p as usize])).then_some(Need::NewestBefore(topic, t));
+        (best, need)
     }
 
     /// The newest publication on `topic` before `t`.
@@ -356,19 +392,25 @@ impl<'a, 'b> Search<'a, 'b> {
         best
     }
 
-    /// D_cc: the newest run of each implicit dependency callback before `r`. The flag
-    /// says whether one of them was looked up where the slice may not hold it.
-    fn d_cc(&self, r: i64) -> (Vec<i64>, bool) {
-        let m = self.ix.m;
+    /// D_cc: the newest run of each implicit dependency callback before `r`, and what
+    /// the slice lacks to be sure of them.
+    fn d_cc(&self, r: i64, needs: &mut Vec<Need>) -> Vec<i64> {
+        let (m, w) = (self.ix.m, &self.o.window);
         let cb = m.run_cb[r as usize];
         let t = m.run_start[r as usize];
-        let (mut runs, mut unsure) = (Vec::new(), false);
+        let mut runs = Vec::new();
         for &d in self.implicit_in.get(&cb).map(|v| v.as_slice()).unwrap_or(&[]) {
+            if let Some(&x) = w.runs_before.get(&(d, t)) {
+                runs.extend((x >= 0).then_some(x));
+                continue;
+            }
             let found = self.ix.latest_run_before(d, t, true);
-            unsure |= self.o.window.lookup_unsure(self.o.window.lo_of_cb(d), found.map(|x| m.run_start[x as usize]));
+            if w.lookup_unsure(w.lo_of_cb(d), found.map(|x| m.run_start[x as usize])) {
+                needs.push(Need::RunBefore(d, t));
+            }
             runs.extend(found);
         }
-        (runs, unsure)
+        runs
     }
 
     /// Whether the slice holds all of node `head`'s references (`Window`).
@@ -388,8 +430,12 @@ impl<'a, 'b> Search<'a, 'b> {
             return t.clone();
         }
         let mut children = Vec::new();
-        let mut incomplete = !self.node_held(head);
-        if depth < 256 && !incomplete {
+        let mut needs = Vec::new();
+        let held = self.node_held(head) || self.o.window.complete.contains(&head);
+        if !held {
+            needs.push(Need::Node(head.0, head.1));
+        }
+        if depth < 256 && held {
             if head.0 == 'p' {
                 if let Some(r) = self.d_pc(head.1) {
                     children.push(self.tree(('r', r), false, depth + 1));
@@ -398,22 +444,20 @@ impl<'a, 'b> Search<'a, 'b> {
                 let m = self.ix.m;
                 let cb = m.run_cb[head.1 as usize];
                 if m.cb_kind[cb as usize] == CallbackKind::Subscription {
-                    let (p, unsure) = self.d_cp(head.1);
-                    incomplete |= unsure;
+                    let (p, need) = self.d_cp(head.1);
+                    needs.extend(need);
                     if let Some(p) = p {
                         children.push(self.tree(('p', p), false, depth + 1));
                     }
                 }
                 if !is_dep_cb {
-                    let (deps, unsure) = self.d_cc(head.1);
-                    incomplete |= unsure;
-                    for d in deps {
+                    for d in self.d_cc(head.1, &mut needs) {
                         children.push(self.tree(('r', d), true, depth + 1));
                     }
                 }
             }
         }
-        let t = Rc::new(Tree { head, children, incomplete });
+        let t = Rc::new(Tree { head, children, needs });
         self.cache.insert(key, t.clone());
         t
     }
@@ -423,8 +467,9 @@ impl<'a, 'b> Search<'a, 'b> {
     /// an input topic made outside any callback run, honouring the visited set (no
     /// callback or topic twice on a path) and the exclusions. Returns false when a
     /// flow was found with `out` already at the per-output cap (more candidates
-    /// exist than the cap lets through), or when the walk reached an incomplete node
-    /// (`Window`; then `walk.unsure` is set and the flows are not an answer).
+    /// exist than the cap lets through). A walk that reaches an incomplete node
+    /// (`Window`) gathers what it needs in `walk.needs` and goes on elsewhere: its
+    /// flows are then not an answer.
     fn flows(&self, t: &Tree, walk: &mut Walk, out: &mut Vec<Vec<(char, i64)>>) -> bool {
         let Walk { vis_cb, vis_topic, .. } = walk;
         let m = self.ix.m;
@@ -450,15 +495,15 @@ impl<'a, 'b> Search<'a, 'b> {
             vis_cb.push(cb);
             pushed_cb = true;
         }
-        if t.incomplete {
-            walk.unsure = true;
+        if !t.needs.is_empty() {
+            walk.needs.extend(t.needs.iter().copied());
             if pushed_cb {
                 walk.vis_cb.pop();
             }
             if pushed_topic {
                 walk.vis_topic.pop();
             }
-            return false;
+            return true;
         }
         let Walk { path, .. } = walk;
         path.push(t.head);
@@ -511,13 +556,14 @@ impl<'a, 'b> Search<'a, 'b> {
 }
 
 /// The state of one walk of `Search::flows` through an output's tree: the path from
-/// the root, the callbacks and topics on it, and whether it reached an incomplete node.
+/// the root, the callbacks and topics on it, and what it lacked at the incomplete nodes it reached.
 #[derive(Default)]
 struct Walk {
     path: Vec<(char, i64)>,
     vis_cb: Vec<i64>,
     vis_topic: Vec<i64>,
-    unsure: bool,
+    /// What the slice lacked for the nodes the walk reached.
+    needs: Vec<Need>,
 }
 
 fn breakdown(s: &Search, steps: Vec<(char, i64)>) -> DataFlow {
@@ -718,6 +764,8 @@ pub struct FlowResult {
     /// its flows reach beyond the slice (`Window`): it and the later outputs were not
     /// answered, and are not counted in `outputs_total`.
     pub uncertain_at: Option<(i64, i64)>,
+    /// What the slice lacked for the output at `uncertain_at` (`Need`).
+    pub needs: Vec<Need>,
 }
 
 impl Default for FlowResult {
@@ -743,6 +791,7 @@ impl FlowResult {
             trees: 0,
             evicted: 0,
             uncertain_at: None,
+            needs: Vec::new(),
         }
     }
 
@@ -826,7 +875,9 @@ pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow
         let mut out = Vec::new();
         let mut walk = Walk::default();
         let room = s.flows(&tree, &mut walk, &mut out);
-        if walk.unsure {
+        if !walk.needs.is_empty() {
+            let mut seen = HashSet::new();
+            r.needs = walk.needs.into_iter().filter(|n| seen.insert(*n)).collect();
             r.uncertain_at = Some((t_out, p));
             r.outputs_total = i;
             break;

@@ -30,7 +30,7 @@ mod tests;
 
 pub use causal::{causal_links, causal_links_in, CausalLink, CausalLinkKind, CausalState, Policy};
 pub use dataflow::{
-    data_flows, each_data_flow, path_key, segments, DataFlow, EdgeSource, FlowOptions, FlowResult, IdMap, ImplicitEdges, Segment,
+    data_flows, each_data_flow, path_key, segments, DataFlow, EdgeSource, FlowOptions, FlowResult, IdMap, ImplicitEdges, Need, Segment,
     SegmentKind, SegmentSet, Window,
 };
 pub use graph::{message_graph, Graph};

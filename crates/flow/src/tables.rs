@@ -9,7 +9,7 @@ use roscope_model::schema::{self, ColType, TableSpec};
 use roscope_model::table::{Col, Data, Table};
 
 use crate::causal::CausalLink;
-use crate::dataflow::{each_data_flow, path_key, DataFlow, FlowOptions, FlowResult, IdMap, SegmentSet};
+use crate::dataflow::{each_data_flow, path_key, DataFlow, FlowOptions, FlowResult, IdMap, Need, SegmentSet};
 use crate::index::Index;
 use crate::model::{Model, NONE};
 
@@ -255,9 +255,10 @@ impl FlowSearch {
 
     /// Searches the outputs of one slice (`o.window`; its ids map to the model's by
     /// `ids`), handing full chunks to `emit`. Returns the output (time, publication id
-    /// in the model's terms) where the flows reach beyond the slice, if they do: the
-    /// next slice must start there and reach further back.
-    pub fn run(&mut self, ix: &Index, o: &FlowOptions, ids: IdMap, emit: &mut dyn FnMut(Table) -> bool) -> Option<(i64, i64)> {
+    /// in the model's terms) where the flows reach beyond the slice, if they do, and
+    /// what the slice lacked (`Need`, node ids the model's): the next slice must start
+    /// there, with those answered or reaching further back.
+    pub fn run(&mut self, ix: &Index, o: &FlowOptions, ids: IdMap, emit: &mut dyn FnMut(Table) -> bool) -> Option<((i64, i64), Vec<Need>)> {
         if self.refused {
             return None;
         }
@@ -276,8 +277,18 @@ impl FlowSearch {
             ok
         });
         self.refused = !ok;
-        let uncertain = res.uncertain_at.map(|(t, p)| (t, c.ids.publication(p)));
-        self.result.add(res, &c.ids);
+        let ids = &c.ids;
+        let needs = res
+            .needs
+            .iter()
+            .map(|&n| match n {
+                Need::Node('r', r) => Need::Node('r', ids.run(r)),
+                Need::Node(k, p) => Need::Node(k, ids.publication(p)),
+                other => other,
+            })
+            .collect();
+        let uncertain = res.uncertain_at.map(|(t, p)| ((t, ids.publication(p)), needs));
+        self.result.add(res, ids);
         uncertain
     }
 

@@ -342,10 +342,14 @@ impl FlowSearch {
     /// (pub_base, pub_n, pub_extra, run_base, run_n, run_extra: `roscope_flow::IdMap`);
     /// `window` is (lo, hi, out_from_ts, out_from_id, out_to, lo_cb, lo_pub), the
     /// output id in the slice's ids (`roscope_flow::Window`; None: the whole model).
-    /// Chunks of results go to `sink(name, table)` with the model's ids. Returns the
-    /// output (time, publication id) from which the flows reach beyond the slice, or
-    /// None: the next slice starts there and reaches further back.
-    #[pyo3(signature = (model, ids, window, sink))]
+    /// `answers` are lookups answered from the whole model: ([(callback, time, run)],
+    /// [(topic, time, publication)], [complete run], [complete publication]) in the
+    /// slice's ids, -1 for none (`roscope_flow::Window`, `Need`).
+    /// Chunks of results go to `sink(name, table)` with the model's ids. Returns None,
+    /// or the output (time, publication id) from which the flows reach beyond the
+    /// slice and what the slice lacked there: [("node", "r"/"p" as 0/1, id), ("run_before",
+    /// callback, time), ("newest_before", topic, time)], ids the model's.
+    #[pyo3(signature = (model, ids, window, sink, answers=None))]
     fn run(
         &mut self,
         py: Python<'_>,
@@ -353,7 +357,8 @@ impl FlowSearch {
         ids: Ids,
         window: Option<WindowArgs>,
         sink: Bound<'_, PyAny>,
-    ) -> PyResult<Option<(i64, i64)>> {
+        answers: Option<Answers>,
+    ) -> PyResult<Option<Uncertain>> {
         let Some(search) = self.search.as_mut() else {
             return Err(PyRuntimeError::new_err("the search is finished"));
         };
@@ -361,6 +366,12 @@ impl FlowSearch {
             return Err(PyValueError::new_err("the slice's callbacks or topics are not those of the search's model"));
         }
         self.o.window = window_of(window);
+        if let Some((runs, newest, complete_runs, complete_pubs)) = answers {
+            let w = &mut self.o.window;
+            w.runs_before = runs.into_iter().map(|(c, t, r)| ((c, t), r)).collect();
+            w.newest_before = newest.into_iter().map(|(c, t, p)| ((c, t), p)).collect();
+            w.complete = complete_runs.into_iter().map(|r| ('r', r)).chain(complete_pubs.into_iter().map(|p| ('p', p))).collect();
+        }
         self.o.max_flows = self.max_flows.saturating_sub(search.result.candidates);
         let (m, o) = (&model.m, &self.o);
         let sink = sink.unbind();
@@ -371,10 +382,20 @@ impl FlowSearch {
             search.run(&ix, o, id_map(ids), &mut emitter(&sink, &mut failed))
         });
         self.seconds += t0.elapsed().as_secs_f64();
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(uncertain),
+        if let Some(e) = failed {
+            return Err(e);
         }
+        Ok(uncertain.map(|((t, p), needs)| {
+            let needs = needs
+                .into_iter()
+                .map(|n| match n {
+                    roscope_flow::Need::Node(k, id) => ("node", (k == 'p') as i64, id),
+                    roscope_flow::Need::RunBefore(c, t) => ("run_before", c, t),
+                    roscope_flow::Need::NewestBefore(topic, t) => ("newest_before", topic, t),
+                })
+                .collect();
+            (t, p, needs)
+        }))
     }
 
     /// Whether the search is over: `max_flows` reached, or a sink refused a chunk.
@@ -407,6 +428,11 @@ impl FlowSearch {
 
 /// `roscope_flow::Window` from Python: (lo, hi, out_from_ts, out_from_id, out_to, lo_cb, lo_pub).
 type WindowArgs = (i64, i64, i64, i64, i64, Vec<i64>, Vec<i64>);
+/// An output whose flows reach beyond the slice: (time, publication id, what the
+/// slice lacked as (kind, a, b)) (`FlowSearch.run`).
+type Uncertain = (i64, i64, Vec<(&'static str, i64, i64)>);
+/// Lookups answered from the whole model (`FlowSearch.run`).
+type Answers = (Vec<(i64, i64, i64)>, Vec<(i64, i64, i64)>, Vec<i64>, Vec<i64>);
 /// `roscope_flow::IdMap` from Python: (pub_base, pub_n, pub_extra, run_base, run_n, run_extra).
 type Ids = (i64, i64, Vec<i64>, i64, i64, Vec<i64>);
 
@@ -414,7 +440,7 @@ fn window_of(window: Option<WindowArgs>) -> roscope_flow::Window {
     match window {
         None => roscope_flow::Window::all(),
         Some((lo, hi, from_ts, from_id, to, lo_cb, lo_pub)) => {
-            roscope_flow::Window { lo, hi, out_from: (from_ts, from_id), out_to: to, lo_cb, lo_pub }
+            roscope_flow::Window { lo, hi, out_from: (from_ts, from_id), out_to: to, lo_cb, lo_pub, ..roscope_flow::Window::all() }
         }
     }
 }
