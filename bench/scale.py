@@ -39,9 +39,9 @@ INPUTS = {
 }
 
 
-def measured(argv: list[str]) -> dict:
-    """Wall time and the child's peak RSS; output to /dev/null, stderr kept."""
-    with open(os.devnull, "wb") as out, tempfile.TemporaryFile() as err:
+def measured(argv: list[str], stdout: str = os.devnull) -> dict:
+    """Wall time and the child's peak RSS; output to `stdout` (/dev/null), stderr kept."""
+    with open(stdout, "wb") as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=out, stderr=err)
         _pid, status, ru = os.wait4(proc.pid, 0)
@@ -69,7 +69,12 @@ def bench(size: str, paths: list[str], bt2: bool, tmp: str) -> dict:
     row["roscope info"] = measured(ROSCOPE + ["info", *paths])
     row["roscope load"] = measured(ROSCOPE + ["load", *paths, "-o", db, "--force"])
     row["roscope stats DB"] = measured(ROSCOPE + ["stats", db, "--json"])
-    row["roscope flow DB"] = measured(ROSCOPE + ["flow", db, "--from", ".", "--to", ".", "--json"])
+    flow_json = os.path.join(tmp, "flow.json")
+    row["roscope flow DB"] = measured(ROSCOPE + ["flow", db, "--from", ".", "--to", ".", "--json"], flow_json)
+    with open(flow_json) as f:
+        summary = json.load(f)["summary"]
+    # What the search did: flows, outputs searched, and how the model was cut.
+    row["flow"] = {k: summary[k] for k in ("flows", "outputs", "outputs_total", "paths", "compute_ns", "slices")}
     os.remove(db)
     if bt2:
         ref = row["babeltrace2 -o dummy"]["wall_s"]
@@ -102,7 +107,7 @@ def main() -> int:
     print(f"{'size':>5} {'events':>11} {'cmd':<18} {'wall s':>8} {'peak MiB':>9}")
     for r in rows:
         for k, v in r.items():
-            if isinstance(v, dict):
+            if isinstance(v, dict) and "wall_s" in v:
                 print(f"{r['size']:>5} {r['events']:>11,} {k:<18} {v['wall_s']:>8.2f} {v['peak_rss_mib']:>9.1f}")
         for k in ("ratio_info", "ratio_load"):
             if k in r:
