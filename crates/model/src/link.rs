@@ -38,10 +38,9 @@ pub const LINK_WINDOW_NS: u64 = 10_000_000_000;
 /// A publication as matching sees it: id, time, where its stamp came from.
 type Cand = (usize, u64, Option<StampSource>);
 
-enum Key {
-    Stamp((u32, i64)),
-    Wall((usize, u32), (i64, usize)),
-}
+/// A publication without a stamp, as `prune` finds it again: (time in the
+/// merged order, (host, topic), (wall time, id)).
+type WallEntry = (i64, (usize, u32), (i64, usize));
 
 #[derive(Default)]
 pub struct Linker {
@@ -54,8 +53,12 @@ pub struct Linker {
     dup_stamp: FxHashMap<(u32, i64), Vec<Cand>>,
     /// (host, topic) -> (wall time, id) of publications without a stamp.
     by_wall: FxHashMap<(usize, u32), BTreeSet<(i64, usize)>>,
-    /// (time in the merged order, entry) in the order added, for `prune`.
-    added: VecDeque<(i64, Key)>,
+    /// (time in the merged order, key) of the publications in `by_stamp`, in
+    /// the order added, for `prune` (apart from the larger `by_wall` keys:
+    /// this is most of the linker's memory).
+    added_stamp: VecDeque<(i64, (u32, i64))>,
+    /// (time in the merged order, key, entry) of those in `by_wall`, likewise.
+    added_wall: VecDeque<WallEntry>,
 }
 
 impl Linker {
@@ -71,34 +74,33 @@ impl Linker {
 
     /// How many publications it holds.
     pub fn held(&self) -> usize {
-        self.added.len()
+        self.added_stamp.len() + self.added_wall.len()
     }
 
     /// Forgets the publications older than `before` (ns, in the merged
     /// order's terms: a trace's time plus its clock offset).
     pub fn prune(&mut self, before: i64) {
-        while self.added.front().is_some_and(|(ts, _)| *ts < before) {
-            let Some((_, key)) = self.added.pop_front() else { break };
-            match key {
-                Key::Stamp(k) => match self.dup_stamp.get_mut(&k) {
-                    Some(v) => {
-                        let next = v.remove(0);
-                        if v.is_empty() {
-                            self.dup_stamp.remove(&k);
-                        }
-                        self.by_stamp.insert(k, next);
+        while self.added_stamp.front().is_some_and(|(ts, _)| *ts < before) {
+            let Some((_, k)) = self.added_stamp.pop_front() else { break };
+            match self.dup_stamp.get_mut(&k) {
+                Some(v) => {
+                    let next = v.remove(0);
+                    if v.is_empty() {
+                        self.dup_stamp.remove(&k);
                     }
-                    None => {
-                        self.by_stamp.remove(&k);
-                    }
-                },
-                Key::Wall(k, x) => {
-                    if let Some(s) = self.by_wall.get_mut(&k) {
-                        s.remove(&x);
-                        if s.is_empty() {
-                            self.by_wall.remove(&k);
-                        }
-                    }
+                    self.by_stamp.insert(k, next);
+                }
+                None => {
+                    self.by_stamp.remove(&k);
+                }
+            }
+        }
+        while self.added_wall.front().is_some_and(|(ts, ..)| *ts < before) {
+            let Some((_, k, x)) = self.added_wall.pop_front() else { break };
+            if let Some(s) = self.by_wall.get_mut(&k) {
+                s.remove(&x);
+                if s.is_empty() {
+                    self.by_wall.remove(&k);
                 }
             }
         }
@@ -131,13 +133,13 @@ impl Builder {
                 }
                 Entry::Occupied(_) => lk.dup_stamp.entry(key).or_default().push(c),
             }
-            lk.added.push_back((self.merged_ts(pb.ts, pb.thread), Key::Stamp(key)));
+            lk.added_stamp.push_back((self.merged_ts(pb.ts, pb.thread), key));
         } else if !pb.intra && self.opts.heuristics {
             let trace = self.procs[self.threads[pb.thread].proc].trace;
             let wall = self.clock_offset(trace).wrapping_add(pb.rmw_ts.unwrap_or(pb.ts) as i64);
             let key = (self.host_of(pb.thread), topic);
             lk.by_wall.entry(key).or_default().insert((wall, i));
-            lk.added.push_back((self.merged_ts(pb.ts, pb.thread), Key::Wall(key, (wall, i))));
+            lk.added_wall.push_back((self.merged_ts(pb.ts, pb.thread), key, (wall, i)));
         }
     }
 
