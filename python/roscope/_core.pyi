@@ -99,10 +99,22 @@ class FlowModel:
     @property
     def callback_labels(self) -> list[str]:
         """Callback labels (`node kind(topic)`); callback masks follow this order."""
-    def data_flows(
+
+#: (pub_base, pub_n, pub_extra, run_base, run_n, run_extra): a slice's ids to the model's.
+Ids = tuple[int, int, Sequence[int], int, int, Sequence[int]]
+#: (lo, hi, out_from_ts, out_from_id, out_to, lo_cb, lo_pub): the slice and the outputs handled.
+Window = tuple[int, int, int, int, int, Sequence[int], Sequence[int]]
+
+class FlowSearch:
+    """A data-flow search over the whole model, or over a model handed over in
+    slices (docs/analyses.md, "Slices"), slice after slice in output time order."""
+
+    def __init__(
         self,
+        model: FlowModel,
         is_input: Sequence[bool],
         is_output: Sequence[bool],
+        facts: tuple[Sequence[tuple[int, int, int]], Sequence[tuple[int, int]]] | None,
         implicit: str = "auto",
         exact_links: bool = True,
         max_flows_per_output: int | None = 10000,
@@ -114,12 +126,42 @@ class FlowModel:
         excluded_callbacks: Sequence[bool] | None = None,
         deps: Sequence[tuple[int, int]] | None = None,
         fallback: str = "pairs",
-        sink: Callable[[str, ArrowTable], object] | None = None,
-    ) -> tuple[dict[str, ArrowTable], dict[str, Any]]:
-        """Data flows between topics (masks over `topics`); implicit is one of auto,
-        all, annotations, none; `deps`: intra-node edges (callback ids) from source
-        analysis; `fallback`: pairs, pipelines or timers (auto's fallback edges). Caps: None is no cap. With `sink`, data_flows and data_flow_steps
-        go to `sink(name, table)` in chunks and only data_flow_segments and paths are returned.
-        Returns (tables, stats: outputs, outputs_total, outputs_capped,
-        capped_examples, stopped_at, flows, duplicates_dropped, flows_on_fallback,
-        flows_from_publications, trees_cached, cache_evicted, cache_hits, seconds)."""
+        chunk_rows: int = 65536,
+    ) -> None:
+        """Masks over `model.topics` (and callbacks); implicit is one of auto, all,
+        annotations, none; `deps`: intra-node edges (callback ids) from source analysis;
+        `fallback`: pairs, pipelines or timers. Caps: None is no cap. `facts`: the whole
+        trace's runs and publishing runs per callback and (publisher, callback) pairs,
+        or None to take them from `model` (the whole model)."""
+    def run(
+        self,
+        model: FlowModel,
+        ids: Ids,
+        window: Window | None,
+        sink: Callable[[str, ArrowTable], object],
+        answers: tuple[Sequence[tuple[int, int, int]], Sequence[tuple[int, int, int]], Sequence[int], Sequence[int]] | None = None,
+    ) -> tuple[int, int, list[tuple[str, int, int]]] | None:
+        """Searches the outputs of one slice; data_flows, data_flow_steps and
+        data_flow_segments go to `sink(name, table)` in chunks, with the model's ids.
+        Returns None, or the output (time, publication id) whose flows reach beyond the
+        slice and what the slice lacked: ("node", 0 run / 1 publication, id),
+        ("run_before", callback, time), ("newest_before", topic, time)."""
+    @property
+    def stopped(self) -> bool:
+        """`max_flows` was reached, or a sink refused a chunk."""
+    @property
+    def segments_unsure(self) -> int:
+        """Segments found again after a slice forgot them (maybe twice in the table)."""
+    def finish(self, sink: Callable[[str, ArrowTable], object]) -> tuple[ArrowTable, dict[str, Any]]:
+        """The last chunks to `sink`; returns (paths, stats: outputs, outputs_total,
+        outputs_capped, capped_examples, stopped_at, flows, candidates,
+        duplicates_dropped, flows_on_fallback, flows_from_publications, trees_cached,
+        cache_evicted, cache_hits, seconds)."""
+
+class CausalSearch:
+    """Causal links over the whole model or slice after slice (as `FlowSearch`)."""
+
+    def __init__(self, infer_timer_inputs: bool = True) -> None: ...
+    def run(self, model: FlowModel, ids: Ids, window: Window | None) -> tuple[ArrowTable, tuple[int, int] | None]:
+        """The links of the slice's publications in `window`, with the model's ids, and
+        the publication (time, id) from which the slice does not hold what they need."""

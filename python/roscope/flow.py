@@ -134,6 +134,11 @@ FLOW_MEMORY = 128 << 20
 #: How far before (and after) its outputs a slice reaches at first (ns); doubled
 #: whenever an output's flows reach further.
 SLICE_REACH_NS = 200_000_000
+#: The ids of the whole model (`_core.FlowSearch.run`: the identity `roscope_flow::IdMap`).
+_WHOLE_IDS = (0, 2**63 - 1, [], 0, 2**63 - 1, [])
+#: What `_over_slices` says of a search over the whole model.
+_ONE_SLICE = {"count": 1, "restarts": 0, "answered_from_database": 0, "reach_ns": None, "peak_instances": None,
+              "publications_per_slice": None}
 #: Ids per block of the summaries that choose a slice's id ranges.
 _BLOCK = 4096
 _MIN, _MAX = -(2**63), 2**63 - 1
@@ -474,19 +479,18 @@ def causal_link_table(db, infer: bool = True, *, store: bool = False,
     of the model on a database with more than `slice_publications` publications (as
     `data_flows`). Returns {"links": count, "slices": what the slicing did}."""
     with Appender(db, ["causal_links"], store) as out:
+        search = _core.CausalSearch(infer)
+
+        def run(model, ids, window, _answers=None):
+            links, uncertain = search.run(model, ids, window)
+            out.append("causal_links", table_from_core(links))
+            return uncertain
+
         if slice_publications is not None and sliced(db, slice_publications):
-            search = _core.CausalSearch(infer)
-
-            def run(model, ids, window, _answers):
-                links, uncertain = search.run(model, ids, window)
-                out.append("causal_links", table_from_core(links))
-                return uncertain
-
             slices = _over_slices(db, run, slice_publications, reach_ns)
         else:
-            out.append("causal_links", table_from_core(context(db).model.causal_links(infer)))
-            slices = {"count": 1, "restarts": 0, "answered_from_database": 0, "reach_ns": None, "peak_instances": None,
-                      "publications_per_slice": None}
+            run(context(db).model, _WHOLE_IDS, None)
+            slices = dict(_ONE_SLICE)
     n = db.con.execute("SELECT count(*) FROM causal_links").fetchall()[0][0]
     return {"links": n, "slices": slices}
 
@@ -680,24 +684,20 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
         def sink(name, table):
             out.append(name, table_from_core(table))
 
-        options = {"max_flows": max_flows, "all_paths": all_paths, "excluded_topics": ex_t, "excluded_callbacks": ex_c,
-                   "deps": edges, "fallback": fallback}
+        search = _core.FlowSearch(ctx.model, is_in, is_out, _facts(db) if in_slices else None, implicit, exact_links,
+                                  max_flows_per_output, all_steps, max_flows=max_flows, all_paths=all_paths,
+                                  excluded_topics=ex_t, excluded_callbacks=ex_c, deps=edges, fallback=fallback)
         if in_slices:
-            search = _core.FlowSearch(ctx.model, is_in, is_out, _facts(db), implicit, exact_links, max_flows_per_output,
-                                      all_steps, **options)
             slices = _over_slices(db, lambda m, ids, w, ans: search.run(m, ids, w, sink, ans), slice_publications, reach_ns,
                                   _History(db, topics))
-            # Segments found again after a slice forgot them: maybe twice in the table.
-            slices["segments_found_again"] = unsure = search.segments_unsure
-            paths, stats = search.finish(sink)
-            if unsure:
-                _dedupe_segments(db)
         else:
-            raw, stats = ctx.model.data_flows(is_in, is_out, implicit, exact_links, max_flows_per_output, all_steps,
-                                              sink=sink, **options)
-            paths = raw["paths"]
-            slices = {"count": 1, "restarts": 0, "answered_from_database": 0, "reach_ns": None, "peak_instances": None,
-                      "publications_per_slice": None}
+            search.run(ctx.model, _WHOLE_IDS, None, sink)
+            slices = dict(_ONE_SLICE)
+        # Segments found again after a slice forgot them: maybe twice in the table.
+        slices["segments_found_again"] = unsure = search.segments_unsure
+        paths, stats = search.finish(sink)
+        if unsure:
+            _dedupe_segments(db)
         out.append("paths", table_from_core(paths))
     n_paths = paths.num_rows
     compute_ns = int(stats["seconds"] * 1e9)

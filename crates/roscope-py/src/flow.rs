@@ -192,79 +192,6 @@ impl FlowModel {
     fn callback_labels(&self) -> Vec<String> {
         self.m.cb_label.clone()
     }
-
-    /// Data flows between input and output topics (bool masks over `topics`), over
-    /// this whole model.
-    ///
-    /// With `sink`, the `data_flows`, `data_flow_steps` and `data_flow_segments`
-    /// tables are handed to `sink(name, table)` in chunks as they are found (memory
-    /// holds one chunk), and an exception raised by `sink` stops the search and is
-    /// raised again here; the returned tables are then `paths` only. Without it, all
-    /// four are returned. Returns ({table name: ArrowTable}, stats).
-    #[pyo3(signature = (
-        is_input, is_output, implicit="auto", exact_links=true, max_flows_per_output=10000, all_steps=false, *,
-        max_flows=None, all_paths=false, excluded_topics=None, excluded_callbacks=None, deps=None, fallback="pairs", sink=None
-    ))]
-    #[expect(clippy::too_many_arguments, reason = "the keyword arguments of a Python method")]
-    fn data_flows<'py>(
-        &self,
-        py: Python<'py>,
-        is_input: Vec<bool>,
-        is_output: Vec<bool>,
-        implicit: &str,
-        exact_links: bool,
-        max_flows_per_output: Option<usize>,
-        all_steps: bool,
-        max_flows: Option<usize>,
-        all_paths: bool,
-        excluded_topics: Option<Vec<bool>>,
-        excluded_callbacks: Option<Vec<bool>>,
-        deps: Option<Vec<(i64, i64)>>,
-        fallback: &str,
-        sink: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
-        let args = SearchArgs {
-            is_input,
-            is_output,
-            implicit: implicit.to_string(),
-            exact_links,
-            max_flows_per_output,
-            max_flows,
-            all_paths,
-            excluded_topics,
-            excluded_callbacks,
-            deps,
-            fallback: fallback.to_string(),
-        };
-        let m = &self.m;
-        let o = args.options(m, None)?;
-        let t0 = Instant::now();
-        let tables = PyDict::new_bound(py);
-        let res = match sink {
-            None => {
-                let ix = roscope_flow::Index::new(m);
-                let (t, res) = py.allow_threads(|| roscope_flow::data_flow_tables(&ix, &o, all_steps));
-                for table in [t.flows, t.steps, t.segments, t.paths] {
-                    tables.set_item(table.name, Py::new(py, ArrowTable::from_table(table)?)?)?;
-                }
-                res
-            }
-            Some(sink) => {
-                let sink = sink.unbind();
-                let mut failed: Option<PyErr> = None;
-                let (paths, res) = py.allow_threads(|| {
-                    let ix = roscope_flow::Index::new(m);
-                    roscope_flow::stream_data_flow_tables(&ix, &o, all_steps, roscope_flow::CHUNK_ROWS, &mut emitter(&sink, &mut failed))
-                });
-                if let Some(e) = failed {
-                    return Err(e);
-                }
-                tables.set_item(paths.name, Py::new(py, ArrowTable::from_table(paths)?)?)?;
-                res
-            }
-        };
-        Ok((tables, stats(py, &res, t0.elapsed().as_secs_f64())?))
-    }
 }
 
 /// A data-flow search over a model handed over in slices (docs/analyses.md,
@@ -284,11 +211,14 @@ pub struct FlowSearch {
 
 #[pymethods]
 impl FlowSearch {
-    /// `model`: any slice of the model (its callbacks and topics name things);
+    /// Data flows between input and output topics (bool masks over `topics`).
+    /// `model`: the model or any slice of it (its callbacks and topics name things);
     /// `facts`: the whole trace's (runs per callback as (callback_id, runs,
     /// publishing runs), and (publisher_id, callback_id) pairs of runs that published
-    /// on a publisher), which the implicit-edge rules read (`roscope_flow::Facts`).
-    /// The other arguments are those of `FlowModel.data_flows`.
+    /// on a publisher), which the implicit-edge rules read (`roscope_flow::Facts`);
+    /// None: `model`'s own, when it is the whole model. Caps (None: no cap), the
+    /// intra-node dependency mode and fallback rule, exclusions (masks over topics
+    /// and callbacks) and dependency edges as in `roscope.flow.data_flows`.
     #[new]
     #[pyo3(signature = (
         model, is_input, is_output, facts, implicit="auto", exact_links=true, max_flows_per_output=10000, all_steps=false, *,
@@ -300,7 +230,7 @@ impl FlowSearch {
         model: PyRef<'_, FlowModel>,
         is_input: Vec<bool>,
         is_output: Vec<bool>,
-        facts: FactCounts,
+        facts: Option<FactCounts>,
         implicit: &str,
         exact_links: bool,
         max_flows_per_output: Option<usize>,
@@ -327,8 +257,8 @@ impl FlowSearch {
             fallback: fallback.to_string(),
         };
         let m = &model.m;
-        let facts = roscope_flow::Facts::from_counts(m, &facts.0, &facts.1);
-        let o = args.options(m, Some(&facts))?;
+        let facts = facts.map(|(runs, published)| roscope_flow::Facts::from_counts(m, &runs, &published));
+        let o = args.options(m, facts.as_ref())?;
         Ok(FlowSearch {
             search: Some(roscope_flow::FlowSearch::new(all_steps, chunk_rows)),
             max_flows: o.max_flows,
