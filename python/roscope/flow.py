@@ -654,9 +654,10 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
 
     Without `ctx`, a database with more than `slice_publications` publications is
     searched in slices of the model of about that many publications, each reaching
-    `reach_ns` before and after its outputs at first, further when flows do (docs/
-    analyses.md, "Slices"): memory then depends on the slice, not on the trace, and
-    the results are those of the whole search. `slice_publications=None`: whole.
+    `reach_ns` before and after its outputs, with what flows need beyond that
+    answered from the database (or a longer reach) (docs/analyses.md, "Slices"):
+    memory then depends on the slice, not on the trace, and the results are those
+    of the whole search. `slice_publications=None`: whole.
     """
     if implicit not in IMPLICIT_MODES:
         raise InputError(f"unknown implicit-dependency mode {implicit!r} (one of {', '.join(IMPLICIT_MODES)})")
