@@ -550,3 +550,49 @@ fn the_pipelines_rule_keeps_two_pass_through_callbacks_apart() {
     let all = implicit_edges_with(&ix, Implicit::Auto, None, FallbackRule::Pairs).unwrap();
     assert_eq!(all.len(), 6);
 }
+
+#[test]
+fn a_slice_says_what_it_lacks_until_the_answers_make_it_whole() {
+    // The fusion model, searched for pd2 (91) only, with a slice that starts at 35:
+    // rB2 (70) depends on the last /a run before it (partial synchronous), rA1 at
+    // 20, before the slice. Each round answers what the search said it lacked, from
+    // the whole model, until the flows are those of the whole search.
+    let m = fusion().model();
+    let ix = Index::new(&m);
+    let whole: Vec<Vec<(char, i64)>> = data_flows(&ix, &opts(&m, &["/a", "/b"], &["/d"], Implicit::Annotations))
+        .0
+        .into_iter()
+        .filter(|f| f.output() == 6)
+        .map(|f| f.steps)
+        .collect();
+    assert_eq!(whole, fusion_flows()[2..].iter().map(|f| f.0.clone()).collect::<Vec<_>>());
+    let mut o = opts(&m, &["/a", "/b"], &["/d"], Implicit::Annotations);
+    o.window = Window { lo: 35, out_from: (80, i64::MIN), ..Window::all() };
+    let mut rounds = Vec::new();
+    let found = loop {
+        let mut v = Vec::new();
+        let res = each_data_flow(&ix, &o, |f| {
+            v.push(f.steps);
+            true
+        });
+        let Some(at) = res.uncertain_at else { break v };
+        assert_eq!((at, v.len(), res.outputs_total), ((91, 6), 0, 0), "nothing of pd2 is answered");
+        for &n in &res.needs {
+            match n {
+                Need::RunBefore(cb, t) => {
+                    o.window.runs_before.insert((cb, t), ix.latest_run_before(cb, t, true).unwrap_or(NONE));
+                }
+                Need::NewestBefore(..) => panic!("every run of the fusion model has a transport link"),
+                Need::Node(k, id) => {
+                    o.window.complete.insert((k, id));
+                }
+            }
+        }
+        rounds.push(res.needs);
+        assert!(rounds.len() < 10, "{:?}", rounds);
+    };
+    // rB2 needs the /a run before 70; then rA1 (20) itself, its input pa1 (10), and
+    // the run that published it, rG1 (5): one level deeper each round.
+    assert_eq!(rounds, [vec![Need::RunBefore(0, 70)], vec![Need::Node('r', 1)], vec![Need::Node('p', 0)], vec![Need::Node('r', 0)]]);
+    assert_eq!(found, whole);
+}
