@@ -75,7 +75,7 @@ def test_sliced_flows_equal_the_whole_search(path, dbs):
     w, s, slices = _both(db)
     _same(w, s)
     if _publications(db) > 100:
-        assert slices["count"] > 5, slices
+        assert slices["count"] > 2, slices
     # The flows exist at all (a comparison of two empty results proves little).
     assert w[0]["flows"] > 0
 
@@ -108,7 +108,7 @@ def test_options_hold_across_slices(options, dbs):
     db = _db(dbs, os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds"))
     w, s, slices = _both(db, **options)
     _same(w, s)
-    assert slices["count"] > 5, slices
+    assert slices["count"] > 2, slices
     if "max_flows" in options:
         assert w[0]["caps"]["stopped_at_publication_id"] is not None
 
@@ -123,4 +123,4 @@ def test_sliced_causal_links_equal_the_whole_model(path, dbs):
     assert part["links"] == whole["links"]
     assert s["causal_links"].equals(w["causal_links"])
     if _publications(db) > 100:
-        assert part["slices"]["count"] > 5, part["slices"]
+        assert part["slices"]["count"] > 2, part["slices"]

@@ -140,18 +140,21 @@ _WHOLE_IDS = (0, 2**63 - 1, [], 0, 2**63 - 1, [])
 _ONE_SLICE = {"count": 1, "restarts": 0, "answered_from_database": 0, "reach_ns": None, "peak_instances": None,
               "publications_per_slice": None}
 #: Ids per block of the summaries that choose a slice's id ranges.
+#: At most this many, and about a quarter of a slice.
 _BLOCK = 4096
 _MIN, _MAX = -(2**63), 2**63 - 1
 
 
 class _Blocks:
-    """Per block of `_BLOCK` ids, what choosing a slice's id ranges needs: the times
+    """Per block of `block` ids, what choosing a slice's id ranges needs: the times
     of the publications (their earliest layer's, as the flow reads them) and runs
     (start), the runs the publications were made in, the publications linked to the
     runs. Read once, a few values per block."""
 
-    def __init__(self, db):
+    def __init__(self, db, block: int):
         import numpy as np
+
+        self.block = block
 
         def floats(x):
             # nulls (a publication outside any run) as NaN, never as a made-up value
@@ -160,7 +163,7 @@ class _Blocks:
             return np.asarray(x, dtype=np.float64)
 
         def cols(sql: str, n: int) -> list:
-            rows = db.con.execute(sql, [_BLOCK]).fetchnumpy()
+            rows = db.con.execute(sql, [block]).fetchnumpy()
             return [floats(rows[k]) for k in list(rows)[:n]]
 
         self.n_pubs = db.con.execute("SELECT count(*) FROM publications").fetchall()[0][0]
@@ -173,7 +176,7 @@ class _Blocks:
         n_rb = len(self.run_min)
         self.lk_min, self.lk_max = np.full(n_rb, np.inf), np.full(n_rb, -np.inf)
         rows = db.con.execute("SELECT run_id // $1 AS k, min(publication_id), max(publication_id) FROM links "
-                              "WHERE run_id IS NOT NULL AND publication_id IS NOT NULL GROUP BY k", [_BLOCK]).fetchnumpy()
+                              "WHERE run_id IS NOT NULL AND publication_id IS NOT NULL GROUP BY k", [block]).fetchnumpy()
         k = np.asarray(rows["k"], dtype=np.int64)
         vals = list(rows.values())
         self.lk_min[k], self.lk_max[k] = floats(vals[1]), floats(vals[2])
@@ -181,13 +184,26 @@ class _Blocks:
         self.t_min = int(min(np.nanmin(x) for x in times)) if times else 0
         self.t_max = int(max(np.nanmax(x) for x in (self.pb_max, self.run_max) if len(x))) if times else 0
 
+    def end_of_slice(self, t_a: int, per_slice: int) -> int:
+        """Where a slice whose outputs start at `t_a` ends, so that it holds about
+        `per_slice` publications (`_MAX`: at the end of the trace). By count, not by
+        time: a trace may be dense in places and empty in others (two recordings
+        loaded together)."""
+        import numpy as np
+
+        i = np.flatnonzero(self.pb_max >= t_a)
+        j = (int(i[0]) if len(i) else len(self.pb_max)) + max(1, -(-per_slice // self.block))
+        if j >= len(self.pb_min):
+            return _MAX
+        return max(t_a + 1, int(self.pb_min[j]))
+
     def ranges(self, lo: int, hi: int) -> tuple[int, int, int, int]:
         """Publications a..b and runs c..d that hold every publication and run whose
         time is in [lo, hi), and what each of those references (ids in blocks: a few
         more)."""
         import numpy as np
 
-        B = _BLOCK
+        B = self.block
 
         def first(mask) -> int | None:
             i = np.flatnonzero(mask)
@@ -393,7 +409,7 @@ class _History:
 _ANSWER_ROUNDS = 32
 
 
-def _over_slices(db, run, per_slice: int, reach_ns: int, history: _History | None = None) -> dict:
+def _over_slices(db, run, per_slice: int, reach_ns: int, history: _History | None = None, stopped=None) -> dict:
     """Calls `run(model, ids, window, answers)` (`_core.FlowSearch.run`,
     `_core.CausalSearch.run`) over slices of the model in output time order: each
     slice holds its outputs' time span and `reach` before and after it, and the
@@ -401,16 +417,16 @@ def _over_slices(db, run, per_slice: int, reach_ns: int, history: _History | Non
     (`_Anchors`). When what an output needs reaches beyond its slice (`run` returns
     that output, and with `history` what the slice lacked), the search goes on from
     that output: with those needs answered from the database (`_History`) while
-    that brings something new, else with twice the reach. Returns what the slicing
-    did."""
-    bl = _Blocks(db)
+    that brings something new, else with twice the reach. When `stopped()` says the
+    search is over (a cap), the slices end: "rest_from" is the time from which no
+    output was handed to `run`. Returns what the slicing did."""
+    bl = _Blocks(db, min(_BLOCK, max(16, per_slice // 4)))
     anchors = _Anchors(db)
-    span = max(1, (bl.t_max - bl.t_min) * per_slice // max(bl.n_pubs, 1))
     out_from, reach, n, restarts, peak, prev = (_MIN, _MIN), reach_ns, 0, 0, 0, None
     rounds, answered = 0, 0
     while True:
         t_a = bl.t_min if out_from[0] == _MIN else out_from[0]
-        out_to = t_a + span if t_a + span <= bl.t_max else _MAX
+        out_to = bl.end_of_slice(t_a, per_slice)
         lo = _MIN if out_from[0] == _MIN or out_from[0] - reach <= bl.t_min else out_from[0] - reach
         hi = _MAX if out_to == _MAX or out_to + reach > bl.t_max else out_to + reach
         a, b, c, d = (0, bl.n_pubs, 0, bl.n_runs) if (lo, hi) == (_MIN, _MAX) else bl.ranges(lo, hi)
@@ -447,11 +463,11 @@ def _over_slices(db, run, per_slice: int, reach_ns: int, history: _History | Non
                 reach *= 2
             out_from = tuple(uncertain[:2])
             continue
-        if out_to == _MAX:
+        if out_to == _MAX or (stopped is not None and stopped()):
             break
         out_from = (out_to, _MIN)
     return {"count": n, "restarts": restarts, "answered_from_database": answered, "reach_ns": reach,
-            "peak_instances": peak, "publications_per_slice": per_slice}
+            "peak_instances": peak, "publications_per_slice": per_slice, "rest_from": None if out_to == _MAX else out_to}
 
 
 def sliced(db, slice_publications: int | None = None) -> bool:
@@ -488,6 +504,7 @@ def causal_link_table(db, infer: bool = True, *, store: bool = False,
 
         if slice_publications is not None and sliced(db, slice_publications):
             slices = _over_slices(db, run, slice_publications, reach_ns)
+            slices.pop("rest_from")
         else:
             run(context(db).model, _WHOLE_IDS, None)
             slices = dict(_ONE_SLICE)
@@ -690,7 +707,7 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
                                   excluded_topics=ex_t, excluded_callbacks=ex_c, deps=edges, fallback=fallback)
         if in_slices:
             slices = _over_slices(db, lambda m, ids, w, ans: search.run(m, ids, w, sink, ans), slice_publications, reach_ns,
-                                  _History(db, topics))
+                                  _History(db, topics), stopped=lambda: search.stopped)
         else:
             search.run(ctx.model, _WHOLE_IDS, None, sink)
             slices = dict(_ONE_SLICE)
@@ -699,6 +716,9 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
         paths, stats = search.finish(sink)
         if unsure:
             _dedupe_segments(db)
+        rest_from = slices.pop("rest_from", None)
+        if rest_from is not None:  # stopped at a cap before the last slice: the outputs not searched, counted
+            stats["outputs_total"] += _outputs_from(db, rest_from, topics, is_out, ex_t, ex_c)
         out.append("paths", table_from_core(paths))
     n_paths = paths.num_rows
     compute_ns = int(stats["seconds"] * 1e9)
@@ -720,6 +740,19 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
     }
     summary["warnings"] = _flow_warnings(db, summary, is_in, is_out, ctx)
     return DataFlows(summary, db)
+
+
+def _outputs_from(db, t: int, topics: list[str], is_out: list[bool], ex_t, ex_c) -> int:
+    """The output publications from time `t` on (on the --to topics, neither they nor
+    the callback that made them excluded), as the search counts them."""
+    out = [name for i, name in enumerate(topics) if is_out[i] and not (ex_t and ex_t[i])]
+    excluded_cbs = [i for i, x in enumerate(ex_c or []) if x]
+    return db.con.execute("""
+        SELECT count(*) FROM publications p JOIN publishers u USING (publisher_id)
+        LEFT JOIN callback_runs r ON r.run_id = p.run_id
+        WHERE list_contains($topics, u.name) AND coalesce(p.rclcpp_ts, p.rcl_ts, p.rmw_ts, p.ts) >= $t
+          AND (r.callback_id IS NULL OR NOT list_contains($cbs, r.callback_id))""",
+                          {"topics": out, "t": t, "cbs": excluded_cbs}).fetchall()[0][0]
 
 
 def _dedupe_segments(db) -> None:
