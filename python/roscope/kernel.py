@@ -295,7 +295,7 @@ def lttng_chunks(trace_dirs: Sequence[str]) -> Iterator:
 #: its next event. Intervals of length 0 are left out.
 INTERVALS_SQL = """
     WITH cpu_seq AS (
-        SELECT *, lag(next_tid) OVER w AS was_tid, lag(ts) OVER w AS t0
+        SELECT host_id, cpu, ts, seq, prev_tid, prev_runnable, next_tid, lag(next_tid) OVER w AS was_tid, lag(ts) OVER w AS t0
         FROM ev WHERE kind = 'switch' WINDOW w AS (PARTITION BY host_id, cpu ORDER BY ts, seq)),
     trans0 AS (
         SELECT host_id, prev_tid AS tid, ts, seq, 0 AS sub, cpu,
