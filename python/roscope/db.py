@@ -122,8 +122,9 @@ WINDOW_NS = 1_000_000_000
 
 #: A streaming build's builder runs at most this many chunks (one table's
 #: records of one flush, about half a MiB each on a ROS 2 trace) ahead of
-#: what is stored: enough to keep it reading while DuckDB stores an insert.
-STREAM_QUEUE = 48
+#: what is stored, so that it keeps reading while DuckDB stores an insert
+#: (2 made it wait through every insert; each chunk more is memory).
+STREAM_QUEUE = 16
 
 
 def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None = None, sync: bool = True,
@@ -172,8 +173,9 @@ def _put(con: duckdb.DuckDBPyConnection, name: str, tbl, exists: bool) -> None:
 
 #: Chunks of a streaming build are stored in inserts of about this many bytes
 #: (all tables together): DuckDB inserts large batches twice as fast as the
-#: builder's chunks one by one.
-INSERT_BYTES = 32 << 20
+#: builder's chunks one by one (within a transaction, 16 MiB cost no more
+#: CPU than 32 MiB, and 16 MiB less memory).
+INSERT_BYTES = 16 << 20
 
 #: ... and committed every this many bytes: one commit per insert costs DuckDB
 #: about as much again (bench/load_speed.py), while DuckDB's memory cap still
