@@ -97,9 +97,10 @@ _SLICE_SQL = {
 }
 
 
-def _slice_model(db, a: int, b: int, c: int, d: int, xp=(), xr=()) -> _core.FlowModel:
+def _slice_model(db, a: int, b: int, c: int, d: int, xp=(), xr=(), statics: dict | None = None) -> _core.FlowModel:
     """The flow's model of publications a..b then `xp`, and runs c..d then `xr`
-    (ids rebased to 0, in that order); the other tables whole. `a == b and c == d`
+    (ids rebased to 0, in that order); the other tables whole, read once into
+    `statics` when given (they are the same in every slice). `a == b and c == d`
     and no extras: no instances (callbacks and topics only)."""
     import pyarrow as pa
 
@@ -113,6 +114,10 @@ def _slice_model(db, a: int, b: int, c: int, d: int, xp=(), xr=()) -> _core.Flow
 
     def read(name: str, cols: list[str]):
         sql = _SLICE_SQL.get(name)
+        if sql is None and statics is not None:
+            if name not in statics:
+                statics[name] = db.con.table(name).select(*cols).to_arrow_table()
+            return statics[name]
         if sql is None:
             return db.con.table(name).select(*cols).arrow()
         return db.con.sql(sql, params={k: v for k, v in bounds.items() if f"${k}" in sql}).to_arrow_table()
@@ -423,6 +428,7 @@ def _over_slices(db, run, per_slice: int, reach_ns: int, history: _History | Non
     bl = _Blocks(db, min(_BLOCK, max(16, per_slice // 4)))
     anchors = _Anchors(db)
     out_from, reach, n, restarts, peak, prev = (_MIN, _MIN), reach_ns, 0, 0, 0, None
+    statics: dict = {}
     rounds, answered = 0, 0
     while True:
         t_a = bl.t_min if out_from[0] == _MIN else out_from[0]
@@ -443,7 +449,7 @@ def _over_slices(db, run, per_slice: int, reach_ns: int, history: _History | Non
             if history is not None:
                 xr = sorted(set(xr) | {r for r in history.runs if not c <= r < d})
                 xp = sorted(set(xp) | {p for p in history.pubs if not a <= p < b})
-        model = _slice_model(db, a, b, c, d, xp, xr)
+        model = _slice_model(db, a, b, c, d, xp, xr, statics)
         local_from = out_from if out_from[1] == _MIN else (out_from[0], out_from[1] - a)
         answers = history.answers((a, b, c, d), xr, xp) if history is not None and lo != _MIN else None
         uncertain = run(model, (a, b - a, xp, c, d - c, xr), (lo, hi, *local_from, out_to, lo_cb, lo_pub), answers)
