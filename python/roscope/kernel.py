@@ -597,7 +597,10 @@ def store(con, inputs: Sequence[str], arrow: dict, warnings: list[str], enabled:
 
 #: DuckDB's memory limit while the kernel tables are made, at least (bytes): its
 #: window functions spill what does not fit, but hold one partition at a time in
-#: memory, here all the changes of one thread (or the switches of one CPU).
+#: memory, here all the changes of one thread (or the switches of one CPU). 256 MiB
+#: hold bench/why_cost.py's 31.5 s recording (busiest thread: 0.8M changes); four
+#: times its events needed 1 GiB (not bounded: sorts and self-joins by rowid
+#: instead of windows failed at even less).
 KERNEL_MEMORY = 256 << 20
 
 _UNITS = {"b": 1, "bytes": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
