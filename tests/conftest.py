@@ -11,6 +11,10 @@
 * ``ust_traces``         -- live LTTng-UST recordings of tests/fixtures
                             (dict name -> directory), made once per test session.
 * ``fx_emit``            -- path of the built tests/fixtures/build/fx_emit.
+* ``sched_recording``    -- test_sched.py's recording of the ROS 1 example with
+                            kernel scheduling (perf), and its database, made once
+                            per test session: test_sched.py and
+                            test_report_why.py both read it.
 
 Test tiers (markers registered in pyproject.toml): ``lttng`` records live
 LTTng traces, ``ros1`` runs real ROS 1 processes, ``slow`` takes more than a
@@ -156,3 +160,17 @@ def ust_traces(fx_emit, tmp_path_factory) -> dict:
         return recordings.record_all(str(base))
     except (recordings.LttngError, RuntimeError, subprocess.SubprocessError) as exc:
         pytest.fail(f"recording the LTTng-UST fixtures failed: {exc}")
+
+
+# --------------------------------------------------------------------------
+# recordings shared by several test modules (each takes tens of seconds)
+# --------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def sched_recording(tmp_path_factory):
+    """(trace directory, database) of test_sched.record: the ROS 1 example pinned to one
+    CPU with a SCHED_FIFO competitor under `roscope record --kernel`. Read-only for the
+    tests that use it (they copy it before changing anything)."""
+    import test_sched
+
+    return test_sched.record(tmp_path_factory)

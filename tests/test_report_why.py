@@ -2,8 +2,8 @@
 tests/test_report.py's reports.
 
 With kernel data: the recording of tests/test_sched.py (the ROS 1 example pinned to
-one CPU with a SCHED_FIFO competitor, `roscope record --kernel`; its fixture, so the
-system is recorded once per module). Every number of the section's two tables equals
+one CPU with a SCHED_FIFO competitor, `roscope record --kernel`; the same recording,
+made once per test session by tests/conftest.py's sched_recording). Every number of the section's two tables equals
 `roscope why --json` on the same database, and, independently, the on-CPU and
 runnable times of each run shown, and its top culprit where one clearly leads, equal
 those computed from perf's own `perf sched timehist` (test_sched's oracle). Without kernel data (the

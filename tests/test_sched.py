@@ -48,8 +48,9 @@ while time.monotonic() < end:
 """
 
 
-@pytest.fixture(scope="module")
-def recording(tmp_path_factory):
+def record(tmp_path_factory) -> tuple[Path, Path]:
+    """Record the system (the trace directory, with perf/perf.data) and load it into a
+    database beside it: (trace, database)."""
     if shutil.which("perf") is None:
         pytest.skip("perf is not installed")
     if (os.cpu_count() or 1) < 2:
@@ -70,6 +71,13 @@ def recording(tmp_path_factory):
 
     rdb.write([str(out)], str(db))
     return out, db
+
+
+@pytest.fixture(scope="module")
+def recording(sched_recording):
+    """The recording, made once per test session by tests/conftest.py's sched_recording
+    (with `record`): this module and test_report_why.py read the same one."""
+    return sched_recording
 
 
 # --------------------------------------------------------------------------
