@@ -15,6 +15,16 @@
                             kernel scheduling (perf), and its database, made once
                             per test session: test_sched.py and
                             test_report_why.py both read it.
+* ``ros1_pipeline_run``  -- examples/ros1_pipeline recorded by its run.sh (8 s,
+                            with the nodes' ground truth), once per test session:
+                            test_ros1_pipeline, test_model_ros1, test_flow_truth,
+                            test_deps and test_report read it.
+* ``pipeline_deps``      -- `roscope deps` on examples/ros1_pipeline's sources
+                            (compile_commands.json from its Makefile), once per
+                            session: test_deps and test_flow_truth read it.
+
+Shared recordings and files are read-only for the tests: a test that changes
+one works on its own copy (a database loaded in memory, a copied directory).
 
 Test tiers (markers registered in pyproject.toml): ``lttng`` records live
 LTTng traces, ``ros1`` runs real ROS 1 processes, ``slow`` takes more than a
@@ -174,3 +184,31 @@ def sched_recording(tmp_path_factory):
     import test_sched
 
     return test_sched.record(tmp_path_factory)
+
+
+#: How long ros1_pipeline_run lets examples/ros1_pipeline run (s).
+ROS1_PIPELINE_SECONDS = 8
+
+
+@pytest.fixture(scope="session")
+def ros1_pipeline_run(tmp_path_factory) -> dict:
+    """examples/ros1_pipeline/run.sh -d 8 (the tracer and the example built, then
+    `roscope record` of system.sh with its ground-truth logs): {"trace": DIR/trace,
+    "gt": DIR/ground-truth, "stderr": run.sh's stderr, roscope record's included}."""
+    if importlib.util.find_spec("roscope") is None:
+        pytest.skip("the roscope module is not importable")
+    run = tmp_path_factory.mktemp("ros1_pipeline_run") / "run"
+    p = subprocess.run([os.path.join(REPO_DIR, "examples", "ros1_pipeline", "run.sh"), "-d", str(ROS1_PIPELINE_SECONDS),
+                        "-o", str(run)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, f"examples/ros1_pipeline/run.sh failed:\n{p.stdout}\n{p.stderr}"
+    return {"trace": run / "trace", "gt": run / "ground-truth", "stderr": p.stderr}
+
+
+@pytest.fixture(scope="session")
+def pipeline_deps(tmp_path_factory) -> dict:
+    """`roscope deps -p BUILD -o BUILD/deps.json` on examples/ros1_pipeline/src/*.cpp with a
+    compile_commands.json made from its Makefile (flow_truth.dependency_run): {"path",
+    "doc" (the file, parsed), "stdout", "seconds"}."""
+    import flow_truth
+
+    return flow_truth.dependency_run("ros1_pipeline", tmp_path_factory.mktemp("pipeline_deps"), argv=roscope_argv())

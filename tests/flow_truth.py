@@ -29,6 +29,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -348,15 +349,24 @@ def compile_commands_from_make(directory: Path, out: Path) -> None:
 def dependency_file(system: str, out: Path) -> Path:
     """`roscope deps` on the system's sources, driven by a compile_commands.json made
     from its Makefile, as a user runs it; returns the dependency file (out/deps.json)."""
+    return dependency_run(system, out)["path"]
+
+
+def dependency_run(system: str, out: Path, argv: list[str] | None = None) -> dict:
+    """dependency_file's run: {"path": out/deps.json, "doc": its content, "stdout": what
+    `roscope deps` printed, "seconds": how long it took}. `argv` runs the roscope CLI
+    (default: this interpreter's `-m roscope`)."""
     example = REPO / SYSTEMS[system]["example"]
     out.mkdir(parents=True, exist_ok=True)
     compile_commands_from_make(example, out)
     deps = out / "deps.json"
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO / "python") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    p = subprocess.run([sys.executable, "-m", "roscope", "deps", "-p", str(out), "-o", str(deps),
+    t0 = time.perf_counter()
+    p = subprocess.run([*(argv or [sys.executable, "-m", "roscope"]), "deps", "-p", str(out), "-o", str(deps),
                         *sorted(str(x) for x in (example / "src").glob("*.cpp"))],
                        capture_output=True, text=True, env=env, timeout=600)
+    seconds = time.perf_counter() - t0
     if p.returncode:
         raise TruthError(f"roscope deps on {example} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
-    return deps
+    return {"path": deps, "doc": json.loads(deps.read_text()), "stdout": p.stdout, "seconds": seconds}

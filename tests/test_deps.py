@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import pytest
-from flow_truth import compile_commands_from_make
 from roscope import deps
 from roscope.errors import InputError
 
@@ -73,17 +72,11 @@ PIPELINE_TRUTH = {
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory, run_roscope):
+def pipeline(pipeline_deps):
     """`roscope deps -p BUILD -o FILE` on the example's sources, with a compile_commands.json
-    made from its Makefile."""
-    build = tmp_path_factory.mktemp("pipeline_build")
-    compile_commands_from_make(EXAMPLE, build)
-    out = build / "deps.json"
-    t0 = time.perf_counter()
-    p = run_roscope("deps", "-p", str(build), "-o", str(out), *sorted(str(s) for s in (EXAMPLE / "src").glob("*.cpp")))
-    seconds = time.perf_counter() - t0
-    assert p.returncode == 0, p.stderr
-    return {"doc": json.loads(out.read_text()), "path": out, "stdout": p.stdout, "seconds": seconds}
+    made from its Makefile (run once per test session: tests/conftest.py's pipeline_deps,
+    which test_flow_truth.py reads too)."""
+    return pipeline_deps
 
 
 @needs_roscpp
@@ -418,14 +411,11 @@ def _annotation_truth(events: list[dict]) -> set[tuple[int, int]]:
 @pytest.mark.slow
 @pytest.mark.lttng
 @pytest.mark.ros1
-def test_trace_edges_on_a_recorded_pipeline(pipeline, tmp_path):
+def test_trace_edges_on_a_recorded_pipeline(pipeline, ros1_pipeline_run):
     import roscope
-    from test_ros1_pipeline import build_all, read_trace, roscope_record
+    from test_ros1_pipeline import read_trace
 
-    build_all()
-    out = tmp_path / "trace"
-    p = roscope_record(["-o", str(out), "--", str(EXAMPLE / "system.sh"), "-d", "4", "-g", str(tmp_path / "gt")])
-    assert p.returncode == 0, p.stderr
+    out = ros1_pipeline_run["trace"]  # the example recorded by its run.sh (tests/conftest.py)
     events, _ = read_trace(out)
     truth_handles = _annotation_truth(events)
     assert len(truth_handles) == 4, truth_handles  # Fusion's two callbacks both ways, the planner's two into its timer

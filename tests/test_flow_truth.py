@@ -1,7 +1,8 @@
 """Flows without annotations against the systems' own ground truth (issue 10).
 
 Two real ROS 1 systems are recorded with `roscope record` (a few seconds each,
-one recording per system for the module): examples/ros1_unannotated (no
+one recording per system; examples/ros1_pipeline's is the session's recording by
+its run.sh, which other modules read too): examples/ros1_unannotated (no
 causal-link annotations: direct, partial synchronous, periodic asynchronous
 nodes, a subscription and a timer sharing state, a control subscription in the
 planner's node, two independent pipelines in one node) and
@@ -30,10 +31,11 @@ DURATION = 4.0
 MODES = (None, *ft.MODES)
 
 
-def _measure(system: str, base, strip_annotations: bool) -> dict:
+def _measure(system: str, recorded: tuple, strip_annotations: bool) -> dict:
+    """`recorded`: the system's (trace, ground-truth directory)."""
     import roscope
 
-    trace, gt = ft.record(system, base, DURATION)
+    trace, gt = recorded
     spec = ft.SYSTEMS[system]
     truth = ft.select(ft.ground_truth(trace, gt), spec["from"], spec["to"])
     db = roscope.open(str(trace))  # traces load into a writable in-memory database
@@ -56,12 +58,15 @@ def _measure(system: str, base, strip_annotations: bool) -> dict:
 
 @pytest.fixture(scope="module")
 def unannotated(tmp_path_factory):
-    return _measure("ros1_unannotated", tmp_path_factory.mktemp("ros1_unannotated"), False)
+    return _measure("ros1_unannotated", ft.record("ros1_unannotated", tmp_path_factory.mktemp("ros1_unannotated"), DURATION),
+                    False)
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory):
-    return _measure("ros1_pipeline", tmp_path_factory.mktemp("ros1_pipeline"), True)
+def pipeline(ros1_pipeline_run):
+    """examples/ros1_pipeline as its run.sh records it (8 s), once per test session
+    (tests/conftest.py's ros1_pipeline_run; other modules read the same recording)."""
+    return _measure("ros1_pipeline", (ros1_pipeline_run["trace"], ros1_pipeline_run["gt"]), True)
 
 
 @pytest.fixture(params=["unannotated", "pipeline"])
@@ -181,11 +186,15 @@ def test_default_fallback_rule_is_the_measured_best(system):
         assert default["precision"] >= 0.95 > 0.75 > pairs["precision"], (default, pairs)
 
 
-def test_with_the_sources_dependencies_flows_are_exact(system, tmp_path):
+def test_with_the_sources_dependencies_flows_are_exact(system, request, tmp_path):
     """`roscope deps` on the system's own sources (a compile_commands.json from its
     Makefile), then `data_flows(deps=...)`: precision and recall 1.0, no pair twice,
-    exact latency (issue 10's goal; examples/ros1_pipeline with its annotations removed)."""
-    deps = ft.dependency_file(system["name"], tmp_path / "deps")
+    exact latency (issue 10's goal; examples/ros1_pipeline with its annotations removed).
+    examples/ros1_pipeline's file is made once per session (tests/conftest.py's pipeline_deps)."""
+    if system["name"] == "ros1_pipeline":
+        deps = request.getfixturevalue("pipeline_deps")["path"]
+    else:
+        deps = ft.dependency_file(system["name"], tmp_path / "deps")
     r = ft.measure(system["db"], system["truth"], implicit="auto", deps=str(deps))
     r["system"], r["implicit"] = system["name"], "auto+deps"
     print(f"\n{ft.table([r])}")

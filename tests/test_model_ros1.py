@@ -9,8 +9,6 @@ direct, partial synchronous and periodic asynchronous causal links the nodes log
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -25,14 +23,10 @@ pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
 
 @pytest.fixture(scope="module")
-def rec(tmp_path_factory):
-    for d in ("instrument/ros1", "examples/ros1_pipeline"):
-        subprocess.run(["make", "-s", "-C", str(REPO / d)], check=True, stdout=subprocess.DEVNULL)
-    base = tmp_path_factory.mktemp("ros1model")
-    out, gt = base / "trace", base / "gt"
-    p = subprocess.run([sys.executable, "-m", "roscope", "record", "-o", str(out), "--",
-                        str(EXAMPLE / "system.sh"), "-d", "6", "-g", str(gt)], capture_output=True, text=True, timeout=180)
-    assert p.returncode == 0, p.stdout + p.stderr
+def rec(ros1_pipeline_run):
+    """The example recorded by its run.sh with the nodes' ground truth, once per test
+    session (tests/conftest.py's ros1_pipeline_run); loaded here into a writable database."""
+    out, gt = ros1_pipeline_run["trace"], ros1_pipeline_run["gt"]
     lines = []
     for f in sorted(gt.glob("*.jsonl")):
         lines += [json.loads(x) for x in f.read_text().splitlines() if x.strip()]

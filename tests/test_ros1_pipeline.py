@@ -198,17 +198,15 @@ class TraceModel:
 # --------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def pipeline_recording(tmp_path_factory):
-    build_all()
-    base = tmp_path_factory.mktemp("ros1_pipeline")
-    out, gt = base / "trace", base / "gt"
-    p = roscope_record(["-o", str(out), "--", str(EXAMPLE / "system.sh"), "-d", "8", "-g", str(gt)])
-    assert p.returncode == 0, f"roscope record failed:\n{p.stdout}\n{p.stderr}"
+def pipeline_recording(ros1_pipeline_run):
+    """The example recorded for 8 s by its run.sh (`roscope record` of system.sh with the
+    nodes' ground truth), once per test session (tests/conftest.py's ros1_pipeline_run)."""
+    out, gt = ros1_pipeline_run["trace"], ros1_pipeline_run["gt"]
     events, discarded = read_trace(out)
     manifest = json.loads((out / "roscope-manifest.json").read_text())
     assert manifest["events_recorded"] == len(read_trace(out, only_recorded=False)[0])
     return {"out": out, "gt": read_ground_truth(gt), "events": events, "discarded": discarded,
-            "manifest": manifest, "model": TraceModel(events), "stderr": p.stderr}
+            "manifest": manifest, "model": TraceModel(events), "stderr": ros1_pipeline_run["stderr"]}
 
 
 # The example's source code says which member function serves which callback.
