@@ -22,6 +22,10 @@
 * ``pipeline_deps``      -- `roscope deps` on examples/ros1_pipeline's sources
                             (compile_commands.json from its Makefile), once per
                             session: test_deps and test_flow_truth read it.
+* ``ros2sim_run``        -- factory: ros2sim_run(preset, distro, seconds) runs
+                            tools/ros2sim once per session for those arguments and
+                            returns its output directory (traces/, ground_truth/):
+                            test_flow and test_flow_reference simulate the same ones.
 
 Shared recordings and files are read-only for the tests: a test that changes
 one works on its own copy (a database loaded in memory, a copied directory).
@@ -212,3 +216,27 @@ def pipeline_deps(tmp_path_factory) -> dict:
     import flow_truth
 
     return flow_truth.dependency_run("ros1_pipeline", tmp_path_factory.mktemp("pipeline_deps"), argv=roscope_argv())
+
+
+@pytest.fixture(scope="session")
+def ros2sim_run(tmp_path_factory):
+    """Factory: ros2sim_run(preset, distro, seconds) -> the directory of `ros2sim.py run
+    --preset PRESET --distro DISTRO --duration SECONDS` (traces/, ground_truth/), made on
+    the first call with those arguments and shared by every later one."""
+    sim = os.path.join(REPO_DIR, "tools", "ros2sim")
+    subprocess.run(["make", "-s", "-C", sim], check=True, stdout=subprocess.DEVNULL)
+    base = tmp_path_factory.mktemp("ros2sim-runs")
+    made: dict = {}
+
+    def run(preset: str, distro: str, seconds: float):
+        key = (preset, distro, float(seconds))
+        if key not in made:
+            out = base / f"{preset}-{distro}-{seconds:g}s"
+            r = subprocess.run([sys.executable, os.path.join(sim, "ros2sim.py"), "run", "--preset", preset, "--distro",
+                                distro, "--duration", str(seconds), "--out", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+            assert r.returncode == 0, r.stdout
+            made[key] = out
+        return made[key]
+
+    return run

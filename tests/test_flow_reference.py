@@ -38,16 +38,13 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def databases(tmp_path_factory) -> dict:
-    subprocess.run(["make", "-s", "-C", os.path.join(REPO, "tools", "ros2sim")], check=True, stdout=subprocess.DEVNULL)
+def databases(tmp_path_factory, ros2sim_run) -> dict:
+    """Each case's simulation (tests/conftest.py's ros2sim_run: test_flow.py simulates the
+    same ones) loaded into a database of this module's."""
     base = tmp_path_factory.mktemp("flowref")
     out = {}
     for preset, distro, secs, *_ in CASES:
-        run = base / f"{preset}-{distro}"
-        r = subprocess.run([sys.executable, os.path.join(REPO, "tools", "ros2sim", "ros2sim.py"), "run", "--preset", preset,
-                            "--distro", distro, "--duration", str(secs), "--out", str(run)],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
-        assert r.returncode == 0, r.stdout
+        run = ros2sim_run(preset, distro, secs)
         db = str(base / f"{preset}-{distro}.duckdb")
         subprocess.run([sys.executable, "-m", "roscope", "load", str(run / "traces"), "-o", db],
                        check=True, capture_output=True, timeout=300)
