@@ -634,3 +634,18 @@ def test_error_exits_under_cpu_load(tmp_path, pp_db, trunc_meta, roscope_cmd):
     assert not bad, "\n".join(f"{' '.join(a)}: exit {rc}\n{e[-1500:]}" for a, rc, e in bad[:5])
     assert all("metadata" in err for argv, _, err in results if trunc_meta in argv and argv[0] != "flow")
     assert sorted(os.listdir(tmp_path)) == ["bad.duckdb"]
+
+
+def test_duckdb_out_of_its_budget_is_a_user_error():
+    """A query that needs more than DuckDB's budget (exact percentiles hold a group's
+    values: 20M doubles in 64 MiB) is the user's to raise with --memory, not a bug."""
+    import duckdb
+    from roscope.errors import user_message
+
+    con = duckdb.connect()
+    con.execute("SET memory_limit = '64MiB'")
+    con.execute("SET threads = 1")
+    with pytest.raises(duckdb.OutOfMemoryException) as exc:
+        con.execute("SELECT quantile_cont(random(), 0.5) FROM range(20000000)").fetchall()
+    msg = user_message(exc.value)
+    assert msg is not None and "--memory" in msg, msg

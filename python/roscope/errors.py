@@ -72,8 +72,14 @@ def user_message(exc: BaseException) -> str | None:
     except ImportError:  # the extension is missing: then nothing raised a TraceError
         pass
     if type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb"):
+        import duckdb
+
         from roscope import db
 
+        if isinstance(exc, duckdb.OutOfMemoryException):
+            # A query (exact percentiles hold one group's values) needed more than the budget.
+            return (f"DuckDB ran out of its memory budget ({exc}); give it more with --memory "
+                    "(e.g. --memory 1G; 0: DuckDB's own, 80% of RAM)")
         return str(db.database_error(exc, None, "read")) if db.is_environment_error(exc) else None
     if isinstance(exc, OSError) and (
         isinstance(exc, _USER_OSERRORS) or exc.errno in _ENVIRONMENT_ERRNOS or exc.filename is not None
