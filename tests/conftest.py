@@ -25,7 +25,8 @@
 * ``ros2sim_run``        -- factory: ros2sim_run(preset, distro, seconds) runs
                             tools/ros2sim once per session for those arguments and
                             returns its output directory (traces/, ground_truth/):
-                            test_flow and test_flow_reference simulate the same ones.
+                            test_flow, test_flow_reference and test_ros2sim
+                            simulate some of the same ones.
 
 Shared recordings and files are read-only for the tests: a test that changes
 one works on its own copy (a database loaded in memory, a copied directory).

@@ -140,7 +140,7 @@ HOSTS = {
 
 
 @pytest.fixture(scope='module')
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, ros2sim_run):
     if os.geteuid() != 0:
         pytest.skip('ros2sim hosts need unshare (root)')
     r = subprocess.run(['make', '-C', SIM, '-s'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -160,7 +160,8 @@ def runs(tmp_path_factory):
         'humble_stress': simulate(str(base / 'humble_stress'), 'humble', 1.5, system=str(stress)),
         'jazzy_direct': simulate(str(base / 'jazzy_direct'), 'jazzy', 1.0, preset='mfa_fig5_direct'),
         'jazzy_intra': simulate(str(base / 'jazzy_intra'), 'jazzy', 1.0, preset='intra_process_pipeline'),
-        'rolling_sync': simulate(str(base / 'rolling_sync'), 'rolling', 1.5, preset='mfa_fig6b_partial_sync'),
+        # the same run as test_flow.py's (tests/conftest.py's ros2sim_run: once per session)
+        'rolling_sync': Run(str(ros2sim_run('mfa_fig6b_partial_sync', 'rolling', 1.5))),
         'rolling_hosts': simulate(str(base / 'rolling_hosts'), 'rolling', 1.0, system=str(hosts)),
         'jazzy_autoware': simulate(str(base / 'jazzy_autoware'), 'jazzy', 1.0, preset='autoware_reference_system',
                                    extra=['--scale', '4']),
