@@ -135,7 +135,7 @@ def _slice_model(db, a: int, b: int, c: int, d: int, xp=(), xr=(), statics: dict
 SLICE_PUBLICATIONS = 50_000
 #: DuckDB's budget for `roscope flow` (bytes; `--memory`): with slices, DuckDB's
 #: buffers for the result tables are most of what the flow holds.
-FLOW_MEMORY = 64 << 20
+FLOW_MEMORY = 128 << 20
 #: How far before (and after) its outputs a slice reaches at first (ns); doubled
 #: whenever an output's flows reach further.
 SLICE_REACH_NS = 200_000_000

@@ -65,7 +65,7 @@ def register(sub) -> None:
                    help="above PUBS publications, search over slices of the model of about PUBS publications each, "
                         "so that memory depends on the slice, not on the trace; the results are the same "
                         "(default %(default)s; 0: always the whole model; docs/analyses.md, Slices); DuckDB's --memory "
-                        "defaults to 64M here")
+                        "defaults to 128M here")
     p.add_argument("--no-exact-links", action="store_true",
                    help="ignore transport links and take the newest publication on the topic (the paper's D_cp)")
     p.add_argument("--store", action="store_true",
