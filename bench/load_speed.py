@@ -25,7 +25,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
+
+# bench/ is the script's directory: scale.py measures a command the same way.
+from scale import measured
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(BENCH, "results")
@@ -33,22 +35,6 @@ INPUTS = {
     "1M": [os.path.join(RESULTS, "scale-3.15")],
     "10M": [os.path.join(RESULTS, "flow-10M")],
 }
-
-
-def measured(argv: list[str]) -> dict:
-    """Wall time, the child's peak RSS and CPU time; output to /dev/null."""
-    with open(os.devnull, "wb") as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err)
-        _pid, status, ru = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        err.seek(0)
-        tail = err.read()[-3000:].decode("utf-8", "replace")
-    rc = os.waitstatus_to_exitcode(status)
-    if rc != 0:
-        raise SystemExit(f"{' '.join(argv)} failed ({rc}):\n{tail}")
-    return {"wall_s": round(wall, 3), "peak_rss_mib": round(ru.ru_maxrss / 1024, 1),
-            "cpu_s": round(ru.ru_utime + ru.ru_stime, 3)}
 
 
 def repeated(argv: list[str], n: int, after=None) -> dict:
