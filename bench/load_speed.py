@@ -26,15 +26,10 @@ import subprocess
 import sys
 import tempfile
 
-# bench/ is the script's directory: scale.py measures a command the same way.
-from scale import measured
+# bench/ is the script's directory: scale.py's inputs, measured the same way.
+from scale import RESULTS, inputs, measured
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(BENCH, "results")
-INPUTS = {
-    "1M": [os.path.join(RESULTS, "scale-3.15")],
-    "10M": [os.path.join(RESULTS, "flow-10M")],
-}
 
 
 def repeated(argv: list[str], n: int, after=None) -> dict:
@@ -91,10 +86,8 @@ def main() -> int:
                    "load_average_at_start": load1, "cpus": os.cpu_count(), "other_python": a.python, "rows": []}
     with tempfile.TemporaryDirectory(dir=RESULTS) as tmp:
         for size in a.sizes.split(","):
-            paths = INPUTS[size]
-            missing = [p for p in paths if not os.path.isdir(p)]
-            if missing:
-                print(f"bench: {size}: missing {missing} (see bench/scale.py's docstring to make them)", file=sys.stderr)
+            paths = inputs(size)
+            if paths is None:
                 continue
             row = bench(size, paths, a.repeat, tmp, a.python)
             entry["rows"].append(row)

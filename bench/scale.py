@@ -39,6 +39,16 @@ INPUTS = {
 }
 
 
+def inputs(size: str) -> list[str] | None:
+    """The recordings of `size` (`INPUTS`), or None, said on stderr, when one is missing."""
+    paths = INPUTS[size]
+    missing = [p for p in paths if not os.path.isdir(p)]
+    if missing:
+        print(f"bench: {size}: missing {missing} (see bench/scale.py's docstring to make them)", file=sys.stderr)
+        return None
+    return paths
+
+
 def measured(argv: list[str], stdout: str = os.devnull) -> dict:
     """Wall time and the child's peak RSS; output to `stdout` (/dev/null), stderr kept."""
     with open(stdout, "wb") as out, tempfile.TemporaryFile() as err:
@@ -92,10 +102,8 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(dir=RESULTS) as tmp:
         for size in a.sizes.split(","):
-            paths = INPUTS[size]
-            missing = [p for p in paths if not os.path.isdir(p)]
-            if missing:
-                print(f"bench: {size}: missing {missing} (see the docstring to make them)", file=sys.stderr)
+            paths = inputs(size)
+            if paths is None:
                 continue
             row = bench(size, paths, size not in skip, tmp)
             rows.append(row)
