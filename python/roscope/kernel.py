@@ -649,11 +649,13 @@ def _build_within_memory(con, warnings: list[str]) -> dict[str, int]:
 def _build(con) -> dict[str, int]:
     """The kernel tables from the events `ev` and the UST threads `ust_threads` of
     `con` (SQL only); returns their row counts."""
+    from roscope.results import _columns_sql
+
     rows = {}
     for name, sql in (("kernel_threads", THREADS_SQL), ("thread_states", INTERVALS_SQL),
                       ("preemptions", PREEMPTIONS_SQL), ("migrations", MIGRATIONS_SQL)):
         # the columns as the schema declares them (names and types of roscope's own schema, not input)
-        con.execute(f'CREATE TABLE "{name}" ({", ".join(f"{c} {t}" for c, t in _columns(name))})')
+        con.execute(f'CREATE TABLE "{name}" ({_columns_sql(name)})')
         con.execute(f'INSERT INTO "{name}" BY NAME {sql}')
         rows[name] = con.table(name).count("*").fetchall()[0][0]
     return rows
