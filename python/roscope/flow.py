@@ -67,6 +67,12 @@ def context(db) -> FlowContext:
 #: to start at 0) then the extra ones of `_roscope_slice_xp` (publication_id, local id),
 #: its runs `$c`..`$d` then those of `_roscope_slice_xr` (run_id, local id); a
 #: reference out of the slice is null.
+#: A publication's time as the flow reads it (crates/flow input.rs): its earliest
+#: layer's (rclcpp, rcl, rmw), else the first event's; `_pub_ts("p.")` with an alias.
+def _pub_ts(alias: str = "") -> str:
+    return f"coalesce({alias}rclcpp_ts, {alias}rcl_ts, {alias}rmw_ts, {alias}ts)"
+
+
 _RUN_OF_PUB = "CASE WHEN p.run_id >= $c AND p.run_id < $d THEN p.run_id - $c ELSE xr.local END"
 _PUB_OF_LINK = ("CASE WHEN l.publication_id >= $a AND l.publication_id < $b THEN l.publication_id - $a "
                 "ELSE xp.local END")
@@ -174,7 +180,7 @@ class _Blocks:
         self.n_pubs = db.con.execute("SELECT count(*) FROM publications").fetchall()[0][0]
         self.n_runs = db.con.execute("SELECT count(*) FROM callback_runs").fetchall()[0][0]
         self.pb_min, self.pb_max, self.pb_run_min, self.pb_run_max = cols(
-            "SELECT min(coalesce(rclcpp_ts, rcl_ts, rmw_ts, ts)), max(coalesce(rclcpp_ts, rcl_ts, rmw_ts, ts)), "
+            f"SELECT min({_pub_ts()}), max({_pub_ts()}), "
             "min(run_id), max(run_id) FROM publications GROUP BY publication_id // $1 ORDER BY publication_id // $1", 4)
         self.run_min, self.run_max = cols(
             "SELECT min(start_ts), max(start_ts) FROM callback_runs GROUP BY run_id // $1 ORDER BY run_id // $1", 2)
@@ -263,11 +269,11 @@ class _Anchors:
         SELECT callback_id, max(struct_pack(s := start_ts, r := run_id)) FROM callback_runs
         WHERE run_id >= $lo_id AND run_id < $hi_id AND start_ts >= $since AND start_ts < $upto
           AND callback_id IS NOT NULL GROUP BY callback_id"""
-    _PUBS = """
-        SELECT publisher_id, max(struct_pack(s := coalesce(rclcpp_ts, rcl_ts, rmw_ts, ts), r := publication_id))
+    _PUBS = f"""
+        SELECT publisher_id, max(struct_pack(s := {_pub_ts()}, r := publication_id))
         FROM publications
         WHERE publication_id >= $lo_id AND publication_id < $hi_id AND publisher_id IS NOT NULL
-          AND coalesce(rclcpp_ts, rcl_ts, rmw_ts, ts) >= $since AND coalesce(rclcpp_ts, rcl_ts, rmw_ts, ts) < $upto
+          AND {_pub_ts()} >= $since AND {_pub_ts()} < $upto
         GROUP BY publisher_id"""
 
     def __init__(self, db):
@@ -313,18 +319,26 @@ class _Anchors:
         return lo_cb, lo_pub, runs, pubs
 
 
+def _linked_publications(db, runs) -> list[int]:
+    """The publications whose transport links fed `runs`."""
+    return [r[0] for r in db.con.execute(
+        "SELECT DISTINCT publication_id FROM links WHERE run_id IN (SELECT unnest($1::BIGINT[]))", [list(runs)]).fetchall()]
+
+
+def _runs_of(db, pubs) -> list[int]:
+    """The runs in which `pubs` were published."""
+    return [r[0] for r in db.con.execute(
+        "SELECT DISTINCT run_id FROM publications WHERE publication_id IN (SELECT unnest($1::BIGINT[])) "
+        "AND run_id IS NOT NULL", [list(pubs)]).fetchall()]
+
+
 def _extras(db, ranges, runs: list[int], pubs: list[int]) -> tuple[list[int], list[int]]:
     """The runs and publications a slice with id ranges `ranges` holds besides them:
     `runs` and `pubs` (its anchors), the publications linked to those runs and the
     runs of those publications; none of them in the ranges."""
     a, b, c, d = ranges
-    linked = [r[0] for r in db.con.execute(
-        "SELECT DISTINCT publication_id FROM links WHERE run_id IN (SELECT unnest($1::BIGINT[]))", [runs]).fetchall()]
-    made_in = [r[0] for r in db.con.execute(
-        "SELECT DISTINCT run_id FROM publications WHERE publication_id IN (SELECT unnest($1::BIGINT[])) "
-        "AND run_id IS NOT NULL", [pubs]).fetchall()]
-    xr = sorted({r for r in (*runs, *made_in) if not c <= r < d})
-    xp = sorted({p for p in (*pubs, *linked) if not a <= p < b})
+    xr = sorted({r for r in (*runs, *_runs_of(db, pubs)) if not c <= r < d})
+    xp = sorted({p for p in (*pubs, *_linked_publications(db, runs)) if not a <= p < b})
     return xr, xp
 
 
@@ -340,10 +354,10 @@ class _History:
         SELECT run_id FROM callback_runs
         WHERE callback_id = $cb AND start_ts < $t AND end_ts >= 0 AND end_ts <= $t
         ORDER BY start_ts DESC, run_id DESC LIMIT 1"""
-    _NEWEST_BEFORE = """
+    _NEWEST_BEFORE = f"""
         SELECT p.publication_id FROM publications p JOIN publishers u USING (publisher_id)
-        WHERE u.name = $topic AND coalesce(p.rclcpp_ts, p.rcl_ts, p.rmw_ts, p.ts) < $t
-        ORDER BY coalesce(p.rclcpp_ts, p.rcl_ts, p.rmw_ts, p.ts) DESC, p.publisher_id, p.publication_id DESC LIMIT 1"""
+        WHERE u.name = $topic AND {_pub_ts("p.")} < $t
+        ORDER BY {_pub_ts("p.")} DESC, p.publisher_id, p.publication_id DESC LIMIT 1"""
 
     def __init__(self, db, topics: list[str]):
         self.db, self.topics = db, topics
@@ -370,14 +384,11 @@ class _History:
         if new_runs:
             self.complete_runs.update(new_runs)
             self.runs.update(new_runs)
-            self.pubs.update(r[0] for r in self.db.con.execute(
-                "SELECT publication_id FROM links WHERE run_id IN (SELECT unnest($1::BIGINT[]))", [new_runs]).fetchall())
+            self.pubs.update(_linked_publications(self.db, new_runs))
         if new_pubs:
             self.complete_pubs.update(new_pubs)
             self.pubs.update(new_pubs)
-            self.runs.update(r[0] for r in self.db.con.execute(
-                "SELECT run_id FROM publications WHERE publication_id IN (SELECT unnest($1::BIGINT[])) "
-                "AND run_id IS NOT NULL", [new_pubs]).fetchall())
+            self.runs.update(_runs_of(self.db, new_pubs))
         for kind, x, y in needs:
             if kind == "run_before" and (x, y) not in self.runs_before:
                 r = self.runs_before[(x, y)] = self._one(self._RUN_BEFORE, {"cb": x, "t": y})
@@ -435,7 +446,7 @@ def _over_slices(db, run, per_slice: int, reach_ns: int, history: _History | Non
         out_to = bl.end_of_slice(t_a, per_slice)
         lo = _MIN if out_from[0] == _MIN or out_from[0] - reach <= bl.t_min else out_from[0] - reach
         hi = _MAX if out_to == _MAX or out_to + reach > bl.t_max else out_to + reach
-        a, b, c, d = (0, bl.n_pubs, 0, bl.n_runs) if (lo, hi) == (_MIN, _MAX) else bl.ranges(lo, hi)
+        a, b, c, d = bl.ranges(lo, hi)
         if lo == _MIN:
             a = c = 0
         if hi == _MAX:
@@ -753,10 +764,10 @@ def _outputs_from(db, t: int, topics: list[str], is_out: list[bool], ex_t, ex_c)
     the callback that made them excluded), as the search counts them."""
     out = [name for i, name in enumerate(topics) if is_out[i] and not (ex_t and ex_t[i])]
     excluded_cbs = [i for i, x in enumerate(ex_c or []) if x]
-    return db.con.execute("""
+    return db.con.execute(f"""
         SELECT count(*) FROM publications p JOIN publishers u USING (publisher_id)
         LEFT JOIN callback_runs r ON r.run_id = p.run_id
-        WHERE list_contains($topics, u.name) AND coalesce(p.rclcpp_ts, p.rcl_ts, p.rmw_ts, p.ts) >= $t
+        WHERE list_contains($topics, u.name) AND {_pub_ts("p.")} >= $t
           AND (r.callback_id IS NULL OR NOT list_contains($cbs, r.callback_id))""",
                           {"topics": out, "t": t, "cbs": excluded_cbs}).fetchall()[0][0]
 
