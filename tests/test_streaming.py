@@ -132,3 +132,25 @@ def _without_peak(doc):
     if isinstance(doc, list):
         return [_without_peak(v) for v in doc]
     return doc
+
+
+@pytest.mark.parametrize("path", [p for p in SHARED if "carla" in p or "end-to-end" in p], ids=os.path.basename)
+def test_traces_larger_than_a_quarter_of_the_budget_are_opened_from_a_private_file(path, monkeypatch):
+    """`roscope.open(TRACE)` keeps the model in memory while the trace is at most a
+    quarter of DuckDB's budget; beyond, in a database file of a private directory
+    (the budget is then the queries'), which `close()` removes. Either way the
+    statistics are the same (the share is raised to put these small traces beyond it)."""
+    from roscope import stats
+
+    size = rdb._size([path])
+    with rdb.open(path) as mem:
+        assert getattr(mem, "_spill", None) is None or os.listdir(mem._spill) == []
+        want = (stats.summary(mem), stats.callbacks(mem), stats.topics(mem))
+    monkeypatch.setattr(rdb, "IN_MEMORY_SHARE", size)
+    with rdb.open(path) as small:
+        private = small._spill
+        assert os.listdir(private) == ["model.duckdb"] and oct(os.stat(private).st_mode & 0o777) == "0o700"
+        got = (stats.summary(small), stats.callbacks(small), stats.topics(small))
+    assert not os.path.exists(private)
+    assert _floats_only_differ(_without_peak(json.loads(json.dumps(want, default=str))),
+                               _without_peak(json.loads(json.dumps(got, default=str))))

@@ -12,6 +12,7 @@ import datetime as _dt
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import sys
@@ -559,17 +560,22 @@ class Database:
         if budget <= 0:
             return
         if getattr(self, "_spill", None) is None:
-            import shutil
-            import tempfile
-            import weakref
-
-            self._spill = tempfile.mkdtemp(prefix="roscope-duckdb-")
-            # Removed on close(), or when the Database is collected or Python exits.
-            self._spill_cleanup = weakref.finalize(self, shutil.rmtree, self._spill, True)
+            self._own_dir(_private_dir())
+        if not getattr(self, "_spilling", False):  # DuckDB refuses a second one once it has used one
             self.con.execute("SET temp_directory = ?", [self._spill])
+            self._spilling = True
         self.con.execute("SET memory_limit = ?", [f"{budget // 2**20}MiB"])
         # Order only where a query asks for one: lets DuckDB stream and spill more.
         self.con.execute("SET preserve_insertion_order = false")
+
+    def _own_dir(self, path: str) -> None:
+        """Makes the private directory `path` this Database's: removed with what is
+        in it on close(), or when the Database is collected or Python exits."""
+        import shutil
+        import weakref
+
+        self._spill = path
+        self._spill_cleanup = weakref.finalize(self, shutil.rmtree, path, True)
 
     def close(self) -> None:
         self.con.close()
@@ -645,6 +651,79 @@ def is_environment_error(exc: BaseException) -> bool:
     return any(k in low for k in _CORRUPT) or "read-only mode" in low or "no space left" in low
 
 
+_UNITS = {"b": 1, "bytes": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+
+
+def memory_limit(con) -> tuple[str, int]:
+    """DuckDB's memory limit of `con`: as DuckDB shows it, and in bytes."""
+    shown = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    m = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]*)\s*", shown)
+    return shown, int(float(m.group(1)) * _UNITS.get(m.group(2).lower() or "b", 1)) if m else 0
+
+
+def within_memory(con, step, warnings: list[str], what: str, *, at_least: int = 0, undo=None, restore: bool = True):
+    """`step()` with DuckDB's memory limit on `con` raised to `at_least` if lower,
+    and doubled while `step` runs out of it (`undo()` then removes what it left),
+    up to DuckDB's own default (80% of the RAM), each time with a warning
+    ("`what`: N MiB of memory were not enough; made with 2N MiB"). Some queries
+    hold one group or one partition whole (an ordered window over the busiest
+    thread, exact percentiles of the largest path): better slower and told than
+    failed. `restore`: put the limit back afterwards (else the raised limit stays
+    for the connection's next queries, which are likely to need it too)."""
+    import duckdb
+
+    shown, limit = memory_limit(con)
+    ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 8 // 10
+    budget = max(limit, at_least)
+    try:
+        while True:
+            if budget != limit:
+                con.execute("SET memory_limit = ?", [f"{budget >> 20}MiB"])
+            try:
+                return step()
+            except duckdb.OutOfMemoryException:
+                if undo is not None:
+                    undo()
+                if budget >= ram:
+                    raise
+                grown = min(2 * budget, ram)
+                warnings.append(f"{what}: {budget >> 20} MiB of memory were not enough; made with {grown >> 20} MiB "
+                                "(--memory sets the budget)")
+                budget = grown
+    finally:
+        if restore and budget != limit:
+            with contextlib.suppress(Exception):
+                con.execute("SET memory_limit = ?", [shown])
+
+
+#: Traces opened for analysis (`open`) are loaded in memory up to this share of
+#: DuckDB's budget (their size on disk; a model takes about 0.8 times its trace's
+#: size in DuckDB), into a temporary database file beyond: a file costs about
+#: 0.2 s of writing, memory would leave the queries too little of the budget.
+IN_MEMORY_SHARE = 4
+
+
+def _size(paths: Sequence[str]) -> int:
+    """The bytes of the files under `paths`."""
+    total = 0
+    for p in paths:
+        if os.path.isfile(p):
+            total += os.path.getsize(p)
+        for root, _dirs, files in os.walk(p):
+            for f in files:
+                with contextlib.suppress(OSError):
+                    total += os.path.getsize(os.path.join(root, f))
+    return total
+
+
+def _private_dir() -> str:
+    """A new private temporary directory (mode 0700) for a Database's files."""
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="roscope-duckdb-")
+
+
 def _connect(path: str, read_only: bool):
     import duckdb
 
@@ -686,7 +765,8 @@ def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True,  # noq
     that return their results (the default), work on it, and other processes
     may read it at the same time; give `read_only=False` to store results in it
     (analyses called with ``store=True``). Traces (a path or a list of paths) are
-    loaded into a writable in-memory database; `heuristics=False` keeps only
+    loaded into a writable database, in memory or, for traces larger than a
+    quarter of the budget, in a temporary file removed on `close()`; `heuristics=False` keeps only
     exact transport links. `memory`: DuckDB's memory cap in bytes (default
     `MEMORY_BUDGET`, 0: DuckDB's own), beyond which it spills to a temporary
     directory. Raises InputError / DatabaseError (both UserError) with a message
@@ -711,6 +791,19 @@ def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True,  # noq
         for p in paths:
             if os.path.isfile(p) and p.endswith((".duckdb", ".db")) and not is_db(p):
                 raise DatabaseError(f"{p}: not a DuckDB database (the file does not start with DuckDB's header)")
-        db, _ = load(paths, None, heuristics=heuristics, sync=sync)
+        budget = MEMORY_BUDGET if memory is None or int(memory) <= 0 else int(memory)
+        if _size(paths) <= budget // IN_MEMORY_SHARE:
+            db, _ = load(paths, None, heuristics=heuristics, sync=sync)
+        else:
+            # Into a database file of a private directory: DuckDB then evicts table
+            # data it does not need without writing it out, and its budget is the
+            # queries' (in memory, the tables of a 10M-event trace alone exceed it).
+            private = _private_dir()
+            try:
+                db, _ = load(paths, os.path.join(private, "model.duckdb"), heuristics=heuristics, sync=sync)
+            except BaseException:
+                shutil.rmtree(private, ignore_errors=True)
+                raise
+            db._own_dir(private)
     db.limit_memory(memory)
     return db

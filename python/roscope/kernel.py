@@ -606,44 +606,18 @@ def store(con, inputs: Sequence[str], arrow: dict, warnings: list[str], enabled:
 #: instead of windows failed at even less).
 KERNEL_MEMORY = 256 << 20
 
-_UNITS = {"b": 1, "bytes": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
-
-
-def _memory_limit(con) -> tuple[str, int]:
-    """DuckDB's memory limit of `con`: as DuckDB shows it, and in bytes."""
-    shown = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-    m = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]*)\s*", shown)
-    return shown, int(float(m.group(1)) * _UNITS.get(m.group(2).lower() or "b", 1)) if m else 0
-
-
 def _build_within_memory(con, warnings: list[str]) -> dict[str, int]:
     """`_build` with DuckDB's memory limit raised to `KERNEL_MEMORY` if lower, and
-    doubled while one thread's events do not fit (with a warning saying so), up to
-    DuckDB's own default (80% of the RAM); the limit is put back afterwards."""
-    import duckdb
+    doubled while one thread's events do not fit (`db.within_memory`); the limit
+    is put back afterwards."""
+    from roscope.db import within_memory
 
-    shown, limit = _memory_limit(con)
-    ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 8 // 10
-    budget = max(limit, KERNEL_MEMORY)
-    try:
-        while True:
-            if budget != limit:
-                con.execute("SET memory_limit = ?", [f"{budget >> 20}MiB"])
-            try:
-                return _build(con)
-            except duckdb.OutOfMemoryException:
-                for name in TABLES:
-                    con.execute(f'DROP TABLE IF EXISTS "{name}"')
-                if budget >= ram:
-                    raise
-                warnings.append(f"kernel scheduling data: {budget >> 20} MiB of memory were not enough for one "
-                                f"thread's sched events; made with {min(2 * budget, ram) >> 20} MiB")
-                budget = min(2 * budget, ram)
-    finally:
-        if budget != limit:
-            with contextlib.suppress(Exception):
-                con.execute("SET memory_limit = ?", [shown])
+    def undo() -> None:
+        for name in TABLES:
+            con.execute(f'DROP TABLE IF EXISTS "{name}"')
+
+    return within_memory(con, lambda: _build(con), warnings, "kernel scheduling data (one thread's sched events)",
+                         at_least=KERNEL_MEMORY, undo=undo)
 
 
 def _build(con) -> dict[str, int]:
