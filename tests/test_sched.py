@@ -191,10 +191,10 @@ def node_tids(trace: Path) -> set[int]:
 # tests
 # --------------------------------------------------------------------------
 
-def _open(db):
+def _open(db, memory=None):
     import roscope
 
-    return roscope.open(str(db))
+    return roscope.open(str(db), memory=memory)
 
 
 @recorded
@@ -322,20 +322,28 @@ def test_top_culprits_are_perfs_and_the_competitor_only_where_it_ran(recording, 
 
 
 @recorded
-def test_input_wait_split_against_the_runs_and_timehist(recording):
+@pytest.mark.parametrize("memory", [None, 2 << 20])
+def test_input_wait_split_against_the_runs_and_timehist(recording, memory):
     """Each input wait's parts after arrival: queued = the thread's other callback runs
     (decoded by bt2) inside [arrival, start]; wakeup = the thread's runnable time in
     that window (timehist) outside those runs. The window's ends are roscope's (the
-    publication or arrival event and the run's start, which test_ros1_pipeline checks)."""
+    publication or arrival event and the run's start, which test_ros1_pipeline checks).
+    With a DuckDB budget of 2 MiB (too little for the per-thread windows and ASOF
+    joins), the same, made with more memory and a warning saying how much."""
     out, db = recording
     th = timehist(out / "perf" / "perf.data")
     runs = collections.defaultdict(list)
     for tid, s, e in bt2_runs(out):
         runs[tid].append((s, e))
-    with _open(db) as d:
+    with _open(db, memory) as d:
         from roscope import sched
 
         waits = sched.wait_sched(d).df().to_dict("records")
+        grown = [w for w in d.warnings if w.startswith("scheduling analysis: ")]
+    if memory is not None:
+        assert grown and grown[0].startswith("scheduling analysis: 2 MiB of memory were not enough; made with 4 MiB"), grown
+    else:
+        assert grown == []
     assert len(waits) > 200
     tot = collections.Counter()
     for w in waits:
@@ -348,6 +356,7 @@ def test_input_wait_split_against_the_runs_and_timehist(recording):
         assert w["queued_ns"] == pytest.approx(queued, abs=1_000), w
         assert w["wakeup_ns"] == pytest.approx(wakeup, rel=0.01, abs=5_000), w
         assert sum(b["ns"] for b in w["behind"]) == w["queued_ns"]
+        assert [b["ns"] for b in w["behind"]] == sorted((b["ns"] for b in w["behind"]), reverse=True)
         assert w["rest_ns"] >= 0
         tot["queued"] += queued
         tot["wakeup"] += wakeup

@@ -101,8 +101,27 @@ def has_kernel_data(db) -> bool:
     return db.con.execute("SELECT count(*) > 0 FROM thread_states").fetchall()[0][0]
 
 
+def _sorted(fields: dict[str, str], tie: str, ns: str = "ns") -> str:
+    """SQL: the list aggregate of structs of `fields` (name: SQL), most `ns` first,
+    ties by `tie`. Not `list(... ORDER BY ...)`: DuckDB holds an ordered
+    aggregate's rows in memory (a 10M-event trace's waits did not fit in 256 MiB),
+    whereas it spills plain lists; each group's list is then sorted on its own."""
+    packed = ", ".join(f"'{k}': {v}" for k, v in fields.items())
+    unpacked = ", ".join(f"{k} := s.{k}" for k in fields)
+    return f"list_transform(list_sort(list({{'_o': -({ns}), '_t': {tie}, {packed}}})), lambda s: struct_pack({unpacked}))"
+
+
 def _temp(db, name: str, sql: str) -> None:
-    db.con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS {sql}')
+    """The temporary table `name` made by `sql`; with more memory than the budget
+    (and a warning) if it needs it: the ASOF joins and windows per thread hold the
+    busiest thread's runs (`db.within_memory`)."""
+    from roscope.db import within_memory
+
+    within_memory(db.con, lambda: db.con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS {sql}'),
+                  db.meta.setdefault("warnings", []), "scheduling analysis", restore=False)
+
+
+_CULPRIT = {"tid": "c.by_tid", "pid": "c.by_pid", "name": "k.name", "procname": "k.procname", "ns": "c.ns"}
 
 
 def run_sched(db):
@@ -125,8 +144,7 @@ def run_sched(db):
         mig AS (SELECT run_id, count(*) AS n FROM ({_assign(
             "SELECT host_id, tid, ts, ts AS ts2 FROM migrations", 'ts', 'ts2')}) GROUP BY run_id),
         cul AS (
-            SELECT c.run_id, list({{'tid': c.by_tid, 'pid': c.by_pid, 'name': k.name, 'procname': k.procname,
-                                    'ns': c.ns}} ORDER BY c.ns DESC, c.by_tid) AS culprits
+            SELECT c.run_id, {_sorted(_CULPRIT, 'c.by_tid', 'c.ns')} AS culprits
             FROM run_culprits c LEFT JOIN kernel_threads k ON k.host_id = c.host_id AND k.tid = c.by_tid
             GROUP BY c.run_id)
         SELECT b.*, b.duration_ns - b.on_cpu_ns - b.runnable_ns - b.blocked_ns AS unknown_ns,
@@ -234,6 +252,16 @@ def explain(r: dict) -> str:
 #:               message arrived, transport where it is not separable).
 #: The window after transport is [arrival or publication, callback start]. Each part
 #: is a difference of running sums per thread (ASOF joins), as in `executor.py`.
+_OUTER = """
+    SELECT o.run_id, o.callback_id, o.host_id, o.tid, o.start_ts, o.end_ts,
+           row_number() OVER t AS k,
+           sum(o.end_ts - o.start_ts) OVER t - (o.end_ts - o.start_ts) AS busy_before,
+           coalesce(sum(s.runnable_ns) OVER t - s.runnable_ns, 0) AS rq_before,
+           coalesce(s.runnable_ns, 0) AS rq
+    FROM _sched_runs o LEFT JOIN run_sched s USING (run_id)
+    WHERE o.depth = 0 AND o.end_ts > o.start_ts
+    WINDOW t AS (PARTITION BY o.host_id, o.tid ORDER BY o.start_ts ROWS UNBOUNDED PRECEDING)"""
+
 _WAITS = """
     WITH w AS (
         SELECT l.run_id, l.publication_id, r.callback_id, r.thread_id, r.host_id, r.tid, li.publish_ts,
@@ -244,15 +272,6 @@ _WAITS = """
                           AND li.run_id = l.run_id
         LEFT JOIN takes tk ON tk.take_id = l.take_id),
     w2 AS (SELECT *, coalesce(arrival_ts, publish_ts) AS w0 FROM w WHERE publish_ts <= start_ts),
-    outer_runs AS (
-        SELECT o.run_id, o.callback_id, o.host_id, o.tid, o.start_ts, o.end_ts,
-               row_number() OVER t AS k,
-               sum(o.end_ts - o.start_ts) OVER t - (o.end_ts - o.start_ts) AS busy_before,
-               coalesce(sum(s.runnable_ns) OVER t - s.runnable_ns, 0) AS rq_before,
-               coalesce(s.runnable_ns, 0) AS rq
-        FROM _sched_runs o LEFT JOIN _sched_rs s USING (run_id)
-        WHERE o.depth = 0 AND o.end_ts > o.start_ts
-        WINDOW t AS (PARTITION BY o.host_id, o.tid ORDER BY o.start_ts ROWS UNBOUNDED PRECEDING)),
     pts AS (
         SELECT w2.*,
                a.k AS k_a, a.start_ts AS a_start, a.end_ts AS a_end, a.busy_before AS a_busy, a.rq_before AS a_rqb,
@@ -260,8 +279,8 @@ _WAITS = """
                b.rq_before AS b_rqb, b.rq AS b_rq,
                {c_w0} AS crq_w0, {c_start} AS crq_start, {c_a_start} AS crq_a_start, {c_b_start} AS crq_b_start
         FROM w2
-        ASOF LEFT JOIN outer_runs a ON a.host_id = w2.host_id AND a.tid = w2.tid AND a.start_ts <= w2.w0
-        ASOF LEFT JOIN outer_runs b ON b.host_id = w2.host_id AND b.tid = w2.tid AND b.start_ts < w2.start_ts
+        ASOF LEFT JOIN _sched_outer a ON a.host_id = w2.host_id AND a.tid = w2.tid AND a.start_ts <= w2.w0
+        ASOF LEFT JOIN _sched_outer b ON b.host_id = w2.host_id AND b.tid = w2.tid AND b.start_ts < w2.start_ts
         ASOF LEFT JOIN _sched_states s0 ON s0.host_id = w2.host_id AND s0.tid = w2.tid AND s0.start_ts <= w2.w0
         ASOF LEFT JOIN _sched_states s1 ON s1.host_id = w2.host_id AND s1.tid = w2.tid AND s1.start_ts <= w2.start_ts
         ASOF LEFT JOIN _sched_states sa ON sa.host_id = w2.host_id AND sa.tid = w2.tid AND sa.start_ts <= a.start_ts
@@ -281,6 +300,9 @@ def _c_rq(alias: str, t: str) -> str:
     return _upto(alias, "runnable", t)
 
 
+_BEHIND = {"callback_id": "callback_id", "ns": "ns"}
+
+
 def wait_sched(db) -> object:
     """Per input wait (temporary table `wait_sched`, returned as a DuckDB relation):
     `wait_ns` split into `transport_ns`, `queued_ns` (other callbacks of the
@@ -288,31 +310,31 @@ def wait_sched(db) -> object:
     `wakeup_ns` (the thread waiting for a CPU) and `rest_ns`; see `_WAITS`."""
     kernel = has_kernel_data(db)
     run_sched(db)
-    _temp(db, "_sched_rs", "SELECT run_id, runnable_ns FROM run_sched")
+    # One statement per step: each has DuckDB's whole budget (together, a 10M-event
+    # trace's waits did not fit in 256 MiB).
+    _temp(db, "_sched_outer", _OUTER)
     sql = _WAITS.format(c_w0=_c_rq("s0", "w2.w0"), c_start=_c_rq("s1", "w2.start_ts"),
                         c_a_start=_c_rq("sa", "a.start_ts"), c_b_start=_c_rq("sb", "b.start_ts"),
                         kernel="TRUE" if kernel else "FALSE")
     _temp(db, "_sched_waits", sql)
-    _temp(db, "wait_sched", """
-        WITH ork AS (
-            SELECT o.run_id, o.callback_id, o.host_id, o.tid, o.start_ts, o.end_ts,
-                   row_number() OVER (PARTITION BY o.host_id, o.tid ORDER BY o.start_ts) AS k
-            FROM _sched_runs o WHERE o.depth = 0 AND o.end_ts > o.start_ts),
-        x AS (SELECT run_id, publication_id, host_id, tid, w0, start_ts, unnest(range(coalesce(k_a, 1), k_b + 1)) AS k
-              FROM _sched_waits WHERE k_b IS NOT NULL),
+    _temp(db, "_sched_behind", f"""
+        WITH x AS (
+            SELECT run_id, publication_id, host_id, tid, w0, start_ts, unnest(range(coalesce(k_a, 1), k_b + 1)) AS k
+            FROM _sched_waits WHERE k_b IS NOT NULL),
         beh AS (
             SELECT x.run_id, x.publication_id, o.callback_id,
                    sum(least(o.end_ts, x.start_ts) - greatest(o.start_ts, x.w0)) AS ns
-            FROM x JOIN ork o ON o.host_id = x.host_id AND o.tid = x.tid AND o.k = x.k
+            FROM x JOIN _sched_outer o ON o.host_id = x.host_id AND o.tid = x.tid AND o.k = x.k
             WHERE o.run_id <> x.run_id AND least(o.end_ts, x.start_ts) > greatest(o.start_ts, x.w0)
-            GROUP BY ALL),
-        bl AS (
-            SELECT run_id, publication_id, list({'callback_id': callback_id, 'ns': ns} ORDER BY ns DESC) AS behind
-            FROM beh GROUP BY ALL)
+            GROUP BY ALL)
+        SELECT run_id, publication_id, {_sorted(_BEHIND, 'callback_id')} AS behind FROM beh GROUP BY ALL""")
+    _temp(db, "wait_sched", """
         SELECT w.* EXCLUDE (k_a, k_b, w0),
                w.wait_ns - coalesce(w.transport_ns, 0) - w.queued_ns - coalesce(w.wakeup_ns, 0) AS rest_ns,
                coalesce(bl.behind, []) AS behind
-        FROM _sched_waits w LEFT JOIN bl USING (run_id, publication_id)""")
+        FROM _sched_waits w LEFT JOIN _sched_behind bl USING (run_id, publication_id)""")
+    for name in ("_sched_outer", "_sched_waits", "_sched_behind"):
+        db.con.execute(f'DROP TABLE IF EXISTS temp."{name}"')
     return db.con.table("wait_sched")
 
 
