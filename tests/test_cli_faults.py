@@ -649,3 +649,27 @@ def test_duckdb_out_of_its_budget_is_a_user_error():
         con.execute("SELECT quantile_cont(random(), 0.5) FROM range(20000000)").fetchall()
     msg = user_message(exc.value)
     assert msg is not None and "--memory" in msg, msg
+
+
+def test_a_step_out_of_its_budget_is_given_more_with_a_warning():
+    """db.within_memory (the kernel step, the scheduling analysis, the per-path
+    percentiles): the same query under 16 MiB runs out of it, is run again with the
+    budget doubled until it fits, says so once per doubling, and gives the exact
+    median of 0..N-1, (N - 1) / 2; the budget is put back afterwards."""
+    import duckdb
+    from roscope.db import memory_limit, within_memory
+
+    con = duckdb.connect()
+    con.execute("SET memory_limit = '16MiB'")
+    con.execute("SET threads = 1")
+    n = 8_000_000
+    with pytest.raises(duckdb.OutOfMemoryException):
+        con.execute(f"SELECT quantile_cont(i::DOUBLE, 0.5) FROM range({n}) t(i)").fetchall()
+    warnings: list[str] = []
+    got = within_memory(con, lambda: con.execute(f"SELECT quantile_cont(i::DOUBLE, 0.5) FROM range({n}) t(i)").fetchall(),
+                        warnings, "the median")
+    assert got == [((n - 1) / 2,)]
+    assert warnings and warnings[0] == ("the median: 16 MiB of memory were not enough; made with 32 MiB "
+                                        "(--memory sets the budget)"), warnings
+    assert all(f"{16 << k} MiB of memory were not enough; made with {32 << k} MiB" in w for k, w in enumerate(warnings))
+    assert memory_limit(con)[1] == 16 << 20

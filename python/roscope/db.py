@@ -568,6 +568,11 @@ class Database:
         # Order only where a query asks for one: lets DuckDB stream and spill more.
         self.con.execute("SET preserve_insertion_order = false")
 
+    def within_memory(self, step, what: str):
+        """`step()`, given more than DuckDB's budget if it needs it, with a warning
+        among this Database's (`within_memory`); the raised budget stays."""
+        return within_memory(self.con, step, self.meta.setdefault("warnings", []), what, restore=False)
+
     def _own_dir(self, path: str) -> None:
         """Makes the private directory `path` this Database's: removed with what is
         in it on close(), or when the Database is collected or Python exits."""

@@ -830,14 +830,17 @@ def path_stats(db) -> list[dict]:
     """Per path (of the last `data_flows`): flow count, and for the end-to-end latency
     and each of its parts the standard statistics (count, min_ns ... max_ns, with
     quartiles). One query per part, so that DuckDB holds one column of the flows at a
-    time for the exact percentiles (bounded by its memory limit, not by the flows)."""
+    time for the exact percentiles; a path's whole column must fit in DuckDB's budget
+    (else the budget grows, with a warning)."""
     out = {r["path_id"]: {"path_id": r["path_id"], "flows": r["flows"], "path": r["path"],
                           "fallback_edges": r["fallback_edges"]}
            for r in db.records("SELECT path_id, flows, path, fallback_edges FROM paths "
                                "WHERE flows > 0 ORDER BY flows DESC, path_id")}
     for c in COMPONENTS:
         sel = statistics.aggregates(f"{c}_ns", quartiles=True)
-        for r in db.records(f"SELECT path_id, {sel} FROM data_flows GROUP BY path_id"):
+        query = f"SELECT path_id, {sel} FROM data_flows GROUP BY path_id"
+        rows = db.within_memory(lambda q=query: db.records(q), "per-path latency statistics")
+        for r in rows:
             if r["path_id"] in out:
                 out[r["path_id"]][c] = {"count": r["count"], **{k: r[k] for k in statistics.keys(quartiles=True)}}
     return list(out.values())

@@ -115,10 +115,7 @@ def _temp(db, name: str, sql: str) -> None:
     """The temporary table `name` made by `sql`; with more memory than the budget
     (and a warning) if it needs it: the ASOF joins and windows per thread hold the
     busiest thread's runs (`db.within_memory`)."""
-    from roscope.db import within_memory
-
-    within_memory(db.con, lambda: db.con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS {sql}'),
-                  db.meta.setdefault("warnings", []), "scheduling analysis", restore=False)
+    db.within_memory(lambda: db.con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS {sql}'), "scheduling analysis")
 
 
 _CULPRIT = {"tid": "c.by_tid", "pid": "c.by_pid", "name": "k.name", "procname": "k.procname", "ns": "c.ns"}
