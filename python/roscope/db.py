@@ -576,7 +576,6 @@ class Database:
     def _own_dir(self, path: str) -> None:
         """Makes the private directory `path` this Database's: removed with what is
         in it on close(), or when the Database is collected or Python exits."""
-        import shutil
         import weakref
 
         self._spill = path
