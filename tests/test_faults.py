@@ -383,3 +383,40 @@ def test_load_never_replaces_a_file_that_appears_meanwhile(tmp_path, monkeypatch
         rdb.load([PINGPONG], str(out))
     assert out.read_text() == "theirs"
     assert os.listdir(tmp_path) == ["run.duckdb"]
+
+
+def test_ctrl_c_while_a_temporary_file_is_made_leaves_no_file(tmp_path, monkeypatch):
+    """Ctrl-C that arrives inside tempfile.mkstemp (or mkdtemp), once it has made the
+    file, but before the caller knows its name (seen in CI: a `.lost.parquet.*.tmp`
+    left by an interrupted `roscope load --parquet`): the interrupt is held back until
+    the name is known, then raised, and the file is gone. The signal is real
+    (os.kill of this process), sent right after the real mkstemp made the file."""
+    import signal
+    import tempfile
+
+    from roscope import db, files
+
+    real_mkstemp, real_mkdtemp = tempfile.mkstemp, tempfile.mkdtemp
+
+    def then_ctrl_c(make):
+        def made(*args, **kwargs):
+            out = make(*args, **kwargs)
+            os.kill(os.getpid(), signal.SIGINT)
+            return out
+        return made
+
+    monkeypatch.setattr(tempfile, "mkstemp", then_ctrl_c(real_mkstemp))
+    monkeypatch.setattr(tempfile, "mkdtemp", then_ctrl_c(real_mkdtemp))
+    with pytest.raises(KeyboardInterrupt):
+        db._temp_beside(str(tmp_path / "run.duckdb"), ".tmp")
+    with pytest.raises(KeyboardInterrupt):
+        files.atomic_write(tmp_path / "summary.json", "{}\n")
+    assert os.listdir(tmp_path) == []
+    # A run added to a dataset is written in a temporary directory inside it.
+    from roscope import dataset
+
+    ds = tmp_path / "ds"
+    monkeypatch.setattr(tempfile, "mkstemp", real_mkstemp)
+    with pytest.raises(KeyboardInterrupt):
+        dataset.append(PINGPONG, str(ds))
+    assert os.listdir(ds) == [dataset.MARKER]

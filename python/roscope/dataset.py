@@ -32,6 +32,7 @@ import tempfile
 from collections.abc import Sequence
 
 from roscope.errors import InputError
+from roscope.files import atomic_write, interrupts_deferred
 
 MARKER = "roscope-dataset.json"
 FORMAT = "roscope-dataset"
@@ -86,11 +87,7 @@ def _create_dataset(path: str) -> None:
         if not os.path.isdir(parent):
             raise InputError(f"{path}: the directory {parent} does not exist")
         os.makedirs(path, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{MARKER}.", dir=path)
-    with os.fdopen(fd, "w") as f:
-        json.dump({"format": FORMAT, "version": VERSION}, f)
-        f.write("\n")
-    os.replace(tmp, os.path.join(path, MARKER))
+    atomic_write(os.path.join(path, MARKER), json.dumps({"format": FORMAT, "version": VERSION}) + "\n")
 
 
 def _run_dir(dataset: str, table: str, run_id: str) -> str:
@@ -344,8 +341,6 @@ def _existing_dirs(dataset: str, run_id: str) -> list[str]:
 def _commit(tmp: str, dataset: str, run_id: str, force: bool) -> None:
     """Renames the run's directories from `tmp` into the dataset, runs/ last; on
     any failure puts everything back as it was."""
-    from roscope.db import _interrupts_deferred
-
     old = _existing_dirs(dataset, run_id)
     if old and not force:
         raise InputError(f"{dataset}: run {run_id!r} is already in the dataset (pass --force to replace it)")
@@ -354,7 +349,7 @@ def _commit(tmp: str, dataset: str, run_id: str, force: bool) -> None:
     aside = os.path.join(tmp, ".old")
     moved_old: list[str] = []
     moved_new: list[str] = []
-    with _interrupts_deferred():
+    with interrupts_deferred():
         try:
             if RUNS in old:  # hide the old run first, then its tables
                 old = [RUNS] + [t for t in old if t != RUNS]
@@ -407,8 +402,10 @@ def append(paths: Sequence[str] | str, dataset: str, *, run_id: str | None = Non
     _create_dataset(dataset)
     if not force and _existing_dirs(dataset, run_id):
         raise InputError(f"{dataset}: run {run_id!r} is already in the dataset (pass --force to replace it)")
-    tmp = tempfile.mkdtemp(prefix=f".tmp-{run_id}-", dir=dataset)
+    tmp = None
     try:
+        with interrupts_deferred():  # a Ctrl-C inside mkdtemp would leave its directory unnamed
+            tmp = tempfile.mkdtemp(prefix=f".tmp-{run_id}-", dir=dataset)
         dbfile = os.path.join(tmp, ".model.duckdb")
         res = _db.write(paths, dbfile, heuristics=heuristics, sync=sync)
         con = _db._connect(dbfile, read_only=True)
@@ -421,7 +418,8 @@ def append(paths: Sequence[str] | str, dataset: str, *, run_id: str | None = Non
         _commit(tmp, dataset, run_id, force)
         return row, res
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- reading

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from roscope import __version__, _core
 from roscope.errors import DatabaseError, InputError
+from roscope.files import interrupts_deferred
 from roscope.trace import _paths, table_from_core
 
 if TYPE_CHECKING:
@@ -281,13 +281,16 @@ def _output_target(out: str, force: bool) -> str:
 
 
 def _temp_beside(target: str, suffix: str) -> str:
-    """A fresh, unused name in the target's directory (created empty, then removed)."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=suffix, dir=os.path.dirname(target))
-    except OSError as exc:  # the error would name the temporary file, which the user never gave
-        raise InputError(f"{target}: cannot write in {os.path.dirname(target)}: {exc.strerror or exc}") from None
-    os.close(fd)
-    os.remove(tmp)
+    """A fresh, unused name in the target's directory (created empty, then removed,
+    with Ctrl-C held back meanwhile: an interrupt there would leave the file)."""
+    with interrupts_deferred():
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=suffix,
+                                       dir=os.path.dirname(target))
+        except OSError as exc:  # the error would name the temporary file, which the user never gave
+            raise InputError(f"{target}: cannot write in {os.path.dirname(target)}: {exc.strerror or exc}") from None
+        os.close(fd)
+        os.remove(tmp)
     return tmp
 
 
@@ -320,22 +323,6 @@ def _commit(tmp: str, target: str, force: bool) -> None:
     if os.path.lexists(target) and (os.path.islink(target) or not os.path.isfile(target)):
         raise InputError(f"{target}: is no longer a regular file; roscope replaces only regular files")
     os.replace(tmp, target)
-
-
-@contextlib.contextmanager
-def _interrupts_deferred():
-    """Holds back Ctrl-C (SIGINT) for the block (a few renames), then raises it."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    got: list[int] = []
-    old = signal.signal(signal.SIGINT, lambda signum, _frame: got.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-    if got:
-        raise KeyboardInterrupt
 
 
 #: DuckDB's memory cap while `load` writes a database file (bytes): what does
@@ -373,7 +360,7 @@ def _write_outputs(target: str | None, parquet_dir: str | None, fill, force: boo
             con = None
             if os.path.exists(temps[0][0] + ".wal"):
                 raise DatabaseError(f"{target}: DuckDB could not write the whole database (its log {temps[0][0]}.wal stayed)")
-        with _interrupts_deferred():  # all outputs renamed, or none: never a new database beside old Parquet files
+        with interrupts_deferred():  # all outputs renamed, or none: never a new database beside old Parquet files
             for tmp, final in temps:
                 _commit(tmp, final, force)
         return con
