@@ -104,7 +104,7 @@ def has_kernel_data(db) -> bool:
 def _sorted(fields: dict[str, str], tie: str, ns: str = "ns") -> str:
     """SQL: the list aggregate of structs of `fields` (name: SQL), most `ns` first,
     ties by `tie`. Not `list(... ORDER BY ...)`: DuckDB holds an ordered
-    aggregate's rows in memory (a 10M-event trace's waits did not fit in 256 MiB),
+    aggregate's rows in memory (a 10M-event trace's waits did not fit in 128 MiB),
     whereas it spills plain lists; each group's list is then sorted on its own."""
     packed = ", ".join(f"'{k}': {v}" for k, v in fields.items())
     unpacked = ", ".join(f"{k} := s.{k}" for k in fields)
@@ -236,6 +236,20 @@ def explain(r: dict) -> str:
     return "; ".join(parts)
 
 
+#: The outermost callback runs of each thread, numbered in start order (`k`), with
+#: the running sums before each of their durations (`busy_before`) and of their
+#: runnable time (`rq_before`): the input-wait split's view of what the thread ran.
+_OUTER = """
+    SELECT o.run_id, o.callback_id, o.host_id, o.tid, o.start_ts, o.end_ts,
+           row_number() OVER t AS k,
+           sum(o.end_ts - o.start_ts) OVER t - (o.end_ts - o.start_ts) AS busy_before,
+           coalesce(sum(s.runnable_ns) OVER t - s.runnable_ns, 0) AS rq_before,
+           coalesce(s.runnable_ns, 0) AS rq
+    FROM _sched_runs o LEFT JOIN run_sched s USING (run_id)
+    WHERE o.depth = 0 AND o.end_ts > o.start_ts
+    WINDOW t AS (PARTITION BY o.host_id, o.tid ORDER BY o.start_ts ROWS UNBOUNDED PRECEDING)"""
+
+
 #: Per delivered message into a callback run (transport link): its wait, publication
 #: to callback start, split in order:
 #:   transport   publication -> arrival, where the trace has it: ROS 1 with roscope's
@@ -249,16 +263,6 @@ def explain(r: dict) -> str:
 #:               message arrived, transport where it is not separable).
 #: The window after transport is [arrival or publication, callback start]. Each part
 #: is a difference of running sums per thread (ASOF joins), as in `executor.py`.
-_OUTER = """
-    SELECT o.run_id, o.callback_id, o.host_id, o.tid, o.start_ts, o.end_ts,
-           row_number() OVER t AS k,
-           sum(o.end_ts - o.start_ts) OVER t - (o.end_ts - o.start_ts) AS busy_before,
-           coalesce(sum(s.runnable_ns) OVER t - s.runnable_ns, 0) AS rq_before,
-           coalesce(s.runnable_ns, 0) AS rq
-    FROM _sched_runs o LEFT JOIN run_sched s USING (run_id)
-    WHERE o.depth = 0 AND o.end_ts > o.start_ts
-    WINDOW t AS (PARTITION BY o.host_id, o.tid ORDER BY o.start_ts ROWS UNBOUNDED PRECEDING)"""
-
 _WAITS = """
     WITH w AS (
         SELECT l.run_id, l.publication_id, r.callback_id, r.thread_id, r.host_id, r.tid, li.publish_ts,
@@ -307,8 +311,8 @@ def wait_sched(db) -> object:
     `wakeup_ns` (the thread waiting for a CPU) and `rest_ns`; see `_WAITS`."""
     kernel = has_kernel_data(db)
     run_sched(db)
-    # One statement per step: each has DuckDB's whole budget (together, a 10M-event
-    # trace's waits did not fit in 256 MiB).
+    # One statement per step: each has DuckDB's whole budget (as one statement, the
+    # waits of a 10M-event trace did not always fit in 256 MiB).
     _temp(db, "_sched_outer", _OUTER)
     sql = _WAITS.format(c_w0=_c_rq("s0", "w2.w0"), c_start=_c_rq("s1", "w2.start_ts"),
                         c_a_start=_c_rq("sa", "a.start_ts"), c_b_start=_c_rq("sb", "b.start_ts"),
