@@ -673,3 +673,38 @@ def test_a_step_out_of_its_budget_is_given_more_with_a_warning():
                                         "(--memory sets the budget)"), warnings
     assert all(f"{16 << k} MiB of memory were not enough; made with {32 << k} MiB" in w for k, w in enumerate(warnings))
     assert memory_limit(con)[1] == 16 << 20
+
+
+def test_private_directories_of_killed_processes_are_removed(tmp_path, monkeypatch):
+    """A roscope killed with SIGKILL (the OOM killer's signal) cannot remove its private
+    directory, which may hold a model file of gigabytes: the next roscope removes it,
+    and leaves those of live processes (each holds its directory's lock). Two real
+    processes open a trace in a private $TMPDIR; one is killed, one keeps running."""
+    from roscope import db as rdb
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read $TMPDIR again
+    monkeypatch.setattr(rdb, "_PRIVATE_MIN_AGE", 0)  # these directories are seconds old
+    code = ("import roscope, sys, time; d = roscope.open(sys.argv[1], memory=1 << 30); "
+            "open(d._spill + '/model.part', 'wb').write(b'x' * 4096); print(d._spill, flush=True); time.sleep(600)")
+    procs = [subprocess.Popen([sys.executable, "-c", code, PINGPONG], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "TMPDIR": str(tmp)}) for _ in range(2)]
+    try:
+        dirs = [p.stdout.readline().strip() for p in procs]
+        assert all(d.startswith(str(tmp)) and os.path.isdir(d) for d in dirs), dirs
+        procs[0].kill()
+        procs[0].wait()
+        assert os.path.exists(os.path.join(dirs[0], "model.part"))  # nothing cleaned up after SIGKILL
+        mine = rdb._private_dir()
+        try:
+            assert not os.path.exists(dirs[0])
+            assert os.path.exists(os.path.join(dirs[1], "model.part"))
+            assert sorted(os.listdir(tmp)) == sorted(os.path.basename(d) for d in (dirs[1], mine))
+        finally:
+            rdb._remove_private_dir(mine)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()

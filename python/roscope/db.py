@@ -566,7 +566,7 @@ class Database:
         import weakref
 
         self._spill = path
-        self._spill_cleanup = weakref.finalize(self, shutil.rmtree, path, True)
+        self._spill_cleanup = weakref.finalize(self, _remove_private_dir, path)
 
     def close(self) -> None:
         self.con.close()
@@ -708,11 +708,73 @@ def _size(paths: Sequence[str]) -> int:
     return total
 
 
+#: The prefix of a Database's private temporary directories (in `$TMPDIR`).
+_PRIVATE_PREFIX = "roscope-duckdb-"
+#: A private directory is removed by another roscope only if no process holds its
+#: lock and it is older than this (seconds): its creator locks it right after
+#: making it.
+_PRIVATE_MIN_AGE = 60
+
+
 def _private_dir() -> str:
-    """A new private temporary directory (mode 0700) for a Database's files."""
+    """A new private temporary directory (mode 0700) for a Database's files, held
+    under a shared lock (`flock`) while this process lives. The directories of
+    roscope processes that are gone without cleaning up (killed with SIGKILL, e.g.
+    by the OOM killer, when the model file in it may be gigabytes) are removed
+    first: no process holds their lock."""
+    import fcntl
     import tempfile
 
-    return tempfile.mkdtemp(prefix="roscope-duckdb-")
+    _sweep_private_dirs(tempfile.gettempdir())
+    path = tempfile.mkdtemp(prefix=_PRIVATE_PREFIX)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    _PRIVATE_LOCKS[path] = fd
+    # Where flock is not supported, nothing takes the lock, so nothing is removed.
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    return path
+
+
+#: The lock of each private directory of this process (path -> fd), released on removal.
+_PRIVATE_LOCKS: dict[str, int] = {}
+
+
+def _remove_private_dir(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    fd = _PRIVATE_LOCKS.pop(path, None)
+    if fd is not None:
+        os.close(fd)
+
+
+def _sweep_private_dirs(tmp: str) -> None:
+    """Removes this user's private directories in `tmp` that no process holds."""
+    import fcntl
+    import stat
+    import time
+
+    try:
+        names = [n for n in os.listdir(tmp) if n.startswith(_PRIVATE_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(tmp, name)
+        try:
+            st = os.lstat(path)
+            if (not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid()
+                    or time.time() - st.st_ctime < _PRIVATE_MIN_AGE):
+                continue
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: its process is alive
+            os.close(fd)
+            continue
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+        finally:
+            os.close(fd)
 
 
 def _connect(path: str, read_only: bool):
@@ -793,7 +855,7 @@ def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True,  # noq
             try:
                 db, _ = load(paths, os.path.join(private, "model.duckdb"), heuristics=heuristics, sync=sync)
             except BaseException:
-                shutil.rmtree(private, ignore_errors=True)
+                _remove_private_dir(private)
                 raise
             db._own_dir(private)
     db.limit_memory(memory)
