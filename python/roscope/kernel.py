@@ -480,13 +480,14 @@ def _to_reference(events, m):
 #: The events table of a kernel build (`_event_schema`, its host and its place in
 #: the sources' order), and the one an LTTng kernel trace is gathered in before its
 #: events are put in time order (`lttng_chunks`; `ots`: the time before the clock
-#: mapping). Temporary tables of the load's connection: under its memory limit
-#: DuckDB moves them to its temporary directory; never in the database written.
-_EV_COLUMNS = ("ts BIGINT, cpu BIGINT, kind VARCHAR, cur_pid BIGINT, cur_tid BIGINT, prev_tid BIGINT, "
-               "prev_runnable BOOLEAN, prev_comm VARCHAR, next_tid BIGINT, next_comm VARCHAR, woken_tid BIGINT, "
-               "target_cpu BIGINT, woken_comm VARCHAR")
-_EV_NAMES = "ts, cpu, kind, cur_pid, cur_tid, prev_tid, prev_runnable, prev_comm, next_tid, next_comm, woken_tid, " \
-            "target_cpu, woken_comm"
+#: mapping), are made with these columns. Temporary tables of the load's connection:
+#: under its memory limit DuckDB moves them to its temporary directory; never in the
+#: database written.
+def _ev_columns(*extra: str) -> str:
+    """SQL column definitions of `_event_schema()`'s columns, then `extra`."""
+    pa = _arrow()[0]
+    sql = {pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN", pa.string(): "VARCHAR", pa.large_string(): "VARCHAR"}
+    return ", ".join([f"{f.name} {sql[f.type]}" for f in _event_schema()] + list(extra))
 
 
 class _Events:
@@ -496,7 +497,7 @@ class _Events:
     def __init__(self, con):
         self.con = con
         self.seq = 0
-        con.execute(f"CREATE TEMP TABLE ev ({_EV_COLUMNS}, host_id BIGINT, seq BIGINT)")
+        con.execute(f"CREATE TEMP TABLE ev ({_ev_columns('host_id BIGINT', 'seq BIGINT')})")
 
     def add(self, ev, host: int, m) -> tuple[int, int] | None:
         """Stores one chunk (its times mapped with clock map `m` if not None) as the
@@ -520,13 +521,13 @@ class _Events:
     def add_lttng(self, trace_dir: str, host: int, m) -> None:
         """Stores an LTTng kernel trace's events: gathered as they are read, then
         added in time order (ts before the clock mapping, `lttng_chunks`' rank and idx)."""
-        self.con.execute(f"CREATE TEMP TABLE ev_lttng ({_EV_COLUMNS}, rank BIGINT, idx BIGINT, ots BIGINT)")
+        self.con.execute(f"CREATE TEMP TABLE ev_lttng ({_ev_columns('rank BIGINT', 'idx BIGINT', 'ots BIGINT')})")
         try:
             for t in lttng_chunks([trace_dir]):
                 t = t.append_column("ots", t.column("ts"))
                 self.con.from_arrow(_to_reference(t, m) if m is not None else t).insert_into("ev_lttng")
             n = self.con.execute("SELECT count(*) FROM ev_lttng").fetchall()[0][0]
-            self.con.execute(f"INSERT INTO ev SELECT {_EV_NAMES}, ? AS host_id, "
+            self.con.execute(f"INSERT INTO ev SELECT {', '.join(_event_schema().names)}, ? AS host_id, "
                              "? + row_number() OVER (ORDER BY ots, rank, idx) - 1 AS seq FROM ev_lttng",
                              [host, self.seq])
             self.seq += n
@@ -605,6 +606,7 @@ def store(con, inputs: Sequence[str], arrow: dict, warnings: list[str], enabled:
 #: times its events needed 1 GiB (not bounded: sorts and self-joins by rowid
 #: instead of windows failed at even less).
 KERNEL_MEMORY = 256 << 20
+
 
 def _build_within_memory(con, warnings: list[str]) -> dict[str, int]:
     """`_build` with DuckDB's memory limit raised to `KERNEL_MEMORY` if lower, and
