@@ -77,7 +77,7 @@ def user_message(exc: BaseException) -> str | None:
         from roscope import db
 
         if isinstance(exc, duckdb.OutOfMemoryException):
-            # A query (exact percentiles hold one group's values) needed more than the budget.
+            # A query that no step gives more memory (db.within_memory) needed more than the budget.
             return (f"DuckDB ran out of its memory budget ({exc}); give it more with --memory "
                     "(e.g. --memory 1G; 0: DuckDB's own, 80% of RAM)")
         return str(db.database_error(exc, None, "read")) if db.is_environment_error(exc) else None

@@ -62,20 +62,22 @@ def context(db) -> FlowContext:
     return FlowContext(_core.FlowModel(read))
 
 
+def _pub_ts(alias: str = "") -> str:
+    """SQL: a publication's time as the flow reads it (crates/flow input.rs): its
+    earliest layer's (rclcpp, rcl, rmw), else the first event's; `_pub_ts("p.")`
+    with an alias."""
+    return f"coalesce({alias}rclcpp_ts, {alias}rcl_ts, {alias}rmw_ts, {alias}ts)"
+
+
+#: A publication's run, and a link's publication, in a slice's ids (see `_SLICE_SQL`).
+_RUN_OF_PUB = "CASE WHEN p.run_id >= $c AND p.run_id < $d THEN p.run_id - $c ELSE xr.local END"
+_PUB_OF_LINK = ("CASE WHEN l.publication_id >= $a AND l.publication_id < $b THEN l.publication_id - $a "
+                "ELSE xp.local END")
 #: The instance tables a slice of the flow's model holds part of (docs/analyses.md,
 #: "Slices"), read with the slice's ids: its publications are `$a`..`$b` (ids rebased
 #: to start at 0) then the extra ones of `_roscope_slice_xp` (publication_id, local id),
 #: its runs `$c`..`$d` then those of `_roscope_slice_xr` (run_id, local id); a
 #: reference out of the slice is null.
-#: A publication's time as the flow reads it (crates/flow input.rs): its earliest
-#: layer's (rclcpp, rcl, rmw), else the first event's; `_pub_ts("p.")` with an alias.
-def _pub_ts(alias: str = "") -> str:
-    return f"coalesce({alias}rclcpp_ts, {alias}rcl_ts, {alias}rmw_ts, {alias}ts)"
-
-
-_RUN_OF_PUB = "CASE WHEN p.run_id >= $c AND p.run_id < $d THEN p.run_id - $c ELSE xr.local END"
-_PUB_OF_LINK = ("CASE WHEN l.publication_id >= $a AND l.publication_id < $b THEN l.publication_id - $a "
-                "ELSE xp.local END")
 _SLICE_SQL = {
     "callback_runs": """
         SELECT run_id - $c AS run_id, callback_id, start_ts, end_ts FROM callback_runs WHERE run_id >= $c AND run_id < $d
