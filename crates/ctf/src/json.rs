@@ -34,14 +34,18 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-/// Text from the stream file: cut at the first NUL, invalid UTF-8 replaced.
-pub fn text_at(data: &[u8], off: u64, len: u32) -> std::borrow::Cow<'_, str> {
+/// A text's bytes in the stream file, cut at the first NUL.
+pub fn bytes_at(data: &[u8], off: u64, len: u32) -> &[u8] {
     let s = &data[off as usize..off as usize + len as usize];
-    let s = match memchr::memchr(0, s) {
+    match memchr::memchr(0, s) {
         Some(n) => &s[..n],
         None => s,
-    };
-    String::from_utf8_lossy(s)
+    }
+}
+
+/// Text from the stream file: cut at the first NUL, invalid UTF-8 replaced.
+pub fn text_at(data: &[u8], off: u64, len: u32) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(bytes_at(data, off, len))
 }
 
 #[inline]

@@ -398,10 +398,7 @@ impl Builder {
         let pid = pp.and_then(|i| as_i64(s.tape.get(i))).unwrap_or(-1);
         let tid = tp.and_then(|i| as_i64(s.tape.get(i))).unwrap_or(pid);
         let procname = match np.and_then(|i| s.tape.get(i)) {
-            Some(Val::Str(off, len)) => {
-                let b = &s.data()[*off as usize..*off as usize + *len as usize];
-                b.iter().position(|&c| c == 0).map_or(b, |n| &b[..n])
-            }
+            Some(Val::Str(off, len)) => roscope_ctf::json::bytes_at(s.data(), *off, *len),
             _ => &[][..],
         };
         (self.info.trace_host[s.trace], pid, tid, procname)
