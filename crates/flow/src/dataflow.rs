@@ -142,18 +142,17 @@ impl Window {
 
     /// The horizon of callback `cb`'s runs.
     pub(crate) fn lo_of_cb(&self, cb: i64) -> i64 {
-        if cb < 0 {
-            return self.lo;
-        }
-        self.lo_cb.get(cb as usize).copied().unwrap_or(self.lo)
+        self.horizon(&self.lo_cb, cb)
     }
 
     /// The horizon of publisher `pu`'s publications.
     pub(crate) fn lo_of_publisher(&self, pu: i64) -> i64 {
-        if pu < 0 {
-            return self.lo;
-        }
-        self.lo_pub.get(pu as usize).copied().unwrap_or(self.lo)
+        self.horizon(&self.lo_pub, pu)
+    }
+
+    /// `of[id]`, else `lo` (no such id, or no horizons given).
+    fn horizon(&self, of: &[i64], id: i64) -> i64 {
+        usize::try_from(id).ok().and_then(|i| of.get(i).copied()).unwrap_or(self.lo)
     }
 
     /// Whether a node (a run of callback or a publication of publisher with
