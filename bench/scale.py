@@ -49,11 +49,13 @@ def inputs(size: str) -> list[str] | None:
     return paths
 
 
-def measured(argv: list[str], stdout: str = os.devnull) -> dict:
-    """Wall time and the child's peak RSS; output to `stdout` (/dev/null), stderr kept."""
+def measured(argv: list[str], stdout: str = os.devnull, env: dict | None = None, stderr: bool = False) -> dict:
+    """Wall time, the child's peak RSS and CPU time; output to `stdout` (/dev/null),
+    stderr kept (its last 3000 characters as "stderr" with `stderr`); `env`: the
+    child's environment (None: this one's)."""
     with open(stdout, "wb") as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err)
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
         _pid, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         err.seek(0)
@@ -61,8 +63,10 @@ def measured(argv: list[str], stdout: str = os.devnull) -> dict:
     rc = os.waitstatus_to_exitcode(status)
     if rc != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({rc}):\n{tail}")
-    return {"wall_s": round(wall, 3), "peak_rss_mib": round(ru.ru_maxrss / 1024, 1),
-            "cpu_s": round(ru.ru_utime + ru.ru_stime, 3)}
+    r = {"wall_s": round(wall, 3), "peak_rss_mib": round(ru.ru_maxrss / 1024, 1), "cpu_s": round(ru.ru_utime + ru.ru_stime, 3)}
+    if stderr:
+        r["stderr"] = tail
+    return r
 
 
 def events(paths: list[str]) -> int:

@@ -39,6 +39,8 @@ import sys
 import tempfile
 import time
 
+import scale  # bench/ is the script's directory: its measurement of a command
+
 BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
 RESULTS = os.path.join(BENCH, "results")
@@ -86,23 +88,13 @@ _WRAP = ("import atexit, resource, runpy, sys\n"
 
 
 def measured(args: list[str], python_dir: str | None = None, own: bool = True) -> dict:
-    """`roscope ARGS` (or, with own=False, the command ARGS): wall time, peak RSS of the
-    whole command (wait4) and of roscope's own process (MiB); with `python_dir`,
-    roscope from there."""
-    env = dict(os.environ)
-    if python_dir:
-        env["PYTHONPATH"] = python_dir
-    with open(os.devnull, "wb") as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-c", _WRAP, *args] if own else args, stdout=out, stderr=err, env=env)
-        _pid, status, ru = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        err.seek(0)
-        text = err.read().decode("utf-8", "replace")
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(args)} failed:\n{text[-3000:]}")
-    r = {"wall_s": round(wall, 3), "peak_rss_mib": round(ru.ru_maxrss / 1024, 1), "cpu_s": round(ru.ru_utime + ru.ru_stime, 3)}
+    """`roscope ARGS` (or, with own=False, the command ARGS): scale.py's figures of the
+    whole command (wait4), and the peak RSS of roscope's own process (MiB); with
+    `python_dir`, roscope from there."""
+    env = {**os.environ, "PYTHONPATH": python_dir} if python_dir else None
+    r = scale.measured([sys.executable, "-c", _WRAP, *args] if own else args, env=env, stderr=own)
     if own:
+        text = r.pop("stderr")
         r["own_peak_rss_mib"] = round(int(next(ln.split()[1] for ln in text.splitlines() if ln.startswith("#peak"))) / 1024, 1)
     return r
 
