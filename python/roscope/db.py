@@ -548,9 +548,6 @@ class Database:
             return
         if getattr(self, "_spill", None) is None:
             self._own_dir(_private_dir())
-        if not getattr(self, "_spilling", False):  # DuckDB refuses a second one once it has used one
-            self.con.execute("SET temp_directory = ?", [self._spill])
-            self._spilling = True
         self.con.execute("SET memory_limit = ?", [f"{budget // 2**20}MiB"])
         # Order only where a query asks for one: lets DuckDB stream and spill more.
         self.con.execute("SET preserve_insertion_order = false")
@@ -561,12 +558,14 @@ class Database:
         return within_memory(self.con, step, self.meta.setdefault("warnings", []), what, restore=False)
 
     def _own_dir(self, path: str) -> None:
-        """Makes the private directory `path` this Database's: removed with what is
-        in it on close(), or when the Database is collected or Python exits."""
+        """Makes the private directory `path` this Database's, and DuckDB's temporary
+        directory (set once: DuckDB refuses another once it has used one): removed
+        with what is in it on close(), or when the Database is collected or Python exits."""
         import weakref
 
         self._spill = path
         self._spill_cleanup = weakref.finalize(self, _remove_private_dir, path)
+        self.con.execute("SET temp_directory = ?", [path])
 
     def close(self) -> None:
         self.con.close()
