@@ -119,10 +119,12 @@ STRESS = {
         {'name': 'slow', 'nodes': [{'name': 'slow_sub', 'subscriptions': [
             {'topic': '/burst', 'depth': 2, 'work': {'dist': 'fixed', 'us': 3000}}]}]},
         {'name': 'mt', 'executor': {'type': 'multi', 'threads': 2}, 'nodes': [
-            {'name': 'worker_a', 'subscriptions': [{'topic': '/burst', 'depth': 50,
-                                                    'work': {'dist': 'uniform', 'min_us': 150, 'max_us': 300}}]},
-            {'name': 'worker_b', 'subscriptions': [{'topic': '/burst', 'depth': 50,
-                                                    'work': {'dist': 'uniform', 'min_us': 150, 'max_us': 300}}]}]},
+            # blocking work: the two threads overlap even when no second CPU is free for them
+            # (a spinning worker missed every overlap in one CI run on a loaded machine)
+            {'name': 'worker_a', 'subscriptions': [{'topic': '/burst', 'depth': 50, 'work': {
+                'dist': 'uniform', 'min_us': 150, 'max_us': 300, 'blocking': True}}]},
+            {'name': 'worker_b', 'subscriptions': [{'topic': '/burst', 'depth': 50, 'work': {
+                'dist': 'uniform', 'min_us': 150, 'max_us': 300, 'blocking': True}}]}]},
     ]}
 
 

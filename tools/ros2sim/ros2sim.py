@@ -64,13 +64,20 @@ def load_description(path):
 
 
 def _work_ns(w, where):
-    """Work distribution in ns: (kind, a, b)."""
+    """Work of a callback in ns: (distribution, a, b, blocking)."""
     if w is None:
-        return ('fixed', 0.0, 0.0)
+        return ('fixed', 0.0, 0.0, False)
     if isinstance(w, (int, float)):
-        return ('fixed', float(w) * 1e3, 0.0)
+        return ('fixed', float(w) * 1e3, 0.0, False)
     if not isinstance(w, dict):
         raise DescriptionError(f'{where}.work: expected an object like {{"dist": "uniform", "min_us": 100, "max_us": 200}}')
+    blocking = w.get('blocking', False)
+    if not isinstance(blocking, bool):
+        raise DescriptionError(f'{where}.work.blocking: true or false expected')
+    return _work_dist(w, where) + (blocking,)
+
+
+def _work_dist(w, where):
     d = w.get('dist', 'fixed')
     try:
         if d == 'fixed':
@@ -201,8 +208,6 @@ def resolve(desc, src, scale=1.0):
                 ci = len(R['cbs'])
                 R['subs'].append({'node': nidx, 'topic': t, 'depth': depth, 'cb': ci})
                 w = _work_ns(sb.get('work'), sw)
-                if 'work' in sb and isinstance(sb['work'], dict):
-                    pass
                 R['cbs'].append({'node': nidx, 'kind': 'sub', 'entity': si, 'work': w, 'mode': 'sink',
                                  'sync': -1, 'outs': [], 'ins': [],
                                  'sym': f'std::_Bind<void ({cls}::*({cls}*, std::_Placeholder<1>))'
@@ -285,8 +290,8 @@ def resolve(desc, src, scale=1.0):
 
 def apply_work_scale(R, scale):
     for c in R['cbs']:
-        k, a, b = c['work']
-        c['work'] = (k, a / scale, b / scale)
+        k, a, b, blocking = c['work']
+        c['work'] = (k, a / scale, b / scale, blocking)
 
 
 def write_plan(R, path, distro, t_start, t_end, grace_ns, seed, sockdir, caret=False, dds=False):
@@ -310,8 +315,9 @@ def write_plan(R, path, distro, t_start, t_end, grace_ns, seed, sockdir, caret=F
         L.append(f'sync {g["node"]} {len(g["subs"])} {" ".join(map(str, g["subs"]))} '
                  f'{len(g["pubs"])} {" ".join(map(str, g["pubs"]))}')
     for c in R['cbs']:
-        k, a, b = c['work']
+        k, a, b, blocking = c['work']
         L.append(f'cb {c["node"]} {"timer" if c["kind"] == "timer" else "sub"} {c["entity"]} {k} {a:.0f} {b:.0f} '
+                 f'{"wait" if blocking else "spin"} '
                  f'{c["mode"]} {c["sync"]} {len(c["outs"])} {" ".join(map(str, c["outs"]))} '
                  f'{len(c["ins"])} {" ".join(map(str, c["ins"]))}')
     for i, c in enumerate(R['cbs']):

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -102,7 +103,7 @@ void *obj(size_t size)
 enum { W_FIXED, W_UNIFORM, W_NORMAL, W_EXP };
 enum { M_SINK, M_DIRECT, M_ASYNC, M_SYNC, M_SOURCE };
 
-struct Work { int kind = W_FIXED; double a = 0, b = 0; };
+struct Work { int kind = W_FIXED; double a = 0, b = 0; bool blocking = false; };
 
 struct MsgId {
   uint32_t pub = 0;
@@ -232,14 +233,15 @@ void load_plan(const char *path)
       g.filled.assign(g.subs.size(), false); g.vals.resize(g.subs.size());
       syncs.push_back(g);
     } else if (kw == "cb") {
-      Cb c; std::string kind, wk, mode; int n;
-      ss >> c.node >> kind >> c.entity >> wk >> c.work.a >> c.work.b >> mode >> c.sync >> n;
+      Cb c; std::string kind, wk, how, mode; int n;
+      ss >> c.node >> kind >> c.entity >> wk >> c.work.a >> c.work.b >> how >> mode >> c.sync >> n;
       c.outs.resize(n); for (auto &x : c.outs) ss >> x;
       ss >> n; c.ins.resize(n); for (auto &x : c.ins) ss >> x;
       if (!ss) bad();
       c.kind = (kind == "timer") ? 0 : 1;
       c.work.kind = wk == "fixed" ? W_FIXED : wk == "uniform" ? W_UNIFORM : wk == "normal" ? W_NORMAL :
                     wk == "exponential" ? W_EXP : (bad(), 0);
+      c.work.blocking = how == "wait" ? true : how == "spin" ? false : (bad(), false);
       c.mode = mode == "sink" ? M_SINK : mode == "direct" ? M_DIRECT : mode == "async" ? M_ASYNC :
                mode == "sync" ? M_SYNC : mode == "source" ? M_SOURCE : (bad(), 0);
       cbs.push_back(c);
@@ -331,6 +333,16 @@ void busy_until(uint64_t raw_deadline)
   volatile uint64_t sink = 0;
   while (raw_now() < raw_deadline) {
     for (int i = 0; i < 64; ++i) sink += i;
+  }
+}
+
+// A blocking callback (waiting on I/O, a service, a lock) leaves its CPU to others meanwhile.
+void wait_until(uint64_t raw_deadline)
+{
+  for (uint64_t now = raw_now(); now < raw_deadline; now = raw_now()) {
+    uint64_t left = raw_deadline - now;
+    struct timespec ts = {(time_t)(left / 1000000000ULL), (long)(left % 1000000000ULL)};
+    nanosleep(&ts, nullptr);
   }
 }
 
@@ -556,7 +568,8 @@ void execute(const Exec &e, long tid)
     run = ++run_counter;
     uint64_t t0 = raw_now();
     TP(callback_start, cbaddr, intra ? 1 : 0);
-    busy_until(t0 + draw_work(c.work));
+    if (c.work.blocking) wait_until(t0 + draw_work(c.work));
+    else busy_until(t0 + draw_work(c.work));
     // the callback's outputs, by its input -> output dependency
     std::vector<MsgId> ins;
     const char *kind = "none";
