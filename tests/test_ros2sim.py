@@ -591,6 +591,10 @@ def test_bad_descriptions_are_reported_with_file_and_reason(tmp_path):
     assert r.returncode == 2 and '"mars" is not in "hosts"' in r.stderr
     r = _driver('run', '--preset', 'no_such_preset', '--out', str(tmp_path / 'o4'))
     assert r.returncode == 2 and 'no preset "no_such_preset"' in r.stderr
+    bad.write_text('{"processes": [{"name": "p", "nodes": [{"name": "n", "timers": [{"period_ms": 10, '
+                   '"work": {"us": 5, "blocking": "yes"}}]}]}]}')
+    r = _driver('run', '--system', str(bad), '--out', str(tmp_path / 'o5'))
+    assert r.returncode == 2 and str(bad) in r.stderr and 'work.blocking: true or false expected' in r.stderr
 
 
 def test_never_overwrites_an_output_directory(tmp_path):
