@@ -254,7 +254,8 @@ def measure(db, truth: Truth, *, implicit: str | None = None, ctx=None, **kw) ->
     true_pairs, found (true pairs found), precision (over distinct pairs),
     precision_flows (share of rows that are a true pair), recall,
     double_counted (pairs in more than one row), extra_flows (rows beyond the
-    first of each pair), false_pairs (and examples), missed (true pairs not
+    first of each pair), false_pairs (and examples, and their count per output
+    topic), missed (true pairs not
     found) and missed_uncertain (those of them in `truth.uncertain`), unmatched (rows whose
     publications are not in the ground truth), latency_error_max_ns and
     latency_error_mean_ns (|latency_ns - true latency| over the rows of true pairs),
@@ -295,6 +296,8 @@ def measure(db, truth: Truth, *, implicit: str | None = None, ctx=None, **kw) ->
         "extra_flows": rows - len(got),
         "false_pairs": len(got - true),
         "false_pair_examples": [[f"{a:#x}", f"{b:#x}"] for a, b in sorted(got - true)[:3]],
+        "false_pairs_by_output_topic": dict(sorted(collections.Counter(
+            truth.messages[o]["topic"] for _i, o in got - true).items())),
         "missed": len(true - found),
         "missed_uncertain": len((true - found) & truth.uncertain),
         "uncertain_pairs": len(truth.uncertain),
