@@ -124,3 +124,28 @@ def test_sliced_causal_links_equal_the_whole_model(path, dbs):
     assert s["causal_links"].equals(w["causal_links"])
     if _publications(db) > 100:
         assert part["slices"]["count"] > 2, part["slices"]
+
+
+@pytest.mark.parametrize("path", SHARED, ids=os.path.basename)
+def test_message_graph_walked_over_the_database_equals_the_models(path, dbs):
+    """`message_graph` on a trace with more than `slice_publications` publications
+    walks the database (causal links made over slices) instead of the model in
+    memory: the same publications, runs and edges, for the messages with the most
+    causal, transport and published-in edges of each shared trace and the first."""
+    db = _db(dbs, path)
+    ctx = fl.context(db)
+    fl.causal_link_table(db, slice_publications=None)
+    busiest = [r[0] for r in db.con.execute("""
+        SELECT p, count(*) AS n FROM (SELECT in_publication_id AS p FROM causal_links
+                                      UNION ALL SELECT out_publication_id FROM causal_links
+                                      UNION ALL SELECT publication_id FROM links WHERE run_id IS NOT NULL
+                                      UNION ALL SELECT publication_id FROM publications WHERE run_id IS NOT NULL)
+        GROUP BY p ORDER BY n DESC, p LIMIT 4""").fetchall()]
+    sizes = []
+    for pub in [0, *busiest]:
+        whole = fl.message_graph(db, pub, ctx)
+        walked = fl.message_graph(db, pub, slice_publications=max(1, _publications(db) // 4))
+        for k in ("publications", "runs", "edges", "nodes"):
+            assert walked[k] == whole[k], (pub, k)
+        sizes.append(len(whole["edges"]))
+    assert max(sizes) > 0, sizes

@@ -135,3 +135,52 @@ def test_tf_like_topic_does_not_loop(rec):
     # reception is not a flow segment; /planner's is.
     receivers = {g["nodes"][e["to"]]["node"] for e in g["edges"] if e["kind"] == "transport"}
     assert "/planner" in receivers and "/perception/localizer" not in receivers
+
+
+def _closure(start: int, step) -> set[int]:
+    seen, todo = {start}, [start]
+    while todo:
+        for y in step(todo.pop()):
+            if y not in seen:
+                seen.add(y)
+                todo.append(y)
+    return seen
+
+
+@pytest.mark.parametrize("where", ["model", "database"])
+def test_message_graphs_are_the_logged_ancestry_and_descent(rec, where):
+    """One message's flow graph, backward from a /plan message and forward from a
+    /lidar message: its messages are those the nodes' logged inputs lead to. Over
+    the flow's model in memory, and walked over the database (what a trace of more
+    than `SLICE_PUBLICATIONS` publications gets; forced here)."""
+    from roscope import flow as fl
+
+    db, gt = rec["db"], rec["gt"]
+    pids = pub_ids(db, gt)
+    gid = {v: k for k, v in pids.items()}
+    inputs = {e["id"]: e["inputs"] for e in gt if e["ev"] == "pub"}
+    outputs = defaultdict(list)
+    for e in gt:
+        if e["ev"] == "pub":
+            for i in e["inputs"]:
+                outputs[i].append(e["id"])
+    topic = {r["publication_id"]: r["topic"] for r in db.records("SELECT publication_id, topic FROM publications_info")}
+    per = 1 if where == "database" else None
+
+    def graph(pub: int, forward: bool, backward: bool) -> dict:
+        return fl.message_graph(db, pub, forward=forward, backward=backward, slice_publications=per)
+
+    # /plan messages made with inputs (a planner tick with no new input has none)
+    plans = sorted(p for p, t in topic.items() if t == "/plan" and p in pids and inputs[pids[p]])
+    lidars = sorted(p for p, t in topic.items() if t == "/lidar" and p in pids)
+    assert len(plans) > 20 and len(lidars) > 20
+    for p in plans[5:-5:len(plans) // 6]:
+        back = graph(p, False, True)
+        truth = _closure(pids[p], lambda m: inputs.get(m, []))
+        assert {pids.get(x) for x in back["publications"]} == truth, p
+        assert len(truth) >= 3 and {"published_in", "transport"} <= {e["kind"] for e in back["edges"]}
+    for p in lidars[5:-5:len(lidars) // 6]:
+        fwd = graph(p, True, False)
+        truth = _closure(pids[p], lambda m: outputs.get(m, []))
+        assert {pids.get(x) for x in fwd["publications"]} == truth, p
+        assert len(truth) >= 3 and {gid[m] for m in truth} == set(fwd["publications"])

@@ -531,15 +531,27 @@ def causal_link_table(db, infer: bool = True, *, store: bool = False,
     return {"links": n, "slices": slices}
 
 
-def message_graph(db, publication_id: int, ctx: FlowContext | None = None, forward=True, backward=True) -> dict:
+def message_graph(db, publication_id: int, ctx: FlowContext | None = None, forward=True, backward=True, *,
+                  slice_publications: int | None = SLICE_PUBLICATIONS) -> dict:
     """One message's flow graph: publications and callback runs reached from
     `publication_id` forward and backward, the edges between them ("p<id>" /
-    "r<id>"), and what each node is."""
-    ctx = ctx or context(db)
-    try:
-        pubs, runs, edges = ctx.model.message_graph(int(publication_id), forward, backward)
-    except ValueError as exc:
-        raise InputError(f"--message {publication_id}: {exc}") from None
+    "r<id>"), and what each node is. With `ctx`, or on a database of at most
+    `slice_publications` publications, over the flow's model in memory; else
+    over the database (the causal links made over slices, `causal_link_table`,
+    then the graph walked in SQL, `_graph_in_database`): the same graph in
+    memory that does not grow with the trace."""
+    n_pubs = db.con.execute("SELECT count(*) FROM publications").fetchall()[0][0]
+    if not 0 <= int(publication_id) < n_pubs:
+        raise InputError(f"--message {publication_id}: no publication {publication_id}")
+    if ctx is None and slice_publications is not None and sliced(db, slice_publications):
+        causal_link_table(db, slice_publications=slice_publications)
+        pubs, runs, edges = _graph_in_database(db, int(publication_id), forward, backward)
+    else:
+        ctx = ctx or context(db)
+        try:
+            pubs, runs, edges = ctx.model.message_graph(int(publication_id), forward, backward)
+        except ValueError as exc:
+            raise InputError(f"--message {publication_id}: {exc}") from None
     info = {}
     for r in db.records("SELECT publication_id, topic, publish_ts FROM publications_info "
                         "WHERE publication_id IN (SELECT unnest(?::BIGINT[]))", [pubs]):
@@ -550,6 +562,79 @@ def message_graph(db, publication_id: int, ctx: FlowContext | None = None, forwa
     return {"publication_id": publication_id, "publications": pubs, "runs": runs,
             "edges": [{"from": f"{a}{x}", "to": f"{b}{y}", "kind": k} for a, x, b, y, k in edges],
             "nodes": info}
+
+
+#: SQL of `_graph_in_database`, over the publications `$f` of a walk's frontier.
+#: A node's own reception of its message is not a flow segment (crates/flow
+#: graph.rs): `_OTHER_NODE` keeps a run unless its node is known and is the
+#: publication's.
+_FRONTIER = """
+    WITH f AS (SELECT p.publication_id AS p, p.run_id AS run_of_p, u.node_id AS node
+               FROM publications p LEFT JOIN publishers u USING (publisher_id)
+               WHERE p.publication_id IN (SELECT unnest($f::BIGINT[])))"""
+_NODE_OF_RUN = "(SELECT c.node_id FROM callback_runs cr JOIN callbacks c USING (callback_id) WHERE cr.run_id = {run})"
+_OTHER_NODE = "NOT coalesce({run_node} = {pub_node}, false)"
+_GRAPH_SQL = {
+    # forward: the runs that took a frontier message, and the messages it caused
+    "transport": _FRONTIER + f"""
+        SELECT DISTINCT f.p, l.run_id FROM f JOIN links l ON l.publication_id = f.p
+        WHERE l.run_id IS NOT NULL AND {_OTHER_NODE.format(run_node=_NODE_OF_RUN.format(run="l.run_id"),
+                                                             pub_node="f.node")}""",
+    "caused": _FRONTIER + f"""
+        SELECT DISTINCT cl.in_run_id, cl.out_publication_id, cl.kind FROM f
+        JOIN causal_links cl ON cl.in_publication_id = f.p
+        WHERE {_OTHER_NODE.format(run_node=_NODE_OF_RUN.format(run="cl.in_run_id"), pub_node="f.node")}""",
+    # backward: the run that published a frontier message, and the messages that caused it
+    "published_in": _FRONTIER + """
+        SELECT f.run_of_p, f.p FROM f WHERE f.run_of_p IS NOT NULL""",
+    "causes": _FRONTIER + f"""
+        SELECT DISTINCT cl.in_publication_id, cl.in_run_id, cl.out_publication_id, cl.kind FROM f
+        JOIN causal_links cl ON cl.out_publication_id = f.p
+        LEFT JOIN publications ip ON ip.publication_id = cl.in_publication_id
+        LEFT JOIN publishers iu ON iu.publisher_id = ip.publisher_id
+        WHERE {_OTHER_NODE.format(run_node=_NODE_OF_RUN.format(run="cl.in_run_id"), pub_node="iu.node_id")}""",
+}
+
+
+def _graph_in_database(db, start: int, forward: bool, backward: bool) -> tuple[list, list, list]:
+    """`_core.FlowModel.message_graph` walked over the database, frontier by
+    frontier, with the table `causal_links`: (publications, runs, edges as
+    (from_kind, from, to_kind, to, kind)), each sorted."""
+    def rows(name: str, frontier) -> list:
+        return db.con.execute(_GRAPH_SQL[name], {"f": sorted(frontier)}).fetchall()
+
+    seen_p, seen_r, edges = {start}, set(), set()
+    if forward:
+        frontier = {start}
+        while frontier:
+            for p, r in rows("transport", frontier):
+                edges.add(("p", p, "r", r, "transport"))
+                seen_r.add(r)
+            new = set()
+            for r, out, kind in rows("caused", frontier):
+                edges.add(("r", r, "p", out, kind))
+                seen_r.add(r)
+                if out not in seen_p:
+                    seen_p.add(out)
+                    new.add(out)
+            frontier = new
+    if backward:
+        frontier, seen_b = {start}, {start}
+        while frontier:
+            for r, p in rows("published_in", frontier):
+                edges.add(("r", r, "p", p, "published_in"))
+                seen_r.add(r)
+            new = set()
+            for inp, r, out, kind in rows("causes", frontier):
+                edges.add(("r", r, "p", out, kind))
+                edges.add(("p", inp, "r", r, "transport"))
+                seen_r.add(r)
+                seen_p.add(inp)
+                if inp not in seen_b:
+                    seen_b.add(inp)
+                    new.add(inp)
+            frontier = new
+    return sorted(seen_p), sorted(seen_r), sorted(edges)
 
 
 def _topic_mask(topics: list[str], pattern: str, option: str) -> list[bool]:

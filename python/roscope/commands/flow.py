@@ -221,7 +221,7 @@ def run(args) -> int:
     db = open_for(args)
     try:
         if args.message is not None:
-            g = fl.message_graph(db, args.message)
+            g = fl.message_graph(db, args.message, slice_publications=args.slice or None)
             if args.json:
                 C.print_json(g)
             else:

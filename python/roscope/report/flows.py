@@ -31,7 +31,9 @@ def flows(R: Report, pairs: list[tuple[str, str]]) -> None:
                  "nodes that subscribe to no topic with traffic): " + ", ".join(f"<code>{esc(t)}</code>" for t in src)
                  + ". Sinks (topics that no subscribing node republishes): " + ", ".join(f"<code>{esc(t)}</code>" for t in snk) + ".</p>")
         pairs = [(Q.exact_regex(src), Q.exact_regex(snk))]
-    ctx = fl.context(R.db)
+    # One model in memory for every pair on a short trace; over slices of it on a long one
+    # (docs/analyses.md, "Slices"), so that the report's memory does not grow with the trace.
+    ctx = None if fl.sliced(R.db) else fl.context(R.db)
     for i, (a, b) in enumerate(pairs):
         body += flow_set(R, ctx, i, a, b)
     R.page.add("flows", "Data flows", body)
