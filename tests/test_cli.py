@@ -512,3 +512,25 @@ def test_stats_text_is_in_milliseconds(capfd):
     want = [f"{c[k] / 1e6:.3f}" for k in ("min_ns", "mean_ns", "std_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns")]
     assert " ".join(want) in " ".join(line.split()), (want, line)
 
+
+
+def test_the_memory_help_shows_the_budget_duckdb_gets():
+    """Every verb's `--memory` help names the default budget that DuckDB is then
+    given on a real trace (flow has its own, smaller one)."""
+    import argparse
+
+    from roscope import db as _db
+
+    parser = cli.build_parser()
+    verbs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)][0].choices
+    seen = {}
+    for name in ("stats", "flow", "report", "why", "executor", "export"):
+        sub = verbs[name]
+        text = " ".join(next(a.help for a in sub._actions if "--memory" in a.option_strings).split())
+        shown = int(re.search(r"default (\d+)M;", text).group(1))
+        args = parser.parse_args([name, PINGPONG] + (["--perfetto", "x"] if name == "export" else []))
+        with _db.open(PINGPONG, memory=args.memory) as d:
+            limit = d.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        seen[name] = (shown, limit)
+        assert limit == f"{shown}.0 MiB", (name, text, limit)
+    assert seen["flow"][0] < seen["stats"][0]

@@ -53,8 +53,12 @@ PROG = "roscope"
 # ---------------------------------------------------------------- arguments
 
 
-def add_inputs(parser: argparse.ArgumentParser, db: bool = True, help: str | None = None) -> None:  # noqa: A002
-    """Positional inputs: one or more trace directories (or one database when `db`)."""
+def add_inputs(parser: argparse.ArgumentParser, db: bool = True, help: str | None = None,  # noqa: A002
+               memory: int = 256 << 20) -> None:
+    """Positional inputs: one or more trace directories (or one database when `db`), and with
+    `db` the run selection and `--memory`, whose default budget (`memory`, bytes; the verb sets
+    it with `set_defaults`; default `db.MEMORY_BUDGET`, not imported here to keep `info`'s start
+    short; tests/test_cli.py checks they agree) its help shows."""
     if help is None:
         help = ("trace directories (any directory above 'metadata' files), or one database written by "
                 "`roscope load`") if db else "trace directories (any directory above 'metadata' files)"
@@ -65,7 +69,8 @@ def add_inputs(parser: argparse.ArgumentParser, db: bool = True, help: str | Non
         sel.add_argument("--runs", metavar="GLOB", help="with a dataset: the run to analyse, as a shell pattern "
                          "(it must match one run; `roscope trend` and `roscope dataset stats` go across runs)")
         parser.add_argument("--memory", type=size, metavar="SIZE", default=None,
-                            help="DuckDB's memory budget (e.g. 512M, 2G; default 256M; 0: DuckDB's own, 80%% of RAM): "
+                            help=f"DuckDB's memory budget (e.g. 512M, 2G; default {memory >> 20}M; 0: DuckDB's own, "
+                                 "80%% of RAM): "
                                  "larger results and queries spill to a temporary directory")
 
 

@@ -26,7 +26,7 @@ def register(sub) -> None:
         "flow graph of one publication, forward and backward. Text in milliseconds, JSON in nanoseconds "
         "(docs/analyses.md). Nothing is written into a database unless --store.",
     )
-    C.add_inputs(p)
+    C.add_inputs(p, memory=fl_memory())
     p.add_argument("--from", dest="from_re", help="regex of input topics")
     p.add_argument("--to", dest="to_re", help="regex of output topics")
     p.add_argument("--message", type=C.int_range(0, 2**63 - 1), metavar="ID",
@@ -64,8 +64,7 @@ def register(sub) -> None:
     p.add_argument("--slice", type=C.int_range(0, 2**62), default=fl_slice(), metavar="PUBS",
                    help="above PUBS publications, search over slices of the model of about PUBS publications each, "
                         "so that memory depends on the slice, not on the trace; the results are the same "
-                        "(default %(default)s; 0: always the whole model; docs/analyses.md, Slices); DuckDB's --memory "
-                        "defaults to 128M here")
+                        "(default %(default)s; 0: always the whole model; docs/analyses.md, Slices)")
     p.add_argument("--no-exact-links", action="store_true",
                    help="ignore transport links and take the newest publication on the topic (the paper's D_cp)")
     p.add_argument("--store", action="store_true",
