@@ -255,7 +255,8 @@ def measure(db, truth: Truth, *, implicit: str | None = None, ctx=None, **kw) ->
     precision_flows (share of rows that are a true pair), recall,
     double_counted (pairs in more than one row), extra_flows (rows beyond the
     first of each pair), false_pairs (and examples, and their count per output
-    topic), missed (true pairs not
+    topic), false_pairs_without_fallback (false pairs that a flow through no
+    fallback edge gives), missed (true pairs not
     found) and missed_uncertain (those of them in `truth.uncertain`), unmatched (rows whose
     publications are not in the ground truth), latency_error_max_ns and
     latency_error_mean_ns (|latency_ns - true latency| over the rows of true pairs),
@@ -266,16 +267,21 @@ def measure(db, truth: Truth, *, implicit: str | None = None, ctx=None, **kw) ->
         kw["implicit"] = implicit
     res = flow.data_flows(db, truth.from_re, truth.to_re, ctx=ctx, **kw)
     ids = publication_ids(db, truth)
-    t = res.data_flows.select(["input_publication_id", "output_publication_id", "latency_ns"]).to_pydict()
+    t = res.data_flows.select(["input_publication_id", "output_publication_id", "latency_ns",
+                               "fallback_edges"]).to_pydict()
     count: collections.Counter = collections.Counter()
+    without_fallback = set()  # pairs found by a flow through no fallback edge
     errors = []
     unmatched = 0
-    for i, o, lat in zip(t["input_publication_id"], t["output_publication_id"], t["latency_ns"]):
+    for i, o, lat, fb in zip(t["input_publication_id"], t["output_publication_id"], t["latency_ns"],
+                             t["fallback_edges"]):
         pair = (ids.get(i), ids.get(o))
         if None in pair:
             unmatched += 1
             continue
         count[pair] += 1
+        if not fb:
+            without_fallback.add(pair)
         true_latency = truth.pairs.get(pair)
         if true_latency is not None:
             errors.append(abs(lat - true_latency))
@@ -298,6 +304,7 @@ def measure(db, truth: Truth, *, implicit: str | None = None, ctx=None, **kw) ->
         "false_pair_examples": [[f"{a:#x}", f"{b:#x}"] for a, b in sorted(got - true)[:3]],
         "false_pairs_by_output_topic": dict(sorted(collections.Counter(
             truth.messages[o]["topic"] for _i, o in got - true).items())),
+        "false_pairs_without_fallback": len(without_fallback - true),
         "missed": len(true - found),
         "missed_uncertain": len((true - found) & truth.uncertain),
         "uncertain_pairs": len(truth.uncertain),
