@@ -675,6 +675,30 @@ def test_a_step_out_of_its_budget_is_given_more_with_a_warning():
     assert memory_limit(con)[1] == 16 << 20
 
 
+def test_topic_statistics_fit_a_budget_their_one_statement_did_not(tmp_path):
+    """`stats.topics` runs each part of a topic's row (publications, latencies,
+    unmatched publications, takes, drops) as its own query. As one statement,
+    DuckDB held every part's joins and aggregates at once: on 100M events that
+    needed more than the 256 MiB default budget (`roscope stats` failed), and on
+    the Autoware trace more than 24 MiB. The parts fit in 16 MiB, and the budget
+    changes no value: the rows equal those under DuckDB's own budget (their values
+    are checked against ground truth in test_caret_humble and test_cli)."""
+    import roscope
+    from roscope import stats
+
+    db_path = str(tmp_path / "aw.duckdb")
+    p = subprocess.run([sys.executable, "-m", "roscope", "load", AUTOWARE, "-o", db_path],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    rows = {}
+    for budget in (0, 16 << 20):
+        with roscope.open(db_path) as db:
+            db.limit_memory(budget) if budget else db.con.execute("RESET memory_limit")
+            rows[budget] = stats.topics(db)
+    assert len(rows[0]) > 100 and sum(r["publications"] for r in rows[0]) > 20_000
+    assert rows[16 << 20] == rows[0]
+
+
 def test_private_directories_of_killed_processes_are_removed(tmp_path, monkeypatch):
     """A roscope killed with SIGKILL (the OOM killer's signal) cannot remove its private
     directory, which may hold a model file of gigabytes: the next roscope removes it,
