@@ -699,6 +699,65 @@ def test_topic_statistics_fit_a_budget_their_one_statement_did_not(tmp_path):
     assert rows[16 << 20] == rows[0]
 
 
+def test_percentiles_beyond_the_budget_come_from_a_sort_that_spills():
+    """statistics.grouped (per-path and per-component statistics of `roscope flow`):
+    exact percentiles with quantile_cont hold a group's values whole, so a path of
+    tens of millions of flows needed gigabytes (2.5 GB peak at 144M events). When
+    they do not fit, they come from a sort that DuckDB spills, within the budget,
+    with a warning. 8M values in one group under 32 MiB: quantile_cont runs out of
+    it; the sort gives the percentiles of 0..n-1 computed by hand, f * (n - 1)."""
+    import duckdb
+    import roscope
+    from roscope import statistics
+
+    n = 8_000_000
+    with roscope.open(PINGPONG) as db:
+        db.con.execute(f"CREATE TEMP TABLE v AS SELECT 0 AS g, (i * 7919) % {n} AS x FROM range({n}) t(i)")
+        db.limit_memory(32 << 20)
+        with pytest.raises(duckdb.OutOfMemoryException):
+            db.records(f"SELECT g, {statistics.aggregates('x', quartiles=True)} FROM v GROUP BY g")
+        db.meta["warnings"] = []
+        [row] = statistics.grouped(db, "SELECT g, x FROM v", ["g"], quartiles=True, what="the test's group")
+        assert db.meta["warnings"] == ["the test's group: exact percentiles of the largest groups did not fit in "
+                                       "DuckDB's budget; computed from a sort spilled to disk instead (slower, same "
+                                       "values)"]
+    assert list(row) == ["g", "count", *statistics.keys(quartiles=True)]
+    assert (row["count"], row["min_ns"], row["max_ns"], row["mean_ns"]) == (n, 0, n - 1, (n - 1) / 2)
+    for name in ("p25", "p50", "p75", "p90", "p99"):
+        assert row[f"{name}_ns"] == pytest.approx(int(name[1:]) / 100 * (n - 1), rel=1e-15, abs=0), name
+
+
+def test_percentiles_from_the_sort_are_those_of_quantile_cont():
+    """The sort's percentiles are DuckDB quantile_cont's, bit for bit, on the data
+    flows of the real Autoware trace: per path (every latency part) and per
+    component, groups keyed by columns that may be null (a timer's topic)."""
+    import roscope
+    from roscope import flow, statistics
+
+    sources = [(f"SELECT path_id, {c}_ns AS x FROM data_flows", ["path_id"], "") for c in flow.COMPONENTS] + [
+        ("SELECT pi.topic, s.duration_ns AS x FROM data_flow_segments s JOIN publications_info pi "
+         "ON pi.publication_id = s.a WHERE s.kind = 'communication'", ["topic"], ""),
+        ("SELECT c.node, c.kind, c.topic, c.symbol, s.duration_ns AS x, r.duration_ns AS run_ns FROM data_flow_segments s "
+         "JOIN callback_runs r ON r.run_id = s.a JOIN callbacks_info c USING (callback_id) WHERE s.kind = 'computation'",
+         ["node", "kind", "topic", "symbol"], "avg(run_ns) AS callback_mean_ns")]
+    with roscope.open(AUTOWARE) as db:
+        flow.data_flows(db, ".", ".")
+        nulls = 0
+        for source, by, extra in sources:
+            fast = db.records(f"SELECT {', '.join(by)}, {statistics.aggregates('x', quartiles=True)}"
+                              f"{', ' + extra if extra else ''} FROM ({source}) GROUP BY ALL")
+            slow = statistics.grouped_by_sort(db, source, by, quartiles=True, extra=extra)
+            key = lambda r, by=by: tuple(str(r[c]) for c in by)  # noqa: E731
+            fast, slow = sorted(fast, key=key), sorted(slow, key=key)
+            assert len(fast) == len(slow) > 1
+            for a, b in zip(fast, slow):
+                assert list(a) == list(b)
+                assert {k: v for k, v in a.items() if k != "std_ns"} == {k: v for k, v in b.items() if k != "std_ns"}
+                assert a["std_ns"] == (None if b["std_ns"] is None else pytest.approx(b["std_ns"], rel=1e-12))
+            nulls += sum(1 for r in slow if any(r[c] is None for c in by))
+    assert nulls > 0
+
+
 def test_private_directories_of_killed_processes_are_removed(tmp_path, monkeypatch):
     """A roscope killed with SIGKILL (the OOM killer's signal) cannot remove its private
     directory, which may hold a model file of gigabytes: the next roscope removes it,

@@ -916,17 +916,15 @@ def _why_none(db, s: dict, is_in, is_out, ctx: FlowContext) -> str:
 def path_stats(db) -> list[dict]:
     """Per path (of the last `data_flows`): flow count, and for the end-to-end latency
     and each of its parts the standard statistics (count, min_ns ... max_ns, with
-    quartiles). One query per part, so that DuckDB holds one column of the flows at a
-    time for the exact percentiles; a path's whole column must fit in DuckDB's budget
-    (else the budget grows, with a warning)."""
+    quartiles). One query per part; exact percentiles of a path too large for
+    DuckDB's budget come from a sort spilled to disk (`statistics.grouped`)."""
     out = {r["path_id"]: {"path_id": r["path_id"], "flows": r["flows"], "path": r["path"],
                           "fallback_edges": r["fallback_edges"]}
            for r in db.records("SELECT path_id, flows, path, fallback_edges FROM paths "
                                "WHERE flows > 0 ORDER BY flows DESC, path_id")}
     for c in COMPONENTS:
-        sel = statistics.aggregates(f"{c}_ns", quartiles=True)
-        query = f"SELECT path_id, {sel} FROM data_flows GROUP BY path_id"
-        rows = db.within_memory(lambda q=query: db.records(q), "per-path latency statistics")
+        rows = statistics.grouped(db, f"SELECT path_id, {c}_ns AS x FROM data_flows", ["path_id"], quartiles=True,
+                                  what="per-path latency statistics")
         for r in rows:
             if r["path_id"] in out:
                 out[r["path_id"]][c] = {"count": r["count"], **{k: r[k] for k in statistics.keys(quartiles=True)}}
@@ -937,20 +935,23 @@ def component_stats(db) -> dict:
     """Statistics per component over the distinct segments of all data flows (of the
     last `data_flows`), like the data-flow paper's Tables II-IV: communication per
     topic, idle per node (implicit dependencies), computation per callback (with the
-    callback's mean duration)."""
-    agg = statistics.aggregates("s.duration_ns", quartiles=True)
-    com = db.records(f"""
-        SELECT pi.topic, {agg}
+    callback's mean duration). Each table by decreasing mean."""
+    def by_mean(source: str, by: list[str], extra: str = "") -> list[dict]:
+        rows = statistics.grouped(db, source, by, quartiles=True, extra=extra, what="per-component statistics")
+        return sorted(rows, key=lambda r: (r["mean_ns"] is None, -(r["mean_ns"] or 0)))
+
+    com = by_mean("""
+        SELECT pi.topic, s.duration_ns AS x
         FROM data_flow_segments s JOIN publications_info pi ON pi.publication_id = s.a
-        WHERE s.kind = 'communication' GROUP BY pi.topic ORDER BY mean_ns DESC""")
-    idle = db.records(f"""
-        SELECT c.node, {agg}
+        WHERE s.kind = 'communication'""", ["topic"])
+    idle = by_mean("""
+        SELECT c.node, s.duration_ns AS x
         FROM data_flow_segments s JOIN callback_runs r ON r.run_id = s.b JOIN callbacks_info c USING (callback_id)
-        WHERE s.kind = 'idle' GROUP BY c.node ORDER BY mean_ns DESC""")
-    calc = db.records(f"""
-        SELECT c.node, c.kind, c.topic, c.symbol, {agg}, avg(r.duration_ns) AS callback_mean_ns
+        WHERE s.kind = 'idle'""", ["node"])
+    calc = by_mean("""
+        SELECT c.node, c.kind, c.topic, c.symbol, s.duration_ns AS x, r.duration_ns AS run_ns
         FROM data_flow_segments s JOIN callback_runs r ON r.run_id = s.a JOIN callbacks_info c USING (callback_id)
-        WHERE s.kind = 'computation' GROUP BY ALL ORDER BY mean_ns DESC""")
+        WHERE s.kind = 'computation'""", ["node", "kind", "topic", "symbol"], "avg(run_ns) AS callback_mean_ns")
     return {"communication_by_topic": com, "idle_by_node": idle, "computation_by_callback": calc}
 
 

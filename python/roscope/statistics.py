@@ -25,6 +25,7 @@ API:
 """
 from __future__ import annotations
 
+import math
 import re
 
 #: The statistics of a set of durations, in display order (count is separate).
@@ -74,3 +75,76 @@ def aggregates(expr: str, prefix: str = "", count: str | None = "count", quartil
     cols = [f"count({expr}) AS {count}"] if count else []
     cols += [f"{_agg(n, expr, quartiles)} AS {prefix}{n}_ns" for n in names(quartiles)]
     return ", ".join(cols)
+
+
+def _interpolate(lo: int | float, hi: int | float, d: float) -> float:
+    """`quantile_cont`'s value between two neighbouring ranks, bit for bit: DuckDB
+    computes lo * (1 - d) + hi * d with the first product and the sum fused into one
+    rounding (its build contracts them into an FMA), so it is emulated exactly here."""
+    from fractions import Fraction
+
+    a, b = float(lo), float(hi)
+    return float(Fraction(a) * Fraction(1.0 - d) + Fraction(b * d))
+
+
+def grouped(db, source: str, by: list[str], *, quartiles: bool = False, extra: str = "",
+            what: str = "statistics") -> list[dict]:
+    """The standard statistics of `x` per group of the columns `by` over `source`
+    (SQL that selects the `by` columns, `x` and whatever the `extra` aggregates
+    read), as ``SELECT by, aggregates("x"), extra FROM (source) GROUP BY by``
+    gives them, in that column order.
+
+    That one query is tried first: fast, but `quantile_cont` holds each group's
+    values whole in memory. When it runs out of DuckDB's budget (a path of tens of
+    millions of flows), the percentiles come from a sort that DuckDB spills to disk
+    instead: each group's values ranked (`row_number`), only the two ranks around
+    each percentile kept, and the value interpolated as `quantile_cont` does (the
+    same doubles). Memory then stays within the budget whatever a group's size, and
+    a warning says so. `by` and `extra` are SQL written in roscope's code."""
+    import duckdb
+
+    k = ", ".join(by)
+    tail = f", {extra}" if extra else ""
+    try:
+        return db.records(f"SELECT {k}, {aggregates('x', quartiles=quartiles)}{tail} FROM ({source}) GROUP BY {k}")
+    except duckdb.OutOfMemoryException:
+        pass
+    db.meta.setdefault("warnings", []).append(
+        f"{what}: exact percentiles of the largest groups did not fit in DuckDB's budget; computed from a sort "
+        "spilled to disk instead (slower, same values)")
+    return grouped_by_sort(db, source, by, quartiles=quartiles, extra=extra)
+
+
+def grouped_by_sort(db, source: str, by: list[str], *, quartiles: bool = False, extra: str = "") -> list[dict]:
+    """`grouped`'s rows with the percentiles from a sort that spills, not `quantile_cont`."""
+    k = ", ".join(by)
+    tail = f", {extra}" if extra else ""
+    plain = ", ".join(f"{_SQL[n].format(e='x')} AS {n}_ns" for n in ("min", "mean", "std", "max"))
+    rows = db.records(f"SELECT {k}, count(x) AS count, {plain}{tail} FROM ({source}) GROUP BY {k}")
+    pcts = [n for n in names(quartiles) if n not in _SQL]
+    fractions = [int(n[1:]) / 100 for n in pcts]
+    # Only the ranks quantile_cont reads: floor and ceil of (n - 1) * f.
+    on = " AND ".join(f"v.{c} IS NOT DISTINCT FROM w.{c}" for c in by)
+    picked = db.con.execute(f"""
+        WITH v AS (SELECT {k}, x FROM ({source}) WHERE x IS NOT NULL),
+        n AS (SELECT {k}, count(*) AS n FROM v GROUP BY {k}),
+        p AS (SELECT {k}, (n - 1) * f AS pos FROM n, unnest(?::DOUBLE[]) u(f)),
+        w AS (SELECT DISTINCT {k}, r FROM (SELECT {k}, floor(pos)::BIGINT AS r FROM p
+                                           UNION ALL SELECT {k}, ceil(pos)::BIGINT FROM p)),
+        ranked AS (SELECT {k}, x, row_number() OVER (PARTITION BY {k} ORDER BY x) - 1 AS r FROM v)
+        SELECT {", ".join(f"v.{c}" for c in by)}, v.r, v.x FROM ranked v SEMI JOIN w ON v.r = w.r AND {on}""",
+        [fractions]).fetchall()
+    at: dict[tuple, dict[int, int | float]] = {}
+    for row in picked:
+        at.setdefault(tuple(row[:len(by)]), {})[row[-2]] = row[-1]
+    out = []
+    for r in rows:
+        ranks, n = at.get(tuple(r[c] for c in by), {}), r["count"]
+        for name, f in zip(pcts, fractions):
+            pos = (n - 1) * f
+            lo, hi = math.floor(pos), math.ceil(pos)
+            r[f"{name}_ns"] = (None if n == 0 else float(ranks[lo]) if lo == hi
+                               else _interpolate(ranks[lo], ranks[hi], pos - lo))
+        head = [*by, "count", *keys(quartiles=quartiles)]
+        out.append({**{c: r[c] for c in head}, **{c: v for c, v in r.items() if c not in head}})
+    return out
