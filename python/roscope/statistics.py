@@ -25,6 +25,7 @@ API:
 """
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -40,6 +41,8 @@ _SQL = {
     "max": "max({e})",
 }
 _IDENT = re.compile(r"[a-z_][a-z0-9_]*\Z")
+#: Numbers the temporary tables of `grouped_by_sort`.
+_TEMP = itertools.count()
 
 
 def names(quartiles: bool = False) -> tuple[str, ...]:
@@ -109,31 +112,37 @@ def grouped(db, source: str, by: list[str], *, quartiles: bool = False, extra: s
         return db.records(f"SELECT {k}, {aggregates('x', quartiles=quartiles)}{tail} FROM ({source}) GROUP BY {k}")
     except duckdb.OutOfMemoryException:
         pass
-    db.meta.setdefault("warnings", []).append(
-        f"{what}: exact percentiles of the largest groups did not fit in DuckDB's budget; computed from a sort "
-        "spilled to disk instead (slower, same values)")
+    warning = (f"{what}: exact percentiles of the largest groups did not fit in DuckDB's budget; computed from a "
+               "sort spilled to disk instead (slower, same values)")
+    if warning not in db.meta.setdefault("warnings", []):
+        db.meta["warnings"].append(warning)
     return grouped_by_sort(db, source, by, quartiles=quartiles, extra=extra)
 
 
 def grouped_by_sort(db, source: str, by: list[str], *, quartiles: bool = False, extra: str = "") -> list[dict]:
-    """`grouped`'s rows with the percentiles from a sort that spills, not `quantile_cont`."""
+    """`grouped`'s rows with the percentiles from a sort that spills, not `quantile_cont`.
+    `source` is first stored in a temporary table, so that its joins are done (and
+    their memory given back) before the aggregate and the sort read it."""
     k = ", ".join(by)
     tail = f", {extra}" if extra else ""
     plain = ", ".join(f"{_SQL[n].format(e='x')} AS {n}_ns" for n in ("min", "mean", "std", "max"))
-    rows = db.records(f"SELECT {k}, count(x) AS count, {plain}{tail} FROM ({source}) GROUP BY {k}")
     pcts = [n for n in names(quartiles) if n not in _SQL]
     fractions = [int(n[1:]) / 100 for n in pcts]
-    # Only the ranks quantile_cont reads: floor and ceil of (n - 1) * f.
-    on = " AND ".join(f"v.{c} IS NOT DISTINCT FROM w.{c}" for c in by)
-    picked = db.con.execute(f"""
-        WITH v AS (SELECT {k}, x FROM ({source}) WHERE x IS NOT NULL),
-        n AS (SELECT {k}, count(*) AS n FROM v GROUP BY {k}),
-        p AS (SELECT {k}, (n - 1) * f AS pos FROM n, unnest(?::DOUBLE[]) u(f)),
-        w AS (SELECT DISTINCT {k}, r FROM (SELECT {k}, floor(pos)::BIGINT AS r FROM p
-                                           UNION ALL SELECT {k}, ceil(pos)::BIGINT FROM p)),
-        ranked AS (SELECT {k}, x, row_number() OVER (PARTITION BY {k} ORDER BY x) - 1 AS r FROM v)
-        SELECT {", ".join(f"v.{c}" for c in by)}, v.r, v.x FROM ranked v SEMI JOIN w ON v.r = w.r AND {on}""",
-        [fractions]).fetchall()
+    # Only the ranks quantile_cont reads: floor and ceil of (n - 1) * f, in doubles as it computes them.
+    pos = [f"((n - 1)::DOUBLE * {f!r}::DOUBLE)" for f in fractions]
+    wanted = ", ".join(f"floor({p})::BIGINT, ceil({p})::BIGINT" for p in pos)
+    table = f"_roscope_grouped_{next(_TEMP)}"
+    db.con.execute(f"CREATE TEMP TABLE {table} AS {source}")
+    try:
+        rows = db.records(f"SELECT {k}, count(x) AS count, {plain}{tail} FROM {table} GROUP BY {k}")
+        picked = db.con.execute(f"""
+            SELECT {k}, r, x FROM (
+                SELECT {k}, x, row_number() OVER (PARTITION BY {k} ORDER BY x) - 1 AS r,
+                       count(*) OVER (PARTITION BY {k}) AS n
+                FROM {table} WHERE x IS NOT NULL)
+            WHERE r IN ({wanted})""").fetchall()
+    finally:
+        db.con.execute(f"DROP TABLE IF EXISTS {table}")
     at: dict[tuple, dict[int, int | float]] = {}
     for row in picked:
         at.setdefault(tuple(row[:len(by)]), {})[row[-2]] = row[-1]
@@ -141,10 +150,9 @@ def grouped_by_sort(db, source: str, by: list[str], *, quartiles: bool = False, 
     for r in rows:
         ranks, n = at.get(tuple(r[c] for c in by), {}), r["count"]
         for name, f in zip(pcts, fractions):
-            pos = (n - 1) * f
-            lo, hi = math.floor(pos), math.ceil(pos)
-            r[f"{name}_ns"] = (None if n == 0 else float(ranks[lo]) if lo == hi
-                               else _interpolate(ranks[lo], ranks[hi], pos - lo))
+            p = (n - 1) * f
+            lo, hi = math.floor(p), math.ceil(p)
+            r[f"{name}_ns"] = None if n == 0 else float(ranks[lo]) if lo == hi else _interpolate(ranks[lo], ranks[hi], p - lo)
         head = [*by, "count", *keys(quartiles=quartiles)]
         out.append({**{c: r[c] for c in head}, **{c: v for c, v in r.items() if c not in head}})
     return out
