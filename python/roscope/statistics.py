@@ -135,14 +135,22 @@ def grouped_by_sort(db, source: str, by: list[str], *, quartiles: bool = False, 
     db.con.execute(f"CREATE TEMP TABLE {table} AS {source}")
     try:
         rows = db.records(f"SELECT {k}, count(x) AS count, {plain}{tail} FROM {table} GROUP BY {k}")
+        # Each group as a number (text keys in a sort's partitions cost DuckDB more than
+        # its budget: 13M values by callback name did not fit 128 MiB), then the
+        # group's values ranked.
+        db.con.execute(f"CREATE TEMP TABLE {table}_g AS SELECT {k}, row_number() OVER () AS g "
+                       f"FROM (SELECT DISTINCT {k} FROM {table})")
+        on = " AND ".join(f"t.{c} IS NOT DISTINCT FROM k.{c}" for c in by)
         picked = db.con.execute(f"""
-            SELECT {k}, r, x FROM (
-                SELECT {k}, x, row_number() OVER (PARTITION BY {k} ORDER BY x) - 1 AS r,
-                       count(*) OVER (PARTITION BY {k}) AS n
-                FROM {table} WHERE x IS NOT NULL)
-            WHERE r IN ({wanted})""").fetchall()
+            SELECT {", ".join(f"k.{c}" for c in by)}, v.r, v.x FROM (
+                SELECT g, r, x FROM (
+                    SELECT k.g, t.x, row_number() OVER (PARTITION BY k.g ORDER BY t.x) - 1 AS r,
+                           count(*) OVER (PARTITION BY k.g) AS n
+                    FROM {table} t JOIN {table}_g k ON {on} WHERE t.x IS NOT NULL)
+                WHERE r IN ({wanted})) v JOIN {table}_g k USING (g)""").fetchall()
     finally:
         db.con.execute(f"DROP TABLE IF EXISTS {table}")
+        db.con.execute(f"DROP TABLE IF EXISTS {table}_g")
     at: dict[tuple, dict[int, int | float]] = {}
     for row in picked:
         at.setdefault(tuple(row[:len(by)]), {})[row[-2]] = row[-1]
