@@ -234,6 +234,24 @@ def test_load_never_leaves_partial_files(capfd, tmp_path, monkeypatch):
     assert sorted(os.listdir(tmp_path)) == ["empty", "run.duckdb"]
 
 
+def test_load_force_replaces_a_database_with_its_log(capfd, tmp_path):
+    """A DuckDB process that ends without closing its database (killed, or
+    `flow --store` cut short) leaves DB.wal beside it. `load --force` replaces the
+    database and that log with it: the old log beside the new file made DuckDB
+    refuse to open it ("WAL does not match database file")."""
+    db = str(tmp_path / "run.duckdb")
+    code = ("import duckdb, os, sys; c = duckdb.connect(sys.argv[1]); c.execute('CREATE TABLE t AS SELECT 1 AS x'); "
+            "c.execute('CHECKPOINT'); c.execute('INSERT INTO t VALUES (2)'); os._exit(0)")
+    subprocess.run([sys.executable, "-c", code, db], check=True)
+    assert os.path.exists(db + ".wal")
+    rc, _, err = run(capfd, "load", PINGPONG, "-o", db, "--force")
+    assert rc == 0, err
+    assert not os.path.exists(db + ".wal") and sorted(os.listdir(tmp_path)) == ["run.duckdb"]
+    rc, out, err = run(capfd, "stats", db, "--json")
+    assert rc == 0, err
+    assert json.loads(out)["summary"]["callback_runs"] > 0
+
+
 def test_load_refuses_what_is_not_a_regular_file(capfd, tmp_path):
     fifo = tmp_path / "fifo.duckdb"
     os.mkfifo(fifo)

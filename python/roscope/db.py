@@ -322,7 +322,20 @@ def _commit(tmp: str, target: str, force: bool) -> None:
         return
     if os.path.lexists(target) and (os.path.islink(target) or not os.path.isfile(target)):
         raise InputError(f"{target}: is no longer a regular file; roscope replaces only regular files")
-    os.replace(tmp, target)
+    # The replaced database's log (a DuckDB closed without a checkpoint leaves one) belongs
+    # to it: beside the new file DuckDB would refuse to open it ("WAL does not match").
+    wal, old_wal = target + ".wal", None
+    if os.path.isfile(wal) and not os.path.islink(wal):
+        old_wal = _temp_beside(wal, ".old")
+        os.replace(wal, old_wal)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        if old_wal is not None:
+            os.replace(old_wal, wal)
+        raise
+    if old_wal is not None:
+        _remove_quietly(old_wal)
 
 
 #: DuckDB's memory cap while `load` writes a database file (bytes): what does
