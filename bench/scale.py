@@ -9,9 +9,10 @@ layouts, --scale 100), made with
     /usr/bin/python3 tools/ros2sim/ros2sim.py run --preset autoware_reference_system_mp \\
         --distro rolling --scale 100 --duration D --subbuf-size 4M --num-subbuf 8 --out bench/results/scale-D
 
-for D = 3.15 (1M events) and 315 (91M events); the 10M input is bench/flow.py's
+for D = 3.15 (1M events) and 315 (132M events); the 10M input is bench/flow.py's
 (bench/results/flow-10M, D = 31.5). The 100M input is the 315 s recording and the
-10M one loaded together (two recordings of one host, one after the other).
+10M one loaded together (two recordings of one host, one after the other: 144M events).
+`flow` searches every topic to every topic over the whole trace (`--max-flows 0`).
 
 Each command's output goes to /dev/null; peak RSS is the child's own (wait4).
 Writes bench/results/scale.json.
