@@ -12,7 +12,7 @@ APT_PKGS=(
   linux-perf python3-venv python3-dev pkg-config
   build-essential cmake time
   chromium
-  stress-ng python3-actionlib python3-tf2-ros
+  stress-ng python3-actionlib python3-tf2-ros python3-numpy
   openjdk-17-jre-headless
 )
 missing=()
