@@ -652,8 +652,8 @@ def test_duckdb_out_of_its_budget_is_a_user_error():
 
 
 def test_a_step_out_of_its_budget_is_given_more_with_a_warning():
-    """db.within_memory (the kernel step, the scheduling analysis, the per-path
-    percentiles): the same query under 16 MiB runs out of it, is run again with the
+    """db.within_memory (the kernel step, the scheduling analysis): the same
+    query under 16 MiB runs out of it, is run again with the
     budget doubled until it fits, says so once per doubling, and gives the exact
     median of 0..N-1, (N - 1) / 2; the budget is put back afterwards."""
     import duckdb
@@ -734,12 +734,8 @@ def test_percentiles_from_the_sort_are_those_of_quantile_cont():
     import roscope
     from roscope import flow, statistics
 
-    sources = [(f"SELECT path_id, {c}_ns AS x FROM data_flows", ["path_id"], "") for c in flow.COMPONENTS] + [
-        ("SELECT pi.topic, s.duration_ns AS x FROM data_flow_segments s JOIN publications_info pi "
-         "ON pi.publication_id = s.a WHERE s.kind = 'communication'", ["topic"], ""),
-        ("SELECT c.node, c.kind, c.topic, c.symbol, s.duration_ns AS x, r.duration_ns AS run_ns FROM data_flow_segments s "
-         "JOIN callback_runs r ON r.run_id = s.a JOIN callbacks_info c USING (callback_id) WHERE s.kind = 'computation'",
-         ["node", "kind", "topic", "symbol"], "avg(run_ns) AS callback_mean_ns")]
+    sources = [(flow.PATH_SOURCE.format(c=c), ["path_id"], "") for c in flow.COMPONENTS]
+    sources += list(flow.COMPONENT_SOURCES.values())
     with roscope.open(AUTOWARE) as db:
         flow.data_flows(db, ".", ".")
         nulls = 0

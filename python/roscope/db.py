@@ -671,7 +671,7 @@ def within_memory(con, step, warnings: list[str], what: str, *, at_least: int = 
     up to DuckDB's own default (80% of the RAM), each time with a warning
     ("`what`: N MiB of memory were not enough; made with 2N MiB"). Some queries
     hold one group or one partition whole (an ordered window over the busiest
-    thread, exact percentiles of the largest path): better slower and told than
+    thread's sched events or input waits): better slower and told than
     failed. `restore`: put the limit back afterwards (else the raised limit stays
     for the connection's next queries, which are likely to need it too)."""
     import duckdb

@@ -916,6 +916,26 @@ def _why_none(db, s: dict, is_in, is_out, ctx: FlowContext) -> str:
             f"--implicit {s['implicit']}) never reach a message on the --from topics before it")
 
 
+#: The values of `path_stats` (one latency part `c` of every flow) and of
+#: `component_stats` (each table's source, group columns and extra aggregates),
+#: as `statistics.grouped` reads them.
+PATH_SOURCE = "SELECT path_id, {c}_ns AS x FROM data_flows"
+COMPONENT_SOURCES = {
+    "communication_by_topic": ("""
+        SELECT pi.topic, s.duration_ns AS x
+        FROM data_flow_segments s JOIN publications_info pi ON pi.publication_id = s.a
+        WHERE s.kind = 'communication'""", ["topic"], ""),
+    "idle_by_node": ("""
+        SELECT c.node, s.duration_ns AS x
+        FROM data_flow_segments s JOIN callback_runs r ON r.run_id = s.b JOIN callbacks_info c USING (callback_id)
+        WHERE s.kind = 'idle'""", ["node"], ""),
+    "computation_by_callback": ("""
+        SELECT c.node, c.kind, c.topic, c.symbol, s.duration_ns AS x, r.duration_ns AS run_ns
+        FROM data_flow_segments s JOIN callback_runs r ON r.run_id = s.a JOIN callbacks_info c USING (callback_id)
+        WHERE s.kind = 'computation'""", ["node", "kind", "topic", "symbol"], "avg(run_ns) AS callback_mean_ns"),
+}
+
+
 def path_stats(db) -> list[dict]:
     """Per path (of the last `data_flows`): flow count, and for the end-to-end latency
     and each of its parts the standard statistics (count, min_ns ... max_ns, with
@@ -926,7 +946,7 @@ def path_stats(db) -> list[dict]:
            for r in db.records("SELECT path_id, flows, path, fallback_edges FROM paths "
                                "WHERE flows > 0 ORDER BY flows DESC, path_id")}
     for c in COMPONENTS:
-        rows = statistics.grouped(db, f"SELECT path_id, {c}_ns AS x FROM data_flows", ["path_id"], quartiles=True,
+        rows = statistics.grouped(db, PATH_SOURCE.format(c=c), ["path_id"], quartiles=True,
                                   what="per-path latency statistics")
         for r in rows:
             if r["path_id"] in out:
@@ -939,23 +959,11 @@ def component_stats(db) -> dict:
     last `data_flows`), like the data-flow paper's Tables II-IV: communication per
     topic, idle per node (implicit dependencies), computation per callback (with the
     callback's mean duration). Each table by decreasing mean."""
-    def by_mean(source: str, by: list[str], extra: str = "") -> list[dict]:
+    def by_mean(source: str, by: list[str], extra: str) -> list[dict]:
         rows = statistics.grouped(db, source, by, quartiles=True, extra=extra, what="per-component statistics")
         return sorted(rows, key=lambda r: (r["mean_ns"] is None, -(r["mean_ns"] or 0)))
 
-    com = by_mean("""
-        SELECT pi.topic, s.duration_ns AS x
-        FROM data_flow_segments s JOIN publications_info pi ON pi.publication_id = s.a
-        WHERE s.kind = 'communication'""", ["topic"])
-    idle = by_mean("""
-        SELECT c.node, s.duration_ns AS x
-        FROM data_flow_segments s JOIN callback_runs r ON r.run_id = s.b JOIN callbacks_info c USING (callback_id)
-        WHERE s.kind = 'idle'""", ["node"])
-    calc = by_mean("""
-        SELECT c.node, c.kind, c.topic, c.symbol, s.duration_ns AS x, r.duration_ns AS run_ns
-        FROM data_flow_segments s JOIN callback_runs r ON r.run_id = s.a JOIN callbacks_info c USING (callback_id)
-        WHERE s.kind = 'computation'""", ["node", "kind", "topic", "symbol"], "avg(run_ns) AS callback_mean_ns")
-    return {"communication_by_topic": com, "idle_by_node": idle, "computation_by_callback": calc}
+    return {name: by_mean(*src) for name, src in COMPONENT_SOURCES.items()}
 
 
 def executor(db, *, store: bool = False) -> dict:

@@ -154,6 +154,7 @@ def grouped_by_sort(db, source: str, by: list[str], *, quartiles: bool = False, 
     at: dict[tuple, dict[int, int | float]] = {}
     for row in picked:
         at.setdefault(tuple(row[:len(by)]), {})[row[-2]] = row[-1]
+    head = [*by, "count", *keys(quartiles=quartiles)]
     out = []
     for r in rows:
         ranks, n = at.get(tuple(r[c] for c in by), {}), r["count"]
@@ -161,6 +162,5 @@ def grouped_by_sort(db, source: str, by: list[str], *, quartiles: bool = False, 
             p = (n - 1) * f
             lo, hi = math.floor(p), math.ceil(p)
             r[f"{name}_ns"] = None if n == 0 else float(ranks[lo]) if lo == hi else _interpolate(ranks[lo], ranks[hi], p - lo)
-        head = [*by, "count", *keys(quartiles=quartiles)]
         out.append({**{c: r[c] for c in head}, **{c: v for c, v in r.items() if c not in head}})
     return out
