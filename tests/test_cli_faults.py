@@ -699,6 +699,56 @@ def test_topic_statistics_fit_a_budget_their_one_statement_did_not(tmp_path):
     assert rows[16 << 20] == rows[0]
 
 
+def test_callback_and_topic_percentiles_beyond_the_budget_come_from_the_sort(tmp_path):
+    """`stats.callbacks` (run durations) and `stats.topics` (delivery latencies) take
+    their percentiles through statistics.grouped: a callback with millions of runs no
+    longer needs its runs whole in memory (quantile_cont). The real CARET
+    end-to-end trace with its busiest callback's runs and its busiest topic's links
+    each repeated to 6M: under 32 MiB quantile_cont runs out of memory, the sort
+    does not, and every row equals the one quantile_cont gives under DuckDB's own
+    budget."""
+    import roscope
+    from roscope import stats
+
+    db_path = str(tmp_path / "e2e.duckdb")
+    p = subprocess.run([sys.executable, "-m", "roscope", "load", os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds"),
+                        "-o", db_path], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    n = 6_000_000
+    with roscope.open(db_path, read_only=False) as db:
+        con = db.con
+        [(cb, runs)] = con.execute("SELECT callback_id, count(*) FROM callback_runs WHERE end_ts IS NOT NULL "
+                                   "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1").fetchall()
+        [(topic, links)] = con.execute("SELECT topic, count(*) FROM links_info WHERE callback_start_ts IS NOT NULL "
+                                       "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1").fetchall()
+        [(span, top)] = con.execute("SELECT max(end_ts) - min(start_ts) + 1, max(run_id) FROM callback_runs").fetchall()
+        # Copies shifted past the trace's end, with run ids of their own.
+        con.execute("INSERT INTO callback_runs SELECT c.* REPLACE (run_id + k * $top AS run_id, start_ts + k * $span AS "
+                    "start_ts, end_ts + k * $span AS end_ts) FROM callback_runs c, range(1, $k) t(k) "
+                    "WHERE callback_id = $cb AND end_ts IS NOT NULL", {"top": top + 1, "span": span, "cb": cb, "k": n // runs})
+        con.execute("INSERT INTO links SELECT l.* FROM links l JOIN (SELECT DISTINCT publication_id, run_id, topic, "
+                    "callback_start_ts FROM links_info) i USING (publication_id, run_id), range(1, $k) t(k) "
+                    "WHERE i.topic = $topic AND i.callback_start_ts IS NOT NULL", {"topic": topic, "k": n // links})
+    rows, warned = {}, {}
+    for budget in (0, 32 << 20):
+        with roscope.open(db_path) as db:
+            db.limit_memory(budget) if budget else db.con.execute("RESET memory_limit")
+            rows[budget] = (stats.callbacks(db), stats.topics(db))
+            warned[budget] = [w.split(":")[0] for w in db.warnings if "computed from a sort spilled" in w]
+    assert warned == {0: [], 32 << 20: ["callback statistics", "topic statistics"]}
+    callbacks, topics = rows[0]
+    assert {r["callback_id"]: r["count"] for r in callbacks}[cb] == runs * (n // runs) > n // 2
+    assert {r["topic"]: r["deliveries"] for r in topics}[topic] == links * (n // links) > n // 2
+    # Equal, but for standard deviations: DuckDB sums their squares in another order.
+    for small, whole in zip(rows[32 << 20], rows[0]):
+        assert len(small) == len(whole) > 1
+        for a, b in zip(small, whole):
+            assert list(a) == list(b)
+            inexact = [k for k in a if k in ("std_ns", "lat_std_ns", "period_jitter_ns") and a[k] is not None]
+            assert {k: v for k, v in a.items() if k not in inexact} == {k: v for k, v in b.items() if k not in inexact}
+            assert all(a[k] == pytest.approx(b[k], rel=1e-12) for k in inexact)
+
+
 def test_percentiles_beyond_the_budget_come_from_a_sort_that_spills():
     """statistics.grouped (per-path and per-component statistics of `roscope flow`):
     exact percentiles with quantile_cont hold a group's values whole, so a path of

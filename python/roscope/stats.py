@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from roscope.statistics import aggregates, keys
+from roscope.statistics import grouped, keys
 
 if TYPE_CHECKING:
     from roscope.db import Database
@@ -26,28 +26,34 @@ def trace_span(db: Database) -> tuple[int, int]:
 def callbacks(db: Database):
     first, last = trace_span(db)
     span = max(last - first, 1)
-    return db.records(
-        f"""
-        WITH runs AS ({_RUNS}),
-        d AS (
-            SELECT callback_id, count(*) AS count, {aggregates("duration_ns", count=None)},
-                   sum(duration_ns) AS busy_ns
-            FROM runs GROUP BY callback_id),
-        periods AS (
+    # Durations per callback through `statistics.grouped`: its exact percentiles fall
+    # back to a sort that spills when a callback's runs do not fit DuckDB's budget.
+    durations = {r["callback_id"]: r for r in grouped(
+        db, f"SELECT callback_id, duration_ns AS x FROM ({_RUNS})", ["callback_id"],
+        extra="count(*) AS runs, sum(x) AS busy_ns", what="callback statistics")}
+    # The periods of each callback's runs, on their own: joined with callbacks_info in
+    # one statement they did not fit a budget (32 MiB, 6M runs) that each part fits.
+    periods = {r.pop("callback_id"): r for r in db.records(f"""
+        SELECT callback_id, avg(period) AS period_mean_ns, stddev_samp(period) AS period_jitter_ns FROM (
             SELECT callback_id, start_ts - lag(start_ts) OVER (PARTITION BY callback_id ORDER BY start_ts) AS period
-            FROM runs),
-        p AS (
-            SELECT callback_id, avg(period) AS period_mean_ns, stddev_samp(period) AS period_jitter_ns
-            FROM periods WHERE period IS NOT NULL GROUP BY callback_id)
-        SELECT c.hostname, c.pid, c.procname, c.node, c.callback_id, c.handle, c.symbol, c.kind, c.topic,
-               c.period_ns AS timer_period_ns, d.count, d.min_ns, d.mean_ns, d.std_ns, d.p50_ns, d.p90_ns,
-               d.p99_ns, d.max_ns, d.busy_ns,
-               CASE WHEN c.kind = 'timer' THEN p.period_mean_ns END AS period_mean_ns,
-               CASE WHEN c.kind = 'timer' THEN p.period_jitter_ns END AS period_jitter_ns,
-               d.busy_ns / {span}::DOUBLE AS cpu_share
-        FROM d JOIN callbacks_info c USING (callback_id) LEFT JOIN p USING (callback_id)
-        ORDER BY d.busy_ns DESC, c.callback_id"""
-    )
+            FROM ({_RUNS}))
+        WHERE period IS NOT NULL GROUP BY callback_id""")}
+    info = db.records("SELECT hostname, pid, procname, node, callback_id, handle, symbol, kind, topic, "
+                      "period_ns AS timer_period_ns FROM callbacks_info")
+    rows = []
+    for c in info:
+        d = durations.get(c["callback_id"])
+        if d is None:  # no complete run
+            continue
+        p = periods.get(c["callback_id"], {}) if c["kind"] == "timer" else {}
+        period = {k: p.get(k) for k in ("period_mean_ns", "period_jitter_ns")}
+        rows.append({**c, "count": d["runs"], **{k: d[k] for k in _CALLBACK_KEYS}, **period, "cpu_share": d["busy_ns"] / span})
+    # busy time DESC, then callback id
+    rows.sort(key=lambda r: (-r["busy_ns"], r["callback_id"]))
+    return rows
+
+
+_CALLBACK_KEYS = (*keys(), "busy_ns")
 
 
 # The parts of a topic's row, one query each, keyed by topic. In one statement DuckDB
@@ -57,10 +63,7 @@ _TOPIC_PARTS = (
     # publications
     "SELECT topic, count(*) AS publications FROM publications_info WHERE topic IS NOT NULL GROUP BY topic",
     # deliveries and their latency
-    f"""SELECT topic, count(*) AS deliveries,
-               {aggregates("callback_start_ts - publish_ts", prefix="lat_", count=None)},
-               count(*) FILTER (WHERE heuristic = 1) AS heuristic_links
-        FROM links_info WHERE callback_start_ts IS NOT NULL GROUP BY topic""",
+    None,  # deliveries and their latency: `_latencies`
     # publications without a link
     """SELECT pi.topic, count(*) FILTER (WHERE l.publication_id IS NULL) AS unmatched_publications
         FROM publications_info pi LEFT JOIN (SELECT DISTINCT publication_id FROM links) l USING (publication_id)
@@ -76,10 +79,22 @@ _TOPIC_PARTS = (
 _LAT_KEYS = keys(prefix="lat_")
 
 
+def _latencies(db: Database) -> list[dict]:
+    """Per topic: deliveries, their latency statistics (`lat_` keys) and how many
+    rest on a heuristic link; through `statistics.grouped`, whose exact percentiles
+    fall back to a sort that spills when a topic's deliveries do not fit the budget."""
+    rows = grouped(db, "SELECT topic, callback_start_ts - publish_ts AS x, heuristic FROM links_info "
+                       "WHERE callback_start_ts IS NOT NULL", ["topic"],
+                   extra="count(*) AS deliveries, count(*) FILTER (WHERE heuristic = 1) AS heuristic_links",
+                   what="topic statistics")
+    return [{"topic": r["topic"], "deliveries": r["deliveries"], **{f"lat_{k}": r[k] for k in keys()},
+             "heuristic_links": r["heuristic_links"]} for r in rows]
+
+
 def topics(db: Database):
     first, last = trace_span(db)
     span_s = max(last - first, 1) / 1e9
-    pubs, lat, linked, tk, dr = ({r.pop("topic"): r for r in db.records(q)} for q in _TOPIC_PARTS)
+    pubs, lat, linked, tk, dr = ({r.pop("topic"): r for r in (db.records(q) if q else _latencies(db))} for q in _TOPIC_PARTS)
     rows = []
     for t in db.records("SELECT topic, publishers, subscriptions FROM topics"):
         name, none = t["topic"], {}
