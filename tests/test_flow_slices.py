@@ -149,3 +149,41 @@ def test_message_graph_walked_over_the_database_equals_the_models(path, dbs):
             assert walked[k] == whole[k], (pub, k)
         sizes.append(len(whole["edges"]))
     assert max(sizes) > 0, sizes
+
+
+def test_flows_go_to_a_scratch_file_not_to_temporary_tables(tmp_path):
+    """Without --store, the flows of `roscope flow` (76M at 144M events) go to a
+    scratch database file in the Database's private directory, shown as temporary
+    views: DuckDB compresses them and keeps no per-block bookkeeping of a spilled
+    temporary table in memory (with temporary tables, RSS grew by 100 MiB over
+    5.7 GB spilled). The database read stays untouched, the tables hold the flows
+    the search counted, a second search replaces them, and close() removes the file."""
+    import hashlib
+    import subprocess
+    import sys
+
+    db_path = str(tmp_path / "aw.duckdb")
+    p = subprocess.run([sys.executable, "-m", "roscope", "load", os.path.join(TRACES, "ros2", "autoware-carla-galactic"),
+                        "-o", db_path], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    digest = hashlib.sha256(open(db_path, "rb").read()).hexdigest()
+    db = roscope.open(db_path, memory=16 << 20)
+    seen = []
+    for kw in ({}, {"all_paths": True}):
+        res = fl.data_flows(db, ".", ".", **kw)
+        counted = {"data_flows": res.summary["flows"], "paths": res.summary["paths"]}
+        assert counted["data_flows"] > 10_000 and counted not in seen
+        seen.append(counted)
+        kinds = dict(db.con.execute("SELECT table_name, table_type FROM information_schema.tables "
+                                    "WHERE table_catalog = 'temp'").fetchall())
+        assert {n: kinds.get(n) for n in fl.FLOW_TABLES} == {n: "VIEW" for n in fl.FLOW_TABLES}
+        stored = dict(db.con.execute("SELECT table_name, estimated_size FROM duckdb_tables() "
+                                     "WHERE database_name = 'roscope_scratch'").fetchall())
+        assert set(fl.FLOW_TABLES) <= set(stored)
+        for name, n in counted.items():
+            assert db.con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0] == n
+    [(scratch,)] = db.con.execute("SELECT path FROM duckdb_databases() WHERE database_name = 'roscope_scratch'").fetchall()
+    assert os.path.isfile(scratch) and os.path.dirname(scratch) == db._spill
+    db.close()
+    assert not os.path.exists(scratch)
+    assert hashlib.sha256(open(db_path, "rb").read()).hexdigest() == digest

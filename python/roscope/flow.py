@@ -822,7 +822,7 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
         slices["segments_found_again"] = unsure = search.segments_unsure
         paths, stats = search.finish(sink)
         if unsure:
-            _dedupe_segments(db)
+            _dedupe_segments(db, out.target("data_flow_segments"))
         rest_from = slices.pop("rest_from", None)
         if rest_from is not None:  # stopped at a cap before the last slice: the outputs not searched, counted
             stats["outputs_total"] += _outputs_from(db, rest_from, topics, is_out, ex_t, ex_c)
@@ -862,10 +862,11 @@ def _outputs_from(db, t: int, topics: list[str], is_out: list[bool], ex_t, ex_c)
                           {"topics": out, "t": t, "cbs": excluded_cbs}).fetchall()[0][0]
 
 
-def _dedupe_segments(db) -> None:
-    """Keeps the first row of each segment of `data_flow_segments` (a sliced search
-    may find a segment again after it forgot it)."""
-    db.con.execute("DELETE FROM data_flow_segments WHERE rowid IN (SELECT rowid FROM data_flow_segments "
+def _dedupe_segments(db, table: str) -> None:
+    """Keeps the first row of each segment of `table` (the SQL name of the table
+    behind `data_flow_segments`: a sliced search may find a segment again after it
+    forgot it)."""
+    db.con.execute(f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} "
                    "QUALIFY row_number() OVER (PARTITION BY kind, a, b ORDER BY rowid) > 1)")
 
 

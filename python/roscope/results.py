@@ -6,9 +6,10 @@ without writing into the database (the default), or stored in it when asked.
 - `publish_query(db, name, sql, store)`: a query's result as a temporary view, or
   stored as a table.
 - `Appender(db, names, store)`: tables of the schema filled chunk by chunk (Arrow
-  data, e.g. streamed from the core), as temporary tables of the connection (which
-  DuckDB spills to disk under its memory limit) or stored in one transaction; for
-  results whose size is not bounded by the trace (data flows).
+  data, e.g. streamed from the core), in a scratch database file of the Database's
+  private directory shown through temporary views (or, without such a directory,
+  as temporary tables), or stored in one transaction; for results whose size is
+  not bounded by the trace (data flows).
 
 A result published under a name hides a stored table of the same name on that
 connection (the newest result wins); storing drops such a view first. Names are
@@ -105,14 +106,35 @@ def _columns_sql(name: str) -> str:
     raise KeyError(f"no table {name!r} in the schema")
 
 
+#: The catalog of a Database's scratch database file (`Appender`).
+SCRATCH = "roscope_scratch"
+
+
+def scratch_catalog(db) -> str | None:
+    """The catalog of `db`'s scratch database, a file in its private directory
+    (removed with it on close), attached on first use; None when `db` has no
+    private directory (no memory budget)."""
+    import os
+
+    spill = getattr(db, "_spill", None)
+    if not spill:
+        return None
+    if not db.con.execute("SELECT count(*) FROM duckdb_databases() WHERE database_name = ?", [SCRATCH]).fetchall()[0][0]:
+        db.con.execute(f"ATTACH ? AS {SCRATCH} (READ_ONLY false)", [os.path.join(spill, "scratch.duckdb")])
+    return SCRATCH
+
+
 class Appender:
     """Result tables of the schema, created empty and filled chunk by chunk.
 
-    Without `store`, temporary tables of the connection (they work on read-only
-    databases; DuckDB moves them to its temporary directory when they outgrow its
-    memory limit); with `store`, tables of the database, written in one transaction
-    that `close()` commits and `abort()` rolls back. Use it as a context manager:
-    an exception rolls back.
+    Without `store`, tables of the Database's scratch database file (`scratch_catalog`),
+    shown on the connection as temporary views of the same names (they work on
+    read-only databases); DuckDB writes them compressed and keeps in memory what
+    its budget allows, so memory stays flat however many rows come (temporary
+    tables, used when there is no such file, also spill, but stay uncompressed and
+    keep a few MiB of bookkeeping in memory per GiB spilled). With `store`, tables
+    of the database, written in one transaction that `close()` commits and
+    `abort()` rolls back. Use it as a context manager: an exception rolls back.
     """
 
     def __init__(self, db, names, store: bool = False):
@@ -120,22 +142,31 @@ class Appender:
             _check_writable(db)
         self.db, self.names, self.store = db, list(names), store
         con = db.con
+        self.scratch = None if store else scratch_catalog(db)
         if store:
             con.execute("BEGIN TRANSACTION")
         try:
             for name in self.names:
                 _drop_view(con, name)
-                kind = "TABLE" if store else "TEMP TABLE"
-                con.execute(f'CREATE OR REPLACE {kind} "{name}" ({_columns_sql(name)})')
+                if self.scratch:
+                    con.execute(f'CREATE OR REPLACE TABLE {self.scratch}."{name}" ({_columns_sql(name)})')
+                    con.execute(f'CREATE TEMP VIEW "{name}" AS SELECT * FROM {self.scratch}."{name}"')
+                else:
+                    kind = "TABLE" if store else "TEMP TABLE"
+                    con.execute(f'CREATE OR REPLACE {kind} "{name}" ({_columns_sql(name)})')
         except BaseException:
             self.abort()
             raise
 
-    def append(self, name: str, table) -> None:
-        """Appends an Arrow table (or anything `from_arrow` takes) to table `name`."""
+    def target(self, name: str) -> str:
+        """The SQL name of the table behind result `name` (to change its rows)."""
         if name not in self.names:
             raise KeyError(f"{name!r} is not one of this appender's tables")
-        self.db.con.from_arrow(table).insert_into(name)
+        return f'{self.scratch}."{name}"' if self.scratch else f'"{name}"'
+
+    def append(self, name: str, table) -> None:
+        """Appends an Arrow table (or anything `from_arrow` takes) to table `name`."""
+        self.db.con.from_arrow(table).insert_into(self.target(name))
 
     def close(self) -> None:
         if self.store:
@@ -144,9 +175,11 @@ class Appender:
     def abort(self) -> None:
         if self.store:
             self.db.con.execute("ROLLBACK")
-        else:
-            for name in self.names:
-                self.db.con.execute(f'DROP TABLE IF EXISTS temp."{name}"')
+            return
+        for name in self.names:
+            _drop_view(self.db.con, name)
+            if self.scratch:
+                self.db.con.execute(f'DROP TABLE IF EXISTS {self.scratch}."{name}"')
 
     def __enter__(self):
         return self

@@ -29,6 +29,8 @@ import itertools
 import math
 import re
 
+from roscope.results import scratch_catalog
+
 #: The statistics of a set of durations, in display order (count is separate).
 NAMES = ("min", "mean", "std", "p50", "p90", "p99", "max")
 #: The same with quartiles, where a verb shows them.
@@ -131,14 +133,18 @@ def grouped_by_sort(db, source: str, by: list[str], *, quartiles: bool = False, 
     # Only the ranks quantile_cont reads: floor and ceil of (n - 1) * f, in doubles as it computes them.
     pos = [f"((n - 1)::DOUBLE * {f!r}::DOUBLE)" for f in fractions]
     wanted = ", ".join(f"floor({p})::BIGINT, ceil({p})::BIGINT" for p in pos)
-    table = f"_roscope_grouped_{next(_TEMP)}"
-    db.con.execute(f"CREATE TEMP TABLE {table} AS {source}")
+    name = f"_roscope_grouped_{next(_TEMP)}"
+    # In the Database's scratch file when it has one: compressed, and not a temporary
+    # table's in-memory bookkeeping for each block it spills (tens of MiB at 76M rows).
+    scratch = scratch_catalog(db)
+    table = f"{scratch}.{name}" if scratch else name
+    db.con.execute(f"CREATE {'' if scratch else 'TEMP '}TABLE {table} AS {source}")
     try:
         rows = db.records(f"SELECT {k}, count(x) AS count, {plain}{tail} FROM {table} GROUP BY {k}")
         # Each group as a number (text keys in a sort's partitions cost DuckDB more than
         # its budget: 13M values by callback name did not fit 128 MiB), then the
         # group's values ranked.
-        db.con.execute(f"CREATE TEMP TABLE {table}_g AS SELECT {k}, row_number() OVER () AS g "
+        db.con.execute(f"CREATE TEMP TABLE {name}_g AS SELECT {k}, row_number() OVER () AS g "
                        f"FROM (SELECT DISTINCT {k} FROM {table})")
         on = " AND ".join(f"t.{c} IS NOT DISTINCT FROM k.{c}" for c in by)
         picked = db.con.execute(f"""
@@ -146,11 +152,11 @@ def grouped_by_sort(db, source: str, by: list[str], *, quartiles: bool = False, 
                 SELECT g, r, x FROM (
                     SELECT k.g, t.x, row_number() OVER (PARTITION BY k.g ORDER BY t.x) - 1 AS r,
                            count(*) OVER (PARTITION BY k.g) AS n
-                    FROM {table} t JOIN {table}_g k ON {on} WHERE t.x IS NOT NULL)
-                WHERE r IN ({wanted})) v JOIN {table}_g k USING (g)""").fetchall()
+                    FROM {table} t JOIN {name}_g k ON {on} WHERE t.x IS NOT NULL)
+                WHERE r IN ({wanted})) v JOIN {name}_g k USING (g)""").fetchall()
     finally:
         db.con.execute(f"DROP TABLE IF EXISTS {table}")
-        db.con.execute(f"DROP TABLE IF EXISTS {table}_g")
+        db.con.execute(f"DROP TABLE IF EXISTS {name}_g")
     at: dict[tuple, dict[int, int | float]] = {}
     for row in picked:
         at.setdefault(tuple(row[:len(by)]), {})[row[-2]] = row[-1]
