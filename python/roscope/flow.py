@@ -512,8 +512,8 @@ def causal_links(db, ctx: FlowContext | None = None, infer: bool = True, *, stor
 
 def causal_link_table(db, infer: bool = True, *, store: bool = False,
                       slice_publications: int | None = SLICE_PUBLICATIONS, reach_ns: int = SLICE_REACH_NS) -> dict:
-    """Every causal link, made visible to SQL as `causal_links` (a temporary table of
-    the connection, or a stored one with `store`) and never held whole: over slices
+    """Every causal link, made visible to SQL as `causal_links` (a temporary view of
+    the connection over the scratch file, `results.Appender`, or a stored table with `store`) and never held whole: over slices
     of the model on a database with more than `slice_publications` publications (as
     `data_flows`). Returns {"links": count, "slices": what the slicing did}."""
     with Appender(db, ["causal_links"], store) as out:
@@ -660,7 +660,8 @@ FLOW_TABLES = ("data_flows", "data_flow_steps", "data_flow_segments", "paths")
 class DataFlows(Mapping):
     """The result of `data_flows`: the summary (read it as a dict: `res["flows"]`,
     `res["warnings"]`) and the result tables, which live in the database's
-    connection (temporary tables, or stored ones with `store=True`): query them
+    connection (temporary views over a scratch file, `results.Appender`, or stored
+    tables with `store=True`): query them
     with SQL, or read one whole as a pyarrow Table through its attribute:
 
     - `data_flows`: one row per flow: flow_id, path_id, output_publication_id,
@@ -772,8 +773,9 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
     and its `warnings` say so.
 
     Flows are streamed into the database's connection as they are found (memory
-    holds one chunk): temporary tables `data_flows`, `data_flow_steps`,
-    `data_flow_segments`, `paths`, or stored tables with `store`. Returns a
+    holds one chunk): `data_flows`, `data_flow_steps`, `data_flow_segments`,
+    `paths` (temporary views over a scratch file, `results.Appender`), or stored
+    tables with `store`. Returns a
     `DataFlows`.
 
     Without `ctx`, a database with more than `slice_publications` publications is
