@@ -777,6 +777,29 @@ def test_percentiles_beyond_the_budget_come_from_a_sort_that_spills():
         assert row[f"{name}_ns"] == pytest.approx(int(name[1:]) / 100 * (n - 1), rel=1e-15, abs=0), name
 
 
+def test_a_sort_beyond_the_budget_runs_again_with_more():
+    """When even the sort does not fit (8M values under 16 MiB; on 144M events the
+    per-component statistics' joins under 64 MiB), statistics.grouped runs it again
+    with the budget doubled, says so, and puts the budget back afterwards: the
+    percentiles are still those of 0..n-1 computed by hand."""
+    import roscope
+    from roscope import statistics
+    from roscope.db import memory_limit
+
+    n = 8_000_000
+    with roscope.open(PINGPONG) as db:
+        db.con.execute(f"CREATE TEMP TABLE v AS SELECT 0 AS g, (i * 7919) % {n} AS x FROM range({n}) t(i)")
+        db.limit_memory(16 << 20)
+        db.meta["warnings"] = []
+        [row] = statistics.grouped(db, "SELECT g, x FROM v", ["g"], quartiles=True, what="the test's group")
+        assert db.meta["warnings"][1:] == ["the test's group: 16 MiB of memory were not enough; made with 32 MiB "
+                                           "(--memory sets the budget)"], db.meta["warnings"]
+        assert memory_limit(db.con)[1] == 16 << 20
+    assert (row["count"], row["min_ns"], row["max_ns"]) == (n, 0, n - 1)
+    for name in ("p25", "p50", "p75", "p90", "p99"):
+        assert row[f"{name}_ns"] == pytest.approx(int(name[1:]) / 100 * (n - 1), rel=1e-15, abs=0), name
+
+
 def test_percentiles_from_the_sort_are_those_of_quantile_cont():
     """The sort's percentiles are DuckDB quantile_cont's, bit for bit, on the data
     flows of the real Autoware trace: per path (every latency part) and per

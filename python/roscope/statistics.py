@@ -105,7 +105,8 @@ def grouped(db, source: str, by: list[str], *, quartiles: bool = False, extra: s
     instead: each group's values ranked (`row_number`), only the two ranks around
     each percentile kept, and the value interpolated as `quantile_cont` does (the
     same doubles). Memory then stays within the budget whatever a group's size, and
-    a warning says so. `by` and `extra` are SQL written in roscope's code."""
+    a warning says so; should the sort still not fit (the joins of `source`), it is
+    run again with the budget doubled (`db.within_memory`), with a warning. `by` and `extra` are SQL written in roscope's code."""
     import duckdb
 
     k = ", ".join(by)
@@ -118,7 +119,12 @@ def grouped(db, source: str, by: list[str], *, quartiles: bool = False, extra: s
                "sort spilled to disk instead (slower, same values)")
     if warning not in db.meta.setdefault("warnings", []):
         db.meta["warnings"].append(warning)
-    return grouped_by_sort(db, source, by, quartiles=quartiles, extra=extra)
+    # The sort itself needs little, but the joins of `source` a little more than a
+    # tight budget: then the budget is doubled for it, with a warning (db.within_memory).
+    from roscope.db import within_memory
+
+    return within_memory(db.con, lambda: grouped_by_sort(db, source, by, quartiles=quartiles, extra=extra),
+                         db.meta["warnings"], what)
 
 
 def grouped_by_sort(db, source: str, by: list[str], *, quartiles: bool = False, extra: str = "") -> list[dict]:
