@@ -139,8 +139,9 @@ def _slice_model(db, a: int, b: int, c: int, d: int, xp=(), xr=(), statics: dict
 
 #: A database with more publications than this has its data-flow search run over
 #: slices of the model, this many publications each (docs/analyses.md, "Slices"):
-#: about half a million events of trace (bench/scale.py measures the memory it leads to).
-SLICE_PUBLICATIONS = 50_000
+#: about a quarter of a million events of trace (bench/scale.py measures the memory it
+#: leads to; on 10M events 50,000 peaked 30 MiB higher, 12,500 15 MiB lower, in the same time).
+SLICE_PUBLICATIONS = 25_000
 #: DuckDB's budget for `roscope flow` (bytes; `--memory`): with slices, DuckDB's
 #: buffers for the result tables are most of what the flow holds.
 FLOW_MEMORY = 128 << 20
