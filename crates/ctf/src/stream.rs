@@ -594,7 +594,10 @@ impl StreamReader {
     /// mapping is read-only and file-backed: nothing is lost, pages are read
     /// again from the page cache if ever touched).
     fn release_behind(&mut self, upto: u64) {
-        const CHUNK: u64 = 8 << 20;
+        // Per stream: a trace has one stream per CPU and channel, all read at once by
+        // the merge, so at most streams x CHUNK of read pages stay resident (8 MiB
+        // kept all 29 MB of the Autoware trace's 32 streams: `info` 50 -> 37 MiB).
+        const CHUNK: u64 = 1 << 20;
         const PAGE: u64 = 4096;
         let end = upto / PAGE * PAGE;
         if end >= self.released + CHUNK {
