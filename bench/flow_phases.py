@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Where `roscope flow`'s memory goes, phase by phase (issue 14).
+
+Runs `roscope flow ARGS...` in this process and samples its RSS (anonymous and
+file-backed, /proc/self/status) every 0.1 s, keeping the peak of each phase: the
+causal links and everything before the search, the data-flow search, the per-path
+and per-component statistics, and the rest. After the search and after the
+statistics it also reads what DuckDB's buffers hold (`duckdb_memory()`), and what
+`malloc_trim(0)` gives back after the search.
+
+    .venv/bin/python bench/flow_phases.py DB --from . --to . --max-flows 0 --json
+
+Prints one JSON object on stderr at the end (the flow's own output goes to stdout).
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import sys
+import threading
+import time
+
+
+def rss() -> tuple[int, int]:
+    """(anonymous, file-backed) resident MiB of this process."""
+    a = f = 0
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("RssAnon:"):
+                a = int(line.split()[1]) >> 10
+            elif line.startswith("RssFile:"):
+                f = int(line.split()[1]) >> 10
+    return a, f
+
+
+def main() -> int:
+    from roscope import cli
+    from roscope import flow as fl
+
+    phase = ["links"]
+    peaks: dict[str, list[int]] = {}
+    notes: dict[str, object] = {}
+
+    def sample() -> None:
+        while True:
+            a, f = rss()
+            p = peaks.setdefault(phase[0], [0, 0, 0])
+            if a + f > p[2]:
+                p[:] = [a, f, a + f]
+            time.sleep(0.1)
+
+    def buffers(db) -> dict:
+        return dict(db.con.execute("SELECT tag, memory_usage_bytes >> 20 FROM duckdb_memory() "
+                                   "WHERE memory_usage_bytes > 0").fetchall())
+
+    threading.Thread(target=sample, daemon=True).start()
+    search, components = fl.data_flows, fl.component_stats
+
+    def data_flows(db, *a, **k):
+        phase[0] = "search"
+        res = search(db, *a, **k)
+        notes["after_search"] = {"rss_anon_file_mib": rss(), "duckdb_mib": buffers(db)}
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        notes["after_malloc_trim"] = {"rss_anon_file_mib": rss()}
+        phase[0] = "statistics"
+        return res
+
+    def component_stats(db):
+        res = components(db)
+        notes["after_statistics"] = {"rss_anon_file_mib": rss(), "duckdb_mib": buffers(db)}
+        phase[0] = "rest"
+        return res
+
+    fl.data_flows, fl.component_stats = data_flows, component_stats
+    t0 = time.monotonic()
+    sys.argv = ["roscope", "flow", *sys.argv[1:]]
+    rc = cli.main()
+    time.sleep(0.2)
+    out = {"seconds": round(time.monotonic() - t0, 1), "exit": rc,
+           "peaks_anon_file_total_mib": peaks, **notes}
+    print(json.dumps(out), file=sys.stderr)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
