@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import functools
 import json
+import math
 import os
 import re
 import shutil
@@ -219,7 +220,13 @@ def test_thread_times_equal_perf_sched_timehist(recording):
             if want < 1_000_000:  # under 1 ms the timehist's µs rounding is over 1 %
                 continue
             checked += 1
-            assert mine[(tid, state)] == pytest.approx(want, rel=0.01), (tid, th[tid]["name"], state)
+            # timehist cuts each time to the µs, so each of the n intervals is off by less
+            # than 1 µs either way (the difference of two cuts: variance 1/6 µs²): their sum
+            # by up to 4 standard deviations, 4 * sqrt(n / 6) µs. Over 1,000 intervals that
+            # is 52 µs; 1% of a thread's ~1.2 ms runnable time is 12 µs, which the sum of
+            # honest cuts passed by in 2 of 3 runs (seen: 12 and 21 µs).
+            cut = 4 * math.sqrt(len(th[tid][state]) / 6) * 1000
+            assert mine[(tid, state)] == pytest.approx(want, rel=0.01, abs=cut), (tid, th[tid]["name"], state, len(th[tid][state]))
     assert checked >= 10
 
 
