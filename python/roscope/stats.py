@@ -62,8 +62,7 @@ _CALLBACK_KEYS = (*keys(), "busy_ns")
 _TOPIC_PARTS = (
     # publications
     "SELECT topic, count(*) AS publications FROM publications_info WHERE topic IS NOT NULL GROUP BY topic",
-    # deliveries and their latency
-    None,  # deliveries and their latency: `_latencies`
+    # (deliveries and their latency: `_latencies`)
     # publications without a link
     """SELECT pi.topic, count(*) FILTER (WHERE l.publication_id IS NULL) AS unmatched_publications
         FROM publications_info pi LEFT JOIN (SELECT DISTINCT publication_id FROM links) l USING (publication_id)
@@ -79,7 +78,7 @@ _TOPIC_PARTS = (
 _LAT_KEYS = keys(prefix="lat_")
 
 
-def _latencies(db: Database) -> list[dict]:
+def _latencies(db: Database) -> dict[str, dict]:
     """Per topic: deliveries, their latency statistics (`lat_` keys) and how many
     rest on a heuristic link; through `statistics.grouped`, whose exact percentiles
     fall back to a sort that spills when a topic's deliveries do not fit the budget."""
@@ -87,14 +86,15 @@ def _latencies(db: Database) -> list[dict]:
                        "WHERE callback_start_ts IS NOT NULL", ["topic"],
                    extra="count(*) AS deliveries, count(*) FILTER (WHERE heuristic = 1) AS heuristic_links",
                    what="topic statistics")
-    return [{"topic": r["topic"], "deliveries": r["deliveries"], **{f"lat_{k}": r[k] for k in keys()},
-             "heuristic_links": r["heuristic_links"]} for r in rows]
+    return {r["topic"]: {"deliveries": r["deliveries"], **{k: r[s] for k, s in zip(_LAT_KEYS, keys())},
+                         "heuristic_links": r["heuristic_links"]} for r in rows}
 
 
 def topics(db: Database):
     first, last = trace_span(db)
     span_s = max(last - first, 1) / 1e9
-    pubs, lat, linked, tk, dr = ({r.pop("topic"): r for r in (db.records(q) if q else _latencies(db))} for q in _TOPIC_PARTS)
+    pubs, linked, tk, dr = ({r.pop("topic"): r for r in db.records(q)} for q in _TOPIC_PARTS)
+    lat = _latencies(db)
     rows = []
     for t in db.records("SELECT topic, publishers, subscriptions FROM topics"):
         name, none = t["topic"], {}
