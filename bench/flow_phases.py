@@ -4,7 +4,7 @@
 Runs `roscope flow ARGS...` in this process and samples its RSS (anonymous and
 file-backed, /proc/self/status) every 0.1 s, keeping the peak of each phase: the
 causal links and everything before the search, the data-flow search, the per-path
-and per-component statistics, and the rest. After the search and after the
+and per-component statistics, and the rest, with the wall time of each. After the search and after the
 statistics it also reads what DuckDB's buffers hold (`duckdb_memory()`), and what
 `malloc_trim(0)` gives back after the search.
 
@@ -39,6 +39,11 @@ def main() -> int:
 
     phase = ["links"]
     peaks: dict[str, list[int]] = {}
+    began = {"links": time.monotonic()}
+
+    def enter(name: str) -> None:
+        phase[0] = name
+        began[name] = time.monotonic()
     notes: dict[str, object] = {}
 
     def sample() -> None:
@@ -57,18 +62,18 @@ def main() -> int:
     search, components = fl.data_flows, fl.component_stats
 
     def data_flows(db, *a, **k):
-        phase[0] = "search"
+        enter("search")
         res = search(db, *a, **k)
         notes["after_search"] = {"rss_anon_file_mib": rss(), "duckdb_mib": buffers(db)}
         ctypes.CDLL("libc.so.6").malloc_trim(0)
         notes["after_malloc_trim"] = {"rss_anon_file_mib": rss()}
-        phase[0] = "statistics"
+        enter("statistics")
         return res
 
     def component_stats(db):
         res = components(db)
         notes["after_statistics"] = {"rss_anon_file_mib": rss(), "duckdb_mib": buffers(db)}
-        phase[0] = "rest"
+        enter("rest")
         return res
 
     fl.data_flows, fl.component_stats = data_flows, component_stats
@@ -76,7 +81,9 @@ def main() -> int:
     sys.argv = ["roscope", "flow", *sys.argv[1:]]
     rc = cli.main()
     time.sleep(0.2)
+    ends = [*list(began.values())[1:], time.monotonic()]
     out = {"seconds": round(time.monotonic() - t0, 1), "exit": rc,
+           "phase_seconds": {k: round(e - b, 1) for (k, b), e in zip(began.items(), ends)},
            "peaks_anon_file_total_mib": peaks, **notes}
     print(json.dumps(out), file=sys.stderr)
     return rc

@@ -570,6 +570,53 @@ class Database:
         among this Database's (`within_memory`); the raised budget stays."""
         return within_memory(self.con, step, self.meta.setdefault("warnings", []), what, restore=False)
 
+    #: The settings `renew` carries over to the new connection.
+    _RENEWED_SETTINGS = ("memory_limit", "temp_directory", "preserve_insertion_order", "threads")
+
+    def renew(self) -> bool:
+        """Replaces `self.con` with a new connection to the same database file, and
+        closes the old one: gives back the memory DuckDB keeps outside its buffers
+        after large inserts until its instance closes (on 144M events, about 150 MiB
+        after the data-flow search; docs/scale.md). The settings, the scratch file
+        (`results.scratch_catalog`) and the temporary views over tables carry over.
+        Returns False, changing nothing, when that cannot be done without losing
+        something: a database in memory, temporary tables, views over Python objects
+        (`con.register`), or other attached databases. A connection or relation
+        taken from the old `con` is closed with it."""
+        from roscope.results import SCRATCH
+
+        con = self.con
+        dbs = con.execute("SELECT database_name, path, readonly FROM duckdb_databases() WHERE NOT internal").fetchall()
+        main = con.execute("SELECT current_database()").fetchall()[0][0]
+        own = [d for d in dbs if d[0] == main]
+        others = [d for d in dbs if d[0] not in (main, SCRATCH)]
+        if not own or not own[0][1] or others:
+            return False
+        path, read_only = own[0][1], bool(own[0][2])
+        scratch = [d[1] for d in dbs if d[0] == SCRATCH]
+        if con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchall()[0][0]:
+            return False
+        views = con.execute("SELECT sql FROM duckdb_views() WHERE temporary AND NOT internal ORDER BY view_oid").fetchall()
+        if any("python_" in (v[0] or "") for v in views) or any(v[0] is None for v in views):
+            return False  # a registered Python object: the new connection could not show it
+        settings = con.execute("SELECT name, value FROM duckdb_settings() WHERE list_contains(?, name)",
+                               [list(self._RENEWED_SETTINGS)]).fetchall()
+        con.close()
+        new = _connect(path, read_only)
+        try:
+            for name, value in settings:
+                if value not in (None, ""):
+                    new.execute(f"SET {name} = ?", [value])
+            for p in scratch:
+                new.execute(f"ATTACH ? AS {SCRATCH} (READ_ONLY false)", [p])
+            for (sql,) in views:
+                new.execute(sql)
+        except BaseException:
+            new.close()
+            raise
+        self.con = new
+        return True
+
     def _own_dir(self, path: str) -> None:
         """Makes the private directory `path` this Database's, and DuckDB's temporary
         directory (set once: DuckDB refuses another once it has used one): removed

@@ -126,11 +126,15 @@ def collect(db, args) -> dict:
     # Both over slices of the model on a long trace (docs/analyses.md, "Slices").
     per_slice = args.slice or None
     links = fl.causal_link_table(db, store=args.store, slice_publications=per_slice)
+    # After each step that inserts many rows, a new connection: DuckDB gives back the
+    # memory those inserts left outside its buffers only when its instance closes.
+    db.renew()
     res = fl.data_flows(db, args.from_re, args.to_re, slice_publications=per_slice, implicit=args.implicit,
                         exact_links=not args.no_exact_links,
                         max_flows=args.max_flows or None, max_flows_per_output=args.max_flows_per_output or None,
                         all_paths=args.all_paths, exclude=args.exclude or None, deps=args.deps,
                         fallback=args.fallback or fl.FALLBACK_RULE, store=args.store)
+    db.renew()
     summary = dict(res)
     flow_warnings = summary.pop("warnings")
     out = {"summary": summary, "causal_links": links["links"], "paths": fl.path_stats(db),
