@@ -576,8 +576,8 @@ class Database:
     def renew(self) -> bool:
         """Replaces `self.con` with a new connection to the same database file, and
         closes the old one: gives back the memory DuckDB keeps outside its buffers
-        after large inserts until its instance closes (on 144M events, about 150 MiB
-        after the data-flow search; docs/scale.md). The settings, the scratch file
+        after large inserts until its instance closes (on 144M events, 130 MiB more
+        than its buffers held after the data-flow search; docs/analyses.md). The settings, the scratch file
         (`results.scratch_catalog`) and the temporary views over tables carry over.
         Returns False, changing nothing, when that cannot be done without losing
         something: a database in memory, temporary tables, views over Python objects
