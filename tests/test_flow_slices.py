@@ -229,7 +229,12 @@ def test_a_renewed_connection_shows_the_same_results(tmp_path):
     # A search after the renewal replaces the tables as before.
     res = fl.data_flows(db, ".", ".", all_paths=True)
     assert db.con.execute("SELECT count(*) FROM data_flows").fetchall()[0][0] == res.summary["flows"]
-    # Not renewed: a registered Python object could not be shown again.
+    # Not renewed: an open transaction would be rolled back, a registered Python
+    # object could not be shown again.
+    db.con.begin()
+    kept = db.con
+    assert db.renew() is False and db.con is kept
+    db.con.rollback()
     db.con.register("mine", pa.table({"a": [1, 2]}))
     kept = db.con
     assert db.renew() is False and db.con is kept

@@ -580,9 +580,11 @@ class Database:
         than its buffers held after the data-flow search; docs/analyses.md). The settings, the scratch file
         (`results.scratch_catalog`) and the temporary views over tables carry over.
         Returns False, changing nothing, when that cannot be done without losing
-        something: a database in memory, temporary tables, views over Python objects
-        (`con.register`), or other attached databases. A connection or relation
+        something: a database in memory, an open transaction, temporary tables, views
+        over Python objects (`con.register`), or other attached databases. A connection or relation
         taken from the old `con` is closed with it."""
+        import duckdb
+
         from roscope.results import SCRATCH
 
         con = self.con
@@ -601,6 +603,11 @@ class Database:
             return False  # a registered Python object: the new connection could not show it
         settings = con.execute("SELECT name, value FROM duckdb_settings() WHERE list_contains(?, name)",
                                [list(self._RENEWED_SETTINGS)]).fetchall()
+        try:  # an open transaction (an Appender with `store`) would be rolled back by close()
+            con.execute("BEGIN TRANSACTION")
+        except duckdb.TransactionException:
+            return False
+        con.execute("ROLLBACK")
         con.close()
         new = _connect(path, read_only)
         try:
