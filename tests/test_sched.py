@@ -306,7 +306,8 @@ def test_top_culprits_are_perfs_and_the_competitor_only_where_it_ran(recording, 
     nodes = node_tids(out)
     runs = [r for r in d["runs"] if r["tid"] in nodes]
     assert len(runs) > 100
-    compared = competitor_top = 0
+    compared = competitor_seen = 0
+    tops = collections.Counter()  # who came first, by name (said when the counts fall short)
     for r in runs:
         assert r["on_cpu_ns"] + r["runnable_ns"] + r["blocked_ns"] + r["unknown_ns"] == r["duration_ns"]
         assert sum(c["ns"] for c in r["culprits"]) == r["runnable_ns"]
@@ -318,14 +319,20 @@ def test_top_culprits_are_perfs_and_the_competitor_only_where_it_ran(recording, 
         if sum(want.values()) < 200_000:
             continue
         (first, a), (_, b) = (want.most_common(2) + [(None, 0)])[:2]
-        if a - b < 20_000:  # a tie within timehist's µs: either may come first
-            continue
-        compared += 1
-        assert r["culprits"][0]["tid"] == first, (r["label"], r["culprits"][:2], want.most_common(2))
-        # within 1 %, or the µs to which timehist cuts each of the few intervals of one run
-        assert r["culprits"][0]["ns"] == pytest.approx(a, rel=0.01, abs=5_000)
-        competitor_top += first in comp_tids
-    assert compared >= 5 and competitor_top >= 3, (compared, competitor_top)
+        if a - b >= 20_000:  # else a tie within timehist's µs: either may come first
+            compared += 1
+            tops[th[first]["name"]] += 1
+            assert r["culprits"][0]["tid"] == first, (r["label"], r["culprits"][:2], want.most_common(2))
+            # within 1 %, or the µs to which timehist cuts each of the few intervals of one run
+            assert r["culprits"][0]["ns"] == pytest.approx(a, rel=0.01, abs=5_000)
+        # The competitor's share wherever it delayed a run by 100 µs or more, first or not:
+        # other work on the machine (the suite's other tests) may come before it.
+        got = {c["tid"]: c["ns"] for c in r["culprits"]}
+        for t in comp_tids:
+            if want[t] >= 100_000:
+                competitor_seen += 1
+                assert got.get(t, 0) == pytest.approx(want[t], rel=0.01, abs=5_000), (r["label"], t, r["culprits"][:3])
+    assert compared >= 5 and competitor_seen >= 3, (compared, competitor_seen, tops.most_common(5))
 
 
 @recorded
