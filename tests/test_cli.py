@@ -552,3 +552,30 @@ def test_the_memory_help_shows_the_budget_duckdb_gets():
         seen[name] = (shown, limit)
         assert limit == f"{shown}.0 MiB", (name, text, limit)
     assert seen["flow"][0] < seen["stats"][0]
+
+
+def test_a_command_imports_only_its_own_modules(capfd):
+    """`roscope info TRACE` builds the parser of `info` alone, so it imports neither
+    the other commands nor what they import (the recorder, the data-flow analysis, the
+    database module: a third of its time on the largest shared trace), nor DuckDB,
+    Arrow or pandas; its count of events is still babeltrace2's. `roscope --help` and
+    an unknown command still list every command."""
+    import pkgutil
+
+    import roscope.commands
+
+    code = ("import sys; from roscope import cli; rc = cli.main(sys.argv[1:]); "
+            "heavy = ('duckdb', 'pyarrow', 'pandas', 'roscope.db', 'roscope.record', 'roscope.flow', "
+            "'roscope.commands.load', 'roscope.commands.stats'); "
+            "print('imported:', [m for m in heavy if m in sys.modules], file=sys.stderr); sys.exit(rc)")
+    p = subprocess.run([sys.executable, "-c", code, "info", E2E, "--json"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "imported: []" in p.stderr, p.stderr
+    import oracle
+
+    assert json.loads(p.stdout)["events"] == sum(1 for _ in oracle.Reading(E2E, full=lambda ts, name: False).events())
+    names = sorted(m.name for m in pkgutil.iter_modules(roscope.commands.__path__) if not m.name.startswith("_"))
+    rc, out, _ = run(capfd, "--help")
+    assert rc == 0 and all(n in out for n in names), out
+    rc, _, err = run(capfd, "no-such-command")
+    assert rc == 2 and all(n in err for n in names), err

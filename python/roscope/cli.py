@@ -22,18 +22,22 @@ __all__ = ["UserError", "build_parser", "main"]
 EXIT_BUG = 70
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; with `argv`, of only the command it names when
+    it names one (its first word): a command then imports its own modules only, not
+    every other command's (the recorder, the data-flow analysis, the database module:
+    about 50 ms, a third of `roscope info` on a 684k-event trace)."""
+    names = sorted(m.name for m in pkgutil.iter_modules(_commands.__path__) if not m.name.startswith("_"))
+    if argv and argv[0] in names:
+        names = [argv[0]]
     parser = argparse.ArgumentParser(
         prog="roscope",
         description="Tracing and latency analysis for ROS 2 and ROS 1 systems.",
     )
     parser.add_argument("--version", action="version", version=f"roscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for mod in sorted(pkgutil.iter_modules(_commands.__path__), key=lambda m: m.name):
-        if mod.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"roscope.commands.{mod.name}")
-        module.register(sub)
+    for name in names:
+        importlib.import_module(f"roscope.commands.{name}").register(sub)
     return parser
 
 
@@ -47,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     """Runs one command. Exit status: 0 ok, 1 user error (a message, no traceback),
     2 bad usage (argparse), 70 a bug in roscope (with its traceback), 130 Ctrl-C."""
     try:
-        parser = build_parser()  # imports every command: Ctrl-C often lands here
+        argv = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(argv)  # imports the command's modules: Ctrl-C often lands here
         args = parser.parse_args(argv)
     except KeyboardInterrupt:
         return 130

@@ -1,6 +1,7 @@
 """`roscope info TRACE...`: what is in a trace, at a glance (data: roscope.info)."""
 from __future__ import annotations
 
+import os
 import sys
 
 from roscope.commands import _common as C
@@ -103,10 +104,12 @@ def _run_db(args) -> int:
 
 
 def run(args) -> int:
-    from roscope import db as _db
+    # A database is a file, a trace a directory: the database module only for files.
+    if any(os.path.isfile(p) for p in args.inputs):
+        from roscope import db as _db
 
-    if any(_db.is_db(p) for p in args.inputs):
-        return _run_db(args)
+        if any(_db.is_db(p) for p in args.inputs):
+            return _run_db(args)
     info = summarize(args.inputs)
     try:
         C.show(args, info, render_text)
