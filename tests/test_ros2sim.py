@@ -559,9 +559,14 @@ def test_hosts_have_own_hostname_and_clock(runs):
     xs = [pub[s] for s in take]
     ds = [take[s] - pub[s] for s in take]
     n = len(xs)
-    mx, md = sum(xs) / n, sum(ds) / n
-    slope = sum((x - mx) * (d - md) for x, d in zip(xs, ds)) / sum((x - mx) ** 2 for x in xs)
-    assert abs(slope - 2000e-6) < 200e-6, slope
+    # The drift is the slope of the lower envelope: the fastest message of each tenth of the
+    # run, whose transport latency is near its floor. A fit through every message tilts when
+    # the latency itself grows or shrinks during the run (0.00166 once in CI, with 0.002 set).
+    pts = sorted(zip(xs, ds))
+    low = [min(pts[i * n // 10:(i + 1) * n // 10], key=lambda p: p[1]) for i in range(10)]
+    mx, md = sum(x for x, _ in low) / 10, sum(d for _, d in low) / 10
+    slope = sum((x - mx) * (d - md) for x, d in low) / sum((x - mx) ** 2 for x, _ in low)
+    assert abs(slope - 2000e-6) < 200e-6, (slope, [d for _, d in low])
     ref = run.manifest['clock_ref_ns']          # computer-a's clock is CLOCK_MONOTONIC itself
     latency = sorted(d - (-30_000_000 + (x - ref) * 2000e-6) for x, d in zip(xs, ds))
     assert 0 < latency[0] and latency[n // 2] < 2_000_000, (latency[0], latency[n // 2])
