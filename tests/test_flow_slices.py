@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from conftest import floats_only_differ
 
 pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
@@ -225,7 +226,7 @@ def test_a_renewed_connection_shows_the_same_results(tmp_path):
         assert after[n].equals(before[n]), n
     assert all(after[n].num_rows > 0 for n in fl.FLOW_TABLES)  # (the trace has no transport links)
     # (std may differ in the last digit: DuckDB's threads sum in another order.)
-    assert _close((fl.path_stats(db), fl.component_stats(db)), stats)
+    assert floats_only_differ((fl.path_stats(db), fl.component_stats(db)), stats)
     # A search after the renewal replaces the tables as before.
     res = fl.data_flows(db, ".", ".", all_paths=True)
     assert db.con.execute("SELECT count(*) FROM data_flows").fetchall()[0][0] == res.summary["flows"]
@@ -245,13 +246,3 @@ def test_a_renewed_connection_shows_the_same_results(tmp_path):
     assert mem.renew() is False and mem.con is kept
     mem.close()
 
-
-def _close(a, b) -> bool:
-    """Same shape, equal values, floats within 1e-12 of each other."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
-    if isinstance(a, float) and isinstance(b, float):
-        return a == pytest.approx(b, rel=1e-12)
-    return type(a) is type(b) and a == b

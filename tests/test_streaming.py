@@ -19,6 +19,7 @@ import sys
 import duckdb
 import pyarrow as pa
 import pytest
+from conftest import floats_only_differ
 from roscope import db as rdb
 
 TRACES = os.environ.get("ROSCOPE_TRACES", "/work/shared/traces")
@@ -106,23 +107,12 @@ def test_stats_and_flow_json_unchanged(path, tmp_path):
         # Floats (std) may differ in the last digit: the rows are stored in
         # another order, so DuckDB sums them in another order. Every integer
         # (counts, ns, percentiles of ns) and string is identical.
-        assert _floats_only_differ(a, b), verb
+        assert floats_only_differ(a, b), verb
 
 
 #: What a run measures of itself: how many records the load held at once (0 for
 #: a whole build; streaming is meant to change it) and the flow search's time.
 MEASUREMENTS = {"peak_records_in_memory", "compute_ns", "ns_per_flow"}
-
-
-def _floats_only_differ(a, b) -> bool:
-    """Whether `a` and `b` have the same shape and equal values, floats within 1e-12."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_floats_only_differ(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_floats_only_differ(x, y) for x, y in zip(a, b))
-    if isinstance(a, float) and isinstance(b, float):
-        return a == pytest.approx(b, rel=1e-12, abs=0)
-    return a == b
 
 
 def _without_peak(doc):
@@ -152,5 +142,5 @@ def test_traces_larger_than_a_quarter_of_the_budget_are_opened_from_a_private_fi
         assert os.listdir(private) == ["model.duckdb"] and oct(os.stat(private).st_mode & 0o777) == "0o700"
         got = (stats.summary(small), stats.callbacks(small), stats.topics(small))
     assert not os.path.exists(private)
-    assert _floats_only_differ(_without_peak(json.loads(json.dumps(want, default=str))),
+    assert floats_only_differ(_without_peak(json.loads(json.dumps(want, default=str))),
                                _without_peak(json.loads(json.dumps(got, default=str))))
