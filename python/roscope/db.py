@@ -585,7 +585,7 @@ class Database:
         taken from the old `con` is closed with it."""
         import duckdb
 
-        from roscope.results import SCRATCH
+        from roscope.results import SCRATCH, scratch_catalog
 
         con = self.con
         dbs = con.execute("SELECT database_name, path, readonly FROM duckdb_databases() WHERE NOT internal").fetchall()
@@ -595,7 +595,7 @@ class Database:
         if not own or not own[0][1] or others:
             return False
         path, read_only = own[0][1], bool(own[0][2])
-        scratch = [d[1] for d in dbs if d[0] == SCRATCH]
+        scratch = any(d[0] == SCRATCH for d in dbs)
         if con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchall()[0][0]:
             return False
         views = con.execute("SELECT sql FROM duckdb_views() WHERE temporary AND NOT internal ORDER BY view_oid").fetchall()
@@ -609,19 +609,18 @@ class Database:
             return False
         con.execute("ROLLBACK")
         con.close()
-        new = _connect(path, read_only)
+        self.con = _connect(path, read_only)
         try:
             for name, value in settings:
                 if value not in (None, ""):
-                    new.execute(f"SET {name} = ?", [value])
-            for p in scratch:
-                new.execute(f"ATTACH ? AS {SCRATCH} (READ_ONLY false)", [p])
+                    self.con.execute(f"SET {name} = ?", [value])
+            if scratch:
+                scratch_catalog(self)  # the same file, in this Database's private directory
             for (sql,) in views:
-                new.execute(sql)
+                self.con.execute(sql)
         except BaseException:
-            new.close()
+            self.con.close()
             raise
-        self.con = new
         return True
 
     def _own_dir(self, path: str) -> None:
