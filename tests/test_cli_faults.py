@@ -652,12 +652,12 @@ def test_duckdb_out_of_its_budget_is_a_user_error():
 
 
 def test_a_step_out_of_its_budget_is_given_more_with_a_warning():
-    """db.within_memory (the kernel step, the scheduling analysis): the same
+    """memory.within_memory (the kernel step, the scheduling analysis): the same
     query under 16 MiB runs out of it, is run again with the
     budget doubled until it fits, says so once per doubling, and gives the exact
     median of 0..N-1, (N - 1) / 2; the budget is put back afterwards."""
     import duckdb
-    from roscope.db import memory_limit, within_memory
+    from roscope.memory import memory_limit, within_memory
 
     con = duckdb.connect()
     con.execute("SET memory_limit = '16MiB'")
@@ -701,7 +701,7 @@ def test_topic_statistics_fit_a_budget_their_one_statement_did_not(tmp_path):
 
 def test_callback_and_topic_percentiles_beyond_the_budget_come_from_the_sort(tmp_path):
     """`stats.callbacks` (run durations) and `stats.topics` (delivery latencies) take
-    their percentiles through statistics.grouped: a callback with millions of runs no
+    their percentiles through percentiles.grouped: a callback with millions of runs no
     longer needs its runs whole in memory (quantile_cont). The real CARET
     end-to-end trace with its busiest callback's runs and its busiest topic's links
     each repeated to 6M: under 32 MiB quantile_cont runs out of memory, the sort
@@ -750,7 +750,7 @@ def test_callback_and_topic_percentiles_beyond_the_budget_come_from_the_sort(tmp
 
 
 def test_percentiles_beyond_the_budget_come_from_a_sort_that_spills():
-    """statistics.grouped (per-path and per-component statistics of `roscope flow`):
+    """percentiles.grouped (per-path and per-component statistics of `roscope flow`):
     exact percentiles with quantile_cont hold a group's values whole, so a path of
     tens of millions of flows needed gigabytes (2.5 GB peak at 144M events). When
     they do not fit, they come from a sort that DuckDB spills, within the budget,
@@ -758,20 +758,20 @@ def test_percentiles_beyond_the_budget_come_from_a_sort_that_spills():
     it; the sort gives the percentiles of 0..n-1 computed by hand, f * (n - 1)."""
     import duckdb
     import roscope
-    from roscope import statistics
+    from roscope import percentiles
 
     n = 8_000_000
     with roscope.open(PINGPONG) as db:
         db.con.execute(f"CREATE TEMP TABLE v AS SELECT 0 AS g, (i * 7919) % {n} AS x FROM range({n}) t(i)")
         db.limit_memory(32 << 20)
         with pytest.raises(duckdb.OutOfMemoryException):
-            db.records(f"SELECT g, {statistics.aggregates('x', quartiles=True)} FROM v GROUP BY g")
+            db.records(f"SELECT g, {percentiles.aggregates('x', quartiles=True)} FROM v GROUP BY g")
         db.meta["warnings"] = []
-        [row] = statistics.grouped(db, "SELECT g, x FROM v", ["g"], quartiles=True, what="the test's group")
+        [row] = percentiles.grouped(db, "SELECT g, x FROM v", ["g"], quartiles=True, what="the test's group")
         assert db.meta["warnings"] == ["the test's group: exact percentiles of the largest groups did not fit in "
                                        "DuckDB's budget; computed from a sort spilled to disk instead (slower, same "
                                        "values)"]
-    assert list(row) == ["g", "count", *statistics.keys(quartiles=True)]
+    assert list(row) == ["g", "count", *percentiles.keys(quartiles=True)]
     assert (row["count"], row["min_ns"], row["max_ns"], row["mean_ns"]) == (n, 0, n - 1, (n - 1) / 2)
     for name in ("p25", "p50", "p75", "p90", "p99"):
         assert row[f"{name}_ns"] == pytest.approx(int(name[1:]) / 100 * (n - 1), rel=1e-15, abs=0), name
@@ -779,19 +779,19 @@ def test_percentiles_beyond_the_budget_come_from_a_sort_that_spills():
 
 def test_a_sort_beyond_the_budget_runs_again_with_more():
     """When even the sort does not fit (8M values under 16 MiB; on 144M events the
-    per-component statistics' joins under 64 MiB), statistics.grouped runs it again
+    per-component statistics' joins under 64 MiB), percentiles.grouped runs it again
     with the budget doubled, says so, and puts the budget back afterwards: the
     percentiles are still those of 0..n-1 computed by hand."""
     import roscope
-    from roscope import statistics
-    from roscope.db import memory_limit
+    from roscope import percentiles
+    from roscope.memory import memory_limit
 
     n = 8_000_000
     with roscope.open(PINGPONG) as db:
         db.con.execute(f"CREATE TEMP TABLE v AS SELECT 0 AS g, (i * 7919) % {n} AS x FROM range({n}) t(i)")
         db.limit_memory(16 << 20)
         db.meta["warnings"] = []
-        [row] = statistics.grouped(db, "SELECT g, x FROM v", ["g"], quartiles=True, what="the test's group")
+        [row] = percentiles.grouped(db, "SELECT g, x FROM v", ["g"], quartiles=True, what="the test's group")
         assert db.meta["warnings"][1:] == ["the test's group: 16 MiB of memory were not enough; made with 32 MiB "
                                            "(--memory sets the budget)"], db.meta["warnings"]
         assert memory_limit(db.con)[1] == 16 << 20
@@ -805,7 +805,7 @@ def test_percentiles_from_the_sort_are_those_of_quantile_cont():
     flows of the real Autoware trace: per path (every latency part) and per
     component, groups keyed by columns that may be null (a timer's topic)."""
     import roscope
-    from roscope import flow, statistics
+    from roscope import flow, percentiles
 
     sources = [(flow.PATH_SOURCE.format(c=c), ["path_id"], "") for c in flow.COMPONENTS]
     sources += list(flow.COMPONENT_SOURCES.values())
@@ -813,9 +813,9 @@ def test_percentiles_from_the_sort_are_those_of_quantile_cont():
         flow.data_flows(db, ".", ".")
         nulls = 0
         for source, by, extra in sources:
-            fast = db.records(f"SELECT {', '.join(by)}, {statistics.aggregates('x', quartiles=True)}"
+            fast = db.records(f"SELECT {', '.join(by)}, {percentiles.aggregates('x', quartiles=True)}"
                               f"{', ' + extra if extra else ''} FROM ({source}) GROUP BY ALL")
-            slow = statistics.grouped_by_sort(db, source, by, quartiles=True, extra=extra)
+            slow = percentiles.grouped_by_sort(db, source, by, quartiles=True, extra=extra)
             key = lambda r, by=by: tuple(str(r[c]) for c in by)  # noqa: E731
             fast, slow = sorted(fast, key=key), sorted(slow, key=key)
             assert len(fast) == len(slow) > 1
@@ -832,15 +832,15 @@ def test_private_directories_of_killed_processes_are_removed(tmp_path, monkeypat
     directory, which may hold a model file of gigabytes: the next roscope removes it,
     and leaves those of live processes (each holds its directory's lock). Two real
     processes open a trace in a private $TMPDIR; one is killed, one keeps running."""
-    from roscope import db as rdb
+    from roscope import memory
 
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     monkeypatch.setenv("TMPDIR", str(tmp))
     monkeypatch.setattr(tempfile, "tempdir", None)  # read $TMPDIR again
-    monkeypatch.setattr(rdb, "_PRIVATE_MIN_AGE", 0)  # these directories are seconds old
+    monkeypatch.setattr(memory, "PRIVATE_MIN_AGE", 0)  # these directories are seconds old
     code = ("import roscope, sys, time; d = roscope.open(sys.argv[1], memory=1 << 30); "
-            "open(d._spill + '/model.part', 'wb').write(b'x' * 4096); print(d._spill, flush=True); time.sleep(600)")
+            "open(d.private_dir + '/model.part', 'wb').write(b'x' * 4096); print(d.private_dir, flush=True); time.sleep(600)")
     procs = [subprocess.Popen([sys.executable, "-c", code, PINGPONG], stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "TMPDIR": str(tmp)}) for _ in range(2)]
     try:
@@ -849,13 +849,13 @@ def test_private_directories_of_killed_processes_are_removed(tmp_path, monkeypat
         procs[0].kill()
         procs[0].wait()
         assert os.path.exists(os.path.join(dirs[0], "model.part"))  # nothing cleaned up after SIGKILL
-        mine = rdb._private_dir()
+        mine = memory.private_dir()
         try:
             assert not os.path.exists(dirs[0])
             assert os.path.exists(os.path.join(dirs[1], "model.part"))
             assert sorted(os.listdir(tmp)) == sorted(os.path.basename(d) for d in (dirs[1], mine))
         finally:
-            rdb._remove_private_dir(mine)
+            memory.remove_private_dir(mine)
     finally:
         for p in procs:
             p.kill()

@@ -68,9 +68,9 @@ def record(tmp_path_factory) -> tuple[Path, Path]:
     p = roscope_record(["-o", str(out), "--kernel", "--", "bash", "-c", script], timeout=180)
     assert p.returncode == 0, p.stderr
     db = out.parent / "run.duckdb"
-    from roscope import db as rdb
+    from roscope import loading
 
-    rdb.write([str(out)], str(db))
+    loading.write([str(out)], str(db))
     return out, db
 
 
@@ -428,8 +428,9 @@ def test_flow_split_against_timehist(recording):
     th = timehist(out / "perf" / "perf.data")
     with _open(db) as d:
         from roscope import sched
+        from roscope.flow import FlowRequest
 
-        res = sched.flow_sched(d, "^/lidar$", "^/plan$", top=20)
+        res = sched.flow_sched(d, FlowRequest("^/lidar$", "^/plan$"), top=20)
         segs = d.con.execute("SELECT flow_id, tid, a, b FROM flow_thread_segments").fetchall()
         waits = d.con.execute("SELECT flow_id, sum(wait_ns) FROM flow_wait_segments GROUP BY 1").fetchall()
     flows = {f["flow_id"]: f for f in res["flows"]}

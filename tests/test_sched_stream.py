@@ -17,14 +17,13 @@ from test_sched_lttng import STATES, TRACE, oracle
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory):
     import roscope
-    from roscope import db as rdb
-    from roscope import kernel
+    from roscope import kernel, loading
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(kernel, "LTTNG_BATCH_ROWS", 16)
         chunks = [t.num_rows for t in kernel.lttng_chunks([str(TRACE)])]
         out = tmp_path_factory.mktemp("stream") / "k.duckdb"
-        res = rdb.write([str(TRACE)], str(out), memory=16 << 20)
+        res = loading.write([str(TRACE)], str(out), memory=16 << 20)
     db = roscope.open(str(out))
     yield db, res, chunks
     db.con.close()

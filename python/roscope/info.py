@@ -165,9 +165,9 @@ def summarize_db(path: str) -> dict:
     """What a database written by `roscope load` holds: where and when it was made
     (sources, whether they are still there, roscope and schema versions), its tables
     with row counts, the load's statistics, warnings and lost events."""
-    from roscope import db as _db
+    from roscope import opening  # here, not at the top: `roscope info TRACE` starts without DuckDB
 
-    with _db.open(path) as d:
+    with opening.open(path) as d:
         meta = d.meta
         tables = {r["table_name"]: r["estimated_size"] for r in d.records(
             "SELECT table_name, estimated_size FROM duckdb_tables() WHERE database_name = current_database() "

@@ -26,7 +26,11 @@ import re
 import subprocess
 from collections.abc import Iterator, Sequence
 
+from roscope import _core
+from roscope.database import columns_sql
 from roscope.errors import InputError
+from roscope.memory import within_memory
+from roscope.trace import Trace
 
 #: The tables this module adds to every database (empty without kernel data).
 TABLES = ("kernel_threads", "thread_states", "preemptions", "migrations")
@@ -260,8 +264,6 @@ def lttng_chunks(trace_dirs: Sequence[str]) -> Iterator:
     import numpy as np
 
     pa = _arrow()[0]
-    from roscope.trace import Trace
-
     seen = dict.fromkeys(_LTTNG_KINDS, 0)
     for b in Trace(list(trace_dirs)).batches(SCHED_EVENTS, max_rows=LTTNG_BATCH_ROWS):
         if b.event not in _LTTNG_KINDS or not b.batch.num_rows:
@@ -381,8 +383,6 @@ _PA_TYPES = {"BIGINT": "int64", "VARCHAR": "large_string", "DOUBLE": "float64", 
 def _columns(name: str) -> list[tuple[str, str]]:
     """(column, SQL type) of a kernel table as the model's schema declares it."""
     import json
-
-    from roscope import _core
 
     spec = next(t for t in json.loads(_core.schema())["tables"] if t["name"] == name)
     return [(c["name"], c["type"]) for c in spec["columns"]]
@@ -610,10 +610,8 @@ KERNEL_MEMORY = 256 << 20
 
 def _build_within_memory(con, warnings: list[str]) -> dict[str, int]:
     """`_build` with DuckDB's memory limit raised to `KERNEL_MEMORY` if lower, and
-    doubled while one thread's events do not fit (`db.within_memory`); the limit
+    doubled while one thread's events do not fit (`memory.within_memory`); the limit
     is put back afterwards."""
-    from roscope.db import within_memory
-
     def undo() -> None:
         for name in TABLES:
             con.execute(f'DROP TABLE IF EXISTS "{name}"')
@@ -625,13 +623,11 @@ def _build_within_memory(con, warnings: list[str]) -> dict[str, int]:
 def _build(con) -> dict[str, int]:
     """The kernel tables from the events `ev` and the UST threads `ust_threads` of
     `con` (SQL only); returns their row counts."""
-    from roscope.results import _columns_sql
-
     rows = {}
     for name, sql in (("kernel_threads", THREADS_SQL), ("thread_states", INTERVALS_SQL),
                       ("preemptions", PREEMPTIONS_SQL), ("migrations", MIGRATIONS_SQL)):
         # the columns as the schema declares them (names and types of roscope's own schema, not input)
-        con.execute(f'CREATE TABLE "{name}" ({_columns_sql(name)})')
+        con.execute(f'CREATE TABLE "{name}" ({columns_sql(name)})')
         con.execute(f'INSERT INTO "{name}" BY NAME {sql}')
         rows[name] = con.table(name).count("*").fetchall()[0][0]
     return rows

@@ -35,7 +35,7 @@ end_ts, case, input_publication_id, response_ns).
 """
 from __future__ import annotations
 
-from roscope import statistics
+from roscope import percentiles
 from roscope.errors import InputError
 from roscope.results import publish_query
 
@@ -97,7 +97,7 @@ def response_times(db, definition: str = "dataflow", end: str | None = None, *, 
     if end not in ENDS[definition]:
         raise InputError(f"definition {definition!r} ends at {' or '.join(ENDS[definition])}, not {end!r}")
     publish_query(db, "response_times", _query(definition, end), store)
-    agg = statistics.aggregates("t.response_ns", quartiles=True)
+    agg = percentiles.aggregates("t.response_ns", quartiles=True)
     rows = db.records(f"""
         SELECT t.path_id, t.end_callback_id, c.node AS end_node, c.topic AS end_topic, t."case", {agg}
         FROM response_times t LEFT JOIN callbacks_info c ON c.callback_id = t.end_callback_id
@@ -108,7 +108,7 @@ def response_times(db, definition: str = "dataflow", end: str | None = None, *, 
         entry = out.setdefault(key, {"path_id": r["path_id"], "definition": definition, "end": end,
                                      "end_callback_id": None if r["end_callback_id"] < 0 else r["end_callback_id"],
                                      "end_node": r["end_node"], "end_topic": r["end_topic"], "cases": {}})
-        entry["cases"][r["case"]] = {"count": r["count"], **{k: r[k] for k in statistics.keys(quartiles=True)}}
+        entry["cases"][r["case"]] = {"count": r["count"], **{k: r[k] for k in percentiles.keys(quartiles=True)}}
     for entry in out.values():
         entry["cases"] = {c: entry["cases"].get(c) for c in CASES}
     return list(out.values())

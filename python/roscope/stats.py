@@ -1,17 +1,17 @@
 """Statistics over the execution database: per callback, per topic, per node.
 
 All computed in SQL (DuckDB) over the model's tables; durations in ns, with the
-standard statistic set of roscope.statistics (docs/analyses.md defines each
+standard statistic set of roscope.percentiles (docs/analyses.md defines each
 value). Each function returns a list of dicts (or a dict) and writes nothing.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from roscope.statistics import grouped, keys
+from roscope.percentiles import grouped, keys
 
 if TYPE_CHECKING:
-    from roscope.db import Database
+    from roscope.database import Database
 
 # Callback runs that count: complete (start and end seen).
 _RUNS = "SELECT * FROM callback_runs WHERE end_ts IS NOT NULL"
@@ -26,7 +26,7 @@ def trace_span(db: Database) -> tuple[int, int]:
 def callbacks(db: Database):
     first, last = trace_span(db)
     span = max(last - first, 1)
-    # Durations per callback through `statistics.grouped`: its exact percentiles fall
+    # Durations per callback through `percentiles.grouped`: its exact percentiles fall
     # back to a sort that spills when a callback's runs do not fit DuckDB's budget.
     durations = {r["callback_id"]: r for r in grouped(
         db, f"SELECT callback_id, duration_ns AS x FROM ({_RUNS})", ["callback_id"],
@@ -80,7 +80,7 @@ _LAT_KEYS = keys(prefix="lat_")
 
 def _latencies(db: Database) -> dict[str, dict]:
     """Per topic: deliveries, their latency statistics (`lat_` keys) and how many
-    rest on a heuristic link; through `statistics.grouped`, whose exact percentiles
+    rest on a heuristic link; through `percentiles.grouped`, whose exact percentiles
     fall back to a sort that spills when a topic's deliveries do not fit the budget."""
     rows = grouped(db, "SELECT topic, callback_start_ts - publish_ts AS x, heuristic FROM links_info "
                        "WHERE callback_start_ts IS NOT NULL", ["topic"],

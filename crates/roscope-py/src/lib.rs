@@ -20,6 +20,7 @@ use pyo3::types::PyList;
 mod arrow;
 use arrow::ArrowTable;
 mod flow;
+mod search;
 
 use roscope_ctf::columns::ColumnReader;
 use roscope_ctf::{json, summary, CtfError, TraceSet};
@@ -327,6 +328,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<flow::FlowModel>()?;
     m.add_class::<flow::FlowSearch>()?;
     m.add_class::<flow::CausalSearch>()?;
+    search::register(m)?;
     m.add_class::<ArrowTable>()?;
     m.add("TraceError", m.py().get_type_bound::<TraceError>())?;
     Ok(())

@@ -16,7 +16,7 @@ def register(sub) -> None:
         "database written by `roscope load` (its sources, versions, tables and load statistics). "
         "ROS processes come first; processes that did nothing ROS-related are folded into one line.",
     )
-    C.add_inputs(p, db=False, help="trace directories (any directory above 'metadata' files), or one database written by "
+    C.add_inputs(p, databases=False, help="trace directories (any directory above 'metadata' files), or one database written by "
                          "`roscope load`")
     C.add_json(p)
     p.set_defaults(func=run)
@@ -106,9 +106,9 @@ def _run_db(args) -> int:
 def run(args) -> int:
     # A database is a file, a trace a directory: the database module only for files.
     if any(os.path.isfile(p) for p in args.inputs):
-        from roscope import db as _db
+        from roscope.database import is_db
 
-        if any(_db.is_db(p) for p in args.inputs):
+        if any(is_db(p) for p in args.inputs):
             return _run_db(args)
     info = summarize(args.inputs)
     try:

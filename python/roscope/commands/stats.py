@@ -6,8 +6,12 @@ text tables in milliseconds, JSON in nanoseconds (docs/analyses.md).
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from roscope.commands import _common as C
+
+if TYPE_CHECKING:
+    from roscope.database import Database
 
 #: The statistics columns of the text tables (JSON keys <prefix><name>_ns).
 _STATS = ("min", "mean", "std", "p50", "p90", "p99", "max")
@@ -27,7 +31,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def collect(db) -> dict:
+def collect(db: Database) -> dict:
     """Everything `roscope stats` shows, as JSON-ready data (durations in ns)."""
     from roscope import stats as st
 

@@ -18,9 +18,13 @@ import time
 import xmlrpc.client
 from pathlib import Path
 
-from roscope.errors import InputError, UserError
+from roscope.errors import InputError, UserError, user_message
 from roscope.experiment import output, procs
+from roscope.experiment import profile as prof
 from roscope.experiment.config import Condition, Experiment, bisect_condition, conditions, level_text
+from roscope.record import RecordOptions, start_session, stop_session
+from roscope.text import escape
+from roscope.version import __version__
 
 #: LTTng's daemons (read only, for the tracing overhead; never signalled).
 LTTNG_DAEMONS = ("lttng-sessiond", "lttng-consumerd", "lttng-runas")
@@ -68,8 +72,6 @@ def _git(cwd: Path) -> dict | None:
 
 
 def host_manifest(exp: Experiment) -> dict:
-    from roscope import __version__
-
     u = platform.uname()
     return {
         "host": u.node, "kernel": f"{u.system} {u.release} {u.version}", "machine": u.machine,
@@ -134,8 +136,6 @@ class Runner:
         self.breaking: dict = output.read_json(run / "breaking_points.json") or {}
 
     def say(self, msg: str) -> None:
-        from roscope.commands._common import escape
-
         print(f"roscope experiment: {escape(msg)}", file=self.log, flush=True)
 
     # ---------------------------------------------------------------- environment
@@ -253,8 +253,6 @@ class Runner:
 
     # ---------------------------------------------------------------- tracing
     def _trace_start(self, tdir: Path) -> dict:
-        from roscope.record import RecordOptions, start_session
-
         name = f"roscope-exp-{os.getpid()}-{self.seq + 1}"
         state = start_session(RecordOptions(output=str(tdir / "trace"), name=name))
         self.session = name
@@ -267,8 +265,6 @@ class Runner:
         return env
 
     def _trace_stop(self) -> dict | None:
-        from roscope.record import stop_session
-
         if self.session is None:
             return None
         name, self.session = self.session, None
@@ -389,14 +385,12 @@ class Runner:
                 r["cpuset_at_start"] = procs.verify_cpuset(self.system, cpus)
             perf = None
             if self.profile:
-                from roscope.experiment import profile
-
-                perf = profile.start(self.system, tdir)
+                perf = prof.start(self.system, tdir)
             try:
                 drv = self._run_driver(cond, tid, index, tdir)
             finally:
                 if self.profile:
-                    r["profile"] = profile.finish(perf, tdir)
+                    r["profile"] = prof.finish(perf, tdir)
             if cpus:
                 r["cpuset"] = procs.verify_cpuset(self.system, cpus, mon)
                 r["cpuset"]["verified"] = r["cpuset"]["verified"] and r["cpuset_at_start"]["verified"]
@@ -429,7 +423,7 @@ class Runner:
             r["metrics"].update({k: float(v) for k, v in flat.items() if _is_number(v)})
 
     def _add_trace_metrics(self, tdir: Path, r: dict) -> None:
-        from roscope.errors import user_message
+        # Here, not at the top: the analyses (DuckDB, the core) only once a trial's trace is measured.
         from roscope.experiment.tracemetrics import trace_metrics
 
         try:
@@ -556,8 +550,6 @@ def _tail(path: Path, n: int = 30) -> str:
 
 def _diagnostics(tdir: Path, r: dict, run: Path) -> None:
     """A failed trial's diagnostics in one file (the logs stay beside it)."""
-    from roscope.commands._common import escape
-
     parts = [f"trial {r['trial_id']}: {r['status']}", f"reason: {r.get('reason')}",
              f"driver exit status: {r.get('driver_returncode')}", ""]
     for name in ("driver.stdout", "driver.stderr"):
@@ -576,8 +568,6 @@ def run(exp: Experiment, out: str | None, resume: bool, log=sys.stderr, profile:
     """Runs (or resumes) an experiment into its results directory. SIGINT/SIGTERM stop what
     was started, mark the manifest 'interrupted' and raise KeyboardInterrupt."""
     if profile:
-        from roscope.experiment import profile as prof
-
         prof.check()
     run_dir = prepare(exp, out, resume)
     man = output.read_json(run_dir / output.MANIFEST)

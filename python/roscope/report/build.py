@@ -6,10 +6,15 @@ roscope.flow, roscope.executor) and the bounded queries of report.queries.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from roscope import executor
 from roscope.report import figures as F
 from roscope.report import queries as Q
 from roscope.report.html import Col, Page, esc, table
+
+if TYPE_CHECKING:
+    from roscope.database import Database
 
 #: Budgets: what bounds the page's size whatever the trace (halved if the page is too big).
 BUDGET = {
@@ -32,7 +37,7 @@ STATS = ("min", "mean", "std", "p25", "p50", "p75", "p90", "p99", "max")
 class Report:
     """What the sections share while the page is built."""
 
-    db: object
+    db: Database
     page: Page
     budget: dict
     first: int
@@ -268,8 +273,6 @@ def _thread_label(t: dict) -> str:
 
 
 def threads(R: Report, window: tuple[int, int] | None) -> None:
-    from roscope import executor
-
     ths = Q.threads(R.con)
     ex = {t["thread_id"]: t for t in executor.threads(R.db)}
     for t in ths:
@@ -331,8 +334,6 @@ def timeline_section(R: Report, ths: list[dict], window: tuple[int, int] | None)
 
 
 def input_waits(R: Report) -> str:
-    from roscope import executor
-
     waits = executor.input_waits(R.db)
     if not waits:
         return ('<h3>Input waits</h3><p class="note">No input wait: it needs transport links from publications to the '

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html as _html
 
-from roscope.commands._common import escape
+from roscope.text import escape
 
 KIND_COLOURS = {"communication": "#4c78a8", "computation": "#f58518", "idle": "#bab0ac"}
 STATE_COLOURS = {"executing": "#54a24b", "selecting": "#eeca3b", "waiting": "#d3d3d3"}

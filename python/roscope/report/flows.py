@@ -5,6 +5,8 @@ communication/computation/idle breakdown per path element, the data-flow graph
 and one message's flow graph."""
 from __future__ import annotations
 
+from roscope import flow as fl
+from roscope.flow import FlowContext, FlowRequest
 from roscope.report import figures as F
 from roscope.report import queries as Q
 from roscope.report.build import STATS, Report, plural
@@ -13,14 +15,14 @@ from roscope.report.html import Col, esc, table
 COMPONENTS = ("latency", "communication", "idle", "computation")
 
 
-def flows(R: Report, pairs: list[tuple[str, str]]) -> None:
-    from roscope import flow as fl
-
+def flows(R: Report, requests: list[FlowRequest]) -> None:
+    """The section: one part per request (a pair of topic regexes); none given: the
+    pairs of sources and sinks found automatically."""
     body = ('<p class="sub">A data flow is a chain of messages and callback runs from a message on an input topic to a message '
             "on an output topic (the data-flow paper's Algorithm 1, over transport links where the trace has them and the "
             "newest message on the topic otherwise; every pair of callbacks of a node may depend on each other unless "
             "causal-link annotations say otherwise). Flows with the same sequence of callbacks and topics form a path.</p>")
-    if not pairs:
+    if not requests:
         src, snk = Q.auto_pairs(R.con)
         if not src or not snk:
             R.page.add("flows", "Data flows", body + '<p class="note">No --from/--to pair was given, and no source and sink '
@@ -30,21 +32,19 @@ def flows(R: Report, pairs: list[tuple[str, str]]) -> None:
         body += ('<p class="note">No --from/--to pair was given: the pairs were found automatically. Sources (topics published by '
                  "nodes that subscribe to no topic with traffic): " + ", ".join(f"<code>{esc(t)}</code>" for t in src)
                  + ". Sinks (topics that no subscribing node republishes): " + ", ".join(f"<code>{esc(t)}</code>" for t in snk) + ".</p>")
-        pairs = [(Q.exact_regex(src), Q.exact_regex(snk))]
+        requests = [FlowRequest(Q.exact_regex(src), Q.exact_regex(snk))]
     # One model in memory for every pair on a short trace; over slices of it on a long one
     # (docs/analyses.md, "Slices"), so that the report's memory does not grow with the trace.
     ctx = None if fl.sliced(R.db) else fl.context(R.db)
-    for i, (a, b) in enumerate(pairs):
-        body += flow_set(R, ctx, i, a, b)
+    for i, req in enumerate(requests):
+        body += flow_set(R, ctx, i, req)
     R.page.add("flows", "Data flows", body)
 
 
-def flow_set(R: Report, ctx, i: int, from_re: str, to_re: str) -> str:
-    from roscope import flow as fl
-
-    res = fl.data_flows(R.db, from_re, to_re, ctx)
+def flow_set(R: Report, ctx: FlowContext | None, i: int, req: FlowRequest) -> str:
+    res = fl.data_flows(R.db, req, ctx=ctx)
     s = res.summary
-    head = (f'<h3 id="flows-{i}">From <code>{esc(from_re)}</code> to <code>{esc(to_re)}</code></h3>'
+    head = (f'<h3 id="flows-{i}">From <code>{esc(req.from_re)}</code> to <code>{esc(req.to_re)}</code></h3>'
             f'<p>{plural(s["flows"], "data flow")} on {plural(s["paths"], "path")}, ending at {plural(s["outputs"], "output message")}. '
             "Input topics: "
             + ", ".join(f"<code>{esc(t)}</code>" for t in s["topics_from"]) + "; output topics: "
@@ -172,9 +172,7 @@ def flow_graph(R: Report, step_lists: list[list[dict]]) -> dict:
     return F.graph(list(nodes.values()), list(edges.values()), "Data-flow graph of the drawn paths")
 
 
-def message_section(R: Report, ctx, i: int, steps: list[dict]) -> str:
-    from roscope import flow as fl
-
+def message_section(R: Report, ctx: FlowContext | None, i: int, steps: list[dict]) -> str:
     out_pub = next((s["id"] for s in reversed(steps) if not s["is_run"]), None)
     if out_pub is None:
         return ""

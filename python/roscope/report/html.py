@@ -16,7 +16,8 @@ import math
 import os
 from dataclasses import dataclass, field
 
-from roscope.commands._common import clean, escape
+from roscope.errors import UserError
+from roscope.text import clean, escape
 
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
 CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
@@ -33,8 +34,6 @@ def plotly_js() -> str:
     try:
         import plotly
     except ImportError:
-        from roscope.errors import UserError
-
         raise UserError("roscope report needs the `plotly` Python package (pip install plotly): "
                         "the page embeds its plotly.min.js") from None
     path = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")

@@ -11,7 +11,10 @@ import re
 
 import numpy as np
 
-from roscope.statistics import aggregates
+from roscope.errors import InputError
+from roscope.flavour import detect
+from roscope.percentiles import aggregates
+from roscope.trace import Trace
 
 #: ROS infrastructure topics that every node has: never sources or sinks of a data flow.
 INFRA_TOPICS = ("/parameter_events", "/rosout", "/rosout_agg")
@@ -47,9 +50,6 @@ def overview(con) -> dict:
 
 def flavours(paths) -> list[str]:
     """The ROS flavour of each trace ("ROS 2 (Humble) + CARET"), from the traces' events."""
-    from roscope.flavour import detect
-    from roscope.trace import Trace
-
     try:
         summary = Trace(list(paths)).summary()
     except Exception:  # the traces are gone (a database whose sources moved): not worth failing the report
@@ -214,8 +214,6 @@ def timeline(con, lo: int, hi: int, limit: int) -> dict:
 
 def parse_window(text: str, first: int, last: int) -> tuple[int, int]:
     """'START:END' in seconds from the trace's start (either side may be empty)."""
-    from roscope.errors import InputError
-
     m = re.fullmatch(r"\s*([0-9.eE+-]*)\s*:\s*([0-9.eE+-]*)\s*", text or "")
     try:
         a = float(m.group(1)) if m and m.group(1) else 0.0
