@@ -24,12 +24,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import shared_traces_dir
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (pip install playwright) drives the browser")
 pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
 REPO = Path(__file__).resolve().parents[1]
-TRACES = REPO.parent / "shared" / "traces"
+TRACES = Path(shared_traces_dir())
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
@@ -212,21 +213,19 @@ def test_ros1_example(browser, lttng_ready, ros1_pipeline_run, tmp_path):
 
 
 def big_trace() -> Path:
-    """The 10M-event ros2sim trace of bench/flow.py (made by it when missing)."""
-    sys.path.insert(0, str(REPO / "bench"))
-    import flow as bench_flow  # bench/flow.py
+    """The 10M-event ros2sim trace of bench/flow.py (tests/big_trace.py, made when missing)."""
+    import big_trace
 
-    return Path(bench_flow.ensure_trace(bench_flow.DEFAULT_DURATION))
+    return Path(big_trace.ensure_trace())
 
 
 @pytest.mark.slow
 @pytest.mark.lttng
 def test_ten_million_events(browser, lttng_ready, tmp_path):
-    trace = big_trace()
-    sys.path.insert(0, str(REPO / "bench"))
-    import flow as bench_flow
+    import big_trace as bt
 
-    pair = (bench_flow.FROM, bench_flow.TO)
+    trace = big_trace()
+    pair = (bt.FROM, bt.TO)
     path = make_report(trace, tmp_path / "big.html", [pair])
     assert path.stat().st_size < 15_000_000
     o = open_report(browser, path)
