@@ -580,3 +580,15 @@ def test_a_command_imports_only_its_own_modules(capfd):
     assert rc == 0 and all(n in out for n in names), out
     rc, _, err = run(capfd, "no-such-command")
     assert rc == 2 and all(n in err for n in names), err
+
+
+def test_the_parser_of_every_command_starts_without_duckdb_or_arrow():
+    """`roscope --help` builds every command's parser, some with the library's defaults
+    (flow's caps and budget, trend's statistics): the library modules behind them import
+    DuckDB, Arrow and pandas only in the functions that use them."""
+    code = ("import sys; from roscope import cli\n"
+            "try:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print('imported:', [m for m in ('duckdb', 'pyarrow', 'pandas') if m in sys.modules], file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "imported: []" in p.stderr, p.stderr
+    assert "flow" in p.stdout and "trend" in p.stdout

@@ -18,12 +18,16 @@ import json
 import os
 import weakref
 from functools import cache
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from roscope import _core
 from roscope.errors import DatabaseError, database_error
 from roscope.memory import MEMORY_BUDGET, private_dir, remove_private_dir, within_memory
+
+# DuckDB is imported in the functions that use it: the CLI's parser (every command's
+# defaults, `roscope --help`) and `roscope info` start without it.
+if TYPE_CHECKING:
+    import duckdb
 
 SCHEMA_VERSION = 1
 
@@ -107,6 +111,8 @@ SCRATCH = "roscope_scratch"
 
 def connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection to the file `path`; DatabaseError naming it when DuckDB cannot open it."""
+    import duckdb
+
     try:
         return duckdb.connect(path, read_only=read_only)
     except duckdb.Error as exc:
@@ -198,6 +204,8 @@ class Database:
         something: a database in memory, an open transaction, temporary tables, views
         over Python objects (`con.register`), or other attached databases. A connection or relation
         taken from the old `con` is closed with it."""
+        import duckdb
+
         con = self.con
         dbs = con.execute("SELECT database_name, path, readonly FROM duckdb_databases() WHERE NOT internal").fetchall()
         main = con.execute("SELECT current_database()").fetchall()[0][0]
@@ -280,6 +288,8 @@ def is_db(path: str) -> bool:
 def open_file(path: str, read_only: bool = True) -> Database:
     """The Database of a file written by `roscope load`; DatabaseError naming it when
     it cannot be opened, is not a roscope database or has another schema version."""
+    import duckdb
+
     con = connect(path, read_only)
     try:
         has_meta = con.execute(

@@ -32,8 +32,6 @@ import socket
 import tempfile
 from collections.abc import Sequence
 
-import duckdb
-
 from roscope import _core, manifest
 from roscope.database import Database, connect, create_views
 from roscope.errors import InputError
@@ -41,6 +39,9 @@ from roscope.files import atomic_write, interrupts_deferred
 from roscope.loading import write
 from roscope.trace import check_paths
 from roscope.version import __version__
+
+# DuckDB is imported in the functions that use it: the CLI's parser (every command's
+# defaults, `roscope --help`) and `roscope info` start without it.
 
 MARKER = "roscope-dataset.json"
 FORMAT = "roscope-dataset"
@@ -228,6 +229,8 @@ def _iso(ns: int | None) -> str | None:
 
 def _export(con, out: str, run_id: str) -> dict[str, int]:
     """Every base table of the loaded run into `out`/<table>/run=<id>/...; rows per table."""
+    import duckdb
+
     names = [r[0] for r in con.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' AND table_type = 'BASE TABLE' "
         "ORDER BY table_name").fetchall()]
@@ -427,6 +430,8 @@ def append(paths: Sequence[str] | str, dataset: str, *, run_id: str | None = Non
 
 def runs(dataset: str, selection: Sequence[str] | str | None = None) -> list[dict]:
     """The runs table (one dict per run), ordered by recorded time, then load time, then id."""
+    import duckdb
+
     chosen = select(dataset, selection)
     files = table_files(dataset, RUNS, chosen)
     con = duckdb.connect(":memory:")
@@ -450,6 +455,8 @@ def register(con, dataset: str, run_ids_: Sequence[str], tables_: Sequence[str] 
     """Views named after the tables over the Parquet files of the runs, on the
     DuckDB connection `con`, each with the partition columns `run` (and `host` where
     the table has hosts) as strings. Returns the tables registered."""
+    import duckdb
+
     names = list(tables_) if tables_ is not None else tables(dataset, run_ids_)
     for name in names:
         files = table_files(dataset, name, run_ids_)
@@ -481,6 +488,8 @@ def open(dataset: str, runs: Sequence[str] | str | None = None, *, memory: int |
     runs: each table is the union of the runs' files with the partition column
     `run` (ids are per run: join on run too); the model's views are left out and
     `db.runs` lists the run ids. Raises InputError naming the file for a damaged file."""
+    import duckdb
+
     _check_dataset(dataset)
     chosen = select(dataset, runs)
     con = duckdb.connect(":memory:")

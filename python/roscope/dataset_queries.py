@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import duckdb
-
 from roscope import dataset as ds
+
+# DuckDB is imported in the functions that use it: the CLI's parser (every command's
+# defaults, `roscope --help`) and `roscope info` start without it.
 
 #: The statistics of a set of durations, with their SQL (x: the duration's expression).
 STATS = {
@@ -115,6 +116,8 @@ def order(name: str, rows: list[dict]) -> list[dict]:
 def run_duckdb(dataset: str, names=("callbacks", "topics"), runs=None) -> dict[str, list[dict]]:
     """The queries `names` on DuckDB over the dataset's runs (`runs`: ids or
     patterns, None: all); {name: rows in key order}."""
+    import duckdb
+
     chosen = ds.select(dataset, runs)
     con = duckdb.connect(":memory:")
     try:

@@ -22,8 +22,7 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from roscope import _core, kernel, manifest
 from roscope.database import SCHEMA_VERSION, Database, connect, create_views
@@ -31,6 +30,11 @@ from roscope.errors import DatabaseError, InputError, database_error
 from roscope.files import interrupts_deferred
 from roscope.trace import check_paths, table_from_core
 from roscope.version import __version__
+
+# DuckDB is imported in the functions that use it: the CLI's parser (every command's
+# defaults, `roscope --help`) and `roscope info` start without it.
+if TYPE_CHECKING:
+    import duckdb
 
 
 @dataclass
@@ -289,6 +293,8 @@ def _write_outputs(target: str | None, parquet_dir: str | None, fill, force: boo
     temporary name beside its final one, and renames them only once all are
     complete: a failure or an interrupt leaves no partial file and every old
     output intact. Returns the in-memory connection, or None."""
+    import duckdb
+
     temps: list[tuple[str, str]] = []
     con = None
     try:

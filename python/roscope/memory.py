@@ -21,8 +21,12 @@ import shutil
 import stat
 import tempfile
 import time
+from typing import TYPE_CHECKING
 
-import duckdb
+# DuckDB is imported in the functions that use it: the CLI's parser (every command's
+# defaults, `roscope --help`) and `roscope info` start without it.
+if TYPE_CHECKING:
+    import duckdb
 
 #: DuckDB's memory cap on the connections of `open` (bytes; see
 #: `Database.limit_memory`): results larger than this (data flows) spill to disk.
@@ -51,6 +55,8 @@ def within_memory(con: duckdb.DuckDBPyConnection, step, warnings: list[str], wha
     thread's sched events or input waits): better slower and told than
     failed. `restore`: put the limit back afterwards (else the raised limit stays
     for the connection's next queries, which are likely to need it too)."""
+    import duckdb
+
     shown, limit = memory_limit(con)
     ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 8 // 10
     budget = max(limit, at_least)

@@ -37,12 +37,13 @@ import re
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-import duckdb
-
 from roscope.memory import within_memory
 
 if TYPE_CHECKING:
     from roscope.database import Database
+
+# DuckDB is imported in the functions that use it: the CLI's parser (every command's
+# defaults, `roscope --help`) and `roscope info` start without it.
 
 #: The statistics of a set of durations, in display order (count is separate).
 NAMES = ("min", "mean", "std", "p50", "p90", "p99", "max")
@@ -118,6 +119,8 @@ def grouped(db: Database, source: str, by: list[str], *, quartiles: bool = False
     same doubles). Memory then stays within the budget whatever a group's size, and
     a warning says so; should the sort still not fit (the joins of `source`), it is
     run again with the budget doubled (`memory.within_memory`), with a warning. `by` and `extra` are SQL written in roscope's code."""
+    import duckdb
+
     k = ", ".join(by)
     tail = f", {extra}" if extra else ""
     try:

@@ -16,12 +16,13 @@ import re
 import statistics as pystats
 from collections.abc import Sequence
 
-import duckdb
-
 from roscope import dataset as ds
 from roscope.dataset_queries import stat_columns
 from roscope.errors import InputError
 from roscope.flow import FlowRequest, data_flows, path_stats
+
+# DuckDB is imported in the functions that use it: the CLI's parser (every command's
+# defaults, `roscope --help`) and `roscope info` start without it.
 
 #: The statistics `trend` can follow.
 TREND_STATS = ("count", "min", "mean", "std", "p50", "p90", "p99", "max")
@@ -119,6 +120,8 @@ def _path_values(dataset: str, run_ids_: Sequence[str], request: FlowRequest) ->
 
 def metric_values(dataset: str, metric: str, runs_: Sequence[str] | str | None = None) -> tuple[list[dict], dict, dict]:
     """(the chosen runs in time order, {run: {count, min_ns, ...}}, {run: note}) for `metric`."""
+    import duckdb
+
     kind, a, _b = parse_metric(metric)
     chosen = ds.runs(dataset, runs_)
     ids = [r["run_id"] for r in chosen]
