@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import inspect
 import json
 import os
 import shutil
@@ -83,7 +82,7 @@ def measure_system(system: str, trace: Path, gt: Path) -> tuple[dict, list[dict]
         r["system"] = label
         r["implicit"] = f"auto/{rule}"
         rows.append(r)
-    if "all_paths" in inspect.signature(flow.data_flows).parameters:
+    if ft.has_option("all_paths"):
         r = ft.measure(db, truth, implicit="all", all_paths=True)
         r["system"] = label
         r["implicit"] = "all+paths"

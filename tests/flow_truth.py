@@ -245,6 +245,20 @@ def publication_ids(db, truth: Truth) -> dict:
     return {r["publication_id"]: truth.by_trace_key.get((r["pid"], r["handle"], r["k"])) for r in rows}
 
 
+def has_option(name: str) -> bool:
+    """Whether the roscope under test takes the data-flow option `name`: a field of
+    `roscope.flow.FlowRequest`, or (before it) a parameter of `data_flows`."""
+    import dataclasses
+    import inspect
+
+    from roscope import flow
+
+    request = getattr(flow, "FlowRequest", None)
+    if request is not None:
+        return name in {f.name for f in dataclasses.fields(request)}
+    return name in inspect.signature(flow.data_flows).parameters
+
+
 def measure(db, truth: Truth, *, implicit: str | None = None, ctx=None, **kw) -> dict:
     """Flows of `roscope.flow.data_flows(db, truth.from_re, truth.to_re, implicit=...)`
     against the true pairs of `truth` (from `select`). `implicit=None` measures

@@ -156,8 +156,9 @@ def test_flows_as_spark_tasks(spark, loaded, capfd):
     """Path statistics per run, one Spark task each (the Rust core in the executors),
     equal `roscope flow TRACE --json` on the run's trace."""
     from roscope import spark as rs
+    from roscope.flow import FlowRequest
 
-    res = rs.flows(loaded[0], "^/ping$", "^/pong$", runs=["s0[1-8]"], spark=spark)
+    res = rs.flows(loaded[0], FlowRequest("^/ping$", "^/pong$"), runs=["s0[1-8]"], spark=spark)
     assert [r["run"] for r in res] == [f"s0{i}" for i in range(1, 9)] and all(r["ok"] for r in res)
     rc = cli.main(["flow", os.path.join(ROS2, SMALL[3]), "--from", "^/ping$", "--to", "^/pong$", "--json"])
     ref = json.loads(capfd.readouterr().out)
