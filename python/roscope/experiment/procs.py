@@ -13,46 +13,34 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
+from roscope.processes import identity
+from roscope.processes.identity import CLK_TCK, Stat, all_pids
 
 
-def proc_stat(pid: int) -> dict | None:
-    """ppid, pgid, sid, utime+stime (ticks), start time (ticks), last CPU of /proc/PID/stat."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    rest = data[data.rfind(")") + 2:].split()
-    # fields from 3 (state): state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
-    return {"pid": pid, "comm": data[data.find("(") + 1:data.rfind(")")], "state": rest[0],
-            "ppid": int(rest[1]), "pgid": int(rest[2]), "sid": int(rest[3]),
-            "cpu_ticks": int(rest[11]) + int(rest[12]), "start": int(rest[19]), "processor": int(rest[36])}
+def proc_stat(pid: int) -> Stat | None:
+    """/proc/PID/stat of `pid` (roscope.processes.identity's one reading of it)."""
+    return identity.stat(pid)
 
 
-def all_pids() -> list[int]:
-    return [int(n) for n in os.listdir("/proc") if n.isdigit()]
-
-
-def tree(root: int, start: int | None = None) -> list[dict]:
+def tree(root: int, start: int | None = None) -> list[Stat]:
     """The processes of `root`'s tree: its session and its descendants (zombies left out)."""
     stats = {}
     for pid in all_pids():
         st = proc_stat(pid)
-        if st is not None and st["state"] != "Z":
+        if st is not None and st.state != "Z":
             stats[pid] = st
     children: dict[int, list[int]] = {}
     for st in stats.values():
-        children.setdefault(st["ppid"], []).append(st["pid"])
-    found = {p for p, st in stats.items() if st["sid"] == root and (start is None or st["start"] >= start)}
+        children.setdefault(st.ppid, []).append(st.pid)
+    found = {p for p, st in stats.items() if st.sid == root and (start is None or st.start_ticks >= start)}
     todo = [root, *found]
     while todo:
         p = todo.pop()
         for c in children.get(p, ()):
-            if c not in found and (start is None or stats[c]["start"] >= start):
+            if c not in found and (start is None or stats[c].start_ticks >= start):
                 found.add(c)
                 todo.append(c)
-    if root in stats and (start is None or stats[root]["start"] == start):
+    if root in stats and (start is None or stats[root].start_ticks == start):
         found.add(root)
     return [stats[p] for p in sorted(found)]
 
@@ -62,8 +50,8 @@ def cpu_ticks_by_comm(comms) -> int:
     total = 0
     for pid in all_pids():
         st = proc_stat(pid)
-        if st is not None and st["comm"] in comms:
-            total += st["cpu_ticks"]
+        if st is not None and st.comm in comms:
+            total += st.cpu_ticks
     return total
 
 
@@ -102,10 +90,8 @@ def pick_cpus(n: int) -> list[int]:
 
 
 def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
+    """The command line of `pid` as one string ("" if it is gone)."""
+    return " ".join(identity.cmdline(pid))
 
 
 @dataclass
@@ -124,10 +110,10 @@ class Started:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
-    def members(self) -> list[dict]:
+    def members(self) -> list[Stat]:
         procs = tree(self.pid, self.start)
         for st in procs:
-            self.seen.setdefault(st["pid"], st["start"])
+            self.seen.setdefault(st.pid, st.start_ticks)
         return procs
 
 
@@ -152,19 +138,23 @@ def start(name: str, argv: list[str], *, cwd=None, env=None, log: Path | None = 
         if fh is not None:
             fh.close()
     st = proc_stat(p.pid)
-    return Started(name, p, st["start"] if st else None, log)
+    return Started(name, p, st.start_ticks if st else None, log)
+
+
+def _in_group(s: Started, pid: int) -> bool:
+    st = proc_stat(pid)
+    return st is not None and st.pgid == s.pid and st.start_ticks >= (s.start or 0)
 
 
 def _signal_members(s: Started, sig: int) -> None:
-    if any(proc_stat(p) and proc_stat(p)["pgid"] == s.pid and proc_stat(p)["start"] >= (s.start or 0)
-           for p in _remaining(s)):
+    if any(_in_group(s, p) for p in _remaining(s)):
         try:
             os.killpg(s.pid, sig)   # the group roscope created (its pgid is the leader's PID)
         except (ProcessLookupError, PermissionError):
             pass
     for pid, start_ticks in list(s.seen.items()):  # members that left the group (setsid), by PID + start time
         st = proc_stat(pid)
-        if st is not None and st["start"] == start_ticks and st["pgid"] != s.pid and st["state"] != "Z":
+        if st is not None and st.start_ticks == start_ticks and st.pgid != s.pid and st.state != "Z":
             try:
                 os.kill(pid, sig)
             except (ProcessLookupError, PermissionError):
@@ -177,10 +167,10 @@ def _remaining(s: Started) -> list[int]:
     left = set()
     for pid in all_pids():
         st = proc_stat(pid)
-        if st is None or st["state"] == "Z":
+        if st is None or st.state == "Z":
             continue
-        same_group = st["pgid"] == s.pid and (s.start is None or st["start"] >= s.start)  # not a later reuse
-        if same_group or s.seen.get(pid) == st["start"]:
+        same_group = st.pgid == s.pid and (s.start is None or st.start_ticks >= s.start)  # not a later reuse
+        if same_group or s.seen.get(pid) == st.start_ticks:
             left.add(pid)
     return sorted(left)
 
@@ -217,14 +207,14 @@ class Monitor:
 
     def sample(self) -> None:
         for st in self.target.members():
-            p = self.procs.setdefault(st["pid"], {"pid": st["pid"], "comm": st["comm"], "cmdline": cmdline(st["pid"])[:200],
-                                                  "allowed": set(), "ran_on": set(), "first_ticks": st["cpu_ticks"],
-                                                  "cpu_ticks": st["cpu_ticks"]})
-            allowed = cpus_allowed(st["pid"])
+            p = self.procs.setdefault(st.pid, {"pid": st.pid, "comm": st.comm, "cmdline": cmdline(st.pid)[:200],
+                                               "allowed": set(), "ran_on": set(), "first_ticks": st.cpu_ticks,
+                                               "cpu_ticks": st.cpu_ticks})
+            allowed = cpus_allowed(st.pid)
             if allowed is not None:
                 p["allowed"].add(allowed)
-            p["ran_on"].add(st["processor"])
-            p["cpu_ticks"] = st["cpu_ticks"]
+            p["ran_on"].add(st.processor)
+            p["cpu_ticks"] = st.cpu_ticks
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -257,10 +247,10 @@ def verify_cpuset(s: Started, cpus: list[int], monitor: Monitor | None = None) -
     want = sorted(cpus)
     now = []
     for st in s.members():
-        text = cpus_allowed(st["pid"])
+        text = cpus_allowed(st.pid)
         if text is None:
             continue
-        now.append({"pid": st["pid"], "comm": st["comm"], "cpus_allowed_list": text,
+        now.append({"pid": st.pid, "comm": st.comm, "cpus_allowed_list": text,
                     "ok": parse_cpu_list(text) == want})
     bad = [p for p in now if not p["ok"]]
     out = {"cpus": cpu_list_text(want), "processes": now, "verified": bool(now) and not bad}

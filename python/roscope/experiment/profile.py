@@ -32,8 +32,8 @@ def start(system: procs.Started, tdir: Path) -> procs.Started | None:
         with open("/proc/uptime") as f:
             now_ticks = float(f.read().split()[0]) * procs.CLK_TCK
         members = system.members()
-        pids = [str(p["pid"]) for p in members if now_ticks - p["start"] >= 0.25 * procs.CLK_TCK] or \
-            [str(p["pid"]) for p in members]
+        pids = [str(p.pid) for p in members if now_ticks - p.start_ticks >= 0.25 * procs.CLK_TCK] or \
+            [str(p.pid) for p in members]
         if not pids:
             return None
         perf = procs.start("perf", ["perf", "record", "-g", "-F", "499", "-o", str(tdir / "perf.data"), "-p", ",".join(pids)],
