@@ -20,6 +20,9 @@ from roscope.experiment.stattests import describe
 from roscope.files import atomic_write
 
 MANIFEST = "manifest.json"
+#: The status of a trial cut short by Ctrl-C / SIGTERM: its result.json says what was stopped,
+#: but it is no result (left out of the tables; `--resume` runs it again).
+INTERRUPTED = "interrupted"
 FIXED_COLUMNS = ["trial_id", "scenario", "condition", "level", "status", "wall_ms", "score", "flood_rate_achieved_hz"]
 
 
@@ -56,7 +59,7 @@ def trial_results(run: Path) -> list[dict]:
         return out
     for d in tdir.iterdir():
         r = read_json(d / "result.json") if d.is_dir() else None
-        if r is not None:
+        if r is not None and r.get("status") != INTERRUPTED:   # an interrupted attempt is not a result
             out.append(r)
     out.sort(key=lambda r: (r.get("seq", 0), r["trial_id"]))
     return out

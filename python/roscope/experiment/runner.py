@@ -21,6 +21,7 @@ from pathlib import Path
 from roscope.errors import InputError, UserError
 from roscope.experiment import output, procs
 from roscope.experiment.config import Condition, Experiment, bisect_condition, conditions, level_text
+from roscope.processes import group, signals
 
 #: LTTng's daemons (read only, for the tracing overhead; never signalled).
 LTTNG_DAEMONS = ("lttng-sessiond", "lttng-consumerd", "lttng-runas")
@@ -124,13 +125,16 @@ class Runner:
     def __init__(self, exp: Experiment, run: Path, log=sys.stderr, profile: bool = False):
         self.exp, self.run, self.log, self.profile = exp, run, log, profile
         self.results = {r["trial_id"]: r for r in output.trial_results(run)}
-        self.system: procs.Started | None = None
+        self.system: group.Started | None = None
+        self.driver: group.Started | None = None
         self.system_cond: str | None = None
+        self.system_dir: Path | None = None
         self.system_env: dict | None = None
-        self.loads: list[procs.Started] = []
+        self.loads: list[group.Started] = []
         self.load_report: list[dict] = []
         self.session: str | None = None
         self.seq = max((r.get("seq", 0) for r in self.results.values()), default=0)
+        self.stopped: list[dict] = []   # the processes stopped since the trial began
         self.breaking: dict = output.read_json(run / "breaking_points.json") or {}
 
     def say(self, msg: str) -> None:
@@ -197,9 +201,9 @@ class Runner:
         env["ROSCOPE_SYSTEM_DIR"] = str(tdir.resolve())
         if self.exp.ros == "ros1":
             env.setdefault("ROS_LOG_DIR", str(tdir / "ros-log"))
-        self.system = procs.start("system", argv, cwd=self.exp.base_dir / self.exp.system["cwd"], env=env,
+        self.system = group.start("system", argv, cwd=self.exp.base_dir / self.exp.system["cwd"], env=env,
                                   log=tdir / "system.log", cpus=cpus)
-        self.system_env, self.system_cond = env, cond.id
+        self.system_env, self.system_cond, self.system_dir = env, cond.id, tdir
         self.system_cpus = cpus
         why = self._ready(env, time.monotonic() + self.exp.system["ready"]["timeout"])
         if why is not None:
@@ -208,19 +212,32 @@ class Runner:
         return None
 
     def stop_system(self) -> dict | None:
+        """Stops the system, then its loads, then any stray process (in that order, each with
+        all it started); returns the system's stop record, the loads' in self.load_report and
+        every process signalled in self.stopped."""
         got = None
         self.load_report = []
-        for ld in reversed(self.loads):
-            st = procs.stop(ld, 3.0)
-            rep = {"name": ld.name, "stopped_with": st["signals"]}
+        if self.system is not None:
+            got = group.stop(self.system, self.exp.system["stop_timeout"])
+            self.stopped += got["stopped"]
+            self.system = None
+            self.system_cond = None
+        for ld in self.loads:
+            st = group.stop(ld, 3.0)
+            self.stopped += st["stopped"]
+            rep = {"name": ld.name, "stopped_with": st["signals"], "left": st["left"]}
             if ld.name.startswith("flood") and ld.log is not None:
                 rep.update(_last_json(ld.log) or {})   # what the flooder sent, and its achieved rate
             self.load_report.append(rep)
         self.loads = []
-        if self.system is not None:
-            got = procs.stop(self.system, self.exp.system["stop_timeout"])
-            self.system = None
-            self.system_cond = None
+        strays = group.stop_strays()
+        self.stopped += strays["stopped"]
+        if got is not None and strays["signals"]:
+            got["strays"] = strays
+        if got is not None and self.system_dir is not None and self.system_dir.parent.name == "systems":
+            # a system kept across trials (restart: per_scenario): its stop is recorded beside its log
+            output.write_json(self.system_dir / "stop.json", {"system": got, "loads": self.load_report,
+                                                             "stopped": list(self.stopped)})
         return got
 
     # ---------------------------------------------------------------- loads
@@ -236,7 +253,7 @@ class Runner:
                     "--cpu-method", cl["method"], "--timeout", "3600s", "--quiet"]
             if cl.get("cpus"):
                 argv = ["taskset", "-c", cl["cpus"], *argv]
-            self.loads.append(procs.start("cpu_load", argv, env=env, log=tdir / "cpu_load.log"))
+            self.loads.append(group.start("cpu_load", argv, env=env, log=tdir / "cpu_load.log"))
         ml = cond.params.get("msg_load")
         if ml:
             if self.exp.ros != "ros1":
@@ -244,7 +261,7 @@ class Runner:
             for i in range(ml["publishers"]):
                 argv = [sys.executable, "-m", "roscope.experiment.flood", "--topic", f"{ml['topic_prefix']}_{i + 1}",
                         "--rate", level_text(ml["rate"]), "--payload", str(ml["payload"]), "--sink"]
-                self.loads.append(procs.start(f"flood{i + 1}", argv, env=env, log=tdir / f"flood_{i + 1}.log"))
+                self.loads.append(group.start(f"flood{i + 1}", argv, env=env, log=tdir / f"flood_{i + 1}.log"))
         if self.loads:
             time.sleep(0.5)
             dead = [ld.name for ld in self.loads if not ld.alive()]
@@ -284,8 +301,8 @@ class Runner:
         cpus = self.system_cpus if ("cpuset" in cond.params and cond.params["cpuset"]["driver"]) else None
         with open(tdir / "driver.stdout", "wb") as so, open(tdir / "driver.stderr", "wb") as se:
             t0 = time.monotonic()
-            drv = procs.start("driver", d["command"], cwd=self.exp.base_dir / d["cwd"], env=env, stdout=so, stderr=se,
-                              cpus=cpus)
+            drv = self.driver = group.start("driver", d["command"], cwd=self.exp.base_dir / d["cwd"], env=env,
+                                            stdout=so, stderr=se, cpus=cpus)
         deadline = t0 + d["timeout"]
         died = None
         while drv.popen.poll() is None:
@@ -297,8 +314,12 @@ class Runner:
             time.sleep(0.05)
         wall = time.monotonic() - t0
         out = {"wall_ms": wall * 1e3, "returncode": drv.popen.poll()}
+        # the driver, if it still runs, and whatever it started and left running (a daemon)
+        with signals.deferred():
+            out["stop"] = group.stop(drv, 2.0)
+            self.driver = None
+            self.stopped += out["stop"]["stopped"]
         if out["returncode"] is None:
-            out["stop"] = procs.stop(drv, 2.0)
             out["status"] = "timeout" if died is None else "system_died"
             out["reason"] = (f"the driver ran past its timeout of {d['timeout']:g} s" if died is None
                              else f"the system exited (status {died}) while the driver ran")
@@ -336,11 +357,12 @@ class Runner:
         r = {"trial_id": tid, "scenario": cond.scenario, "condition": cond.id, "level": cond.level,
              "sweep_param": cond.sweep_param, "index": index, "params": cond.params, "started": _now(), "metrics": {}}
         per_trial = self.exp.system["restart"] == "per_trial"
+        self.stopped = []
         try:
             trace_env = self._trace_start(tdir) if self.exp.tracing else {}
             if per_trial or self.system_cond != cond.id or self.system is None or not self.system.alive():
                 if self.system is not None:
-                    self.stop_system()
+                    r["previous_system_stop"] = self.stop_system()
                 sdir = tdir if per_trial else self._system_dir(cond)
                 why = self.start_system(cond, sdir, trace_env)
                 r["system_log"] = str((sdir / "system.log").relative_to(self.run))
@@ -348,15 +370,12 @@ class Runner:
                     r.update(status="system_not_ready", reason=why)
             if "status" not in r:
                 self._drive(cond, index, tid, tdir, r)
+        except KeyboardInterrupt:
+            r.update(status=output.INTERRUPTED, reason="roscope was interrupted (SIGINT or SIGTERM) during the trial")
+            raise
         finally:
-            if per_trial or r.get("status") == "system_not_ready":
-                r["system_stop"] = self.stop_system()
-                if self.load_report:
-                    r["loads"] = self.load_report
-                    rates = [x["rate_achieved"] for x in self.load_report if _is_number(x.get("rate_achieved"))]
-                    if rates:
-                        r["flood_rate_achieved_hz"] = sum(rates) / len(rates)
-            r["trace"] = self._trace_stop()
+            with signals.deferred():   # a second Ctrl-C waits until all is stopped
+                self._end_trial(r, tdir, per_trial)
         if self.exp.tracing and r.get("status") == "success":
             self._add_trace_metrics(tdir, r)
         self._score(r)
@@ -370,6 +389,34 @@ class Runner:
         output.write_tables(self.run, list(self.results.values()))
         self.say(f"trial {tid}: {r['status']}" + (f" ({r.get('reason')})" if r["status"] != "success" else ""))
         return r
+
+    def _end_trial(self, r: dict, tdir: Path, per_trial: bool) -> None:
+        """Stops, in order, what this trial leaves running: the driver (after an interrupt), the
+        system, its loads, stray processes; ends the trace; lists every process stopped in
+        r["stopped"]. An interrupted trial's result.json is written here (it is not a result:
+        `--resume` runs the trial again)."""
+        interrupted = r.get("status") == output.INTERRUPTED
+        if self.driver is not None:
+            st = group.stop(self.driver, 2.0)
+            self.driver = None
+            self.stopped += st["stopped"]
+            r["driver_stop"] = st
+        if per_trial or interrupted or r.get("status") == "system_not_ready":
+            r["system_stop"] = self.stop_system()
+            if self.load_report:
+                r["loads"] = self.load_report
+                rates = [x["rate_achieved"] for x in self.load_report if _is_number(x.get("rate_achieved"))]
+                if rates:
+                    r["flood_rate_achieved_hz"] = sum(rates) / len(rates)
+        if interrupted:   # anything else roscope started (a profiler), and what it made
+            for rec in group.stop_everything():
+                self.stopped += rec["stopped"]
+        r["trace"] = self._trace_stop()
+        r["stopped"] = self.stopped
+        self.stopped = []
+        if interrupted:
+            r["finished"] = _now()
+            output.write_json(tdir / "result.json", r)
 
     def _system_dir(self, cond: Condition) -> Path:
         d = self.run / "systems" / cond.id
@@ -408,6 +455,11 @@ class Runner:
             r["lttng_cpu_s"] = (procs.cpu_ticks_by_comm(LTTNG_DAEMONS) - lt0) / procs.CLK_TCK
         r["system_processes"] = mon.report()
         r.update(status=drv["status"], wall_ms=drv["wall_ms"], driver_returncode=drv["returncode"])
+        left = drv["stop"]["stopped"]   # the driver had exited: these are what it started
+        if drv["returncode"] is not None and left:
+            r.setdefault("warnings", []).append(
+                f"the driver left {len(left)} process(es) running after it exited; stopped: "
+                + ", ".join(f"PID {p['pid']} ({p['comm']})" for p in left))
         if drv.get("reason"):
             r["reason"] = drv["reason"]
         if cpus and not r["cpuset"]["verified"] and r["status"] == "success":
@@ -475,9 +527,11 @@ class Runner:
                 if "breaking_point" in sc:
                     self.bisect(sc)
         finally:
-            self.stop_system()
-            if self.session is not None:
-                self._trace_stop()
+            with signals.deferred():
+                self.stop_system()
+                group.stop_everything()
+                if self.session is not None:
+                    self._trace_stop()
 
     def _level_fails(self, sc: dict, level) -> bool:
         bp = sc["breaking_point"]

@@ -89,6 +89,13 @@ def comm(pid: int) -> str:
     return st.comm if st is not None else "?"
 
 
+def printable(text: str) -> str:
+    """A process name or command line as text that cannot drive a terminal: control
+    characters written as \\xNN (a process chooses its own name)."""
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}"
+                   for c in text)
+
+
 def identity(pid: int) -> dict | None:
     """What identifies process `pid` later: {"pid", "start_ticks", "boot_id"} (None if it is gone)."""
     st = stat(pid)
@@ -112,3 +119,28 @@ def same_process(ident: dict | None, looks_like=None) -> bool:
     if st is None or st.gone or st.start_ticks != ident.get("start_ticks"):
         return False
     return looks_like is None or bool(looks_like(cmdline(ident["pid"])))
+
+
+def mismatch(ident) -> str | None:
+    """Why `ident` does not name a process that runs now (None when it does): never a
+    guess -- a recorded PID is the same process only with the exact start time, in the
+    same boot."""
+    if not isinstance(ident, dict) or not isinstance(ident.get("pid"), int) or isinstance(ident.get("pid"), bool):
+        return "no PID recorded"
+    pid, start = ident["pid"], ident.get("start_ticks")
+    if pid <= 0:
+        return f"PID {pid} is not a process"
+    if not isinstance(start, int) or isinstance(start, bool) or start <= 0:
+        return f"PID {pid}: no exact start time recorded (start_ticks {start!r})"
+    now = boot_id()
+    if ident.get("boot_id") != now:
+        return f"PID {pid} was recorded in another boot (boot id {ident.get('boot_id')!r}, now {now})"
+    st = stat(pid)
+    if st is None:
+        return f"PID {pid} has ended"
+    if st.gone:
+        return f"PID {pid} has ended (a zombie)"
+    if st.start_ticks != start:
+        return (f"PID {pid} is now another process ({st.comm}, started at tick {st.start_ticks}; "
+                f"the recorded one started at tick {start})")
+    return None

@@ -11,6 +11,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from roscope.processes.tracking import tracking
 from roscope.record.options import DEFAULT_CHANNEL, DEFAULT_CONTEXTS, RecordError, RecordOptions
 
 
@@ -31,7 +32,8 @@ def ensure_sessiond() -> bool:
         return False
     if shutil.which("lttng-sessiond") is None:
         raise RecordError("no lttng-sessiond is running and the 'lttng-sessiond' command was not found")
-    p = subprocess.run(["lttng-sessiond", "--daemonize", "--no-kernel"], capture_output=True, text=True)
+    # a daemon on purpose: it serves every session, and is never stopped as one of roscope's processes
+    p = tracking().run_daemon(["lttng-sessiond", "--daemonize", "--no-kernel"], capture_output=True, text=True)
     if p.returncode != 0:
         raise RecordError(f"could not start lttng-sessiond: {p.stderr.strip()}")
     for _ in range(50):

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from roscope.processes import signals
-from roscope.processes.identity import boot_id, identity, same_process, stat
+from roscope.processes import group, signals
+from roscope.processes.identity import boot_id, same_process, stat
 from roscope.record.options import RecordError
 
 PERF_EVENTS = ["sched:sched_switch", "sched:sched_wakeup"]
@@ -30,23 +29,22 @@ def is_perf_of(out: Path):
     return lambda argv: bool(argv) and os.path.basename(argv[0]) == "perf" and "record" in argv and data in argv
 
 
-def start_perf(out: Path) -> tuple[subprocess.Popen, dict]:
-    """Starts perf (its own session) into out/perf/; returns it and its manifest entry."""
+def start_perf(out: Path) -> tuple[group.Started, dict]:
+    """Starts perf (its own session, tracked) into out/perf/; returns it and its manifest entry."""
     (out / "perf").mkdir()
     cmd = perf_command(out)
-    with open(out / "perf" / "perf-record.log", "w") as log:
-        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    p = group.start("perf", cmd, log=out / "perf" / "perf-record.log")
     entry = {"tool": "perf", "command": cmd, "file": "perf/perf.data", "events": PERF_EVENTS,
-             "clock": "monotonic", "pid": p.pid, "process": identity(p.pid)}
+             "clock": "monotonic", "pid": p.pid, "process": p.ident}
     return p, entry
 
 
-def check_started(p: subprocess.Popen, out: Path) -> None:
+def check_started(p: group.Started, out: Path) -> None:
     """perf is still running half a second after its start (else a RecordError with its log's end)."""
     time.sleep(0.5)
-    if p.poll() is not None:
+    if p.popen.poll() is not None:
         text = (out / "perf" / "perf-record.log").read_text(errors="replace").strip().splitlines()
-        raise RecordError(f"perf record failed to start (exit {p.returncode}): "
+        raise RecordError(f"perf record failed to start (exit {p.popen.returncode}): "
                           f"{' / '.join(text[-3:]) if text else 'no output'}")
 
 
@@ -60,19 +58,14 @@ def perf_ok(out: Path) -> bool:
         return False
 
 
-def stop_perf(p: subprocess.Popen, out: Path) -> dict:
-    if p.poll() is None:
-        p.send_signal(signal.SIGINT)
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+def stop_perf(p: group.Started, out: Path) -> dict:
+    """SIGINT (perf then writes its file), up to 30 s, then SIGTERM and SIGKILL."""
+    group.stop(p, 30.0)
     ok = perf_ok(out)
     if not ok:
         print(f"roscope: WARNING: perf did not finish writing {out / 'perf' / 'perf.data'} "
               f"(see {out / 'perf' / 'perf-record.log'})", file=sys.stderr)
-    return {"perf_exit_status": p.returncode, "perf_ok": ok}
+    return {"perf_exit_status": p.popen.returncode, "perf_ok": ok}
 
 
 def stop_perf_by_pid(ident: dict | None, out: Path) -> str | None:
@@ -80,7 +73,8 @@ def stop_perf_by_pid(ident: dict | None, out: Path) -> str | None:
     Returns what was done, or None when that perf no longer runs."""
     if not same_process(ident, is_perf_of(out)):
         return None
-    signals.send(ident, signal.SIGINT)
+    if signals.send(ident, signal.SIGINT) is not None:
+        return None
     if signals.wait_gone([ident], 30.0):
         signals.send(ident, signal.SIGKILL)
         signals.wait_gone([ident], 5.0)

@@ -8,38 +8,73 @@ import os
 import signal
 from pathlib import Path
 
-from roscope.processes import signals
-from roscope.processes.identity import boot_id, live_stats, same_process
+from roscope.processes import cgroup, signals
+from roscope.processes.identity import identity_of, live_stats, mismatch, printable, same_process, stat
 from roscope.record import claims, lttng, perf
 from roscope.record.manifest import MANIFEST_NAME, finish_manifest, now
 from roscope.record.options import RecordError
 
 
-def command_processes(child: dict | None) -> list[dict]:
-    """The live processes of the session the command was started in (roscope starts it with
-    setsid, so its session id is its pid), started no earlier than it: {"pid", "name"}."""
-    if not isinstance(child, dict) or child.get("boot_id") != boot_id():
-        return []
-    sid, since = child.get("pid"), child.get("start_ticks")
-    if not isinstance(sid, int) or not isinstance(since, int):
-        return []
-    found = []
-    for st in live_stats().values():
-        if st.sid != sid or st.start_ticks < since:
-            continue
-        found.append({"pid": st.pid, "start_ticks": st.start_ticks, "boot_id": child["boot_id"], "name": st.comm})
-    return sorted(found, key=lambda p: p["pid"])
+def command_processes(state: dict, manifest: dict) -> tuple[list[dict], list[str]]:
+    """The live processes of a recording's command that can be proven to be its own, and
+    why the others recorded were not taken: ([{"pid", "start_ticks", "boot_id", "name",
+    "cgroup"?}], [reason]). A process is the command's only if
+
+    - it is in the command's cgroup (one that the recording's roscope made: its name
+      carries that process's identity), or
+    - its PID, exact start time and boot id are those recorded (the command, or a
+      process `roscope record` saw it start), or
+    - it is in the session of the command while the command itself still runs as
+      recorded (roscope started the command with setsid: that session is its own).
+
+    Nothing is taken on a PID alone, and a start time is never a lower bound."""
+    owner = state.get("owner") or manifest.get("owner")
+    child = state.get("child") or manifest.get("child")
+    recorded = [m for m in (state.get("members") or manifest.get("members") or []) if isinstance(m, dict)]
+    found: dict[int, dict] = {}
+    refused: list[str] = []
+    cg, why_cg = cgroup.parent_of_recording(state.get("cgroup") or manifest.get("cgroup"), owner)
+    if cg is not None:
+        for pid in cgroup.members(cg):
+            st = stat(pid)
+            if st is not None and not st.gone:
+                found[pid] = {**identity_of(st), "name": st.comm, "cgroup": str(cg)}
+    elif state.get("cgroup") or manifest.get("cgroup"):
+        if "no longer exists" not in (why_cg or ""):
+            refused.append(f"cgroup not used: {why_cg}")
+    for ident in [child, *recorded] if child is not None else recorded:
+        why = mismatch(ident)
+        if why is None:
+            st = stat(ident["pid"])
+            found.setdefault(ident["pid"], {**identity_of(st), "name": st.comm})
+        elif not why.endswith("has ended") and not why.endswith("(a zombie)"):
+            refused.append(f"did not signal: {why}")
+    if mismatch(child) is None:
+        for st in live_stats().values():
+            if st.sid == child["pid"] and st.pid not in found:
+                found[st.pid] = {**identity_of(st), "name": st.comm}
+    return sorted(found.values(), key=lambda p: p["pid"]), refused
 
 
-def kill_command_processes(child: dict | None) -> list[dict]:
-    """SIGINT to the command's processes (ROS nodes shut down cleanly), SIGKILL after 5 s."""
-    procs = command_processes(child)
-    for p in procs:
-        signals.send(p, signal.SIGINT)
-    for p in signals.wait_gone(procs, 5.0):
-        signals.send(p, signal.SIGKILL)
-    signals.wait_gone(procs, 2.0)
-    return procs
+def kill_command_processes(procs: list[dict]) -> list[dict]:
+    """SIGINT to the command's processes (ROS nodes shut down cleanly), SIGKILL after 5 s;
+    each only while it is still the process found (and in its cgroup, when found there)."""
+    def check(p):
+        return (lambda pid: cgroup.holds(Path(p["cgroup"]), pid)) if p.get("cgroup") else None
+
+    stopped = [p for p in procs if signals.send(p, signal.SIGINT, also=check(p)) is None]
+    for p in signals.wait_gone(stopped, 5.0):
+        signals.send(p, signal.SIGKILL, also=check(p))
+    signals.wait_gone(stopped, 2.0)
+    return stopped
+
+
+def _remove_cgroup(state: dict, manifest: dict) -> None:
+    """The emptied cgroup of a killed recording's command, and its parent when empty."""
+    cg, _why = cgroup.parent_of_recording(state.get("cgroup") or manifest.get("cgroup"),
+                                          state.get("owner") or manifest.get("owner"))
+    if cg is not None and not cgroup.members(cg) and cgroup.remove(cg):
+        cgroup.remove(cg.parent)
 
 
 def _same_path(a, b) -> bool:
@@ -102,13 +137,18 @@ def _recover_one(c: dict, sessions: dict[str, str], kill_children: bool, dry_run
 
     actions: list[str] = []
     problems: list[str] = []
-    procs = command_processes(state.get("child") or m.get("child"))
+    procs, refused = command_processes(state, m)
+    if kill_children:
+        problems += refused
     if procs and kill_children:
         if not dry_run:
-            procs = kill_command_processes(state.get("child") or m.get("child"))
-        actions.append(act("stop", "stopped") + " the command's processes: "
-                       + ", ".join(f"PID {p['pid']} ({p['name']})" for p in procs))
+            procs = kill_command_processes(procs)
+        if procs:
+            actions.append(act("stop", "stopped") + " the command's processes: "
+                           + ", ".join(f"PID {p['pid']} ({printable(p['name'])})" for p in procs))
         procs = [p for p in procs if same_process(p)] if not dry_run else []
+    if not dry_run and not procs:
+        _remove_cgroup(state, m)
     if name in sessions:
         if _same_path(sessions[name], out):
             if not dry_run:
@@ -122,7 +162,7 @@ def _recover_one(c: dict, sessions: dict[str, str], kill_children: bool, dry_run
             actions.append(f"would stop perf (PID {ident['pid']})")
         else:
             actions.append(perf.stop_perf_by_pid(ident, out) or f"perf (PID {ident['pid']}) had ended")
-    left = [{"pid": p["pid"], "name": p["name"]} for p in procs]
+    left = [{"pid": p["pid"], "name": printable(p["name"])} for p in procs]
     res = {"name": name, "output": str(out), "verdict": "recover", "actions": actions, "problems": problems,
            "left_running": left}
     if dry_run:

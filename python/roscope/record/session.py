@@ -17,7 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-from roscope.processes.identity import identity
+from roscope.processes import group
+from roscope.processes.identity import identity, identity_of, printable
+from roscope.processes.tracking import tracking
 from roscope.record import claims, lttng, perf
 from roscope.record.manifest import (
     SETUP_OUTPUTS,
@@ -57,8 +59,9 @@ class Recording:
         self.state: dict = {}
         self.state_file: Path | None = None   # set once this recording holds its name
         self.session = False                  # the LTTng session exists (this recording made it)
-        self.perf: subprocess.Popen | None = None
-        self.child: subprocess.Popen | None = None
+        self.perf: group.Started | None = None
+        self.child: group.Started | None = None
+        self.members: dict[int, dict] = {}    # every process of the command seen: pid -> identity
         self.interrupted: list[int] = []
         self._old_handlers: dict = {}
         self._setting_up = False
@@ -81,12 +84,7 @@ class Recording:
     def _on_signal(self, signum, _frame) -> None:
         if self._setting_up:
             raise KeyboardInterrupt(signal.Signals(signum).name)
-        self.interrupted.append(signum)
-        if self.child is not None and self.child.poll() is None:
-            try:
-                os.killpg(self.child.pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
+        self.interrupted.append(signum)   # the wait loop passes it on (not here: /proc is being read)
 
     def restore_signals(self) -> None:
         for s, h in self._old_handlers.items():
@@ -150,27 +148,31 @@ class Recording:
 
     def _spawn(self) -> None:
         try:
-            self.child = subprocess.Popen(self.command, env=self.environment(), start_new_session=True)
+            self.child = group.start("command", self.command, env=self.environment(), stdin=None)
         except OSError as e:
             raise RecordError(f"could not run {self.command[0]}: {e.strerror or e}") from None
-        ident = identity(self.child.pid)
+        ident = self.child.ident
         self.manifest["child"] = ident
         self.state["child"] = ident
-        if self.interrupted:  # a signal came while it started
-            os.killpg(self.child.pid, signal.SIGINT)
+        self.manifest["process_tracking"] = tracking().describe()
+        if self.child.cgroup is not None:
+            self.manifest["cgroup"] = self.state["cgroup"] = str(self.child.cgroup)
+
+    def _note_members(self) -> None:
+        """Records the command's processes by identity in the state file (for 'recover')."""
+        new = False
+        for st in self.child.members():
+            if st.pid not in self.members:
+                self.members[st.pid] = {**identity_of(st), "name": st.comm}
+                new = True
+        if new and self.state_file is not None:
+            self.state["members"] = sorted(self.members.values(), key=lambda m: (m["start_ticks"], m["pid"]))
+            write_json(self.state_file, self.state)
 
     def _undo(self) -> list[str]:
         """Undoes what setup created; returns what could not be undone."""
         problems = []
-        if self.child is not None and self.child.poll() is None:
-            try:
-                os.killpg(self.child.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            self.child.wait()
-        if self.perf is not None and self.perf.poll() is None:
-            self.perf.kill()
-            self.perf.wait()
+        group.stop_everything(0.0)   # the command and perf, if they were started
         if self.session:
             problems += lttng.destroy_session(self.name)
             self.session = False
@@ -215,34 +217,35 @@ class Recording:
         raise exc
 
     # -- the command's run
-    def wait(self) -> int:
+    def wait(self) -> tuple[int, dict]:
         """Waits for the command; after an interrupt it gets STOP_GRACE_S to exit on its
-        own, then SIGTERM, then SIGKILL to its process group. Returns its wait status."""
+        own, then SIGTERM, then SIGKILL to all its processes. Then what it left running (a
+        daemon, a background job) gets SIGINT, SIGTERM, SIGKILL 3 s apart, before the
+        session stops. Returns its wait status and that stop's record."""
         child = self.child
         deadline = None
-        escalated = 0
+        escalated = forwarded = 0
+        noted = 0.0
         while True:
             try:
-                rc = child.wait(timeout=0.2)
+                rc = child.popen.wait(timeout=0.2)
                 break
             except subprocess.TimeoutExpired:
                 pass
+            if len(self.interrupted) > forwarded:   # SIGINT to all its processes (ROS nodes stop cleanly)
+                forwarded = len(self.interrupted)
+                group.signal_all(child, signal.SIGINT)
+            if time.monotonic() - noted >= 1.0:
+                self._note_members()
+                noted = time.monotonic()
             if self.interrupted and deadline is None:
                 deadline = time.monotonic() + STOP_GRACE_S
             if deadline is not None and time.monotonic() > deadline:
                 sig = signal.SIGTERM if escalated == 0 else signal.SIGKILL
                 escalated += 1
                 deadline = time.monotonic() + 3.0
-                try:
-                    os.killpg(child.pid, sig)
-                except ProcessLookupError:
-                    pass
-        # Reap anything left in the command's process group.
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        return rc
+                group.signal_all(child, sig)
+        return rc, group.stop(child, 3.0)
 
     def finish(self, result: dict) -> dict:
         """Stops perf and the session, completes the manifest, releases the name."""
@@ -268,9 +271,13 @@ def record_command(command: list[str], opts: RecordOptions) -> int:
     rec.setup()
     result: dict = {"exit_code": None}
     try:
-        rc = rec.wait()
+        rc, left = rec.wait()
         result["exit_code"] = rc if rc >= 0 else None
         result["exit_signal"] = signal.Signals(-rc).name if rc < 0 else None
+        if left["stopped"]:
+            result["stopped_after_exit"] = left["stopped"]
+            print(f"roscope: the command left {len(left['stopped'])} process(es) running; stopped: "
+                  + ", ".join(f"PID {p['pid']} ({printable(p['comm'])})" for p in left["stopped"]), file=sys.stderr)
     finally:
         result["interrupted"] = bool(rec.interrupted)
         if rec.interrupted:
