@@ -21,6 +21,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from roscope.processes.identity import stat
+
 PREFIX = "roscope-"
 
 
@@ -69,6 +71,34 @@ def make_parent(ident: dict) -> Path | None:
     except OSError:
         return None
     return d
+
+
+def remove_empty(d: Path) -> None:
+    """Removes the empty cgroups under `d` (one level) and `d` itself when it is then empty."""
+    try:
+        kids = [k for k in d.iterdir() if k.is_dir()]
+    except OSError:
+        return
+    for k in kids:
+        if not members(k):
+            remove(k)
+    remove(d)
+
+
+def collect_abandoned(base: Path) -> None:
+    """Removes what roscope processes that no longer run left under `base`: their empty
+    cgroups (processes still in one are left to `roscope record recover`)."""
+    try:
+        dirs = [d for d in base.iterdir() if d.is_dir() and d.name.startswith(PREFIX)]
+    except OSError:
+        return
+    for d in dirs:
+        pid, _, start = d.name[len(PREFIX):].partition("-")
+        if not (pid.isdigit() and start.isdigit()):
+            continue
+        st = stat(int(pid))
+        if st is None or st.gone or st.start_ticks != int(start):
+            remove_empty(d)
 
 
 def make(parent: Path, name: str) -> Path:

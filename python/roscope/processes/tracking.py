@@ -115,6 +115,8 @@ def _choose() -> Tracking:
     if want != "subreaper":
         me = identity(os.getpid())
         parent = cgroup.make_parent(me) if me else None
+        if parent is not None:
+            cgroup.collect_abandoned(parent.parent)
         if parent is not None and cgroup.probe(parent):
             atexit.register(cgroup.remove, parent)
             return Tracking("cgroup", parent, "")
