@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import math
 import os
 import platform
 import resource
@@ -19,14 +20,17 @@ import xmlrpc.client
 from pathlib import Path
 
 from roscope.errors import InputError, UserError
-from roscope.experiment import output, procs
+from roscope.experiment import driver_output, output, procs
 from roscope.experiment.config import Condition, Experiment, bisect_condition, conditions, level_text
 from roscope.processes import group, signals
+from roscope.processes.identity import identity, same_process
 
 #: LTTng's daemons (read only, for the tracing overhead; never signalled).
 LTTNG_DAEMONS = ("lttng-sessiond", "lttng-consumerd", "lttng-runas")
 #: How often the CPU monitor samples the system's processes (s).
 MONITOR_INTERVAL = 0.5
+#: At most this many numbers of a driver's JSON become metrics when none are declared.
+MAX_METRICS = 256
 PKG_PARENT = str(Path(__file__).resolve().parents[2])   # the directory holding the roscope package
 
 
@@ -96,8 +100,12 @@ def prepare(exp: Experiment, out: str | None, resume: bool) -> Path:
         man = output.read_json(run / output.MANIFEST)
         if man is None:
             raise InputError(f"{run}: nothing to resume (no {output.MANIFEST})")
-        last = (man.get("invocations") or [{}])[-1]
-        if man.get("state") == "running" and last.get("pid") and "experiment" in procs.cmdline(last["pid"]):
+        man = output.check_manifest(run / output.MANIFEST, man)
+        invocations = man.get("invocations")
+        if not isinstance(invocations, list) or not all(isinstance(i, dict) for i in invocations):
+            raise InputError(f"{run / output.MANIFEST}: not the manifest of an experiment run: 'invocations' is not a list of objects")
+        last = (invocations or [{}])[-1]
+        if man.get("state") == "running" and _still_running(last):
             raise InputError(f"{run}: is being written by roscope experiment (pid {last['pid']}); resume it once that has ended")
         if man.get("experiment", {}).get("digest") != exp.digest():
             raise InputError(f"{run}: was run with another experiment file content ({man['experiment'].get('path')}); "
@@ -105,13 +113,32 @@ def prepare(exp: Experiment, out: str | None, resume: bool) -> Path:
         return run
     if run.exists() and any(run.iterdir()):
         raise InputError(f"{run}: exists and is not empty; results are never overwritten (give a new -o, or --resume)")
-    run.mkdir(parents=True, exist_ok=True)
-    (run / "trials").mkdir()
     man = {"experiment": {"name": exp.name, "path": str(exp.path.resolve()), "digest": exp.digest(), "config": exp.raw},
            "metrics": exp.metrics, "state": "running", "started": _now(), "finished": None, "invocations": [],
            **host_manifest(exp)}
-    output.write_json(run / output.MANIFEST, man)
+    made = not run.exists()
+    # All or nothing: a directory without its manifest could be neither resumed nor reused.
+    with signals.deferred():
+        try:
+            run.mkdir(parents=True, exist_ok=True)
+            (run / "trials").mkdir()
+            output.write_json(run / output.MANIFEST, man)
+        except BaseException:
+            for undo in (lambda: (run / output.MANIFEST).unlink(), lambda: (run / "trials").rmdir(),
+                         lambda: run.rmdir() if made else None):
+                with contextlib.suppress(OSError):
+                    undo()
+            raise
     return run
+
+
+def _still_running(invocation: dict) -> bool:
+    """The roscope of an invocation still runs: by identity (PID, exact start time, boot id);
+    for manifests of older versions, by PID and command line."""
+    if isinstance(invocation.get("process"), dict):
+        return same_process(invocation["process"])
+    pid = invocation.get("pid")
+    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and "experiment" in procs.cmdline(pid)
 
 
 def _update_manifest(run: Path, **changes) -> dict:
@@ -135,7 +162,8 @@ class Runner:
         self.session: str | None = None
         self.seq = max((r.get("seq", 0) for r in self.results.values()), default=0)
         self.stopped: list[dict] = []   # the processes stopped since the trial began
-        self.breaking: dict = output.read_json(run / "breaking_points.json") or {}
+        self.breaking: dict = output.check_breaking_points(run / "breaking_points.json",
+                                                           output.read_json(run / "breaking_points.json"))
 
     def say(self, msg: str) -> None:
         from roscope.commands._common import escape
@@ -227,7 +255,8 @@ class Runner:
             self.stopped += st["stopped"]
             rep = {"name": ld.name, "stopped_with": st["signals"], "left": st["left"]}
             if ld.name.startswith("flood") and ld.log is not None:
-                rep.update(_last_json(ld.log) or {})   # what the flooder sent, and its achieved rate
+                sent, _why = driver_output.last_json(ld.log)   # what the flooder sent, and its achieved rate
+                rep.update(sent if isinstance(sent, dict) else {})
             self.load_report.append(rep)
         self.loads = []
         strays = group.stop_strays()
@@ -327,15 +356,17 @@ class Runner:
         if self.system is not None and not self.system.alive():
             out.update(status="system_died", reason=f"the system exited (status {self.system.popen.returncode}) during the trial")
             return out
-        obj = _last_json(tdir / "driver.stdout")
+        obj, why = driver_output.last_json(tdir / "driver.stdout")
         rc = out["returncode"]
         if isinstance(obj, dict) and obj.get("status") not in (None, "success", "ok"):
-            out.update(status=str(obj["status"]), reason=str(obj.get("reason") or f"the driver reported {obj['status']}"))
+            kind = _short(obj["status"], 64)
+            out.update(status=kind, reason=_short(obj.get("reason") or f"the driver reported {kind}"))
         elif rc != 0:
             how = f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit status {rc}"
             out.update(status="driver_crash", reason=f"the driver ended with {how}")
         elif not isinstance(obj, dict):
-            out.update(status="driver_crash", reason="the driver exited 0 without a JSON object on its last stdout line")
+            out.update(status="driver_crash", reason="the driver exited 0 without a JSON object on its last stdout line"
+                       + (f": {why}" if why else ""))
         else:
             out["status"] = "success"
         out["driver"] = obj if isinstance(obj, dict) else None
@@ -405,7 +436,7 @@ class Runner:
             r["system_stop"] = self.stop_system()
             if self.load_report:
                 r["loads"] = self.load_report
-                rates = [x["rate_achieved"] for x in self.load_report if _is_number(x.get("rate_achieved"))]
+                rates = [x["rate_achieved"] for x in self.load_report if _is_finite(x.get("rate_achieved"))]
                 if rates:
                     r["flood_rate_achieved_hz"] = sum(rates) / len(rates)
         if interrupted:   # anything else roscope started (a profiler), and what it made
@@ -467,18 +498,32 @@ class Runner:
         self._driver_metrics(drv, r)
 
     def _driver_metrics(self, drv: dict, r: dict) -> None:
-        obj = drv.get("driver") or _last_json(self.run / "trials" / r["trial_id"] / "driver.stdout") or {}
+        """The driver's numbers as metrics: the declared ones, or (none declared) every finite
+        number it printed, at most MAX_METRICS. A number that is not finite is left out, with
+        a warning."""
+        obj = drv.get("driver")
+        if not isinstance(obj, dict):
+            obj, _why = driver_output.last_json(self.run / "trials" / r["trial_id"] / "driver.stdout")
+        obj = obj if isinstance(obj, dict) else {}
         flat = {k: v for k, v in obj.items() if k != "metrics"}
         if isinstance(obj.get("metrics"), dict):
             flat.update(obj["metrics"])
+        bad = sorted(k for k, v in flat.items() if _is_number(v) and not math.isfinite(v))
+        if bad:
+            r.setdefault("warnings", []).append(f"the driver printed numbers that are not finite, left out: "
+                                                f"{', '.join(_short(k, 80) for k in bad[:10])}")
         declared = self.exp.metrics
         for name, m in declared.items():
-            if m["from"] == "driver" and _is_number(flat.get(m["key"])):
+            if m["from"] == "driver" and _is_finite(flat.get(m["key"])):
                 r["metrics"][name] = float(flat[m["key"]])
             elif m["from"] == "wall" and drv.get("wall_ms") is not None:
                 r["metrics"][name] = drv["wall_ms"]
         if not declared:
-            r["metrics"].update({k: float(v) for k, v in flat.items() if _is_number(v)})
+            got = [(_short(k, 200), float(v)) for k, v in flat.items() if _is_finite(v)]
+            if len(got) > MAX_METRICS:
+                r.setdefault("warnings", []).append(f"the driver printed {len(got)} numbers: the first {MAX_METRICS} "
+                                                    "are kept as metrics (declare metrics to choose)")
+            r["metrics"].update(got[:MAX_METRICS])
 
     def _add_trace_metrics(self, tdir: Path, r: dict) -> None:
         from roscope.errors import user_message
@@ -588,24 +633,13 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _last_json(path: Path):
-    try:
-        lines = [ln for ln in Path(path).read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return None
-    if not lines:
-        return None
-    try:
-        return json.loads(lines[-1])
-    except ValueError:
-        return None
+def _is_finite(v) -> bool:
+    return _is_number(v) and math.isfinite(v)
 
 
-def _tail(path: Path, n: int = 30) -> str:
-    try:
-        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
-    except OSError:
-        return "(none)"
+def _short(v, n: int = driver_output.TEXT_MAX) -> str:
+    t = str(v)
+    return t if len(t) <= n else t[:n] + "..."
 
 
 def _diagnostics(tdir: Path, r: dict, run: Path) -> None:
@@ -615,15 +649,16 @@ def _diagnostics(tdir: Path, r: dict, run: Path) -> None:
     parts = [f"trial {r['trial_id']}: {r['status']}", f"reason: {r.get('reason')}",
              f"driver exit status: {r.get('driver_returncode')}", ""]
     for name in ("driver.stdout", "driver.stderr"):
-        parts += [f"--- last lines of {name}", _tail(tdir / name), ""]
+        parts += [f"--- last lines of {name}", *driver_output.tail(tdir / name).split("\n"), ""]
     if r.get("system_log"):
-        parts += [f"--- last lines of the system log ({r['system_log']})", _tail(run / r["system_log"]), ""]
+        parts += [f"--- last lines of the system log ({r['system_log']})",
+                  *driver_output.tail(run / r["system_log"]).split("\n"), ""]
     parts.append("--- processes of the system seen during the trial")
     for p in r.get("system_processes", []):
         parts.append(f"  {p['pid']} {p['comm']}: {p['cmdline']}")
     if r.get("system_stop"):
         parts.append(f"--- system stop: {r['system_stop']}")
-    output.atomic_write(tdir / "diagnostics.txt", "\n".join(escape(x) if "\n" not in x else x for x in parts) + "\n")
+    output.atomic_write(tdir / "diagnostics.txt", "\n".join(escape(x) for x in parts) + "\n")
 
 
 def run(exp: Experiment, out: str | None, resume: bool, log=sys.stderr, profile: bool = False) -> Path:
@@ -635,7 +670,8 @@ def run(exp: Experiment, out: str | None, resume: bool, log=sys.stderr, profile:
         prof.check()
     run_dir = prepare(exp, out, resume)
     man = output.read_json(run_dir / output.MANIFEST)
-    man["invocations"].append({"started": _now(), "pid": os.getpid(), "resume": resume, "profile": profile, "argv": sys.argv})
+    man["invocations"].append({"started": _now(), "pid": os.getpid(), "process": identity(os.getpid()), "resume": resume,
+                               "profile": profile, "argv": sys.argv})
     man["state"] = "running"
     output.write_json(run_dir / output.MANIFEST, man)
 
