@@ -29,7 +29,10 @@ def read_state(path: Path) -> dict | None:
         s = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return s if isinstance(s, dict) and s.get("name") else None
+    ok = isinstance(s, dict) and isinstance(s.get("name"), str) and s["name"] and isinstance(s.get("output", ""), str) \
+        and all(s.get(k) is None or isinstance(s[k], dict) for k in ("owner", "child", "perf")) \
+        and (s.get("members") is None or isinstance(s["members"], list))
+    return s if ok else None
 
 
 def state_files() -> list[tuple[Path, dict | None]]:

@@ -96,9 +96,40 @@ def read_manifest(out: Path) -> dict:
         m = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise RecordError(f"cannot read the manifest {path}: {e}") from None
-    if not isinstance(m, dict):
-        raise RecordError(f"{path}: not a roscope record manifest (a JSON {type(m).__name__}, not an object)")
+    why = shape_problem(m)
+    if why is not None:
+        raise RecordError(f"{path}: not a manifest of roscope record: {why}")
     return m
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+#: The manifest fields that `stop` and `recover` act on: key -> (check, what it should be).
+SHAPE = {
+    "state": (lambda v: isinstance(v, str), "text"),
+    "mode": (lambda v: v is None or isinstance(v, str), "text"),
+    "session": (lambda v: v is None or isinstance(v, str), "text"),
+    "owner": (lambda v: v is None or isinstance(v, dict), "an object"),
+    "child": (lambda v: v is None or isinstance(v, dict), "an object"),
+    "kernel": (lambda v: v is None or isinstance(v, dict), "an object"),
+    "cgroup": (lambda v: v is None or isinstance(v, str), "text"),
+    "members": (lambda v: v is None or isinstance(v, list), "a list"),
+    "start_time_ns": (lambda v: v is None or _is_int(v), "an integer"),
+}
+
+
+def shape_problem(m) -> str | None:
+    """Why `m` is not a manifest roscope record wrote (None if its fields have their types)."""
+    if not isinstance(m, dict):
+        return f"a JSON {type(m).__name__}, not an object"
+    for key, (ok, what) in SHAPE.items():
+        if key in m and not ok(m[key]):
+            return f"{key!r} is {type(m[key]).__name__}, not {what}"
+    if "state" not in m:
+        return "it has no 'state'"
+    return None
 
 
 def warn_losses(counts: dict, out: Path) -> None:

@@ -3,7 +3,6 @@
 its recorded identity; its manifest is completed as "recovered"."""
 from __future__ import annotations
 
-import json
 import os
 import signal
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 from roscope.processes import cgroup, signals
 from roscope.processes.identity import identity_of, live_stats, mismatch, printable, same_process, stat
 from roscope.record import claims, lttng, perf
-from roscope.record.manifest import MANIFEST_NAME, finish_manifest, now
+from roscope.record.manifest import MANIFEST_NAME, finish_manifest, now, read_manifest
 from roscope.record.options import RecordError
 
 
@@ -73,8 +72,8 @@ def _remove_cgroup(state: dict, manifest: dict) -> None:
     """The emptied cgroup of a killed recording's command, and its parent when empty."""
     cg, _why = cgroup.parent_of_recording(state.get("cgroup") or manifest.get("cgroup"),
                                           state.get("owner") or manifest.get("owner"))
-    if cg is not None and not cgroup.members(cg) and cgroup.remove(cg):
-        cgroup.remove(cg.parent)
+    if cg is not None:
+        cgroup.remove_empty(cg.parent)   # the command's, perf's: those now empty
 
 
 def _same_path(a, b) -> bool:
@@ -92,6 +91,7 @@ def _candidates(paths) -> list[dict]:
         m = p if p.name == MANIFEST_NAME else p / MANIFEST_NAME
         if not m.is_file():
             raise RecordError(f"{p}: no {MANIFEST_NAME} there (give a directory written by roscope record)")
+        read_manifest(m.parent)   # one it cannot act on is an error here, not a line among others
         found.setdefault(os.path.realpath(m.parent), {"state_file": None, "state": None, "out": m.parent})
     return list(found.values())
 
@@ -103,11 +103,9 @@ def _judge(c: dict, sessions: dict[str, str]) -> tuple[str, str]:
     if state is None and c["state_file"] is not None:
         return "leave", f"cannot read the state file {c['state_file']}"
     try:
-        m = json.loads((out / MANIFEST_NAME).read_text())
-        if not isinstance(m, dict):
-            raise ValueError("not a JSON object")
-    except (OSError, ValueError) as e:
-        return "leave", f"cannot read its manifest {out / MANIFEST_NAME}: {e}"
+        m = read_manifest(out)
+    except RecordError as e:
+        return "leave", str(e)
     c["manifest"] = m
     c["name"] = (state or {}).get("name") or m.get("session")
     if m.get("state") != "recording":
@@ -147,8 +145,6 @@ def _recover_one(c: dict, sessions: dict[str, str], kill_children: bool, dry_run
             actions.append(act("stop", "stopped") + " the command's processes: "
                            + ", ".join(f"PID {p['pid']} ({printable(p['name'])})" for p in procs))
         procs = [p for p in procs if same_process(p)] if not dry_run else []
-    if not dry_run and not procs:
-        _remove_cgroup(state, m)
     if name in sessions:
         if _same_path(sessions[name], out):
             if not dry_run:
@@ -168,6 +164,7 @@ def _recover_one(c: dict, sessions: dict[str, str], kill_children: bool, dry_run
     if dry_run:
         actions.append("would complete the manifest (state \"recovered\")")
         return res
+    _remove_cgroup(state, m)
     iso, _ns = now()
     recovery = {"time": iso, "by_pid": os.getpid(), "why": c["why"], "actions": list(actions),
                 "left_running": left}
