@@ -5,23 +5,20 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import json
 import math
 import os
 import platform
 import resource
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-import xmlrpc.client
 from pathlib import Path
 
-from roscope.errors import InputError, UserError
+from roscope.errors import InputError
 from roscope.experiment import driver_output, output, procs
-from roscope.experiment.config import Condition, Experiment, bisect_condition, conditions, level_text
+from roscope.experiment.config import Condition, Experiment, bisect_condition, conditions
+from roscope.experiment.system import PKG_PARENT, SystemUnderTest
 from roscope.processes import group, signals
 from roscope.processes.identity import identity, same_process
 
@@ -31,17 +28,10 @@ LTTNG_DAEMONS = ("lttng-sessiond", "lttng-consumerd", "lttng-runas")
 MONITOR_INTERVAL = 0.5
 #: At most this many numbers of a driver's JSON become metrics when none are declared.
 MAX_METRICS = 256
-PKG_PARENT = str(Path(__file__).resolve().parents[2])   # the directory holding the roscope package
 
 
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _version(argv: list[str]) -> str | None:
@@ -152,13 +142,8 @@ class Runner:
     def __init__(self, exp: Experiment, run: Path, log=sys.stderr, profile: bool = False):
         self.exp, self.run, self.log, self.profile = exp, run, log, profile
         self.results = {r["trial_id"]: r for r in output.trial_results(run)}
-        self.system: group.Started | None = None
+        self.sut = SystemUnderTest(exp, run)
         self.driver: group.Started | None = None
-        self.system_cond: str | None = None
-        self.system_dir: Path | None = None
-        self.system_env: dict | None = None
-        self.loads: list[group.Started] = []
-        self.load_report: list[dict] = []
         self.session: str | None = None
         self.seq = max((r.get("seq", 0) for r in self.results.values()), default=0)
         self.stopped: list[dict] = []   # the processes stopped since the trial began
@@ -170,134 +155,11 @@ class Runner:
 
         print(f"roscope experiment: {escape(msg)}", file=self.log, flush=True)
 
-    # ---------------------------------------------------------------- environment
-    def _base_env(self, cond: Condition) -> dict:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = PKG_PARENT + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        env["ROSCOPE_EXPERIMENT_DIR"] = str(self.run.resolve())
-        env["ROSCOPE_CONDITION"] = cond.id
-        env["ROSCOPE_SCENARIO"] = cond.scenario
-        env["ROSCOPE_PARAMS"] = json.dumps(cond.params, sort_keys=True)
-        env["ROSCOPE_LEVEL"] = "" if cond.level is None else level_text(cond.level)
-        if self.exp.ros == "ros1":
-            port = _free_port()
-            env.update({"ROS_MASTER_URI": f"http://127.0.0.1:{port}", "ROSCOPE_MASTER_PORT": str(port),
-                        "ROS_IP": "127.0.0.1", "ROS_HOSTNAME": "127.0.0.1"})
-        return env
-
-    # ---------------------------------------------------------------- system
-    def _ready(self, env: dict, deadline: float) -> str | None:
-        """None when ready; otherwise why not."""
-        ready = self.exp.system["ready"]
-        cwd = self.exp.base_dir / self.exp.system["cwd"]
-        while time.monotonic() < deadline:
-            if not self.system.alive():
-                return f"the system exited with status {self.system.popen.returncode} before it was ready"
-            ok = True
-            if ready["command"]:
-                try:
-                    ok = subprocess.run(ready["command"], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL, timeout=max(1.0, deadline - time.monotonic())).returncode == 0
-                except (OSError, subprocess.TimeoutExpired):
-                    ok = False
-            if ok and ready["topic"]:
-                ok = self._topic_published(env, ready["topic"])
-            if ok:
-                if ready["delay"]:
-                    time.sleep(ready["delay"])
-                return None
-            time.sleep(0.2)
-        return f"not ready within {self.exp.system['ready']['timeout']:g} s"
-
-    @staticmethod
-    def _topic_published(env: dict, topic: str) -> bool:
-        uri = env.get("ROS_MASTER_URI")
-        if not uri:
-            return False
-        try:
-            code, _msg, topics = xmlrpc.client.ServerProxy(uri).getPublishedTopics("/roscope_experiment", "")
-        except (OSError, xmlrpc.client.Error):
-            return False
-        return code == 1 and any(t == topic for t, _ in topics)
-
-    def start_system(self, cond: Condition, tdir: Path, extra_env: dict) -> str | None:
-        env = {**self._base_env(cond), **self.exp.system["env"], **extra_env}
-        cpus = procs.pick_cpus(cond.params["cpuset"]["cpus"]) if "cpuset" in cond.params else None
-        argv = self.exp.system["start"]
-        if shutil.which(argv[0], path=env.get("PATH")) is None and not (self.exp.base_dir / self.exp.system["cwd"] / argv[0]).exists():
-            raise InputError(f"{self.exp.path}: system.start: program {argv[0]!r} not found")
-        env["ROSCOPE_SYSTEM_DIR"] = str(tdir.resolve())
-        if self.exp.ros == "ros1":
-            env.setdefault("ROS_LOG_DIR", str(tdir / "ros-log"))
-        self.system = group.start("system", argv, cwd=self.exp.base_dir / self.exp.system["cwd"], env=env,
-                                  log=tdir / "system.log", cpus=cpus)
-        self.system_env, self.system_cond, self.system_dir = env, cond.id, tdir
-        self.system_cpus = cpus
-        why = self._ready(env, time.monotonic() + self.exp.system["ready"]["timeout"])
-        if why is not None:
-            return why
-        self.start_loads(cond, tdir)
-        return None
-
-    def stop_system(self) -> dict | None:
-        """Stops the system, then its loads, then any stray process (in that order, each with
-        all it started); returns the system's stop record, the loads' in self.load_report and
-        every process signalled in self.stopped."""
-        got = None
-        self.load_report = []
-        if self.system is not None:
-            got = group.stop(self.system, self.exp.system["stop_timeout"])
-            self.stopped += got["stopped"]
-            self.system = None
-            self.system_cond = None
-        for ld in self.loads:
-            st = group.stop(ld, 3.0)
-            self.stopped += st["stopped"]
-            rep = {"name": ld.name, "stopped_with": st["signals"], "left": st["left"]}
-            if ld.name.startswith("flood") and ld.log is not None:
-                sent, _why = driver_output.last_json(ld.log)   # what the flooder sent, and its achieved rate
-                rep.update(sent if isinstance(sent, dict) else {})
-            self.load_report.append(rep)
-        self.loads = []
-        strays = group.stop_strays()
-        self.stopped += strays["stopped"]
-        if got is not None and strays["signals"]:
-            got["strays"] = strays
-        if got is not None and self.system_dir is not None and self.system_dir.parent.name == "systems":
-            # a system kept across trials (restart: per_scenario): its stop is recorded beside its log
-            output.write_json(self.system_dir / "stop.json", {"system": got, "loads": self.load_report,
-                                                             "stopped": list(self.stopped)})
-        return got
-
-    # ---------------------------------------------------------------- loads
-    def start_loads(self, cond: Condition, tdir: Path) -> None:
-        env = dict(self.system_env)
-        for k in ("LD_PRELOAD", "ROSCOPE_RECORD_ID"):   # loads are not part of the traced system
-            env.pop(k, None)
-        cl = cond.params.get("cpu_load")
-        if cl:
-            if shutil.which("stress-ng") is None:
-                raise UserError("cpu_load needs stress-ng (Debian package stress-ng; scripts/setup.sh installs it)")
-            argv = ["stress-ng", "--cpu", str(cl["workers"]), "--cpu-load", level_text(cl["load"]),
-                    "--cpu-method", cl["method"], "--timeout", "3600s", "--quiet"]
-            if cl.get("cpus"):
-                argv = ["taskset", "-c", cl["cpus"], *argv]
-            self.loads.append(group.start("cpu_load", argv, env=env, log=tdir / "cpu_load.log"))
-        ml = cond.params.get("msg_load")
-        if ml:
-            if self.exp.ros != "ros1":
-                raise InputError(f"{self.exp.path}: msg_load needs 'ros: ros1' (the flood publishers are ROS 1 nodes)")
-            for i in range(ml["publishers"]):
-                argv = [sys.executable, "-m", "roscope.experiment.flood", "--topic", f"{ml['topic_prefix']}_{i + 1}",
-                        "--rate", level_text(ml["rate"]), "--payload", str(ml["payload"]), "--sink"]
-                self.loads.append(group.start(f"flood{i + 1}", argv, env=env, log=tdir / f"flood_{i + 1}.log"))
-        if self.loads:
-            time.sleep(0.5)
-            dead = [ld.name for ld in self.loads if not ld.alive()]
-            if dead:
-                raise UserError(f"load generator(s) {', '.join(dead)} exited at once; see their logs in {tdir}")
-
     # ---------------------------------------------------------------- tracing
+    def stop_system(self) -> dict | None:
+        """Stops the system, its loads and strays; every process signalled goes to self.stopped."""
+        return self.sut.stop(self.stopped)
+
     def _trace_start(self, tdir: Path) -> dict:
         from roscope.record import RecordOptions, start_session
 
@@ -325,9 +187,9 @@ class Runner:
     # ---------------------------------------------------------------- the driver
     def _run_driver(self, cond: Condition, tid: str, index: int, tdir: Path) -> dict:
         d = self.exp.driver
-        env = {**self.system_env, **d["env"], "ROSCOPE_TRIAL_ID": tid, "ROSCOPE_TRIAL_INDEX": str(index),
+        env = {**self.sut.env, **d["env"], "ROSCOPE_TRIAL_ID": tid, "ROSCOPE_TRIAL_INDEX": str(index),
                "ROSCOPE_TRIAL_DIR": str(tdir.resolve())}
-        cpus = self.system_cpus if ("cpuset" in cond.params and cond.params["cpuset"]["driver"]) else None
+        cpus = self.sut.cpus if ("cpuset" in cond.params and cond.params["cpuset"]["driver"]) else None
         with open(tdir / "driver.stdout", "wb") as so, open(tdir / "driver.stderr", "wb") as se:
             t0 = time.monotonic()
             drv = self.driver = group.start("driver", d["command"], cwd=self.exp.base_dir / d["cwd"], env=env,
@@ -337,8 +199,8 @@ class Runner:
         while drv.popen.poll() is None:
             if time.monotonic() > deadline:
                 break
-            if self.system is not None and not self.system.alive():
-                died = self.system.popen.returncode
+            if self.sut.system is not None and not self.sut.system.alive():
+                died = self.sut.system.popen.returncode
                 break
             time.sleep(0.05)
         wall = time.monotonic() - t0
@@ -353,8 +215,8 @@ class Runner:
             out["reason"] = (f"the driver ran past its timeout of {d['timeout']:g} s" if died is None
                              else f"the system exited (status {died}) while the driver ran")
             return out
-        if self.system is not None and not self.system.alive():
-            out.update(status="system_died", reason=f"the system exited (status {self.system.popen.returncode}) during the trial")
+        if self.sut.system is not None and not self.sut.system.alive():
+            out.update(status="system_died", reason=f"the system exited (status {self.sut.system.popen.returncode}) during the trial")
             return out
         obj, why = driver_output.last_json(tdir / "driver.stdout")
         rc = out["returncode"]
@@ -391,11 +253,11 @@ class Runner:
         self.stopped = []
         try:
             trace_env = self._trace_start(tdir) if self.exp.tracing else {}
-            if per_trial or self.system_cond != cond.id or self.system is None or not self.system.alive():
-                if self.system is not None:
+            if per_trial or self.sut.cond != cond.id or self.sut.system is None or not self.sut.system.alive():
+                if self.sut.system is not None:
                     r["previous_system_stop"] = self.stop_system()
                 sdir = tdir if per_trial else self._system_dir(cond)
-                why = self.start_system(cond, sdir, trace_env)
+                why = self.sut.start(cond, sdir, trace_env)
                 r["system_log"] = str((sdir / "system.log").relative_to(self.run))
                 if why is not None:
                     r.update(status="system_not_ready", reason=why)
@@ -434,9 +296,9 @@ class Runner:
             r["driver_stop"] = st
         if per_trial or interrupted or r.get("status") == "system_not_ready":
             r["system_stop"] = self.stop_system()
-            if self.load_report:
-                r["loads"] = self.load_report
-                rates = [x["rate_achieved"] for x in self.load_report if _is_finite(x.get("rate_achieved"))]
+            if self.sut.load_report:
+                r["loads"] = self.sut.load_report
+                rates = [x["rate_achieved"] for x in self.sut.load_report if _is_finite(x.get("rate_achieved"))]
                 if rates:
                     r["flood_rate_achieved_hz"] = sum(rates) / len(rates)
         if interrupted:   # anything else roscope started (a profiler), and what it made
@@ -459,24 +321,24 @@ class Runner:
         return d
 
     def _drive(self, cond: Condition, index: int, tid: str, tdir: Path, r: dict) -> None:
-        cpus = self.system_cpus
+        cpus = self.sut.cpus
         ru0 = resource.getrusage(resource.RUSAGE_SELF)
         lt0 = procs.cpu_ticks_by_comm(LTTNG_DAEMONS) if self.exp.tracing else None
-        with procs.Monitor(self.system, MONITOR_INTERVAL) as mon:
+        with procs.Monitor(self.sut.system, MONITOR_INTERVAL) as mon:
             if cpus:
-                r["cpuset_at_start"] = procs.verify_cpuset(self.system, cpus)
+                r["cpuset_at_start"] = procs.verify_cpuset(self.sut.system, cpus)
             perf = None
             if self.profile:
                 from roscope.experiment import profile
 
-                perf = profile.start(self.system, tdir)
+                perf = profile.start(self.sut.system, tdir)
             try:
                 drv = self._run_driver(cond, tid, index, tdir)
             finally:
                 if self.profile:
                     r["profile"] = profile.finish(perf, tdir)
             if cpus:
-                r["cpuset"] = procs.verify_cpuset(self.system, cpus, mon)
+                r["cpuset"] = procs.verify_cpuset(self.sut.system, cpus, mon)
                 r["cpuset"]["verified"] = r["cpuset"]["verified"] and r["cpuset_at_start"]["verified"]
         ru1 = resource.getrusage(resource.RUSAGE_SELF)
         # roscope's own CPU time (this process: its monitor, its polling) over the same window as the system's
