@@ -336,6 +336,20 @@ def _recording(manifest):
     return setup
 
 
+def _state_file(text: str):
+    """A state file of `record` that roscope did not write (left alone by `recover`, which says why)."""
+    def setup(tmp):
+        d = tmp / "state" / "roscope" / "record"
+        d.mkdir(parents=True)
+        (d / "x.json").write_text(text)
+        return text
+    return setup
+
+
+def _state_file_kept(tmp, text):
+    assert (tmp / "state" / "roscope" / "record" / "x.json").read_text() == text
+
+
 _STATE = {"XDG_STATE_HOME": "{tmp}/state"}   # `record recover` looks only at this case's recordings
 _RUN = ["experiment", "run", "{tmp}/exp.yaml", "-o", "{tmp}/run"]
 _NCPU = len(os.sched_getaffinity(0))
@@ -399,6 +413,9 @@ CASES += [
          _recording({"state": "recording", "owner": 12}), env=_STATE),
     Case("record-recover-not-json", ["record", "recover", "{tmp}/rec"], 1,
          r"cannot read the manifest \S+rec/roscope-manifest\.json", _recording("{"), env=_STATE),
+    *[Case(f"record-recover-state-file-{n}", ["record", "recover", "--kill-children"], 0, None, _state_file(text),
+           env=_STATE, check=_state_file_kept) for n, text in (("output-a-number", '{"name": "x", "output": 5}'),
+                                                            ("no-output", '{"name": "x"}'), ("a-list", "[1]"))],
     # item 16
     Case("record-recover-help", ["record", "recover", "--help"], 0, None),
 ]

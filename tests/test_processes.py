@@ -209,6 +209,48 @@ def test_an_interrupt_mid_trial_stops_everything(sig, tracking, tmp_path, roscop
             p.kill()
 
 
+# ---------------------------------------------------------------- roscope record -- COMMAND
+
+RECORDED = r"""
+echo "{\"who\": \"command\", \"pid\": $$}" >> "$GT"
+( setsid sh -c 'echo "{\"who\": \"record-setsid\", \"pid\": $$}" >> "$GT"; exec sleep 404' & )
+python3 -c 'import json, os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        open(os.environ["GT"], "a").write(json.dumps({"who": "record-double-fork", "pid": os.getpid()}) + "\n")
+        time.sleep(405)
+    os._exit(0)
+os.wait()'
+sleep 0.5
+"""
+
+
+@pytest.mark.lttng
+def test_record_stops_what_its_command_left_running(tracking, tmp_path, roscope_cmd, lttng_ready):
+    """`roscope record -- COMMAND` where COMMAND leaves a setsid daemon and a double-forked one:
+    when it exits, both are stopped before the session ends, and the manifest lists them."""
+    mark = uuid.uuid4().hex
+    gt = tmp_path / "gt.jsonl"
+    env = dict(os.environ, ROSCOPE_PROCESS_TRACKING=tracking, XDG_STATE_HOME=str(tmp_path / "state"), GT=str(gt),
+               ROSCOPE_TEST_MARK=mark)
+    try:
+        p = subprocess.run([*roscope_cmd, "record", "--no-preload", "-o", str(tmp_path / "trace"), "--",
+                            "bash", "-c", RECORDED], env=env, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        # roscope itself carries the marker here: only the command's processes are looked for
+        survivors = set(marked(mark)) & set(ground_truth(tmp_path).values())
+        assert survivors == set(), "processes the recorded command started are still running"
+        who = ground_truth(tmp_path)
+        m = json.loads((tmp_path / "trace" / "roscope-manifest.json").read_text())
+        assert m["state"] == "complete" and m["exit_code"] == 0
+        assert {who["record-setsid"], who["record-double-fork"]} <= {x["pid"] for x in m["stopped_after_exit"]}
+        assert m["process_tracking"].startswith("cgroup v2" if tracking == "cgroup" else "child subreaper")
+        assert "the command left 2 process(es) running" in p.stderr
+    finally:
+        kill_marked(mark)
+
+
 # ---------------------------------------------------------------- record recover --kill-children
 
 VICTIM = r'''trap 'echo INT >> "$VICTIM_LOG"' INT

@@ -25,7 +25,7 @@ from roscope.processes.tracking import tracking
 KILL_WAIT_S = 5.0
 
 
-@dataclass
+@dataclass(eq=False)   # a group is itself: compared by identity
 class Started:
     """A command roscope started, and every process it has made since."""
     name: str

@@ -101,7 +101,9 @@ def _judge(c: dict, sessions: dict[str, str]) -> tuple[str, str]:
     file of a finished recording), "leave" (alive, or not provably abandoned), "done"."""
     state, out = c["state"], c["out"]
     if state is None and c["state_file"] is not None:
-        return "leave", f"cannot read the state file {c['state_file']}"
+        return "leave", f"cannot read the state file {c['state_file']} (or it is not one roscope record writes)"
+    if out is None:
+        return "leave", f"its state file {c['state_file']} names no output directory"
     try:
         m = read_manifest(out)
     except RecordError as e:
@@ -194,7 +196,8 @@ def recover(paths=(), dry_run: bool = False, kill_children: bool = False) -> lis
     for c in _candidates(paths):
         verdict, why = _judge(c, sessions)
         c["why"] = why
-        base = {"name": c.get("name") or (c["state"] or {}).get("name"), "output": str(c["out"] or ""),
+        name = c.get("name") or (c["state"] or {}).get("name") or (c["state_file"].stem if c["state_file"] else None)
+        base = {"name": name, "output": str(c["out"] or ""),
                 "verdict": verdict, "why": why, "actions": [], "problems": [], "left_running": []}
         if verdict == "recover":
             res = _recover_one(c, sessions, kill_children, dry_run)

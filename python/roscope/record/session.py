@@ -245,7 +245,11 @@ class Recording:
                 escalated += 1
                 deadline = time.monotonic() + 3.0
                 group.signal_all(child, sig)
-        return rc, group.stop(child, 3.0)
+        left = group.stop(child, 3.0)
+        strays = group.stop_strays(3.0)   # subreaper tracking: orphans from sessions never seen
+        left["stopped"] += strays["stopped"]
+        left["left"] += strays["left"]
+        return rc, left
 
     def finish(self, result: dict) -> dict:
         """Stops perf and the session, completes the manifest, releases the name."""
