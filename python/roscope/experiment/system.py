@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import time
 import xmlrpc.client
@@ -68,11 +67,7 @@ class SystemUnderTest:
                 return f"the system exited with status {self.system.popen.returncode} before it was ready"
             ok = True
             if ready["command"]:
-                try:
-                    ok = subprocess.run(ready["command"], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL, timeout=max(1.0, deadline - time.monotonic())).returncode == 0
-                except (OSError, subprocess.TimeoutExpired):
-                    ok = False
+                ok = group.run("ready", ready["command"], max(1.0, deadline - time.monotonic()), cwd=cwd, env=env) == 0
             if ok and ready["topic"]:
                 ok = self._topic_published(env, ready["topic"])
             if ok:

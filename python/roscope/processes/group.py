@@ -128,6 +128,24 @@ def start(name: str, argv: list[str], *, cwd=None, env=None, log: Path | None = 
     return s
 
 
+def run(name: str, argv: list[str], timeout: float, **kw) -> int | None:
+    """Runs a command to its end like ``start`` (tracked, output discarded unless given), for
+    at most `timeout` seconds; then whatever it left running is stopped. Returns its exit
+    status, None if it had to be stopped (or could not be run)."""
+    kw.setdefault("stdout", subprocess.DEVNULL)
+    kw.setdefault("stderr", subprocess.DEVNULL)
+    try:
+        s = start(name, argv, **kw)
+    except OSError:
+        return None
+    try:
+        rc = s.popen.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        rc = None
+    stop(s, 1.0)
+    return rc
+
+
 def _describe(st: Stat, group: str) -> dict:
     return {"group": group, "pid": st.pid, "comm": st.comm, "cmdline": " ".join(cmdline(st.pid))[:200],
             "start_ticks": st.start_ticks, "signals": []}
