@@ -15,7 +15,7 @@ CLASS_LIMIT = 400
 MODULE_LIMIT = 800
 #: Modules over the limits while they are being split (python/ paths).
 #: split on branches deps/record: the coordinator removes these at merge.
-SPLIT_ELSEWHERE = {"python/roscope/deps.py", "python/roscope/record.py"}
+SPLIT_ELSEWHERE = {"python/roscope/deps.py"}
 
 
 def _files(top: str, ext: str):

@@ -204,9 +204,16 @@ def parse_config(items: Sequence[str] | None) -> dict:
         if not sep or not key:
             raise InputError(f"--config {it!r}: give KEY=VALUE")
         try:
-            out[key] = json.loads(val)
+            value = json.loads(val)
         except ValueError:
             out[key] = val
+            continue
+        try:
+            json.dumps(value, allow_nan=False)   # NaN, Infinity, 1e999: stored as standard JSON only
+        except ValueError:
+            raise InputError(f"--config {it!r}: the value is not a finite number; give a finite one, "
+                             f"or quote it as text (--config '{key}=\"{val}\"')") from None
+        out[key] = value
     return out
 
 

@@ -77,8 +77,20 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+SUBCOMMAND_HELP = {
+    "start": "Start a recording that runs until 'roscope record stop' (for systems started elsewhere: "
+             "export the printed variables in their shells).",
+    "stop": "Stop a recording made with 'roscope record start' and complete its manifest.",
+    "recover": "Finish recordings whose roscope record was killed (kill -9, a crash): destroy their LTTng "
+               "session, stop the perf they started (and with --kill-children the processes of their command "
+               "that can be proven to be its own: by cgroup, or exact PID, start time and boot id) and complete "
+               "their manifest as \"recovered\". Recordings still running are left alone. Exit status 1 if "
+               "something could not be done (each such thing is printed as a problem).",
+}
+
+
 def _subcommand_parser(verb: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"roscope record {verb}", add_help=False)
+    p = argparse.ArgumentParser(prog=f"roscope record {verb}", description=SUBCOMMAND_HELP[verb])
     if verb == "start":
         _add_recording_options(p)
     elif verb == "stop":
