@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 from roscope import stats
 from roscope.database import is_db
 from roscope.report import build as B
+from roscope.report import names
 from roscope.report import queries as Q
 from roscope.report.flows import flows as flow_section
-from roscope.report.html import Page
+from roscope.report.html import Page, esc
 from roscope.report.why import why
 from roscope.version import __version__
 
@@ -38,32 +39,46 @@ def build_page(db: Database, *, flows: list[FlowRequest] | None = None, window=N
     `flows`: the data-flow section's requests, one per pair of topics (None: the
     pairs found automatically); `window`: (start_ns, end_ns) of the timeline
     (None: chosen); `sources`: the input paths (shown, and read for the ROS flavour)."""
+    return _build(db, flows=flows, window=window, sources=sources, flavours=flavours, budget=budget, title=title)[0]
+
+
+def _build(db: Database, *, flows=None, window=None, sources=(), flavours=None, budget=None, title=None):
+    """(the page, {long name: its number}, how many of them the page gives cut even in full)."""
     first, last = stats.trace_span(db)
     if flavours is None:
         traces = [s for s in sources if not is_db(s)] or list(db.meta.get("sources") or [])
         flavours = Q.flavours(traces) if traces else []
     name = title or ", ".join(os.path.basename(os.path.normpath(s)) for s in sources) or os.path.basename(str(db.path))
-    page = Page(f"roscope report: {name}")
-    R = B.Report(db, page, dict(budget or B.BUDGET), first, last)
-    R.stats = {"summary": stats.summary(db), "callbacks": stats.callbacks(db), "topics": stats.topics(db)}
-    R.labels = B.callback_labels(R.stats["callbacks"])
-    for cb, lab in B.callback_labels(db.records("SELECT callback_id, node, procname, kind, topic, period_ns AS timer_period_ns "
-                                                "FROM callbacks_info")).items():
-        R.labels.setdefault(cb, lab)
-    B.overview(R, flavours, list(sources))
-    B.callbacks(R)
-    B.topics(R)
-    B.threads(R, window)
-    why(R)
-    flow_section(R, list(flows or []))
-    B.method(R)
-    return page.render(f"Made by roscope {__version__}. Durations in milliseconds. Works offline: everything is in this file.")
+    with names.cutting() as cut:
+        page = Page(f"roscope report: {name}")
+        esc(page.title)  # a long title is cut in the page too: known before the list of long names is made
+        R = B.Report(db, page, dict(budget or B.BUDGET), first, last)
+        R.stats = {"summary": stats.summary(db), "callbacks": stats.callbacks(db), "topics": stats.topics(db)}
+        R.labels = B.callback_labels(R.stats["callbacks"])
+        for cb, lab in B.callback_labels(db.records("SELECT callback_id, node, procname, kind, topic, period_ns AS timer_period_ns "
+                                                    "FROM callbacks_info")).items():
+            R.labels.setdefault(cb, lab)
+        B.overview(R, flavours, list(sources))
+        B.callbacks(R)
+        B.topics(R)
+        B.threads(R, window)
+        why(R)
+        flow_section(R, list(flows or []))
+        B.method(R)
+        over = 0
+        if cut:
+            body, over = names.section(cut)
+            page.add("long-names", "Long names", body)
+        text = page.render(f"Made by roscope {__version__}. Durations in milliseconds. Works offline: everything is in this file.")
+    return text, cut, over
 
 
 def write(db: Database, out: str, *, force: bool = False, **kw) -> dict:
     """Writes the report of `db` to `out` atomically (a temporary file beside it,
-    renamed when complete); never replaces a file unless `force`. Returns
-    {"path", "bytes", "budget_scale"}."""
+    renamed when complete); never replaces a file unless `force`. The page is
+    rebuilt with halved plot budgets while it is over MAX_BYTES; a warning (db.meta)
+    says when it stays over, or when long names had to be cut even in their full list.
+    Returns {"path", "bytes", "budget_scale"}."""
     if os.path.lexists(out) and not force:
         raise FileExistsError(f"{out}: already exists (roscope never overwrites; pass --force to replace it)")
     if os.path.isdir(out):
@@ -71,11 +86,19 @@ def write(db: Database, out: str, *, force: bool = False, **kw) -> dict:
     scale = 1.0
     while True:
         budget = {k: max(1, int(v * scale)) for k, v in B.BUDGET.items()}
-        text = build_page(db, budget=budget, **kw)
+        text, cut, over = _build(db, budget=budget, **kw)
         data = text.encode("utf-8")
         if len(data) <= MAX_BYTES or scale < 0.05:
             break
         scale /= 2
+    warnings = db.meta.setdefault("warnings", [])
+    if over:
+        warnings.append(f"report: {over} of the {len(cut)} names longer than {names.LIMIT} characters are given cut "
+                        f"to {names.FULL_CUT:,} characters even in the page's list of long names (its size limit); "
+                        "`roscope stats --json` prints them in full")
+    if len(data) > MAX_BYTES:
+        warnings.append(f"report: the page is {len(data) / 1e6:.1f} MB, over its limit of {MAX_BYTES / 1e6:.0f} MB, "
+                        "with its plots at their smallest")
     d = os.path.dirname(os.path.abspath(out))
     tmp = os.path.join(d, f".{os.path.basename(out)}.tmp-{os.getpid()}")
     try:
