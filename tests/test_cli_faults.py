@@ -668,14 +668,15 @@ def test_load_into_an_unwritable_directory(roscope_cmd):
 # ----------------------------------------------------------------- item 6: SIGINT while tables are written
 
 
-@pytest.mark.parametrize("phase, size", [(".tmp.wal", 0), (".tmp.wal", 1 << 20), (".tmp.wal", 2 << 20), (".tmp", 256 << 10)],
+@pytest.mark.parametrize("phase, size", [(".wal", 0), (".wal", 1 << 20), (".wal", 2 << 20), ("", 256 << 10)],
                          ids=["first-table", "tables-1MiB", "tables-2MiB", "checkpoint"])
 def test_sigint_while_load_writes_tables(phase, size, tmp_path, pp_db, roscope_cmd):
     """A real `load --force` of the Autoware trace over an old database, SIGINT sent
-    while it writes its tables (its log `.tmp.wal` grows past `size`: DuckDB scans
-    Arrow tables, calling Python) or checkpoints them into the file (the `.tmp`
-    file grows): exit 130, no traceback, the old database untouched (bytes,
-    inode), no partial, temporary or log file left."""
+    while it writes its tables (the new database's log `run.duckdb.wal`, in its
+    private directory `.run.duckdb.*.tmp/` beside the old one, grows past `size`:
+    DuckDB scans Arrow tables, calling Python) or checkpoints them into the file
+    (the new `run.duckdb` there grows): exit 130, no traceback, the old database
+    untouched (bytes, inode), no partial, temporary or log file left."""
     out = tmp_path / "run.duckdb"
     shutil.copyfile(pp_db, out)
     before = (md5(out), os.stat(out).st_ino)
@@ -683,15 +684,15 @@ def test_sigint_while_load_writes_tables(phase, size, tmp_path, pp_db, roscope_c
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
     def writing() -> bool:
-        for n in os.listdir(tmp_path):
+        for d in glob.glob(str(tmp_path / ".run.duckdb.*.tmp")):
             with contextlib.suppress(FileNotFoundError):
-                if n.endswith(phase) and os.path.getsize(tmp_path / n) > size:
+                if os.path.getsize(os.path.join(d, "run.duckdb" + phase)) > size:
                     return True
         return False
 
     deadline = time.monotonic() + 120
     while not writing():
-        assert proc.poll() is None, f"load ended before writing its {phase}: {proc.stderr.read()}"
+        assert proc.poll() is None, f"load ended before writing its run.duckdb{phase}: {proc.stderr.read()}"
         assert time.monotonic() < deadline
         time.sleep(0.0005)
     proc.send_signal(signal.SIGINT)

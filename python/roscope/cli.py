@@ -14,7 +14,7 @@ import traceback
 
 import roscope.commands as _commands
 from roscope import __version__
-from roscope.errors import UserError, user_message
+from roscope.errors import UserError, interrupted, user_message
 from roscope.text import escape
 
 __all__ = ["UserError", "build_parser", "main"]
@@ -42,12 +42,6 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _interrupted(exc: BaseException) -> bool:
-    """Ctrl-C, also when DuckDB turned it into its own exception mid-query."""
-    duckdb = sys.modules.get("duckdb")
-    return isinstance(exc, KeyboardInterrupt) or (duckdb is not None and isinstance(exc, duckdb.InterruptException))
-
-
 def main(argv: list[str] | None = None) -> int:
     """Runs one command. Exit status: 0 ok, 1 user error (a message, no traceback),
     2 bad usage (argparse), 70 a bug in roscope (with its traceback), 130 Ctrl-C."""
@@ -70,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 0
     except BaseException as exc:
-        if _interrupted(exc):
+        if interrupted(exc):  # Ctrl-C, also as DuckDB's exception mid-query
             return 130
         if not isinstance(exc, Exception):  # SystemExit and the like keep their meaning
             raise

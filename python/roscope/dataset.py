@@ -27,15 +27,13 @@ import glob
 import json
 import os
 import re
-import shutil
 import socket
-import tempfile
 from collections.abc import Sequence
 
-from roscope import _core, manifest
+from roscope import _core, files, manifest
 from roscope.database import Database, connect, create_views
 from roscope.errors import InputError
-from roscope.files import atomic_write, interrupts_deferred
+from roscope.files import interrupts_deferred
 from roscope.loading import write
 from roscope.trace import check_paths
 from roscope.version import __version__
@@ -53,6 +51,11 @@ RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 _HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 #: Hive partition columns, as both DuckDB and Spark read them (strings).
 PARTITIONS = ("run", "host")
+#: A run is written in a directory DIR/.tmp-<run id>-<random> (roscope.files.private_dir),
+#: locked while its roscope lives; one older than TMP_MIN_AGE seconds that no process
+#: holds (its roscope was killed) is removed by the next append.
+TMP_PREFIX = ".tmp-"
+TMP_MIN_AGE = 60
 
 
 # ---------------------------------------------------------------- the directory
@@ -80,11 +83,12 @@ def _check_dataset(path: str) -> None:
         raise InputError(f"{m}: dataset format version {doc.get('version')} is not {VERSION} (another roscope version)")
 
 
-def create_dataset(path: str) -> None:
+def create_dataset(path: str, inputs: Sequence[str] = ()) -> None:
     """Makes `path` a dataset: creates it if missing; an existing directory must be
-    empty or a dataset already (nothing else of the user's is written into)."""
-    if os.path.lexists(path) and not os.path.isdir(path):
-        raise InputError(f"{path}: exists and is not a directory")
+    empty or a dataset already (nothing else of the user's is written into). A
+    symbolic link, anything but a directory, or a directory inside one of `inputs`
+    (the traces being loaded) is refused (roscope.files.check)."""
+    files.check(path, directory=True, inputs=inputs, what="dataset directory")
     if os.path.isdir(path):
         if os.path.isfile(os.path.join(path, MARKER)):
             _check_dataset(path)
@@ -96,7 +100,7 @@ def create_dataset(path: str) -> None:
         if not os.path.isdir(parent):
             raise InputError(f"{path}: the directory {parent} does not exist")
         os.makedirs(path, exist_ok=True)
-    atomic_write(os.path.join(path, MARKER), json.dumps({"format": FORMAT, "version": VERSION}) + "\n")
+    files.atomic_write(os.path.join(path, MARKER), json.dumps({"format": FORMAT, "version": VERSION}) + "\n")
 
 
 def _run_dir(dataset: str, table: str, run_id: str) -> str:
@@ -368,12 +372,12 @@ def _commit(tmp: str, dataset: str, run_id: str, force: bool) -> None:
                 old = [RUNS] + [t for t in old if t != RUNS]
             for t in old:
                 os.makedirs(os.path.join(aside, t))
-                os.rename(_run_dir(dataset, t, run_id), _run_dir(aside, t, run_id))
+                files.rename_new(_run_dir(dataset, t, run_id), _run_dir(aside, t, run_id))
                 moved_old.append(t)
             for t in new:
                 os.makedirs(os.path.join(dataset, t), exist_ok=True)
                 try:
-                    os.rename(_run_dir(tmp, t, run_id), _run_dir(dataset, t, run_id))
+                    files.rename_new(_run_dir(tmp, t, run_id), _run_dir(dataset, t, run_id))
                 except OSError as exc:
                     if os.path.lexists(_run_dir(dataset, t, run_id)):
                         raise InputError(f"{dataset}: run {run_id!r} appeared while roscope was writing it "
@@ -383,10 +387,10 @@ def _commit(tmp: str, dataset: str, run_id: str, force: bool) -> None:
         except BaseException:
             for t in reversed(moved_new):
                 with contextlib.suppress(OSError):
-                    os.rename(_run_dir(dataset, t, run_id), _run_dir(tmp, t, run_id))
+                    files.rename_new(_run_dir(dataset, t, run_id), _run_dir(tmp, t, run_id))
             for t in moved_old:
                 with contextlib.suppress(OSError):
-                    os.rename(_run_dir(aside, t, run_id), _run_dir(dataset, t, run_id))
+                    files.rename_new(_run_dir(aside, t, run_id), _run_dir(dataset, t, run_id))
             raise
 
 
@@ -409,13 +413,14 @@ def append(paths: Sequence[str] | str, dataset: str, *, run_id: str | None = Non
     man = record_manifest(paths)
     run_id = run_id_for(paths, run_id, man)
     recorded_ns = _parse_time(recorded_at) if recorded_at else None
-    create_dataset(dataset)
+    create_dataset(dataset, paths)
     if not force and _existing_dirs(dataset, run_id):
         raise InputError(f"{dataset}: run {run_id!r} is already in the dataset (pass --force to replace it)")
+    # What appends killed on the way (SIGKILL, the OOM killer) left: no process holds its lock.
+    files.sweep_private_dirs(dataset, TMP_PREFIX, TMP_MIN_AGE)
     tmp = None
     try:
-        with interrupts_deferred():  # a Ctrl-C inside mkdtemp would leave its directory unnamed
-            tmp = tempfile.mkdtemp(prefix=f".tmp-{run_id}-", dir=dataset)
+        tmp = files.private_dir(dataset, f"{TMP_PREFIX}{run_id}-")
         dbfile = os.path.join(tmp, ".model.duckdb")
         res = write(paths, dbfile, heuristics=heuristics, sync=sync)
         con = connect(dbfile, read_only=True)
@@ -429,7 +434,7 @@ def append(paths: Sequence[str] | str, dataset: str, *, run_id: str | None = Non
         return row, res
     finally:
         if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+            files.remove_private_dir(tmp)
 
 
 # ---------------------------------------------------------------- reading

@@ -147,7 +147,7 @@ def load(traces: Sequence[str], dataset: str, run_ids: Sequence[str] | None = No
     if dup:
         raise InputError(f"run ids given twice: {', '.join(dup)} (name the runs with --run-id)")
     dataset = os.path.abspath(dataset)
-    ds.create_dataset(dataset)  # once, on the driver: the tasks only add runs
+    ds.create_dataset(dataset, traces)  # once, on the driver: the tasks only add runs
     jobs = [{"traces": [t], "dataset": dataset, "run_id": r, "config": config, "commit": commit, "force": force}
             for t, r in zip(traces, run_ids)]
     spark = spark or session(master)

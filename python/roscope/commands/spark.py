@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import time
 
+from roscope import files
 from roscope.commands import _common as C
 from roscope.errors import InputError
 
@@ -109,6 +110,7 @@ def run_load(args) -> int:
     if args.run_id and len(args.run_id) != len(args.traces):
         raise InputError(f"{len(args.run_id)} --run-id for {len(args.traces)} traces: give one per trace, in order")
     config = ds.parse_config(args.config)
+    files.check(args.dataset, directory=True, inputs=args.traces, what="dataset directory")  # before Spark starts
     res, dt, failed = _per_run(args, lambda sp: spark.load(args.traces, args.dataset, args.run_id, spark=sp, config=config,
                                                            commit=args.commit, force=args.force))
     if not args.json:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from roscope import stats
+from roscope import files, stats
 from roscope.database import is_db
 from roscope.report import build as B
 from roscope.report import names
@@ -73,16 +73,14 @@ def _build(db: Database, *, flows=None, window=None, sources=(), flavours=None, 
     return text, cut, over
 
 
-def write(db: Database, out: str, *, force: bool = False, **kw) -> dict:
-    """Writes the report of `db` to `out` atomically (a temporary file beside it,
-    renamed when complete); never replaces a file unless `force`. The page is
-    rebuilt with halved plot budgets while it is over MAX_BYTES; a warning (db.meta)
-    says when it stays over, or when long names had to be cut even in their full list.
+def write(db: Database, out: str, *, force: bool = False, inputs=(), **kw) -> dict:
+    """Writes the report of `db` to `out` by roscope.files' rules (a new temporary
+    file beside it, renamed when complete; never a file unless `force`, never
+    anything but a regular file, never one of `inputs`). The page is rebuilt with
+    halved plot budgets while it is over MAX_BYTES; a warning (db.meta) says when
+    it stays over, or when long names had to be cut even in their full list.
     Returns {"path", "bytes", "budget_scale"}."""
-    if os.path.lexists(out) and not force:
-        raise FileExistsError(f"{out}: already exists (roscope never overwrites; pass --force to replace it)")
-    if os.path.isdir(out):
-        raise IsADirectoryError(f"{out}: is a directory")
+    files.check(out, force=force, inputs=inputs, what="HTML file")
     scale = 1.0
     while True:
         budget = {k: max(1, int(v * scale)) for k, v in B.BUDGET.items()}
@@ -99,14 +97,5 @@ def write(db: Database, out: str, *, force: bool = False, **kw) -> dict:
     if len(data) > MAX_BYTES:
         warnings.append(f"report: the page is {len(data) / 1e6:.1f} MB, over its limit of {MAX_BYTES / 1e6:.0f} MB, "
                         "with its plots at their smallest")
-    d = os.path.dirname(os.path.abspath(out))
-    tmp = os.path.join(d, f".{os.path.basename(out)}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    files.write_file(out, data, force=force, inputs=inputs)
     return {"path": out, "bytes": len(data), "budget_scale": scale}
