@@ -311,10 +311,11 @@ class Staged:
         self._items = []
 
     def discard(self) -> None:
-        for d in self._dirs.values():
-            shutil.rmtree(d, ignore_errors=True)
-        self._dirs = {}
-        self._items = []
+        with interrupts_deferred():  # an interrupt in the middle would leave half of a directory
+            for d in self._dirs.values():
+                shutil.rmtree(d, ignore_errors=True)
+            self._dirs = {}
+            self._items = []
 
 
 # ---------------------------------------------------------------- files inside roscope's own directories
@@ -409,11 +410,13 @@ def private_dir(parent: str, prefix: str) -> str:
 
 
 def remove_private_dir(path: str) -> None:
-    """Removes a directory of `private_dir` with what is in it, and releases its lock."""
-    shutil.rmtree(path, ignore_errors=True)
-    fd = _LOCKS.pop(path, None)
-    if fd is not None:
-        os.close(fd)
+    """Removes a directory of `private_dir` with what is in it, and releases its lock
+    (Ctrl-C held back meanwhile: an interrupt in the middle would leave half of it)."""
+    with interrupts_deferred():
+        shutil.rmtree(path, ignore_errors=True)
+        fd = _LOCKS.pop(path, None)
+        if fd is not None:
+            os.close(fd)
 
 
 def sweep_private_dirs(parent: str, prefix: str, min_age: float) -> list[str]:
