@@ -147,7 +147,7 @@ def _edit_metadata(trace: str, old: bytes, new: bytes) -> None:
 class Case:
     """One row of the fault table. `argv` items are formatted with {tmp} (the
     case's directory), {db} (a copy of pingpong's database in it), {pp}
-    (pingpong), {trunc} (pingpong with truncated metadata)."""
+    (pingpong), {trunc} (pingpong with truncated metadata), {ds} (with `dataset`)."""
 
     id: str
     argv: list[str]
@@ -158,6 +158,7 @@ class Case:
     absent: tuple[str, ...] = ()  # paths under tmp that must not exist afterwards
     check: Callable | None = None  # check(tmp, before) after the run; before = setup's return value
     env: dict | None = None  # environment variables for the run (values formatted like argv)
+    dataset: bool = False  # {ds}: a copy of a dataset of two runs, a (pingpong) and b (caret end-to-end), in tmp/ds
 
 
 def _dangling(tmp):
@@ -231,6 +232,125 @@ def _not_utf8(tmp):
 def _channel_without_metadata(tmp):
     chan = copy_trace(os.path.join(PINGPONG, CHANNEL), tmp / "chan")
     os.remove(os.path.join(chan, "metadata"))
+
+
+# ----------------------------------------------------------------- issue 31: outputs, datasets, the other verbs
+
+def _ds_file(table: str, run: str) -> str:
+    return os.path.join("ds", table, f"run={run}", "part-0.parquet")
+
+
+def _ds_delete(table: str, run: str):
+    def setup(tmp):
+        os.remove(tmp / _ds_file(table, run))
+    return setup
+
+
+def _ds_copy(src_table: str, src_run: str, table: str, run: str):
+    """Replaces run `run`'s file of `table` by run `src_run`'s file of `src_table`."""
+    def setup(tmp):
+        shutil.copyfile(tmp / _ds_file(src_table, src_run), tmp / _ds_file(table, run))
+    return setup
+
+
+def _trace_copy(tmp):
+    copy_trace(PINGPONG, tmp / "trace")
+    return {os.path.relpath(p, tmp): md5(p) for p in glob.glob(str(tmp / "trace" / "**" / "*"), recursive=True)
+            if os.path.isfile(p)}
+
+
+def _trace_unchanged(tmp, before):
+    now = {os.path.relpath(p, tmp): md5(p) for p in glob.glob(str(tmp / "trace" / "**" / "*"), recursive=True)
+           if os.path.isfile(p)}
+    assert now == before
+
+
+def _db_kept(tmp):
+    return md5(tmp / "db.duckdb")
+
+
+def _sources(tmp):
+    (tmp / "node.cpp").write_text("static int state;\nvoid on_message() { state = 1; }\n")
+    (tmp / "deps.json").write_text("{}\n")
+    return md5(tmp / "node.cpp"), md5(tmp / "deps.json")
+
+
+def _sources_kept(tmp, before):
+    assert (md5(tmp / "node.cpp"), md5(tmp / "deps.json")) == before
+
+
+_MISSING = r"ds: run a: the files of table callback_runs are missing \(no Parquet file in \S*ds/callback_runs/run=a\)"
+_SWAPPED = r"ds: run a: the files of table callback_runs \(\S*ds/callback_runs/run=a\) hold [\d,]+ rows, the run's entry counts [\d,]+"
+_SCHEMA = r"ds/callback_runs/run=a/part-0\.parquet: not roscope's table callback_runs \(run a\): its columns are callback_id, "
+_REDO = r"load the run again with --force \(roscope load TRACE --dataset \S*ds --run-id a --force\)"
+ISSUE_31_OUTPUTS_AND_DATASETS = [
+    # item 10: tracebacks where a one-line error is due
+    Case("report-window-1e309", ["report", "{db}", "--window", "1e309:2", "-o", "{tmp}/r.html"], 1,
+         r"--window '1e309:2': the window must start at or after 0, end after its start, and start within the trace",
+         absent=("r.html",)),
+    Case("load-dataset-recorded-at-9999", ["load", "{pp}", "--dataset", "{tmp}/new", "--recorded-at", "9999-12-31T23:59:59"],
+         1, r"recorded time '9999-12-31T23:59:59': out of range; give a time from 1970-01-01 to 2262-04-11", absent=("new",)),
+    Case("spark-stats-bogus-master", ["spark", "stats", "{ds}", "--master", "bogus://x"], 1,
+         r"--master 'bogus://x': not a Spark master URL", dataset=True),
+    Case("dataset-stats-wrong-schema", ["dataset", "stats", "{ds}"], 1, _SCHEMA, _ds_copy("callbacks", "a", "callback_runs", "a"),
+         dataset=True),
+    # item 11: nonsense accepted silently
+    Case("trend-threshold-minus-1", ["trend", "{ds}", "--metric", "callback:.", "--threshold=-1"], 1,
+         r"--threshold -1\.0: give a finite share of 0 or more", dataset=True),
+    Case("trend-threshold-nan", ["trend", "{ds}", "--metric", "callback:.", "--threshold", "nan"], 1,
+         r"--threshold nan: give a finite share of 0 or more", dataset=True),
+    # item 12: a damaged dataset is an error naming the run and the file, in every verb that opens one
+    *[Case(f"{verb}-{what}", [*argv], 1, msg + ".*" + _REDO, setup, dataset=True)
+      for verb, argv in (("dataset-stats", ["dataset", "stats", "{ds}"]), ("dataset-runs", ["dataset", "runs", "{ds}"]),
+                         ("trend", ["trend", "{ds}", "--metric", "topic:."]), ("spark-stats", ["spark", "stats", "{ds}"]),
+                         ("stats-run", ["stats", "{ds}", "--run", "a"]), ("why-run", ["why", "{ds}", "--run", "a"]),
+                         ("report-run", ["report", "{ds}", "--run", "a", "-o", "{tmp}/r.html"]))
+      for what, msg, setup in (("file-deleted", _MISSING, _ds_delete("callback_runs", "a")),
+                               ("file-swapped", _SWAPPED, _ds_copy("callback_runs", "b", "callback_runs", "a")))],
+    Case("dataset-runs-entry-swapped", ["dataset", "runs", "{ds}"], 1,
+         r"ds: run a: \S*ds/runs/run=a/part-0\.parquet holds the entry of run 'b'", _ds_copy("runs", "b", "runs", "a"),
+         dataset=True),
+    # item 14: --force never destroys an input
+    Case("report-db-onto-itself-force", ["report", "{db}", "-o", "{db}", "--force"], 1,
+         r"db\.duckdb: is the input \S*db\.duckdb; roscope never writes over what it reads", _db_kept, check=_db_unchanged),
+    Case("load-o-stream-file-of-its-trace", ["load", "{tmp}/trace", "-o", "{tmp}/trace/" + CHANNEL + "/ros2_0", "--force"], 1,
+         r"ros2_0: is inside the input \S*trace; roscope never writes over what it reads", _trace_copy, check=_trace_unchanged),
+    Case("export-onto-its-database-force", ["export", "{db}", "--perfetto", "{db}", "--force"], 1,
+         r"db\.duckdb: is the input", _db_kept, check=_db_unchanged),
+    Case("deps-o-onto-its-source-force", ["deps", "{tmp}/node.cpp", "-o", "{tmp}/node.cpp", "--force"], 1,
+         r"node\.cpp: is the input \S*node\.cpp", _sources, check=_sources_kept),
+    # item 1: deps -o needed no --force
+    Case("deps-o-exists-no-force", ["deps", "{tmp}/node.cpp", "-o", "{tmp}/deps.json"], 1,
+         r"deps\.json: already exists \(roscope never overwrites; pass --force to replace it\)", _sources, check=_sources_kept),
+    # item 16
+    Case("why-path-99", ["why", "{db}", "--from", ".", "--to", ".", "--path", "99"], 1,
+         r"--path 99: no such path among the data flows from '\.' to '\.'; their paths are 0, 1, 2, "),
+    Case("trend-bad-re2", ["trend", "{ds}", "--metric", "topic:a{{2,1}}"], 1,
+         r"bad regular expression 'a\{2,1\}' \(RE2 syntax\): invalid repetition size", dataset=True),
+    Case("report-empty-output", ["report", "{db}", "-o", ""], 1, r"the output path is empty: give the HTML file to write"),
+    Case("export-empty-output", ["export", "{db}", "--perfetto", ""], 1, r"the output path is empty"),
+    Case("deps-empty-output", ["deps", "{tmp}/node.cpp", "-o", ""], 1, r"the output path is empty", _sources),
+    # the other verbs' rows
+    Case("info-empty-path", ["info", ""], 1, r"an input path is empty"),
+    Case("info-missing-path", ["info", "{tmp}/nothing"], 1, r"nothing: no such file or directory"),
+    Case("export-missing-directory", ["export", "{db}", "--perfetto", "{tmp}/no/x.pftrace"], 1,
+         r"x\.pftrace: the directory \S+/no does not exist"),
+    Case("why-bad-callback-regex", ["why", "{db}", "--callback", "("], 1, r"--callback '\(': not a regular expression"),
+    Case("dataset-stats-not-a-dataset", ["dataset", "stats", "{tmp}"], 1, r"not a roscope dataset \(no roscope-dataset\.json"),
+    Case("dataset-runs-no-such-run", ["dataset", "runs", "{ds}", "--runs", "zz"], 1, r"no run matches 'zz' \(runs: a, b\)",
+         dataset=True),
+    Case("spark-flow-bogus-master", ["spark", "flow", "{ds}", "--from", ".", "--to", ".", "--master", "bogus://x"], 1,
+         r"--master 'bogus://x': not a Spark master URL", dataset=True),
+    Case("spark-flow-file-deleted", ["spark", "flow", "{ds}", "--from", ".", "--to", "."], 1, _MISSING,
+         _ds_delete("callback_runs", "a"), dataset=True),
+    Case("experiment-list-missing-directory", ["experiment", "list", "{tmp}/nothing"], 1, r"nothing: not a directory"),
+    Case("record-stop-no-such-recording", ["record", "stop", "--name", "nothing"], 1,
+         r"no active recording named nothing \(active: none\)", env={"XDG_STATE_HOME": "{tmp}/state"}),
+    Case("record-o-a-file", ["record", "-o", "{tmp}/db.duckdb", "--", "true"], 1,
+         r"output \S+db\.duckdb exists and is not a directory; refusing to overwrite it", _db_kept, check=_db_unchanged),
+    Case("spark-load-dataset-inside-its-trace", ["spark", "load", "{tmp}/trace", "--dataset", "{tmp}/trace/ds"], 1,
+         r"ds: is inside the input \S*trace", _trace_copy, check=_trace_unchanged),
+]
 
 
 CASES = [
@@ -418,14 +538,28 @@ CASES += [
                                                             ("no-output", '{"name": "x"}'), ("a-list", "[1]"))],
     # item 16
     Case("record-recover-help", ["record", "recover", "--help"], 0, None),
+    *ISSUE_31_OUTPUTS_AND_DATASETS,
 ]
 
 
+@pytest.fixture(scope="module")
+def pp_ds(tmp_path_factory, roscope_cmd) -> str:
+    """A dataset of two runs written by `roscope load --dataset`: a (pingpong) and b (caret end-to-end)."""
+    ds = tmp_path_factory.mktemp("ppds") / "ds"
+    for trace, rid in ((PINGPONG, "a"), (E2E, "b")):
+        p = run(roscope_cmd, "load", trace, "--dataset", ds, "--run-id", rid)
+        assert p.returncode == 0, p.stderr
+    return str(ds)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_fault_table(case: Case, tmp_path, pp_db, trunc_meta, roscope_cmd):
+def test_fault_table(case: Case, tmp_path, pp_db, trunc_meta, roscope_cmd, request):
     shutil.copyfile(pp_db, tmp_path / "db.duckdb")
+    if case.dataset:
+        shutil.copytree(request.getfixturevalue("pp_ds"), tmp_path / "ds")
     before = case.setup(tmp_path) if case.setup else None
-    ctx = {"tmp": str(tmp_path), "db": str(tmp_path / "db.duckdb"), "pp": PINGPONG, "trunc": trunc_meta}
+    ctx = {"tmp": str(tmp_path), "db": str(tmp_path / "db.duckdb"), "pp": PINGPONG, "trunc": trunc_meta,
+           "ds": str(tmp_path / "ds")}
     env = dict(os.environ, **{k: v.format_map(ctx) for k, v in case.env.items()}) if case.env else None
     p = run(roscope_cmd, *(a.format_map(ctx) for a in case.argv), timeout=120, env=env)
     assert_no_crash(p, case.id)

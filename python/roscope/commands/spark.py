@@ -83,10 +83,12 @@ def _per_run(args, work):
 
 
 def run_flow(args) -> int:
+    from roscope import dataset as ds
     from roscope import spark
     from roscope.flow import FlowRequest
 
     req = FlowRequest(args.from_re, args.to_re)
+    ds.select(args.dataset, args.runs)  # a damaged dataset is refused before Spark starts
     res, dt, failed = _per_run(args, lambda sp: spark.flows(args.dataset, req, args.runs, spark=sp))
     if not args.json:
         w = C.TextOut(sys.stdout).write
