@@ -42,14 +42,16 @@ def build_page(db: Database, *, flows: list[FlowRequest] | None = None, window=N
     return _build(db, flows=flows, window=window, sources=sources, flavours=flavours, budget=budget, title=title)[0]
 
 
-def _build(db: Database, *, flows=None, window=None, sources=(), flavours=None, budget=None, title=None):
-    """(the page, {long name: its number}, how many of them the page gives cut even in full)."""
+def _build(db: Database, *, flows=None, window=None, sources=(), flavours=None, budget=None, title=None,
+           cut_at: tuple[int, int] = (names.LIMIT, names.FULL_BUDGET)):
+    """(the page, the names it cut (names.Cuts), how many of them it gives cut even in full);
+    `cut_at`: names.cutting's (limit, budget)."""
     first, last = stats.trace_span(db)
     if flavours is None:
         traces = [s for s in sources if not is_db(s)] or list(db.meta.get("sources") or [])
         flavours = Q.flavours(traces) if traces else []
     name = title or ", ".join(os.path.basename(os.path.normpath(s)) for s in sources) or os.path.basename(str(db.path))
-    with names.cutting() as cut:
+    with names.cutting(*cut_at) as cut:
         page = Page(f"roscope report: {name}")
         esc(page.title)  # a long title is cut in the page too: known before the list of long names is made
         R = B.Report(db, page, dict(budget or B.BUDGET), first, last)
@@ -66,7 +68,7 @@ def _build(db: Database, *, flows=None, window=None, sources=(), flavours=None, 
         flow_section(R, list(flows or []))
         B.method(R)
         over = 0
-        if cut:
+        if cut.texts:
             body, over = names.section(cut)
             page.add("long-names", "Long names", body)
         text = page.render(f"Made by roscope {__version__}. Durations in milliseconds. Works offline: everything is in this file.")
@@ -77,22 +79,28 @@ def write(db: Database, out: str, *, force: bool = False, inputs=(), **kw) -> di
     """Writes the report of `db` to `out` by roscope.files' rules (a new temporary
     file beside it, renamed when complete; never a file unless `force`, never
     anything but a regular file, never one of `inputs`). The page is rebuilt with
-    halved plot budgets while it is over MAX_BYTES; a warning (db.meta) says when
-    it stays over, or when long names had to be cut even in their full list.
-    Returns {"path", "bytes", "budget_scale"}."""
+    long names cut shorter (names.SMALLER), then with halved plot budgets, while
+    it is over MAX_BYTES; a warning (db.meta) says when it stays over, or when
+    long names are cut even in their full list. Returns {"path", "bytes", "budget_scale"}."""
     files.check(out, force=force, inputs=inputs, what="HTML file")
-    scale = 1.0
+    scale, tries = 1.0, [(names.LIMIT, names.FULL_BUDGET), *names.SMALLER]
+    cut_at = tries.pop(0)
     while True:
         budget = {k: max(1, int(v * scale)) for k, v in B.BUDGET.items()}
-        text, cut, over = _build(db, budget=budget, **kw)
+        text, cut, over = _build(db, budget=budget, cut_at=cut_at, **kw)
         data = text.encode("utf-8")
-        if len(data) <= MAX_BYTES or scale < 0.05:
+        if len(data) <= MAX_BYTES:
             break
-        scale /= 2
+        if cut.texts and tries:  # long names make it large: cut them shorter first
+            cut_at = tries.pop(0)
+        elif scale >= 0.05:
+            scale /= 2
+        else:
+            break
     warnings = db.meta.setdefault("warnings", [])
     if over:
-        warnings.append(f"report: {over} of the {len(cut)} names longer than {names.LIMIT} characters are given cut "
-                        f"to {names.FULL_CUT:,} characters even in the page's list of long names (its size limit); "
+        warnings.append(f"report: {over} of the {len(cut.texts)} names longer than {cut.limit:,} characters are given "
+                        f"cut to {names.FULL_CUT:,} characters even in the page's list of long names (its size limit); "
                         "`roscope stats --json` prints them in full")
     if len(data) > MAX_BYTES:
         warnings.append(f"report: the page is {len(data) / 1e6:.1f} MB, over its limit of {MAX_BYTES / 1e6:.0f} MB, "
