@@ -17,6 +17,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -603,3 +604,29 @@ def test_unannotated_example_edges_precision_recall():
     assert doc["undecided"] == []
     gateway = node_doc(doc, "main")
     assert len(gateway["nodes"][0]["callbacks"]) == 2 and gateway["edges"] == []
+
+
+# ---------------------------------------------------------------- the package
+
+def test_flow_imports_only_the_matching_part():
+    """`roscope.flow` (and `roscope.deps.matching`) load no analysis module and no libclang
+    (issue 25): the import graph as Python records it in a fresh interpreter."""
+    code = ("import sys, roscope.flow, roscope.deps.matching; "
+            "print(sorted(m for m in sys.modules if m.startswith(('roscope.deps', 'clang'))))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(REPO / "python")})
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout.replace("'", '"')) == ["roscope.deps", "roscope.deps.matching"]
+
+
+def test_public_api_of_the_package():
+    import roscope.deps.analysis
+    import roscope.deps.document
+    import roscope.deps.matching
+
+    assert deps.analyze is roscope.deps.analysis.analyze and deps.write is roscope.deps.document.write
+    assert (deps.load, deps.match, deps.trace_edges) == (
+        roscope.deps.matching.load, roscope.deps.matching.match, roscope.deps.matching.trace_edges)
+    assert deps.demangle(["_ZN3foo3barEv", "not mangled"]) == ["foo::bar()", "not mangled"]
+    with pytest.raises(AttributeError):
+        deps.no_such_name  # noqa: B018

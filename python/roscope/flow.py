@@ -736,9 +736,9 @@ def _deps_edges(db, deps) -> tuple[list[tuple[int, int]] | None, dict | None]:
         return None, None
     if isinstance(deps, (list, tuple)):
         return [(int(a), int(b)) for a, b in deps], None
-    from roscope import deps as _deps
+    from roscope.deps.matching import trace_edges
 
-    edges, report = _deps.trace_edges(db, deps)
+    edges, report = trace_edges(db, deps)
     return [(int(a), int(b)) for a, b in edges], report
 
 

@@ -48,7 +48,7 @@ _FLAG_ARGS = {"-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros",
 def _split(args) -> tuple[list[str], list[str] | None]:
     """Sources and compiler flags: after --flags, a `--` ends the flags; without it, a
     word that is not an option's argument and names an existing C/C++ file is a source."""
-    from roscope.deps import _SOURCE_EXT
+    from roscope.deps import SOURCE_EXT
 
     sources = list(args.sources)
     flags = args.flags
@@ -60,7 +60,7 @@ def _split(args) -> tuple[list[str], list[str] | None]:
         kept = []
         for i, f in enumerate(flags):
             prev = flags[i - 1] if i else ""
-            if not f.startswith("-") and prev not in _FLAG_ARGS and f.endswith(_SOURCE_EXT) and os.path.isfile(f):
+            if not f.startswith("-") and prev not in _FLAG_ARGS and f.endswith(SOURCE_EXT) and os.path.isfile(f):
                 sources.append(f)
             else:
                 kept.append(f)

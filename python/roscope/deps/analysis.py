@@ -1,0 +1,80 @@
+"""`roscope deps`' analysis of C++ sources (docs/deps.md, "How it works").
+
+1. Per translation unit (in worker processes), every function defined in the
+   user's files gets a summary (`unit`, `function`): the accesses it makes
+   itself, as paths rooted at ``this``, at a parameter, or at a variable, the
+   publications it makes, and the calls it makes to other user functions with
+   the paths bound to ``this`` and to each parameter. Calls into libraries
+   (system headers) are decided on the spot from the callee's declaration.
+2. Over all translation units together, summaries are closed transitively
+   (`closure`), bound to each callback's object, and compared (`document`).
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import os
+import time
+from collections.abc import Sequence
+
+from roscope.deps.compiledb import CompileDatabase, tu_args
+from roscope.deps.cxx import clear_caches
+from roscope.deps.document import build
+from roscope.deps.libclang import cindex, diagnostics, parse
+from roscope.deps.unit import Unit, UnitData
+from roscope.errors import InputError
+
+
+def analyze_one(source: str, args: list[str], how: str) -> tuple[UnitData, dict]:
+    ci = cindex()
+    t0 = time.perf_counter()
+    tu = parse(ci, ci.Index.create(), source, args)
+    errors = diagnostics(ci, tu, source)
+    unit = Unit(tu)
+    try:
+        unit.run()
+    finally:
+        clear_caches()
+    info = {"source": source, "flags_from": how, "errors": errors, "seconds": round(time.perf_counter() - t0, 3)}
+    return UnitData(unit), info
+
+
+def analyze(sources: Sequence[str], build_dir: str | None = None, flags: Sequence[str] | None = None,
+            progress=None, jobs: int | None = None) -> dict:
+    """The dependency document of the C++ `sources` (see docs/deps.md).
+
+    Flags come from `build_dir`/compile_commands.json (a source without an entry,
+    e.g. a header, takes the flags of the nearest file the build compiles), and/or
+    from `flags` (added to every source). Sources are parsed in `jobs` worker
+    processes (default: one per CPU). Raises InputError on a missing file, a bad
+    compilation database or a source that does not parse."""
+    cindex()
+    if not sources:
+        raise InputError("no source file given")
+    for s in sources:
+        if not os.path.isfile(s):
+            raise InputError(f"{s}: no such file")
+    db = CompileDatabase(build_dir) if build_dir is not None else None
+    work = [(s, *tu_args(s, db, flags)) for s in sources]
+    jobs = max(1, min(len(work), jobs if jobs is not None else (os.cpu_count() or 1)))
+    t_all = time.perf_counter()
+    results: dict[str, tuple[UnitData, dict]] = {}
+    if jobs == 1:
+        for s, args, how in work:
+            results[s] = analyze_one(s, args, how)
+            if progress is not None:
+                progress(s, results[s][1]["seconds"], results[s][1]["errors"])
+    else:
+        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as ex:
+            futures = {ex.submit(analyze_one, s, args, how): s for s, args, how in work}
+            for fut in cf.as_completed(futures):
+                s = futures[fut]
+                results[s] = fut.result()
+                if progress is not None:
+                    progress(s, results[s][1]["seconds"], results[s][1]["errors"])
+    units = [results[s][0] for s, _a, _h in work]
+    doc = build(units)
+    doc["inputs"] = {"sources": list(sources), "build_dir": build_dir, "flags": list(flags or []),
+                     "translation_units": [results[s][1] for s, _a, _h in work],
+                     "seconds": round(time.perf_counter() - t_all, 3)}
+    return doc
