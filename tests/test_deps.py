@@ -630,3 +630,129 @@ def test_public_api_of_the_package():
     assert deps.demangle(["_ZN3foo3barEv", "not mangled"]) == ["foo::bar()", "not mangled"]
     with pytest.raises(AttributeError):
         deps.no_such_name  # noqa: B018
+
+
+# ---------------------------------------------------------------- deep code (issue 31, item 8)
+
+def deep_node(tmp_path, name: str, write_expr: str, helpers: str = "") -> Path:
+    """A node (rclcpp, the stub) whose subscription writes `state` through `write_expr`
+    (C++ over `int x`, the message's length) and whose 100 ms timer publishes from it:
+    the one true edge is sub in -> timer 100ms."""
+    src = tmp_path / f"{name}.cpp"
+    src.write_text(f"""#include <rclcpp/rclcpp.hpp>
+#include <std_msgs/msg/string.hpp>
+#include <chrono>
+#include <string>
+using String = std_msgs::msg::String;
+int state = 0;
+{helpers}
+int main(int argc, char** argv) {{
+  rclcpp::init(argc, argv);
+  auto node = rclcpp::Node::make_shared("deep");
+  auto pub = node->create_publisher<String>("out", 10);
+  auto sub = node->create_subscription<String>("in", 10, [](String::SharedPtr m) {{
+    int x = int(m->data.size());
+    {write_expr};
+  }});
+  auto timer = node->create_wall_timer(std::chrono::milliseconds(100), [&]() {{
+    String out;
+    out.data = std::to_string(state);
+    pub->publish(out);
+  }});
+  rclcpp::spin(node);
+  return 0;
+}}
+""")
+    return src
+
+
+def run_deep(run_roscope, src: Path, timeout: float = 300):
+    return run_roscope("deps", "--json", "--flags", "-isystem", str(STUB), "-std=c++17", "--", str(src), timeout=timeout)
+
+
+@pytest.mark.parametrize("case", ["sum_400", "calls_1000", "methods_1000", "sum_30000"])
+def test_deep_code_is_analysed(run_roscope, tmp_path, case):
+    """Plausible C++ that recursed past Python's limit (a 400-term expression, a chain of
+    1,000 calls: RecursionError, exit 70) or past libclang's parsing thread's stack (a
+    30,000-term expression: a segfault, exit 139): analysed, and the edge is found."""
+    helpers = ""
+    if case.startswith("sum_"):  # state = sum(x), whose body is one expression of that many terms
+        helpers = "int sum(int a) { return " + " + ".join(["a"] * int(case[4:])) + "; }\n"
+        expr = "state = sum(x)"
+    elif case == "calls_1000":  # f999() returns f998() ... returns state: the write goes through 1,000 calls
+        helpers = "int& f0() { return state; }\n" + "".join(f"int& f{i}() {{ return f{i - 1}(); }}\n" for i in range(1, 1000))
+        expr = "f999() = x"
+    else:  # one expression of 1,000 chained method calls, the last one writing
+        helpers = "struct Chain { Chain& next() { return *this; } void put(int v) { state = v; } };\nChain chain;\n"
+        expr = "chain" + ".next()" * 1000 + ".put(x)"
+    p = run_deep(run_roscope, deep_node(tmp_path, case, expr, helpers))
+    assert p.returncode == 0, p.stderr[-2000:]
+    doc = json.loads(p.stdout)
+    assert edges_by_key(doc) == {("sub in", "timer 100ms")}
+    (edge,) = doc["edges"]
+    assert edge["state"] == ["state"] and edge["certain"]
+
+
+def test_nesting_past_the_walks_limit_is_one_line(run_roscope, tmp_path):
+    from roscope.deps.function import MAX_NESTING
+
+    src = deep_node(tmp_path, "sum_deeper", "state = " + " + ".join(["x"] * (MAX_NESTING + 10_000)))
+    p = run_deep(run_roscope, src)
+    assert p.returncode == 1, p.stderr[-2000:]
+    line = f"{src}:14:"  # the expression's line in deep_node
+    assert p.stderr.startswith(f"roscope: error: {line}") and p.stderr.count("\n") == 1, p.stderr[-2000:]
+    assert f"nested more than {MAX_NESTING:,} levels deep" in p.stderr
+
+
+def test_libclang_crash_is_one_line(run_roscope, tmp_path):
+    """A nesting deeper than libclang can parse even on the analysis' large stack (here
+    a million terms) crashes libclang in the worker process, not roscope."""
+    src = tmp_path / "million.cpp"
+    src.write_text("int f(int a) { return " + "+".join(["a"] * 1_000_000) + "; }\n")
+    p = run_roscope("deps", "--flags", "-std=c++17", "--", str(src), timeout=300)
+    assert p.returncode == 1, p.stderr[-2000:]
+    assert p.stderr.startswith(f"roscope: error: {src}: libclang crashed while roscope deps analysed it (signal "), p.stderr
+    assert p.stderr.count("\n") == 1
+
+
+# ---------------------------------------------------------------- bad inputs (issue 31, items 10 and 16)
+
+@pytest.mark.parametrize("entry, expect", [
+    ({"directory": ".", "file": 7, "command": "c++ -c x.cpp"}, "entry 1: 'file' must be a path (a non-empty string), not a number"),
+    ({"directory": ["a"], "file": "x.cpp", "command": "c++"}, "entry 1: 'directory' must be a path (a non-empty string), not a list"),
+    ({"directory": ".", "file": "", "command": "c++"}, "entry 1: 'file' must be a path (a non-empty string), not an empty string"),
+    ({"directory": ".", "file": "x.cpp", "command": ["c++", "-c"]}, "entry 1: 'command' must be a string, not a list"),
+    ({"directory": ".", "file": "x.cpp", "arguments": "c++ -c x.cpp"}, "entry 1: 'arguments' must be a list of strings, not a string"),
+    ({"directory": ".", "file": "x.cpp", "arguments": ["c++", 3]}, "entry 1: 'arguments' must be a list of strings, not a list holding a number"),
+    ({"directory": ".", "file": "x.cpp", "arguments": []}, "entry 1: an empty command"),
+    ({"directory": ".", "file": "x.cpp", "command": "c++ -DX='unclosed"}, "entry 1: 'command' cannot be split into words"),
+    ({"directory": ".", "file": "x\u0000.cpp", "command": "c++"}, "entry 1: 'file' must be a path (a non-empty string), not a string with a NUL"),
+    ({"directory": ".", "file": "x.cpp", "command": None}, "entry 1: 'command' must be a string, not null"),
+    ("not an object", "entry 1 lacks 'file', 'directory' or 'command'/'arguments'"),
+])
+def test_compile_database_fields_of_the_wrong_type(run_roscope, tmp_path, entry, expect):
+    src = tmp_path / "node.cpp"
+    src.write_text("int main() { return 0; }\n")
+    good = {"directory": str(tmp_path), "file": "node.cpp", "command": "c++ -std=c++17 -c node.cpp"}
+    db = tmp_path / "compile_commands.json"
+    db.write_text(json.dumps([good, entry]))
+    p = run_roscope("deps", "-p", str(tmp_path), str(src))
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert p.stderr.startswith(f"roscope: error: {db}: {expect}") and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_deeply_nested_compile_database_is_one_line(run_roscope, tmp_path):
+    (tmp_path / "compile_commands.json").write_text("[" * 200_000)
+    src = tmp_path / "node.cpp"
+    src.write_text("int main() { return 0; }\n")
+    p = run_roscope("deps", "-p", str(tmp_path), str(src))
+    assert p.returncode == 1 and "not a valid compilation database" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_a_directory_as_a_source(run_roscope, tmp_path):
+    d = tmp_path / "src"
+    d.mkdir()
+    p = run_roscope("deps", str(d))
+    assert p.returncode == 1
+    assert p.stderr == (f"roscope: error: {d}: is a directory; give the C++ sources in it (e.g. {d}/*.cpp) and their "
+                        "flags with -p BUILD_DIR or --flags\n")

@@ -11,8 +11,6 @@
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
-import multiprocessing
 import os
 import time
 from collections.abc import Sequence
@@ -22,10 +20,12 @@ from roscope.deps.cxx import clear_caches
 from roscope.deps.document import build
 from roscope.deps.libclang import cindex, diagnostics, parse
 from roscope.deps.unit import Unit, UnitData
+from roscope.deps.workers import run_units
 from roscope.errors import InputError
 
 
 def analyze_one(source: str, args: list[str], how: str) -> tuple[UnitData, dict]:
+    """Phase 1 of one translation unit (in a worker: `workers.run_units`)."""
     ci = cindex()
     t0 = time.perf_counter()
     tu = parse(ci, ci.Index.create(), source, args)
@@ -46,12 +46,15 @@ def analyze(sources: Sequence[str], build_dir: str | None = None, flags: Sequenc
     Flags come from `build_dir`/compile_commands.json (a source without an entry,
     e.g. a header, takes the flags of the nearest file the build compiles), and/or
     from `flags` (added to every source). Sources are parsed in `jobs` worker
-    processes (default: one per CPU). Raises InputError on a missing file, a bad
+    processes (default: one per CPU; `workers`). Raises InputError on a missing file, a bad
     compilation database or a source that does not parse."""
     cindex()
     if not sources:
         raise InputError("no source file given")
     for s in sources:
+        if os.path.isdir(s):
+            raise InputError(f"{s}: is a directory; give the C++ sources in it (e.g. {os.path.join(s, '*.cpp')}) and "
+                             "their flags with -p BUILD_DIR or --flags")
         if not os.path.isfile(s):
             raise InputError(f"{s}: no such file")
     db = CompileDatabase(build_dir) if build_dir is not None else None
@@ -59,19 +62,13 @@ def analyze(sources: Sequence[str], build_dir: str | None = None, flags: Sequenc
     jobs = max(1, min(len(work), jobs if jobs is not None else (os.cpu_count() or 1)))
     t_all = time.perf_counter()
     results: dict[str, tuple[UnitData, dict]] = {}
-    if jobs == 1:
-        for s, args, how in work:
-            results[s] = analyze_one(s, args, how)
-            if progress is not None:
-                progress(s, results[s][1]["seconds"], results[s][1]["errors"])
-    else:
-        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as ex:
-            futures = {ex.submit(analyze_one, s, args, how): s for s, args, how in work}
-            for fut in cf.as_completed(futures):
-                s = futures[fut]
-                results[s] = fut.result()
-                if progress is not None:
-                    progress(s, results[s][1]["seconds"], results[s][1]["errors"])
+
+    def done(source: str, result: tuple[UnitData, dict]) -> None:
+        results[source] = result
+        if progress is not None:
+            progress(source, result[1]["seconds"], result[1]["errors"])
+
+    run_units(analyze_one, work, jobs, done)
     units = [results[s][0] for s, _a, _h in work]
     doc = build(units)
     doc["inputs"] = {"sources": list(sources), "build_dir": build_dir, "flags": list(flags or []),

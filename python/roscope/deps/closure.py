@@ -29,8 +29,60 @@ class Closure:
         self.missing: dict[str, str] = {}
 
     def closed(self, usr: str) -> list[tuple]:
+        """The events of `usr` and of what it calls, transitively (memoized). The walk
+        over calls keeps its own stack (a chain of calls of any length): `_closing`
+        is one function's part, suspended while a callee is closed."""
+        value = self._known(usr)
+        if value is not None:
+            return value
+        self.busy.add(usr)
+        stack = [(usr, self._closing(usr))]
+        value = None
+        while stack:
+            current, part = stack[-1]
+            try:
+                want = part.send(value)
+            except StopIteration as stop:
+                stack.pop()
+                self.busy.discard(current)
+                self.memo[current] = value = stop.value
+                continue
+            value = self._known(want)
+            if value is None:
+                self.busy.add(want)
+                stack.append((want, self._closing(want)))
+        return value
+
+    def _known(self, usr: str) -> list[tuple] | None:
+        """The closed events of `usr` when they need no walk: memoized, not a user
+        function ([]), or a recursive call (the outer call accounts for its events)."""
         if usr in self.memo:
             return self.memo[usr]
+        s = self.summaries.get(usr)
+        if s is None:
+            return []
+        if usr in self.busy:
+            return list(s["events"])
+        return None
+
+    def _closing(self, usr: str):
+        """A generator: yields each callee whose closed events it needs (sent back to
+        it), returns the function's closed events."""
+        s = self.summaries[usr]
+        evs = list(s["events"])
+        for call in s["calls"]:
+            targets = [call["usr"]]
+            if call.get("virtual"):
+                targets += self.overrides.get(call["usr"], [])
+            found = False
+            for t in targets:
+                if t in self.summaries:
+                    found = True
+                    evs += substitute((yield t), call)
+            if not found:
+                self.missing.setdefault(call["name"], call["loc"])
+                evs += call["fallback"]
+        return dedupe(evs)
         s = self.summaries.get(usr)
         if s is None:
             return []

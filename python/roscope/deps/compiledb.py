@@ -93,18 +93,16 @@ class CompileDatabase:
         try:
             with open(path, encoding="utf-8") as f:
                 entries = json.load(f)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, ValueError) as exc:  # (json.JSONDecodeError is a ValueError)
             raise InputError(f"{path}: not a valid compilation database: {exc}") from None
+        except RecursionError:
+            raise InputError(f"{path}: not a valid compilation database: nested too deeply") from None
         if not isinstance(entries, list) or not entries:
             raise InputError(f"{path}: no compile commands in it")
         for k, e in enumerate(entries):
-            if not isinstance(e, dict) or "file" not in e or "directory" not in e or not (
-                    "arguments" in e or "command" in e):
-                raise InputError(f"{path}: entry {k} lacks 'file', 'directory' or 'command'/'arguments'")
-            argv = e["arguments"] if "arguments" in e else shlex.split(e["command"])
-            directory = e["directory"]
-            file = os.path.realpath(os.path.join(directory, e["file"]))
-            self.entries[file] = (directory, [str(a) for a in argv])
+            directory, file, argv = _entry(path, k, e)
+            file = os.path.realpath(os.path.join(directory, file))
+            self.entries[file] = (directory, argv)
 
     def lookup(self, source: str) -> tuple[list[str], str, str] | None:
         """(arguments, compiler, how) for `source`: its own entry, else (a header, or a
@@ -143,3 +141,42 @@ def tu_args(source: str, db: CompileDatabase | None, flags: Sequence[str] | None
     if inc:
         args += ["-idirafter", inc]
     return args, how
+
+
+def _entry(path: str, k: int, e) -> tuple[str, str, list[str]]:
+    """(directory, file, arguments) of entry `k` of the database `path`, checked: an
+    InputError names the file, the entry and what is wrong."""
+    where = f"{path}: entry {k}"
+    if not isinstance(e, dict) or "file" not in e or "directory" not in e or not ("arguments" in e or "command" in e):
+        raise InputError(f"{where} lacks 'file', 'directory' or 'command'/'arguments'")
+    for key in ("directory", "file"):
+        v = e[key]
+        if not isinstance(v, str) or not v or "\0" in v:
+            raise InputError(f"{where}: '{key}' must be a path (a non-empty string), not {_what(v)}")
+    if "arguments" in e:
+        argv = e["arguments"]
+        if not isinstance(argv, list) or not all(isinstance(a, str) and "\0" not in a for a in argv):
+            raise InputError(f"{where}: 'arguments' must be a list of strings, not {_what(argv)}")
+    else:
+        command = e["command"]
+        if not isinstance(command, str) or "\0" in command:
+            raise InputError(f"{where}: 'command' must be a string, not {_what(command)}")
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise InputError(f"{where}: 'command' cannot be split into words as a shell does ({exc})") from None
+    if not argv:
+        raise InputError(f"{where}: an empty command")
+    return e["directory"], e["file"], argv
+
+
+def _what(v) -> str:
+    """A JSON value's kind, for a message (never the value: it may be anything)."""
+    if isinstance(v, str):
+        return "an empty string" if not v else "a string with a NUL character"
+    if isinstance(v, list):
+        bad = next((a for a in v if not isinstance(a, str) or "\0" in a), None)
+        return f"a list holding {_what(bad)}" if v else "an empty list"
+    return {dict: "an object", bool: "a boolean", int: "a number", float: "a number", type(None): "null"}.get(
+        type(v), type(v).__name__)
+

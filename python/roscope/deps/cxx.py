@@ -143,6 +143,8 @@ def not_state_type(t) -> bool:
     if hit is None:
         try:
             hit = not_state_name(type_qual(unwrap(t)))
+        except RecursionError:
+            raise  # (it was taken for "is state" here, silently: a walk that deep is an error, workers.py)
         except Exception:
             hit = False
         _TYPES[key] = hit

@@ -54,6 +54,13 @@ class Expressions:
         sub-expressions; the consumer records the access to the object itself."""
         if c is None:
             return []
+        self.deeper(c)
+        try:
+            return self._refs(c)
+        finally:
+            self.shallower()
+
+    def _refs(self, c) -> list[tuple]:
         K = self.K
         k = c.kind
         if k in (K.UNEXPOSED_EXPR, K.PAREN_EXPR, K.CSTYLE_CAST_EXPR, K.CXX_STATIC_CAST_EXPR, K.CXX_CONST_CAST_EXPR,

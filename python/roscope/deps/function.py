@@ -17,7 +17,11 @@ from roscope.deps.paths import ok
 from roscope.deps.registrations import Registrations
 from roscope.deps.rosapi import string_literal
 from roscope.deps.statements import Statements
+from roscope.errors import InputError
 
+#: The deepest nesting of expressions and statements (with the calls whose summary the
+#: walk needs first) that the walk follows; deeper code is an error that names it.
+MAX_NESTING = 50_000
 
 class Function(Statements, Expressions, Calls, Registrations):
     """Walks one function body (or a lambda's) and records its summary."""
@@ -143,6 +147,18 @@ class Function(Statements, Expressions, Calls, Registrations):
             return f"{outer}::lambda@{self.c.location.line}"
         return qualname(self.c)
 
+    def deeper(self, c) -> None:
+        """One level deeper, into `c` (an expression or a statement); an InputError past MAX_NESTING.
+        `shallower` goes back."""
+        u = self.u
+        u.depth += 1
+        if u.depth > MAX_NESTING:
+            raise InputError(f"{u.loc(c)}: code nested more than {MAX_NESTING:,} levels deep (expressions, statements, "
+                             "and calls whose summary is needed first): roscope deps does not analyse it")
+
+    def shallower(self) -> None:
+        self.u.depth -= 1
+
     def tick(self) -> tuple:
         self.n += 1
         return (self.n,)
@@ -191,10 +207,14 @@ class Function(Statements, Expressions, Calls, Registrations):
                 self.u.inits.setdefault(key, lit)
 
     def first_literal(self, c) -> str | None:
-        if c.kind == self.K.STRING_LITERAL:
-            return string_literal(c.spelling)
-        for ch in c.get_children():
-            s = self.first_literal(ch)
-            if s is not None:
-                return s
+        """The first string literal in `c`, in source order (a walk without recursion)."""
+        stack = [c]
+        while stack:
+            x = stack.pop()
+            if x.kind == self.K.STRING_LITERAL:
+                s = string_literal(x.spelling)
+                if s is not None:
+                    return s
+                continue
+            stack.extend(reversed(list(x.get_children())))
         return None

@@ -118,14 +118,13 @@ class Registrations:
         function, in source order: GCC's number in a lambda's name."""
         if not hasattr(self, "_lambdas"):
             found = []
-
-            def walk(c):
-                for ch in c.get_children():
+            stack = [self.c]  # (when this function is itself a lambda: its own body)
+            while stack:
+                for ch in stack.pop().get_children():
                     if ch.kind == self.K.LAMBDA_EXPR:
                         found.append(ch.extent.start.offset)
                     else:
-                        walk(ch)
-            walk(self.c)  # (when this function is itself a lambda: its own body)
+                        stack.append(ch)
             self._lambdas = sorted(found)
         off = lam.extent.start.offset
         return self._lambdas.index(off) + 1 if off in self._lambdas else None

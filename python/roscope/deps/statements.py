@@ -10,6 +10,13 @@ class Statements:
     """Blocks, declarations, loops, control flow and returns."""
 
     def stmt(self, c) -> None:
+        self.deeper(c)
+        try:
+            self._stmt(c)
+        finally:
+            self.shallower()
+
+    def _stmt(self, c) -> None:
         K = self.K
         k = c.kind
         if k == K.COMPOUND_STMT:

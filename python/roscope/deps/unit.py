@@ -28,6 +28,7 @@ class Unit:
         self.inits: dict[str, str] = {}  # "class|member" or var usr -> first string literal of its initializer
         self.texts: dict[str, bytes] = sources if sources is not None else {}
         self.user_cache: dict[str, bool] = {}
+        self.depth = 0  # how deep the walk is (function.Function.deeper)
 
     # -- files
     def is_user(self, c) -> bool:
