@@ -20,12 +20,15 @@ The package, by job:
 - `cxx`: C++ types and names (what is state, what library methods do);
 - `rosapi`: ROS registrations, lambda symbols, compile-time topics and periods;
 - `paths`: state as paths;
-- `unit`, `function` (with `statements`, `expressions`, `calls`, `registrations`):
-  per-function summaries of one translation unit;
+- `unit`, `function` (with `statements`, `expressions`, `calls`, `lambdas`,
+  `registrations`): per-function summaries of one translation unit;
 - `closure`: summaries closed over the calls between files;
+- `bookkeeping`: state every publishing callback touches (counters, logs), left out of edges;
 - `document`: the dependency document (callbacks, edges) and `write`;
-- `analysis`: `analyze`, the two phases over all sources;
-- `matching`: `load`, `match`, `trace_edges` (no libclang: what `flow` imports).
+- `analysis`: `analyze`, the two phases over all sources; `workers`: one child
+  process per source, on a large stack;
+- `matching`: `load`, `match`, `trace_edges`, the warnings of `flow --deps` (no
+  libclang: what `flow` imports).
 
 The analysis modules are loaded on first use of their names (`analyze`, `write`,
 `demangle` ...), so that `roscope flow` imports only `matching`.

@@ -40,13 +40,17 @@ def analyze_one(source: str, args: list[str], how: str) -> tuple[UnitData, dict]
 
 
 def analyze(sources: Sequence[str], build_dir: str | None = None, flags: Sequence[str] | None = None,
-            progress=None, jobs: int | None = None) -> dict:
+            progress=None, jobs: int | None = None, ignore_state: Sequence[str] = (),
+            keep_state: Sequence[str] = ()) -> dict:
     """The dependency document of the C++ `sources` (see docs/deps.md).
 
     Flags come from `build_dir`/compile_commands.json (a source without an entry,
     e.g. a header, takes the flags of the nearest file the build compiles), and/or
     from `flags` (added to every source). Sources are parsed in `jobs` worker
-    processes (default: one per CPU; `workers`). Raises InputError on a missing file, a bad
+    processes (default: one per CPU; `workers`). Edges leave out bookkeeping state
+    (`bookkeeping`: a counter every publishing callback of a node increments) but
+    what `keep_state` names, and the state `ignore_state` names (displayed names, as
+    in the document: `g_msg_seq`, `Node::log_`; a name covers its parts). Raises InputError on a missing file, a bad
     compilation database or a source that does not parse."""
     cindex()
     if not sources:
@@ -70,8 +74,9 @@ def analyze(sources: Sequence[str], build_dir: str | None = None, flags: Sequenc
 
     run_units(analyze_one, work, jobs, done)
     units = [results[s][0] for s, _a, _h in work]
-    doc = build(units)
+    doc = build(units, ignore_state, keep_state)
     doc["inputs"] = {"sources": list(sources), "build_dir": build_dir, "flags": list(flags or []),
+                     "ignore_state": list(ignore_state), "keep_state": list(keep_state),
                      "translation_units": [results[s][1] for s, _a, _h in work],
                      "seconds": round(time.perf_counter() - t_all, 3)}
     return doc

@@ -61,6 +61,10 @@ class Calls:
             if ref.spelling in ("get_if",) or ref.spelling.endswith(("begin", "end", "data")):
                 return [(p + (ELEM,), True, cd) if not a else (p, a, cd) for p, a, cd in r]
             return [(p + (ELEM,), a, cd) for p, a, cd in r]
+        if ref.spelling == "operator()":
+            lam, rest = self.called_lambda(c, ref, args)
+            if lam is not None:
+                return self.lambda_call(c, lam, rest)
         obj = None
         is_method = ref.kind in (K.CXX_METHOD, K.CONVERSION_FUNCTION, K.DESTRUCTOR) or (
             ref.kind == K.FUNCTION_TEMPLATE and ref.semantic_parent is not None and ref.semantic_parent.kind in (

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Sequence
 
 from roscope import __version__
+from roscope.deps import bookkeeping
 from roscope.deps.closure import Closure, callback_events
 from roscope.deps.matching import FORMAT, FORMAT_VERSION
 from roscope.deps.paths import conflict, display, generic, norm_root
@@ -105,17 +107,30 @@ def _uniq_dicts(items: list[dict]) -> list[dict]:
     return out
 
 
-def _edges(cbs: list[dict], names: dict[str, str]) -> list[dict]:
+def _edges(cbs: list[dict], names: dict[str, str], skip: Iterable[str] = ()) -> list[dict]:
     """B depends on A when A writes state that B reads before B publishes (or, for a
     B that does not publish, state B reads when B writes what a publishing callback
-    reads); with a registration in a loop, A may be B (another registration)."""
+    reads); with a registration in a loop, A may be B (another registration).
+    Accesses of the state `skip` names (and of its parts) do not count."""
+    skip = list(skip)
+    shown: dict = {}
+
+    def kept(e) -> bool:
+        if e[1] is None:
+            return False
+        if not skip:
+            return True
+        if e[1] not in shown:
+            shown[e[1]] = not bookkeeping.covers(skip, display(e[1], names))
+        return shown[e[1]]
+
     for cb in cbs:
         evs = cb["_events"]
         pubs = [e for e in evs if e[0] == "pub"]
-        cb["_writes"] = [e for e in evs if e[0] == "w" and e[1] is not None]
+        cb["_writes"] = [e for e in evs if e[0] == "w" and kept(e)]
         last = max((e[3] for e in pubs), default=None)
         loops_with_pub = {lp for e in pubs for lp in e[4]}
-        cb["_reads_all"] = [e for e in evs if e[0] == "r" and e[1] is not None]
+        cb["_reads_all"] = [e for e in evs if e[0] == "r" and kept(e)]
         cb["_reads_pub"] = [e for e in cb["_reads_all"] if last is not None and (
             e[3] < last or loops_with_pub.intersection(e[4]))]
         cb["_publishes"] = bool(pubs)
@@ -170,7 +185,9 @@ def _callback_entry(reg: dict, cid: str, ros_name, summary: dict) -> dict:
     }
 
 
-def build(units: list[UnitData]) -> dict:
+def build(units: list[UnitData], ignore_state: Sequence[str] = (), keep_state: Sequence[str] = ()) -> dict:
+    """The document of the analysed translation units. Edges leave out the bookkeeping
+    state found (but that `keep_state` names) and the state `ignore_state` names."""
     clo = Closure(units)
     regs, pubs, inits = _unique_regs(units)
     pubtab = _publisher_table(pubs)
@@ -201,15 +218,36 @@ def build(units: list[UnitData]) -> dict:
     for node in nodes.values():
         rn = {cb["ros_name"] for cb in node["callbacks"]}
         node["ros_name"] = rn.pop() if len(rn) == 1 else None
-    edges = _edges(cbs, names)
+    found = bookkeeping.detect(cbs, names)
+    skip = sorted({b["state"] for b in found if not bookkeeping.covers(keep_state, b["state"])} | set(ignore_state))
+    edges = _edges(cbs, names, skip)
+    left_out = _left_out(_edges(cbs, names), edges) if skip else []
     node_of = {cb["id"]: cb["node"] for cb in cbs}
-    for e in edges:
+    for e in edges + left_out:
         e["cross_node"] = node_of[e["from"]] != node_of[e["to"]]
     notes = [f"no definition of {name} (called at {_rel(loc)}) in the analysed sources: decided from its declaration"
              for name, loc in sorted(clo.missing.items())]
+    seen = {display(e[1], names) for cb in cbs for e in cb["_events"] if e[1] is not None and e[0] in ("r", "w")}
+    notes += [f"--ignore-state {n}: no callback reads or writes state of that name (or a part of it)"
+              for n in ignore_state if not any(bookkeeping.covers([n], x) for x in seen)]
+    notes += [f"--keep-state {n}: no bookkeeping state of that name (or a part of it) was found"
+              for n in keep_state if not any(bookkeeping.covers([n], b["state"]) for b in found)]
     return {"format": FORMAT, "version": FORMAT_VERSION, "generator": f"roscope {__version__} deps",
             "nodes": sorted(nodes.values(), key=lambda n: n["name"]), "edges": edges,
-            "undecided": undecided_all, "notes": notes}
+            "undecided": undecided_all, "notes": notes,
+            "bookkeeping": [{"state": b["state"], "node": b["node"], "callbacks": b["callbacks"],
+                             "left_out": not bookkeeping.covers(keep_state, b["state"]),
+                             "why": f"read and written by each of the {b['publishing']} publishing callbacks of "
+                                    f"{b['node']}, through the same code ({', '.join(_rel(a) for a in b['at'])})"}
+                            for b in found],
+            "edges_left_out": left_out}
+
+
+def _left_out(every: list[dict], kept: list[dict]) -> list[dict]:
+    """The edges of `every` (all state counted) that are not in `kept`: they rest on
+    bookkeeping or ignored state alone."""
+    have = {(e["from"], e["to"]) for e in kept}
+    return [e for e in every if (e["from"], e["to"]) not in have]
 
 
 

@@ -314,9 +314,3 @@ class Expressions:
             finally:
                 self.dest.pop()
         return []
-
-    def inline_lambda(self, lam) -> None:
-        """A lambda that is not a callback: its body counts as run where it is written."""
-        for ch in lam.get_children():
-            if ch.kind == self.K.COMPOUND_STMT:
-                self.stmt(ch)

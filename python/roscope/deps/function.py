@@ -3,7 +3,7 @@ lambda's) that records the accesses it makes, the calls and the publications.
 
 The walk is cut by what it meets: statements (`statements.Statements`),
 expressions (`expressions.Expressions`), calls into user code and libraries
-(`calls.Calls`), callback and publisher registrations
+(`calls.Calls`), lambdas that are not callbacks (`lambdas.Lambdas`), callback and publisher registrations
 (`registrations.Registrations`); `Function` holds the state they share."""
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from roscope.deps import libclang as lc
 from roscope.deps.calls import Calls
 from roscope.deps.cxx import not_state_type, param_key, qualname, strip_ref
 from roscope.deps.expressions import Expressions
+from roscope.deps.lambdas import Lambdas
 from roscope.deps.paths import ok
 from roscope.deps.registrations import Registrations
 from roscope.deps.rosapi import string_literal
@@ -23,7 +24,7 @@ from roscope.errors import InputError
 #: walk needs first) that the walk follows; deeper code is an error that names it.
 MAX_NESTING = 50_000
 
-class Function(Statements, Expressions, Calls, Registrations):
+class Function(Statements, Expressions, Calls, Lambdas, Registrations):
     """Walks one function body (or a lambda's) and records its summary."""
 
     def __init__(self, unit, cursor, outer: Function | None = None):

@@ -86,6 +86,8 @@ class Registrations:
             return None
         if e.kind == K.LAMBDA_EXPR:
             s = self.u.lambda_summary(e, self)
+            if s is None:
+                return None
             sym, alt = lambda_symbol(e, self.lambda_number(e))
             return {"callable": s["usr"], "callable_kind": "lambda", "symbol": sym, "symbol_alternatives": alt,
                     "this": self.this_refs(), "function": s["name"], "defined_at": self.u.loc(e)}

@@ -124,12 +124,20 @@ class Unit:
         self.summaries[usr] = s
         return s
 
-    def lambda_summary(self, lam, outer: Function) -> dict:
+    def lambda_summary(self, lam, outer: Function) -> dict | None:
+        """The summary of lambda `lam` (written in `outer`), None while it is being made
+        (a lambda that reaches itself)."""
         usr = self.lambda_usr(lam)
         if usr not in self.summaries:
-            fn = Function(self, lam, outer=outer)
-            fn.run()
-            self.summaries[usr] = fn.result()
+            if usr in self.building:
+                return None
+            self.building.add(usr)
+            try:
+                fn = Function(self, lam, outer=outer)
+                fn.run()
+                self.summaries[usr] = fn.result()
+            finally:
+                self.building.discard(usr)
         return self.summaries[usr]
 
     def declaration(self, ref):
