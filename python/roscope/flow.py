@@ -24,7 +24,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from roscope import _core, statistics
+from roscope.deps.matching import trace_edges
+from roscope.deps.matching import warnings as deps_warnings
 from roscope.errors import InputError
+from roscope.overlaps import overlapping_runs
 from roscope.results import Appender, publish
 from roscope.trace import table_from_core
 
@@ -37,6 +40,8 @@ IMPLICIT_MODES = ("auto", "all", "annotations", "none")
 #: into timers.
 FALLBACK_RULES = ("pairs", "pipelines", "timers")
 FALLBACK_RULE = "pipelines"
+#: What `data_flows(uncertain=...)` does with flows a race makes uncertain.
+UNCERTAIN_MODES = ("keep", "drop")
 #: The latency parts of a data flow, columns of `data_flows` (ns).
 COMPONENTS = ("latency", "communication", "idle", "computation")
 
@@ -729,17 +734,18 @@ def _exclusions(ctx: FlowContext, exclude) -> tuple[list[bool] | None, list[bool
                         "callbacks": [c for c, x in zip(labels, ex_c) if x]}
 
 
-def _deps_edges(db, deps) -> tuple[list[tuple[int, int]] | None, dict | None]:
+def _deps_edges(db, deps) -> tuple[list[tuple[int, int]] | None, dict | None, list[int] | None]:
     """Intra-node edges (callback ids) from a dependency file of `roscope deps` (a
-    path or its parsed dict), or a list of (callback_id, callback_id)."""
+    path or its parsed dict), or a list of (callback_id, callback_id); with the
+    match's report and the callbacks the file matched (their nodes are the ones it
+    describes: no fallback edge there)."""
     if deps is None:
-        return None, None
+        return None, None, None
     if isinstance(deps, (list, tuple)):
-        return [(int(a), int(b)) for a, b in deps], None
-    from roscope.deps.matching import trace_edges
-
+        return [(int(a), int(b)) for a, b in deps], None, None
     edges, report = trace_edges(db, deps)
-    return [(int(a), int(b)) for a, b in edges], report
+    matched = sorted({int(c) for m in report["matched"] for c in m["trace_callbacks"]})
+    return [(int(a), int(b)) for a, b in edges], report, matched
 
 
 def _caps(name: str, value: int | None) -> int | None:
@@ -752,7 +758,8 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
                exact_links: bool = True, max_flows_per_output: int | None = MAX_FLOWS_PER_OUTPUT,
                max_flows: int | None = MAX_FLOWS, all_paths: bool = False, exclude=None, deps=None,
                fallback: str = FALLBACK_RULE, all_steps: bool = False, store: bool = False,
-               slice_publications: int | None = SLICE_PUBLICATIONS, reach_ns: int = SLICE_REACH_NS) -> DataFlows:
+               slice_publications: int | None = SLICE_PUBLICATIONS, reach_ns: int = SLICE_REACH_NS,
+               uncertain: str = "keep") -> DataFlows:
     """Data flows from topics matching `from_re` to topics matching `to_re` (regexes,
     searched anywhere in the topic name).
 
@@ -763,6 +770,10 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
     get a fallback edge under 'auto' (FALLBACK_RULES). `deps`: a dependency file
     of `roscope deps` (path or dict) or a list of (callback_id, callback_id): its
     edges replace the fallback on the nodes it describes; annotations still win.
+    `uncertain`: 'keep' (flagged in `data_flows.uncertain`, counted in the summary)
+    or 'drop' the flows through an intra-node dependency that a race makes
+    uncertain (`roscope.overlaps`: a run of the callback depended on overlapped, on
+    another thread, the run that depends on it).
     `exact_links=False` ignores transport links and takes the newest publication on
     the topic (the paper's D_cp). An (input message, output message) pair is one
     flow (the candidate with the fewest fallback edges, then the most steps) unless
@@ -790,6 +801,8 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
         raise InputError(f"unknown implicit-dependency mode {implicit!r} (one of {', '.join(IMPLICIT_MODES)})")
     if fallback not in FALLBACK_RULES:
         raise InputError(f"unknown fallback rule {fallback!r} (one of {', '.join(FALLBACK_RULES)})")
+    if uncertain not in UNCERTAIN_MODES:
+        raise InputError(f"unknown mode for uncertain flows {uncertain!r} (one of {', '.join(UNCERTAIN_MODES)})")
     _caps("max_flows_per_output", max_flows_per_output)
     _caps("max_flows", max_flows)
     in_slices = ctx is None and slice_publications is not None and sliced(db, slice_publications)
@@ -807,14 +820,16 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
     if topics and not any(is_out):
         raise InputError(f"no topic matches --to {to_re!r} (topics: {shown})")
     ex_t, ex_c, excluded = _exclusions(ctx, exclude)
-    edges, deps_report = _deps_edges(db, deps)
+    edges, deps_report, deps_callbacks = _deps_edges(db, deps)
+    overlaps = overlapping_runs(db)
     with Appender(db, FLOW_TABLES, store) as out:
         def sink(name, table):
             out.append(name, table_from_core(table))
 
         search = _core.FlowSearch(ctx.model, is_in, is_out, _facts(db) if in_slices else None, implicit, exact_links,
                                   max_flows_per_output, all_steps, max_flows=max_flows, all_paths=all_paths,
-                                  excluded_topics=ex_t, excluded_callbacks=ex_c, deps=edges, fallback=fallback)
+                                  excluded_topics=ex_t, excluded_callbacks=ex_c, deps=edges, fallback=fallback,
+                                  deps_callbacks=deps_callbacks, overlaps=overlaps, drop_uncertain=uncertain == "drop")
         if in_slices:
             slices = _over_slices(db, lambda m, ids, w, ans: search.run(m, ids, w, sink, ans), slice_publications, reach_ns,
                                   _History(db, topics), stopped=lambda: search.stopped)
@@ -843,6 +858,8 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
         "flows_on_fallback": stats["flows_on_fallback"],
         "fallback_share": stats["flows_on_fallback"] / flows if flows else None,
         "flows_from_publications": stats["flows_from_publications"],
+        "uncertain": uncertain, "flows_uncertain": stats["flows_uncertain"],
+        "uncertain_dropped": stats["uncertain_dropped"],
         "caps": {"max_flows_per_output": max_flows_per_output, "max_flows": max_flows,
                  "outputs_capped": stats["outputs_capped"], "capped_examples": stats["capped_examples"],
                  "stopped_at_publication_id": stats["stopped_at"]},
@@ -898,9 +915,24 @@ def _flow_warnings(db, s: dict, is_in, is_out, ctx: FlowContext) -> list[str]:
         w.append(f"{s['flows_on_fallback']:,} of {s['flows']:,} flows ({s['fallback_share']:.1%}) rest on fallback "
                  "intra-node edges (nodes without annotations or a dependency file: every callback pair is assumed to "
                  "depend); such a flow may not exist. `roscope deps` finds the real ones from the sources (--deps)")
+    w += _uncertain_warnings(s)
+    w += deps_warnings(s["deps"])
     if s["flows"] == 0:
         w.append("no data flow: " + _why_none(db, s, is_in, is_out, ctx))
     return w
+
+
+def _uncertain_warnings(s: dict) -> list[str]:
+    """Flows that a race makes uncertain (`roscope.overlaps`), kept or dropped."""
+    if s["flows_uncertain"]:
+        return [f"{s['flows_uncertain']:,} of {s['flows']:,} flows are uncertain (flagged in data_flows.uncertain): "
+                "a run of a callback they depend on overlapped, on another thread, the run that depends on it (a "
+                "multi-threaded executor or spinner), so whether its write came before the read is not known from "
+                "the trace; --uncertain drop leaves them out"]
+    if s["uncertain_dropped"]:
+        return [f"{s['uncertain_dropped']:,} uncertain flows (races: runs that overlapped on two threads) were left "
+                "out (--uncertain drop)"]
+    return []
 
 
 def _why_none(db, s: dict, is_in, is_out, ctx: FlowContext) -> str:

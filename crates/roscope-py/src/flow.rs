@@ -38,7 +38,12 @@ struct SearchArgs {
     excluded_topics: Option<Vec<bool>>,
     excluded_callbacks: Option<Vec<bool>>,
     deps: Option<Vec<(i64, i64)>>,
+    /// The callbacks the dependency file matched (their nodes are the ones it describes).
+    deps_callbacks: Option<Vec<i64>>,
     fallback: String,
+    /// (other callback, run's callback, run's start): `roscope_flow::FlowOptions::overlaps`.
+    overlaps: Option<Vec<(i64, i64, i64)>>,
+    drop_uncertain: bool,
 }
 
 impl SearchArgs {
@@ -55,6 +60,9 @@ impl SearchArgs {
         let bad_edge = |&&(a, b): &&(i64, i64)| a < 0 || b < 0 || a as usize >= nc || b as usize >= nc;
         if let Some(&(a, b)) = self.deps.iter().flatten().find(bad_edge) {
             return Err(PyValueError::new_err(format!("dependency edge ({}, {}) names a callback the model does not have", a, b)));
+        }
+        if let Some(&c) = self.deps_callbacks.iter().flatten().find(|&&c| c < 0 || c as usize >= nc) {
+            return Err(PyValueError::new_err(format!("dependency file callback {} is not a callback of the model", c)));
         }
         let Some(mode) = roscope_flow::Implicit::parse(&self.implicit) else {
             return Err(PyValueError::new_err(format!(
@@ -79,8 +87,16 @@ impl SearchArgs {
                 &own
             }
         };
-        let described: HashSet<i64> =
-            self.deps.iter().flatten().flat_map(|&(a, b)| [m.cb_node[a as usize], m.cb_node[b as usize]]).collect();
+        // The nodes the dependency file describes: those of every callback it matched
+        // (a node whose callbacks it matched but found independent gets no fallback edge).
+        let described: HashSet<i64> = self
+            .deps
+            .iter()
+            .flatten()
+            .flat_map(|&(a, b)| [a, b])
+            .chain(self.deps_callbacks.iter().flatten().copied())
+            .map(|c| m.cb_node[c as usize])
+            .collect();
         let deps = self.deps.as_deref().map(|edges| roscope_flow::Deps { edges, nodes: &described });
         let implicit = roscope_flow::implicit_edges_from(&ix, facts, mode, deps, rule);
         Ok(roscope_flow::FlowOptions {
@@ -90,6 +106,8 @@ impl SearchArgs {
             all_paths: self.all_paths,
             excluded_topic: self.excluded_topics.unwrap_or_default(),
             excluded_cb: self.excluded_callbacks.unwrap_or_default(),
+            overlaps: self.overlaps.unwrap_or_default().into_iter().collect(),
+            drop_uncertain: self.drop_uncertain,
             ..roscope_flow::FlowOptions::new(self.is_input, self.is_output, implicit)
         })
     }
@@ -117,6 +135,8 @@ fn stats<'py>(py: Python<'py>, res: &roscope_flow::FlowResult, seconds: f64) -> 
     stats.set_item("candidates", res.candidates)?;
     stats.set_item("duplicates_dropped", res.duplicates_dropped)?;
     stats.set_item("flows_on_fallback", res.flows_on_fallback)?;
+    stats.set_item("flows_uncertain", res.flows_uncertain)?;
+    stats.set_item("uncertain_dropped", res.uncertain_dropped)?;
     stats.set_item("flows_from_publications", res.flows_from_publications)?;
     stats.set_item("trees_cached", res.trees)?;
     stats.set_item("cache_evicted", res.evicted)?;
@@ -218,12 +238,16 @@ impl FlowSearch {
     /// on a publisher), which the implicit-edge rules read (`roscope_flow::Facts`);
     /// None: `model`'s own, when it is the whole model. Caps (None: no cap), the
     /// intra-node dependency mode and fallback rule, exclusions (masks over topics
-    /// and callbacks) and dependency edges as in `roscope.flow.data_flows`.
+    /// and callbacks) and dependency edges as in `roscope.flow.data_flows`;
+    /// `deps_callbacks`: the callbacks the dependency file matched (their nodes get no
+    /// fallback edge); `overlaps`: (callback, run's callback, run's start) of the runs
+    /// another callback's run overlapped on another thread (races: flows through such
+    /// an implicit dependency are `uncertain`), `drop_uncertain` leaves those flows out.
     #[new]
     #[pyo3(signature = (
         model, is_input, is_output, facts, implicit="auto", exact_links=true, max_flows_per_output=10000, all_steps=false, *,
         max_flows=None, all_paths=false, excluded_topics=None, excluded_callbacks=None, deps=None, fallback="pairs",
-        chunk_rows=roscope_flow::CHUNK_ROWS
+        chunk_rows=roscope_flow::CHUNK_ROWS, deps_callbacks=None, overlaps=None, drop_uncertain=false
     ))]
     #[expect(clippy::too_many_arguments, reason = "the keyword arguments of a Python method")]
     fn new(
@@ -242,6 +266,9 @@ impl FlowSearch {
         deps: Option<Vec<(i64, i64)>>,
         fallback: &str,
         chunk_rows: usize,
+        deps_callbacks: Option<Vec<i64>>,
+        overlaps: Option<Vec<(i64, i64, i64)>>,
+        drop_uncertain: bool,
     ) -> PyResult<Self> {
         let args = SearchArgs {
             is_input,
@@ -254,7 +281,10 @@ impl FlowSearch {
             excluded_topics,
             excluded_callbacks,
             deps,
+            deps_callbacks,
             fallback: fallback.to_string(),
+            overlaps,
+            drop_uncertain,
         };
         let m = &model.m;
         let facts = facts.map(|(runs, published)| roscope_flow::Facts::from_counts(m, &runs, &published));
@@ -422,4 +452,22 @@ impl CausalSearch {
         }
         Ok((ArrowTable::from_table(roscope_flow::causal_links_table(&links))?, uncertain.map(|(t, p)| (t, ids.publication(p)))))
     }
+}
+
+/// Runs that another callback's run overlapped on another thread of the process
+/// (`roscope_flow::OverlapSweep`), from `runs`: an object with `__arrow_c_stream__`
+/// whose columns are proc_id, thread_id, callback_id, start_ts, end_ts (int64), in
+/// (proc_id, start_ts) order. Returns [(overlapping callback, callback, run start)].
+#[pyfunction]
+pub fn overlapping_runs(runs: &Bound<'_, PyAny>) -> PyResult<Vec<(i64, i64, i64)>> {
+    let cols = ["proc_id", "thread_id", "callback_id", "start_ts", "end_ts"];
+    let mut sweep = roscope_flow::OverlapSweep::default();
+    arrow::each_i64_batch("overlapping_runs", &cols, runs, |c| {
+        let [k, th, cb, s, e] = c else { unreachable!("five columns asked for") };
+        for ((((&k, &th), &cb), &s), &e) in k.iter().zip(*th).zip(*cb).zip(*s).zip(*e) {
+            sweep.push(k, th, cb, s, e)?;
+        }
+        Ok(())
+    })?;
+    Ok(sweep.finish())
 }

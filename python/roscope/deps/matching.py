@@ -143,6 +143,12 @@ def match(db, deps) -> tuple[dict[str, list[dict]], dict]:
         {"callback_id": t["callback_id"], "kind": t["kind"], "node": t["node"], "topic": t["topic"],
          "period_ns": t["period_ns"], "symbol": t["symbol"]}
         for t in rows if t["proc_id"] in procs and t["callback_id"] not in taken]
+    elsewhere: dict = {}
+    for t in rows:
+        if t["proc_id"] not in procs:
+            elsewhere.setdefault(t["proc_id"], {"pid": t["pid"], "procname": t["procname"], "callbacks": 0})
+            elsewhere[t["proc_id"]]["callbacks"] += 1
+    report["trace_processes_unmatched"] = list(elsewhere.values())
     return found, report
 
 
@@ -167,4 +173,53 @@ def trace_edges(db, deps) -> tuple[list[tuple[int, int]], dict]:
                 got.append((int(a["callback_id"]), int(b["callback_id"])))
         pairs.update(got)
         report["edges"].append({"from": e["from"], "to": e["to"], "trace_edges": sorted(got)})
+    report["undecided"] = [
+        {"callback": cb["id"], "trace_callbacks": [t["callback_id"] for t in found[cb["id"]]],
+         "accesses": len(cb.get("undecided") or []), "why": cb["undecided"][0].get("why")}
+        for n in doc["nodes"] for cb in n["callbacks"] if cb["id"] in found and cb.get("undecided")]
     return sorted(pairs), report
+
+
+def warnings(report: dict | None, shown: int = 5) -> list[str]:
+    """What `flow --deps` must say about the match of `report` (of `trace_edges`), so
+    that a flow is never silently worse with the dependency file than without it:
+    trace callbacks it matched nothing to (in nodes it describes they get no
+    intra-node edge), its callbacks that left something undecided, that match
+    callbacks of several nodes, or that are not in the trace."""
+    if not report:
+        return []
+    out = []
+
+    def some(names: list[str]) -> str:
+        return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+    lost = report.get("trace_unmatched") or []
+    if lost:
+        out.append(f"--deps: {len(lost)} trace callback(s) in the processes the dependency file describes match none of "
+                   f"its callbacks: {some([_label(t) for t in lost])}; what they depend on is not known (no intra-node "
+                   "edge into them in a node the file describes, the fallback rule elsewhere): analyse their sources too")
+    procs = report.get("trace_processes_unmatched") or []
+    if procs:
+        names = [f"{p['procname']} (pid {p['pid']}, {p['callbacks']} callbacks)" for p in procs]
+        out.append(f"--deps: the callbacks of {len(procs)} process(es) match nothing in the dependency file: "
+                   f"{some(names)}; their nodes keep the fallback rule")
+    und = report.get("undecided") or []
+    if und:
+        names = [f"{u['callback']} ({u['why']})" for u in und]
+        out.append(f"--deps: {len(und)} callback(s) of the dependency file leave accesses undecided (counted as writes; "
+                   f"edges resting on them may not exist): {some(names)}")
+    amb = report.get("ambiguous") or []
+    if amb:
+        out.append(f"--deps: {len(amb)} callback(s) of the dependency file match callbacks of several nodes and are not "
+                   f"used: {some([a['callback'] for a in amb])}; their edges are missing")
+    missing = report.get("unmatched") or []
+    if missing:
+        out.append(f"--deps: {len(missing)} callback(s) of the dependency file are not in the trace: "
+                   f"{some([m['callback'] for m in missing])}")
+    return out
+
+
+def _label(t: dict) -> str:
+    """A trace callback as `node kind(topic or period)`."""
+    what = t.get("topic") or (f"{t['period_ns'] / 1e6:g} ms" if t.get("period_ns") else "")
+    return f"{t.get('node') or '?'} {t.get('kind')}({what})"
