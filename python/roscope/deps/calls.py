@@ -115,7 +115,10 @@ class Calls:
             return self.user_call(c, ref, decl, obj, args)
         return self.library_call(c, ref, obj, args, objtype)
 
-    def _bind_args(self, args, ptypes):
+    def bind_args(self, args, ptypes):
+        """What each argument binds to its parameter of type `ptypes[i]` (refs; a pointer
+        parameter gets the pointer's value), with the index class of each and whether it
+        is taken by value (a copy: the argument is read)."""
         binds, idx, byval = [], [], []
         for i, a in enumerate(args):
             r = self.refs(a)
@@ -132,7 +135,7 @@ class Calls:
 
     def user_call(self, c, ref, d, obj, args) -> list[tuple]:
         ptypes = list(ref.type.argument_types()) if ref.type.kind == lc.CI.TypeKind.FUNCTIONPROTO else []
-        binds, idx, _byval = self._bind_args(args, ptypes)
+        binds, idx, _byval = self.bind_args(args, ptypes)
         fallback = type(self).__new__(type(self))
         fallback.__dict__.update(self.__dict__)
         fallback.events = []
@@ -301,7 +304,7 @@ class Calls:
     def user_call_pattern(self, c, d, args) -> list[tuple]:
         """A call of a user template from a template (types still unknown): parameters by the pattern."""
         ptypes = [p.type for p in d.get_children() if p.kind == self.K.PARM_DECL]
-        binds, idx, _ = self._bind_args(args, ptypes)
+        binds, idx, _ = self.bind_args(args, ptypes)
         self.calls.append({"usr": self.u.definition(d).get_usr(), "name": qualname(d), "this": None, "args": binds,
                            "idx": idx, "order": self.tick(), "loops": tuple(self.loops), "loc": self.u.loc(c),
                            "virtual": False, "fallback": []})

@@ -63,7 +63,7 @@ class Lambdas:
         if s is None:
             return self.unknown_target(c, "a lambda that calls itself: its target is not followed")
         ptypes = [p.type for p in lam.get_children() if p.kind == self.K.PARM_DECL]
-        binds, idx, _byval = self._bind_args(args, ptypes)
+        binds, idx, _byval = self.bind_args(args, ptypes)
         self.calls.append({"usr": s["usr"], "name": s["name"], "this": self.this_refs(), "args": binds, "idx": idx,
                            "order": self.tick(), "loops": tuple(self.loops), "loc": self.u.loc(c), "virtual": False,
                            "fallback": []})
