@@ -821,7 +821,7 @@ def data_flows(db, from_re: str, to_re: str, ctx: FlowContext | None = None, *, 
         raise InputError(f"no topic matches --to {to_re!r} (topics: {shown})")
     ex_t, ex_c, excluded = _exclusions(ctx, exclude)
     edges, deps_report, deps_callbacks = _deps_edges(db, deps)
-    overlaps = overlapping_runs(db)
+    overlaps = overlapping_runs(db) if implicit != "none" else []  # (races matter on intra-node edges only)
     with Appender(db, FLOW_TABLES, store) as out:
         def sink(name, table):
             out.append(name, table_from_core(table))
