@@ -452,6 +452,7 @@ table!(DATA_FLOWS = "data_flows", Analysis, "One row per data flow from an input
     "idle_ns": BigInt = "the part spent between the runs of a node (segment kind `idle`)",
     "computation_ns": BigInt = "the part spent in callback runs (segment kind `computation`)",
     "fallback_edges": BigInt = "how many of its intra-node dependencies are fallback edges (nothing known: every callback pair of a node), which may not exist; 0: it rests only on transport links, annotations and source analysis",
+    "uncertain": BigInt = "1: one of its intra-node dependencies may not hold, a race: a run of the callback it depends on overlapped, on another thread, the run that depends on it (a multi-threaded executor or spinner), so whether that run's write reached the read is not known from the trace; 0: certain",
 ]);
 
 table!(DATA_FLOW_STEPS = "data_flow_steps", Analysis, "The steps of one flow per path (of every flow when asked), alternating runs and publications forward in time.", [
