@@ -183,7 +183,8 @@ def flow_set(R: Report, ctx: FlowContext | None, i: int, req: FlowRequest) -> st
     drawn = paths[:n]
     ids = [p["path_id"] for p in drawn]
     body = head + doubts_box(s, link_less, len(paths), racy)
-    body += f"<h4>The top {min(n, len(paths))} paths (by flows)</h4>" + path_table(f"top-{i}", rows[:n], racy, n)
+    top = "The path" if len(paths) == 1 else f"The top {min(n, len(paths))} paths (by flows)"
+    body += f"<h4>{top}</h4>" + path_table(f"top-{i}", rows[:n], racy, n)
     if len(paths) > n:
         body += fold(f"All {len(paths):,} paths", path_table(f"allpaths-{i}", rows, racy, R.budget["table_rows"]))
     body += ("<h4>Data-flow graph of the top paths</h4>" + path_graph([steps.get(p, []) for p in ids], R.labels)

@@ -50,7 +50,9 @@ var RoscopeTimeline = (function () {
       var p = self.d.procs[+g.getAttribute("data-proc")];
       p.open = !p.open; self.render();
     });
-    this.rows.addEventListener("dblclick", function () { self.zoom(0, self.d.span); });
+    [this.rows, this.top, this.bottom].forEach(function (el) {
+      el.addEventListener("dblclick", function () { self.zoom(0, self.d.span); });
+    });
     this.rows.addEventListener("mousedown", function (e) { self.dragStart(e); });
     var legend = this.d.callbacks.slice(0, 20).map(function (c) {
       return '<span class="tl-key" title="' + esc(c.label) + '"><i style="background:' + c.colour + '"></i>' +
@@ -144,8 +146,9 @@ var RoscopeTimeline = (function () {
         (p.threads.length === 1 ? "" : "s") + " \u00b7 " + fmt(p.busy) + " ms of runs";
       out.push('<g class="tl-proc" data-proc="' + pi + '"><rect class="tl-prow" x="0" y="' + y + '" width="' + (LABEL_W + w) +
                '" height="' + PROC_H + '"/><text class="tl-plabel" x="4" y="' + (y + 15) + '"><title>' +
-               esc(p.name + " [" + p.pid + "] on " + p.host) + "</title>" + esc(cut(label, 52)) + "</text></g>");
-      if (!p.open) self.bars(p.threads, y, PROC_H, out);
+               esc(p.name + " [" + p.pid + "] on " + p.host) + "</title>" + esc(cut(label, 52)) + "</text>");
+      if (!p.open) self.bars(p.threads, y, PROC_H, out);  // folded: the runs of all its threads, on its row
+      out.push("</g>");
       y += PROC_H;
       if (!p.open) return;
       p.threads.forEach(function (th) {
