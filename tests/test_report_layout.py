@@ -342,3 +342,48 @@ def test_nine_callbacks_nine_labels(wide, lttng_ready, tmp_path):
     nodes = sorted(n.strip("/") for n in ran.values())
     assert sorted(lab.split(" ")[0].strip("/") for lab in labels) == nodes
     assert unlabelled_rows(o) == []
+
+
+def test_zero_on_a_log_axis(wide, tmp_path):
+    """A minimum of 0.000 ms among durations spanning 5 decades (a log axis): the whisker
+    starts at the axis' floor inside the plot area, and the caption says where 0 is drawn.
+    The statistics are written by hand (no shared trace has a run or latency of 0 ns)."""
+    from roscope.report import figures as F
+    from roscope.report.html import Page
+
+    ms = 1_000_000
+    stats = [{"min_ns": 0, "p25_ns": 2_000, "p50_ns": 5_000, "p75_ns": 9_000, "max_ns": 40_000, "mean_ns": 6_000, "p99_ns": 30_000},
+             {"min_ns": 3 * ms, "p25_ns": 10 * ms, "p50_ns": 20 * ms, "p75_ns": 40 * ms, "max_ns": 200 * ms, "mean_ns": 30 * ms,
+              "p99_ns": 150 * ms}]
+    fig = F.quartile_boxes(["fast callback", "slow callback"], stats, "Callback durations", "duration (ms)")
+    assert fig["layout"]["xaxis"]["type"] == "log"
+    # The smallest positive value is 0.002 ms (p25): the floor is the power of ten at or below it.
+    assert fig["layout"]["meta"]["log_floor"] == pytest.approx(0.001)
+    assert "drawn at 0.001 ms" in F.floor_note(fig)
+    page = Page("zero")
+    page.add("overview", "zero", page.fig("zero", fig, F.floor_note(fig)))
+    path = tmp_path / "zero.html"
+    path.write_text(page.render(), encoding="utf-8")
+    pg = wide.new_page()
+    pg.goto(path.resolve().as_uri())
+    pg.wait_for_function("() => document.querySelector('.plot').dataset.rendered")
+    o = Opened(pg, [], [])
+    assert whiskers_off_axis(o) == [] and unlabelled_rows(o) == []
+    left = pg.evaluate("""() => { const el = document.querySelector('.plot'), area = el.querySelector('.nsewdrag').getBoundingClientRect();
+        return Math.min(...[...el.querySelectorAll('.boxlayer path.box')].map(p => p.getBoundingClientRect().left)) - area.left; }""")
+    assert left > 1
+
+
+def test_without_graphviz_the_page_says_so(tmp_path):
+    """dot not on PATH: the report is written all the same, and says, where the graph would be, why it is not."""
+    import subprocess
+    import sys
+
+    trace = _trace("caret-end-to-end-cyclonedds")
+    out = tmp_path / "nodot.html"
+    env = {**os.environ, "PATH": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-m", "roscope", "report", str(trace), "-o", str(out), "--from", E2E_PAIR[0], "--to",
+                        E2E_PAIR[1]], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    page = out.read_text(encoding="utf-8")
+    assert "The data-flow graph is not drawn: Graphviz is not installed" in page and "<svg class=\"dot-graph\"" not in page

@@ -69,13 +69,14 @@ def auto_note(a: AutoPairs, found: bool) -> str:
     else:
         out += ("<p>No --from/--to pair was given, and no source and sink topics were found (give --from/--to). "
                 + words + "</p>")
-    out += (f'<p>Sources: <span id="auto-sources">{_codes(a.sources)}</span>.<br>'
-            f'Sinks: <span id="auto-sinks">{_codes(a.sinks)}</span>.</p>')
+    # <div>, not <p>: a long list folds its tail in a <details>, which may not stand in a <p>.
+    out += (f'<div class="para">Sources: <span id="auto-sources">{_codes(a.sources)}</span>.<br>'
+            f'Sinks: <span id="auto-sinks">{_codes(a.sinks)}</span>.</div>')
     if a.isolated:
-        out += ("<p>Left out, as both source and sink (no flow from one node to another): "
-                f'<span id="auto-isolated">{_codes(a.isolated)}</span>.</p>')
+        out += ('<div class="para">Left out, as both source and sink (no flow from one node to another): '
+                f'<span id="auto-isolated">{_codes(a.isolated)}</span>.</div>')
     if a.infra:
-        out += f'<p>Left out as infrastructure: <span id="auto-infra">{_codes(a.infra)}</span>.</p>'
+        out += f'<div class="para">Left out as infrastructure: <span id="auto-infra">{_codes(a.infra)}</span>.</div>'
     return out + "</div>"
 
 
@@ -152,7 +153,7 @@ def path_table(tid: str, rows: list[dict], racy: bool, limit: int) -> str:
                 "without a transport link", sort="doubt"),
             Col("flows", "flows", "int"), Col("lat_p50_ns", "p50 ms", "ns"), Col("lat_mean_ns", "mean ms", "ns"),
             Col("lat_p99_ns", "p99 ms", "ns"), Col("lat_max_ns", "max ms", "ns"),
-            Col("fallback_share", "flows on fallback %", "pct", "share of the path's flows resting on fallback edges"),
+            Col("fallback_share", "on fallback %", "pct", "share of the path's flows resting on fallback edges"),
             Col("fallback_edges", "fallback edges", tip="intra-node edges of the path that are fallback edges"),
             Col("link_less", "without link", tip="messages of the path matched without a transport link")]
     if racy:
@@ -165,9 +166,9 @@ def flow_set(R: Report, ctx: FlowContext | None, i: int, req: FlowRequest) -> st
     s = res.summary
     head = (f'<h3 id="flows-{i}" data-from="{esc(req.from_re)}" data-to="{esc(req.to_re)}">Flows {i + 1}: '
             f'{plural(len(s["topics_from"]), "input topic")} to {plural(len(s["topics_to"]), "output topic")}</h3>'
-            f'<p>{plural(s["flows"], "data flow")} on {plural(s["paths"], "path")}, ending at '
+            f'<div class="para">{plural(s["flows"], "data flow")} on {plural(s["paths"], "path")}, ending at '
             f'{plural(s["outputs"], "output message")}. Input topics: {_codes(s["topics_from"], 6)}; output topics: '
-            f'{_codes(s["topics_to"], 6)}.</p>')
+            f'{_codes(s["topics_to"], 6)}.</div>')
     if not s["flows"]:
         return head + doubts_box(s, 0, 0, False) + '<p class="note">No data flow connects these topics in this trace.</p>'
     paths = fl.path_stats(R.db)

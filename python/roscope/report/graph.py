@@ -18,11 +18,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import graphviz
-
 from roscope.processes import group
 from roscope.report.html import esc
 from roscope.text import escape
+
+try:
+    import graphviz
+except ImportError:  # the page says so where the graph would be
+    graphviz = None
 
 #: How each kind of step edge is drawn: (colour, dash, words).
 EDGES = {
@@ -79,7 +82,7 @@ def _label(text: str) -> str:
     return graphviz.nohtml("\n".join(graphviz.escape(x) for x in wrap(escape(text))))
 
 
-def dot_graph(step_lists: list[list[dict]], labels: dict[int, str]) -> tuple[graphviz.Digraph, dict, dict]:
+def dot_graph(step_lists: list[list[dict]], labels: dict[int, str]) -> tuple[object, dict, dict]:
     """The DOT graph of the paths (`step_lists`: each path's steps, as
     queries.representative_steps gives them), and per node and per edge what the
     drawing needs: {name: (kind, hover)}, {(tail, head): (edge kind, paths)}."""
@@ -235,6 +238,9 @@ def legend(kinds: set[str]) -> str:
 def path_graph(step_lists: list[list[dict]], labels: dict[int, str]) -> str:
     """The HTML of the graph of `step_lists` (a box that scrolls when the graph is
     larger), or a note saying why it could not be drawn."""
+    if graphviz is None:
+        return ('<p class="note">The data-flow graph is not drawn: the <code>graphviz</code> Python package is not '
+                "installed (pip install graphviz).</p>")
     g, nodes, edges = dot_graph(step_lists, labels)
     if not nodes:
         return '<p class="note">No path to draw.</p>'
