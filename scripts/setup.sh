@@ -11,7 +11,7 @@ APT_PKGS=(
   ros-core-dev libroscpp-dev python3-rospy libstd-msgs-dev libstd-srvs-dev python3-std-msgs python3-rosmaster
   linux-perf python3-venv python3-dev pkg-config
   build-essential cmake time
-  chromium
+  chromium graphviz
   stress-ng python3-actionlib python3-tf2-ros python3-numpy
   openjdk-17-jre-headless
 )
