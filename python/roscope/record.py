@@ -38,15 +38,16 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from roscope import ros2_pip
 from roscope.errors import UserError
 
 MANIFEST_NAME = "roscope-manifest.json"
 MANIFEST_FORMAT = "roscope-record-manifest"
 MANIFEST_VERSION = 1
 # What `ros2 trace` enables by default (ros2_tracing's events, CARET's, the DDS
-# layer's), plus roscope's ROS 1 tracer. Enabling a pattern no process has
-# registered is harmless in LTTng: it matches nothing.
-DEFAULT_EVENTS = ["ros2:*", "ros2_caret:*", "dds:*", "roscope_ros1:*"]
+# layer's), plus roscope's ROS 1 tracer and its ROS 2 (rclpy) events. Enabling a
+# pattern no process has registered is harmless in LTTng: it matches nothing.
+DEFAULT_EVENTS = ["ros2:*", "ros2_caret:*", "dds:*", "roscope_ros1:*", "roscope_ros2:*"]
 # The contexts `ros2 trace` adds by default.
 DEFAULT_CONTEXTS = ["vpid", "vtid", "procname"]
 DEFAULT_CHANNEL = "roscope"
@@ -75,6 +76,9 @@ class RecordOptions:
     num_subbuf: int = DEFAULT_NUM_SUBBUF
     preload: bool = True
     tracer: str | None = None
+    #: A pip-installed ROS 2 to trace with roscope's ROS 2 tracer (a path or a distro name);
+    #: None: the one the command runs with, if any (roscope.ros2_pip).
+    ros2: str | None = None
 
 
 # --------------------------------------------------------------------------
@@ -274,6 +278,16 @@ def _warn_losses(counts: dict, out: Path) -> None:
               f"\n{bar}", file=sys.stderr)
     if "error" in counts:
         print(f"roscope: warning: could not count lost events: {counts['error']}", file=sys.stderr)
+
+
+def _warn_ros2(warnings: list[str]) -> None:
+    """Says loudly which processes loaded a ROS 2 tracer that could not reach the daemon."""
+    if warnings:
+        bar = "!" * 72
+        print(bar, file=sys.stderr)
+        for w in warnings:
+            print(f"roscope: WARNING: {w}", file=sys.stderr)
+        print(bar, file=sys.stderr)
 
 
 # --------------------------------------------------------------------------
@@ -576,6 +590,7 @@ class Recording:
         self.opts, self.command, self.mode = opts, command, mode
         self.name = opts.name or f"roscope-{_stamp()}-{os.getpid()}"
         self.tracer: Path | None = None
+        self.ros2: ros2_pip.Ros2Recording = ros2_pip.Ros2Recording(None)
         self.out: Path | None = None
         self.manifest: dict = {}
         self.state: dict = {}
@@ -599,7 +614,10 @@ class Recording:
                 raise RecordError("no command to record (usage: roscope record [options] -- COMMAND...)")
             if shutil.which(self.command[0]) is None and not os.path.exists(self.command[0]):
                 raise RecordError(f"command not found: {self.command[0]}")
-        self.tracer = find_tracer(self.opts.tracer) if self.opts.preload else None
+        self.ros2 = ros2_pip.Ros2Recording.setup(self.command, self.opts.ros2, self.opts.preload)
+        # With roscope's ROS 2 tracer, the ROS 1 tracer only when asked for (--tracer).
+        ros1 = self.opts.preload and (not self.ros2.preload or self.opts.tracer is not None)
+        self.tracer = find_tracer(self.opts.tracer) if ros1 else None
 
     # -- signals: during setup they abort it (cleanly); once the command runs they stop it
     def _on_signal(self, signum, _frame) -> None:
@@ -625,6 +643,7 @@ class Recording:
             for s in self.SIGNALS:
                 self._old_handlers[s] = signal.signal(s, self._on_signal)
             self.manifest = _base_manifest(self.out, self.name, self.opts, self.tracer, self.command)
+            self.manifest["ros2"] = self.ros2.manifest()
             self.manifest.update(mode=self.mode, owner=identity(os.getpid()))
             write_manifest(self.out, self.manifest)
             self._claim_name()
@@ -638,6 +657,10 @@ class Recording:
                 self._spawn()
             else:
                 self.state["owner"] = None  # detached: 'roscope record stop' ends it
+                env = self.ros2.environment({"ROSCOPE_RECORD_ID": self.name})
+                if self.ros2.preload:
+                    self.state["ros2_environment"] = {k: env[k] for k in ("LD_PRELOAD", "PYTHONPATH", ros2_pip.HOOK_VAR,
+                                                                          "ROSCOPE_RECORD_ID") if k in env}
             self.state["phase"] = "recording"
             self._save()
         except BaseException as exc:
@@ -710,7 +733,7 @@ class Recording:
             hook = rospy_hook_dir(self.tracer)
             if hook:
                 env["PYTHONPATH"] = f"{hook}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(hook)
-        return env
+        return self.ros2.environment(env)
 
     def _spawn(self) -> None:
         try:
@@ -718,6 +741,7 @@ class Recording:
         except OSError as e:
             raise RecordError(f"could not run {self.command[0]}: {e.strerror or e}") from None
         ident = identity(self.child.pid)
+        self.ros2.start_watch(self.child.pid)  # its session: start_new_session
         self.manifest["child"] = ident
         self.state["child"] = ident
         if self.interrupted:  # a signal came while it started
@@ -791,6 +815,7 @@ class Recording:
                 break
             except subprocess.TimeoutExpired:
                 pass
+            self.ros2.poll()
             if self.interrupted and deadline is None:
                 deadline = time.monotonic() + STOP_GRACE_S
             if deadline is not None and time.monotonic() > deadline:
@@ -818,6 +843,8 @@ class Recording:
             if problems:
                 result["lttng_problems"] = problems
             result["state"] = "complete"
+            _warn_ros2(self.ros2.finish())
+            result["ros2"] = self.ros2.manifest()
             _finish_manifest(self.out, self.manifest, result)
         finally:
             self.restore_signals()
@@ -907,9 +934,15 @@ def stop_session(name: str | None) -> dict:
     _stop_perf_by_pid(_perf_identity(state, manifest), out)
     if manifest.get("kernel"):
         manifest["kernel"]["perf_ok"] = _perf_ok(out)
+    # The processes started elsewhere are not known: any of the machine's.
+    watch = ros2_pip.TracerWatch(None)
+    watch.poll(force=True)
     problems = _stop_session(state["name"])
     if problems:
         extra["lttng_problems"] = problems
+    if watch.unreachable:
+        extra["ros2"] = {**(manifest.get("ros2") or {}), "tracer_unreachable": watch.unreachable}
+        _warn_ros2(watch.warnings())
     manifest = _finish_manifest(out, manifest, extra)
     _state_path(state["name"]).unlink(missing_ok=True)
     return manifest

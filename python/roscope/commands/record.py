@@ -44,8 +44,13 @@ def _add_recording_options(p: argparse.ArgumentParser) -> None:
                    help=f"sub-buffer size per CPU (default {DEFAULT_SUBBUF_SIZE})")
     p.add_argument("--num-subbuf", type=int, default=DEFAULT_NUM_SUBBUF, metavar="N",
                    help=f"sub-buffers per CPU (default {DEFAULT_NUM_SUBBUF})")
+    p.add_argument("--ros2", metavar="ENV",
+                   help="trace the ROS 2 installed from PyPI in this Python environment (a path, or a distro that "
+                        "`make setup` installed: jazzy, kilted) with roscope's ROS 2 tracer and rclpy hook "
+                        "(default: the environment COMMAND runs with, if any; docs/ros2-pypi.md)")
     p.add_argument("--no-preload", action="store_true",
-                   help="do not preload the ROS 1 tracer (ROS 2 programs do not need it)")
+                   help="preload no tracer: neither the ROS 1 tracer nor roscope's ROS 2 tracer for a pip-installed "
+                        "ROS 2 (whose own tracer then records nothing: roscope says so)")
     p.add_argument("--tracer", metavar="LIB", help="path of libroscope_ros1.so (default: found automatically)")
 
 
@@ -129,7 +134,8 @@ def _options(args) -> RecordOptions:
         raise RecordError("--num-subbuf must be at least 2")
     return RecordOptions(output=args.output, name=args.name, kernel=args.kernel,
                          events=events or list(DEFAULT_EVENTS), subbuf_size=args.subbuf_size,
-                         num_subbuf=args.num_subbuf, preload=not args.no_preload, tracer=args.tracer)
+                         num_subbuf=args.num_subbuf, preload=not args.no_preload, tracer=args.tracer,
+                         ros2=args.ros2)
 
 
 def _start(args) -> int:
@@ -141,6 +147,10 @@ def _start(args) -> int:
         print(f"  export ROSCOPE_RECORD_ID={state['name']}")
         if state.get("rospy_hook"):
             print(f"  export PYTHONPATH={state['rospy_hook']}${{PYTHONPATH:+:$PYTHONPATH}}  # rospy nodes")
+    if state.get("ros2_environment"):
+        print("roscope: start the ROS 2 (pip-installed) processes to trace with:")
+        for k, v in state["ros2_environment"].items():
+            print(f"  export {k}={v}")
     print(f"roscope: stop with: roscope record stop --name {state['name']}")
     return 0
 
