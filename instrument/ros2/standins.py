@@ -51,6 +51,7 @@ def main(argv: list[str]) -> int:
         "tp_call_sha256": hashlib.sha256((headers / "tp_call.h").read_bytes()).hexdigest(),
         "lttng_ust": lttng or None,
         "library": "libtracetools.so",
+        "rclpy_fast": next((p.name for p in sorted(out.glob("_roscope_rclpy_fast*.so"))), None),
         "standins": {n: sorted(v) for n, v in sorted(names.items())},
         "tracepoints": (out / "tracepoints.txt").read_text().split(),
     }

@@ -142,6 +142,8 @@ def _current(d: Path, env: Ros2Env) -> dict | None:
         return None
     if info.get("tp_call_sha256") != sha or not all((d / n).is_file() for n in info.get("standins", {})):
         return None
+    if info.get("rclpy_fast") and not (d / info["rclpy_fast"]).is_file():
+        return None
     return info
 
 
@@ -345,7 +347,8 @@ class Ros2Recording:
         env["LD_PRELOAD"] = ":".join(libs + ([env["LD_PRELOAD"]] if env.get("LD_PRELOAD") else []))
         if (HOOK_DIR / "sitecustomize.py").is_file():
             env["PYTHONPATH"] = f"{HOOK_DIR}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(HOOK_DIR)
-            env[HOOK_VAR] = "1"
+            # The hook's switch; its value is the tracer's directory (the hook's C extension).
+            env[HOOK_VAR] = str(self.tracer_dir)
         return env
 
     def manifest(self) -> dict | None:

@@ -70,10 +70,33 @@ class _Fns:
 F = _Fns()
 
 
+def _fast_module():
+    """The hook's C extension (instrument/ros2/src/rclpy_fast.c) from the tracer's directory
+    ($ROSCOPE_RCLPY_HOOK), or None (the ctypes functions serve then)."""
+    import glob
+    import importlib.machinery
+    import importlib.util
+    import os
+
+    d = os.environ.get("ROSCOPE_RCLPY_HOOK", "")
+    for path in sorted(glob.glob(os.path.join(d, "_roscope_rclpy_fast*.so"))) if os.path.isdir(d) else []:
+        try:
+            loader = importlib.machinery.ExtensionFileLoader("_roscope_rclpy_fast", path)
+            spec = importlib.util.spec_from_file_location("_roscope_rclpy_fast", path, loader=loader)
+            mod = importlib.util.module_from_spec(spec)
+            loader.exec_module(mod)
+            return mod
+        except ImportError:
+            return None
+    return None
+
+
 def _load() -> bool:
     global _lib, _own_service_events
     try:
-        lib = ctypes.CDLL(None)
+        # PyDLL: the calls keep the GIL (a tracepoint never blocks), so that a callback's
+        # start and end events are not delayed by another thread taking the GIL.
+        lib = ctypes.PyDLL(None)
         lib.roscope_ros2_enabled  # noqa: B018 - only roscope's tracer library has it
     except (OSError, AttributeError):
         return False
@@ -81,6 +104,17 @@ def _load() -> bool:
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, None
         setattr(F, name.replace("ros_trace_", "").replace("roscope_ros2_", "r2_"), fn)
+    fast = _fast_module()
+    F.Traced = getattr(fast, "Traced", None)
+    if fast is not None:
+        F.callback_start = lambda h, _intra, _f=fast.callback_start: _f(h)
+        F.callback_start_fast = fast.callback_start
+        F.callback_end, F.r2_callback_input = fast.callback_end, fast.callback_input
+        F.rclcpp_executor_execute = fast.executor_execute
+        F.rclcpp_executor_wait_for_work = fast.executor_wait_for_work
+        F.rclcpp_executor_get_next_ready = fast.executor_get_next_ready
+    else:
+        F.callback_start_fast = lambda h, _f=F.callback_start: _f(h, False)
     _own_service_events = not hasattr(lib, "ros_trace_rmw_send_request")
     _lib = lib
     return True
@@ -153,11 +187,13 @@ def _traced(fn, cb: _Callback):
     """`fn` with callback_start/end of `cb` around each call; keeps its signature
     (rclpy inspects it) and whether it is a coroutine function."""
     me = id(cb)
-    start, end = F.callback_start, F.callback_end
+    start, end = F.callback_start_fast, F.callback_end
+    if F.Traced is not None and not inspect.iscoroutinefunction(fn):
+        return F.Traced(fn, me)
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def traced_async(*a, **kw):
-            start(me, False)
+            start(me)
             try:
                 return await fn(*a, **kw)
             finally:
@@ -166,7 +202,7 @@ def _traced(fn, cb: _Callback):
 
     @functools.wraps(fn)
     def traced(*a, **kw):
-        start(me, False)
+        start(me)
         try:
             return fn(*a, **kw)
         finally:
@@ -277,12 +313,14 @@ def _patch_task(mod) -> None:
         client, rmw, seq = tag
         cb = _client_callback(client, callback)
         me, fn = id(cb), callback
-        start, end, inp = F.callback_start, F.callback_end, F.r2_callback_input
+        start, end, inp = F.callback_start_fast, F.callback_end, F.r2_callback_input
+        if F.Traced is not None:
+            return orig_add(self, F.Traced(fn, me, rmw, seq))
 
         @functools.wraps(fn)
         def done(future):
             inp(me, rmw, seq)
-            start(me, False)
+            start(me)
             try:
                 return fn(future)
             finally:
@@ -383,14 +421,14 @@ def _patch_action_server(mod) -> None:
 def _execute_traced(server, fn, cb: _Callback):
     """An action server's execute callback: a run fed by its goal request (`callback_input`)."""
     me = id(cb)
-    start, end, inp = F.callback_start, F.callback_end, F.r2_callback_input
+    start, end, inp = F.callback_start_fast, F.callback_end, F.r2_callback_input
     goal_rmw = server._roscope_rmw[0]
 
     def before(goal_handle) -> None:
         seq = server._roscope_goal_seq.pop(bytes(goal_handle.goal_id.uuid), None)
         if seq is not None:
             inp(me, goal_rmw, seq)
-        start(me, False)
+        start(me)
 
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
