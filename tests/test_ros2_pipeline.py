@@ -381,14 +381,23 @@ def test_ros2sim_and_the_real_stack_agree(rec, ros2sim_run):
     assert db.records("SELECT count(*) AS n FROM links")[0]["n"] == deliveries > 30
 
 
-def test_the_example_runs_without_roscope(tmp_path):
-    """launch.py alone (no recording): every process stops cleanly and logs its ground truth."""
+def test_the_example_runs_without_roscope_and_slows_a_callback_on_request(tmp_path):
+    """launch.py alone (no recording): every process stops cleanly and logs its ground truth;
+    with ROS2_PIPELINE_SLOW=fusion.on_lidar:3 that callback's runs take 3 ms longer, no other's."""
+    import os
+
     py = T.env_of("jazzy") / "bin" / "python"
     if not py.exists():
         pytest.skip("ROS 2 jazzy from PyPI is not installed (make setup)")
+    env = dict(os.environ, ROS2_PIPELINE_SLOW="fusion.on_lidar:3")
+    env.pop("LD_PRELOAD", None)
     p = subprocess.run([str(py), str(T.EXAMPLE / "launch.py"), "-d", "1.5", "-g", str(tmp_path / "gt")],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode == 0, p.stderr
     assert {f.stem for f in (tmp_path / "gt").glob("*.jsonl")} == {"sensors", "fusion", "planner", "mapper", "controller"}
     gt = T.GroundTruth(T.read_ground_truth(tmp_path / "gt"))
     assert gt.of("pub", topic="/lidar") and len(gt.of("stop")) == 5
+    runs = gt.runs()
+    slowed = [r["end_ns"] - r["start_ns"] for r in runs[("/fusion", "fusion.on_lidar")]]
+    assert len(slowed) > 10 and min(slowed) >= 3_000_000
+    assert sorted(r["end_ns"] - r["start_ns"] for r in runs[("/fusion", "fusion.on_imu")])[len(runs[("/fusion", "fusion.on_imu")]) // 2] < 1_000_000
