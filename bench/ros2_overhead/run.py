@@ -116,6 +116,13 @@ def tracepoint_cost(distro: str, work: Path, traced: bool) -> float:
     return json.loads(out.read_text())["event_us"]
 
 
+def other_sessions() -> list[str]:
+    """The LTTng sessions active now (another tool's session that enables ros2:* records the
+    'hooked' runs too: they are not untraced then)."""
+    p = subprocess.run(["lttng", "list"], capture_output=True, text=True)
+    return [line.strip() for line in p.stdout.splitlines() if "[active]" in line]
+
+
 def quartiles(v: list[float]) -> dict:
     q = statistics.quantiles(v, n=4) if len(v) > 1 else [v[0]] * 3
     return {"p25": round(q[0], 3), "p50": round(q[1], 3), "p75": round(q[2], 3)}
@@ -128,7 +135,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=15)
     a = ap.parse_args(argv)
-    results: dict = {"rate_hz": a.rate, "seconds": a.seconds, "rounds": a.rounds, "distros": {}}
+    results: dict = {"rate_hz": a.rate, "seconds": a.seconds, "rounds": a.rounds, "distros": {},
+                     "active_sessions_before": other_sessions()}
     with tempfile.TemporaryDirectory(prefix="ros2-overhead-") as tmp:
         work = Path(tmp)
         for distro in a.distros.split(","):
@@ -175,6 +183,9 @@ def main(argv=None) -> int:
         print(f"{d:<8} {c['untraced']:>9.2f} {c['hooked']:>9.2f} {c['traced']:>9.2f}  "
               f"{o['p25']:>9.2f}/{o['p50']:.2f}/{o['p75']:.2f}{'':>5}  {r['events_per_callback']:>9} "
               f"{r['event_us']['recorded']:>8}  {e.get('p50', '-')}/{e.get('p90', '-')}")
+    if results["active_sessions_before"]:
+        print(f"note: {len(results['active_sessions_before'])} other LTTng session(s) were active: a session enabling "
+              "ros2:* records the 'hooked' runs (and the tracepoint loop) too")
     print(f"results: {out}")
     return 0
 
