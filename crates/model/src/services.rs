@@ -141,13 +141,14 @@ impl Builder {
     }
 
     /// The subscription whose takes feed callback `c`: a subscription's own, a
-    /// service's request reader, a client's response reader (None for others).
-    pub(crate) fn input_endpoint(&mut self, c: usize) -> Option<usize> {
+    /// service's request reader, a client's response reader, once request or
+    /// response events made them (None for others: any take).
+    pub(crate) fn input_endpoint(&self, c: usize) -> Option<usize> {
         let cb = &self.objs.cbs[c];
         match (cb.kind, cb.owner) {
             (CallbackKind::Subscription, o) => o,
-            (CallbackKind::Service, Some(s)) => Some(self.service_endpoints(s).0),
-            (CallbackKind::Client, Some(c)) => Some(self.client_endpoints(c).1),
+            (CallbackKind::Service, Some(s)) => self.svc.service_ep.get(&s).map(|e| e.0),
+            (CallbackKind::Client, Some(c)) => self.svc.client_ep.get(&c).map(|e| e.1),
             _ => None,
         }
     }
