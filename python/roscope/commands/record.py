@@ -150,7 +150,8 @@ def _start(args) -> int:
     if state.get("ros2_environment"):
         print("roscope: start the ROS 2 (pip-installed) processes to trace with:")
         for k, v in state["ros2_environment"].items():
-            print(f"  export {k}={v}")
+            keep = f"${{{k}:+:${k}}}" if k in ("LD_PRELOAD", "PYTHONPATH") else ""
+            print(f"  export {k}={v}{keep}")
     print(f"roscope: stop with: roscope record stop --name {state['name']}")
     return 0
 
