@@ -60,8 +60,10 @@ def register(sub) -> None:
         help="record a command (or a system started elsewhere) with LTTng and the ROS 1 tracer",
         description=(
             "Run COMMAND under a new LTTng session that enables what 'ros2 trace' enables (ros2:*, "
-            "ros2_caret:*, dds:*; contexts vpid, vtid, procname) and roscope_ros1:*, with the roscope "
-            "ROS 1 tracer preloaded; stop cleanly when it exits or on Ctrl-C, and write a trace "
+            "ros2_caret:*, dds:*; contexts vpid, vtid, procname), roscope_ros1:* and roscope_ros2:*, with the "
+            "roscope ROS 1 tracer preloaded (for a ROS 2 installed from PyPI, the one COMMAND runs with or "
+            "--ros2 ENV: roscope's ROS 2 tracer and rclpy hook instead, and a warning for any process whose "
+            "ROS 2 tracer cannot reach the session daemon); stop cleanly when it exits or on Ctrl-C, and write a trace "
             "directory with roscope-manifest.json. 'start' and 'stop' instead record until told to "
             "stop (for systems started elsewhere: export the printed variables). 'recover' finishes "
             "recordings whose roscope record was killed (kill -9, a crash): it destroys their LTTng "
