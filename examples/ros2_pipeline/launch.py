@@ -5,9 +5,10 @@ usage: launch.py [-d SECONDS] [-g GTDIR] [--domain ID]
 
 Starts the five node processes with this Python (so: the ROS 2 environment it belongs to),
 the receiving ends first, waits until each is ready (and 1 s for discovery), starts the
-sensors, lets the system run SECONDS (default 10), then stops the sensors and, 0.5 s later,
-the others (SIGINT: each node stops spinning between callbacks and writes its ground truth to
-GTDIR/<process>.jsonl; GTDIR must not exist or be empty; default ./ros2-ground-truth-<time>).
+sensors, lets the system run SECONDS (default 10), then stops the processes upstream first, with
+short gaps for what is in flight (SIGINT: each node stops spinning between callbacks and writes
+its ground truth to GTDIR/<process>.jsonl; GTDIR must not exist or be empty; default
+./ros2-ground-truth-<time>).
 The processes talk on ROS_DOMAIN_ID ID (default: one from this process's id, 1..100), on this
 host only. Exits 0 when every process stopped cleanly. No launch package is needed.
 """
@@ -64,16 +65,20 @@ def main(argv=None) -> int:
     return rc
 
 
+#: Seconds to wait after stopping each process, so that what it sent in its last moments is
+#: handled: upstream first (the sensors' last messages, the planner's last goal), then the rest.
+STOP_GAPS = {"sensors": 0.5, "fusion": 0.2, "planner": 0.5}
+
+
 def stop(procs: dict) -> int:
-    """SIGINT to the sensors, then to the others; SIGKILL after 10 s."""
+    """SIGINT to each process, upstream first (STOP_GAPS); SIGKILL after 10 s."""
     rc = 0
     order = [n for n in reversed(PROCESSES) if n in procs]
-    for k, name in enumerate(order):
+    for name in order:
         p = procs[name]
         if p.poll() is None:
             p.send_signal(signal.SIGINT)
-        if k == 0:
-            time.sleep(0.5)  # messages in flight arrive
+        time.sleep(STOP_GAPS.get(name, 0))
     for name in order:
         p = procs[name]
         try:
