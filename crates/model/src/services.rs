@@ -86,6 +86,8 @@ pub struct ServiceState {
     take_of: FxHashMap<(usize, bool, i64), usize>,
     /// Response takes made before their response was read: (client, seq) -> take.
     early_response: FxHashMap<(usize, i64), usize>,
+    /// The copies `callback_input` made of a take (for another run), by the take.
+    copies: FxHashMap<usize, Vec<usize>>,
     pub calls: Vec<Call>,
 }
 
@@ -210,9 +212,7 @@ impl Builder {
         // The server may even have responded before the sending was read.
         s.response_pub = s.response_pub.or(t.response_pub);
         let pi = s.request_pub;
-        if let Some(k) = self.takes.get_mut(o.take) {
-            k.publication = pi;
-        }
+        self.set_take_publication(o.take, pi);
         self.svc.calls[o.call] = Call::default();
         if let Some(v) = self.svc.taken.get_mut(&o.key) {
             if *v == o.call {
@@ -317,6 +317,17 @@ impl Builder {
                     t.method = method;
                 }
                 self.svc.calls[call].response_take = Some(k);
+                self.set_take_publication(k, Some(pi));
+            }
+        }
+    }
+
+    /// A take's publication, found after the take was read: its copies' too.
+    fn set_take_publication(&mut self, take: usize, publication: Option<usize>) {
+        let copies = self.svc.copies.get(&take).cloned().unwrap_or_default();
+        for k in std::iter::once(take).chain(copies) {
+            if let Some(t) = self.takes.get_mut(k) {
+                t.publication = publication;
             }
         }
     }
@@ -370,7 +381,9 @@ impl Builder {
             k
         } else {
             let copy = Take { thread: e.th, ts: e.ts, run: None, ..t.clone() };
-            self.takes.push(copy)
+            let c = self.takes.push(copy);
+            self.svc.copies.entry(k).or_default().push(c);
+            c
         };
         self.threads[e.th].pending_take = Some(k);
     }

@@ -140,6 +140,10 @@ fn a_request_taken_and_answered_before_its_sending_was_read_is_one_call() {
     w.event(1310, SERVER, "ros2:callback_start", &[U(0x6200), U(0)]);
     w.event(1400, SERVER, "ros2:callback_end", &[U(0x6200)]);
     w.event(1410, SERVER, "roscope_ros2:rmw_send_response", &[U(0x6001), U(0xB2), B(&[0; 16]), I(1), I(0)]);
+    // A second run of the server handles the same request (an action's execute callback).
+    w.event(1420, SERVER, "roscope_ros2:callback_input", &[U(0x6200), U(0x6001), I(1)]);
+    w.event(1430, SERVER, "ros2:callback_start", &[U(0x6200), U(0)]);
+    w.event(1440, SERVER, "ros2:callback_end", &[U(0x6200)]);
     w.event(1500, CLIENT, "roscope_ros2:rmw_send_request", &[U(0x5001), U(0xA1), I(1)]);
     w.event(1510, CLIENT, "ros2:callback_end", &[U(0x4200)]);
     w.event(1600, CLIENT_EXEC, "roscope_ros2:rmw_take_response", &[U(0x5001), U(0xA2), I(1), I(0), U(1)]);
@@ -147,10 +151,12 @@ fn a_request_taken_and_answered_before_its_sending_was_read_is_one_call() {
     assert_eq!(ints(&m, "service_calls", "request_publication_id"), vec![Some(1)]);
     assert_eq!(ints(&m, "service_calls", "request_take_id"), vec![Some(0)]);
     assert_eq!(ints(&m, "service_calls", "response_publication_id"), vec![Some(0)]);
-    assert_eq!(ints(&m, "service_calls", "response_take_id"), vec![Some(1)]);
-    // The request links into the service's run, the response into no run (no callback_input).
-    assert_eq!(ints(&m, "links", "publication_id"), vec![Some(1), Some(0)]);
-    assert_eq!(ints(&m, "links", "run_id"), vec![Some(1), None]);
+    assert_eq!(ints(&m, "service_calls", "response_take_id"), vec![Some(2)]);
+    // The request links into both runs of the server (the second through the take's copy),
+    // the response into no run (no callback_input).
+    assert_eq!(ints(&m, "takes", "run_id"), vec![Some(1), Some(2), None]);
+    assert_eq!(ints(&m, "links", "publication_id"), vec![Some(1), Some(1), Some(0)]);
+    assert_eq!(ints(&m, "links", "run_id"), vec![Some(1), Some(2), None]);
 }
 
 /// Two clients sent sequence number 1 to the same service: without a GID the
