@@ -26,13 +26,20 @@ implementation's first members), each checked by name with rcl's getters before 
 Handles of Python objects (callbacks, the rclpy subscription) are their ``id()``: unique while
 they live, and kept alive here. Every init event emitted is also kept (``_INIT``) so that
 ``dump_state()`` can re-emit them, e.g. when a session starts after the process (issue 28).
-Without the preloaded library this module does nothing. See docs/ros2-pypi.md.
+The per-run calls (callback start/end and input, executor events) go through the tracer's C
+extension (`_roscope_rclpy_fast`, its `Traced` wrapper around each callback) when it is built,
+else through ctypes. Without the preloaded library this module does nothing. See
+docs/ros2-pypi.md.
 """
 from __future__ import annotations
 
 import ctypes
 import functools
+import glob
+import importlib.machinery
+import importlib.util
 import inspect
+import os
 import threading
 
 _lib = None
@@ -73,11 +80,6 @@ F = _Fns()
 def _fast_module():
     """The hook's C extension (instrument/ros2/src/rclpy_fast.c) from the tracer's directory
     ($ROSCOPE_RCLPY_HOOK), or None (the ctypes functions serve then)."""
-    import glob
-    import importlib.machinery
-    import importlib.util
-    import os
-
     d = os.environ.get("ROSCOPE_RCLPY_HOOK", "")
     for path in sorted(glob.glob(os.path.join(d, "_roscope_rclpy_fast*.so"))) if os.path.isdir(d) else []:
         try:
