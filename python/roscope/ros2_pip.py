@@ -20,6 +20,7 @@ Like roscope.record, this module does not import roscope._core.
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -131,8 +132,6 @@ def _build_info(d: Path) -> dict | None:
 
 def _current(d: Path, env: Ros2Env) -> dict | None:
     """The build in `d`, if complete and made from the environment's current headers."""
-    import hashlib
-
     info = _build_info(d)
     if info is None or not (d / info.get("library", _TRACETOOLS)).is_file():
         return None
@@ -148,8 +147,6 @@ def _current(d: Path, env: Ros2Env) -> dict | None:
 
 
 def _cache_dir(env: Ros2Env) -> Path:
-    import hashlib
-
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "roscope" / "ros2-tracer"
     return base / hashlib.sha256(str(env.path.resolve()).encode()).hexdigest()[:16]
 
