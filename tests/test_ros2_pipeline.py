@@ -318,9 +318,10 @@ def test_stats_per_service(rec):
 
 def test_why_and_report_on_the_real_stack(rec, tmp_path, run_roscope):
     """`why` splits the controller's execute runs by the kernel's sched events, accounting for
-    each one's whole duration: each slept three times 2 ms (its source), so each was blocked
-    (a share of it: perf on a loaded machine shows some of the sleeps shorter); `report` writes
-    its page with the service path."""
+    each one's whole duration: each slept three times 2 ms (its source), so each was blocked at
+    least 1 ms (here between 2.6 and 6.2 ms was seen blocked per run, the rest of the sleeps on
+    the CPU or waiting for it: not looked into further); `report` writes its page with the
+    service path."""
     from roscope.commands import why
 
     d = why.collect(rec.db, callback="Controller.execute", top=5)
