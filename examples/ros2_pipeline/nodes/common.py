@@ -61,7 +61,7 @@ class GroundTruth:
         self.process = process
         self.rows = []
         self.runs = self.rows.append
-        self.add(ev="start", process=process, pid=os.getpid(), distro=os.environ.get("ROS_DISTRO_NAME"))
+        self.add(ev="start", process=process, pid=os.getpid())
 
     def add(self, **kw) -> None:
         kw.setdefault("mono_ns", time.monotonic_ns())
