@@ -290,6 +290,8 @@ def test_flows_from_the_sensors_to_the_controller(rec):
     assert len(found) == len(truth), f"missed {len(truth) - len(found)} of {len(truth)} true flows"
     assert len(found) / len(got) >= 0.98, f"precision {len(found) / len(got):.3f}"
     errors = [abs(got[p] - truth[p]) for p in found]
+    print(f"\n{rec.distro}: {len(truth)} true flows, {len(got)} found, recall {len(found) / len(truth):.3f}, "
+          f"precision {len(found) / len(got):.3f}, latency error max {max(errors)} ns")
     assert max(errors) <= 10 * US, f"latency error up to {max(errors) / US:.1f} us"
     paths = res.paths.column("path").to_pylist()
     assert any("[/plan_path:request]" in p and "[/follow/_action/send_goal:request]" in p for p in paths), paths
