@@ -55,7 +55,7 @@ echo "setup: building the roscope Rust core (release)"
 .venv/bin/maturin develop --release -q 2>&1 | grep -v -E '^\s*(Compiling|Finished|Built|Installed|Blocking)' || true
 .venv/bin/python -c "import roscope._core" || { echo "setup: the roscope core did not build" >&2; exit 1; }
 echo "setup: building the C/C++ parts (tracers, synthesizer, examples, test fixtures)"
-for d in instrument/ros1 tools/ros2sim examples/ros1_pipeline examples/ros1_unannotated examples/ros1_manipulation tests/fixtures; do
+for d in instrument/ros1 tools/ros2sim examples/ros1_pipeline examples/ros1_unannotated examples/ros1_onebinary examples/ros1_manipulation tests/fixtures; do
   if [ -f "$d/Makefile" ]; then
     make -s -C "$d" >/dev/null || { echo "setup: building $d failed" >&2; exit 1; }
   fi
