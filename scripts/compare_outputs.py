@@ -18,9 +18,11 @@ events, so that `why` has kernel data); `--no-generate` compares the shared
 traces only. The old version is any checkout whose `python/` holds a built
 `roscope` package (copy its `_core*.so` there, or build it with maturin); the
 new one is `--after` (default: this checkout's python/). Differences that a
-change documents on purpose (renamed keys, new keys, new units) are applied to
-the old output first (`rename_flow_stats`), so what remains is a real
-difference; each is printed, and the exit status is 1 if any remains.
+change documents on purpose (renamed keys, new keys, new units, a distro
+named more precisely) are applied to the old output first (`rename_flow_stats`,
+`old_flow` with `FLOW_NEW_KEYS`, `rename_flavour`), so what remains is a real
+difference: a value that changed, a key gone, or a key only in the new output
+that no change documents; each is printed, and the exit status is 1 if any remains.
 """
 from __future__ import annotations
 
@@ -81,6 +83,21 @@ FLOW_VARIANTS = [
 FLOW_STAT_RENAMES = {"min": "min_ns", "mean": "mean_ns", "std": "std_ns", "q25": "p25_ns", "q50": "p50_ns",
                      "q75": "p75_ns", "p99": "p99_ns", "max": "max_ns", "n": "count"}
 VOLATILE = {"seconds", "us_per_flow", "compute_ns", "ns_per_flow"}
+# Issue 29 added races to the flow: its summary says the --uncertain mode, the flows kept
+# uncertain and those dropped. The old version had no races: its output gets the values
+# that mean so (keep, none, none), and a flow the new one flags or drops is a difference.
+FLOW_NEW_KEYS = {"uncertain": "keep", "flows_uncertain": 0, "uncertain_dropped": 0}
+# Issue 26 names the distro of a tracetools 8 trace by its minor version (flavour.py: 8.2 Jazzy,
+# 8.6 Kilted, Rolling between and after), where "Jazzy or later" was said of them all: the old
+# report's "ROS flavour" fact gets the new name when the new one is such a distro.
+_FLAVOUR_FACT = '<div class="v">ROS 2 ({})</div><div class="k">ROS flavour</div>'
+_FLAVOUR_8 = re.compile(re.escape(_FLAVOUR_FACT).replace(r"\{\}", r"(Jazzy|Kilted|Rolling \(20\d\d(?: on)?\))"))
+
+
+def rename_flavour(old_page: str, new_page: str) -> str:
+    """The old report page with issue 26's distro name of a tracetools 8 trace (`_FLAVOUR_8`)."""
+    m = _FLAVOUR_8.search(new_page)
+    return old_page.replace(_FLAVOUR_FACT.format("Jazzy or later"), m.group(0)) if m else old_page
 
 
 def run(python_path: str, args: list[str]) -> tuple[int, bytes, bytes]:
@@ -108,6 +125,16 @@ def rename_flow_stats(obj):
     return obj
 
 
+def old_flow(obj):
+    """The old `flow --json`, with the new names (`rename_flow_stats`) and the summary's
+    new keys (`FLOW_NEW_KEYS`) at the values that mean the old behaviour."""
+    obj = rename_flow_stats(obj)
+    summary = obj.get("summary") if isinstance(obj, dict) else None
+    if isinstance(summary, dict) and "flows" in summary:
+        obj["summary"] = {**summary, **{k: v for k, v in FLOW_NEW_KEYS.items() if k not in summary}}
+    return obj
+
+
 def drop_timings(obj):
     """Wall-clock figures (seconds, µs per flow) differ from run to run: not outputs."""
     if isinstance(obj, dict):
@@ -118,7 +145,8 @@ def drop_timings(obj):
 
 
 def diff(a, b, path="$", out=None, limit=20):
-    """Differences between two JSON values; keys only in the new one are additions, not differences."""
+    """Differences between two JSON values (the old one normalized first): a key only in
+    the new one is one too, since the documented new keys were added to the old one."""
     out = [] if out is None else out
     if len(out) >= limit:
         return out
@@ -128,6 +156,7 @@ def diff(a, b, path="$", out=None, limit=20):
                 out.append(f"{path}.{k}: gone")
             else:
                 diff(a[k], b[k], f"{path}.{k}", out, limit)
+        out.extend(f"{path}.{k}: new, not documented here" for k in b if k not in a)
     elif isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             out.append(f"{path}: {len(a)} items before, {len(b)} after")
@@ -190,7 +219,7 @@ def compare_report(before: str, after: str, label: str, path: str, pair: tuple[s
             return False
         with open(out, encoding="utf-8") as f:
             pages.append(f.read())
-    d = report_diff(*pages)
+    d = report_diff(rename_flavour(*pages), pages[1])
     print(f"  {label}: {'same' if not d else 'DIFFERENT'} ({len(_NUMBER.findall(pages[1])):,} values)")
     for line in d:
         print(f"      {line}")
@@ -248,7 +277,7 @@ def compare_input(a, name: str, path: str, tmp: str) -> bool:
     for i, (fr, to) in enumerate(pairs):
         for extra in FLOW_VARIANTS if i == 0 else [[]]:
             ok &= compare_json(a.before, a.after, f"flow --json --from {fr} --to {to} {' '.join(extra)}".rstrip(),
-                               ["flow", "--json", path, "--from", fr, "--to", to, *extra], rename_flow_stats)
+                               ["flow", "--json", path, "--from", fr, "--to", to, *extra], old_flow)
     if pairs:
         fr, to = pairs[0]
         ok &= compare_json(a.before, a.after, f"why --json --from {fr} --to {to}",

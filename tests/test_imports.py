@@ -24,19 +24,14 @@ LAZY = {
     # the package, and `info` for a database file, open the storage layer when called.
     ("roscope", "roscope.opening"),
     ("roscope.info", "roscope.opening"),
-    # deps.match after the deps split: flow must not import the 2.6k-line libclang
-    # module at import time only for trace_edges (the coordinator fixes it at merge).
-    ("roscope.flow.search", "roscope.deps"),
     # `roscope experiment run` loads the analyses (DuckDB, the core) only once a
     # trial's trace is measured.
     ("roscope.experiment.runner", "roscope.experiment.tracemetrics"),
-    # split on branch deps: the module is restructured there.
-    ("roscope.deps", "roscope"),
 }
 
-#: Private names used across modules in code being restructured on another branch.
-#: split on branches deps/record: the coordinator removes these at merge.
-PRIVATE_ELSEWHERE = {"roscope.commands.deps: from roscope.deps import _SOURCE_EXT"}
+#: Private names used across modules in code being restructured on another branch
+#: (the coordinator removes them at merge).
+PRIVATE_ELSEWHERE: set[str] = set()
 
 
 def modules() -> dict[str, str]:
@@ -214,10 +209,11 @@ def test_no_private_name_is_used_outside_its_module():
 #: A module is in the layer of the longest name here that it is or is inside.
 LAYERS = [
     ("base", ["roscope._core", "roscope.version", "roscope.errors", "roscope.files", "roscope.manifest",
-              "roscope.flavour", "roscope.text", "roscope.trace", "roscope.processes", "roscope.record"]),
+              "roscope.flavour", "roscope.text", "roscope.trace", "roscope.processes", "roscope.record",
+              "roscope.ros2_pip"]),
     ("storage", ["roscope.memory", "roscope.database", "roscope.kernel", "roscope.loading", "roscope.dataset",
                  "roscope.opening", "roscope"]),
-    ("analysis helpers", ["roscope.percentiles", "roscope.results"]),
+    ("analysis helpers", ["roscope.percentiles", "roscope.results", "roscope.overlaps", "roscope.deps.matching"]),
     ("analyses", ["roscope.flow", "roscope.stats", "roscope.executor", "roscope.response_time", "roscope.sched",
                   "roscope.trend", "roscope.dataset_queries", "roscope.deps", "roscope.info"]),
     ("reports and jobs", ["roscope.report", "roscope.experiment", "roscope.export", "roscope.spark"]),

@@ -118,11 +118,18 @@ class SearchOptions:
         excluded_topics: Sequence[bool] | None = None,
         excluded_callbacks: Sequence[bool] | None = None,
         deps: Sequence[tuple[int, int]] | None = None,
+        deps_callbacks: Sequence[int] | None = None,
+        overlaps: Sequence[tuple[int, int, int]] | None = None,
+        drop_uncertain: bool = False,
         chunk_rows: int = 65536,
     ) -> None:
         """Masks over the model's topics (and callbacks); implicit is one of auto, all,
         annotations, none; `fallback`: pairs, pipelines or timers; `deps`: intra-node
-        edges (callback ids) from source analysis. Caps: None is no cap."""
+        edges (callback ids) from source analysis, `deps_callbacks` the callbacks the
+        dependency file matched (their nodes get no fallback edge). `overlaps`: (callback,
+        run's callback, run's start) of the runs another callback's run overlapped on
+        another thread (`overlapping_runs`): a flow through such an implicit dependency
+        is uncertain; `drop_uncertain` leaves those flows out. Caps: None is no cap."""
     @property
     def is_input(self) -> list[bool]: ...
     @property
@@ -147,6 +154,12 @@ class SearchOptions:
     def excluded_callbacks(self) -> list[bool] | None: ...
     @property
     def deps(self) -> list[tuple[int, int]] | None: ...
+    @property
+    def deps_callbacks(self) -> list[int] | None: ...
+    @property
+    def overlaps(self) -> list[tuple[int, int, int]] | None: ...
+    @property
+    def drop_uncertain(self) -> bool: ...
     @property
     def chunk_rows(self) -> int: ...
 
@@ -288,7 +301,8 @@ class FlowSearch:
     def finish(self, sink: Callable[[str, ArrowTable], object]) -> tuple[ArrowTable, dict[str, Any]]:
         """The last chunks to `sink`; returns (paths, stats: outputs, outputs_total,
         outputs_capped, capped_examples, stopped_at, flows, candidates,
-        duplicates_dropped, flows_on_fallback, flows_from_publications, trees_cached,
+        duplicates_dropped, flows_on_fallback, flows_uncertain, uncertain_dropped,
+        flows_from_publications, trees_cached,
         cache_evicted, cache_hits, seconds)."""
 
 class CausalSearch:
@@ -298,3 +312,9 @@ class CausalSearch:
     def run(self, model: FlowModel, ids: Ids, window: Window | None) -> tuple[ArrowTable, Uncertain | None]:
         """The links of the slice's publications in `window`, with the model's ids, and
         the publication from which the slice does not hold what they need."""
+
+def overlapping_runs(runs: ArrowStream) -> list[tuple[int, int, int]]:
+    """Runs that another callback's run overlapped on another thread of the process:
+    `runs` has int64 columns proc_id, thread_id, callback_id, start_ts, end_ts, in
+    (proc_id, start_ts) order; returns [(overlapping callback, callback, run start)].
+    ValueError for a missing column, nulls, or rows out of order."""

@@ -38,6 +38,9 @@ impl SearchOptions {
         if let Some(&(a, b)) = self.deps.iter().flatten().find(bad_edge) {
             return Err(PyValueError::new_err(format!("dependency edge ({}, {}) names a callback the model does not have", a, b)));
         }
+        if let Some(&c) = self.deps_callbacks.iter().flatten().find(|&&c| c < 0 || c as usize >= nc) {
+            return Err(PyValueError::new_err(format!("dependency file callback {} is not a callback of the model", c)));
+        }
         let Some(mode) = roscope_flow::Implicit::parse(&self.implicit) else {
             return Err(PyValueError::new_err(format!(
                 "unknown implicit-dependency mode {:?} (one of {})",
@@ -61,8 +64,16 @@ impl SearchOptions {
                 &own
             }
         };
-        let described: HashSet<i64> =
-            self.deps.iter().flatten().flat_map(|&(a, b)| [m.cb_node[a as usize], m.cb_node[b as usize]]).collect();
+        // The nodes the dependency file describes: those of every callback it matched
+        // (a node whose callbacks it matched but found independent gets no fallback edge).
+        let described: HashSet<i64> = self
+            .deps
+            .iter()
+            .flatten()
+            .flat_map(|&(a, b)| [a, b])
+            .chain(self.deps_callbacks.iter().flatten().copied())
+            .map(|c| m.cb_node[c as usize])
+            .collect();
         let deps = self.deps.as_deref().map(|edges| roscope_flow::Deps { edges, nodes: &described });
         let implicit = roscope_flow::implicit_edges_from(&ix, facts, mode, deps, rule);
         Ok(roscope_flow::FlowOptions {
@@ -72,6 +83,8 @@ impl SearchOptions {
             all_paths: self.all_paths,
             excluded_topic: self.excluded_topics.clone().unwrap_or_default(),
             excluded_cb: self.excluded_callbacks.clone().unwrap_or_default(),
+            overlaps: self.overlaps.iter().flatten().copied().collect(),
+            drop_uncertain: self.drop_uncertain,
             ..roscope_flow::FlowOptions::new(self.is_input.clone(), self.is_output.clone(), implicit)
         })
     }
@@ -99,6 +112,8 @@ fn stats<'py>(py: Python<'py>, res: &roscope_flow::FlowResult, seconds: f64) -> 
     stats.set_item("candidates", res.candidates)?;
     stats.set_item("duplicates_dropped", res.duplicates_dropped)?;
     stats.set_item("flows_on_fallback", res.flows_on_fallback)?;
+    stats.set_item("flows_uncertain", res.flows_uncertain)?;
+    stats.set_item("uncertain_dropped", res.uncertain_dropped)?;
     stats.set_item("flows_from_publications", res.flows_from_publications)?;
     stats.set_item("trees_cached", res.trees)?;
     stats.set_item("cache_evicted", res.evicted)?;
@@ -327,4 +342,22 @@ impl CausalSearch {
         let uncertain = uncertain.map(|(ts, p)| Uncertain { ts, publication_id: ids.publication(p), needs: Vec::new() });
         Ok((ArrowTable::from_table(roscope_flow::causal_links_table(&links))?, uncertain))
     }
+}
+
+/// Runs that another callback's run overlapped on another thread of the process
+/// (`roscope_flow::OverlapSweep`), from `runs`: an object with `__arrow_c_stream__`
+/// whose columns are proc_id, thread_id, callback_id, start_ts, end_ts (int64), in
+/// (proc_id, start_ts) order. Returns [(overlapping callback, callback, run start)].
+#[pyfunction]
+pub fn overlapping_runs(runs: &Bound<'_, PyAny>) -> PyResult<Vec<(i64, i64, i64)>> {
+    let cols = ["proc_id", "thread_id", "callback_id", "start_ts", "end_ts"];
+    let mut sweep = roscope_flow::OverlapSweep::default();
+    arrow::each_i64_batch("overlapping_runs", &cols, runs, |c| {
+        let [k, th, cb, s, e] = c else { unreachable!("five columns asked for") };
+        for ((((&k, &th), &cb), &s), &e) in k.iter().zip(*th).zip(*cb).zip(*s).zip(*e) {
+            sweep.push(k, th, cb, s, e)?;
+        }
+        Ok(())
+    })?;
+    Ok(sweep.finish())
 }

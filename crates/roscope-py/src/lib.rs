@@ -328,6 +328,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<flow::FlowModel>()?;
     m.add_class::<flow::FlowSearch>()?;
     m.add_class::<flow::CausalSearch>()?;
+    m.add_function(wrap_pyfunction!(flow::overlapping_runs, m)?)?;
     search::register(m)?;
     m.add_class::<ArrowTable>()?;
     m.add("TraceError", m.py().get_type_bound::<TraceError>())?;

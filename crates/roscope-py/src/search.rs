@@ -9,7 +9,12 @@ use pyo3::prelude::*;
 /// The options of a data-flow search (`FlowSearch`), as `roscope.flow.FlowRequest`
 /// makes them: topic masks (one entry per topic of the model, in its order), the
 /// intra-node dependency mode and fallback rule, caps (None: no cap), exclusions
-/// (masks over topics and callbacks) and dependency edges (callback ids).
+/// (masks over topics and callbacks) and dependency edges (callback ids);
+/// `deps_callbacks`: the callbacks the dependency file matched (their nodes are the
+/// ones it describes: no fallback edge there); `overlaps`: (callback, run's callback,
+/// run's start) of the runs another callback's run overlapped on another thread
+/// (races, `roscope.overlaps`: a flow through such an implicit dependency is
+/// `uncertain`), and `drop_uncertain` leaves those flows out.
 #[pyclass(module = "roscope._core", frozen, get_all)]
 pub struct SearchOptions {
     pub is_input: Vec<bool>,
@@ -24,6 +29,9 @@ pub struct SearchOptions {
     pub excluded_topics: Option<Vec<bool>>,
     pub excluded_callbacks: Option<Vec<bool>>,
     pub deps: Option<Vec<(i64, i64)>>,
+    pub deps_callbacks: Option<Vec<i64>>,
+    pub overlaps: Option<Vec<(i64, i64, i64)>>,
+    pub drop_uncertain: bool,
     pub chunk_rows: usize,
 }
 
@@ -33,7 +41,8 @@ impl SearchOptions {
     #[pyo3(signature = (
         *, is_input, is_output, implicit="auto".to_string(), fallback="pairs".to_string(), exact_links=true,
         max_flows_per_output=Some(10000), max_flows=None, all_paths=false, all_steps=false, excluded_topics=None,
-        excluded_callbacks=None, deps=None, chunk_rows=roscope_flow::CHUNK_ROWS
+        excluded_callbacks=None, deps=None, deps_callbacks=None, overlaps=None, drop_uncertain=false,
+        chunk_rows=roscope_flow::CHUNK_ROWS
     ))]
     #[expect(clippy::too_many_arguments, reason = "the keyword arguments of a Python class")]
     fn new(
@@ -49,6 +58,9 @@ impl SearchOptions {
         excluded_topics: Option<Vec<bool>>,
         excluded_callbacks: Option<Vec<bool>>,
         deps: Option<Vec<(i64, i64)>>,
+        deps_callbacks: Option<Vec<i64>>,
+        overlaps: Option<Vec<(i64, i64, i64)>>,
+        drop_uncertain: bool,
         chunk_rows: usize,
     ) -> Self {
         SearchOptions {
@@ -64,6 +76,9 @@ impl SearchOptions {
             excluded_topics,
             excluded_callbacks,
             deps,
+            deps_callbacks,
+            overlaps,
+            drop_uncertain,
             chunk_rows,
         }
     }
@@ -71,7 +86,7 @@ impl SearchOptions {
     fn __repr__(&self) -> String {
         format!(
             "SearchOptions(implicit={:?}, fallback={:?}, exact_links={}, max_flows_per_output={}, max_flows={}, \
-             all_paths={}, all_steps={}, {} topics, {} dependency edges)",
+             all_paths={}, all_steps={}, {} topics, {} dependency edges, {} overlapped runs, drop_uncertain={})",
             self.implicit,
             self.fallback,
             py_bool(self.exact_links),
@@ -80,7 +95,9 @@ impl SearchOptions {
             py_bool(self.all_paths),
             py_bool(self.all_steps),
             self.is_input.len(),
-            self.deps.as_ref().map_or(0, Vec::len)
+            self.deps.as_ref().map_or(0, Vec::len),
+            self.overlaps.as_ref().map_or(0, Vec::len),
+            py_bool(self.drop_uncertain)
         )
     }
 }

@@ -53,6 +53,10 @@ def register(sub) -> None:
     p.add_argument("--deps", metavar="FILE",
                    help="intra-node dependencies from `roscope deps` (source analysis) instead of the fallback on the "
                         "nodes it describes; annotations in the trace still win")
+    p.add_argument("--uncertain", choices=["keep", "drop"], default="keep",
+                   help="flows through an intra-node dependency that a race makes uncertain (a run of the callback "
+                        "depended on overlapped, on another thread, the run that depends on it): keep them, flagged and "
+                        "counted (default), or drop them")
     p.add_argument("--all-paths", action="store_true",
                    help="keep one flow per path reaching an (input, output) message pair (the data-flow paper), "
                         "not one flow per pair")
@@ -105,7 +109,7 @@ def request(args):
         exact_links=not args.no_exact_links, all_paths=args.all_paths, exclude=tuple(args.exclude),
         max_flows_per_output=args.max_flows_per_output or None, max_flows=args.max_flows or None,
         slice_publications=args.slice or None, store=args.store, definition=args.definition, end=args.end,
-        memory=args.memory)
+        memory=args.memory, uncertain=args.uncertain)
 
 
 def open_for(args):
@@ -150,6 +154,9 @@ def render_text(d: dict, out=None) -> None:
     if s["flows_from_publications"]:
         w(f"; {s['flows_from_publications']:,} start at a publication made outside any callback")
     w("\n")
+    if s["flows_uncertain"] or s["uncertain_dropped"]:
+        w(f"  uncertain flows (races between threads): {s['flows_uncertain']:,} kept, {s['uncertain_dropped']:,} dropped "
+          f"(--uncertain {s['uncertain']})\n")
     ex = s["excluded"]
     if ex["patterns"]:
         w(f"  excluded: {len(ex['topics'])} topics, {len(ex['callbacks'])} callbacks "

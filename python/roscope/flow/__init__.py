@@ -32,6 +32,7 @@ from roscope.flow.request import (
     MAX_FLOWS_PER_OUTPUT,
     SLICE_PUBLICATIONS,
     SLICE_REACH_NS,
+    UNCERTAIN_MODES,
     FlowRequest,
 )
 from roscope.flow.search import FLOW_TABLES, DataFlows, data_flows
@@ -40,7 +41,7 @@ from roscope.flow.stats import COMPONENT_SOURCES, COMPONENTS, PATH_SOURCE, compo
 
 __all__ = [
     "COMPONENTS", "COMPONENT_SOURCES", "FALLBACK_RULE", "FALLBACK_RULES", "FLOW_MEMORY", "FLOW_TABLES", "IMPLICIT_MODES",
-    "MAX_FLOWS", "MAX_FLOWS_PER_OUTPUT", "PATH_SOURCE", "SLICE_PUBLICATIONS", "SLICE_REACH_NS", "DataFlows",
+    "MAX_FLOWS", "MAX_FLOWS_PER_OUTPUT", "PATH_SOURCE", "SLICE_PUBLICATIONS", "SLICE_REACH_NS", "UNCERTAIN_MODES", "DataFlows",
     "FlowContext", "FlowRequest", "analyse", "causal_link_table", "causal_links", "component_stats", "context",
     "data_flows", "message_graph", "path_stats", "sliced",
 ]

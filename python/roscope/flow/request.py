@@ -18,6 +18,8 @@ IMPLICIT_MODES = ("auto", "all", "annotations", "none")
 #: into timers.
 FALLBACK_RULES = ("pairs", "pipelines", "timers")
 FALLBACK_RULE = "pipelines"
+#: What is done with the flows a race makes uncertain (`FlowRequest.uncertain`).
+UNCERTAIN_MODES = ("keep", "drop")
 #: The default caps (None: no cap). A cap that is reached is said in the summary
 #: (`outputs_capped`, `stopped_at`) and in its warnings.
 MAX_FLOWS_PER_OUTPUT = 10_000
@@ -47,6 +49,10 @@ class FlowRequest:
       (`FALLBACK_RULES`); `deps`: a dependency file of `roscope deps` (path or
       parsed dict) or a list of (callback_id, callback_id), whose edges replace the
       fallback on the nodes it describes (annotations still win);
+    - `uncertain`: 'keep' (flagged in `data_flows.uncertain`, counted in the
+      summary) or 'drop' the flows through an intra-node dependency that a race
+      makes uncertain (`roscope.overlaps`: a run of the callback depended on
+      overlapped, on another thread, the run that depends on it);
     - `exact_links=False` ignores transport links and takes the newest publication
       on the topic (the paper's D_cp); `all_paths` keeps every path of an (input,
       output) message pair, not one flow per pair; `all_steps` keeps the steps of
@@ -71,6 +77,7 @@ class FlowRequest:
     implicit: str = "auto"
     fallback: str = FALLBACK_RULE
     deps: object = None
+    uncertain: str = "keep"
     exact_links: bool = True
     all_paths: bool = False
     all_steps: bool = False
@@ -97,6 +104,8 @@ class FlowRequest:
             raise InputError(f"unknown implicit-dependency mode {self.implicit!r} (one of {', '.join(IMPLICIT_MODES)})")
         if self.fallback not in FALLBACK_RULES:
             raise InputError(f"unknown fallback rule {self.fallback!r} (one of {', '.join(FALLBACK_RULES)})")
+        if self.uncertain not in UNCERTAIN_MODES:
+            raise InputError(f"unknown mode for uncertain flows {self.uncertain!r} (one of {', '.join(UNCERTAIN_MODES)})")
         for name in ("max_flows_per_output", "max_flows"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 0):

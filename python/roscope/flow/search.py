@@ -15,9 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from roscope import _core
+from roscope.deps.matching import trace_edges
+from roscope.deps.matching import warnings as deps_warnings
 from roscope.errors import InputError
 from roscope.flow.request import FlowRequest
 from roscope.flow.slices import ONE_SLICE, FlowContext, History, context, facts, over_slices, pub_ts, slice_model, sliced
+from roscope.overlaps import overlapping_runs
 from roscope.results import Appender
 from roscope.trace import table_from_core
 
@@ -39,7 +42,8 @@ class DataFlows(Mapping):
 
     - `data_flows`: one row per flow: flow_id, path_id, output_publication_id,
       input_publication_id, first_run_id, start_ts, end_ts, latency_ns,
-      communication_ns, idle_ns, computation_ns, fallback_edges;
+      communication_ns, idle_ns, computation_ns, fallback_edges, uncertain (a race:
+      `roscope.overlaps`);
     - `data_flow_steps`: flow_id, step, is_run, id: the steps of the first flow of
       each path (or of all);
     - `data_flow_segments`: kind, a, b, duration_ns: each distinct segment once;
@@ -110,17 +114,18 @@ def _exclusions(ctx: FlowContext, exclude) -> tuple[list[bool] | None, list[bool
                         "callbacks": [c for c, x in zip(labels, ex_c) if x]}
 
 
-def _deps_edges(db: Database, deps) -> tuple[list[tuple[int, int]] | None, dict | None]:
+def _deps_edges(db: Database, deps) -> tuple[list[tuple[int, int]] | None, dict | None, list[int] | None]:
     """Intra-node edges (callback ids) from a dependency file of `roscope deps` (a
-    path or its parsed dict), or a list of (callback_id, callback_id)."""
+    path or its parsed dict), or a list of (callback_id, callback_id); with the
+    match's report and the callbacks the file matched (their nodes are the ones it
+    describes: no fallback edge there)."""
     if deps is None:
-        return None, None
+        return None, None, None
     if isinstance(deps, (list, tuple)):
-        return [(int(a), int(b)) for a, b in deps], None
-    from roscope.deps import trace_edges  # deps.match after the deps split
-
+        return [(int(a), int(b)) for a, b in deps], None, None
     edges, report = trace_edges(db, deps)
-    return [(int(a), int(b)) for a, b in edges], report
+    matched = sorted({int(c) for m in report["matched"] for c in m["trace_callbacks"]})
+    return [(int(a), int(b)) for a, b in edges], report, matched
 
 
 def data_flows(db: Database, request: FlowRequest | str, to_re: str | None = None, ctx: FlowContext | None = None,
@@ -161,11 +166,13 @@ def data_flows(db: Database, request: FlowRequest | str, to_re: str | None = Non
     if topics and not any(is_out):
         raise InputError(f"no topic matches --to {req.to_re!r} (topics: {shown})")
     ex_t, ex_c, excluded = _exclusions(ctx, req.exclude)
-    edges, deps_report = _deps_edges(db, req.deps)
+    edges, deps_report, deps_callbacks = _deps_edges(db, req.deps)
+    overlaps = overlapping_runs(db) if req.implicit != "none" else []  # (races matter on intra-node edges only)
     options = _core.SearchOptions(
         is_input=is_in, is_output=is_out, implicit=req.implicit, fallback=req.fallback, exact_links=req.exact_links,
         max_flows_per_output=req.max_flows_per_output, max_flows=req.max_flows, all_paths=req.all_paths,
-        all_steps=req.all_steps, excluded_topics=ex_t, excluded_callbacks=ex_c, deps=edges)
+        all_steps=req.all_steps, excluded_topics=ex_t, excluded_callbacks=ex_c, deps=edges,
+        deps_callbacks=deps_callbacks, overlaps=overlaps, drop_uncertain=req.uncertain == "drop")
     with Appender(db, FLOW_TABLES, req.store) as out:
         def sink(name: str, table: _core.ArrowTable) -> None:
             out.append(name, table_from_core(table))
@@ -206,6 +213,8 @@ def _summary(req: FlowRequest, stats: dict, n_paths: int, topics: list[str], is_
         "flows_on_fallback": stats["flows_on_fallback"],
         "fallback_share": stats["flows_on_fallback"] / flows if flows else None,
         "flows_from_publications": stats["flows_from_publications"],
+        "uncertain": req.uncertain, "flows_uncertain": stats["flows_uncertain"],
+        "uncertain_dropped": stats["uncertain_dropped"],
         "caps": {"max_flows_per_output": req.max_flows_per_output, "max_flows": req.max_flows,
                  "outputs_capped": stats["outputs_capped"], "capped_examples": stats["capped_examples"],
                  "stopped_at_publication_id": stats["stopped_at"]},
@@ -240,8 +249,9 @@ def _pub_where(db: Database, pub: int) -> str:
 
 
 def _flow_warnings(db: Database, s: dict, is_in, is_out, ctx: FlowContext) -> list[str]:
-    """What the user must know to read the result: caps reached, fallback edges, and
-    why a selection yields nothing."""
+    """What the user must know to read the result: caps reached, fallback edges,
+    uncertain flows (races), the dependency file's match, and why a selection
+    yields nothing."""
     w = []
     caps = s["caps"]
     if caps["outputs_capped"]:
@@ -259,9 +269,24 @@ def _flow_warnings(db: Database, s: dict, is_in, is_out, ctx: FlowContext) -> li
         w.append(f"{s['flows_on_fallback']:,} of {s['flows']:,} flows ({s['fallback_share']:.1%}) rest on fallback "
                  "intra-node edges (nodes without annotations or a dependency file: every callback pair is assumed to "
                  "depend); such a flow may not exist. `roscope deps` finds the real ones from the sources (--deps)")
+    w += _uncertain_warnings(s)
+    w += deps_warnings(s["deps"])
     if s["flows"] == 0:
         w.append("no data flow: " + _why_none(db, s, is_in, is_out, ctx))
     return w
+
+
+def _uncertain_warnings(s: dict) -> list[str]:
+    """Flows that a race makes uncertain (`roscope.overlaps`), kept or dropped."""
+    if s["flows_uncertain"]:
+        return [f"{s['flows_uncertain']:,} of {s['flows']:,} flows are uncertain (flagged in data_flows.uncertain): "
+                "a run of a callback they depend on overlapped, on another thread, the run that depends on it (a "
+                "multi-threaded executor or spinner), so whether its write came before the read is not known from "
+                "the trace; --uncertain drop leaves them out"]
+    if s["uncertain_dropped"]:
+        return [f"{s['uncertain_dropped']:,} uncertain flows (races: runs that overlapped on two threads) were left "
+                "out (--uncertain drop)"]
+    return []
 
 
 def _why_none(db: Database, s: dict, is_in, is_out, ctx: FlowContext) -> str:
