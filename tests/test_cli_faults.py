@@ -935,6 +935,45 @@ def test_ctrl_c_mid_query_exits_130(verb, aw_db, tmp_path, roscope_cmd):
     assert signalled >= 3, f"only {signalled} of 4 runs were still running when interrupted"
 
 
+def test_kill_9_during_load_dataset_leaves_nothing_to_trip_on(tmp_path, roscope_cmd, monkeypatch):
+    """Issue 31 item 16: `kill -9` during `load --dataset` left its `.tmp-RUN-*` directory
+    (a model database of the run) for the next run to trip on. A real `roscope load` of
+    the Autoware trace is killed with SIGKILL once its run's model database exists: its
+    private directory stays (nothing runs after SIGKILL). The next append, a real
+    `roscope load` at once, leaves it (it is seconds old: it may be a live load's) and
+    the dataset reads fine around it (`dataset runs` lists only the whole run); an append
+    once it is older than a minute (dataset.TMP_MIN_AGE set to 0 here: its age is its
+    ctime, which cannot be set back) removes it, and the dataset then holds no dot
+    directory and the two whole runs, each with babeltrace2's callback count."""
+    from roscope import dataset
+
+    ds = tmp_path / "ds"
+    proc = subprocess.Popen([*roscope_cmd, "load", AUTOWARE, "--dataset", str(ds), "--run-id", "aw"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not glob.glob(str(ds / ".tmp-aw-*" / ".model.duckdb")):
+        assert proc.poll() is None, "the load ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.002)
+    proc.kill()
+    assert proc.wait() == -signal.SIGKILL
+    stale = glob.glob(str(ds / ".tmp-aw-*"))
+    assert len(stale) == 1 and os.path.isdir(stale[0])
+
+    p = run(roscope_cmd, "load", PINGPONG, "--dataset", ds, "--run-id", "pp")
+    assert p.returncode == 0, p.stderr
+    assert glob.glob(str(ds / ".tmp-aw-*")) == stale  # seconds old: left alone
+    p = run(roscope_cmd, "dataset", "runs", ds, "--json")
+    assert p.returncode == 0, p.stderr
+    assert [(r["run_id"], r["callback_runs"]) for r in json.loads(p.stdout)] == [("pp", bt2_runs(PINGPONG))]
+
+    monkeypatch.setattr(dataset, "TMP_MIN_AGE", 0)
+    dataset.append(PINGPONG, str(ds), run_id="pp2")
+    assert [n for n in os.listdir(ds) if n.startswith(".")] == []
+    assert sorted((r["run_id"], r["callback_runs"]) for r in dataset.runs(str(ds))) == \
+        [("pp", bt2_runs(PINGPONG)), ("pp2", bt2_runs(PINGPONG))]
+
+
 # ----------------------------------------------------------------- item 11: escapes in flow and executor
 
 
