@@ -583,6 +583,26 @@ def test_fault_table(case: Case, tmp_path, pp_db, trunc_meta, roscope_cmd, reque
         case.check(tmp_path, before)
 
 
+def test_trend_takes_the_re2_syntax_the_docs_promise(pp_ds, roscope_cmd):
+    r"""Issue 31 item 16: docs/dataset.md says `trend`'s callback: and topic: regexes are RE2
+    (DuckDB's regexp_matches runs them), but Python's re checked them first and refused
+    RE2-only forms (\Q..\E, \pL: "bad escape"). In pingpong (run a) the topics are /ping,
+    /pong and ROS's own: `\Q/pi.g\E` is the literal text "/pi.g" (no delivery), where
+    `/pi.g` matches /ping; `\Q/ping\E` is /ping; `^/\pL{4}$` (four letters) is /ping
+    and /pong together."""
+    def count(metric: str) -> dict:
+        p = run(roscope_cmd, "trend", pp_ds, "--metric", metric, "--json")
+        assert p.returncode == 0, p.stderr
+        return {r["run_id"]: r["count"] for r in json.loads(p.stdout)["runs"]}
+
+    ping, pong = count("topic:^/ping$")["a"], count("topic:^/pong$")["a"]
+    assert ping > 0 and pong > 0
+    assert count(r"topic:/pi.g")["a"] == ping
+    assert count(r"topic:\Q/pi.g\E")["a"] == 0
+    assert count(r"topic:\Q/ping\E")["a"] == ping
+    assert count(r"topic:^/\pL{4}$")["a"] == ping + pong
+
+
 # ----------------------------------------------------------------- item 7: counted once
 
 
