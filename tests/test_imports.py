@@ -209,7 +209,8 @@ def test_no_private_name_is_used_outside_its_module():
 #: A module is in the layer of the longest name here that it is or is inside.
 LAYERS = [
     ("base", ["roscope._core", "roscope.version", "roscope.errors", "roscope.files", "roscope.manifest",
-              "roscope.flavour", "roscope.text", "roscope.trace", "roscope.processes", "roscope.record"]),
+              "roscope.flavour", "roscope.text", "roscope.trace", "roscope.processes", "roscope.record",
+              "roscope.progress"]),
     ("storage", ["roscope.memory", "roscope.database", "roscope.kernel", "roscope.loading", "roscope.dataset",
                  "roscope.opening", "roscope"]),
     ("analysis helpers", ["roscope.percentiles", "roscope.results", "roscope.overlaps", "roscope.deps.matching"]),

@@ -6,6 +6,7 @@ Arguments (argparse):
                                   with databases=True, one DB written by `roscope load`) -> args.inputs
     add_json(parser)              ``--json``                      -> args.json
     add_heuristics(parser)        ``--no-heuristics``             -> args.no_heuristics
+    add_progress(parser)          ``--progress``/``--no-progress`` -> args.progress
     int_range(lo, hi)             argparse ``type=`` for a bounded integer option
 
 Opening:
@@ -13,6 +14,11 @@ Opening:
         trace directories are loaded in memory; one .duckdb file is opened
         read-only unless `writable` (several databases, or a database mixed with
         traces, is an InputError).
+
+Progress (stderr, roscope.progress):
+    progress(args, verb)          `with C.progress(args, "flow") as p:` around the work: the
+                                  phase, how far, elapsed and left on a terminal (unless --json),
+                                  or wherever --progress asks; closed (line cleared) before output
 
 Reporting (stderr, the same for every verb; call it whether or not the verb failed):
     report(warnings, losses)      ``roscope: warning: ...`` lines for the trace's warnings
@@ -46,8 +52,8 @@ from collections.abc import Iterable
 from roscope.errors import InputError
 from roscope.text import TextOut, cell, clean, escape
 
-__all__ = ["TextOut", "add_heuristics", "add_inputs", "add_json", "cell", "clean", "escape", "int_range", "ms",
-           "open_inputs", "pct", "print_json", "report", "report_from", "show", "size", "warn"]
+__all__ = ["TextOut", "add_heuristics", "add_inputs", "add_json", "add_progress", "cell", "clean", "escape", "int_range",
+           "ms", "open_inputs", "pct", "print_json", "progress", "report", "report_from", "show", "size", "warn"]
 
 PROG = "roscope"
 
@@ -104,6 +110,24 @@ def add_heuristics(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-sync", action="store_true",
                         help="keep every host's raw clock (for traces of several hosts; by default their clocks are "
                              "synchronized from the messages between them, see the clock_sync table)")
+
+
+def add_progress(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("--progress", dest="progress", action="store_true", default=None,
+                   help="show progress on stderr (phase, how far, flows so far, elapsed, time left) even with --json "
+                        "or when stderr is not a terminal (then a line every few seconds)")
+    g.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="never show progress (by default it is shown on a terminal, unless --json)")
+
+
+def progress(args, verb: str):
+    """The progress display of a verb (`roscope.progress.Progress`), to use as `with`:
+    shown as `add_progress` says; its watchers (e.g. a data-flow search that looks huge)
+    speak even when it is not shown."""
+    from roscope import progress as pg
+
+    return pg.Progress(pg.wanted(getattr(args, "progress", None), getattr(args, "json", False)), verb)
 
 
 def int_range(lo: int, hi: int):

@@ -33,6 +33,7 @@ def register(sub) -> None:
                         "written by `roscope load`, writable")
     C.add_heuristics(p)
     C.add_json(p)
+    C.add_progress(p)
     p.set_defaults(func=run)
 
 
@@ -69,9 +70,18 @@ def render_text(d: dict, out=None) -> None:
 def run(args) -> int:
     from roscope.commands.flow import open_for
 
-    db = open_for(args)
+    with C.progress(args, "executor") as prog:
+        prog.phase("opening")
+        db = open_for(args)
+        try:
+            prog.phase("executor states and input waits")
+            d = collect(db, args.store)
+        except BaseException:
+            prog.close()
+            C.report_from(db)
+            raise
     try:
-        C.show(args, collect(db, args.store), render_text)
+        C.show(args, d, render_text)
     finally:
         C.report_from(db)
     return 0

@@ -25,7 +25,11 @@ def register(sub) -> None:
         description="Data flows from topics matching --from to topics matching --to (regexes), grouped by path, "
         "with end-to-end latency split into communication, idle and computation; or, with --message, the "
         "flow graph of one publication, forward and backward. Text in milliseconds, JSON in nanoseconds "
-        "(docs/analyses.md). Nothing is written into a database unless --store.",
+        "(docs/analyses.md). Nothing is written into a database unless --store. A broad selection on a large trace "
+        "can mean millions of candidate flows: narrow it with a narrower --to (anchor it: '^/control/cmd$'), "
+        "--exclude RE for topics and nodes no flow should pass through (e.g. /tf, /diagnostics, a simulator), or "
+        "--max-flows N; progress (outputs searched, flows, time left) shows on a terminal, and a search whose pace "
+        "makes it huge says so in its first seconds. --paths FILE takes named paths (docs/paths.md).",
     )
     C.add_inputs(p, memory=fl_memory())
     p.add_argument("--from", dest="from_re", help="regex of input topics")
@@ -77,6 +81,7 @@ def register(sub) -> None:
                         "as tables in the database, which must be a file written by `roscope load`, writable")
     C.add_heuristics(p)
     C.add_json(p)
+    C.add_progress(p)
     # A smaller DuckDB budget than the other verbs': the flow's results spill to disk.
     p.set_defaults(func=run, memory=fl_memory())
 
@@ -206,27 +211,34 @@ def _response_text(rts, w) -> None:
 
 
 def run(args) -> int:
-    from roscope import flow as fl
-
     if args.message is None and (args.from_re is None or args.to_re is None):
         raise InputError("give --from and --to (topic regexes), or --message ID")
     if args.message is not None and (args.from_re is not None or args.to_re is not None):
         raise InputError("--message draws one message's graph: leave out --from and --to")
-    req = request(args) if args.message is None else None
-    db = open_for(args)
-    try:
-        if req is None:
-            g = fl.message_graph(db, args.message, slice_publications=args.slice or None)
-            if args.json:
-                C.print_json(g)
+    with C.progress(args, "flow") as prog:
+        # Started before the library is imported: the first line shows at once.
+        from roscope import flow as fl
+
+        req = request(args) if args.message is None else None
+        prog.phase("opening")
+        db = open_for(args)
+        try:
+            if req is None:
+                prog.phase("one message's graph")
+                g = fl.message_graph(db, args.message, slice_publications=args.slice or None)
             else:
-                _graph_text(g, C.TextOut(sys.stdout).write)
+                d = C.clean(fl.analyse(db, req))
+        except BaseException:
+            prog.close()
             C.report_from(db)
-            return 0
-        d = C.clean(fl.analyse(db, req))
-    except BaseException:
+            raise
+    if req is None:
+        if args.json:
+            C.print_json(g)
+        else:
+            _graph_text(g, C.TextOut(sys.stdout).write)
         C.report_from(db)
-        raise
+        return 0
     C.show(args, d, render_text)
     C.report(d["warnings"], d["losses"])
     return 0

@@ -32,6 +32,7 @@ def register(sub) -> None:
                    help="the timeline's window, in seconds from the trace's start (default: a window in the middle)")
     p.add_argument("--force", action="store_true", help="replace FILE if it exists")
     C.add_heuristics(p)
+    C.add_progress(p)
     p.set_defaults(func=run)
 
 
@@ -46,16 +47,22 @@ def run(args) -> int:
     if os.path.lexists(args.output) and not args.force:
         raise InputError(f"{C.escape(args.output)}: already exists (roscope never overwrites; pass --force to replace it)")
     t0 = time.monotonic()
-    db = C.open_inputs(args)
-    try:
-        window = None
-        if args.window:
-            first, last = stats.trace_span(db)
-            window = queries.parse_window(args.window, first, last)
-        res = report.write(db, args.output, force=args.force, flows=requests, window=window,
-                           sources=list(args.inputs))
-    finally:
-        C.report_from(db)
+    with C.progress(args, "report") as prog:
+        prog.phase("opening")
+        db = C.open_inputs(args)
+        try:
+            window = None
+            if args.window:
+                first, last = stats.trace_span(db)
+                window = queries.parse_window(args.window, first, last)
+            prog.phase("building the report")
+            res = report.write(db, args.output, force=args.force, flows=requests, window=window,
+                               sources=list(args.inputs))
+        except BaseException:
+            prog.close()
+            C.report_from(db)
+            raise
+    C.report_from(db)
     print(f"report: {C.escape(res['path'])} ({res['bytes'] / 1e6:.1f} MB, {time.monotonic() - t0:.1f} s)", file=sys.stderr)
     print(C.escape(os.path.abspath(res["path"])))
     return 0

@@ -28,17 +28,27 @@ def register(sub) -> None:
     C.add_inputs(p)
     C.add_json(p)
     C.add_heuristics(p)
+    C.add_progress(p)
     p.set_defaults(func=run)
 
 
 def collect(db: Database) -> dict:
     """Everything `roscope stats` shows, as JSON-ready data (durations in ns)."""
+    from roscope import progress
     from roscope import stats as st
 
+    prog = progress.current()
+    prog.phase("summary")
+    summary = st.summary(db)
+    prog.phase("callback statistics")
+    callbacks = st.callbacks(db)
+    prog.phase("topic statistics")
+    topics = st.topics(db)
+    prog.phase("node statistics")
     return C.clean({
-        "summary": st.summary(db),
-        "callbacks": st.callbacks(db),
-        "topics": st.topics(db),
+        "summary": summary,
+        "callbacks": callbacks,
+        "topics": topics,
         "nodes": st.nodes(db),
         "warnings": db.warnings,
         "losses": db.losses,
@@ -107,9 +117,17 @@ def render_text(d: dict, out=None) -> None:
 
 
 def run(args) -> int:
-    db = C.open_inputs(args)
+    with C.progress(args, "stats") as prog:
+        prog.phase("opening")
+        db = C.open_inputs(args)
+        try:
+            d = collect(db)
+        except BaseException:
+            prog.close()
+            C.report_from(db)
+            raise
     try:
-        C.show(args, collect(db), render_text)
+        C.show(args, d, render_text)
     finally:
         C.report_from(db)
     return 0

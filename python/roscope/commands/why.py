@@ -40,15 +40,19 @@ def register(sub) -> None:
     p.add_argument("--path", metavar="N", type=C.int_range(0, 2**62), help="only the flows of path N (`roscope flow`)")
     C.add_heuristics(p)
     C.add_json(p)
+    C.add_progress(p)
     p.set_defaults(func=run)
 
 
 def collect(db: Database, callback: str | None = None, top: int = 10, flows: tuple | None = None) -> dict:
     """Everything `roscope why` shows, as JSON-ready data (durations in ns); `flows`:
     (a `roscope.flow.FlowRequest`, the path to keep or None)."""
-    from roscope import sched
+    from roscope import progress, sched
 
+    prog = progress.current()
+    prog.phase("longest runs")
     d = sched.worst_runs(db, callback, top)
+    prog.phase("longest input waits")
     d["waits"] = sched.worst_waits(db, callback, top)
     if flows is not None:
         f = sched.flow_sched(db, flows[0], flows[1], top)
@@ -128,9 +132,16 @@ def run(args) -> int:
         from roscope.flow import FlowRequest
 
         flows = (FlowRequest(args.from_re, args.to_re, all_steps=True), args.path)
-    db = C.open_inputs(args)
+    with C.progress(args, "why") as prog:
+        prog.phase("opening")
+        db = C.open_inputs(args)
+        try:
+            d = collect(db, args.callback, args.top, flows)
+        except BaseException:
+            prog.close()
+            C.report_from(db)
+            raise
     try:
-        d = collect(db, args.callback, args.top, flows)
         d["callback"] = args.callback
         C.show(args, d, render_text)
     finally:
