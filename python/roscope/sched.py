@@ -456,8 +456,26 @@ def flow_sched(db, request: FlowRequest, path: int | None = None, top: int = 10)
         FROM _sched_flows f LEFT JOIN t USING (flow_id) LEFT JOIN w USING (flow_id)
         ORDER BY f.latency_ns DESC, f.flow_id""")
     for r in rows:
+        if not kernel:  # not measured: unknown, never zeros
+            r.update(on_cpu_ns=None, runnable_ns=None, blocked_ns=None, unknown_ns=None)
         r["explanation"] = explain_flow(r, kernel)
     return {"kernel": kernel, "flows": rows, "summary": summary}
+
+
+def why_no_waits(db, callback: str | None = None) -> str:
+    """Why `worst_waits` found no input wait, in words, from the cheapest facts."""
+    q = lambda sql: db.con.execute(sql).fetchall()[0][0]  # noqa: E731
+    if not q("SELECT count(*) FROM links"):
+        if not q("SELECT count(*) FROM takes"):
+            return ("the trace has no take events, so no publication is linked to the callback run it fed "
+                    "(ros2_tracing records takes from Humble on; `roscope stats` warns about it too)")
+        return "no take of the trace is linked to its publication (nothing in the trace identifies the messages)"
+    if not q("SELECT count(*) FROM links WHERE run_id IS NOT NULL"):
+        return ("no transport link reaches a callback run (the trace has takes but no callback events): "
+                "`roscope stats` shows their transport latency, publication to take")
+    if callback is not None:
+        return f"no callback matching --callback {callback!r} received a linked message"
+    return "no linked message reached a finished callback run"
 
 
 def explain_flow(r: dict, kernel: bool) -> str:

@@ -7,6 +7,8 @@ Arguments (argparse):
     add_json(parser)              ``--json``                      -> args.json
     add_heuristics(parser)        ``--no-heuristics``             -> args.no_heuristics
     add_progress(parser)          ``--progress``/``--no-progress`` -> args.progress
+    add_wide(parser)              ``--wide``: text tables with whole names -> args.wide;
+                                  width(rows, key, default, wide) sizes a column of names
     int_range(lo, hi)             argparse ``type=`` for a bounded integer option
 
 Opening:
@@ -52,8 +54,8 @@ from collections.abc import Iterable
 from roscope.errors import InputError
 from roscope.text import TextOut, cell, clean, escape
 
-__all__ = ["TextOut", "add_heuristics", "add_inputs", "add_json", "add_progress", "cell", "clean", "escape", "int_range",
-           "ms", "open_inputs", "pct", "print_json", "progress", "report", "report_from", "show", "size", "warn"]
+__all__ = ["TextOut", "add_heuristics", "add_inputs", "add_json", "add_progress", "add_wide", "cell", "clean", "escape", "int_range",
+           "ms", "open_inputs", "pct", "print_json", "progress", "report", "report_from", "show", "size", "warn", "width"]
 
 PROG = "roscope"
 
@@ -110,6 +112,20 @@ def add_heuristics(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-sync", action="store_true",
                         help="keep every host's raw clock (for traces of several hosts; by default their clocks are "
                              "synchronized from the messages between them, see the clock_sync table)")
+
+
+def add_wide(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--wide", action="store_true",
+                        help="text tables with every name whole (columns as wide as their longest name), "
+                             "instead of names cut with '…' to fit about 200 columns")
+
+
+def width(rows, key, default: int, wide: bool) -> int:
+    """The width of a text column of names: `default`, or with `wide` the longest of
+    `key(row)` (escaped) over `rows`, at least the default's header room (4)."""
+    if not wide:
+        return default
+    return max([4] + [len(escape("-" if key(r) is None else key(r))) for r in rows])
 
 
 def add_progress(parser: argparse.ArgumentParser) -> None:
