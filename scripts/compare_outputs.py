@@ -18,11 +18,11 @@ events, so that `why` has kernel data); `--no-generate` compares the shared
 traces only. The old version is any checkout whose `python/` holds a built
 `roscope` package (copy its `_core*.so` there, or build it with maturin); the
 new one is `--after` (default: this checkout's python/). Differences that a
-change documents on purpose (renamed keys, new keys, new units) are applied to
-the old output first (`rename_flow_stats`, `old_flow` with `FLOW_NEW_KEYS`), so
-what remains is a real difference: a value that changed, a key gone, or a key
-only in the new output that no change documents; each is printed, and the exit
-status is 1 if any remains.
+change documents on purpose (renamed keys, new keys, new units, a distro
+named more precisely) are applied to the old output first (`rename_flow_stats`,
+`old_flow` with `FLOW_NEW_KEYS`, `rename_flavour`), so what remains is a real
+difference: a value that changed, a key gone, or a key only in the new output
+that no change documents; each is printed, and the exit status is 1 if any remains.
 """
 from __future__ import annotations
 
@@ -87,6 +87,17 @@ VOLATILE = {"seconds", "us_per_flow", "compute_ns", "ns_per_flow"}
 # uncertain and those dropped. The old version had no races: its output gets the values
 # that mean so (keep, none, none), and a flow the new one flags or drops is a difference.
 FLOW_NEW_KEYS = {"uncertain": "keep", "flows_uncertain": 0, "uncertain_dropped": 0}
+# Issue 26 names the distro of a tracetools 8 trace by its minor version (flavour.py: 8.2 Jazzy,
+# 8.6 Kilted, Rolling between and after), where "Jazzy or later" was said of them all: the old
+# report's "ROS flavour" fact gets the new name when the new one is such a distro.
+_FLAVOUR_FACT = '<div class="v">ROS 2 ({})</div><div class="k">ROS flavour</div>'
+_FLAVOUR_8 = re.compile(re.escape(_FLAVOUR_FACT).replace(r"\{\}", r"(Jazzy|Kilted|Rolling \(20\d\d(?: on)?\))"))
+
+
+def rename_flavour(old_page: str, new_page: str) -> str:
+    """The old report page with issue 26's distro name of a tracetools 8 trace (`_FLAVOUR_8`)."""
+    m = _FLAVOUR_8.search(new_page)
+    return old_page.replace(_FLAVOUR_FACT.format("Jazzy or later"), m.group(0)) if m else old_page
 
 
 def run(python_path: str, args: list[str]) -> tuple[int, bytes, bytes]:
@@ -208,7 +219,7 @@ def compare_report(before: str, after: str, label: str, path: str, pair: tuple[s
             return False
         with open(out, encoding="utf-8") as f:
             pages.append(f.read())
-    d = report_diff(*pages)
+    d = report_diff(rename_flavour(*pages), pages[1])
     print(f"  {label}: {'same' if not d else 'DIFFERENT'} ({len(_NUMBER.findall(pages[1])):,} values)")
     for line in d:
         print(f"      {line}")

@@ -44,7 +44,8 @@ VIEWS = {
     "callbacks_info": """
         SELECT c.callback_id, c.proc_id, p.pid, p.procname, h.hostname, c.handle, c.symbol, c.kind,
                c.owner_id, c.known,
-               CASE c.kind WHEN 'subscription' THEN s.name WHEN 'service' THEN sv.name ELSE NULL END AS topic,
+               CASE c.kind WHEN 'subscription' THEN s.name WHEN 'service' THEN sv.name WHEN 'client' THEN cl.name
+                    ELSE NULL END AS topic,
                t.period_ns,
                n.name AS node_name, n.namespace AS node_namespace,
                CASE WHEN n.name IS NULL THEN NULL
@@ -55,6 +56,7 @@ VIEWS = {
         JOIN hosts h ON h.host_id = p.host_id
         LEFT JOIN subscriptions s ON c.kind = 'subscription' AND s.subscription_id = c.owner_id
         LEFT JOIN services sv ON c.kind = 'service' AND sv.service_id = c.owner_id
+        LEFT JOIN clients cl ON c.kind = 'client' AND cl.client_id = c.owner_id
         LEFT JOIN timers t ON c.kind = 'timer' AND t.timer_id = c.owner_id
         LEFT JOIN nodes n ON n.node_id = c.node_id""",
     # Publications with their topic and the earliest layer's time.

@@ -20,6 +20,7 @@ import dataclasses
 
 from roscope.errors import InputError
 from roscope.flow import FlowRequest, data_flows
+from roscope.text import names
 
 #: The model's thread of each finished run, as the kernel names it (host, tid).
 _RUNS = """
@@ -170,6 +171,10 @@ def _check_regex(db, pattern: str | None) -> None:
     except duckdb.Error as exc:
         msg = str(exc).split("\n")[0]
         raise InputError(f"--callback {pattern!r}: not a regular expression ({msg})") from None
+    rows = db.con.execute(f"SELECT {_LABEL} AS label, regexp_matches(label, ?) FROM callbacks_info c ORDER BY label",
+                          [pattern]).fetchall()
+    if rows and not any(m for _l, m in rows):
+        raise InputError(f"no callback matches --callback {pattern!r} (callbacks: {names(r[0] for r in rows)})")
 
 
 def worst_runs(db, callback: str | None = None, top: int = 10) -> dict:

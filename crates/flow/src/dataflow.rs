@@ -10,7 +10,7 @@ use std::sync::Arc;
 use roscope_model::Meter;
 
 use crate::index::Index;
-use crate::model::{CallbackKind, Model, NONE};
+use crate::model::{takes_input, Model, NONE};
 
 /// A data flow: from the callback run that published on an input topic (or, for a
 /// message published outside any callback run, such as by a driver or simulator
@@ -463,7 +463,7 @@ impl<'a, 'b> Search<'a, 'b> {
             } else {
                 let m = self.ix.m;
                 let cb = m.run_cb[head.1 as usize];
-                if m.cb_kind[cb as usize] == CallbackKind::Subscription {
+                if takes_input(m.cb_kind[cb as usize]) {
                     let (p, need) = self.d_cp(head.1);
                     needs.extend(need);
                     if let Some(p) = p {

@@ -655,3 +655,32 @@ fn the_meter_counts_what_the_result_counts() {
         assert!(res.outputs > 0 && res.flows > 0);
     }
 }
+
+/// A service call on a flow: node /s's timer publishes [/in]; node /p's subscription
+/// sends a request ([/svc:request], its client's pseudo-topic), node /m's service
+/// callback handles it and responds ([/svc:response], published just after its run),
+/// /p's client callback gets the response and publishes [/out].
+fn service_call() -> Spec {
+    Spec {
+        nodes: vec![("s", Some("/")), ("p", Some("/")), ("m", Some("/"))],
+        subs: vec![(1, "/in"), (2, "/svc:request"), (1, "/svc:response")],
+        pubs: vec![(0, "/in"), (1, "/svc:request"), (2, "/svc:response"), (1, "/out")],
+        cbs: vec![("timer", -1, 0), ("subscription", 0, 1), ("service", -1, 2), ("client", -1, 1)],
+        runs: vec![(0, 100, 110), (1, 200, 220), (2, 300, 350), (3, 400, 420)],
+        pbs: vec![(0, 0, 105), (1, 1, 210), (2, 2, 355), (3, 3, 410)],
+        links: vec![(0, 1), (1, 2), (2, 3)],
+        anns: vec![],
+    }
+}
+
+#[test]
+fn service_and_client_callbacks_take_their_request_and_response_as_input() {
+    let m = service_call().model();
+    assert_eq!(m.cb_label, ["/s timer", "/p subscription(/in)", "/m service", "/p client"]);
+    // Each output of a run fed by a message (subscription, service, client) is caused by it.
+    assert_eq!(links(&m, true), vec![(0, 1, 1, "direct"), (1, 2, 2, "direct"), (2, 3, 3, "direct")]);
+    // The flow /in -> /out goes through the call: communication 95 + 90 + 45, computation
+    // 5 + 10 + 55 (the response is sent right after the service's run) + 10.
+    let steps = vec![('r', 0), ('p', 0), ('r', 1), ('p', 1), ('r', 2), ('p', 2), ('r', 3), ('p', 3)];
+    assert_eq!(flows(&m, &["/in"], &["/out"], Implicit::Auto), vec![(steps, 310, 230, 0, 80)]);
+}

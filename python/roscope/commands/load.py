@@ -58,6 +58,7 @@ def run(args) -> int:
     if args.window is not None and not 0 <= args.window < 1e6:
         raise InputError(f"--window {args.window}: give a number of seconds, from 0 to 1e6")
     window_ns = None if args.window is None else int(args.window * 1e9)
+    C.check_recordings(args)
     with C.progress(args, "load"):
         from roscope.loading import write  # after the progress starts: DuckDB's import takes a while
 
@@ -83,6 +84,7 @@ def _run_dataset(args) -> int:
     if args.output or args.parquet:
         raise InputError("--dataset writes a dataset: leave out -o and --parquet")
     t0 = time.perf_counter()
+    C.check_recordings(args)
     with C.progress(args, "load"):
         from roscope import dataset
 

@@ -1,4 +1,4 @@
-"""`roscope stats TRACE...|DB`: callback, topic and node statistics.
+"""`roscope stats TRACE...|DB`: callback, topic, service and node statistics.
 
 The numbers come from roscope.stats (library); this module only renders them:
 text tables in milliseconds, JSON in nanoseconds (docs/analyses.md).
@@ -51,6 +51,7 @@ def collect(db: Database) -> dict:
         "summary": summary,
         "callbacks": callbacks,
         "topics": topics,
+        "services": st.services(db),
         "nodes": st.nodes(db),
         "warnings": db.warnings + st.warnings(summary, topics),
         "losses": db.losses,
@@ -114,6 +115,21 @@ def _topics(rows: list[dict], w, wide: bool = False) -> None:
               + "\n")
 
 
+def _services(rows: list[dict], w, wide: bool = False) -> None:
+    if not rows:
+        return
+    sw = C.width(rows, lambda s: s["service"], 36, wide)
+    nw = C.width(rows, lambda s: s["server_node"], 20, wide)
+    w("\nServices (server = request taken to response sent, at the server; round trip = request sent to response "
+      "taken, at the client; ms)\n")
+    w(f"  {'service':<{sw}} {'server node':<{nw}} {'calls':>6} {'answ':>6} {'what':<6}" + _head(_STATS) + "\n")
+    for s in rows:
+        for what, prefix in (("server", "server_"), ("rtt", "rtt_")):
+            head = (f"  {C.cell(s['service'], sw):<{sw}} {C.cell(s['server_node'], nw):<{nw}} {s['calls']:>6} {s['answered']:>6}"
+                    if what == "server" else f"  {'':<{sw}} {'':<{nw}} {'':>6} {'':>6}")
+            w(head + f" {what:<6}" + _stats(s, prefix) + "\n")
+
+
 def _nodes(rows: list[dict], w, wide: bool = False) -> None:
     nw = C.width(rows, lambda n: n["node"], 40, wide)
     hw = C.width(rows, lambda n: n["hostname"], 14, wide)
@@ -129,6 +145,7 @@ def render_text(d: dict, out=None, wide: bool = False) -> None:
     _summary(d["summary"], w)
     _callbacks(d["callbacks"], w, wide)
     _topics(d["topics"], w, wide)
+    _services(d.get("services", []), w, wide)
     _nodes(d["nodes"], w, wide)
 
 

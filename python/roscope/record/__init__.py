@@ -2,9 +2,11 @@
 
 ``record_command`` runs one command under a fresh LTTng session that enables
 what ``ros2 trace`` enables (``ros2:*``, ``ros2_caret:*``, ``dds:*``, contexts
-vpid, vtid, procname) plus ``roscope_ros1:*``, with the roscope ROS 1 tracer
-preloaded; ``start_session`` / ``stop_session`` serve systems started
-elsewhere; ``recover`` finishes recordings whose ``roscope record`` was killed.
+vpid, vtid, procname) plus ``roscope_ros1:*`` and ``roscope_ros2:*``, with the
+roscope ROS 1 tracer preloaded (for a ROS 2 installed from PyPI, roscope's ROS 2
+tracer and rclpy hook instead: roscope.ros2_pip); ``start_session`` /
+``stop_session`` serve systems started elsewhere; ``recover`` finishes recordings
+whose ``roscope record`` was killed.
 Each recording is a directory holding the LTTng trace (``ust/...``),
 ``roscope-manifest.json`` and, with ``kernel=True``, ``perf/perf.data``. An
 existing, non-empty directory is never written into (one holding only the
@@ -14,6 +16,8 @@ The parts, lowest first:
 
 - ``options``: ``RecordOptions``, the defaults, ``RecordError`` (a ``UserError``);
 - ``tracer``: the preloaded tracers (ROS 1 library, rospy hook) and the command's environment;
+- ``ros2``: the ROS 2 side (roscope.ros2_pip): which tracer, the variables a detached
+  recording prints, the warning about processes whose ROS 2 tracer cannot reach the daemon;
 - ``lttng``: LTTng's commands, and babeltrace2's count of what a session wrote;
 - ``manifest``: the output directory and ``roscope-manifest.json``;
 - ``claims``: a recording's name, claimed by its state file

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from roscope.errors import UserError
 
 # What `ros2 trace` enables by default (ros2_tracing's events, CARET's, the DDS
-# layer's), plus roscope's ROS 1 tracer. Enabling a pattern no process has
-# registered is harmless in LTTng: it matches nothing.
-DEFAULT_EVENTS = ["ros2:*", "ros2_caret:*", "dds:*", "roscope_ros1:*"]
+# layer's), plus roscope's ROS 1 tracer and its ROS 2 (rclpy) events. Enabling a
+# pattern no process has registered is harmless in LTTng: it matches nothing.
+DEFAULT_EVENTS = ["ros2:*", "ros2_caret:*", "dds:*", "roscope_ros1:*", "roscope_ros2:*"]
 # The contexts `ros2 trace` adds by default.
 DEFAULT_CONTEXTS = ["vpid", "vtid", "procname"]
 DEFAULT_CHANNEL = "roscope"
@@ -33,3 +33,6 @@ class RecordOptions:
     num_subbuf: int = DEFAULT_NUM_SUBBUF
     preload: bool = True
     tracer: str | None = None
+    #: A pip-installed ROS 2 to trace with roscope's ROS 2 tracer (a path or a distro name);
+    #: None: the one the command runs with, if any (roscope.ros2_pip).
+    ros2: str | None = None

@@ -20,7 +20,7 @@ from pathlib import Path
 from roscope.processes import group
 from roscope.processes.identity import identity, identity_of, printable
 from roscope.processes.tracking import tracking
-from roscope.record import claims, lttng, perf
+from roscope.record import claims, lttng, perf, ros2
 from roscope.record.manifest import (
     SETUP_OUTPUTS,
     base_manifest,
@@ -32,7 +32,8 @@ from roscope.record.manifest import (
     write_manifest,
 )
 from roscope.record.options import STOP_GRACE_S, RecordError, RecordOptions
-from roscope.record.tracer import environment, find_tracer
+from roscope.record.tracer import environment
+from roscope.ros2_pip import Ros2Recording
 
 
 def _stamp() -> str:
@@ -54,6 +55,7 @@ class Recording:
         self.opts, self.command, self.mode = opts, command, mode
         self.name = opts.name or f"roscope-{_stamp()}-{os.getpid()}"
         self.tracer: Path | None = None
+        self.ros2 = Ros2Recording(None)        # a pip-installed ROS 2's tracer, and the watch of its processes
         self.out: Path | None = None
         self.manifest: dict = {}
         self.state: dict = {}
@@ -78,7 +80,7 @@ class Recording:
                 raise RecordError("no command to record (usage: roscope record [options] -- COMMAND...)")
             if shutil.which(self.command[0]) is None and not os.path.exists(self.command[0]):
                 raise RecordError(f"command not found: {self.command[0]}")
-        self.tracer = find_tracer(self.opts.tracer) if self.opts.preload else None
+        self.tracer, self.ros2 = ros2.tracers(self.opts, self.command)
 
     # -- signals: during setup they abort it (cleanly); once the command runs they stop it
     def _on_signal(self, signum, _frame) -> None:
@@ -99,6 +101,7 @@ class Recording:
             for s in self.SIGNALS:
                 self._old_handlers[s] = signal.signal(s, self._on_signal)
             self.manifest = base_manifest(self.out, self.name, self.opts, self.tracer, self.command)
+            self.manifest["ros2"] = self.ros2.manifest()
             self.manifest.update(mode=self.mode, owner=identity(os.getpid()))
             write_manifest(self.out, self.manifest)
             self._claim_name()
@@ -114,6 +117,9 @@ class Recording:
                 self._spawn()
             else:
                 self.state["owner"] = None  # detached: 'roscope record stop' ends it
+                exports = ros2.exports(self.ros2, self.name)
+                if exports:
+                    self.state["ros2_environment"] = exports
             self.state["phase"] = "recording"
             self._save()
         except BaseException as exc:
@@ -144,7 +150,7 @@ class Recording:
         perf.check_started(self.perf, self.out)
 
     def environment(self) -> dict:
-        return environment(os.environ, self.name, self.tracer)
+        return environment(os.environ, self.name, self.tracer, self.ros2)
 
     def _spawn(self) -> None:
         try:
@@ -155,19 +161,23 @@ class Recording:
         self.manifest["child"] = ident
         self.state["child"] = ident
         self.manifest["process_tracking"] = tracking().describe()
+        self.ros2.start_watch()
         if self.child.cgroup is not None:
             self.manifest["cgroup"] = self.state["cgroup"] = str(self.child.cgroup)
 
-    def _note_members(self) -> None:
-        """Records the command's processes by identity in the state file (for 'recover')."""
+    def _note_members(self) -> list[int]:
+        """Records the command's processes by identity in the state file (for 'recover');
+        returns the PIDs of those that run."""
         new = False
-        for st in self.child.members():
+        running = self.child.members()
+        for st in running:
             if st.pid not in self.members:
                 self.members[st.pid] = {**identity_of(st), "name": st.comm}
                 new = True
         if new and self.state_file is not None:
             self.state["members"] = sorted(self.members.values(), key=lambda m: (m["start_ticks"], m["pid"]))
             write_json(self.state_file, self.state)
+        return [st.pid for st in running]
 
     def _undo(self) -> list[str]:
         """Undoes what setup created; returns what could not be undone."""
@@ -236,7 +246,7 @@ class Recording:
                 forwarded = len(self.interrupted)
                 group.signal_all(child, signal.SIGINT)
             if time.monotonic() - noted >= 1.0:
-                self._note_members()
+                self.ros2.poll(self._note_members())   # a ROS 2 tracer that cannot reach the daemon?
                 noted = time.monotonic()
             if self.interrupted and deadline is None:
                 deadline = time.monotonic() + STOP_GRACE_S
@@ -261,6 +271,8 @@ class Recording:
             if problems:
                 result["lttng_problems"] = problems
             result["state"] = "complete"
+            ros2.warn(self.ros2.finish([st.pid for st in self.child.members()] if self.child is not None else []))
+            result["ros2"] = self.ros2.manifest()
             finish_manifest(self.out, self.manifest, result)
         finally:
             self.restore_signals()
@@ -340,9 +352,12 @@ def stop_session(name: str | None) -> dict:
     perf.stop_perf_by_pid(perf.perf_identity(state, manifest), out)
     if manifest.get("kernel"):
         manifest["kernel"]["perf_ok"] = perf.perf_ok(out)
+    unreachable = ros2.check_at_stop(manifest)
     problems = lttng.destroy_session(state["name"])
     if problems:
         extra["lttng_problems"] = problems
+    if unreachable:
+        extra["ros2"] = unreachable
     manifest = finish_manifest(out, manifest, extra)
     claims.state_path(state["name"]).unlink(missing_ok=True)
     return manifest

@@ -1,5 +1,6 @@
 """The tracer libraries a recorded command gets preloaded: roscope's ROS 1 tracer
-(``libroscope_ros1.so``, LD_PRELOAD) and its rospy import hook (PYTHONPATH)."""
+(``libroscope_ros1.so``, LD_PRELOAD) and its rospy import hook (PYTHONPATH); for a ROS 2
+installed from PyPI, roscope's ROS 2 tracer and rclpy hook (roscope.ros2_pip)."""
 from __future__ import annotations
 
 import os
@@ -7,6 +8,7 @@ import sys
 from pathlib import Path
 
 from roscope.record.options import RecordError
+from roscope.ros2_pip import Ros2Recording
 
 TRACER_ENV = "ROSCOPE_ROS1_TRACER"
 TRACER_NAME = "libroscope_ros1.so"
@@ -41,9 +43,10 @@ def rospy_hook_dir(tracer: Path) -> Path | None:
     return None
 
 
-def environment(base: dict, name: str, tracer: Path | None) -> dict:
+def environment(base: dict, name: str, tracer: Path | None, ros2: Ros2Recording | None = None) -> dict:
     """The recorded command's environment: `base` with the recording's id and the
-    tracer preloaded (ahead of any LD_PRELOAD / PYTHONPATH already there)."""
+    tracers preloaded (ahead of any LD_PRELOAD / PYTHONPATH already there): the ROS 1
+    `tracer`, and `ros2`'s tracer and rclpy hook ahead of it."""
     env = dict(base)
     env["ROSCOPE_RECORD_ID"] = name
     if tracer:
@@ -51,4 +54,4 @@ def environment(base: dict, name: str, tracer: Path | None) -> dict:
         hook = rospy_hook_dir(tracer)
         if hook:
             env["PYTHONPATH"] = f"{hook}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(hook)
-    return env
+    return ros2.environment(env) if ros2 is not None else env

@@ -1,0 +1,118 @@
+"""CLI consistency (issue 30, items 7 and 10): a selection that matches nothing is exit 1
+with the names that exist, in every verb with a selection; a directory holding several
+separate recordings is refused, naming them, unless --merge, while the hosts of one
+recording (ros2sim's two-host output) still load as one.
+
+Oracles: babeltrace2 (the nodes, topics, hostnames and sessions in the traces' own
+events and environment), ros2sim's manifest (its hosts).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import shared_traces_dir
+
+TRACES = shared_traces_dir()
+TL = os.path.join(TRACES, "ros2", "caret-talker-listener-galactic")
+E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")
+PYTHON = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
+pytestmark = pytest.mark.skipif(not (os.path.isdir(TL) and os.path.isdir(E2E)), reason="no shared traces")
+bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings are the oracle")
+
+
+def roscope(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "roscope", *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": PYTHON}, timeout=600)
+
+
+def bt2_names(path: str) -> dict:
+    """Node and publisher topic names, and each trace's (hostname, session) from its environment."""
+    out = {"nodes": set(), "topics": set(), "sessions": set()}
+    for m in bt2.TraceCollectionMessageIterator(path):
+        if type(m) is bt2._StreamBeginningMessageConst:
+            env = m.stream.trace.environment
+            out["sessions"].add((str(env["hostname"]), str(env["trace_name"])))
+        elif type(m) is bt2._EventMessageConst:
+            if m.event.name == "ros2:rcl_node_init":
+                ns, n = str(m.event.payload_field["namespace"]), str(m.event.payload_field["node_name"])
+                out["nodes"].add(("" if ns == "/" else ns.rstrip("/")) + "/" + n)
+            elif m.event.name == "ros2:rcl_publisher_init":
+                out["topics"].add(str(m.event.payload_field["topic_name"]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def two_recordings(tmp_path_factory) -> str:
+    d = tmp_path_factory.mktemp("two")
+    shutil.copytree(TL, d / "talker")
+    shutil.copytree(E2E, d / "e2e")
+    return str(d)
+
+
+def test_a_folder_of_two_recordings_is_refused_unless_merge(two_recordings):
+    sessions = bt2_names(TL)["sessions"] | bt2_names(E2E)["sessions"]
+    assert len(sessions) == 2
+    p = roscope("stats", two_recordings)
+    assert p.returncode == 1 and p.stdout == ""
+    err = p.stderr.strip()
+    assert err.startswith(f"roscope: error: {two_recordings} holds 2 separate recordings") and "--merge" in err, err
+    for host, session in sessions:
+        assert f"host {host}, session {session}," in err
+    for name in ("talker", "e2e"):
+        assert os.path.join(two_recordings, name) + " (host" in err
+    assert err.count("\n") == 0
+    # load refuses too; --merge analyses both as one: every node of both traces
+    assert roscope("load", two_recordings, "-o", os.path.join(two_recordings, "x.duckdb")).returncode == 1
+    p = roscope("stats", two_recordings, "--merge", "--json")
+    assert p.returncode == 0, p.stderr
+    nodes = {n["node"] for n in json.loads(p.stdout)["nodes"]}
+    assert nodes == bt2_names(TL)["nodes"] | bt2_names(E2E)["nodes"]
+    # one recording given by its own directory: no question asked
+    assert roscope("stats", os.path.join(two_recordings, "talker"), "--json").returncode == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="ros2sim hosts need unshare (root)")
+def test_the_hosts_of_one_recording_load_as_one(ros2sim_run, tmp_path):
+    run = ros2sim_run("mfa_fig4_transport", "rolling", 1)
+    hosts = {h["hostname"] for h in json.load(open(run / "manifest.json"))["hosts"]}
+    assert len(hosts) == 2 and {h for h, _s in bt2_names(str(run / "traces"))["sessions"]} == hosts
+    # with ros2sim's manifest above, and without it (other hosts, sessions created together)
+    bare = tmp_path / "bare"
+    shutil.copytree(run / "traces", bare)
+    for d in (run, bare):
+        p = roscope("stats", d, "--json")
+        assert p.returncode == 0, p.stderr
+        assert {n["hostname"] for n in json.loads(p.stdout)["nodes"]} == hosts
+
+
+@pytest.fixture(scope="module")
+def small_dataset(tmp_path_factory) -> str:
+    d = str(tmp_path_factory.mktemp("ds") / "runs")
+    p = roscope("load", TL, "--dataset", d, "--run-id", "tl")
+    assert p.returncode == 0, p.stderr
+    return d
+
+
+def test_every_selection_that_matches_nothing_is_exit_1_with_the_names(small_dataset):
+    names = bt2_names(TL)
+    for metric, listed in (("callback:nomatch", names["nodes"]), ("topic:nomatch", names["topics"])):
+        p = roscope("trend", small_dataset, "--metric", metric)
+        assert p.returncode == 1 and p.stdout == "", p.stderr
+        assert f"metric '{metric}': no" in p.stderr and all(n in p.stderr for n in listed), p.stderr
+    p = roscope("trend", small_dataset, "--metric", "path:nomatch->/chatter")
+    assert p.returncode == 1 and "no topic matches --from 'nomatch'" in p.stderr, p.stderr
+    assert all(t in p.stderr for t in names["topics"] if t.startswith("/chatter"))
+    # one that matches still works
+    assert roscope("trend", small_dataset, "--metric", "callback:listener").returncode == 0
+    for args in (("why", TL, "--callback", "nomatch"), ("flow", TL, "--from", "nomatch", "--to", "."),
+                 ("why", TL, "--from", "nomatch", "--to", "."), ("report", TL, "--from", "nomatch", "--to", ".")):
+        p = roscope(*args)
+        assert p.returncode == 1, (args, p.stderr)
+        want = names["nodes"] if "--callback" in args else {"/chatter"}
+        assert all(n in p.stderr for n in want), (args, p.stderr)
+        assert "Traceback" not in p.stderr
