@@ -116,3 +116,18 @@ def test_every_selection_that_matches_nothing_is_exit_1_with_the_names(small_dat
         want = names["nodes"] if "--callback" in args else {"/chatter"}
         assert all(n in p.stderr for n in want), (args, p.stderr)
         assert "Traceback" not in p.stderr
+
+
+def test_export_o_takes_the_format_from_the_extension_or_format(tmp_path):
+    """`-o FILE.pftrace` and `-o FILE --format perfetto` write what `--perfetto FILE` writes
+    (tests/test_perfetto.py checks that against babeltrace2); an unknown extension is exit 1."""
+    ref, by_ext, by_fmt, bad = (tmp_path / n for n in ("ref.pftrace", "x.pftrace", "x.bin", "y.bin"))
+    assert roscope("export", E2E, "--perfetto", ref).returncode == 0
+    assert roscope("export", E2E, "-o", by_ext).returncode == 0
+    assert roscope("export", E2E, "-o", by_fmt, "--format", "perfetto").returncode == 0
+    assert ref.read_bytes() == by_ext.read_bytes() == by_fmt.read_bytes() and ref.stat().st_size > 10_000
+    p = roscope("export", E2E, "-o", bad)
+    assert p.returncode == 1 and f"{bad}: no format known for .bin" in p.stderr and "--format" in p.stderr
+    assert not bad.exists()
+    p = roscope("export", E2E, "-o", by_ext)
+    assert p.returncode == 1 and "already exists" in p.stderr
