@@ -131,3 +131,51 @@ def test_export_o_takes_the_format_from_the_extension_or_format(tmp_path):
     assert not bad.exists()
     p = roscope("export", E2E, "-o", by_ext)
     assert p.returncode == 1 and "already exists" in p.stderr
+
+
+def bt2_callbacks(path: str) -> tuple[dict[str, set], set[str]]:
+    """({symbol: topics of the subscriptions it serves}, for every symbol, from the trace's
+    registration events (rcl_subscription_init, rclcpp_subscription_init,
+    rclcpp_subscription_callback_added, rclcpp_callback_register); the symbols that ran
+    (callback_start))."""
+    topic_of, sub_handle, cb_sub, symbol, ran = {}, {}, {}, {}, set()
+    for m in bt2.TraceCollectionMessageIterator(path):
+        if type(m) is not bt2._EventMessageConst:
+            continue
+        n, p = m.event.name, m.event.payload_field
+        pid = int(m.event.common_context_field["vpid"])
+        if n == "ros2:rcl_subscription_init":
+            topic_of[(pid, int(p["subscription_handle"]))] = str(p["topic_name"])
+        elif n == "ros2:rclcpp_subscription_init":
+            sub_handle[(pid, int(p["subscription"]))] = int(p["subscription_handle"])
+        elif n == "ros2:rclcpp_subscription_callback_added":
+            cb_sub[(pid, int(p["callback"]))] = int(p["subscription"])
+        elif n == "ros2:rclcpp_callback_register":
+            symbol[(pid, int(p["callback"]))] = str(p["symbol"])
+        elif n == "ros2:callback_start":
+            ran.add((pid, int(p["callback"])))
+    out: dict[str, set] = {s: set() for s in symbol.values()}
+    for (pid, cb), sub in cb_sub.items():
+        out[symbol[(pid, cb)]].add(topic_of[(pid, sub_handle[(pid, sub)])])
+    return out, {symbol[k] for k in ran if k in symbol}
+
+
+def test_dataset_stats_shows_topics_and_wide_shows_whole_names(small_dataset):
+    want, _ran = bt2_callbacks(TL)
+    p = roscope("dataset", "stats", small_dataset, "--json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)["callbacks"]
+    assert rows and all(r["topic"] in want[r["symbol"]] for r in rows if r["kind"] == "subscription")
+    assert any(r["topic"] == "/chatter" for r in rows)
+    assert all(r["topic"] is None for r in rows if r["kind"] != "subscription")
+    text = roscope("dataset", "stats", small_dataset, "--wide").stdout
+    assert "…" not in text and "  topic  " in text.splitlines()[1].replace("topic ", "topic  ")
+    for r in rows:
+        assert r["symbol"] in text
+    # stats and why: names cut by default where they are long, whole with --wide
+    symbols = bt2_callbacks(E2E)[1]
+    assert max(map(len, symbols)) > 60
+    for verb in (("stats",), ("why", "--top", "50")):
+        cut, wide = roscope(*verb, E2E).stdout, roscope(*verb, E2E, "--wide").stdout
+        assert "…" in cut and "…" not in wide, verb
+        assert all(s in wide for s in symbols if verb[0] == "stats"), verb
