@@ -183,7 +183,9 @@ def rclpy_plain(tmp_path_factory, lttng_ready) -> tuple[str, str, str]:
     env = {**os.environ, "LD_PRELOAD": ":".join(preload), "ROS_DOMAIN_ID": str(100 + os.getpid() % 100),
            "LTTNG_UST_REGISTER_TIMEOUT": "-1"}
     env.pop("PYTHONPATH", None)
-    with recordings.Session(out, "rclpy", buffers="pid") as s:
+    # per-UID buffers: one trace that outlives the process (a per-PID trace torn down with
+    # its process was once unreadable to babeltrace2 under load)
+    with recordings.Session(out, "rclpy") as s:
         s.channel("ros2", "--subbuf-size", "1M")
         s.events("ros2", "ros2:*")
         s.context("ros2", "vpid", "vtid", "procname")
