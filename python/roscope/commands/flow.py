@@ -34,6 +34,12 @@ def register(sub) -> None:
     C.add_inputs(p, memory=fl_memory())
     p.add_argument("--from", dest="from_re", help="regex of input topics")
     p.add_argument("--to", dest="to_re", help="regex of output topics")
+    p.add_argument("--paths", metavar="FILE",
+                   help="named paths instead of --from/--to: a paths file (YAML: each path's topics in order, optional "
+                        "callbacks, per-node input/output contexts, exclusions) or CARET's architecture file "
+                        "(named_paths, message_contexts); each path's flows from its first to its last topic, the "
+                        "paths through its topics in order (docs/paths.md)")
+    p.add_argument("--path-name", action="append", metavar="NAME", help="with --paths: only this named path (repeatable)")
     p.add_argument("--message", type=C.int_range(0, 2**63 - 1), metavar="ID",
                    help="publication_id of the message whose flow graph to build")
     p.add_argument("--implicit", choices=["auto", "all", "annotations", "none"], default="auto",
@@ -105,16 +111,38 @@ def fl_caps() -> tuple[int, int]:
     return fl.MAX_FLOWS_PER_OUTPUT, fl.MAX_FLOWS
 
 
-def request(args):
-    """The `roscope.flow.FlowRequest` of the arguments (InputError for a wrong combination)."""
+def request_options(args) -> dict:
+    """The `roscope.flow.FlowRequest` fields of the arguments other than --from/--to."""
     from roscope import flow as fl
 
-    return fl.FlowRequest(
-        args.from_re, args.to_re, implicit=args.implicit, fallback=args.fallback or fl.FALLBACK_RULE, deps=args.deps,
+    return dict(
+        implicit=args.implicit, fallback=args.fallback or fl.FALLBACK_RULE, deps=args.deps,
         exact_links=not args.no_exact_links, all_paths=args.all_paths, exclude=tuple(args.exclude),
         max_flows_per_output=args.max_flows_per_output or None, max_flows=args.max_flows or None,
         slice_publications=args.slice or None, store=args.store, definition=args.definition, end=args.end,
         memory=args.memory, uncertain=args.uncertain)
+
+
+def request(args):
+    """The `roscope.flow.FlowRequest` of the arguments (InputError for a wrong combination)."""
+    from roscope import flow as fl
+
+    return fl.FlowRequest(args.from_re, args.to_re, **request_options(args))
+
+
+def _run_named(args) -> int:
+    with C.progress(args, "flow") as prog:
+        prog.phase("opening")
+        db = open_for(args)
+        try:
+            d = _named(args, prog, db)
+        except BaseException:
+            prog.close()
+            C.report_from(db)
+            raise
+    C.show(args, d, _named_text)
+    C.report(d["named_paths"][0]["warnings"] if d["named_paths"] else db.warnings, db.losses)
+    return 0
 
 
 def open_for(args):
@@ -210,7 +238,44 @@ def _response_text(rts, w) -> None:
                 w(f"    {case:<20} {st['count']:>7,}" + "".join(f" {C.ms(st[f'{k}_ns']):>9}" for k in _STATS) + "\n")
 
 
+def _named(args, prog, db) -> dict:
+    """`--paths FILE`: per named path, `analyse` of its request with only the paths that
+    go through its topics (and callbacks), and how many others the search found."""
+    from roscope import flow as fl
+    from roscope import paths as P
+
+    pf = P.load(args.paths)
+    base = request_options(args)
+    out = {"paths_file": pf.source, "format": pf.format, "named_paths": []}
+    for named, req in P.requests(pf, db, args.path_name, **base):
+        prog.phase(f"named path {named.name}")
+        d = fl.analyse(db, req)
+        kept = [p for p in d["paths"] if P.matches(named, p["path"])]
+        d["other_paths"] = len(d["paths"]) - len(kept)
+        d["paths"] = kept
+        out["named_paths"].append({"name": named.name, "topics": list(named.topics), "callbacks": list(named.callbacks),
+                                   "from_re": req.from_re, "to_re": req.to_re, **d})
+    return C.clean(out)
+
+
+def _named_text(d: dict, out=None) -> None:
+    w = C.TextOut(out or sys.stdout).write
+    for n in d["named_paths"]:
+        w(f"named path {C.escape(n['name'])} ({d['format']} file): {' -> '.join(C.escape(t) for t in n['topics'])}"
+          + (f"; callbacks {', '.join(C.escape(c) for c in n['callbacks'])}" if n["callbacks"] else "")
+          + f"; {len(n['paths'])} path(s) through them"
+          + (f", {n['other_paths']} other path(s) between its ends left out" if n["other_paths"] else "") + "\n")
+        render_text(n, out)
+        w("\n")
+
+
 def run(args) -> int:
+    if args.paths is not None:
+        if args.from_re is not None or args.to_re is not None or args.message is not None:
+            raise InputError("--paths names the paths: leave out --from, --to and --message")
+        return _run_named(args)
+    if args.path_name:
+        raise InputError("--path-name chooses among the paths of --paths FILE")
     if args.message is None and (args.from_re is None or args.to_re is None):
         raise InputError("give --from and --to (topic regexes), or --message ID")
     if args.message is not None and (args.from_re is not None or args.to_re is not None):
