@@ -20,10 +20,10 @@ API (a library module: no printing):
 
 - `load(path) -> PathsFile`: either format (a file with `named_paths` or `nodes` is
   CARET's); InputError naming the file and what is wrong;
-- `requests(pf, db=None, names=None, **options) -> list[(NamedPath, FlowRequest)]`:
+- `requests(pf, db, names=None, **options) -> list[(NamedPath, FlowRequest)]`:
   one `roscope.flow.FlowRequest` per path (its first and last topic, anchored; the
-  exclusions; with `db`, the contexts as intra-node dependency edges between the
-  database's callbacks, replacing the fallback on those nodes); `options` are other
+  exclusions; the contexts as intra-node dependency edges between the database's
+  callbacks, replacing the fallback on those nodes); `options` are other
   FlowRequest fields;
 - `matches(named, path_text) -> bool`: a path of `roscope flow` (its `path` text)
   passes through the named path's topics in order and a callback matching each of
@@ -34,12 +34,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import TYPE_CHECKING
 
 import yaml
 
 from roscope.errors import InputError
 from roscope.flow import FlowRequest
 from roscope.text import escape
+
+if TYPE_CHECKING:
+    from roscope.database import Database
 
 #: CARET's name for a topic or node it could not tell.
 UNDEFINED = "UNDEFINED"
@@ -171,7 +175,7 @@ def load(path: str) -> PathsFile:
     return pf
 
 
-def context_edges(db, contexts: list[Context]) -> list[tuple[int, int]]:
+def context_edges(db: Database, contexts: list[Context]) -> list[tuple[int, int]]:
     """The contexts as (callback_id A, callback_id B) pairs, B depending on A (as
     `roscope deps`' edges): A a callback of the node subscribed to `subscribe`, B a
     callback of the node whose runs published on `publish`."""
@@ -187,9 +191,9 @@ def context_edges(db, contexts: list[Context]) -> list[tuple[int, int]]:
     return sorted(out)
 
 
-def requests(pf: PathsFile, db=None, names=None, **options) -> list[tuple[NamedPath, FlowRequest]]:
+def requests(pf: PathsFile, db: Database, names=None, **options) -> list[tuple[NamedPath, FlowRequest]]:
     """One FlowRequest per named path (module docstring)."""
-    deps = context_edges(db, pf.contexts) if db is not None and pf.contexts else None
+    deps = context_edges(db, pf.contexts) if pf.contexts else None
     if deps is not None and "deps" in options and options["deps"] is not None:
         raise InputError(f"{escape(pf.source)}: its contexts are intra-node dependencies: give them or --deps, not both")
     out = []
