@@ -108,6 +108,10 @@ NEW_WARNINGS = ("the trace has no take events", "the trace has no callback event
 NEW_WARNING = re.compile(r"^the trace has [\d,]+ takes but no transport link")
 
 
+# The report's executors section gained the callbacks per executor thread (issue 30), a fold.
+NEW_FOLD = re.compile(r'<details class="fold"><summary>Callbacks per executor thread \(.*?</details>', re.S)
+
+
 def new_only(verb: str, obj):
     """The new output without what issue 30 added (`NEW_ONLY_KEYS`, `NEW_WARNINGS`)."""
     keys = NEW_ONLY_KEYS.get(verb, set())
@@ -125,7 +129,7 @@ def new_only(verb: str, obj):
                                                              or "no publication matched to a take" in str(w))]
     if verb == "why" and not obj.get("kernel"):
         for f in obj.get("flows") or []:
-            for k in ("on_cpu_ns", "runnable_ns", "blocked_ns", "unknown_ns"):
+            for k in ("on_cpu_ns", "runnable_ns", "blocked_ns"):
                 if f.get(k) is None:
                     f[k] = 0
     return obj
@@ -256,6 +260,7 @@ def compare_report(before: str, after: str, label: str, path: str, pair: tuple[s
             return False
         with open(out, encoding="utf-8") as f:
             pages.append(f.read())
+    pages[1] = NEW_FOLD.sub("", pages[1])
     d = report_diff(rename_flavour(*pages), pages[1])
     print(f"  {label}: {'same' if not d else 'DIFFERENT'} ({len(_NUMBER.findall(pages[1])):,} values)")
     for line in d:

@@ -461,8 +461,8 @@ def flow_sched(db, request: FlowRequest, path: int | None = None, top: int = 10)
         FROM _sched_flows f LEFT JOIN t USING (flow_id) LEFT JOIN w USING (flow_id)
         ORDER BY f.latency_ns DESC, f.flow_id""")
     for r in rows:
-        if not kernel:  # not measured: unknown, never zeros
-            r.update(on_cpu_ns=None, runnable_ns=None, blocked_ns=None, unknown_ns=None)
+        if not kernel:  # not measured: unknown (all of it is in unknown_ns), never zeros
+            r.update(on_cpu_ns=None, runnable_ns=None, blocked_ns=None)
         r["explanation"] = explain_flow(r, kernel)
     return {"kernel": kernel, "flows": rows, "summary": summary}
 
