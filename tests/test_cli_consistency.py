@@ -179,3 +179,8 @@ def test_dataset_stats_shows_topics_and_wide_shows_whole_names(small_dataset):
         cut, wide = roscope(*verb, E2E).stdout, roscope(*verb, E2E, "--wide").stdout
         assert "…" in cut and "…" not in wide, verb
         assert all(s in wide for s in symbols if verb[0] == "stats"), verb
+    # every other verb with text tables takes --wide
+    for args in (("flow", E2E, "--from", ".", "--to", ".", "--wide"), ("executor", E2E, "--wide"),
+                 ("trend", small_dataset, "--metric", "callback:.", "--wide")):
+        p = roscope(*args)
+        assert p.returncode == 0 and "…" not in p.stdout, (args, p.stderr)

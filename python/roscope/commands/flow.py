@@ -87,6 +87,7 @@ def register(sub) -> None:
                         "as tables in the database, which must be a file written by `roscope load`, writable")
     C.add_heuristics(p)
     C.add_json(p)
+    C.add_wide(p)
     C.add_progress(p)
     # A smaller DuckDB budget than the other verbs': the flow's results spill to disk.
     p.set_defaults(func=run, memory=fl_memory())
@@ -140,7 +141,7 @@ def _run_named(args) -> int:
             prog.close()
             C.report_from(db)
             raise
-    C.show(args, d, _named_text)
+    C.show(args, d, lambda r: _named_text(r, wide=args.wide))
     C.report(d["named_paths"][0]["warnings"] if d["named_paths"] else db.warnings, db.losses)
     return 0
 
@@ -173,7 +174,7 @@ def _head(cols) -> str:
     return "".join(f" {c:>9}" for c in cols)
 
 
-def render_text(d: dict, out=None) -> None:
+def render_text(d: dict, out=None, wide: bool = False) -> None:
     w = C.TextOut(out or sys.stdout).write
     s = d["summary"]
     w(f"{s['flows']:,} data flows on {s['paths']} paths from {s['outputs']:,} of {s['outputs_total']:,} output messages "
@@ -216,9 +217,10 @@ def render_text(d: dict, out=None) -> None:
         if not comps[key]:
             continue
         extra = key == "computation_by_callback"
-        w(f"\n{title} (ms)\n  {'':<50} {'count':>7}" + _head(_COMP_STATS) + (f" {'cb mean':>9}" if extra else "") + "\n")
+        nw = C.width(comps[key], name, 50, wide)
+        w(f"\n{title} (ms)\n  {'':<{nw}} {'count':>7}" + _head(_COMP_STATS) + (f" {'cb mean':>9}" if extra else "") + "\n")
         for r in comps[key]:
-            w(f"  {C.cell(name(r), 50):<50} {r['count']:>7,}" + "".join(f" {C.ms(r[f'{k}_ns']):>9}" for k in _COMP_STATS)
+            w(f"  {C.cell(name(r), nw):<{nw}} {r['count']:>7,}" + "".join(f" {C.ms(r[f'{k}_ns']):>9}" for k in _COMP_STATS)
               + (f" {C.ms(r['callback_mean_ns']):>9}" if extra else "") + "\n")
 
 
@@ -258,14 +260,14 @@ def _named(args, prog, db) -> dict:
     return C.clean(out)
 
 
-def _named_text(d: dict, out=None) -> None:
+def _named_text(d: dict, out=None, wide: bool = False) -> None:
     w = C.TextOut(out or sys.stdout).write
     for n in d["named_paths"]:
         w(f"named path {C.escape(n['name'])} ({d['format']} file): {' -> '.join(C.escape(t) for t in n['topics'])}"
           + (f"; callbacks {', '.join(C.escape(c) for c in n['callbacks'])}" if n["callbacks"] else "")
           + f"; {len(n['paths'])} path(s) through them"
           + (f", {n['other_paths']} other path(s) between its ends left out" if n["other_paths"] else "") + "\n")
-        render_text(n, out)
+        render_text(n, out, wide)
         w("\n")
 
 
@@ -304,6 +306,6 @@ def run(args) -> int:
             _graph_text(g, C.TextOut(sys.stdout).write)
         C.report_from(db)
         return 0
-    C.show(args, d, render_text)
+    C.show(args, d, lambda r: render_text(r, wide=args.wide))
     C.report(d["warnings"], d["losses"])
     return 0
