@@ -17,13 +17,13 @@ import datetime as _dt
 import json
 import os
 import socket
-import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from roscope import _core, files, kernel, manifest
+from roscope import progress as progress_shown
 from roscope.database import SCHEMA_VERSION, Database, connect, create_views
 from roscope.errors import DatabaseError, database_error, interrupted
 from roscope.trace import check_paths, table_from_core
@@ -81,18 +81,21 @@ def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None =
     returned dict holds the rest of the tables. `flush_every`: events between
     chunks (0: the core's default). Several hosts whose clocks are
     synchronized are held to the end (every message pair is needed first)."""
-    if progress is None:
-        progress = sys.stderr.isatty()
+    # Progress: the current `roscope.progress` display reads the core's meter (the
+    # core's own line on stderr only when asked for with progress=True).
+    meter = _core.Meter()
+    progress_shown.current().phase("reading the trace", unit="MB", meter=meter, found="events", scale=1e6)
+    progress = bool(progress)
     # The core leaves the GIL while it builds: import Arrow meanwhile.
     warm = threading.Thread(target=_import_arrow, daemon=True)
     warm.start()
     try:
         if put is None:
             tables, stats, warnings, losses = _core.build_model(list(paths), heuristics, progress, record_ids(paths) or None,
-                                                                sync)
+                                                                sync, meter=meter)
         else:
             stream = _core.ModelStream(list(paths), heuristics, progress, record_ids(paths) or None, sync, window_ns,
-                                       flush_every=flush_every, queue=STREAM_QUEUE)
+                                       flush_every=flush_every, queue=STREAM_QUEUE, meter=meter)
             warm.join()
             while (chunk := stream.next_chunk()) is not None:
                 put(chunk[0], table_from_core(chunk[1]))
@@ -321,9 +324,11 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
         # the kernel tables are made in the database itself, under its memory limit.
         names = list(arrow)
         needs = {k: arrow[k] for k in kernel.NEEDS if k in arrow}
+        progress_shown.current().phase("storing the model")
         for name in names:
             ins.put(name, arrow.pop(name))
         ins.close()
+        progress_shown.current().phase("kernel scheduling data")
         kernel_rows = kernel.store(con, paths, needs, warnings, enabled=with_kernel)
         meta = {
             "schema_version": SCHEMA_VERSION,

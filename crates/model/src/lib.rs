@@ -41,6 +41,7 @@ pub mod table;
 mod tables;
 
 pub use builder::{build, build_streaming};
+pub use roscope_ctf::meter::Meter;
 use table::Table;
 
 #[derive(Clone, Copy, Debug, Default)]
