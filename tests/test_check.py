@@ -1,0 +1,225 @@
+"""`roscope check` on the real ROS 2 example (examples/ros2_pipeline under Jazzy from PyPI).
+
+The unchanged system is the recording the ROS 2 tests share (conftest.ros2_pipeline_run);
+the slowed one is one more short recording with ROS2_PIPELINE_SLOW=mapper.plan_path:20,
+whose ground truth (the callback's own first and last statement times) is the oracle
+that the slowdown happened. tests/data/check/ros2_pipeline.yaml has every budget kind.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import ros2_truth
+
+pytestmark = [pytest.mark.ros2, pytest.mark.lttng]
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUDGETS = os.path.join(HERE, "data", "check", "ros2_pipeline.yaml")
+SLOWED = "mapper.plan_path"
+SLOW_MS = 20
+MAPPER = "/mapper /plan_path __main__.plan_path"  # the callback's label (node, topic, symbol)
+
+
+def _roscope(*args, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "roscope", *map(str, args)], capture_output=True, text=True,
+                          timeout=600, env=env)
+
+
+def _load(trace, out) -> str:
+    p = _roscope("load", trace, "-o", out)
+    assert p.returncode == 0, p.stderr
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def base(ros2_pipeline_run, tmp_path_factory) -> dict:
+    """The shared recording of the unchanged system, loaded into a database file."""
+    r = ros2_pipeline_run("jazzy")
+    return {**r, "dbfile": _load(r["trace"], tmp_path_factory.mktemp("check-base") / "base.duckdb")}
+
+
+@pytest.fixture(scope="module")
+def slowed(tmp_path_factory) -> dict:
+    """A 4 s recording (with kernel data) of the system with mapper.plan_path slowed by 20 ms."""
+    if not (ros2_truth.env_of("jazzy") / "bin" / "python").exists():
+        pytest.skip("ROS 2 jazzy from PyPI is not installed (make setup)")
+    out = tmp_path_factory.mktemp("check-slowed")
+    old = os.environ.get("ROS2_PIPELINE_SLOW")
+    os.environ["ROS2_PIPELINE_SLOW"] = f"{SLOWED}:{SLOW_MS}"
+    try:
+        r = ros2_truth.record("jazzy", out, 4, ["--kernel"])
+    finally:
+        if old is None:
+            os.environ.pop("ROS2_PIPELINE_SLOW")
+        else:
+            os.environ["ROS2_PIPELINE_SLOW"] = old
+    assert r["rc"] == 0, r["stderr"]
+    return {**r, "dbfile": _load(r["trace"], out / "slowed.duckdb")}
+
+
+def _truth_durations_ms(gtdir, cb: str) -> list[float]:
+    """The ground truth's run durations of the callback named `cb` (e.g. mapper.plan_path)."""
+    rows = [r for r in ros2_truth.read_ground_truth(gtdir) if r["ev"] == "run" and r.get("cb") == cb]
+    return [(r["end_ns"] - r["start_ns"]) / 1e6 for r in rows]
+
+
+def _check_json(dbfile, *extra) -> tuple[int, dict]:
+    p = _roscope("check", BUDGETS, dbfile, "--json", *extra)
+    assert p.returncode in (0, 1, 2), p.stderr
+    return p.returncode, json.loads(p.stdout)
+
+
+def test_the_budgets_file_has_every_budget_kind():
+    from roscope.check import budgets
+
+    spec = budgets.load(BUDGETS)
+    have = {(b.kind, m.name) for b in spec.budgets for m in b.measures}
+    assert have >= {("callback", "duration"), ("callback", "jitter"), ("callback", "deadline"), ("callback", "why"),
+                    ("topic", "rate"), ("topic", "latency"), ("path", "latency"), ("path", "deadline"),
+                    ("path", "why"), ("executor", "utilization"), ("lost", "lost")}
+    assert any(b.kind == "path" and b.path_options.get("definition") == "caret" for b in spec.budgets)
+
+
+def test_passes_on_the_system_and_fails_on_the_slowed_callback_only(base, slowed):
+    # The oracle: the system's own log says the mapper's runs took >= 20 ms more when slowed.
+    plain, slow = _truth_durations_ms(base["gt"], SLOWED), _truth_durations_ms(slowed["gt"], SLOWED)
+    assert plain and slow and min(slow) >= SLOW_MS > sorted(plain)[len(plain) // 2]
+
+    rc, doc = _check_json(base["dbfile"])
+    assert rc == 0, [x["text"] for x in doc["lines"] if x["status"] != "pass"]
+    assert doc["summary"]["pass"] == len(doc["lines"]) >= 16
+
+    p = _roscope("check", BUDGETS, slowed["dbfile"])
+    assert p.returncode == 1, p.stdout + p.stderr
+    failing = [s for s in p.stdout.splitlines() if s.startswith("FAIL")]
+    assert failing and all(MAPPER in s for s in failing), p.stdout
+    # the failing line names the callback, its measured value and the limit
+    p50 = next(s for s in failing if "duration p50" in s)
+    assert "limit <= 10.000 ms" in p50 and "over by" in p50
+    rc, doc = _check_json(slowed["dbfile"])
+    line = next(x for x in doc["lines"] if x["measure"] == "duration" and x["stat"] == "p50")
+    assert line["status"] == "fail" and line["value"] >= SLOW_MS * 1e6 and f"{line['value'] / 1e6:.3f} ms" in p50
+    others = [x for x in doc["lines"] if x["subject"] != MAPPER]
+    assert others and all(x["status"] == "pass" for x in others), [x["text"] for x in others if x["status"] != "pass"]
+
+
+def _verb(name, dbfile, *args) -> dict:
+    p = _roscope(name, dbfile, *args, "--json")
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_every_measured_value_equals_the_verbs(base):
+    _rc, doc = _check_json(base["dbfile"])
+    db = base["dbfile"]
+    st = _verb("stats", db)
+    cbs = {(c["node"], c["topic"], c["symbol"]): c for c in st["callbacks"]}
+    topics = {t["topic"]: t for t in st["topics"]}
+    threads = {t["pid"]: t for t in _verb("executor", db)["threads"]}
+    flow = _verb("flow", db, "--from", "^/lidar$", "--to", "^/fused$")
+    caret = _verb("flow", db, "--from", "^/lidar$", "--to", "^/fused$", "--definition", "caret")
+    why_cb = _verb("why", db, "--callback", "^/mapper .*plan_path", "--top", "100000")
+    why_path = _verb("why", db, "--from", "^/lidar$", "--to", "^/fused$", "--top", "100000")
+    seen = set()
+    for x in doc["lines"]:
+        m, s, v = x["measure"], x["stat"], x["value"]
+        seen.add((x["kind"], m))
+        if x["kind"] == "callback":
+            c = cbs[("/mapper", "/plan_path", "__main__.plan_path")] if x["subject"] == MAPPER else next(
+                c for c in st["callbacks"] if c["node"] == "/sensors/imu" and c["kind"] == "timer")
+            if m == "duration":
+                assert v == c[f"{s}_ns"]
+            elif m == "jitter":
+                assert v == c["period_jitter_ns"]
+            elif m == "deadline":  # share of the runs `roscope why` lists longer than 15 ms
+                runs = why_cb["runs"]
+                assert len(runs) == c["count"] and v == sum(r["duration_ns"] > 15e6 for r in runs) / len(runs)
+            else:  # why cpu_wait: runnable over duration, summed over the runs `roscope why` splits
+                runs = why_cb["runs"]
+                assert v == pytest.approx(sum(r["runnable_ns"] for r in runs) / sum(r["duration_ns"] for r in runs),
+                                          rel=1e-12)
+        elif x["kind"] == "topic":
+            t = topics[x["subject"]]
+            assert v == (t["rate_hz"] if m == "rate" else t[f"lat_{s}_ns"])
+        elif x["kind"] == "path":
+            if m == "latency" and x["path"].get("definition") == "caret":
+                assert v == caret["response_times"][0]["cases"]["worst"][f"{s}_ns"]
+            elif m == "latency":
+                assert v == flow["paths"][0]["latency"][f"{s}_ns"]
+            elif m == "deadline":
+                assert flow["summary"]["flows"] == len(why_path["flows"])
+                assert v == sum(f["latency_ns"] > 500e6 for f in why_path["flows"])
+            else:
+                fl = why_path["flows"]
+                assert v == pytest.approx(sum((f["runnable_ns"] or 0) + (f["wakeup_ns"] or 0) for f in fl)
+                                          / sum(f["latency_ns"] for f in fl), rel=1e-12)
+        elif x["kind"] == "executor":
+            pid = int(x["subject"].split("[")[1].split("]")[0])
+            assert v == threads[pid]["utilization"]
+        else:
+            assert v == st["summary"]["events_discarded" if s == "events" else "packets_lost"] == 0
+    assert len(seen) == 11
+
+
+def test_junit_xml_github_annotations_and_exit_2(slowed, tmp_path):
+    junitparser = pytest.importorskip("junitparser")
+    xml = tmp_path / "check.xml"
+    p = _roscope("check", BUDGETS, slowed["dbfile"], "--junit", xml, "--github")
+    assert p.returncode == 1, p.stderr
+    lines = [s for s in p.stdout.splitlines() if s.startswith(("PASS", "FAIL", "ERROR"))]
+    suites = list(junitparser.JUnitXml.fromfile(str(xml)))
+    assert len(suites) == 1
+    cases = list(suites[0])
+    assert len(cases) == len(lines) == suites[0].tests
+    failed = [c for c in cases if c.result and isinstance(c.result[0], junitparser.Failure)]
+    assert len(failed) == suites[0].failures == sum(s.startswith("FAIL") for s in lines) >= 1
+    assert all(MAPPER in c.name and "limit <=" in c.result[0].message for c in failed)
+    assert all(not c.result for c in cases if c not in failed)
+    notes = [s for s in p.stdout.splitlines() if s.startswith("::error ")]
+    assert len(notes) == len(failed)
+    assert all(s.startswith(f"::error file={BUDGETS.replace(':', '%3A')},line=") and MAPPER in s for s in notes)
+    # --junit never overwrites without --force
+    again = _roscope("check", BUDGETS, slowed["dbfile"], "--junit", xml)
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+    # a budget that selects nothing cannot be evaluated: exit 2, an <error>, never a pass
+    nothing = tmp_path / "nothing.yaml"
+    nothing.write_text("budgets:\n  - callback: '^/no_such_node '\n    duration: {max: 1 ms}\n")
+    xml2 = tmp_path / "nothing.xml"
+    p = _roscope("check", nothing, slowed["dbfile"], "--junit", xml2)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "ERROR" in p.stdout and "no callback matches" in p.stdout
+    [suite] = list(junitparser.JUnitXml.fromfile(str(xml2)))
+    assert suite.errors == 1 and suite.failures == 0
+
+
+@pytest.mark.parametrize("body, line, key, what", [
+    ("budgets:\n  - callback: x\n    durration: {p99: 1 ms}\n", 3, "budgets[0].durration", "unknown key"),
+    ("budgets:\n  - topic: '([a'\n    rate: {min: 1 Hz}\n", 2, "budgets[0].topic", "bad regular expression"),
+    ("budgets:\n  - callback: x\n    duration:\n      p99: 5\n", 4, "budgets[0].duration.p99", "has no unit"),
+    ("budgets:\n  - path: {from: a}\n    latency: {p99: 1 ms}\n", 2, "budgets[0].path", "needs 'to'"),
+    ("budgets:\n  - executor: x\n    utilization: {max: 120 %}\n", 3, "budgets[0].utilization.max", "at most 100"),
+    ("budgets:\n  - lost: 0\n  - callback: x\n    rate: {min: 1 Hz}\n", 4, "budgets[1].rate",
+     "a measure of topic budgets"),
+])
+def test_budgets_file_errors_name_the_file_line_and_key(tmp_path, body, line, key, what):
+    f = tmp_path / "b.yaml"
+    f.write_text(body)
+    p = _roscope("check", f, tmp_path / "no-trace")  # the budgets file is read first
+    assert p.returncode == 2
+    err = p.stderr.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    assert err.startswith(f"roscope: error: {f}:{line}: {key}: ") and what in err, err
+
+
+def test_an_alias_bomb_is_refused(tmp_path):
+    f = tmp_path / "bomb.yaml"
+    rows = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]"
+                                                         for i in range(1, 7)]
+    f.write_text("\n".join(rows) + "\nbudgets: *a6\n")
+    p = _roscope("check", f, tmp_path / "no-trace")
+    assert p.returncode == 2 and "aliases" in p.stderr and str(f) in p.stderr
