@@ -19,8 +19,7 @@ pytestmark = [pytest.mark.ros2, pytest.mark.lttng]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUDGETS = os.path.join(HERE, "data", "check", "ros2_pipeline.yaml")
-SLOWED = "mapper.plan_path"
-SLOW_MS = 20
+SLOWED, SLOW_MS = "mapper.plan_path", 20  # conftest.ROS2_PIPELINE_SLOWED
 MAPPER = "/mapper /plan_path __main__.plan_path"  # the callback's label (node, topic, symbol)
 
 
@@ -43,22 +42,10 @@ def base(ros2_pipeline_run, tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="module")
-def slowed(tmp_path_factory) -> dict:
-    """A 4 s recording (with kernel data) of the system with mapper.plan_path slowed by 20 ms."""
-    if not (ros2_truth.env_of("jazzy") / "bin" / "python").exists():
-        pytest.skip("ROS 2 jazzy from PyPI is not installed (make setup)")
-    out = tmp_path_factory.mktemp("check-slowed")
-    old = os.environ.get("ROS2_PIPELINE_SLOW")
-    os.environ["ROS2_PIPELINE_SLOW"] = f"{SLOWED}:{SLOW_MS}"
-    try:
-        r = ros2_truth.record("jazzy", out, 4, ["--kernel"])
-    finally:
-        if old is None:
-            os.environ.pop("ROS2_PIPELINE_SLOW")
-        else:
-            os.environ["ROS2_PIPELINE_SLOW"] = old
-    assert r["rc"] == 0, r["stderr"]
-    return {**r, "dbfile": _load(r["trace"], out / "slowed.duckdb")}
+def slowed(ros2_pipeline_slowed, tmp_path_factory) -> dict:
+    """The shared 4 s recording (kernel data) of the system with mapper.plan_path slowed by 20 ms."""
+    r = ros2_pipeline_slowed
+    return {**r, "dbfile": _load(r["trace"], tmp_path_factory.mktemp("check-slowed") / "slowed.duckdb")}
 
 
 def _truth_durations_ms(gtdir, cb: str) -> list[float]:

@@ -27,6 +27,14 @@ LAZY = {
     # `roscope experiment run` loads the analyses (DuckDB, the core) only once a
     # trial's trace is measured.
     ("roscope.experiment.runner", "roscope.experiment.tracemetrics"),
+    # pytest loads the plugin in every session of every project that has roscope installed:
+    # recording, DuckDB and the analyses load only when a test uses its fixtures.
+    ("roscope.pytest_plugin", "roscope.check.api"),
+    ("roscope.pytest_plugin", "roscope.record.options"),
+    ("roscope.pytest_plugin", "roscope.record.session"),
+    ("roscope.pytest_plugin", "roscope.check.budgets"),
+    ("roscope.pytest_plugin", "roscope.check.measure"),
+    ("roscope.pytest_plugin", "roscope.check.output"),
 }
 
 #: Private names used across modules in code being restructured on another branch
