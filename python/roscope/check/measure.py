@@ -155,10 +155,14 @@ def _with(ctx: Context, lines: list[Line], values) -> list[Line]:
 
 
 def _column(ctx: Context, sql: str, params: list) -> np.ndarray:
-    """One numeric column of `sql` as a numpy array (through Arrow: no Python object per value)."""
-    t = ctx.db.con.execute(sql, params).arrow()
-    t = t.read_all() if hasattr(t, "read_all") else t
-    return t.column(0).to_numpy(zero_copy_only=False).astype(float) if t.num_rows else np.zeros(0)
+    """One numeric column of `sql` as a numpy array (DuckDB's fetchnumpy: no Python object per value;
+    NULLs are NaN)."""
+    cols = ctx.db.con.execute(sql, params).fetchnumpy()
+    col = next(iter(cols.values()), None)
+    if col is None or not len(col):
+        return np.zeros(0)
+    return np.ma.filled(np.ma.asarray(col).astype(float), np.nan) if np.ma.isMaskedArray(col) else np.asarray(
+        col, dtype=float)
 
 
 #: The values behind each measure (docs/ci.md, "--baseline"), for a callback, topic or thread id.
