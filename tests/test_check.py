@@ -210,3 +210,71 @@ def test_an_alias_bomb_is_refused(tmp_path):
     f.write_text("\n".join(rows) + "\nbudgets: *a6\n")
     p = _roscope("check", f, tmp_path / "no-trace")
     assert p.returncode == 2 and "aliases" in p.stderr and str(f) in p.stderr
+
+
+BASELINE = os.path.join(HERE, "data", "check", "ros2_baseline.yaml")
+
+
+@pytest.fixture(scope="module")
+def runs_dataset(slowed, tmp_path_factory) -> str:
+    """A dataset (`roscope load --dataset`) of 5 runs of the unchanged system (`u1`..`u5`) and the
+    slowed one (`s1`), all recorded alike: 4 s with kernel data (a run's rate is its publications
+    over its span, start-up included, so runs of other lengths differ in it)."""
+    out = tmp_path_factory.mktemp("check-runs")
+    traces = {}
+    for i in range(1, 6):
+        r = ros2_truth.record("jazzy", out / f"u{i}", 4, ["--kernel"])
+        assert r["rc"] == 0, r["stderr"]
+        traces[f"u{i}"] = r["trace"]
+    traces["s1"] = slowed["trace"]
+    ds = out / "dataset"
+    for rid, trace in traces.items():
+        p = _roscope("load", trace, "--dataset", ds, "--run-id", rid)
+        assert p.returncode == 0, p.stderr
+    return str(ds)
+
+
+def _verdicts(ds, run) -> dict:
+    p = _roscope("check", BASELINE, ds, "--run", run, "--baseline", ds, "--runs", "u*", "--json")
+    assert p.returncode in (0, 1), p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["baseline"]["runs"] == sorted(f"u{i}" for i in range(1, 6) if f"u{i}" != run)
+    return {(x["subject"], x["measure"], x["stat"]): x["baseline"]["verdict"] for x in doc["lines"]}
+
+
+@pytest.mark.slow
+def test_baseline_says_worse_on_the_slowed_callback_only(runs_dataset):
+    for run in ("u1", "u2", "u3", "u4", "u5"):  # each unchanged run against the other four
+        v = _verdicts(runs_dataset, run)
+        compared = {k: s for k, s in v.items() if k[1] != "lost"}
+        assert len(compared) == 4 and set(compared.values()) == {"no significant difference"}, (run, v)
+        assert {s for k, s in v.items() if k[1] == "lost"} == {"not compared"}
+    v = _verdicts(runs_dataset, "s1")
+    worse = {k for k, s in v.items() if s == "worse"}
+    assert worse == {(MAPPER, "duration", "p50")}, v
+    assert all(s == "no significant difference" for k, s in v.items() if k[1] != "lost" and k not in worse), v
+    # too few runs: said so, never a verdict
+    p = _roscope("check", BASELINE, runs_dataset, "--run", "s1", "--baseline", runs_dataset, "--runs", "u[12]")
+    assert "too few runs (2 baseline runs with this metric; 3 needed)" in p.stdout, p.stdout
+
+
+@pytest.mark.slow
+def test_suggest_writes_a_budgets_file_the_runs_pass(runs_dataset, tmp_path):
+    out = tmp_path / "suggested.yaml"
+    p = _roscope("check", "--suggest", runs_dataset, "--runs", "u*", "--from", "^/lidar$", "--to", "^/fused$",
+                 "-o", out)
+    assert p.returncode == 0, p.stderr
+    from roscope.check import budgets
+
+    spec = budgets.load(out)  # a valid budgets file
+    assert any(b.kind == "path" for b in spec.budgets) and any(b.kind == "executor" for b in spec.budgets)
+    mapper = next(b for b in spec.budgets if b.kind == "callback" and "mapper" in b.select)
+    # its limit is over every p99 the runs showed (the verbs' value: roscope stats on each run)
+    p99s = []
+    for run in ("u1", "u2", "u3", "u4", "u5"):
+        st = _verb("stats", runs_dataset, "--run", run)
+        p99s.append(next(c["p99_ns"] for c in st["callbacks"] if c["node"] == "/mapper" and c["topic"] == "/plan_path"))
+    assert mapper.measures[0].limits[0].value >= 1.5 * max(p99s)
+    for run in ("u1", "u3"):
+        p = _roscope("check", out, runs_dataset, "--run", run)
+        assert p.returncode == 0, p.stdout
