@@ -50,7 +50,8 @@ class _Stats:
     def __getattr__(self, stat: str) -> Measured:
         if stat.startswith("_"):
             raise AttributeError(stat)
-        return self._t.measure(self._kind, self._select, self._measure, stat, self._unit, self._over)
+        unit = SHARE if self._measure == "deadline" and stat == "share" else self._unit
+        return self._t.measure(self._kind, self._select, self._measure, stat, unit, self._over)
 
 
 class Subject:
