@@ -100,34 +100,36 @@ def _verb(name, dbfile, *args) -> dict:
     return json.loads(p.stdout)
 
 
-def test_every_measured_value_equals_the_verbs(base):
-    _rc, doc = _check_json(base["dbfile"])
-    db = base["dbfile"]
-    st = _verb("stats", db)
-    cbs = {(c["node"], c["topic"], c["symbol"]): c for c in st["callbacks"]}
+def _equal_to_the_verbs(dbfile, budgets_file, why_callback: str) -> None:
+    """Every line of `roscope check --json` equals the value of the verb that computes it (the
+    budgets files have one path, ^/lidar$ -> ^/fused$, and `why_callback` is their callback with
+    a why budget)."""
+    p = _roscope("check", budgets_file, dbfile, "--json")
+    assert p.returncode in (0, 1), p.stderr
+    doc = json.loads(p.stdout)
+    st = _verb("stats", dbfile)
+    cbs = {c["callback_id"]: c for c in st["callbacks"]}
     topics = {t["topic"]: t for t in st["topics"]}
-    threads = {t["pid"]: t for t in _verb("executor", db)["threads"]}
-    flow = _verb("flow", db, "--from", "^/lidar$", "--to", "^/fused$")
-    caret = _verb("flow", db, "--from", "^/lidar$", "--to", "^/fused$", "--definition", "caret")
-    why_cb = _verb("why", db, "--callback", "^/mapper .*plan_path", "--top", "100000")
-    why_path = _verb("why", db, "--from", "^/lidar$", "--to", "^/fused$", "--top", "100000")
+    threads = {t["thread_id"]: t for t in _verb("executor", dbfile)["threads"]}
+    flow = _verb("flow", dbfile, "--from", "^/lidar$", "--to", "^/fused$")
+    caret = _verb("flow", dbfile, "--from", "^/lidar$", "--to", "^/fused$", "--definition", "caret")
+    why_cb = _verb("why", dbfile, "--callback", why_callback, "--top", "100000")
+    why_path = _verb("why", dbfile, "--from", "^/lidar$", "--to", "^/fused$", "--top", "100000")
     seen = set()
     for x in doc["lines"]:
         m, s, v = x["measure"], x["stat"], x["value"]
         seen.add((x["kind"], m))
         if x["kind"] == "callback":
-            c = cbs[("/mapper", "/plan_path", "__main__.plan_path")] if x["subject"] == MAPPER else next(
-                c for c in st["callbacks"] if c["node"] == "/sensors/imu" and c["kind"] == "timer")
+            c = cbs[x["callback_id"]]
+            runs = [r for r in why_cb["runs"] if r["callback_id"] == x["callback_id"]]
             if m == "duration":
                 assert v == c[f"{s}_ns"]
             elif m == "jitter":
                 assert v == c["period_jitter_ns"]
-            elif m == "deadline":  # share of the runs `roscope why` lists longer than 15 ms
-                runs = why_cb["runs"]
+            elif m == "deadline":  # share of the runs `roscope why` lists longer than the deadline
                 assert len(runs) == c["count"] and v == sum(r["duration_ns"] > 15e6 for r in runs) / len(runs)
-            else:  # why cpu_wait: runnable over duration, summed over the runs `roscope why` splits
-                runs = why_cb["runs"]
-                assert v == pytest.approx(sum(r["runnable_ns"] for r in runs) / sum(r["duration_ns"] for r in runs),
+            else:  # why: the part over the duration, summed over the runs `roscope why` splits
+                assert v == pytest.approx(sum(r[f"{s}_ns"] for r in runs) / sum(r["duration_ns"] for r in runs),
                                           rel=1e-12)
         elif x["kind"] == "topic":
             t = topics[x["subject"]]
@@ -145,10 +147,14 @@ def test_every_measured_value_equals_the_verbs(base):
                 assert v == pytest.approx(sum((f["runnable_ns"] or 0) + (f["wakeup_ns"] or 0) for f in fl)
                                           / sum(f["latency_ns"] for f in fl), rel=1e-12)
         elif x["kind"] == "executor":
-            pid = int(x["subject"].split("[")[1].split("]")[0])
-            assert v == threads[pid]["utilization"]
+            assert v == threads[x["thread_id"]]["utilization"]
         else:
             assert v == st["summary"]["events_discarded" if s == "events" else "packets_lost"] == 0
+    return seen
+
+
+def test_every_measured_value_equals_the_verbs(base):
+    seen = _equal_to_the_verbs(base["dbfile"], BUDGETS, "^/mapper .*plan_path")
     assert len(seen) == 11
 
 
@@ -278,3 +284,74 @@ def test_suggest_writes_a_budgets_file_the_runs_pass(runs_dataset, tmp_path):
     for run in ("u1", "u3"):
         p = _roscope("check", out, runs_dataset, "--run", run)
         assert p.returncode == 0, p.stdout
+
+
+# ---------------------------------------------------------------- the ROS 1 example
+
+ROS1_BUDGETS = os.path.join(HERE, "data", "check", "ros1_pipeline.yaml")
+ROS1_SLOWED, ROS1_SLOW_MS = "planner.onTimer", 20
+PLANNER = "/planner timer 100.0 ms Planner::onTimer(ros::TimerEvent const&)"
+REPO = os.path.dirname(HERE)
+EXAMPLE = os.path.join(REPO, "examples", "ros1_pipeline")
+
+
+@pytest.fixture(scope="module")
+def ros1_runs(tmp_path_factory) -> dict:
+    """examples/ros1_pipeline/system.sh -d 4 under `roscope record --kernel`, unchanged and with
+    PIPELINE_SLOW=planner.onTimer:20: {"base"|"slowed": {"dbfile", "gt"}}."""
+    for d in (os.path.join(REPO, "instrument", "ros1"), EXAMPLE):
+        subprocess.run(["make", "-s", "-C", d], check=True, stdout=subprocess.DEVNULL)
+    out = tmp_path_factory.mktemp("check-ros1")
+    runs = {}
+    for name, slow in (("base", None), ("slowed", f"{ROS1_SLOWED}:{ROS1_SLOW_MS}")):
+        env = {k: v for k, v in os.environ.items() if k != "PIPELINE_SLOW"}
+        if slow:
+            env["PIPELINE_SLOW"] = slow
+        p = _roscope("record", "--kernel", "-o", out / name / "trace", "--", os.path.join(EXAMPLE, "system.sh"),
+                     "-d", "4", "-g", out / name / "gt", env=env)
+        assert p.returncode == 0, p.stderr
+        runs[name] = {"gt": out / name / "gt", "dbfile": _load(out / name / "trace", out / f"{name}.duckdb")}
+    return runs
+
+
+def _gt_rows(gtdir) -> list[dict]:
+    rows = []
+    for f in sorted(os.listdir(gtdir)):
+        if f.endswith(".jsonl"):
+            rows += [json.loads(x) for x in open(os.path.join(gtdir, f)) if x.strip()]
+    return rows
+
+
+@pytest.mark.ros1
+@pytest.mark.lttng
+def test_ros1_passes_and_fails_on_the_slowed_callback_only(ros1_runs):
+    # The oracle: the planner logged a spin of >= 20 ms in every slowed run of its timer, none unslowed.
+    slow = [r for r in _gt_rows(ros1_runs["slowed"]["gt"]) if r["ev"] == "slow"]
+    assert slow and {r["cb"] for r in slow} == {ROS1_SLOWED}
+    assert min(r["end_ns"] - r["start_ns"] for r in slow) >= ROS1_SLOW_MS * 1e6
+    assert not [r for r in _gt_rows(ros1_runs["base"]["gt"]) if r["ev"] == "slow"]
+
+    p = _roscope("check", ROS1_BUDGETS, ros1_runs["base"]["dbfile"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = _roscope("check", ROS1_BUDGETS, ros1_runs["slowed"]["dbfile"], "--json")
+    assert p.returncode == 1, p.stdout + p.stderr
+    doc = json.loads(p.stdout)
+    failing = [x for x in doc["lines"] if x["status"] == "fail"]
+    assert failing and all(x["subject"] == PLANNER for x in failing), [x["text"] for x in failing]
+    p50 = next(x for x in failing if x["measure"] == "duration" and x["stat"] == "p50")
+    assert p50["value"] >= ROS1_SLOW_MS * 1e6 and p50["limit"] == 10e6
+    assert p50["text"].startswith(f"[planner ticks fast] duration p50 of {PLANNER}: {p50['value'] / 1e6:.3f} ms "
+                                  "(limit <= 10.000 ms, over by ")
+    others = [x for x in doc["lines"] if x["subject"] != PLANNER]
+    assert others and all(x["status"] == "pass" for x in others), [x["text"] for x in others if x["status"] != "pass"]
+
+
+@pytest.mark.ros1
+@pytest.mark.lttng
+def test_ros1_values_equal_the_verbs_and_an_executor_budget_cannot_be_evaluated(ros1_runs, tmp_path):
+    seen = _equal_to_the_verbs(ros1_runs["base"]["dbfile"], ROS1_BUDGETS, "^/planner timer .*Planner::onTimer")
+    assert len(seen) == 10  # every kind but executor utilization
+    f = tmp_path / "executor.yaml"
+    f.write_text("budgets:\n  - executor: '^/planner$'\n    utilization: {max: 50 %}\n")
+    p = _roscope("check", f, ros1_runs["base"]["dbfile"])
+    assert p.returncode == 2 and "ERROR" in p.stdout and "no executor states in this trace" in p.stdout, p.stdout

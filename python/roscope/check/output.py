@@ -89,6 +89,7 @@ def line_json(line: Line) -> dict:
         "unit": {"duration": "ns", "rate": "Hz", "share": "fraction", "count": "count"}[line.kind],
         "limit": lim.value if lim else None, "value": line.value, "margin": line.margin, "status": line.status,
         "message": line.message or None, "text": describe(line),
+        "callback_id": line.ref.get("callback_id"), "thread_id": line.ref.get("thread_id"),
     }
 
 
