@@ -3,12 +3,14 @@ a test records examples/ros2_pipeline (Jazzy from PyPI) through the roscope_reco
 fixture and asserts on it; it passes on the unchanged system and fails with
 ROS2_PIPELINE_SLOW=mapper.plan_path:20, the message naming the measured value, the limit,
 the `why` split and the HTML report written. The same budgets file as tests/test_check.py
-serves the roscope_budgets marker."""
+serves the roscope_budgets marker. The recording fixture also records the ROS 1 example (its
+env() preloads roscope's ROS 1 tracer)."""
 from __future__ import annotations
 
 import importlib.metadata
 import os
 import re
+import subprocess
 
 import pytest
 import ros2_truth
@@ -97,3 +99,34 @@ def test_the_budgets_marker_fails_on_the_slowed_trace(pytester, ros2_pipeline_sl
     r.assert_outcomes(failed=1)
     assert "roscope budgets" in out and "FAIL  [mapper plans fast] duration p50 of /mapper /plan_path" in out, out
     assert "report of the trace:" in out
+
+
+INNER_ROS1 = '''
+import subprocess
+import pytest
+from roscope.pytest_plugin import ms
+
+SYSTEM = {system!r}
+
+
+def test_planner_ticks_fast(roscope_recording, tmp_path):
+    subprocess.run([SYSTEM, "-d", "3", "-g", str(tmp_path / "gt")], env=roscope_recording.env(), check=True,
+                   timeout=120)
+    trace = roscope_recording.stop()
+    assert trace.lost == 0
+    assert trace.callback("^/planner timer .*Planner::onTimer").duration.p50 <= ms(10)
+    assert trace.flow("^/lidar$", "^/fused$").latency.p50 <= ms(200)
+'''
+
+
+@pytest.mark.ros1
+def test_the_recording_fixture_records_a_ros1_system(pytester):
+    """roscope_recording's env() preloads the ROS 1 tracer: the system started with it is traced."""
+    repo = os.path.dirname(HERE)
+    example = os.path.join(repo, "examples", "ros1_pipeline")
+    for d in (os.path.join(repo, "instrument", "ros1"), example):
+        subprocess.run(["make", "-s", "-C", d], check=True, stdout=subprocess.DEVNULL)
+    pytester.makepyfile(test_ros1=INNER_ROS1.format(system=os.path.join(example, "system.sh")))
+    r = pytester.runpytest_subprocess(*_plugin_args(), "-p", "no:cacheprovider", timeout=600)
+    assert r.ret == 0, r.stdout.str()
+    r.assert_outcomes(passed=1)
