@@ -431,6 +431,12 @@ def flow_sched(db, request: FlowRequest, path: int | None = None, top: int = 10)
     if not request.all_steps:
         request = dataclasses.replace(request, all_steps=True)
     summary = data_flows(db, request).summary
+    if path is not None:
+        have = [r[0] for r in db.con.execute("SELECT DISTINCT path_id FROM data_flows ORDER BY path_id").fetchall()]
+        if int(path) not in have:
+            shown = ", ".join(map(str, have[:20])) + (", ..." if len(have) > 20 else "")
+            raise InputError(f"--path {path}: no such path among the data flows from {request.from_re!r} to "
+                             f"{request.to_re!r}; their paths are {shown or 'none'} (`roscope flow` lists them)")
     wait_sched(db)
     where, params = ("WHERE f.path_id = ?", [int(path)]) if path is not None else ("", [])
     _temp(db, "_sched_flows", "SELECT 1 AS flow_id WHERE false")

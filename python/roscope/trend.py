@@ -12,6 +12,7 @@ The runs' storage is `roscope.dataset`'s.
 """
 from __future__ import annotations
 
+import math
 import re
 import statistics as pystats
 from collections.abc import Sequence
@@ -68,13 +69,30 @@ def parse_metric(text: str) -> tuple[str, str, str | None]:
         rest, sep, to = rest.partition("->")
         if not sep or not rest or not to:
             raise InputError(f"metric {text!r}: a path is path:FROM_REGEX->TO_REGEX")
-    for r in (rest, to):
-        if r is not None:
+    if kind == "path":  # the data-flow search matches topics with Python's regexes
+        for r in (rest, to):
             try:
                 re.compile(r)
             except re.error as exc:
                 raise InputError(f"metric {text!r}: bad regular expression {r!r}: {exc}") from None
+    else:
+        _check_re2(text, rest)
     return kind, rest, to
+
+
+def _check_re2(metric: str, regex: str) -> None:
+    """Callback and topic metrics are matched by DuckDB's regexp_matches: RE2 syntax
+    (docs/dataset.md), e.g. \\pL or \\Q...\\E, which Python's `re` refuses."""
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SELECT regexp_matches('', ?)", [regex]).fetchall()
+    except duckdb.InvalidInputException as exc:
+        raise InputError(f"metric {metric!r}: bad regular expression {regex!r} (RE2 syntax): "
+                         f"{str(exc).removeprefix('Invalid Input Error: ')}") from None
+    finally:
+        con.close()
 
 
 def _stats_sql(source: str) -> str:
@@ -157,6 +175,9 @@ def trend(dataset: str, metric: str, stat: str = "p50", runs_: Sequence[str] | s
     runs: [{run_id, recorded_at, commit, config, count, value, baseline, change, flagged, note}]}."""
     if stat not in TREND_STATS:
         raise InputError(f"statistic {stat!r}: one of {', '.join(TREND_STATS)}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < math.inf:
+        raise InputError(f"--threshold {threshold}: give a finite share of 0 or more (0.1 flags a run that changed "
+                         "by more than 10%)")
     chosen, values, notes = metric_values(dataset, metric, runs_)
     key = "count" if stat == "count" else f"{stat}_ns"
     out, seen = [], []

@@ -65,31 +65,20 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _output_path(path: str, args, inputs) -> str:
-    """A file to write: not an input, not a directory or device, existing only with --force."""
-    real = os.path.realpath(path)
-    if any(real == os.path.realpath(i) for i in inputs if i):
-        raise InputError(f"{C.escape(path)}: is an input of this check; roscope never writes onto an input")
-    if os.path.lexists(path):
-        if not os.path.isfile(path) or os.path.islink(path):
-            raise InputError(f"{C.escape(path)}: exists and is not a regular file; roscope replaces only regular files")
-        if not args.force:
-            raise InputError(f"{C.escape(path)}: already exists (roscope never overwrites; pass --force to replace it)")
-    return path
-
-
 def _suggest(args) -> int:
+    from roscope import files
     from roscope.check import suggest
-    from roscope.files import atomic_write
 
     if args.inputs or args.run or args.baseline or args.junit:
         raise InputError("--suggest DATASET prints a budgets file: give no budgets file, input, --run, --baseline or --junit")
     if len(args.from_re) != len(args.to_re):
         raise InputError(f"give --from and --to in pairs ({len(args.from_re)} --from, {len(args.to_re)} --to)")
+    if args.output:  # before any work
+        files.check(args.output, force=args.force, inputs=[args.suggest], what="budgets file")
     text = suggest.suggest(args.suggest, args.runs, list(zip(args.from_re, args.to_re)),
                            suggest.MARGIN if args.margin is None else args.margin, args.memory)
     if args.output:
-        atomic_write(_output_path(args.output, args, [args.suggest]), text)
+        files.write_file(args.output, text, force=args.force, inputs=[args.suggest])
         print(f"roscope: budgets written to {C.escape(args.output)}", file=sys.stderr)
     else:
         C.TextOut(sys.stdout).write(text)
@@ -97,9 +86,8 @@ def _suggest(args) -> int:
 
 
 def _check(args) -> int:
-    from roscope import dataset
+    from roscope import dataset, files
     from roscope.check import baseline, budgets, measure, output
-    from roscope.files import atomic_write
 
     if len(args.inputs) < 2:
         raise InputError("give the budgets file and a trace, database or dataset to check "
@@ -113,7 +101,10 @@ def _check(args) -> int:
     t0 = time.monotonic()
     spec = budgets.load(args.inputs[0])
     targets = args.inputs[1:]
-    junit = _output_path(args.junit, args, [*args.inputs, args.baseline]) if args.junit else None
+    reads = [*args.inputs, *([args.baseline] if args.baseline else [])]
+    junit = args.junit
+    if junit:  # before any work
+        files.check(junit, force=args.force, inputs=reads, what="JUnit XML file")
     db = C.open_inputs(_Inputs(args, targets))
     try:  # with --baseline, each line keeps the values behind its statistic
         lines = measure.evaluate(db, spec.budgets, measure.Context(db, samples=bool(args.baseline)))
@@ -140,8 +131,8 @@ def _check(args) -> int:
         for a in output.github(lines, comparisons):
             print(a, file=stream)
     if junit:
-        atomic_write(junit, output.junit(lines, budgets_file=spec.path, inputs=targets, seconds=time.monotonic() - t0,
-                                         comparisons=comparisons))
+        files.write_file(junit, output.junit(lines, budgets_file=spec.path, inputs=targets, seconds=time.monotonic() - t0,
+                                             comparisons=comparisons), force=args.force, inputs=reads)
     return status
 
 

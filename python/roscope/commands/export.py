@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
+from roscope import files
 from roscope.commands import _common as C
-from roscope.errors import InputError
 
 
 def register(sub) -> None:
@@ -28,8 +28,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from roscope.export import perfetto
 
-    if os.path.lexists(args.perfetto) and not args.force:
-        raise InputError(f"{C.escape(args.perfetto)}: already exists (roscope never overwrites; pass --force to replace it)")
+    files.check(args.perfetto, force=args.force, inputs=args.inputs, what="Perfetto file")  # before any work
     db = C.open_inputs(args)
     try:
         causal = None
@@ -38,7 +37,7 @@ def run(args) -> int:
 
             t = fl.causal_links(db)
             causal = {k: t.column(k).to_numpy(zero_copy_only=False) for k in ("in_run_id", "out_publication_id")}
-        res = perfetto.export(db, args.perfetto, causal=causal, force=args.force)
+        res = perfetto.export(db, args.perfetto, causal=causal, force=args.force, inputs=args.inputs)
     finally:
         C.report_from(db)
     print(f"perfetto: {C.escape(args.perfetto)}: {res['slices']:,} callback runs, {res['publications']:,} publications, "

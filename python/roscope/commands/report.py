@@ -9,6 +9,7 @@ import os
 import sys
 import time
 
+from roscope import files
 from roscope.commands import _common as C
 from roscope.errors import InputError
 
@@ -43,8 +44,7 @@ def run(args) -> int:
     if len(args.from_re) != len(args.to_re):
         raise InputError(f"give --from and --to in pairs ({len(args.from_re)} --from, {len(args.to_re)} --to)")
     requests = [FlowRequest(a, b) for a, b in zip(args.from_re, args.to_re)]
-    if os.path.lexists(args.output) and not args.force:
-        raise InputError(f"{C.escape(args.output)}: already exists (roscope never overwrites; pass --force to replace it)")
+    files.check(args.output, force=args.force, inputs=args.inputs, what="HTML file")  # before any work
     t0 = time.monotonic()
     db = C.open_inputs(args)
     try:
@@ -52,7 +52,7 @@ def run(args) -> int:
         if args.window:
             first, last = stats.trace_span(db)
             window = queries.parse_window(args.window, first, last)
-        res = report.write(db, args.output, force=args.force, flows=requests, window=window,
+        res = report.write(db, args.output, force=args.force, inputs=args.inputs, flows=requests, window=window,
                            sources=list(args.inputs))
     finally:
         C.report_from(db)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from roscope import files
 from roscope.export import protowire as w
 
 if TYPE_CHECKING:
@@ -304,12 +305,12 @@ def _interned(names: Names) -> bytes:
                          + w.field_bytes(12, body))
 
 
-def export(db: Database, out_path: str, *, causal=None, force: bool = False) -> dict:
-    """Writes `db`'s model to `out_path` as a Perfetto trace (atomically: a
-    temporary file renamed at the end). `causal`: the causal links to draw, a
+def export(db: Database, out_path: str, *, causal=None, force: bool = False, inputs=()) -> dict:
+    """Writes `db`'s model to `out_path` as a Perfetto trace (by roscope.files' rules:
+    a new temporary file renamed at the end; never a file unless `force`, never
+    anything but a regular file, never one of `inputs`). `causal`: the causal links to draw, a
     dict of arrays `in_run_id`, `out_publication_id` (None: none). Returns counts."""
-    if os.path.exists(out_path) and not force:
-        raise FileExistsError(f"{out_path}: already exists (roscope never overwrites; pass --force to replace it)")
+    files.check(out_path, force=force, inputs=inputs, what="Perfetto file")
     con = db.con
     names = Names()
     descriptors, track_names = _track_packets(con)
@@ -327,17 +328,10 @@ def export(db: Database, out_path: str, *, causal=None, force: bool = False) -> 
         WHERE t.taken = 1 AND t.thread_id IS NOT NULL ORDER BY t.take_id""", "take")
     _lost(con, ev, names)
     counts = _flows(con, ev, runs, pubs, takes, causal)
-    tmp = f"{out_path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(_interned(names))
-            f.write(b"".join(descriptors))
-            counts["packets"] = _encode(ev.cols(), f) + len(descriptors) + 1
-        os.replace(tmp, out_path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    with files.open_output(out_path, force=force, inputs=inputs) as f:
+        f.write(_interned(names))
+        f.write(b"".join(descriptors))
+        counts["packets"] = _encode(ev.cols(), f) + len(descriptors) + 1
     counts.update({"tracks": len(track_names), "slices": int(len(runs[0])), "publications": int(len(pubs[0])),
                    "takes": int(len(takes[0])), "bytes": os.path.getsize(out_path)})
     return counts
