@@ -1,4 +1,5 @@
-"""Exact percentiles by selection (`roscope.percentiles.grouped`, `select_ranks`):
+"""Exact percentiles by selection (`roscope.percentiles.grouped_by_selection`,
+`select_ranks`; `grouped` takes them when quantile_cont's groups do not fit):
 each group's values counted in buckets, only the buckets holding the wanted ranks
 looked at again. Checked against numpy on the same values (the values at the
 wanted ranks of a sort, and numpy's linear percentile), and against DuckDB's own
@@ -20,10 +21,7 @@ FRACTIONS = {"p25": 0.25, "p50": 0.5, "p75": 0.75, "p90": 0.9, "p99": 0.99}
 
 
 @pytest.fixture
-def db(monkeypatch):
-    """A database where every group's percentiles come by selection (below `WHOLE`
-    values they would come from quantile_cont itself)."""
-    monkeypatch.setattr(percentiles, "WHOLE", 0)
+def db():
     d = Database(duckdb.connect(":memory:"), ":memory:", meta={})
     yield d
     d.con.close()
@@ -43,7 +41,7 @@ def _put(db: Database, groups: dict) -> None:
 def _check(db: Database, groups: dict) -> None:
     """grouped() per group equals numpy's sort and percentiles, and DuckDB's quantile_cont."""
     _put(db, groups)
-    rows = {r["g"]: r for r in percentiles.grouped(db, "SELECT g, x FROM v", ["g"], quartiles=True)}
+    rows = {r["g"]: r for r in percentiles.grouped_by_selection(db, "SELECT g, x FROM v", ["g"], quartiles=True)}
     whole = {r["g"]: r for r in db.records(f"SELECT g, {percentiles.aggregates('x', quartiles=True)} FROM v GROUP BY g")}
     assert set(rows) == set(groups)
     for g, values in groups.items():
@@ -130,8 +128,8 @@ def test_text_and_null_group_keys(db):
     rows = [(n, t, int(x)) for n in ("a", "b") for t in ("/t", None) for x in rng.integers(0, 10**7, 20_000)]
     tbl = pa.table({"node": [r[0] for r in rows], "topic": [r[1] for r in rows], "x": pa.array([r[2] for r in rows], pa.int64())})
     db.con.from_arrow(tbl).create("w")
-    got = percentiles.grouped(db, "SELECT node, topic, x FROM w", ["node", "topic"], quartiles=True,
-                              extra="avg(x) AS again")
+    got = percentiles.grouped_by_selection(db, "SELECT node, topic, x FROM w", ["node", "topic"], quartiles=True,
+                                           extra="avg(x) AS again")
     whole = db.records(f"SELECT node, topic, {percentiles.aggregates('x', quartiles=True)}, avg(x) AS again "
                        "FROM w GROUP BY ALL")
     key = lambda r: (r["node"], str(r["topic"]))  # noqa: E731

@@ -23,7 +23,11 @@ API:
         `expr` and `prefix` are SQL written in roscope's code, never text from a
         user or a trace (those go in bind parameters).
     grouped(db, source, by)     the statistics per group as rows, with exact
-                                percentiles by selection: little memory at any size
+                                percentiles also for groups too large for DuckDB's
+                                budget (`grouped_by_selection`)
+    grouped_by_selection(db, source, by)
+                                the same rows, the percentiles by selection: little
+                                memory at any size
     select_ranks(db, source, by, groups, wanted)
                                 the values at given ranks of each group (buckets,
                                 then only the buckets holding the ranks)
@@ -110,31 +114,41 @@ def grouped(db: Database, source: str, by: list[str], *, quartiles: bool = False
             what: str = "statistics") -> list[dict]:
     """The standard statistics of `x` per group of the columns `by` over `source`
     (SQL that selects the `by` columns, `x` and whatever the `extra` aggregates
-    read), equal to what ``SELECT by, aggregates("x"), extra FROM (source) GROUP BY by``
-    gives, in that column order, with little memory at any size.
+    read), as ``SELECT by, aggregates("x"), extra FROM (source) GROUP BY by``
+    gives them, in that column order.
 
-    `quantile_cont` holds each group's values whole in memory (a path of tens of
-    millions of flows: gigabytes, or a sort spilled to disk for minutes). Here the
-    plain aggregates come from one streaming GROUP BY, and the percentiles by
-    selection (`select_ranks`): each group's values counted in buckets of value
-    ranges, then only the buckets that hold the ranks a percentile reads looked at
-    again, until they are small enough to sort; the value is interpolated between
-    those two ranks as `quantile_cont` does (the same doubles). Should the aggregates
-    or the source's joins not fit DuckDB's budget, they run again with the budget
-    doubled (`memory.within_memory`), with a warning naming `what`. `x` is an
-    integer column (durations in ns); `by` and `extra` are SQL written in roscope's code."""
-    return within_memory(db.con, lambda: _grouped(db, source, by, quartiles, extra), db.meta.setdefault("warnings", []),
-                         what)
+    That one query is tried first: fast, but `quantile_cont` holds each group's
+    values whole in memory. When it runs out of DuckDB's budget (a path of tens of
+    millions of flows: gigabytes), the same values come by selection instead
+    (`grouped_by_selection`), in little memory at any size; should that still not
+    fit (the joins of `source`), it runs again with the budget doubled
+    (`memory.within_memory`), with a warning naming `what`. `by` and `extra` are SQL
+    written in roscope's code."""
+    import duckdb
+
+    k = ", ".join(by)
+    tail = f", {extra}" if extra else ""
+    try:
+        return db.records(f"SELECT {k}, {aggregates('x', quartiles=quartiles)}{tail} FROM ({source}) GROUP BY {k}")
+    except duckdb.OutOfMemoryException:
+        pass
+    return within_memory(db.con, lambda: grouped_by_selection(db, source, by, quartiles=quartiles, extra=extra),
+                         db.meta.setdefault("warnings", []), what)
 
 
-def _grouped(db: Database, source: str, by: list[str], quartiles: bool, extra: str) -> list[dict]:
+def grouped_by_selection(db: Database, source: str, by: list[str], *, quartiles: bool = False,
+                         extra: str = "") -> list[dict]:
+    """`grouped`'s rows, their percentiles by selection, never holding a group's
+    values: the plain aggregates (count, min, mean, std, max, `extra`) from one
+    streaming GROUP BY; the ranks `quantile_cont` reads, floor and ceil of
+    (n - 1) * f, from `select_ranks` (each group's values counted in buckets of
+    value ranges, then only the buckets that hold a wanted rank looked at again,
+    until they are small enough to sort); the value interpolated between those two
+    ranks as `quantile_cont` does (the same doubles). `x` is an integer column."""
     k = ", ".join(by)
     tail = f", {extra}" if extra else ""
     plain = ", ".join(f"{_SQL[n].format(e='x')} AS {n}_ns" for n in ("min", "mean", "std", "max"))
     rows = db.records(f"SELECT {k}, count(x) AS count, {plain}{tail} FROM ({source}) GROUP BY {k}")
-    if sum(r["count"] for r in rows) <= WHOLE:
-        # Few values: quantile_cont holds them (at most 8 MiB), in one query.
-        return db.records(f"SELECT {k}, {aggregates('x', quartiles=quartiles)}{tail} FROM ({source}) GROUP BY {k}")
     pcts = [n for n in names(quartiles) if n not in _SQL]
     fractions = [int(n[1:]) / 100 for n in pcts]
     wanted = []
@@ -156,9 +170,6 @@ def _grouped(db: Database, source: str, by: list[str], quartiles: bool, extra: s
     return out
 
 
-#: Groups of at most this many values in all take their percentiles from one
-#: `quantile_cont` (which holds them: 8 MiB); more are selected (`select_ranks`).
-WHOLE = 1 << 20
 #: A range of one group's values is sorted (to read its wanted ranks) when it holds
 #: at most this many values; a larger one is first counted in buckets ...
 GATHER = 256
@@ -168,7 +179,7 @@ BUCKET_VALUES = 16
 #: ... and at most this many buckets per range ...
 MAX_BUCKETS = 1 << 16
 #: ... and about this many in a round (one hash-aggregate row each).
-ROUND_BUCKETS = 1 << 20
+ROUND_BUCKETS = 1 << 16
 
 
 def select_ranks(db: Database, source: str, by: list[str], groups: list[tuple], wanted: list[list[int]]) -> list[dict]:
