@@ -43,6 +43,8 @@ def test_a_small_trace_gives_what_the_pyarrow_path_gives(trace, monkeypatch):
         monkeypatch.setattr(loading, "SMALL_TRACE_BYTES", loading.SMALL_TRACE_BYTES if small else -1)
         with opening.open(path) as db:
             got[small] = (json.dumps(stats_command.collect(db), sort_keys=True), _tables(db), db.meta["stats"])
+            threads = db.con.execute("SELECT current_setting('threads')").fetchone()[0]
+            assert (threads == 1) == small  # one thread for a small trace, DuckDB's own otherwise
     assert got[True][0] == got[False][0]
     assert got[True][1].keys() == got[False][1].keys() and "thread_states" in got[True][1]
     for name in got[True][1]:
