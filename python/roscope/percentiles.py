@@ -149,6 +149,8 @@ def grouped_by_selection(db: Database, source: str, by: list[str], *, quartiles:
     tail = f", {extra}" if extra else ""
     plain = ", ".join(f"{_SQL[n].format(e='x')} AS {n}_ns" for n in ("min", "mean", "std", "max"))
     rows = db.records(f"SELECT {k}, count(x) AS count, {plain}{tail} FROM ({source}) GROUP BY {k}")
+    if any(r["count"] and not isinstance(r["min_ns"], int) for r in rows):  # a bug in roscope, not an input's
+        raise TypeError("percentiles.grouped_by_selection: x must be an integer column (its buckets are exact integers)")
     pcts = [n for n in names(quartiles) if n not in _SQL]
     fractions = [int(n[1:]) / 100 for n in pcts]
     wanted = []
