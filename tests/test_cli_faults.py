@@ -1123,14 +1123,13 @@ def test_topic_statistics_fit_a_budget_their_one_statement_did_not(tmp_path):
     assert rows[16 << 20] == rows[0]
 
 
-def test_callback_and_topic_percentiles_beyond_the_budget_come_from_the_sort(tmp_path):
+def test_callback_and_topic_percentiles_beyond_the_budget_come_by_selection(tmp_path):
     """`stats.callbacks` (run durations) and `stats.topics` (delivery latencies) take
-    their percentiles through percentiles.grouped: a callback with millions of runs no
-    longer needs its runs whole in memory (quantile_cont). The real CARET
+    their percentiles through percentiles.grouped: a callback with millions of runs
+    never needs its runs whole in memory (quantile_cont), nor a sort of them. The real CARET
     end-to-end trace with its busiest callback's runs and its busiest topic's links
-    each repeated to 6M: under 32 MiB quantile_cont runs out of memory, the sort
-    does not, and every row equals the one quantile_cont gives under DuckDB's own
-    budget."""
+    each repeated to 6M: under 32 MiB every row, without a warning, equals the one
+    quantile_cont gives under DuckDB's own budget."""
     import roscope
     from roscope import stats
 
@@ -1158,8 +1157,8 @@ def test_callback_and_topic_percentiles_beyond_the_budget_come_from_the_sort(tmp
         with roscope.open(db_path) as db:
             db.limit_memory(budget) if budget else db.con.execute("RESET memory_limit")
             rows[budget] = (stats.callbacks(db), stats.topics(db))
-            warned[budget] = [w.split(":")[0] for w in db.warnings if "computed from a sort spilled" in w]
-    assert warned == {0: [], 32 << 20: ["callback statistics", "topic statistics"]}
+            warned[budget] = [w for w in db.warnings if "statistics" in w]
+    assert warned == {0: [], 32 << 20: []}
     callbacks, topics = rows[0]
     assert {r["callback_id"]: r["count"] for r in callbacks}[cb] == runs * (n // runs) > n // 2
     assert {r["topic"]: r["deliveries"] for r in topics}[topic] == links * (n // links) > n // 2
@@ -1173,39 +1172,14 @@ def test_callback_and_topic_percentiles_beyond_the_budget_come_from_the_sort(tmp
             assert all(a[k] == pytest.approx(b[k], rel=1e-12) for k in inexact)
 
 
-def test_percentiles_beyond_the_budget_come_from_a_sort_that_spills():
+def test_percentiles_beyond_the_budget_come_by_selection():
     """percentiles.grouped (per-path and per-component statistics of `roscope flow`):
     exact percentiles with quantile_cont hold a group's values whole, so a path of
-    tens of millions of flows needed gigabytes (2.5 GB peak at 144M events). When
-    they do not fit, they come from a sort that DuckDB spills, within the budget,
-    with a warning. 8M values in one group under 32 MiB: quantile_cont runs out of
-    it; the sort gives the percentiles of 0..n-1 computed by hand, f * (n - 1)."""
+    tens of millions of flows needed gigabytes (2.5 GB peak at 144M events), and
+    then a sort spilled to disk (minutes). By selection they need little: 8M values
+    in one group under 16 MiB, where quantile_cont runs out of memory; no warning,
+    and the percentiles of 0..n-1 computed by hand, f * (n - 1)."""
     import duckdb
-    import roscope
-    from roscope import percentiles
-
-    n = 8_000_000
-    with roscope.open(PINGPONG) as db:
-        db.con.execute(f"CREATE TEMP TABLE v AS SELECT 0 AS g, (i * 7919) % {n} AS x FROM range({n}) t(i)")
-        db.limit_memory(32 << 20)
-        with pytest.raises(duckdb.OutOfMemoryException):
-            db.records(f"SELECT g, {percentiles.aggregates('x', quartiles=True)} FROM v GROUP BY g")
-        db.meta["warnings"] = []
-        [row] = percentiles.grouped(db, "SELECT g, x FROM v", ["g"], quartiles=True, what="the test's group")
-        assert db.meta["warnings"] == ["the test's group: exact percentiles of the largest groups did not fit in "
-                                       "DuckDB's budget; computed from a sort spilled to disk instead (slower, same "
-                                       "values)"]
-    assert list(row) == ["g", "count", *percentiles.keys(quartiles=True)]
-    assert (row["count"], row["min_ns"], row["max_ns"], row["mean_ns"]) == (n, 0, n - 1, (n - 1) / 2)
-    for name in ("p25", "p50", "p75", "p90", "p99"):
-        assert row[f"{name}_ns"] == pytest.approx(int(name[1:]) / 100 * (n - 1), rel=1e-15, abs=0), name
-
-
-def test_a_sort_beyond_the_budget_runs_again_with_more():
-    """When even the sort does not fit (8M values under 16 MiB; on 144M events the
-    per-component statistics' joins under 64 MiB), percentiles.grouped runs it again
-    with the budget doubled, says so, and puts the budget back afterwards: the
-    percentiles are still those of 0..n-1 computed by hand."""
     import roscope
     from roscope import percentiles
     from roscope.memory import memory_limit
@@ -1214,18 +1188,20 @@ def test_a_sort_beyond_the_budget_runs_again_with_more():
     with roscope.open(PINGPONG) as db:
         db.con.execute(f"CREATE TEMP TABLE v AS SELECT 0 AS g, (i * 7919) % {n} AS x FROM range({n}) t(i)")
         db.limit_memory(16 << 20)
+        with pytest.raises(duckdb.OutOfMemoryException):
+            db.records(f"SELECT g, {percentiles.aggregates('x', quartiles=True)} FROM v GROUP BY g")
         db.meta["warnings"] = []
         [row] = percentiles.grouped(db, "SELECT g, x FROM v", ["g"], quartiles=True, what="the test's group")
-        assert db.meta["warnings"][1:] == ["the test's group: 16 MiB of memory were not enough; made with 32 MiB "
-                                           "(--memory sets the budget)"], db.meta["warnings"]
+        assert db.meta["warnings"] == []
         assert memory_limit(db.con)[1] == 16 << 20
-    assert (row["count"], row["min_ns"], row["max_ns"]) == (n, 0, n - 1)
+    assert list(row) == ["g", "count", *percentiles.keys(quartiles=True)]
+    assert (row["count"], row["min_ns"], row["max_ns"], row["mean_ns"]) == (n, 0, n - 1, (n - 1) / 2)
     for name in ("p25", "p50", "p75", "p90", "p99"):
         assert row[f"{name}_ns"] == pytest.approx(int(name[1:]) / 100 * (n - 1), rel=1e-15, abs=0), name
 
 
-def test_percentiles_from_the_sort_are_those_of_quantile_cont():
-    """The sort's percentiles are DuckDB quantile_cont's, bit for bit, on the data
+def test_percentiles_by_selection_are_those_of_quantile_cont():
+    """The percentiles by selection are DuckDB quantile_cont's, bit for bit, on the data
     flows of the real Autoware trace: per path (every latency part) and per
     component, groups keyed by columns that may be null (a timer's topic)."""
     import roscope
@@ -1239,7 +1215,7 @@ def test_percentiles_from_the_sort_are_those_of_quantile_cont():
         for source, by, extra in sources:
             fast = db.records(f"SELECT {', '.join(by)}, {percentiles.aggregates('x', quartiles=True)}"
                               f"{', ' + extra if extra else ''} FROM ({source}) GROUP BY ALL")
-            slow = percentiles.grouped_by_sort(db, source, by, quartiles=True, extra=extra)
+            slow = percentiles.grouped(db, source, by, quartiles=True, extra=extra)
             key = lambda r, by=by: tuple(str(r[c]) for c in by)  # noqa: E731
             fast, slow = sorted(fast, key=key), sorted(slow, key=key)
             assert len(fast) == len(slow) > 1

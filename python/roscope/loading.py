@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from roscope import _core, files, kernel, manifest
 from roscope import progress as progress_shown
-from roscope.database import SCHEMA_VERSION, Database, connect, create_views
+from roscope.database import SCHEMA_VERSION, Database, columns_sql, connect, create_views
 from roscope.errors import DatabaseError, database_error, interrupted
 from roscope.trace import check_paths, table_from_core
 from roscope.version import __version__
@@ -71,8 +71,29 @@ WINDOW_NS = 1_000_000_000
 STREAM_QUEUE = 16
 
 
+#: Traces of at most this many bytes in all (about 400k events) are built whole and
+#: stored table by table as the core hands them over, without pyarrow: `roscope stats`
+#: on a short recording then starts without importing pyarrow and numpy (0.3 s, 40 MB).
+SMALL_TRACE_BYTES = 16 << 20
+
+
+def trace_bytes(paths: Sequence[str], limit: int) -> int:
+    """The bytes of the files under `paths`, counted up to just past `limit`."""
+    total = 0
+    for p in paths:
+        for d, _dirs, names in os.walk(p):
+            for f in names:
+                try:
+                    total += os.stat(os.path.join(d, f)).st_size
+                except OSError:
+                    continue
+                if total > limit:
+                    return total
+    return total
+
+
 def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None = None, sync: bool = True,
-          put=None, window_ns: int = WINDOW_NS, flush_every: int = 0):
+          put=None, window_ns: int = WINDOW_NS, flush_every: int = 0, core: bool = False):
     """Runs the model builder; returns ({table: arrow table}, stats, warnings, losses).
     `sync`: synchronize several hosts' clocks from the messages between them.
     With `put(name, arrow_table)`, the build streams: the instance tables go to
@@ -80,14 +101,17 @@ def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None =
     columns), so memory is bounded by `window_ns` of trace time, and the
     returned dict holds the rest of the tables. `flush_every`: events between
     chunks (0: the core's default). Several hosts whose clocks are
-    synchronized are held to the end (every message pair is needed first)."""
+    synchronized are held to the end (every message pair is needed first).
+    `core`: the tables (and chunks) as the core's Arrow streams, not pyarrow Tables
+    (DuckDB reads either; pyarrow is then not imported)."""
     # Progress: the current `roscope.progress` display reads the core's meter (the
     # core's own line on stderr only when asked for with progress=True).
     meter = _core.Meter()
     progress_shown.current().phase("reading the trace", unit="MB", meter=meter, found="events", scale=1e6)
     progress = bool(progress)
+    convert = (lambda t: t) if core else table_from_core
     # The core leaves the GIL while it builds: import Arrow meanwhile.
-    warm = threading.Thread(target=_import_arrow, daemon=True)
+    warm = threading.Thread(target=(lambda: None) if core else _import_arrow, daemon=True)
     warm.start()
     try:
         if put is None:
@@ -98,13 +122,13 @@ def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None =
                                        flush_every=flush_every, queue=STREAM_QUEUE, meter=meter)
             warm.join()
             while (chunk := stream.next_chunk()) is not None:
-                put(chunk[0], table_from_core(chunk[1]))
+                put(chunk[0], convert(chunk[1]))
             tables, stats, warnings, losses = stream.finish()
     finally:
         # Also on an error: an interpreter that exits while this thread still
         # imports DuckDB/pyarrow can abort (issue 15, item 3).
         warm.join()
-    arrow = {name: table_from_core(table) for name, table in tables}
+    arrow = {name: convert(table) for name, table in tables}
     return arrow, dict(stats), list(warnings), [tuple(x) for x in losses]
 
 
@@ -128,6 +152,37 @@ INSERT_BYTES = 16 << 20
 #: about as much again (bench/load_speed.py), while DuckDB's memory cap still
 #: holds within a transaction (what does not fit is written out).
 COMMIT_BYTES = 256 << 20
+
+
+def _fill_small(con, paths: Sequence[str], heuristics: bool, sync: bool, with_kernel: bool):
+    """A small trace's model stored chunk by chunk straight from the core's Arrow
+    streams (the same streaming build, without pyarrow); the kernel tables as
+    `kernel.store` makes them, or, when there is no kernel source, empty and made
+    from the schema (no pyarrow either). DuckDB then runs on one thread: on so few
+    rows a second one only holds more memory (about 10 MB of `roscope stats`'s peak).
+    Returns (names, rows, stats, warnings, losses, kernel rows)."""
+    rows: dict[str, int] = {}
+    con.execute("SET threads = 1")
+
+    def put(name: str, tbl) -> None:
+        _put(con, name, tbl, name in rows)
+        rows[name] = rows.get(name, 0) + tbl.num_rows
+
+    con.begin()
+    arrow, stats, warnings, losses = build(paths, heuristics, sync=sync, put=put, core=True)
+    names = list(arrow)
+    needs = {k: arrow[k] for k in kernel.NEEDS if k in arrow}
+    for name in names:
+        put(name, arrow.pop(name))
+    con.commit()
+    traces = con.execute("SELECT path, domain FROM traces").fetchall()
+    if with_kernel and (any(d == "kernel" for _p, d in traces) or kernel.find_perf(paths, [p for p, _d in traces])):
+        kernel_rows = kernel.store(con, paths, {k: table_from_core(v) for k, v in needs.items()}, warnings)
+    else:
+        for name in kernel.TABLES:  # the schema's own names and types (no text from a trace)
+            con.execute(f"CREATE TABLE {name} ({columns_sql(name)})")
+        kernel_rows = dict.fromkeys(kernel.TABLES, 0)
+    return names, rows, stats, warnings, losses, kernel_rows
 
 
 class _Inserts:
@@ -196,12 +251,14 @@ class _Inserts:
 def _fill(con: duckdb.DuckDBPyConnection, meta: dict) -> None:
     """The views, `meta` and `codes`, once the model's tables are in."""
     create_views(con)
+    # Each table in one statement, its columns as lists (executemany runs one statement
+    # per row: 25 ms of a small trace's `roscope stats`).
     con.execute("CREATE TABLE meta (key VARCHAR, value VARCHAR)")
-    con.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
+    con.execute("INSERT INTO meta SELECT unnest($1), unnest($2)", [list(meta), [json.dumps(v) for v in meta.values()]])
     # The code tables of the schema (crates/model/src/schema.rs), as one lookup table.
     con.execute("CREATE TABLE codes (code_table VARCHAR, code BIGINT, name VARCHAR, doc VARCHAR)")
-    con.executemany("INSERT INTO codes VALUES (?, ?, ?, ?)",
-                    [(t["name"], v["code"], v["name"], v["doc"]) for t in json.loads(_core.schema())["codes"] for v in t["values"]])
+    codes = [(t["name"], v["code"], v["name"], v["doc"]) for t in json.loads(_core.schema())["codes"] for v in t["values"]]
+    con.execute("INSERT INTO codes SELECT unnest($1), unnest($2), unnest($3), unnest($4)", [list(c) for c in zip(*codes)])
 
 
 #: DuckDB's memory cap while `load` writes a database file (bytes): what does
@@ -316,20 +373,24 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
     done: dict = {}
 
     def fill(con) -> list[str]:
-        ins = _Inserts(con)
-        # window_ns=0: the whole trace in memory, then stored (no streaming).
-        arrow, stats, warnings, losses = build(paths, heuristics, sync=sync, put=ins.put if window_ns != 0 else None,
-                                               window_ns=WINDOW_NS if window_ns is None else window_ns)
-        # The model's tables go in first (and the ones held to the end are freed); then
-        # the kernel tables are made in the database itself, under its memory limit.
-        names = list(arrow)
-        needs = {k: arrow[k] for k in kernel.NEEDS if k in arrow}
-        progress_shown.current().phase("storing the model")
-        for name in names:
-            ins.put(name, arrow.pop(name))
-        ins.close()
-        progress_shown.current().phase("kernel scheduling data")
-        kernel_rows = kernel.store(con, paths, needs, warnings, enabled=with_kernel)
+        if window_ns is None and trace_bytes(paths, SMALL_TRACE_BYTES) <= SMALL_TRACE_BYTES:
+            names, rows, stats, warnings, losses, kernel_rows = _fill_small(con, paths, heuristics, sync, with_kernel)
+        else:
+            ins = _Inserts(con)
+            # window_ns=0: the whole trace in memory, then stored (no streaming).
+            arrow, stats, warnings, losses = build(paths, heuristics, sync=sync, put=ins.put if window_ns != 0 else None,
+                                                   window_ns=WINDOW_NS if window_ns is None else window_ns)
+            # The model's tables go in first (and the ones held to the end are freed); then
+            # the kernel tables are made in the database itself, under its memory limit.
+            names = list(arrow)
+            needs = {k: arrow[k] for k in kernel.NEEDS if k in arrow}
+            progress_shown.current().phase("storing the model")
+            for name in names:
+                ins.put(name, arrow.pop(name))
+            ins.close()
+            rows = ins.rows
+            progress_shown.current().phase("kernel scheduling data")
+            kernel_rows = kernel.store(con, paths, needs, warnings, enabled=with_kernel)
         meta = {
             "schema_version": SCHEMA_VERSION,
             "roscope_version": __version__,
@@ -345,7 +406,7 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
         }
         _fill(con, meta)
         # The schema's order (every table comes once more at the end, maybe empty).
-        done.update(meta=meta, rows={**{name: ins.rows[name] for name in names}, **kernel_rows})
+        done.update(meta=meta, rows={**{name: rows[name] for name in names}, **kernel_rows})
         return names + list(kernel_rows)
 
     if parquet_dir:
