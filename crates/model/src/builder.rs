@@ -351,6 +351,9 @@ impl Builder {
     pub fn open_run(&mut self, th: usize, c: usize, ts: u64, intra: bool) -> usize {
         let parent = self.current_run(th);
         let depth = self.threads[th].stack.len() as u32;
+        if depth == 0 {
+            self.exec_run_start(th, ts);
+        }
         let r = self.runs.push(Run { cb: c, thread: th, start: ts, end: None, intra, depth, parent });
         self.threads[th].stack.push(r);
         r
@@ -427,6 +430,9 @@ impl Builder {
         }
         e.th = self.thread(p, tid, ts);
         self.dispatch(&e);
+        if !matches!(e.ev, Ev::ExecWait | Ev::ExecGetNext | Ev::ExecExecute) {
+            self.exec_note(e.th, ts);
+        }
     }
 
     /// An event the model does not read (e.g. `roscope_ros1:queue_call_start`),
@@ -635,11 +641,9 @@ impl Builder {
     /// tables. A streaming build hands its last chunks to `sink`; the model
     /// then holds the object tables and empty instance tables.
     pub fn finish(mut self, set: &TraceSet, sink: Option<&mut dyn FnMut(Table)>) -> Model {
-        for (ti, t) in self.threads.iter_mut().enumerate() {
-            if let Some((state, start, handle)) = t.exec.take() {
-                self.exec_states.push(ExecState { thread: ti, state, start, end: t.last, handle });
-            }
-            self.counts.unmatched_starts += t.stack.len() as u64;
+        for ti in 0..self.threads.len() {
+            self.end_exec_state(ti, self.threads[ti].last);
+            self.counts.unmatched_starts += self.threads[ti].stack.len() as u64;
         }
         let (links, syncs) = match sink {
             Some(sink) if self.opts.window_ns.is_some() => {
