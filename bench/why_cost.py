@@ -121,7 +121,8 @@ def one_length(out: str, runs: int, before: str | None) -> dict:
                                          text=True, check=True).stdout)
     ref = best["neither"]
     perf = os.path.join(out, "perf", "perf.data")
-    alone = measured(["perf", "script", "--header", "-i", perf, "--ns", "-F", "pid,tid,cpu,time,event,trace"], own=False)
+    alone = measured(["perf", "script", "--header", "--show-task-events", "-i", perf, "--ns", "-F", "pid,tid,cpu,time,event,trace"],
+                     own=False)
     return {"trace": out, "perf_data_bytes": os.path.getsize(perf), "perf_script_alone": alone,
             "events": info["stats"]["events"], "tables": info["tables"], "best": best,
             "ratio_to_neither": {k: {"wall": round(v["wall_s"] / ref["wall_s"], 2),

@@ -32,15 +32,16 @@ def loaded(tmp_path_factory):
 
 def test_the_events_came_in_many_chunks(loaded):
     _db, _res, chunks = loaded
-    assert len(chunks) > 100 and max(chunks) <= 16 and sum(chunks) == 1052 + 566 + 2
+    assert len(chunks) > 100 and max(chunks) <= 16 and sum(chunks) == 1052 + 566 + 2 + 2  # + 2 execs
 
 
 def test_intervals_preemptions_migrations_names_equal_babeltrace2s(loaded):
     db, res, _chunks = loaded
     o = oracle()
     got = collections.defaultdict(list)
-    for r in db.records("SELECT tid, state, start_ts, end_ts, cpu FROM thread_states ORDER BY tid, start_ts"):
-        got[r["tid"]].append((r["state"], r["start_ts"], r["end_ts"], r["cpu"] if r["state"] == "running" else None))
+    for r in db.records("SELECT tid, state, start_ts, end_ts, cpu, name FROM thread_states ORDER BY tid, start_ts"):
+        got[r["tid"]].append((r["state"], r["start_ts"], r["end_ts"], r["cpu"] if r["state"] == "running" else None,
+                              r["name"]))
     assert dict(got) == o["intervals"]
     assert res.tables["thread_states"] == sum(len(v) for v in o["intervals"].values()) > 1500
     pre = collections.defaultdict(list)

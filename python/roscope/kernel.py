@@ -42,6 +42,10 @@ _SWITCH = (_HEAD + r"sched:sched_switch:\s+prev_comm=(?P<prev_comm>.*) prev_pid=
            r"next_pid=(?P<next_tid>\d+) next_prio=-?\d+\s*$")
 _WAKEUP = (_HEAD + r"sched:sched_wakeup:\s+comm=(?P<comm>.*) pid=(?P<woken_tid>\d+) prio=-?\d+ "
            r"(?:success=\d+ )?target_cpu=(?P<target_cpu>\d+)\s*$")
+#: perf's record of a task's new name (`--show-task-events`): after an exec ("exec:")
+#: or a prctl(PR_SET_NAME); those perf synthesizes for the tasks alive when it
+#: started have time 0 and are left out (the sched events name those tasks).
+_COMM = _HEAD + r"PERF_RECORD_COMM(?: exec)?: (?P<comm>.*):(?P<cpid>-?\d+)/(?P<woken_tid>-?\d+)\s*$"
 _CLOCKID = re.compile(r"^# clockid: (\S+)")
 #: Bytes of `perf script` text parsed at a time. The process's peak RSS grows with it
 #: (by far more than Arrow's own allocations, which stay under 6 blocks), and with 16
@@ -92,7 +96,7 @@ def find_perf(inputs: Sequence[str], trace_paths: Sequence[str]) -> list[tuple[s
 
 def _perf_script(path: str):
     try:
-        return subprocess.Popen(["perf", "script", "--header", "-i", path, "--ns", "-F", PERF_FIELDS],
+        return subprocess.Popen(["perf", "script", "--header", "--show-task-events", "-i", path, "--ns", "-F", PERF_FIELDS],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except FileNotFoundError:
         raise InputError(f"{path}: reading it needs the 'perf' command (Debian package linux-perf)") from None
@@ -156,11 +160,11 @@ def perf_chunks(path: str, facts: dict) -> Iterator:
 def _event_schema():
     pa = _arrow()[0]
     return pa.schema([
-        ("ts", pa.int64()), ("cpu", pa.int64()), ("kind", pa.string()),  # 'switch' | 'wakeup' | 'wakeup_new'
+        ("ts", pa.int64()), ("cpu", pa.int64()), ("kind", pa.string()),  # 'switch' | 'wakeup' | 'wakeup_new' | 'rename'
         ("cur_pid", pa.int64()), ("cur_tid", pa.int64()),                 # the task current on the CPU (perf only)
         ("prev_tid", pa.int64()), ("prev_runnable", pa.bool_()), ("prev_comm", pa.large_string()),
         ("next_tid", pa.int64()), ("next_comm", pa.large_string()),
-        ("woken_tid", pa.int64()), ("target_cpu", pa.int64()), ("woken_comm", pa.large_string()),
+        ("woken_tid", pa.int64()), ("target_cpu", pa.int64()), ("woken_comm", pa.large_string()),  # or renamed
     ])
 
 
@@ -182,7 +186,8 @@ def _parse_perf_lines(lines):
 
     line = pa.array(np.arange(len(lines), dtype=np.int64))
     out = []
-    for pattern, kind, tag in ((_SWITCH, "switch", "sched:sched_switch:"), (_WAKEUP, "wakeup", "sched:sched_wakeup:")):
+    for pattern, kind, tag in ((_SWITCH, "switch", "sched:sched_switch:"), (_WAKEUP, "wakeup", "sched:sched_wakeup:"),
+                               (_COMM, "rename", "PERF_RECORD_COMM")):
         # the regular expression only on the lines of its event (3 times faster than on all)
         mine = pc.match_substring(lines, tag)
         st = pc.extract_regex(pc.filter(lines, mine), pattern)
@@ -194,6 +199,11 @@ def _parse_perf_lines(lines):
             continue
         f = {st.type.field(i).name: st.field(i) for i in range(st.type.num_fields)}
         ts = pc.add(pc.multiply(_int(pc, f["sec"]), 1_000_000_000), _int(pc, f["nsec"]))
+        if kind == "rename":  # perf's synthesized names of the tasks alive at its start: time 0
+            real = pc.greater(ts, 0)
+            ts, at = pc.filter(ts, real), pc.filter(at, real)
+            f = {k: pc.filter(v, real) for k, v in f.items()}
+            n = len(ts)
         null_i = pa.nulls(n, pa.int64())
         null_s = pa.nulls(n, pa.large_string())
         if kind == "switch":
@@ -201,10 +211,11 @@ def _parse_perf_lines(lines):
                     _int(pc, f["pid"]), _int(pc, f["tid"]), _int(pc, f["prev_tid"]),
                     pc.starts_with(f["prev_state"], "R"), f["prev_comm"],
                     _int(pc, f["next_tid"]), f["next_comm"], null_i, null_i, null_s]
-        else:
+        else:  # a wake-up, or a rename (woken_tid, woken_comm: the task renamed and its new name)
+            cpu = _int(pc, f["target_cpu"]) if kind == "wakeup" else null_i
             cols = [ts, _int(pc, f["cpu"]), pa.repeat(pa.scalar(kind, pa.string()), n),
                     _int(pc, f["pid"]), _int(pc, f["tid"]), null_i, pa.nulls(n, pa.bool_()), null_s,
-                    null_i, null_s, _int(pc, f["woken_tid"]), _int(pc, f["target_cpu"]), f["comm"]]
+                    null_i, null_s, _int(pc, f["woken_tid"]), cpu, f["comm"]]
         cols = [c.cast(t.type) if c.type != t.type else c for c, t in zip(cols, _event_schema())]
         out.append(pa.Table.from_arrays(cols, schema=_event_schema()).append_column("line", at))
     return pa.concat_tables(out) if out else _empty_events().append_column("line", pa.array([], pa.int64()))
@@ -214,14 +225,15 @@ def _parse_perf_lines(lines):
 # LTTng kernel traces -> events (Arrow)
 # --------------------------------------------------------------------------
 
-SCHED_EVENTS = ["sched_switch", "sched_wakeup", "sched_waking", "sched_wakeup_new"]
+SCHED_EVENTS = ["sched_switch", "sched_wakeup", "sched_waking", "sched_wakeup_new", "sched_process_exec", "task_rename"]
 
 #: Rows of the batches LTTng sched events are read in (per event name).
 LTTNG_BATCH_ROWS = 1 << 18
 
 #: The LTTng sched events read, with their kind and their rank among events of one
-#: time (switches, then wake-ups, then new tasks' wake-ups).
-_LTTNG_KINDS = {"sched_switch": ("switch", 0), "sched_wakeup": ("wakeup", 1), "sched_wakeup_new": ("wakeup_new", 2)}
+#: time (switches, then wake-ups, then new tasks' wake-ups, then renames).
+_LTTNG_KINDS = {"sched_switch": ("switch", 0), "sched_wakeup": ("wakeup", 1), "sched_wakeup_new": ("wakeup_new", 2),
+                "sched_process_exec": ("rename", 3), "task_rename": ("rename", 3)}
 
 
 def _lttng_switches(sw):
@@ -250,6 +262,23 @@ def _lttng_wakeups(wk, kind: str):
         pc.cast(wk.column("comm"), pa.large_string())], schema=_event_schema())
 
 
+def _lttng_renames(t, event: str):
+    """A task's new name: after an exec, the file's base name cut to the kernel's 15
+    bytes (TASK_COMM_LEN - 1), as exec sets it; task_rename's `newcomm`."""
+    pa, pc, _ = _arrow()
+    n = t.num_rows
+    if event == "sched_process_exec":
+        base = pc.replace_substring_regex(pc.cast(t.column("filename"), pa.large_string()), "^.*/", "")
+        tid, comm = t.column("tid"), pc.utf8_slice_codeunits(base, 0, 15)
+    else:
+        tid, comm = t.column("pid"), pc.cast(t.column("newcomm"), pa.large_string())
+    null_i = pa.nulls(n, pa.int64())
+    return pa.Table.from_arrays([
+        _int(pc, t.column("ts")), _int(pc, t.column("cpu_id")), pa.repeat(pa.scalar("rename", pa.string()), n),
+        null_i, null_i, null_i, pa.nulls(n, pa.bool_()), pa.nulls(n, pa.large_string()), null_i,
+        pa.nulls(n, pa.large_string()), _int(pc, tid), null_i, comm], schema=_event_schema())
+
+
 def lttng_chunks(trace_dirs: Sequence[str]) -> Iterator:
     """The sched events of LTTng kernel traces as normalized Arrow tables, one per
     batch the reader hands out (never all at once), each with `rank` (`_LTTNG_KINDS`)
@@ -268,7 +297,8 @@ def lttng_chunks(trace_dirs: Sequence[str]) -> Iterator:
             continue
         kind, rank = _LTTNG_KINDS[b.event]
         t = pa.Table.from_batches([b.batch])
-        t = _lttng_switches(t) if kind == "switch" else _lttng_wakeups(t, kind)
+        t = (_lttng_switches(t) if kind == "switch" else _lttng_renames(t, b.event) if kind == "rename"
+             else _lttng_wakeups(t, kind))
         n = t.num_rows
         t = t.append_column("rank", pa.array(np.full(n, rank, dtype=np.int64)))
         yield t.append_column("idx", pa.array(np.arange(seen[b.event], seen[b.event] + n, dtype=np.int64)))
@@ -293,50 +323,61 @@ def lttng_chunks(trace_dirs: Sequence[str]) -> Iterator:
 #: (as `perf sched timehist` does), or since its own previous event if that is
 #: later; the thread switched in before is in an unknown state from then until
 #: its next event. Intervals of length 0 are left out.
+#: Each interval has the thread's name (comm) in force from its start: the one the
+#: event that started it reported (the switch-in's next_comm, the switch-out's
+#: prev_comm, the wake-up's comm). A rename (perf's COMM records: exec or
+#: prctl(PR_SET_NAME); LTTng's sched_process_exec, task_rename) starts a new
+#: interval in the same state with the new name.
 INTERVALS_SQL = """
     WITH cpu_seq AS (
-        SELECT host_id, cpu, ts, seq, prev_tid, prev_runnable, next_tid, lag(next_tid) OVER w AS was_tid, lag(ts) OVER w AS t0
+        SELECT host_id, cpu, ts, seq, prev_tid, prev_runnable, prev_comm, next_tid,
+               lag(next_tid) OVER w AS was_tid, lag(ts) OVER w AS t0
         FROM ev WHERE kind = 'switch' WINDOW w AS (PARTITION BY host_id, cpu ORDER BY ts, seq)),
     trans0 AS (
         SELECT host_id, prev_tid AS tid, ts, seq, 0 AS sub, cpu,
-               CASE WHEN prev_runnable THEN 'runnable' ELSE 'blocked' END AS st,
+               CASE WHEN prev_runnable THEN 'runnable' ELSE 'blocked' END AS st, prev_comm AS comm,
                CASE WHEN was_tid <> prev_tid THEN t0 END AS missed_in_after, was_tid
         FROM cpu_seq WHERE prev_tid <> 0 AND prev_tid <> next_tid
         UNION ALL
-        SELECT host_id, next_tid, ts, seq, 1, cpu, 'running', NULL, NULL
+        SELECT host_id, next_tid, ts, seq, 1, cpu, 'running', next_comm, NULL, NULL
         FROM ev WHERE kind = 'switch' AND next_tid <> 0 AND prev_tid <> next_tid
         UNION ALL
-        SELECT host_id, woken_tid, ts, seq, 0, target_cpu, kind, NULL, NULL
-        FROM ev WHERE kind IN ('wakeup', 'wakeup_new') AND woken_tid <> 0),
-    lagged AS (
-        SELECT *, greatest(missed_in_after, coalesce(lag(ts) OVER (PARTITION BY host_id, tid ORDER BY ts, seq, sub),
-                                                      missed_in_after)) AS ran_from
+        SELECT host_id, woken_tid, ts, seq, 0, target_cpu, kind, woken_comm, NULL, NULL
+        FROM ev WHERE kind IN ('wakeup', 'wakeup_new', 'rename') AND woken_tid <> 0),
+    lagged AS (  -- a rename shows the thread running then, not switched in after it: not its previous event here
+        SELECT *, greatest(missed_in_after, coalesce(last_value(CASE WHEN st <> 'rename' THEN ts END IGNORE NULLS) OVER (
+                   PARTITION BY host_id, tid ORDER BY ts, seq, sub ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+                   missed_in_after)) AS ran_from
         FROM trans0),
     trans AS (
-        SELECT host_id, tid, ts, seq, sub, cpu, st FROM lagged
+        SELECT host_id, tid, ts, seq, sub, cpu, st, comm FROM lagged
         UNION ALL
-        SELECT host_id, tid, ran_from, seq, -1, cpu, 'running' FROM lagged WHERE missed_in_after IS NOT NULL
+        SELECT host_id, tid, ran_from, seq, -1, cpu, 'running', comm FROM lagged WHERE missed_in_after IS NOT NULL
         UNION ALL
-        SELECT host_id, was_tid, ran_from, seq, -2, cpu, 'unknown' FROM lagged
+        SELECT host_id, was_tid, ran_from, seq, -2, cpu, 'unknown', NULL FROM lagged
         WHERE missed_in_after IS NOT NULL AND was_tid <> 0),
     known AS (
-        SELECT *, last_value(CASE WHEN st NOT IN ('wakeup', 'wakeup_new') THEN st END IGNORE NULLS) OVER (
-                   PARTITION BY host_id, tid ORDER BY ts, seq, sub ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
-        FROM trans),
+        SELECT *, last_value(CASE WHEN st NOT IN ('wakeup', 'wakeup_new', 'rename') THEN st END IGNORE NULLS) OVER w AS before,
+               last_value(CASE WHEN st NOT IN ('wakeup', 'wakeup_new', 'rename') THEN cpu END IGNORE NULLS) OVER w AS before_cpu
+        FROM trans
+        WINDOW w AS (PARTITION BY host_id, tid ORDER BY ts, seq, sub ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
     eff AS (
-        SELECT host_id, tid, ts, seq, sub, cpu, CASE WHEN st IN ('wakeup', 'wakeup_new') THEN 'runnable' ELSE st END AS st
-        FROM known WHERE st NOT IN ('wakeup', 'wakeup_new') OR before IN ('blocked', 'unknown')
+        SELECT host_id, tid, ts, seq, sub, CASE WHEN st = 'rename' THEN before_cpu ELSE cpu END AS cpu,
+               CASE WHEN st IN ('wakeup', 'wakeup_new') THEN 'runnable' WHEN st = 'rename' THEN before ELSE st END AS st, comm
+        FROM known WHERE st NOT IN ('wakeup', 'wakeup_new', 'rename') OR (st = 'rename' AND before IS NOT NULL)
+                         OR (st <> 'rename' AND before IN ('blocked', 'unknown'))
                          OR (st = 'wakeup_new' AND before IS NULL)),
     chg AS (
         SELECT * FROM (
-            SELECT *, lag(st) OVER (PARTITION BY host_id, tid ORDER BY ts, seq, sub) AS prev_st FROM eff)
-        WHERE prev_st IS NULL OR prev_st <> st),
+            SELECT *, lag(st) OVER w AS prev_st, lag(comm) OVER w AS prev_comm FROM eff
+            WINDOW w AS (PARTITION BY host_id, tid ORDER BY ts, seq, sub))
+        WHERE prev_st IS NULL OR prev_st <> st OR comm IS DISTINCT FROM prev_comm),
     iv AS (
-        SELECT host_id, tid, st, ts AS start_ts, cpu,
+        SELECT host_id, tid, st, comm, ts AS start_ts, cpu,
                lead(ts) OVER w AS end_ts, lead(st) OVER w AS next_st, lead(cpu) OVER w AS next_cpu
         FROM chg WINDOW w AS (PARTITION BY host_id, tid ORDER BY ts, seq, sub)),
     ends AS (SELECT host_id, max(ts) AS last_ts FROM ev GROUP BY host_id)
-    SELECT iv.host_id, iv.tid, kt.pid, iv.st AS state,
+    SELECT iv.host_id, iv.tid, kt.pid, iv.st AS state, iv.comm AS name,
            CASE iv.st WHEN 'running' THEN iv.cpu
                       WHEN 'runnable' THEN CASE WHEN iv.next_st = 'running' THEN iv.next_cpu ELSE iv.cpu END END AS cpu,
            iv.start_ts, coalesce(iv.end_ts, ends.last_ts) AS end_ts
@@ -346,12 +387,12 @@ INTERVALS_SQL = """
 
 #: Every thread the events name: its process (the perf sample's pid of the task
 #: when it was current; LTTng without a pid context: the UST threads' process) and
-#: its last name.
+#: its last name (the name in force at a time is in `thread_states.name`).
 THREADS_SQL = """
     WITH names AS (
         SELECT host_id, prev_tid AS tid, ts, prev_comm AS comm, cur_pid AS pid FROM ev WHERE kind = 'switch'
         UNION ALL SELECT host_id, next_tid, ts, next_comm, NULL FROM ev WHERE kind = 'switch'
-        UNION ALL SELECT host_id, woken_tid, ts, woken_comm, NULL FROM ev WHERE kind IN ('wakeup', 'wakeup_new')),
+        UNION ALL SELECT host_id, woken_tid, ts, woken_comm, NULL FROM ev WHERE kind IN ('wakeup', 'wakeup_new', 'rename')),
     t AS (
         SELECT host_id, tid, arg_max(comm, ts) AS name, arg_max(pid, ts) FILTER (WHERE pid IS NOT NULL) AS pid
         FROM names WHERE tid IS NOT NULL AND tid <> 0 GROUP BY host_id, tid),

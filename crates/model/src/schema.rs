@@ -491,7 +491,7 @@ table!(KERNEL_THREADS = "kernel_threads", Load, "One row per thread the kernel s
     "host_id": BigInt = "the host of the trace the kernel data belongs to",
     "tid": BigInt = "the thread (kernel tid)",
     "pid": BigInt = "its process (perf: the sample's pid; LTTng: the UST threads' process, else NULL)",
-    "name": Varchar = "its last name (`comm`)",
+    "name": Varchar = "its last name (`comm`); the name in force at a time is `thread_states.name`",
     "procname": Varchar = "the name of its process's main thread (tid = pid), else its own",
 ]);
 
@@ -500,6 +500,7 @@ table!(THREAD_STATES = "thread_states", Load, "One row per interval of a thread'
     "tid": BigInt = "the thread (kernel tid)",
     "pid": BigInt = "its process (`kernel_threads.pid`)",
     "state": Varchar = "code table `thread_state`",
+    "name": Varchar = "the thread's name (`comm`) in force: the one the event that started the interval reported; a rename (exec, prctl(PR_SET_NAME)) starts a new interval",
     "cpu": BigInt = "`running`: the CPU; `runnable`: the CPU it then ran on (NULL if it did not run again); `blocked`: NULL",
     "start_ts": BigInt = "its start (ns of CLOCK_MONOTONIC, the UST events' clock)",
     "end_ts": BigInt = "its end",
