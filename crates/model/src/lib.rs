@@ -27,6 +27,7 @@ mod caret;
 pub mod clock;
 pub mod events;
 mod executor;
+pub mod kernel;
 pub mod link;
 mod objects;
 mod registry;
@@ -40,6 +41,7 @@ pub mod table;
 mod tables;
 
 pub use builder::{build, build_streaming};
+pub use sync::{build_streaming_synced, clock_pass, needs_clock_pass, Synced};
 use table::Table;
 
 #[derive(Clone, Copy, Debug, Default)]
