@@ -516,3 +516,25 @@ def test_no_kernel_leaves_the_perf_data_out(recording, run_roscope, tmp_path):
     for t in ("callback_runs", "publications", "takes", "links"):
         q = f"SELECT * FROM {t} ORDER BY ALL"
         assert full.execute(q).fetchall() == no.execute(q).fetchall(), t
+
+
+@recorded
+def test_perf_data_read_directly_equals_perf_scripts_reading(recording, tmp_path, monkeypatch):
+    """The core reads perf.data itself (crates/model/src/kernel/perf.rs); `perf script`'s text,
+    parsed by pyarrow, is the path for files it does not handle. On the recording both give
+    the same kernel tables, row for row: the same events, in the same order, with the same
+    runnable states, names and processes."""
+    import duckdb
+    from roscope import db as rdb
+    from roscope import kernel
+
+    out, db = recording
+    slow = tmp_path / "perf-script.duckdb"
+    monkeypatch.setattr(kernel, "READ_PERF", False)
+    rdb.write([str(out)], str(slow))
+    a, b = duckdb.connect(str(db), read_only=True), duckdb.connect(str(slow), read_only=True)
+    for t in ("kernel_threads", "thread_states", "preemptions", "migrations"):
+        q = f"SELECT * FROM {t} ORDER BY ALL"
+        rows = a.execute(q).fetchall()
+        assert rows == b.execute(q).fetchall(), t
+        assert len(rows) > 50, t

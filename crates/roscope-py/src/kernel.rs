@@ -50,7 +50,7 @@ fn run<E: Send>(
     use std::sync::mpsc::{sync_channel, RecvTimeoutError};
 
     let stop = AtomicBool::new(false);
-    let (tx, rx) = sync_channel::<PyResult<(String, ArrowTable)>>(1);
+    let (tx, rx) = sync_channel::<PyResult<(String, ArrowTable)>>(0);
     let rx = std::sync::Mutex::new(rx);
     std::thread::scope(|scope| {
         let stop = &stop;

@@ -246,6 +246,14 @@ impl Names {
     }
 }
 
+/// An empty chunk of thread states with room for `rows` rows (most of the
+/// output: no doubling of its columns' memory as it fills).
+fn states_table(rows: usize) -> Table {
+    let mut t = Table::with_columns(STATES_TABLE, STATES);
+    t.reserve_rows(rows + 64, rows * 12);
+    t
+}
+
 /// The output tables being filled, and the chunks cut from them.
 struct Out {
     chunk_rows: usize,
@@ -257,9 +265,10 @@ struct Out {
 
 impl Out {
     fn new(chunk_rows: usize) -> Self {
+        let chunk_rows = chunk_rows.max(1);
         Out {
-            chunk_rows: chunk_rows.max(1),
-            states: Table::with_columns(STATES_TABLE, STATES),
+            chunk_rows,
+            states: states_table(chunk_rows),
             preemptions: Table::with_columns(PREEMPTIONS_TABLE, PREEMPTIONS),
             migrations: Table::with_columns(MIGRATIONS_TABLE, MIGRATIONS),
             done: Vec::new(),
@@ -273,7 +282,8 @@ impl Out {
             (&mut self.migrations, MIGRATIONS_TABLE, MIGRATIONS),
         ] {
             if t.rows >= self.chunk_rows || (all && t.rows > 0) {
-                self.done.push(std::mem::replace(t, Table::with_columns(name, cols)));
+                let fresh = if name == STATES_TABLE { states_table(self.chunk_rows) } else { Table::with_columns(name, cols) };
+                self.done.push(std::mem::replace(t, fresh));
             }
         }
     }
