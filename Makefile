@@ -1,7 +1,7 @@
 # roscope: the two commands that matter are `make demo` and `make test`.
 #   make setup      install everything (scripts/setup.sh), build the Rust core into .venv
 #   make lint       cargo fmt --check, clippy -D warnings, ruff
-#   make test-fast  Rust tests + the quick pytest tier (no LTTng, no ROS 1, nothing slow): < 2 min
+#   make test-fast  Rust tests + the quick pytest tier (no LTTng, no ROS 1 or 2, nothing slow): < 2 min
 #   make test       setup, lint, Rust tests, the whole pytest suite (what CI runs: .ci/run)
 SHELL := /bin/bash
 VENV  := .venv
@@ -10,7 +10,7 @@ TRACES ?= ../shared/traces
 export PATH := $(CURDIR)/$(VENV)/bin:$(HOME)/.cargo/bin:$(PATH)
 
 # The quick tier: tests needing only the shared traces (markers in pyproject.toml).
-FAST_TESTS := -m "not lttng and not ros1 and not slow"
+FAST_TESTS := -m "not lttng and not ros1 and not ros2 and not slow"
 RUFF_PATHS := python tests bench tools examples instrument scripts
 # The Rust core in the package; rebuilt when a Rust source or manifest is newer.
 CORE_SO  := python/roscope/_core.abi3.so

@@ -6,7 +6,7 @@ trace loaded as several runs), twice: with `roscope load --dataset` run by run i
 one process, and with `roscope spark load` (one Spark task per run). Then times,
 interleaved, best of --repeat, on the first dataset:
 
-  duckdb   roscope.queries.run_duckdb (what `roscope dataset stats` runs)
+  duckdb   roscope.dataset_queries.run_duckdb (what `roscope dataset stats` runs)
   spark    roscope.spark.stats on a warm session (what `roscope spark stats` runs, less the session start)
 
 and the Spark session's start; checks that both engines give the same rows.
@@ -51,7 +51,7 @@ def main() -> int:
     ap.add_argument("--master", default="local[2]")
     args = ap.parse_args()
     from roscope import dataset as ds
-    from roscope import queries as Q
+    from roscope import dataset_queries as Q
     from roscope import spark as rs
 
     ros2 = os.path.join(TRACES, "ros2")

@@ -6,48 +6,29 @@
 2. `roscope load` it into a database (timed, peak RSS).
 3. `roscope flow DB --from SENSORS --to COMMANDS` (timed in a child process, peak
    RSS; the Rust part's time per data flow is reported by roscope itself).
-4. The reference: bench/flow_reference.py, Algorithm 1 in plain Python on the same
+4. The reference: tests/flow_reference.py, Algorithm 1 in plain Python on the same
    database and rules, on the first N output messages; µs per data flow of both,
    and the check that both find the same flows for those outputs.
 
     .venv/bin/python bench/flow.py [--outputs 300] [--implicit auto|all] [--duration 31.5]
 
 A shorter --duration (seconds of simulated time; 31.5 s gives > 10M events) makes a
-smaller trace, cached apart (bench/results/flow-<duration>s), for quick comparisons.
+smaller trace, cached apart (bench/results/flow-<duration>s), for quick comparisons
+(tests/big_trace.py makes them; the tests read them too).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from decode import REPO, RESULTS, bt2_count, run_measured  # noqa: E402
-
-DEFAULT_DURATION = 31.5
-FROM = "^/(FrontLidarDriver|RearLidarDriver|PointCloudMap|Lanelet2Map|Visualizer|EuclideanClusterSettings)$"
-TO = "^/(VehicleInterface|VehicleDBWSystem|EuclideanIntersection|IntersectionOutput)$"
-
-
-def trace_dir(duration: float) -> str:
-    return os.path.join(RESULTS, "flow-10M" if duration == DEFAULT_DURATION else f"flow-{duration:g}s")
-
-
-def ensure_trace(duration: float) -> str:
-    traces = os.path.join(trace_dir(duration), "traces")
-    if os.path.isdir(traces):
-        return traces
-    os.makedirs(RESULTS, exist_ok=True)
-    print(f"bench: generating the Autoware reference-system trace ({duration:g} s) with ros2sim ...", file=sys.stderr)
-    subprocess.run(["make", "-s", "-C", os.path.join(REPO, "tools", "ros2sim")], check=True)
-    subprocess.run(["/usr/bin/python3", os.path.join(REPO, "tools", "ros2sim", "ros2sim.py"), "run",
-                    "--preset", "autoware_reference_system_mp", "--distro", "rolling", "--scale", "100",
-                    "--duration", f"{duration:g}", "--subbuf-size", "4M", "--num-subbuf", "8", "--out", trace_dir(duration)],
-                   check=True)
-    return traces
+BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, BENCH)
+sys.path.insert(0, os.path.join(os.path.dirname(BENCH), "tests"))  # helpers shared with the tests
+from big_trace import DEFAULT_DURATION, FROM, TO, ensure_trace, trace_dir  # noqa: E402
+from decode import RESULTS, bt2_count, run_measured  # noqa: E402
 
 
 def main() -> int:

@@ -35,7 +35,7 @@ def rss() -> tuple[int, int]:
 
 def main() -> int:
     from roscope import cli
-    from roscope import flow as fl
+    from roscope.flow import analysis as fa  # the steps `roscope flow` runs, in order
 
     phase = ["links"]
     peaks: dict[str, list[int]] = {}
@@ -59,7 +59,7 @@ def main() -> int:
                                    "WHERE memory_usage_bytes > 0").fetchall())
 
     threading.Thread(target=sample, daemon=True).start()
-    search, components = fl.data_flows, fl.component_stats
+    search, components = fa.data_flows, fa.component_stats
 
     def data_flows(db, *a, **k):
         enter("search")
@@ -76,7 +76,7 @@ def main() -> int:
         enter("rest")
         return res
 
-    fl.data_flows, fl.component_stats = data_flows, component_stats
+    fa.data_flows, fa.component_stats = data_flows, component_stats
     t0 = time.monotonic()
     sys.argv = ["roscope", "flow", *sys.argv[1:]]
     rc = cli.main()

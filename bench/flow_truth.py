@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Data flows against ground truth on two recorded ROS 1 systems (issue 10).
+"""Data flows against ground truth on recorded ROS 1 systems (issues 10 and 29).
 
-Records examples/ros1_unannotated and examples/ros1_pipeline once each with
+Records examples/ros1_unannotated, examples/ros1_onebinary and examples/ros1_pipeline once each with
 `roscope record` (--duration seconds) into bench/results/flow_truth/<system>/
 (replacing an earlier recording there; --reuse measures the recordings already
 there), then measures `roscope.flow.data_flows` against the nodes' own
 ground-truth logs (tests/flow_truth.py: identities and latencies from the logs and
 babeltrace2, independent of roscope): precision and recall of the (input message,
-output message) pairs, pairs counted more than once, latency error.
+output message) pairs, pairs counted more than once, latency error; and, where
+races make flows uncertain (examples/ros1_onebinary's 2-thread mapper), how many
+were flagged (unc) and the precision of the others (prec/cert).
 
 Rows: per system, data_flows' default and each implicit-dependency mode (auto, all,
 none); examples/ros1_pipeline with its annotations removed from the loaded
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import inspect
 import json
 import os
 import shutil
@@ -78,12 +79,17 @@ def measure_system(system: str, trace: Path, gt: Path) -> tuple[dict, list[dict]
     r["system"] = label
     r["implicit"] = "auto+deps"
     rows.append(r)
+    if r["flagged_pairs"]:  # races: the same without the uncertain flows (--uncertain drop)
+        r = ft.measure(db, truth, implicit="auto", deps=str(deps), uncertain="drop")
+        r["system"] = label
+        r["implicit"] = "deps/drop"
+        rows.append(r)
     for rule in getattr(flow, "FALLBACK_RULES", ())[1:]:
         r = ft.measure(db, truth, implicit="auto", fallback=rule)
         r["system"] = label
         r["implicit"] = f"auto/{rule}"
         rows.append(r)
-    if "all_paths" in inspect.signature(flow.data_flows).parameters:
+    if ft.has_option("all_paths"):
         r = ft.measure(db, truth, implicit="all", all_paths=True)
         r["system"] = label
         r["implicit"] = "all+paths"
@@ -120,7 +126,9 @@ def main() -> int:
     print(ft.table(rows))
     print("prec: true pairs / distinct pairs found; prec/fl: flows that are a true pair / flows; "
           "twice: pairs in more than one flow; extra: flows beyond the first of each pair; "
-          "all+paths: implicit='all', one flow per candidate path (the data-flow paper)")
+          "all+paths: implicit='all', one flow per candidate path (the data-flow paper); "
+          "unc: pairs of flows flagged uncertain (races); prec/cert: precision over the other pairs; "
+          "deps/drop: --deps with --uncertain drop")
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / "flow_truth.json"
     write_json(out, {"created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What `make demo` runs: record the real ROS 1 example pipeline for about 10 s with
-# roscope's tracer, then the analyses on it; then the same analyses on the real
-# ROS 2 traces in ../shared/traces.
+# roscope's tracer, then the analyses on it; the same for the real ROS 2 example
+# (examples/ros2_pipeline, rclpy on Jazzy and on Kilted from PyPI, .ros2/ of make
+# setup); then the same analyses on the real ROS 2 traces in ../shared/traces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROSCOPE=".venv/bin/roscope"
@@ -29,6 +30,31 @@ echo
 echo "== roscope executor"
 $ROSCOPE executor "$run/run.duckdb"
 
+# The real ROS 2 example, under each distro `make setup` installed: `roscope record` finds the
+# pip-installed ROS 2 the command runs with (the environment first on PATH, as when activated).
+ros2_reports=()
+for distro in jazzy kilted; do
+  env=".ros2/$distro"
+  [ -x "$env/bin/python" ] || { echo "== (ROS 2 $distro from PyPI is not installed in $env: skipped)"; continue; }
+  r2="$OUT/ros2-pipeline-$distro-$(date +%Y%m%d-%H%M%S)"
+  echo
+  echo "== recording the ROS 2 example pipeline (examples/ros2_pipeline) on $distro for 10 s into $r2"
+  PATH="$PWD/$env/bin:$PATH" VIRTUAL_ENV="$PWD/$env" $ROSCOPE record -o "$r2/trace" -- \
+    python3 examples/ros2_pipeline/launch.py -d 10 -g "$r2/ground-truth"
+  echo
+  echo "== roscope info $r2/trace"
+  $ROSCOPE info "$r2/trace"
+  $ROSCOPE load "$r2/trace" -o "$r2/run.duckdb"
+  echo
+  echo "== roscope stats ($distro): callbacks, topics, services (/plan_path, the /follow action's goal and result)"
+  $ROSCOPE stats "$r2/run.duckdb"
+  echo
+  echo "== roscope flow ($distro): sensors to the controller's commands, through the service and the action"
+  $ROSCOPE flow "$r2/run.duckdb" --from '^/(lidar|imu)$' --to '^/cmd$'
+  $ROSCOPE report "$r2/run.duckdb" -o "$r2/report.html" --from '^/(lidar|imu)$' --to '^/cmd$' >/dev/null
+  ros2_reports+=("$r2/report.html")
+done
+
 for t in ros2/caret-end-to-end-cyclonedds ros2/pingpong-rolling-2021; do
   if [ -d "$TRACES/$t" ]; then
     echo
@@ -48,7 +74,7 @@ fi
 
 echo
 echo "== roscope report: one HTML page per system (opens offline in any browser)"
-reports=("$run/report.html")
+reports=("$run/report.html" "${ros2_reports[@]}")
 $ROSCOPE report "$run/run.duckdb" -o "$run/report.html" --from '^/(lidar|imu|camera)$' --to '^/plan$' >/dev/null
 if [ -d "$e2e" ]; then
   $ROSCOPE report "$e2e" -o "$OUT/caret-end-to-end-report.html" --force --from '^/topic1$' --to '^/topic3$' >/dev/null

@@ -2,7 +2,8 @@
 # Installs everything roscope needs on a fresh Debian 12 machine, idempotently.
 # System packages (apt), the Rust toolchain's crates (cargo, through maturin),
 # and Python packages in a virtual environment at .venv (built on Debian's
-# python3 so that babeltrace2's python3-bt2 and ROS 1's rospy are importable).
+# python3 so that babeltrace2's python3-bt2 and ROS 1's rospy are importable);
+# ROS 2 Jazzy and Kilted from PyPI in .ros2/ (scripts/ros2_setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,7 @@ APT_PKGS=(
   ros-core-dev libroscpp-dev python3-rospy libstd-msgs-dev libstd-srvs-dev python3-std-msgs python3-rosmaster
   linux-perf python3-venv python3-dev pkg-config
   build-essential cmake time
-  chromium
+  chromium graphviz
   stress-ng python3-actionlib python3-tf2-ros python3-numpy
   openjdk-17-jre-headless
 )
@@ -54,11 +55,14 @@ echo "setup: building the roscope Rust core (release)"
 .venv/bin/maturin develop --release -q 2>&1 | grep -v -E '^\s*(Compiling|Finished|Built|Installed|Blocking)' || true
 .venv/bin/python -c "import roscope._core" || { echo "setup: the roscope core did not build" >&2; exit 1; }
 echo "setup: building the C/C++ parts (tracers, synthesizer, examples, test fixtures)"
-for d in instrument/ros1 tools/ros2sim examples/ros1_pipeline examples/ros1_unannotated examples/ros1_manipulation tests/fixtures; do
+for d in instrument/ros1 tools/ros2sim examples/ros1_pipeline examples/ros1_unannotated examples/ros1_onebinary examples/ros1_manipulation tests/fixtures; do
   if [ -f "$d/Makefile" ]; then
     make -s -C "$d" >/dev/null || { echo "setup: building $d failed" >&2; exit 1; }
   fi
 done
+# ROS 2 Jazzy and Kilted from PyPI, each in its own environment (.ros2/<distro>), with
+# roscope's ROS 2 tracer library built for each (docs/ros2-pypi.md).
+bash scripts/ros2_setup.sh
 # `roscope experiment --profile` draws flame graphs with inferno (a maintained Rust tool).
 if ! command -v inferno-flamegraph >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/inferno-flamegraph" ]; then
   echo "setup: installing inferno (flame graphs of roscope experiment --profile; a few minutes)"

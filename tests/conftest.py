@@ -22,6 +22,11 @@
 * ``pipeline_deps``      -- `roscope deps` on examples/ros1_pipeline's sources
                             (compile_commands.json from its Makefile), once per
                             session: test_deps and test_flow_truth read it.
+* ``ros2_pipeline_run``  -- factory: ros2_pipeline_run(distro) records the real
+                            ROS 2 example examples/ros2_pipeline under that distro
+                            from PyPI (.ros2/<distro>, `make setup`) with
+                            `roscope record --kernel` for 8 s, once per distro per
+                            session, and loads it: test_ros2_pipeline reads it.
 * ``ros2sim_run``        -- factory: ros2sim_run(preset, distro, seconds) runs
                             tools/ros2sim once per session for those arguments and
                             returns its output directory (traces/, ground_truth/):
@@ -32,10 +37,11 @@ Shared recordings and files are read-only for the tests: a test that changes
 one works on its own copy (a database loaded in memory, a copied directory).
 
 Test tiers (markers registered in pyproject.toml): ``lttng`` records live
-LTTng traces, ``ros1`` runs real ROS 1 processes, ``slow`` takes more than a
+LTTng traces, ``ros1`` runs real ROS 1 processes, ``ros2`` real ROS 2 processes
+(the pip-installed Jazzy and Kilted of ``make setup``), ``slow`` takes more than a
 few seconds (e.g. the big Autoware trace).  ``make test-fast`` runs
-``-m "not lttng and not ros1 and not slow"``: quick tests on the shared traces
-only.  A test that uses the LTTng fixtures without the ``lttng`` marker is
+``-m "not lttng and not ros1 and not ros2 and not slow"``: quick tests on the
+shared traces only.  A test that uses the LTTng fixtures without the ``lttng`` marker is
 refused at collection, so that tier stays honest.
 """
 from __future__ import annotations
@@ -230,6 +236,38 @@ def pipeline_deps(tmp_path_factory) -> dict:
     import flow_truth
 
     return flow_truth.dependency_run("ros1_pipeline", tmp_path_factory.mktemp("pipeline_deps"), argv=roscope_argv())
+
+
+#: How long ros2_pipeline_run lets examples/ros2_pipeline's sensors run (s).
+ROS2_PIPELINE_SECONDS = 8
+
+
+@pytest.fixture(scope="session")
+def ros2_pipeline_run(tmp_path_factory):
+    """Factory: ros2_pipeline_run(distro) -> {"trace", "gt", "stderr", "db" (the trace loaded
+    by roscope.open, in memory; read-only for the tests)}: `roscope record --kernel` of
+    examples/ros2_pipeline/launch.py -d 8 run by the distro's python3 (its environment
+    first on PATH), made on the first call per distro and shared by every later one."""
+    import ros2_truth
+
+    made: dict = {}
+
+    def run(distro: str) -> dict:
+        if distro not in made:
+            if not (ros2_truth.env_of(distro) / "bin" / "python").exists():
+                pytest.skip(f"ROS 2 {distro} from PyPI is not installed in {ros2_truth.env_of(distro)} (make setup)")
+            if importlib.util.find_spec("roscope") is None:
+                pytest.skip("the roscope module is not importable")
+            out = tmp_path_factory.mktemp(f"ros2_pipeline-{distro}")
+            r = ros2_truth.record(distro, out, ROS2_PIPELINE_SECONDS, ["--kernel"])
+            assert r["rc"] == 0, f"roscope record of examples/ros2_pipeline ({distro}) failed:\n{r['stdout']}\n{r['stderr']}"
+            import roscope
+
+            r["db"] = roscope.open(str(r["trace"]))
+            made[distro] = r
+        return made[distro]
+
+    return run
 
 
 @pytest.fixture(scope="session")

@@ -44,6 +44,12 @@ SYSTEMS = {
         "from": r"^/(sensing/(lidar|imu|camera|gnss)|vehicle/status)$",
         "to": r"^/(control/command|localization/gnss_pose|vehicle/velocity)$",
     },
+    "ros1_onebinary": {
+        "example": "examples/ros1_onebinary",
+        # one binary, a role per process; the mapper spins two threads (races)
+        "from": r"^/ob/(scan|objects|imu|cmd)$",
+        "to": r"^/ob/(control|plan|cmd_echo)$",
+    },
     "ros1_pipeline": {
         "example": "examples/ros1_pipeline",
         # /tf_like: a source (the localizer's timer) that the planner subscribes to
@@ -172,6 +178,13 @@ class Truth:
     #: the true pairs whose output or one of its ancestors was published from a
     #: concurrent run: the newest-input rule cannot be sure of them from the trace
     uncertain: set = field(default_factory=set)
+    #: the true pairs whose output or one of its ancestors was published by a run that
+    #: read state a run on another thread wrote while it ran (or within RACE_SLACK_NS),
+    #: by the node's own log (`race_gaps`): a race
+    racy: set = field(default_factory=set)
+    #: per message published by a run that read state: how far the nearest writing run
+    #: of the process on another thread was from it (ns; < 0: they overlapped), by the log
+    race_gap: dict = field(default_factory=dict)
     from_re: str = ""
     to_re: str = ""
 
@@ -206,7 +219,32 @@ def ground_truth(trace: Path, gtdir: Path) -> Truth:
         if traced and (pid, topics.get((pid, handle))) not in logged:
             raise TruthError(f"process {pid}: {len(traced)} traced publications on {topics.get((pid, handle))} "
                              "are not in the ground truth")
-    return Truth(messages, by_key)
+    return Truth(messages, by_key, race_gap=race_gaps(gtdir))
+
+
+#: How close (ns) a writing run may come to a reading run in the log and still count
+#: as a race: the trace's callback_start/end events lie a little outside the run's first
+#: and last statement, which the log times, so runs the log sees a few microseconds apart
+#: may overlap in the trace.
+RACE_SLACK_NS = 100_000
+
+
+def race_gaps(gtdir: Path) -> dict:
+    """From the logs' "run" lines (examples/ros1_onebinary's mapper): for each message
+    published by a run that read state ("read", "published"), the distance from that
+    run to the nearest run of the same process, on another thread, that wrote the
+    state ("wrote"): negative when they overlapped (by the node's clock, first to last
+    statement). {published id: gap ns}."""
+    gaps = {}
+    for f in sorted(Path(gtdir).glob("*.jsonl")):
+        runs = [json.loads(line) for line in f.read_text().splitlines() if '"ev":"run"' in line]
+        writes = [r for r in runs if "wrote" in r]
+        for r in runs:
+            if "published" not in r:
+                continue
+            near = [max(w["start_ns"] - r["end_ns"], r["start_ns"] - w["end_ns"]) for w in writes if w["tid"] != r["tid"]]
+            gaps[r["published"]] = min(near) if near else None
+    return gaps
 
 
 def select(truth: Truth, from_re: str, to_re: str) -> Truth:
@@ -214,7 +252,11 @@ def select(truth: Truth, from_re: str, to_re: str) -> Truth:
     `to_re` (regexes searched in the topic, as `data_flows` does), with their latency."""
     is_in, is_out = re.compile(from_re).search, re.compile(to_re).search
     msgs = truth.messages
-    pairs, uncertain = {}, set()
+    pairs, uncertain, racy = {}, set(), set()
+
+    def raced(x) -> bool:
+        gap = truth.race_gap.get(x)
+        return gap is not None and gap < RACE_SLACK_NS
     for out_id, m in msgs.items():
         if not is_out(m["topic"]):
             continue
@@ -233,7 +275,10 @@ def select(truth: Truth, from_re: str, to_re: str) -> Truth:
             stack.extend(msgs[x]["inputs"])
         if m["concurrent"] or any(msgs[x]["concurrent"] for x in seen):
             uncertain.update(found)
-    return Truth(truth.messages, truth.by_trace_key, pairs, uncertain, from_re, to_re)
+        if raced(out_id) or any(raced(x) for x in seen):
+            racy.update(found)
+    return Truth(truth.messages, truth.by_trace_key, pairs, uncertain, racy=racy, race_gap=truth.race_gap,
+                 from_re=from_re, to_re=to_re)
 
 
 def publication_ids(db, truth: Truth) -> dict:
@@ -243,6 +288,20 @@ def publication_ids(db, truth: Truth) -> dict:
                row_number() OVER (PARTITION BY pb.publisher_id ORDER BY pb.ts, pb.publication_id) AS k
         FROM publications pb JOIN publishers pu USING (publisher_id) JOIN processes p ON p.proc_id = pu.proc_id""")
     return {r["publication_id"]: truth.by_trace_key.get((r["pid"], r["handle"], r["k"])) for r in rows}
+
+
+def has_option(name: str) -> bool:
+    """Whether the roscope under test takes the data-flow option `name`: a field of
+    `roscope.flow.FlowRequest`, or (before it) a parameter of `data_flows`."""
+    import dataclasses
+    import inspect
+
+    from roscope import flow
+
+    request = getattr(flow, "FlowRequest", None)
+    if request is not None:
+        return name in {f.name for f in dataclasses.fields(request)}
+    return name in inspect.signature(flow.data_flows).parameters
 
 
 def measure(db, truth: Truth, *, implicit: str | None = None, ctx=None, **kw) -> dict:
@@ -268,13 +327,14 @@ def measure(db, truth: Truth, *, implicit: str | None = None, ctx=None, **kw) ->
     res = flow.data_flows(db, truth.from_re, truth.to_re, ctx=ctx, **kw)
     ids = publication_ids(db, truth)
     t = res.data_flows.select(["input_publication_id", "output_publication_id", "latency_ns",
-                               "fallback_edges"]).to_pydict()
+                               "fallback_edges", "uncertain"]).to_pydict()
     count: collections.Counter = collections.Counter()
     without_fallback = set()  # pairs found by a flow through no fallback edge
+    flagged = set()  # pairs found by a flow flagged uncertain (a race)
     errors = []
     unmatched = 0
-    for i, o, lat, fb in zip(t["input_publication_id"], t["output_publication_id"], t["latency_ns"],
-                             t["fallback_edges"]):
+    for i, o, lat, fb, unc in zip(t["input_publication_id"], t["output_publication_id"], t["latency_ns"],
+                                  t["fallback_edges"], t["uncertain"]):
         pair = (ids.get(i), ids.get(o))
         if None in pair:
             unmatched += 1
@@ -282,11 +342,14 @@ def measure(db, truth: Truth, *, implicit: str | None = None, ctx=None, **kw) ->
         count[pair] += 1
         if not fb:
             without_fallback.add(pair)
+        if unc:
+            flagged.add(pair)
         true_latency = truth.pairs.get(pair)
         if true_latency is not None:
             errors.append(abs(lat - true_latency))
     got, true = set(count), set(truth.pairs)
     found = got & true
+    certain = got - flagged
     rows = sum(count.values())
     return {
         "implicit": implicit or "default",
@@ -308,6 +371,11 @@ def measure(db, truth: Truth, *, implicit: str | None = None, ctx=None, **kw) ->
         "missed": len(true - found),
         "missed_uncertain": len((true - found) & truth.uncertain),
         "uncertain_pairs": len(truth.uncertain),
+        "flagged_pairs": len(flagged),
+        "flagged": sorted(flagged),
+        "precision_certain": len(certain & true) / len(certain) if certain else None,
+        "racy_pairs": len(truth.racy),
+        "missed_not_racy": len(true - found - truth.racy),
         "unmatched": unmatched,
         "latency_error_max_ns": max(errors) if errors else None,
         "latency_error_mean_ns": sum(errors) / len(errors) if errors else None,
@@ -327,13 +395,15 @@ def table(results: list[dict]) -> str:
         return "-" if v is None else format(v, fmt)
 
     head = (f"{'system':<34} {'implicit':<8} {'flows':>6} {'paths':>5} {'pairs':>6} {'true':>5} "
-            f"{'prec':>6} {'prec/fl':>7} {'recall':>6} {'twice':>6} {'extra':>6} {'lat.err max/mean us':>20}")
+            f"{'prec':>6} {'prec/fl':>7} {'recall':>6} {'twice':>6} {'extra':>6} {'lat.err max/mean us':>20} "
+            f"{'unc':>4} {'prec/cert':>9}")
     lines = [head, "-" * len(head)]
     for r in results:
         lat = f"{f(_us(r['latency_error_max_ns']), '.3f')}/{f(_us(r['latency_error_mean_ns']), '.3f')}"
         lines.append(f"{r['system']:<34} {r['implicit']:<8} {r['flows']:>6} {r['paths']:>5} {r['pairs']:>6} "
                      f"{r['true_pairs']:>5} {f(r['precision'], '.3f'):>6} {f(r['precision_flows'], '.3f'):>7} "
-                     f"{f(r['recall'], '.3f'):>6} {r['double_counted']:>6} {r['extra_flows']:>6} {lat:>20}")
+                     f"{f(r['recall'], '.3f'):>6} {r['double_counted']:>6} {r['extra_flows']:>6} {lat:>20} "
+                     f"{r.get('flagged_pairs', 0):>4} {f(r.get('precision_certain'), '.3f'):>9}")
     return "\n".join(lines)
 
 

@@ -24,6 +24,7 @@ import sys
 
 import pytest
 import roscope
+import roscope.loading
 import roscope.stats
 from conftest import shared_traces_dir
 from roscope import cli
@@ -65,7 +66,7 @@ def copy_trace(src: str, dst) -> str:
 def talker_db(tmp_path_factory) -> str:
     """A database of the CARET talker/listener trace, written by `roscope load`."""
     out = tmp_path_factory.mktemp("db") / "talker.duckdb"
-    db, _ = roscope.db.load([TALKER], str(out))
+    db, _ = roscope.loading.load([TALKER], str(out))
     db.close()
     return str(out)
 
@@ -221,13 +222,13 @@ def test_load_never_leaves_partial_files(capfd, tmp_path, monkeypatch):
     assert_user_error(rc, err, "no CTF trace found")
     assert out.read_bytes() == before
     # Interrupted while writing tables: exit 130, old output intact, no temporary file left.
-    import roscope.db
+    import roscope.loading
 
     def interrupted(con, meta):
         con.execute("CREATE TABLE half AS SELECT 1 AS a")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(roscope.db, "_fill", interrupted)
+    monkeypatch.setattr(roscope.loading, "_fill", interrupted)
     rc, _, _ = run(capfd, "load", TALKER, "-o", out, "--force")
     assert rc == 130
     assert out.read_bytes() == before
@@ -537,7 +538,7 @@ def test_the_memory_help_shows_the_budget_duckdb_gets():
     given on a real trace (flow has its own, smaller one)."""
     import argparse
 
-    from roscope import db as _db
+    from roscope import opening
 
     parser = cli.build_parser()
     verbs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)][0].choices
@@ -547,7 +548,7 @@ def test_the_memory_help_shows_the_budget_duckdb_gets():
         text = " ".join(next(a.help for a in sub._actions if "--memory" in a.option_strings).split())
         shown = int(re.search(r"default (\d+)M;", text).group(1))
         args = parser.parse_args([name, PINGPONG] + (["--perfetto", "x"] if name == "export" else []))
-        with _db.open(PINGPONG, memory=args.memory) as d:
+        with opening.open(PINGPONG, memory=args.memory) as d:
             limit = d.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
         seen[name] = (shown, limit)
         assert limit == f"{shown}.0 MiB", (name, text, limit)
@@ -565,7 +566,7 @@ def test_a_command_imports_only_its_own_modules(capfd):
     import roscope.commands
 
     code = ("import sys; from roscope import cli; rc = cli.main(sys.argv[1:]); "
-            "heavy = ('duckdb', 'pyarrow', 'pandas', 'roscope.db', 'roscope.record', 'roscope.flow', "
+            "heavy = ('duckdb', 'pyarrow', 'pandas', 'roscope.database', 'roscope.opening', 'roscope.record', 'roscope.flow', "
             "'roscope.commands.load', 'roscope.commands.stats'); "
             "print('imported:', [m for m in heavy if m in sys.modules], file=sys.stderr); sys.exit(rc)")
     p = subprocess.run([sys.executable, "-c", code, "info", E2E, "--json"], capture_output=True, text=True)
@@ -579,3 +580,15 @@ def test_a_command_imports_only_its_own_modules(capfd):
     assert rc == 0 and all(n in out for n in names), out
     rc, _, err = run(capfd, "no-such-command")
     assert rc == 2 and all(n in err for n in names), err
+
+
+def test_the_parser_of_every_command_starts_without_duckdb_or_arrow():
+    """`roscope --help` builds every command's parser, some with the library's defaults
+    (flow's caps and budget, trend's statistics): the library modules behind them import
+    DuckDB, Arrow and pandas only in the functions that use them."""
+    code = ("import sys; from roscope import cli\n"
+            "try:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print('imported:', [m for m in ('duckdb', 'pyarrow', 'pandas') if m in sys.modules], file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "imported: []" in p.stderr, p.stderr
+    assert "flow" in p.stdout and "trend" in p.stdout

@@ -1,6 +1,8 @@
 """The CLI fault table of issue 15: each reproduction of its defect list, run as
 the real `roscope` command, asserting the fixed behaviour: exit status, message,
-and the files left behind (or not).
+and the files left behind (or not). Issue 31's `record` and `experiment` rows
+(bad experiment files, numbers out of range, results of the wrong shape) are
+at the end of the table.
 
 Inputs are real: the shared traces, damaged copies of them made here, and
 databases written by `roscope load` in the test. Oracles are independent of
@@ -155,6 +157,7 @@ class Case:
     exist: tuple[str, ...] = ()  # paths under tmp that must exist afterwards
     absent: tuple[str, ...] = ()  # paths under tmp that must not exist afterwards
     check: Callable | None = None  # check(tmp, before) after the run; before = setup's return value
+    env: dict | None = None  # environment variables for the run (values formatted like argv)
 
 
 def _dangling(tmp):
@@ -290,12 +293,141 @@ CASES = [
 ]
 
 
+# ----------------------------------------------------------------- issue 31: record and experiment
+
+#: An experiment file that is fine but for what each case puts in it (the system and driver never run).
+EXPERIMENT = """\
+system: {{start: [sleep, "30"]{system}}}
+driver: {{command: [true]{driver}}}
+scenarios:
+  - {{name: s{scenario}}}
+"""
+#: A 414-byte YAML alias bomb (the issue's was 600): nine levels of nine aliases to the level below, 9 ** 9 strings once expanded.
+ALIAS_BOMB = "a: &a [" + ", ".join(['"lol"'] * 9) + "]\n" + "".join(
+    f"{b}: &{b} [{', '.join([f'*{a}'] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi"))
+
+
+def _experiment(system: str = "", driver: str = "", scenario: str = "", prefix: str = "", raw: bytes | None = None):
+    def setup(tmp):
+        text = raw if raw is not None else (prefix + EXPERIMENT.format(system=system, driver=driver,
+                                                                       scenario=scenario)).encode()
+        (tmp / "exp.yaml").write_bytes(text)
+    return setup
+
+
+def _results(manifest=None, result=None, breaking=None):
+    """A results directory `run` holding what the case gives (JSON-encoded) in its files."""
+    def setup(tmp):
+        run = tmp / "run"
+        (run / "trials" / "s_001").mkdir(parents=True)
+        man = {"experiment": {"name": "e", "digest": "x"}, "state": "complete"} if manifest is None else manifest
+        (run / "manifest.json").write_text(json.dumps(man))
+        res = {"trial_id": "s_001", "condition": "s", "scenario": "s", "status": "success", "metrics": {"t": 1.0}}
+        (run / "trials" / "s_001" / "result.json").write_text(json.dumps(res if result is None else result))
+        if breaking is not None:
+            (run / "breaking_points.json").write_text(json.dumps(breaking))
+    return setup
+
+
+def _recording(manifest):
+    def setup(tmp):
+        (tmp / "rec").mkdir()
+        (tmp / "rec" / "roscope-manifest.json").write_text(manifest if isinstance(manifest, str) else json.dumps(manifest))
+    return setup
+
+
+def _state_file(text: str):
+    """A state file of `record` that roscope did not write (left alone by `recover`, which says why)."""
+    def setup(tmp):
+        d = tmp / "state" / "roscope" / "record"
+        d.mkdir(parents=True)
+        (d / "x.json").write_text(text)
+        return text
+    return setup
+
+
+def _state_file_kept(tmp, text):
+    assert (tmp / "state" / "roscope" / "record" / "x.json").read_text() == text
+
+
+_STATE = {"XDG_STATE_HOME": "{tmp}/state"}   # `record recover` looks only at this case's recordings
+_RUN = ["experiment", "run", "{tmp}/exp.yaml", "-o", "{tmp}/run"]
+_NCPU = len(os.sched_getaffinity(0))
+
+CASES += [
+    # item 7: an alias bomb is refused at once; no results directory is made
+    Case("experiment-alias-bomb", _RUN, 1, r"exp\.yaml: holds \d{9,} values once its YAML aliases \(\*name\) are expanded",
+         _experiment(prefix=ALIAS_BOMB), absent=("run",)),
+    # item 10: values the kernel cannot pass, wrong types, non-UTF-8
+    Case("experiment-nul-in-env-value", _RUN, 1, r"exp\.yaml: system\.env\.A: contains a NUL character",
+         _experiment(system=', env: {A: "x\\0y"}'), absent=("run",)),
+    Case("experiment-equals-in-env-key", _RUN, 1, r"exp\.yaml: driver\.env: 'A=B' is not a variable name",
+         _experiment(driver=', env: {"A=B": "1"}'), absent=("run",)),
+    Case("experiment-env-as-a-list", _RUN, 1, r"exp\.yaml: driver\.env: expected a mapping of NAME: value, got list",
+         _experiment(driver=", env: [A=1]"), absent=("run",)),
+    Case("experiment-nan-sweep-level", _RUN, 1,
+         r"exp\.yaml: scenarios\[0\]\.sweep\.levels\[1\]: expected a finite number, got nan",
+         _experiment(scenario=", cpu_load: {}, sweep: {param: cpu_load.load, levels: [10, .nan]}"), absent=("run",)),
+    Case("experiment-inf-sweep-level", _RUN, 1,
+         r"exp\.yaml: scenarios\[0\]\.sweep\.levels\[0\]: expected a finite number, got inf",
+         _experiment(scenario=", msg_load: {}, sweep: {param: msg_load.rate, levels: [.inf]}"), absent=("run",)),
+    Case("experiment-not-utf8", _RUN, 1, r"exp\.yaml: not UTF-8 text \(byte 0xff at offset 24\)",
+         _experiment(raw=b"system: {start: [sleep, \xff]}\n"), absent=("run",)),
+    # item 11: numbers that must be finite and in range
+    Case("experiment-driver-timeout-nan", _RUN, 1, r"exp\.yaml: driver\.timeout: expected a finite number, got nan",
+         _experiment(driver=", timeout: .nan"), absent=("run",)),
+    Case("experiment-ready-timeout-nan", _RUN, 1, r"exp\.yaml: system\.ready\.timeout: expected a finite number, got nan",
+         _experiment(system=", ready: {timeout: .nan}"), absent=("run",)),
+    Case("experiment-cpuset-level-0", _RUN, 1, r"exp\.yaml: scenarios\[0\]\.sweep\.levels\[0\]: 0 is out of range \[1, ",
+         _experiment(scenario=", cpuset: {}, sweep: {param: cpuset.cpus, levels: [0, 1]}"), absent=("run",)),
+    Case("experiment-cpuset-level-above-cpus", _RUN, 1,
+         rf"exp\.yaml: scenarios\[0\]\.sweep\.levels\[1\]: a cpuset of {_NCPU + 1} CPUs, but roscope may use {_NCPU} CPUs",
+         _experiment(scenario=f", cpuset: {{}}, sweep: {{param: cpuset.cpus, levels: [1, {_NCPU + 1}]}}"), absent=("run",)),
+    *[Case(f"experiment-compare-alpha-{a}", ["experiment", "compare", "{tmp}", "{tmp}", "--alpha", a], 1,
+           r"--alpha \S+: give a significance level between 0 and 1") for a in ("0", "-1", "2", "nan")],
+    Case("load-dataset-config-nan", ["load", "{pp}", "--dataset", "{tmp}/ds", "--config", "k=NaN"], 1,
+         r"--config 'k=NaN': the value is not a finite number", absent=("ds",)),
+    Case("load-dataset-config-1e999", ["load", "{pp}", "--dataset", "{tmp}/ds", "--config", "k=1e999"], 1,
+         r"--config 'k=1e999': the value is not a finite number", absent=("ds",)),
+    # item 10: results of the wrong shape
+    Case("experiment-report-result-a-list", ["experiment", "report", "{tmp}/run"], 1,
+         r"s_001/result\.json: not a trial result of roscope experiment \(a list, not an object\)", _results(result=[])),
+    Case("experiment-report-metrics-a-list", ["experiment", "report", "{tmp}/run"], 1,
+         r"result\.json: not a trial result of roscope experiment: 'metrics' is a list, not an object of numbers",
+         _results(result={"trial_id": "s_001", "condition": "s", "scenario": "s", "status": "success", "metrics": [1]})),
+    Case("experiment-report-manifest-a-list", ["experiment", "report", "{tmp}/run"], 1,
+         r"run/manifest\.json: not the manifest of an experiment run", _results(manifest=[1, 2])),
+    Case("experiment-report-breaking-points-text", ["experiment", "report", "{tmp}/run"], 1,
+         r"breaking_points\.json: not the breaking points of roscope experiment", _results(breaking={"s": "x"})),
+    Case("experiment-compare-status-a-number", ["experiment", "compare", "{tmp}/run", "{tmp}/run"], 1,
+         r"result\.json: not a trial result of roscope experiment: 'status' is a number, not text",
+         _results(result={"trial_id": "s_001", "condition": "s", "scenario": "s", "status": 3, "metrics": {}})),
+    Case("record-recover-manifest-a-list", ["record", "recover", "--kill-children", "{tmp}/rec"], 1,
+         r"rec/roscope-manifest\.json: not a manifest of roscope record: a JSON list, not an object",
+         _recording([]), env=_STATE),
+    Case("record-recover-kernel-text", ["record", "recover", "{tmp}/rec"], 1,
+         r"roscope-manifest\.json: not a manifest of roscope record: 'kernel' is str, not an object",
+         _recording({"state": "recording", "kernel": "perf"}), env=_STATE),
+    Case("record-recover-owner-a-number", ["record", "recover", "{tmp}/rec"], 1,
+         r"not a manifest of roscope record: 'owner' is int, not an object",
+         _recording({"state": "recording", "owner": 12}), env=_STATE),
+    Case("record-recover-not-json", ["record", "recover", "{tmp}/rec"], 1,
+         r"cannot read the manifest \S+rec/roscope-manifest\.json", _recording("{"), env=_STATE),
+    *[Case(f"record-recover-state-file-{n}", ["record", "recover", "--kill-children"], 0, None, _state_file(text),
+           env=_STATE, check=_state_file_kept) for n, text in (("output-a-number", '{"name": "x", "output": 5}'),
+                                                            ("no-output", '{"name": "x"}'), ("a-list", "[1]"))],
+    # item 16
+    Case("record-recover-help", ["record", "recover", "--help"], 0, None),
+]
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_fault_table(case: Case, tmp_path, pp_db, trunc_meta, roscope_cmd):
     shutil.copyfile(pp_db, tmp_path / "db.duckdb")
     before = case.setup(tmp_path) if case.setup else None
     ctx = {"tmp": str(tmp_path), "db": str(tmp_path / "db.duckdb"), "pp": PINGPONG, "trunc": trunc_meta}
-    p = run(roscope_cmd, *(a.format_map(ctx) for a in case.argv), timeout=120)
+    env = dict(os.environ, **{k: v.format_map(ctx) for k, v in case.env.items()}) if case.env else None
+    p = run(roscope_cmd, *(a.format_map(ctx) for a in case.argv), timeout=120, env=env)
     assert_no_crash(p, case.id)
     assert p.returncode == case.rc, f"exit status {p.returncode}, expected {case.rc}; stderr:\n{p.stderr}"
     if case.rc == 1:
@@ -652,12 +784,12 @@ def test_duckdb_out_of_its_budget_is_a_user_error():
 
 
 def test_a_step_out_of_its_budget_is_given_more_with_a_warning():
-    """db.within_memory (the kernel step, the scheduling analysis): the same
+    """memory.within_memory (the kernel step, the scheduling analysis): the same
     query under 16 MiB runs out of it, is run again with the
     budget doubled until it fits, says so once per doubling, and gives the exact
     median of 0..N-1, (N - 1) / 2; the budget is put back afterwards."""
     import duckdb
-    from roscope.db import memory_limit, within_memory
+    from roscope.memory import memory_limit, within_memory
 
     con = duckdb.connect()
     con.execute("SET memory_limit = '16MiB'")
@@ -701,7 +833,7 @@ def test_topic_statistics_fit_a_budget_their_one_statement_did_not(tmp_path):
 
 def test_callback_and_topic_percentiles_beyond_the_budget_come_from_the_sort(tmp_path):
     """`stats.callbacks` (run durations) and `stats.topics` (delivery latencies) take
-    their percentiles through statistics.grouped: a callback with millions of runs no
+    their percentiles through percentiles.grouped: a callback with millions of runs no
     longer needs its runs whole in memory (quantile_cont). The real CARET
     end-to-end trace with its busiest callback's runs and its busiest topic's links
     each repeated to 6M: under 32 MiB quantile_cont runs out of memory, the sort
@@ -750,7 +882,7 @@ def test_callback_and_topic_percentiles_beyond_the_budget_come_from_the_sort(tmp
 
 
 def test_percentiles_beyond_the_budget_come_from_a_sort_that_spills():
-    """statistics.grouped (per-path and per-component statistics of `roscope flow`):
+    """percentiles.grouped (per-path and per-component statistics of `roscope flow`):
     exact percentiles with quantile_cont hold a group's values whole, so a path of
     tens of millions of flows needed gigabytes (2.5 GB peak at 144M events). When
     they do not fit, they come from a sort that DuckDB spills, within the budget,
@@ -758,20 +890,20 @@ def test_percentiles_beyond_the_budget_come_from_a_sort_that_spills():
     it; the sort gives the percentiles of 0..n-1 computed by hand, f * (n - 1)."""
     import duckdb
     import roscope
-    from roscope import statistics
+    from roscope import percentiles
 
     n = 8_000_000
     with roscope.open(PINGPONG) as db:
         db.con.execute(f"CREATE TEMP TABLE v AS SELECT 0 AS g, (i * 7919) % {n} AS x FROM range({n}) t(i)")
         db.limit_memory(32 << 20)
         with pytest.raises(duckdb.OutOfMemoryException):
-            db.records(f"SELECT g, {statistics.aggregates('x', quartiles=True)} FROM v GROUP BY g")
+            db.records(f"SELECT g, {percentiles.aggregates('x', quartiles=True)} FROM v GROUP BY g")
         db.meta["warnings"] = []
-        [row] = statistics.grouped(db, "SELECT g, x FROM v", ["g"], quartiles=True, what="the test's group")
+        [row] = percentiles.grouped(db, "SELECT g, x FROM v", ["g"], quartiles=True, what="the test's group")
         assert db.meta["warnings"] == ["the test's group: exact percentiles of the largest groups did not fit in "
                                        "DuckDB's budget; computed from a sort spilled to disk instead (slower, same "
                                        "values)"]
-    assert list(row) == ["g", "count", *statistics.keys(quartiles=True)]
+    assert list(row) == ["g", "count", *percentiles.keys(quartiles=True)]
     assert (row["count"], row["min_ns"], row["max_ns"], row["mean_ns"]) == (n, 0, n - 1, (n - 1) / 2)
     for name in ("p25", "p50", "p75", "p90", "p99"):
         assert row[f"{name}_ns"] == pytest.approx(int(name[1:]) / 100 * (n - 1), rel=1e-15, abs=0), name
@@ -779,19 +911,19 @@ def test_percentiles_beyond_the_budget_come_from_a_sort_that_spills():
 
 def test_a_sort_beyond_the_budget_runs_again_with_more():
     """When even the sort does not fit (8M values under 16 MiB; on 144M events the
-    per-component statistics' joins under 64 MiB), statistics.grouped runs it again
+    per-component statistics' joins under 64 MiB), percentiles.grouped runs it again
     with the budget doubled, says so, and puts the budget back afterwards: the
     percentiles are still those of 0..n-1 computed by hand."""
     import roscope
-    from roscope import statistics
-    from roscope.db import memory_limit
+    from roscope import percentiles
+    from roscope.memory import memory_limit
 
     n = 8_000_000
     with roscope.open(PINGPONG) as db:
         db.con.execute(f"CREATE TEMP TABLE v AS SELECT 0 AS g, (i * 7919) % {n} AS x FROM range({n}) t(i)")
         db.limit_memory(16 << 20)
         db.meta["warnings"] = []
-        [row] = statistics.grouped(db, "SELECT g, x FROM v", ["g"], quartiles=True, what="the test's group")
+        [row] = percentiles.grouped(db, "SELECT g, x FROM v", ["g"], quartiles=True, what="the test's group")
         assert db.meta["warnings"][1:] == ["the test's group: 16 MiB of memory were not enough; made with 32 MiB "
                                            "(--memory sets the budget)"], db.meta["warnings"]
         assert memory_limit(db.con)[1] == 16 << 20
@@ -805,7 +937,7 @@ def test_percentiles_from_the_sort_are_those_of_quantile_cont():
     flows of the real Autoware trace: per path (every latency part) and per
     component, groups keyed by columns that may be null (a timer's topic)."""
     import roscope
-    from roscope import flow, statistics
+    from roscope import flow, percentiles
 
     sources = [(flow.PATH_SOURCE.format(c=c), ["path_id"], "") for c in flow.COMPONENTS]
     sources += list(flow.COMPONENT_SOURCES.values())
@@ -813,9 +945,9 @@ def test_percentiles_from_the_sort_are_those_of_quantile_cont():
         flow.data_flows(db, ".", ".")
         nulls = 0
         for source, by, extra in sources:
-            fast = db.records(f"SELECT {', '.join(by)}, {statistics.aggregates('x', quartiles=True)}"
+            fast = db.records(f"SELECT {', '.join(by)}, {percentiles.aggregates('x', quartiles=True)}"
                               f"{', ' + extra if extra else ''} FROM ({source}) GROUP BY ALL")
-            slow = statistics.grouped_by_sort(db, source, by, quartiles=True, extra=extra)
+            slow = percentiles.grouped_by_sort(db, source, by, quartiles=True, extra=extra)
             key = lambda r, by=by: tuple(str(r[c]) for c in by)  # noqa: E731
             fast, slow = sorted(fast, key=key), sorted(slow, key=key)
             assert len(fast) == len(slow) > 1
@@ -832,15 +964,15 @@ def test_private_directories_of_killed_processes_are_removed(tmp_path, monkeypat
     directory, which may hold a model file of gigabytes: the next roscope removes it,
     and leaves those of live processes (each holds its directory's lock). Two real
     processes open a trace in a private $TMPDIR; one is killed, one keeps running."""
-    from roscope import db as rdb
+    from roscope import memory
 
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     monkeypatch.setenv("TMPDIR", str(tmp))
     monkeypatch.setattr(tempfile, "tempdir", None)  # read $TMPDIR again
-    monkeypatch.setattr(rdb, "_PRIVATE_MIN_AGE", 0)  # these directories are seconds old
+    monkeypatch.setattr(memory, "PRIVATE_MIN_AGE", 0)  # these directories are seconds old
     code = ("import roscope, sys, time; d = roscope.open(sys.argv[1], memory=1 << 30); "
-            "open(d._spill + '/model.part', 'wb').write(b'x' * 4096); print(d._spill, flush=True); time.sleep(600)")
+            "open(d.private_dir + '/model.part', 'wb').write(b'x' * 4096); print(d.private_dir, flush=True); time.sleep(600)")
     procs = [subprocess.Popen([sys.executable, "-c", code, PINGPONG], stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "TMPDIR": str(tmp)}) for _ in range(2)]
     try:
@@ -849,13 +981,13 @@ def test_private_directories_of_killed_processes_are_removed(tmp_path, monkeypat
         procs[0].kill()
         procs[0].wait()
         assert os.path.exists(os.path.join(dirs[0], "model.part"))  # nothing cleaned up after SIGKILL
-        mine = rdb._private_dir()
+        mine = memory.private_dir()
         try:
             assert not os.path.exists(dirs[0])
             assert os.path.exists(os.path.join(dirs[1], "model.part"))
             assert sorted(os.listdir(tmp)) == sorted(os.path.basename(d) for d in (dirs[1], mine))
         finally:
-            rdb._remove_private_dir(mine)
+            memory.remove_private_dir(mine)
     finally:
         for p in procs:
             p.kill()

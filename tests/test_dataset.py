@@ -18,7 +18,7 @@ import statistics
 import pytest
 from roscope import cli
 from roscope import dataset as ds
-from roscope import queries as Q
+from roscope import dataset_queries as Q
 
 TRACES = os.environ.get("ROSCOPE_TRACES", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "shared", "traces"))

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -461,8 +462,11 @@ def test_trace_edges_match_lambdas_and_free_functions_by_symbol(ros1_fixtures, t
         elif n == "timer_init":
             what[(e["vpid"], e["callback"])] = f"timer {e['period'] // 1_000_000}ms"
     db = roscope.open(str(out))
+    # (the recording may hold other processes' callbacks too: ROS 2 processes that ran on
+    # the machine meanwhile, whose events carry no recording id; only the fixtures' are named)
     name = {int(r["callback_id"]): what[(int(r["pid"]), int(r["handle"]))]
-            for r in db.records("SELECT pid, handle, callback_id FROM callbacks_info")}
+            for r in db.records("SELECT pid, handle, callback_id FROM callbacks_info")
+            if (int(r["pid"]), int(r["handle"])) in what}
     path = tmp_path / "deps.json"
     deps.write(ros1_fixtures, str(path))
     edges, report = deps.trace_edges(db, str(path))
@@ -603,3 +607,301 @@ def test_unannotated_example_edges_precision_recall():
     assert doc["undecided"] == []
     gateway = node_doc(doc, "main")
     assert len(gateway["nodes"][0]["callbacks"]) == 2 and gateway["edges"] == []
+
+
+# ---------------------------------------------------------------- the package
+
+def test_flow_imports_only_the_matching_part():
+    """`roscope.flow` (and `roscope.deps.matching`) load no analysis module and no libclang
+    (issue 25): the import graph as Python records it in a fresh interpreter."""
+    code = ("import sys, roscope.flow, roscope.deps.matching; "
+            "print(sorted(m for m in sys.modules if m.startswith(('roscope.deps', 'clang'))))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(REPO / "python")})
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout.replace("'", '"')) == ["roscope.deps", "roscope.deps.matching"]
+
+
+def test_public_api_of_the_package():
+    import roscope.deps.analysis
+    import roscope.deps.document
+    import roscope.deps.matching
+
+    assert deps.analyze is roscope.deps.analysis.analyze and deps.write is roscope.deps.document.write
+    assert (deps.load, deps.match, deps.trace_edges) == (
+        roscope.deps.matching.load, roscope.deps.matching.match, roscope.deps.matching.trace_edges)
+    assert deps.demangle(["_ZN3foo3barEv", "not mangled"]) == ["foo::bar()", "not mangled"]
+    with pytest.raises(AttributeError):
+        deps.no_such_name  # noqa: B018
+
+
+# ---------------------------------------------------------------- deep code (issue 31, item 8)
+
+def deep_node(tmp_path, name: str, write_expr: str, helpers: str = "") -> Path:
+    """A node (rclcpp, the stub) whose subscription writes `state` through `write_expr`
+    (C++ over `int x`, the message's length) and whose 100 ms timer publishes from it:
+    the one true edge is sub in -> timer 100ms."""
+    src = tmp_path / f"{name}.cpp"
+    src.write_text(f"""#include <rclcpp/rclcpp.hpp>
+#include <std_msgs/msg/string.hpp>
+#include <chrono>
+#include <string>
+using String = std_msgs::msg::String;
+int state = 0;
+{helpers}
+int main(int argc, char** argv) {{
+  rclcpp::init(argc, argv);
+  auto node = rclcpp::Node::make_shared("deep");
+  auto pub = node->create_publisher<String>("out", 10);
+  auto sub = node->create_subscription<String>("in", 10, [](String::SharedPtr m) {{
+    int x = int(m->data.size());
+    {write_expr};
+  }});
+  auto timer = node->create_wall_timer(std::chrono::milliseconds(100), [&]() {{
+    String out;
+    out.data = std::to_string(state);
+    pub->publish(out);
+  }});
+  rclcpp::spin(node);
+  return 0;
+}}
+""")
+    return src
+
+
+def run_deep(run_roscope, src: Path, timeout: float = 300):
+    return run_roscope("deps", "--json", "--flags", "-isystem", str(STUB), "-std=c++17", "--", str(src), timeout=timeout)
+
+
+@pytest.mark.parametrize("case", ["sum_400", "calls_1000", "methods_1000", "sum_30000"])
+def test_deep_code_is_analysed(run_roscope, tmp_path, case):
+    """Plausible C++ that recursed past Python's limit (a 400-term expression, a chain of
+    1,000 calls: RecursionError, exit 70) or past libclang's parsing thread's stack (a
+    30,000-term expression: a segfault, exit 139): analysed, and the edge is found."""
+    helpers = ""
+    if case.startswith("sum_"):  # state = sum(x), whose body is one expression of that many terms
+        helpers = "int sum(int a) { return " + " + ".join(["a"] * int(case[4:])) + "; }\n"
+        expr = "state = sum(x)"
+    elif case == "calls_1000":  # f999() returns f998() ... returns state: the write goes through 1,000 calls
+        helpers = "int& f0() { return state; }\n" + "".join(f"int& f{i}() {{ return f{i - 1}(); }}\n" for i in range(1, 1000))
+        expr = "f999() = x"
+    else:  # one expression of 1,000 chained method calls, the last one writing
+        helpers = "struct Chain { Chain& next() { return *this; } void put(int v) { state = v; } };\nChain chain;\n"
+        expr = "chain" + ".next()" * 1000 + ".put(x)"
+    p = run_deep(run_roscope, deep_node(tmp_path, case, expr, helpers))
+    assert p.returncode == 0, p.stderr[-2000:]
+    doc = json.loads(p.stdout)
+    assert edges_by_key(doc) == {("sub in", "timer 100ms")}
+    (edge,) = doc["edges"]
+    assert edge["state"] == ["state"] and edge["certain"]
+
+
+def test_nesting_past_the_walks_limit_is_one_line(run_roscope, tmp_path):
+    from roscope.deps.function import MAX_NESTING
+
+    src = deep_node(tmp_path, "sum_deeper", "state = " + " + ".join(["x"] * (MAX_NESTING + 10_000)))
+    p = run_deep(run_roscope, src)
+    assert p.returncode == 1, p.stderr[-2000:]
+    line = f"{src}:14:"  # the expression's line in deep_node
+    assert p.stderr.startswith(f"roscope: error: {line}") and p.stderr.count("\n") == 1, p.stderr[-2000:]
+    assert f"nested more than {MAX_NESTING:,} levels deep" in p.stderr
+
+
+def test_libclang_crash_is_one_line(run_roscope, tmp_path):
+    """A nesting deeper than libclang can parse even on the analysis' large stack (here
+    a million terms) crashes libclang in the worker process, not roscope."""
+    src = tmp_path / "million.cpp"
+    src.write_text("int f(int a) { return " + "+".join(["a"] * 1_000_000) + "; }\n")
+    p = run_roscope("deps", "--flags", "-std=c++17", "--", str(src), timeout=300)
+    assert p.returncode == 1, p.stderr[-2000:]
+    assert p.stderr.startswith(f"roscope: error: {src}: libclang crashed while roscope deps analysed it (signal "), p.stderr
+    assert p.stderr.count("\n") == 1
+
+
+# ---------------------------------------------------------------- bad inputs (issue 31, items 10 and 16)
+
+@pytest.mark.parametrize("entry, expect", [
+    ({"directory": ".", "file": 7, "command": "c++ -c x.cpp"}, "entry 1: 'file' must be a path (a non-empty string), not a number"),
+    ({"directory": ["a"], "file": "x.cpp", "command": "c++"}, "entry 1: 'directory' must be a path (a non-empty string), not a list"),
+    ({"directory": ".", "file": "", "command": "c++"}, "entry 1: 'file' must be a path (a non-empty string), not an empty string"),
+    ({"directory": ".", "file": "x.cpp", "command": ["c++", "-c"]}, "entry 1: 'command' must be a string, not a list"),
+    ({"directory": ".", "file": "x.cpp", "arguments": "c++ -c x.cpp"}, "entry 1: 'arguments' must be a list of strings, not a string"),
+    ({"directory": ".", "file": "x.cpp", "arguments": ["c++", 3]}, "entry 1: 'arguments' must be a list of strings, not a list holding a number"),
+    ({"directory": ".", "file": "x.cpp", "arguments": []}, "entry 1: an empty command"),
+    ({"directory": ".", "file": "x.cpp", "command": "c++ -DX='unclosed"}, "entry 1: 'command' cannot be split into words"),
+    ({"directory": ".", "file": "x\u0000.cpp", "command": "c++"}, "entry 1: 'file' must be a path (a non-empty string), not a string with a NUL"),
+    ({"directory": ".", "file": "x.cpp", "command": None}, "entry 1: 'command' must be a string, not null"),
+    ("not an object", "entry 1 lacks 'file', 'directory' or 'command'/'arguments'"),
+])
+def test_compile_database_fields_of_the_wrong_type(run_roscope, tmp_path, entry, expect):
+    src = tmp_path / "node.cpp"
+    src.write_text("int main() { return 0; }\n")
+    good = {"directory": str(tmp_path), "file": "node.cpp", "command": "c++ -std=c++17 -c node.cpp"}
+    db = tmp_path / "compile_commands.json"
+    db.write_text(json.dumps([good, entry]))
+    p = run_roscope("deps", "-p", str(tmp_path), str(src))
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert p.stderr.startswith(f"roscope: error: {db}: {expect}") and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_deeply_nested_compile_database_is_one_line(run_roscope, tmp_path):
+    (tmp_path / "compile_commands.json").write_text("[" * 200_000)
+    src = tmp_path / "node.cpp"
+    src.write_text("int main() { return 0; }\n")
+    p = run_roscope("deps", "-p", str(tmp_path), str(src))
+    assert p.returncode == 1 and "not a valid compilation database" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_a_directory_as_a_source(run_roscope, tmp_path):
+    d = tmp_path / "src"
+    d.mkdir()
+    p = run_roscope("deps", str(d))
+    assert p.returncode == 1
+    assert p.stderr == (f"roscope: error: {d}: is a directory; give the C++ sources in it (e.g. {d}/*.cpp) and their "
+                        "flags with -p BUILD_DIR or --flags\n")
+
+
+# ---------------------------------------------------------------- one binary, lambdas in main (issue 29)
+
+ONEBINARY = REPO / "examples" / "ros1_onebinary"
+ONEBINARY_SRC = ONEBINARY / "src" / "onebinary.cpp"
+# The truth, by hand from src/onebinary.cpp (its header comment), callbacks named by the
+# [role/what] comment on their registration line:
+ONEBINARY_TRUTH = {
+    ("tracker/objects", "tracker/timer"),  # last_obj: a function-local static, under a mutex
+    ("tracker/imu", "tracker/timer"),      # last_imu
+    ("mapper/scan", "mapper/timer"),       # latest_scan (the 2-thread node)
+}
+
+
+def tagged(doc: dict, source: Path) -> dict[str, dict]:
+    """The callbacks of `doc` by the [role/what] comment on their registration line."""
+    tags = {n: m.group(1) for n, line in enumerate(source.read_text().splitlines(), 1)
+            if (m := re.search(r"// \[(\w+/\w+)\]$", line))}
+    return {tags[int(cb["registered_at"].rsplit(":", 2)[1])]: cb for cb in callbacks(doc).values()}
+
+
+@pytest.fixture(scope="module")
+def onebinary_doc():
+    return deps.analyze([str(ONEBINARY_SRC)])
+
+
+@needs_roscpp
+@pytest.mark.slow
+def test_onebinary_edges_are_the_true_ones(onebinary_doc):
+    """Issue 29: on a one-binary system (a role per process, every callback a lambda in
+    main, state in function-local statics, a message counter every publisher bumps
+    through one helper lambda), `roscope deps` found 0 edges: a call of a lambda kept in
+    a variable (`send(pub, ...)`) was taken for a library call, so no callback
+    published. Now every publishing callback publishes and the edges are the true ones."""
+    doc = onebinary_doc
+    cbs = tagged(doc, ONEBINARY_SRC)
+    assert len(cbs) == 12 and {n["name"] for n in doc["nodes"]} == {"main"}
+    assert {t for t, cb in cbs.items() if cb["publishes"]} == {
+        "sensors/scan", "sensors/objects", "sensors/imu", "sensors/cmd", "tracker/timer", "mapper/timer",
+        "mapper/cmd", "gateway/track", "gateway/map"}
+    tag = {cb["id"]: t for t, cb in cbs.items()}
+    found = {(tag[e["from"]], tag[e["to"]]): e for e in doc["edges"]}
+    precision, recall = prf(set(found), ONEBINARY_TRUTH)
+    print(f"examples/ros1_onebinary: {len(found)} edges, precision {precision:.3f}, recall {recall:.3f}")
+    assert (precision, recall) == (1.0, 1.0), sorted(found)
+    assert {k: e["state"] for k, e in found.items()} == {
+        ("tracker/objects", "tracker/timer"): ["main()::last_obj"], ("tracker/imu", "tracker/timer"): ["main()::last_imu"],
+        ("mapper/scan", "mapper/timer"): ["main()::latest_scan"]}
+    assert all(e["certain"] and e["through"] == "shared" for e in found.values())
+    assert doc["undecided"] == []
+
+
+@needs_roscpp
+@pytest.mark.slow
+def test_onebinary_bookkeeping_is_listed_not_taken_for_data(onebinary_doc):
+    """The message counter and the log's line count, touched by every publishing
+    callback through `send`, are listed as bookkeeping and left out of the edges; the
+    edges that rest on them alone are listed too."""
+    doc = onebinary_doc
+    books = {b["state"]: b for b in doc["bookkeeping"]}
+    assert set(books) == {"g_msg_seq", "g_log.lines_"}
+    tag = {cb["id"]: t for t, cb in tagged(doc, ONEBINARY_SRC).items()}
+    publishing = {"sensors/scan", "sensors/objects", "sensors/imu", "sensors/cmd", "tracker/timer", "mapper/timer",
+                  "mapper/cmd", "gateway/track", "gateway/map"}
+    assert {tag[c] for c in books["g_msg_seq"]["callbacks"]} == publishing
+    # the log is written by the mapper's scan subscription too (its "run" lines)
+    assert {tag[c] for c in books["g_log.lines_"]["callbacks"]} == publishing | {"mapper/scan"}
+    assert all(b["left_out"] and "each of the 9 publishing callbacks of main" in b["why"] for b in books.values())
+    left = doc["edges_left_out"]
+    assert len(left) > 50 and all(set(e["state"]) <= set(books) for e in left)
+    assert ("gateway/track", "gateway/map") in {(tag[e["from"]], tag[e["to"]]) for e in left}
+
+
+@needs_roscpp
+@pytest.mark.slow
+def test_ignore_state_and_keep_state(run_roscope, tmp_path):
+    out = tmp_path / "deps.json"
+    p = run_roscope("deps", "-o", str(out), "--ignore-state", "main()::last_imu", "--keep-state", "g_msg_seq",
+                    "--ignore-state", "no_such_state", str(ONEBINARY_SRC))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    tag = {cb["id"]: t for t, cb in tagged(doc, ONEBINARY_SRC).items()}
+    edges = {(tag[e["from"]], tag[e["to"]]): e["state"] for e in doc["edges"]}
+    # ignored: the imu edge rests on last_imu alone, so it is left out, and listed so
+    assert ("tracker/imu", "tracker/timer") not in edges
+    assert ("tracker/imu", "tracker/timer") in {(tag[e["from"]], tag[e["to"]]) for e in doc["edges_left_out"]}
+    # kept: the counter links every publishing callback of main to every other again
+    assert edges[("gateway/track", "gateway/map")] == ["g_msg_seq"]
+    assert edges[("tracker/objects", "tracker/timer")] == ["main()::last_obj"]  # (objects does not publish)
+    assert {(b["state"], b["left_out"]) for b in doc["bookkeeping"]} == {("g_msg_seq", False), ("g_log.lines_", True)}
+    assert doc["inputs"]["ignore_state"] == ["main()::last_imu", "no_such_state"]
+    assert "--ignore-state no_such_state: no callback reads or writes state of that name" in " ".join(doc["notes"])
+    assert "2 bookkeeping state(s)" in p.stdout and "g_msg_seq (kept: --keep-state)" in p.stdout
+    assert "left out of the edges (--ignore-state): main()::last_imu, no_such_state" in p.stdout
+
+
+HELPER_SRC = """#include <rclcpp/rclcpp.hpp>
+#include <std_msgs/msg/string.hpp>
+#include <chrono>
+#include <string>
+using String = std_msgs::msg::String;
+unsigned long g_seq = 0;
+unsigned long next_id() { return ++g_seq; }
+int main(int argc, char** argv) {
+  rclcpp::init(argc, argv);
+  auto node = rclcpp::Node::make_shared("helper");
+  auto a_pub = node->create_publisher<String>("a_out", 10);
+  auto b_pub = node->create_publisher<String>("b_out", 10);
+  std::string latest;  // written by "in", read by the timer
+  auto send = [&](const rclcpp::Publisher<String>::SharedPtr& pub, const std::string& text) {
+    String m;
+    m.data = std::to_string(next_id()) + text;
+    pub->publish(m);
+  };
+  auto in = node->create_subscription<String>("in", 10, [&](String::SharedPtr m) { latest = m->data; });
+  auto relay = node->create_subscription<String>("relay", 10, [&](String::SharedPtr m) { send(b_pub, m->data); });
+  auto timer = node->create_wall_timer(std::chrono::milliseconds(100), [&]() { send(a_pub, latest); });
+  [&]() { send(a_pub, "hello"); }();  // a lambda called where it is written
+  rclcpp::spin(node);
+  return 0;
+}
+"""
+
+
+def test_a_helper_lambda_that_publishes_and_a_counter(tmp_path):
+    """A lambda kept in a variable and called by the callbacks (`send`) is followed: the
+    callbacks publish through it, so the timer's edge is found; the counter it bumps
+    (`g_seq`, through next_id) is bookkeeping, so the relay and the timer (both
+    publishing) are not linked by it."""
+    src = tmp_path / "helper.cpp"
+    src.write_text(HELPER_SRC)
+    doc = deps.analyze([str(src)], flags=["-isystem", str(STUB), "-std=c++17"])
+    assert edges_by_key(doc) == {("sub in", "timer 100ms")}
+    cbs = {key(cb): cb for cb in callbacks(doc).values()}
+    assert [p["topic"] for p in cbs["timer 100ms"]["publishes"]] == ["a_out"]
+    assert [p["topic"] for p in cbs["sub relay"]["publishes"]] == ["b_out"]
+    assert "g_seq" in [a["state"] for a in cbs["timer 100ms"]["writes"]]  # listed as what it touches
+    assert [b["state"] for b in doc["bookkeeping"]] == ["g_seq"]
+    assert {(callbacks(doc)[e["from"]]["topic"], callbacks(doc)[e["to"]]["topic"]) for e in doc["edges_left_out"]} == {
+        ("relay", None), (None, "relay")}
+    # A counter bumped by only one publishing callback is that callback's own: not bookkeeping.
+    one = HELPER_SRC.replace("send(b_pub, m->data);", "String o; o.data = m->data; b_pub->publish(o);")
+    src.write_text(one)
+    doc = deps.analyze([str(src)], flags=["-isystem", str(STUB), "-std=c++17"])
+    assert doc["bookkeeping"] == [] and edges_by_key(doc) == {("sub in", "timer 100ms")}

@@ -446,3 +446,114 @@ def test_documented_experiment_file_is_valid(tmp_path):
     assert ids == ["baseline", "cpu_load", "msg_load@rate=250", "msg_load@rate=1000", "cpuset@cpus=1", "cpuset@cpus=2",
                    "pinned_and_loaded"]
     assert exp.scenarios[-1]["breaking_point"]["high"] == 4000 and exp.metrics["busy"]["stat"] == "utilization"
+
+
+# ---------------------------------------------------------------- issue 31: bounded, escaped, checked
+
+BOUNDS_DRIVER = r"""
+import os, sys
+sc = os.environ["ROSCOPE_SCENARIO"]
+if sc == "nested":
+    print("[" * 200000)
+elif sc == "bigint":
+    print('{"bigint": ' + "9" * 400 + ', "t1_ms": 3.5, "nan": NaN}')
+elif sc == "huge":
+    chunk = b"x" * (1 << 20)
+    for _ in range(96):
+        sys.stdout.buffer.write(chunk)
+    sys.stdout.buffer.write(b"\n")
+elif sc == "formula":
+    print('{"=HYPERLINK(\\"http://example.com\\",\\"x\\")": 1.25, "+cmd": 2, "status": "@SUM(1+1)", '
+          '"reason": "=1+1"}')
+else:
+    print('{"-neg": -4.5, "t1_ms": 7}')
+"""
+
+
+def _bounds_experiment(tmp: Path, scenarios: list[str]) -> Path:
+    (tmp / "system.sh").write_text(SYSTEM)
+    (tmp / "system.sh").chmod(0o755)
+    (tmp / "driver.py").write_text(BOUNDS_DRIVER)
+    y = tmp / "bounds.yaml"
+    y.write_text(textwrap.dedent(f"""\
+        name: bounds
+        trials: 1
+        system:
+          start: ./system.sh
+          ready: {{command: [sh, -c, 'test -e "$ROSCOPE_SYSTEM_DIR/ready"'], timeout: 5}}
+          stop_timeout: 1
+        driver:
+          command: [{sys.executable}, -S, driver.py]
+          timeout: 60
+        scenarios:
+        """) + "".join(f"  - name: {s}\n" for s in scenarios))
+    return y
+
+
+def test_driver_output_is_read_with_bounds(tmp_path, roscope_cmd):
+    """200,000 nested brackets, a 400-digit integer and a 96 MiB last line: each is a finding of
+    its trial, never a crash of the run; roscope's memory stays below the line's size (its peak
+    RSS, from the kernel's rusage of the waited-for child); diagnostics.txt stays small."""
+    y = _bounds_experiment(tmp_path, ["nested", "bigint", "huge"])
+    run = tmp_path / "run"
+    probe = ("import resource, subprocess, sys\n"
+             "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+             "sys.stderr.write(p.stderr)\n"
+             "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    p = _roscope([sys.executable, "-c", probe, *roscope_cmd], "experiment", "run", str(y), "-o", str(run), timeout=300)
+    rc, maxrss_kib = map(int, p.stdout.split())
+    assert rc == 0, p.stderr
+    assert "Traceback" not in p.stderr
+    assert maxrss_kib * 1024 < 96 << 20, f"roscope's peak RSS {maxrss_kib} KiB: it read the whole line"
+    res = {t: json.loads((run / "trials" / f"{t}_001" / "result.json").read_text()) for t in ("nested", "bigint", "huge")}
+    assert res["nested"]["status"] == "driver_crash" and "nests JSON 200000 deep (at most 64" in res["nested"]["reason"]
+    assert res["bigint"]["status"] == "success" and res["bigint"]["metrics"] == {"t1_ms": 3.5}
+    assert any("not finite, left out: bigint, nan" in w for w in res["bigint"]["warnings"])
+    assert res["huge"]["status"] == "driver_crash"
+    assert f"longer than {1 << 20} bytes (the file has {(96 << 20) + 1} bytes)" in res["huge"]["reason"]
+    diag = run / "trials" / "huge_001" / "diagnostics.txt"
+    assert diag.stat().st_size < 100_000 and f"[... the first {(96 << 20) + 1 - 65536} bytes are not shown]\n[...] xxx" \
+        in diag.read_text()
+    assert json.loads((run / "manifest.json").read_text())["state"] == "complete"
+
+
+def test_csv_cells_are_escaped_against_formulas(tmp_path, roscope_cmd):
+    """Metric names, a status and a reason a spreadsheet would run as formulas are written with a
+    leading ' (read back with the csv module); numbers, also negative ones, stay numbers."""
+    y = _bounds_experiment(tmp_path, ["formula", "plain"])
+    run = tmp_path / "run"
+    p = _roscope(roscope_cmd, "experiment", "run", str(y), "-o", str(run))
+    assert p.returncode == 0, p.stderr
+    with open(run / "trials.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    head, cells = rows[0], [c for r in rows for c in r]
+    assert "'=HYPERLINK(\"http://example.com\",\"x\")" in head and "'+cmd" in head and "'-neg" in head
+    assert "'@SUM(1+1)" in cells and "'=1+1" in cells
+    assert not [c for c in cells if c[:1] in ("=", "+", "@")]
+    plain = dict(zip(head, rows[[r[0] for r in rows].index("plain_001")]))
+    assert float(plain["'-neg"]) == -4.5 and float(plain["t1_ms"]) == 7.0
+    with open(run / "summary.csv", newline="") as f:
+        metrics = {r["metric"] for r in csv.DictReader(f)}
+    assert "'=HYPERLINK(\"http://example.com\",\"x\")" in metrics or "'-neg" in metrics
+    assert not [m for m in metrics if m[:1] in ("=", "+", "-", "@")]
+
+
+def test_list_survives_a_corrupt_manifest_and_looks_deeper(tmp_path, roscope_cmd):
+    y = _write_experiment(tmp_path, """\
+        - name: ok
+        """)
+    deep = tmp_path / "campaign" / "2026" / "run"
+    p = _roscope(roscope_cmd, "experiment", "run", str(y), "-o", str(deep))
+    assert p.returncode == 0, p.stderr
+    broken = tmp_path / "campaign" / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text('{"experiment": {"name": ')
+    other = tmp_path / "campaign" / "other-tool"
+    other.mkdir()
+    (other / "manifest.json").write_text('{"something": "else"}')
+    p = _roscope(roscope_cmd, "experiment", "list", str(tmp_path), "--json")
+    assert p.returncode == 0, p.stderr
+    runs = json.loads(p.stdout)
+    assert [r["dir"] for r in runs] == [str(deep)] and runs[0]["trials"] == 1 and runs[0]["successes"] == 1
+    warnings = [x for x in p.stderr.splitlines() if x.startswith("roscope: warning: ")]
+    assert len(warnings) == 1 and f"left out {broken}: cannot read {broken / 'manifest.json'}" in warnings[0]

@@ -245,10 +245,10 @@ def test_a_copied_trace_directory_is_read_once(tmp_path):
 
 def test_the_model_counts_a_twice_given_trace_once():
     """`roscope stats T T` counted every callback run twice (88 instead of 44)."""
-    from roscope import db as rdb
+    from roscope import loading
 
-    once = rdb.load([PINGPONG])[1]
-    twice = rdb.load([PINGPONG, PINGPONG])[1]
+    once = loading.load([PINGPONG])[1]
+    twice = loading.load([PINGPONG, PINGPONG])[1]
     assert twice.tables == once.tables
     assert once.tables["callback_runs"] == _callback_starts(PINGPONG)
     assert any("read once" in w for w in twice.warnings)
@@ -367,20 +367,20 @@ def test_an_interrupted_load_keeps_the_old_outputs(delay, tmp_path, roscope_cmd)
 def test_load_never_replaces_a_file_that_appears_meanwhile(tmp_path, monkeypatch):
     """Without --force, a file created at the target while roscope builds
     (another load, another program) is left as it is."""
-    from roscope import db as rdb
+    from roscope import loading
     from roscope.errors import InputError
 
     out = tmp_path / "run.duckdb"
-    real = rdb.build
+    real = loading.build
 
     def build_then_someone_writes(*a, **kw):
         res = real(*a, **kw)
         out.write_text("theirs")
         return res
 
-    monkeypatch.setattr(rdb, "build", build_then_someone_writes)
+    monkeypatch.setattr(loading, "build", build_then_someone_writes)
     with pytest.raises(InputError, match="appeared while roscope was writing it"):
-        rdb.load([PINGPONG], str(out))
+        loading.load([PINGPONG], str(out))
     assert out.read_text() == "theirs"
     assert os.listdir(tmp_path) == ["run.duckdb"]
 
@@ -394,7 +394,7 @@ def test_ctrl_c_while_a_temporary_file_is_made_leaves_no_file(tmp_path, monkeypa
     import signal
     import tempfile
 
-    from roscope import db, files
+    from roscope import files, loading
 
     real_mkstemp, real_mkdtemp = tempfile.mkstemp, tempfile.mkdtemp
 
@@ -408,7 +408,7 @@ def test_ctrl_c_while_a_temporary_file_is_made_leaves_no_file(tmp_path, monkeypa
     monkeypatch.setattr(tempfile, "mkstemp", then_ctrl_c(real_mkstemp))
     monkeypatch.setattr(tempfile, "mkdtemp", then_ctrl_c(real_mkdtemp))
     with pytest.raises(KeyboardInterrupt):
-        db._temp_beside(str(tmp_path / "run.duckdb"), ".tmp")
+        loading._temp_beside(str(tmp_path / "run.duckdb"), ".tmp")
     with pytest.raises(KeyboardInterrupt):
         files.atomic_write(tmp_path / "summary.json", "{}\n")
     assert os.listdir(tmp_path) == []

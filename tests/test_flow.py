@@ -251,11 +251,11 @@ def test_executor_states_and_input_waits(sims):
     """Executor analysis against the ground truth: one 'executing' state per callback
     run of each thread, shares that add up, and each delivered message's wait from
     publication to callback start."""
-    from roscope import flow as fl
+    from roscope import executor
 
     run = sims[("mfa_fig6b_partial_sync", "jazzy")]
     db = open_db(run)
-    d = fl.executor(db)
+    d = executor.executor(db)
     runs_per_thread = defaultdict(int)
     for r in gt(run, "callbacks"):
         runs_per_thread[(int(r["vpid"]), int(r["tid"]))] += 1

@@ -1,4 +1,4 @@
-"""`roscope flow` against a plain-Python Algorithm 1 (bench/flow_reference.py), on
+"""`roscope flow` against a plain-Python Algorithm 1 (tests/flow_reference.py), on
 small ros2sim systems recorded through real LTTng: the same data flows (output,
 input, first run, steps), grouped into the same paths, with the same latencies and
 the same split into communication, idle and computation.
@@ -18,14 +18,12 @@ import subprocess
 import sys
 from collections import Counter, defaultdict
 
+import flow_reference  # tests/flow_reference.py (tests/ is on sys.path: conftest.py)
 import pytest
 
 pytestmark = pytest.mark.lttng
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "bench"))
-
-import flow_reference  # noqa: E402
 
 AUTOWARE_FROM = "^/(FrontLidarDriver|RearLidarDriver|PointCloudMap|Lanelet2Map)$"
 AUTOWARE_TO = "^/(VehicleInterface|VehicleDBWSystem)$"

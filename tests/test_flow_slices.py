@@ -184,7 +184,7 @@ def test_flows_go_to_a_scratch_file_not_to_temporary_tables(tmp_path):
         for name, n in counted.items():
             assert db.con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0] == n
     [(scratch,)] = db.con.execute("SELECT path FROM duckdb_databases() WHERE database_name = 'roscope_scratch'").fetchall()
-    assert os.path.isfile(scratch) and os.path.dirname(scratch) == db._spill
+    assert os.path.isfile(scratch) and os.path.dirname(scratch) == db.private_dir
     db.close()
     assert not os.path.exists(scratch)
     assert hashlib.sha256(open(db_path, "rb").read()).hexdigest() == digest
@@ -220,7 +220,7 @@ def test_a_renewed_connection_shows_the_same_results(tmp_path):
     with pytest.raises(Exception, match="(?i)closed"):
         old.execute("SELECT 1")
     assert db.con.execute(settings).fetchall() == was
-    assert dict(was)["temp_directory"] == db._spill
+    assert dict(was)["temp_directory"] == db.private_dir
     after = _tables(db, names)
     for n in names:
         assert after[n].equals(before[n]), n

@@ -130,12 +130,8 @@ def test_the_oracle_sees_double_counting(unannotated):
     with every pair of callbacks as dependencies counts the planner's pairs twice: the
     phantom path through onPose -> onTrajectory reaches the same (lidar, command) pairs
     as the true one through the timer. So `double_counted` is not zero by construction."""
-    import inspect
-
-    from roscope import flow
-
-    if "all_paths" not in inspect.signature(flow.data_flows).parameters:
-        pytest.skip("roscope.flow.data_flows has no all_paths parameter")
+    if not ft.has_option("all_paths"):
+        pytest.skip("roscope.flow.data_flows has no all_paths option")
     r = ft.measure(unannotated["db"], unannotated["truth"], implicit="all", all_paths=True)
     r["system"], r["implicit"] = "ros1_unannotated", "all+paths"
     print(f"\n{ft.table([r])}")

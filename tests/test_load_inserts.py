@@ -1,4 +1,4 @@
-"""How a streaming load stores its chunks (python/roscope/db.py `_Inserts`):
+"""How a streaming load stores its chunks (python/roscope/loading.py `_Inserts`):
 buffered chunks go to DuckDB as one Arrow stream per insert, in transactions
 of `COMMIT_BYTES`, with DuckDB on one thread while the builder runs. The
 shared traces are small enough to fit in one insert and one transaction with
@@ -13,7 +13,7 @@ import os
 
 import duckdb
 import pytest
-from roscope import db as rdb
+from roscope import loading
 
 TRACES = os.environ.get("ROSCOPE_TRACES", "/work/shared/traces")
 AUTOWARE = os.path.join(TRACES, "ros2", "autoware-carla-galactic")
@@ -33,7 +33,7 @@ def _missing_rows(con, name: str, tbl) -> tuple[int, int]:
 def test_many_small_inserts_in_many_transactions_store_every_row(tmp_path, monkeypatch):
     inserts: list[str] = []
     commits: list[int] = []
-    put, commit = rdb._put, rdb._Inserts._commit
+    put, commit = loading._put, loading._Inserts._commit
 
     def counting_put(con, name, tbl, exists):
         inserts.append(name)
@@ -43,14 +43,14 @@ def test_many_small_inserts_in_many_transactions_store_every_row(tmp_path, monke
         commits.append(self.uncommitted)
         commit(self)
 
-    monkeypatch.setattr(rdb, "INSERT_BYTES", 64 << 10)
-    monkeypatch.setattr(rdb, "COMMIT_BYTES", 1 << 20)
-    monkeypatch.setattr(rdb, "STREAM_QUEUE", 1)
-    monkeypatch.setattr(rdb, "_put", counting_put)
-    monkeypatch.setattr(rdb._Inserts, "_commit", counting_commit)
+    monkeypatch.setattr(loading, "INSERT_BYTES", 64 << 10)
+    monkeypatch.setattr(loading, "COMMIT_BYTES", 1 << 20)
+    monkeypatch.setattr(loading, "STREAM_QUEUE", 1)
+    monkeypatch.setattr(loading, "_put", counting_put)
+    monkeypatch.setattr(loading._Inserts, "_commit", counting_commit)
     out = str(tmp_path / "a.duckdb")
-    res = rdb.write([AUTOWARE], out)
-    whole, _stats, _w, _l = rdb.build([AUTOWARE], progress=False)
+    res = loading.write([AUTOWARE], out)
+    whole, _stats, _w, _l = loading.build([AUTOWARE], progress=False)
     # It did take the paths under test: many inserts of the instance tables,
     # committed in more than a few transactions.
     assert inserts.count("callback_runs") > 5 and inserts.count("publications") > 5, inserts
@@ -72,7 +72,7 @@ def test_a_load_gives_duckdb_its_threads_back():
     if not os.path.isdir(trace):
         pytest.skip("shared trace missing")
     default = duckdb.connect().execute("SELECT current_setting('threads')").fetchone()[0]
-    database, _res = rdb.load([trace], None)
+    database, _res = loading.load([trace], None)
     try:
         assert database.con.execute("SELECT current_setting('threads')").fetchone()[0] == default
         # And nothing is left uncommitted: a rollback would fail outside a transaction.

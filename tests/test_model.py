@@ -18,8 +18,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from conftest import shared_traces_dir
 
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+TRACES = Path(shared_traces_dir())
 ROS2 = ["pingpong-rolling-2021", "caret-talker-listener-galactic", "caret-end-to-end-cyclonedds",
         "caret-intra-process-galactic", pytest.param("autoware-carla-galactic", marks=pytest.mark.slow)]  # 684k events
 

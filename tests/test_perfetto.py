@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from conftest import shared_traces_dir
 
 pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2",
                          reason="the perfetto package (pip install perfetto) parses the exported file back")
@@ -24,7 +25,7 @@ pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
 from test_model import bt2_events  # noqa: E402  (babeltrace2's text output, parsed)
 
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+TRACES = Path(shared_traces_dir())
 SLICE_BEGIN, SLICE_END, INSTANT = 1, 2, 3
 
 

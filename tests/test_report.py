@@ -24,12 +24,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import shared_traces_dir
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (pip install playwright) drives the browser")
 pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
 REPO = Path(__file__).resolve().parents[1]
-TRACES = REPO.parent / "shared" / "traces"
+TRACES = Path(shared_traces_dir())
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
@@ -93,13 +94,24 @@ def open_report(browser, path: Path) -> Opened:
     page.on("request", lambda r: requests.append(r.url) if r.url != url else None)
     page.route("**/*", lambda route: route.continue_() if route.request.url == url else route.abort())
     page.goto(url)
-    page.wait_for_function("() => [...document.querySelectorAll('.plot')].every(e => e.dataset.rendered)", timeout=120_000)
+    # What the page draws at once: every plot outside a folded part, and the timeline.
+    page.wait_for_function("""() => [...document.querySelectorAll('.plot')].filter(e => !e.closest('details:not([open])'))
+        .every(e => e.dataset.rendered) && [...document.querySelectorAll('.timeline')].every(e => e.dataset.rendered)""",
+                           timeout=120_000)
     return Opened(page, errors, requests)
 
 
+def unfold(o: Opened) -> None:
+    """Opens every folded part; its plots are drawn then."""
+    o.page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    o.page.wait_for_function("() => [...document.querySelectorAll('.plot')].every(e => e.dataset.rendered)", timeout=120_000)
+
+
 def check_page(o: Opened, min_plots: dict[str, int]) -> None:
+    """No error, no request; every section there, and (every part unfolded) every plot drawn."""
     assert o.errors == []
     assert o.requests == []
+    unfold(o)
     drawn = o.page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('main > section')].map(s => [s.id,
         [...s.querySelectorAll('.plot')].map(el => {
             const svg = el.querySelector('svg.main-svg'), r = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
@@ -111,6 +123,14 @@ def check_page(o: Opened, min_plots: dict[str, int]) -> None:
         assert len(plots) >= min_plots.get(sec, 0), (sec, plots)
         for pid, sized, marks in plots:
             assert sized and marks > 0, f"{sec}: plot {pid} is empty"
+    # The thread timeline (drawn by the page's own script) and the path graph (Graphviz dot).
+    tl = o.page.evaluate("""() => { const t = document.getElementById('timeline');
+        return t ? [t.querySelectorAll('.tl-rows rect:not(.tl-prow)').length, t.querySelectorAll('.tl-top text').length,
+                    t.querySelectorAll('.tl-bottom text').length] : null; }""")
+    if min_plots.get("threads"):
+        assert tl and tl[0] > 0 and tl[1] > 2 and tl[2] > 2, tl
+    if min_plots.get("flows"):
+        assert o.page.evaluate("() => document.querySelectorAll('#flows svg.dot-graph .gnode').length") > 1
 
 
 def _num(v):
@@ -152,8 +172,8 @@ def check_flow(o: Opened, inp, pair, i: int = 0) -> dict:
 
 
 def flow_pair(o: Opened, i: int = 0) -> tuple[str, str]:
-    """The --from/--to regexes a flow set of the page was computed with (as the page shows them)."""
-    return tuple(o.page.evaluate("i => [...document.querySelectorAll(`#flows-${i} code`)].map(c => c.textContent)", i))
+    """The --from/--to regexes a flow set of the page was computed with (kept by its heading)."""
+    return tuple(o.page.evaluate("i => { const h = document.getElementById(`flows-${i}`); return [h.dataset.from, h.dataset.to]; }", i))
 
 
 def test_caret_end_to_end(browser, tmp_path):
@@ -161,7 +181,7 @@ def test_caret_end_to_end(browser, tmp_path):
     if not trace.is_dir():
         pytest.skip(f"{trace} is not there")
     o = open_report(browser, make_report(trace, tmp_path / "e2e.html", [E2E_PAIR]))
-    check_page(o, {"callbacks": 3, "topics": 2, "threads": 3, "flows": 4})
+    check_page(o, {"callbacks": 3, "topics": 2, "threads": 2, "flows": 4})
     check_stats(o, trace)
     fl = check_flow(o, trace, E2E_PAIR)
     assert fl["summary"]["flows"] > 0 and flow_pair(o) == E2E_PAIR
@@ -192,7 +212,7 @@ def test_autoware_with_pairs_found_automatically(browser, tmp_path):
     path = make_report(trace, tmp_path / "aw.html")
     assert path.stat().st_size < 15_000_000
     o = open_report(browser, path)
-    check_page(o, {"callbacks": 3, "topics": 1, "threads": 2, "flows": 4})
+    check_page(o, {"callbacks": 3, "topics": 1, "threads": 1, "flows": 4})
     st = check_stats(o, trace)
     assert len(st["callbacks"]) > 100
     pair = flow_pair(o)
@@ -205,33 +225,31 @@ def test_autoware_with_pairs_found_automatically(browser, tmp_path):
 def test_ros1_example(browser, lttng_ready, ros1_pipeline_run, tmp_path):
     trace = ros1_pipeline_run["trace"]  # examples/ros1_pipeline/run.sh -d 8, once per session (conftest.py)
     o = open_report(browser, make_report(trace, tmp_path / "ros1.html", [ROS1_PAIR]))
-    check_page(o, {"callbacks": 3, "topics": 2, "threads": 2, "flows": 4})
+    check_page(o, {"callbacks": 3, "topics": 2, "threads": 1, "flows": 4})
     check_stats(o, trace)
     assert check_flow(o, trace, ROS1_PAIR)["summary"]["paths"] >= 3  # camera, lidar and imu reach the plan
     assert "ROS 1" in o.page.inner_text("#overview")
 
 
 def big_trace() -> Path:
-    """The 10M-event ros2sim trace of bench/flow.py (made by it when missing)."""
-    sys.path.insert(0, str(REPO / "bench"))
-    import flow as bench_flow  # bench/flow.py
+    """The 10M-event ros2sim trace of bench/flow.py (tests/big_trace.py, made when missing)."""
+    import big_trace
 
-    return Path(bench_flow.ensure_trace(bench_flow.DEFAULT_DURATION))
+    return Path(big_trace.ensure_trace())
 
 
 @pytest.mark.slow
 @pytest.mark.lttng
 def test_ten_million_events(browser, lttng_ready, tmp_path):
-    trace = big_trace()
-    sys.path.insert(0, str(REPO / "bench"))
-    import flow as bench_flow
+    import big_trace as bt
 
-    pair = (bench_flow.FROM, bench_flow.TO)
+    trace = big_trace()
+    pair = (bt.FROM, bt.TO)
     path = make_report(trace, tmp_path / "big.html", [pair])
     assert path.stat().st_size < 15_000_000
     o = open_report(browser, path)
     # Input waits over 1M transport links too (roscope.executor's query is linear).
-    check_page(o, {"callbacks": 3, "topics": 2, "threads": 3, "flows": 4})
+    check_page(o, {"callbacks": 3, "topics": 2, "threads": 2, "flows": 4})
     # The reference numbers from one `roscope load` of the trace (its stats and flow on the
     # database are those on the trace: test_streaming.py, test_database_input_is_not_written):
     # one decode of the 10M events instead of one per verb.

@@ -68,9 +68,9 @@ def record(tmp_path_factory) -> tuple[Path, Path]:
     p = roscope_record(["-o", str(out), "--kernel", "--", "bash", "-c", script], timeout=180)
     assert p.returncode == 0, p.stderr
     db = out.parent / "run.duckdb"
-    from roscope import db as rdb
+    from roscope import loading
 
-    rdb.write([str(out)], str(db))
+    loading.write([str(out)], str(db))
     return out, db
 
 
@@ -431,8 +431,9 @@ def test_flow_split_against_timehist(recording):
     th = timehist(out / "perf" / "perf.data")
     with _open(db) as d:
         from roscope import sched
+        from roscope.flow import FlowRequest
 
-        res = sched.flow_sched(d, "^/lidar$", "^/plan$", top=20)
+        res = sched.flow_sched(d, FlowRequest("^/lidar$", "^/plan$"), top=20)
         segs = d.con.execute("SELECT flow_id, tid, a, b FROM flow_thread_segments").fetchall()
         waits = d.con.execute("SELECT flow_id, sum(wait_ns) FROM flow_wait_segments GROUP BY 1").fetchall()
     flows = {f["flow_id"]: f for f in res["flows"]}
@@ -525,13 +526,12 @@ def test_perf_data_read_directly_equals_perf_scripts_reading(recording, tmp_path
     the same kernel tables, row for row: the same events, in the same order, with the same
     runnable states, names and processes."""
     import duckdb
-    from roscope import db as rdb
-    from roscope import kernel
+    from roscope import kernel, loading
 
     out, db = recording
     slow = tmp_path / "perf-script.duckdb"
     monkeypatch.setattr(kernel, "READ_PERF", False)
-    rdb.write([str(out)], str(slow))
+    loading.write([str(out)], str(slow))
     a, b = duckdb.connect(str(db), read_only=True), duckdb.connect(str(slow), read_only=True)
     for t in ("kernel_threads", "thread_states", "preemptions", "migrations"):
         q = f"SELECT * FROM {t} ORDER BY ALL"

@@ -74,9 +74,9 @@ def recording(tmp_path_factory):
     p = roscope_record(["-o", str(out), "--kernel", "--", "bash", "-c", script], timeout=180)
     assert p.returncode == 0, p.stderr
     db = d / "run.duckdb"
-    from roscope import db as rdb
+    from roscope import loading
 
-    rdb.write([str(out)], str(db))
+    loading.write([str(out)], str(db))
     return out, db
 
 

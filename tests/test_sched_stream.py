@@ -17,8 +17,7 @@ from test_sched_lttng import STATES, TRACE, oracle
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory):
     import roscope
-    from roscope import db as rdb
-    from roscope import kernel
+    from roscope import kernel, loading
 
     chunks = collections.Counter()
     put = kernel.RowStore.put
@@ -31,7 +30,7 @@ def loaded(tmp_path_factory):
         mp.setattr(kernel, "CHUNK_ROWS", 16)
         mp.setattr(kernel.RowStore, "put", counted)
         out = tmp_path_factory.mktemp("stream") / "k.duckdb"
-        res = rdb.write([str(TRACE)], str(out), memory=16 << 20)
+        res = loading.write([str(TRACE)], str(out), memory=16 << 20)
     db = roscope.open(str(out))
     yield db, res, chunks
     db.con.close()

@@ -9,8 +9,7 @@ import json
 import os
 
 import pytest
-from roscope import _core, executor, flow
-from roscope import db as rdb
+from roscope import _core, executor, flow, loading
 
 SCHEMA = json.loads(_core.schema())
 TRACE = "ros2/caret-end-to-end-cyclonedds"
@@ -19,7 +18,7 @@ TRACE = "ros2/caret-end-to-end-cyclonedds"
 @pytest.fixture(scope="module")
 def stored(shared_traces, tmp_path_factory):
     path = str(tmp_path_factory.mktemp("schema") / "run.duckdb")
-    db, _ = rdb.load([os.path.join(shared_traces, TRACE)], path)
+    db, _ = loading.load([os.path.join(shared_traces, TRACE)], path)
     flow.causal_links(db, store=True)
     flow.data_flows(db, "^/topic1$", "^/topic3$", store=True)
     executor.input_waits(db, store=True)

@@ -3,7 +3,7 @@
 A 21-run dataset of the shared real ROS 2 traces (the Autoware trace once, the
 four others five times each) is loaded by `roscope.spark.load`: one Spark task per
 run, each running roscope's own load in an executor process. The statistics
-queries (roscope.queries, one SQL text) then run on Spark and on DuckDB over that
+queries (roscope.dataset_queries, one SQL text) then run on Spark and on DuckDB over that
 dataset: the rows must be the same (counts, minima, maxima exactly; means,
 deviations and percentiles up to floating rounding), and equal `roscope stats
 TRACE --json` on each run's trace (checked against babeltrace2/CARET elsewhere).
@@ -21,7 +21,7 @@ import shutil
 import pytest
 from roscope import cli
 from roscope import dataset as ds
-from roscope import queries as Q
+from roscope import dataset_queries as Q
 
 TRACES = os.environ.get("ROSCOPE_TRACES", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "shared", "traces"))
@@ -156,8 +156,9 @@ def test_flows_as_spark_tasks(spark, loaded, capfd):
     """Path statistics per run, one Spark task each (the Rust core in the executors),
     equal `roscope flow TRACE --json` on the run's trace."""
     from roscope import spark as rs
+    from roscope.flow import FlowRequest
 
-    res = rs.flows(loaded[0], "^/ping$", "^/pong$", runs=["s0[1-8]"], spark=spark)
+    res = rs.flows(loaded[0], FlowRequest("^/ping$", "^/pong$"), runs=["s0[1-8]"], spark=spark)
     assert [r["run"] for r in res] == [f"s0{i}" for i in range(1, 9)] and all(r["ok"] for r in res)
     rc = cli.main(["flow", os.path.join(ROS2, SMALL[3]), "--from", "^/ping$", "--to", "^/pong$", "--json"])
     ref = json.loads(capfd.readouterr().out)

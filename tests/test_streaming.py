@@ -20,7 +20,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 from conftest import floats_only_differ
-from roscope import db as rdb
+from roscope import loading, opening
 
 TRACES = os.environ.get("ROSCOPE_TRACES", "/work/shared/traces")
 SHARED = sorted(
@@ -32,13 +32,13 @@ INSTANCES = ("callback_runs", "publications", "takes", "links", "executor_states
 
 
 def _whole(path):
-    arrow, stats, _w, _l = rdb.build([path], progress=False)
+    arrow, stats, _w, _l = loading.build([path], progress=False)
     return arrow, stats
 
 
 def _streamed(path, window_ns, flush_every=50):
     chunks: dict[str, list] = {}
-    arrow, stats, _w, _l = rdb.build([path], progress=False, put=lambda n, t: chunks.setdefault(n, []).append(t),
+    arrow, stats, _w, _l = loading.build([path], progress=False, put=lambda n, t: chunks.setdefault(n, []).append(t),
                                      window_ns=window_ns, flush_every=flush_every)
     counts = {n: len(v) for n, v in chunks.items()}
     for n, t in arrow.items():
@@ -132,13 +132,13 @@ def test_traces_larger_than_a_quarter_of_the_budget_are_opened_from_a_private_fi
     statistics are the same (the share is raised to put these small traces beyond it)."""
     from roscope import stats
 
-    size = rdb._size([path])
-    with rdb.open(path) as mem:
-        assert getattr(mem, "_spill", None) is None or os.listdir(mem._spill) == []
+    size = opening._size([path])
+    with opening.open(path) as mem:
+        assert mem.private_dir is None or os.listdir(mem.private_dir) == []
         want = (stats.summary(mem), stats.callbacks(mem), stats.topics(mem))
-    monkeypatch.setattr(rdb, "IN_MEMORY_SHARE", size)
-    with rdb.open(path) as small:
-        private = small._spill
+    monkeypatch.setattr(opening, "IN_MEMORY_SHARE", size)
+    with opening.open(path) as small:
+        private = small.private_dir
         assert os.listdir(private) == ["model.duckdb"] and oct(os.stat(private).st_mode & 0o777) == "0o700"
         got = (stats.summary(small), stats.callbacks(small), stats.topics(small))
     assert not os.path.exists(private)

@@ -3,12 +3,7 @@
 The heavy lifting (CTF decoding, event -> model building) is in the Rust core,
 ``roscope._core``; this package holds the CLI, the Python API and the analyses.
 """
-try:  # one version source, Cargo.toml's [workspace.package] version: the core is built with it
-    from roscope._core import __version__ as __version__
-except ImportError:  # a core built before it exported its version: the installed package's metadata
-    from importlib.metadata import version as _dist_version
-
-    __version__ = _dist_version("roscope")
+from roscope.version import __version__ as __version__
 
 
 def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True,  # noqa: A001 - the API's entry point
@@ -21,7 +16,7 @@ def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True,  # noq
     processes read it. Pass ``read_only=False`` to store analysis results into
     it (``store=True``). ``heuristics=False`` makes only exact transport links
     and ``sync=False`` keeps every host's raw clock (traces only); ``memory`` is
-    DuckDB's budget in bytes (default 1 GiB; results beyond it spill to disk). Returns a `roscope.db.Database`: ``.sql(query)`` and
+    DuckDB's budget in bytes (default 256 MiB; results beyond it spill to disk). Returns a `roscope.database.Database`: ``.sql(query)`` and
     ``.table(name)`` give pandas DataFrames, ``.records(query)`` lists of dicts,
     ``.con`` the DuckDB connection. Wrong input raises `roscope.errors.UserError`
     (`InputError`, `DatabaseError`) or `roscope._core.TraceError`, with a
@@ -29,6 +24,6 @@ def open(trace_or_db, *, heuristics: bool = True, read_only: bool = True,  # noq
     opened read-only over the runs chosen by ``runs`` (ids or shell patterns;
     one run: the same tables and views as a database; docs/dataset.md).
     """
-    from roscope.db import open as _open
+    from roscope import opening  # here, not at the top: `roscope info` starts without DuckDB
 
-    return _open(trace_or_db, heuristics=heuristics, read_only=read_only, memory=memory, sync=sync, runs=runs)
+    return opening.open(trace_or_db, heuristics=heuristics, read_only=read_only, memory=memory, sync=sync, runs=runs)

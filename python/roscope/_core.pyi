@@ -125,52 +125,198 @@ class FlowModel:
     def callback_labels(self) -> list[str]:
         """Callback labels (`node kind(topic)`); callback masks follow this order."""
 
-#: (pub_base, pub_n, pub_extra, run_base, run_n, run_extra): a slice's ids to the model's.
-Ids = tuple[int, int, Sequence[int], int, int, Sequence[int]]
-#: (lo, hi, out_from_ts, out_from_id, out_to, lo_cb, lo_pub): the slice and the outputs handled.
-Window = tuple[int, int, int, int, int, Sequence[int], Sequence[int]]
+class SearchOptions:
+    """The options of a data-flow search, as `roscope.flow.FlowRequest` makes them."""
+
+    def __init__(
+        self,
+        *,
+        is_input: Sequence[bool],
+        is_output: Sequence[bool],
+        implicit: str = "auto",
+        fallback: str = "pairs",
+        exact_links: bool = True,
+        max_flows_per_output: int | None = 10000,
+        max_flows: int | None = None,
+        all_paths: bool = False,
+        all_steps: bool = False,
+        excluded_topics: Sequence[bool] | None = None,
+        excluded_callbacks: Sequence[bool] | None = None,
+        deps: Sequence[tuple[int, int]] | None = None,
+        deps_callbacks: Sequence[int] | None = None,
+        overlaps: Sequence[tuple[int, int, int]] | None = None,
+        drop_uncertain: bool = False,
+        chunk_rows: int = 65536,
+    ) -> None:
+        """Masks over the model's topics (and callbacks); implicit is one of auto, all,
+        annotations, none; `fallback`: pairs, pipelines or timers; `deps`: intra-node
+        edges (callback ids) from source analysis, `deps_callbacks` the callbacks the
+        dependency file matched (their nodes get no fallback edge). `overlaps`: (callback,
+        run's callback, run's start) of the runs another callback's run overlapped on
+        another thread (`overlapping_runs`): a flow through such an implicit dependency
+        is uncertain; `drop_uncertain` leaves those flows out. Caps: None is no cap."""
+    @property
+    def is_input(self) -> list[bool]: ...
+    @property
+    def is_output(self) -> list[bool]: ...
+    @property
+    def implicit(self) -> str: ...
+    @property
+    def fallback(self) -> str: ...
+    @property
+    def exact_links(self) -> bool: ...
+    @property
+    def max_flows_per_output(self) -> int | None: ...
+    @property
+    def max_flows(self) -> int | None: ...
+    @property
+    def all_paths(self) -> bool: ...
+    @property
+    def all_steps(self) -> bool: ...
+    @property
+    def excluded_topics(self) -> list[bool] | None: ...
+    @property
+    def excluded_callbacks(self) -> list[bool] | None: ...
+    @property
+    def deps(self) -> list[tuple[int, int]] | None: ...
+    @property
+    def deps_callbacks(self) -> list[int] | None: ...
+    @property
+    def overlaps(self) -> list[tuple[int, int, int]] | None: ...
+    @property
+    def drop_uncertain(self) -> bool: ...
+    @property
+    def chunk_rows(self) -> int: ...
+
+class Facts:
+    """The whole trace's counts the implicit-edge rules read: (callback_id, runs,
+    publishing runs) per callback, and (publisher_id, callback_id) pairs of runs that
+    published on a publisher."""
+
+    def __init__(self, *, runs: Sequence[tuple[int, int, int]], pairs: Sequence[tuple[int, int]]) -> None: ...
+    @property
+    def runs(self) -> list[tuple[int, int, int]]: ...
+    @property
+    def pairs(self) -> list[tuple[int, int]]: ...
+
+class Ids:
+    """A slice's ids to the model's: its publications are the model's `pub_base`..
+    (`pub_n` of them) then `pub_extra`; its runs likewise."""
+
+    def __init__(self, *, pub_base: int, pub_n: int, pub_extra: Sequence[int], run_base: int, run_n: int,
+                 run_extra: Sequence[int]) -> None: ...
+    @staticmethod
+    def whole() -> Ids:
+        """The ids of the whole model (the identity)."""
+    @property
+    def pub_base(self) -> int: ...
+    @property
+    def pub_n(self) -> int: ...
+    @property
+    def pub_extra(self) -> list[int]: ...
+    @property
+    def run_base(self) -> int: ...
+    @property
+    def run_n(self) -> int: ...
+    @property
+    def run_extra(self) -> list[int]: ...
+
+class Window:
+    """The part of the model a slice holds, [lo, hi), and the outputs it searches: from
+    (out_from_ts, out_from_id), the id in the slice's ids, up to out_to; per callback and
+    per publisher its horizon (empty: `lo`)."""
+
+    def __init__(self, *, lo: int, hi: int, out_from_ts: int, out_from_id: int, out_to: int, lo_cb: Sequence[int],
+                 lo_pub: Sequence[int]) -> None: ...
+    @property
+    def lo(self) -> int: ...
+    @property
+    def hi(self) -> int: ...
+    @property
+    def out_from_ts(self) -> int: ...
+    @property
+    def out_from_id(self) -> int: ...
+    @property
+    def out_to(self) -> int: ...
+    @property
+    def lo_cb(self) -> list[int]: ...
+    @property
+    def lo_pub(self) -> list[int]: ...
+
+class Answers:
+    """Lookups answered from the whole model, in the slice's ids (-1: none)."""
+
+    def __init__(self, *, runs_before: Sequence[tuple[int, int, int]], newest_before: Sequence[tuple[int, int, int]],
+                 complete_runs: Sequence[int], complete_pubs: Sequence[int]) -> None:
+        """(callback, time, run) of the latest completed run before a time; (topic, time,
+        publication) of the newest publication before a time; the runs and publications
+        whose references the slice holds whole."""
+    @property
+    def runs_before(self) -> list[tuple[int, int, int]]: ...
+    @property
+    def newest_before(self) -> list[tuple[int, int, int]]: ...
+    @property
+    def complete_runs(self) -> list[int]: ...
+    @property
+    def complete_pubs(self) -> list[int]: ...
+
+class NeedNode:
+    """What a slice lacked: a node with its references (a run's linked publications, a
+    publication's run); ids the model's."""
+
+    @property
+    def publication(self) -> bool:
+        """True: a publication; False: a callback run."""
+    @property
+    def id(self) -> int: ...
+
+class NeedRunBefore:
+    """What a slice lacked: the latest completed run of a callback before `ts`."""
+
+    @property
+    def callback_id(self) -> int: ...
+    @property
+    def ts(self) -> int: ...
+
+class NeedNewestBefore:
+    """What a slice lacked: the newest publication on a topic (its index among the
+    model's topics) before `ts`."""
+
+    @property
+    def topic(self) -> int: ...
+    @property
+    def ts(self) -> int: ...
+
+class Uncertain:
+    """An output (time, publication id: the model's) whose flows or links reach beyond
+    the slice, and what the slice lacked there (none from the causal links)."""
+
+    @property
+    def ts(self) -> int: ...
+    @property
+    def publication_id(self) -> int: ...
+    @property
+    def needs(self) -> list[NeedNode | NeedRunBefore | NeedNewestBefore]: ...
 
 class FlowSearch:
     """A data-flow search over the whole model, or over a model handed over in
     slices (docs/analyses.md, "Slices"), slice after slice in output time order."""
 
-    def __init__(
-        self,
-        model: FlowModel,
-        is_input: Sequence[bool],
-        is_output: Sequence[bool],
-        facts: tuple[Sequence[tuple[int, int, int]], Sequence[tuple[int, int]]] | None,
-        implicit: str = "auto",
-        exact_links: bool = True,
-        max_flows_per_output: int | None = 10000,
-        all_steps: bool = False,
-        *,
-        max_flows: int | None = None,
-        all_paths: bool = False,
-        excluded_topics: Sequence[bool] | None = None,
-        excluded_callbacks: Sequence[bool] | None = None,
-        deps: Sequence[tuple[int, int]] | None = None,
-        fallback: str = "pairs",
-        chunk_rows: int = 65536,
-    ) -> None:
-        """Masks over `model.topics` (and callbacks); implicit is one of auto, all,
-        annotations, none; `deps`: intra-node edges (callback ids) from source analysis;
-        `fallback`: pairs, pipelines or timers. Caps: None is no cap. `facts`: the whole
-        trace's runs and publishing runs per callback and (publisher, callback) pairs,
-        or None to take them from `model` (the whole model)."""
+    def __init__(self, model: FlowModel, options: SearchOptions, facts: Facts | None = None) -> None:
+        """`model`: the model or any slice of it (its callbacks and topics name things);
+        `facts`: the whole trace's, or None to take them from `model` (the whole model)."""
     def run(
         self,
         model: FlowModel,
         ids: Ids,
         window: Window | None,
         sink: Callable[[str, ArrowTable], object],
-        answers: tuple[Sequence[tuple[int, int, int]], Sequence[tuple[int, int, int]], Sequence[int], Sequence[int]] | None = None,
-    ) -> tuple[int, int, list[tuple[str, int, int]]] | None:
+        answers: Answers | None = None,
+    ) -> Uncertain | None:
         """Searches the outputs of one slice; data_flows, data_flow_steps and
         data_flow_segments go to `sink(name, table)` in chunks, with the model's ids.
-        Returns None, or the output (time, publication id) whose flows reach beyond the
-        slice and what the slice lacked: ("node", 0 run / 1 publication, id),
-        ("run_before", callback, time), ("newest_before", topic, time)."""
+        Returns None, or the output whose flows reach beyond the slice and what the slice
+        lacked there."""
     @property
     def stopped(self) -> bool:
         """`max_flows` was reached, or a sink refused a chunk."""
@@ -180,13 +326,20 @@ class FlowSearch:
     def finish(self, sink: Callable[[str, ArrowTable], object]) -> tuple[ArrowTable, dict[str, Any]]:
         """The last chunks to `sink`; returns (paths, stats: outputs, outputs_total,
         outputs_capped, capped_examples, stopped_at, flows, candidates,
-        duplicates_dropped, flows_on_fallback, flows_from_publications, trees_cached,
+        duplicates_dropped, flows_on_fallback, flows_uncertain, uncertain_dropped,
+        flows_from_publications, trees_cached,
         cache_evicted, cache_hits, seconds)."""
 
 class CausalSearch:
     """Causal links over the whole model or slice after slice (as `FlowSearch`)."""
 
     def __init__(self, infer_timer_inputs: bool = True) -> None: ...
-    def run(self, model: FlowModel, ids: Ids, window: Window | None) -> tuple[ArrowTable, tuple[int, int] | None]:
+    def run(self, model: FlowModel, ids: Ids, window: Window | None) -> tuple[ArrowTable, Uncertain | None]:
         """The links of the slice's publications in `window`, with the model's ids, and
-        the publication (time, id) from which the slice does not hold what they need."""
+        the publication from which the slice does not hold what they need."""
+
+def overlapping_runs(runs: ArrowStream) -> list[tuple[int, int, int]]:
+    """Runs that another callback's run overlapped on another thread of the process:
+    `runs` has int64 columns proc_id, thread_id, callback_id, start_ts, end_ts, in
+    (proc_id, start_ts) order; returns [(overlapping callback, callback, run start)].
+    ValueError for a missing column, nulls, or rows out of order."""

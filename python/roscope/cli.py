@@ -15,6 +15,7 @@ import traceback
 import roscope.commands as _commands
 from roscope import __version__
 from roscope.errors import UserError, user_message
+from roscope.text import escape
 
 __all__ = ["UserError", "build_parser", "main"]
 
@@ -73,8 +74,6 @@ def main(argv: list[str] | None = None) -> int:
             return 130
         if not isinstance(exc, Exception):  # SystemExit and the like keep their meaning
             raise
-        from roscope.commands._common import escape
-
         msg = user_message(exc)
         if msg is not None:
             print(f"roscope: error: {escape(msg)}", file=sys.stderr)

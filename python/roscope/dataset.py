@@ -11,10 +11,11 @@ Layout (docs/dataset.md)::
 `append()` loads traces as one run (`roscope load TRACE --dataset DIR`); it writes
 everything into a temporary directory inside DIR, then renames each table's run
 directory into place, the runs entry last: readers only see runs listed in `runs/`,
-so a run is there whole or not at all. `open()` gives a `roscope.db.Database` over
-views of the chosen runs' files; `runs()` lists the runs; `table_files()` names the
-files of a table for other engines (Spark). No SQL text is ever built from a path:
-files go to DuckDB as lists through its relational API.
+so a run is there whole or not at all. `open()` gives a `roscope.database.Database`
+over views of the chosen runs' files; `runs()` lists the runs; `table_files()` names
+the files of a table for other engines (Spark). No SQL text is ever built from a
+path: files go to DuckDB as lists through its relational API. Analyses across runs
+are `roscope.trend`'s and `roscope.dataset_queries`'.
 """
 from __future__ import annotations
 
@@ -31,8 +32,16 @@ import socket
 import tempfile
 from collections.abc import Sequence
 
+from roscope import _core, manifest
+from roscope.database import Database, connect, create_views
 from roscope.errors import InputError
 from roscope.files import atomic_write, interrupts_deferred
+from roscope.loading import write
+from roscope.trace import check_paths
+from roscope.version import __version__
+
+# DuckDB is imported in the functions that use it: the CLI's parser (every command's
+# defaults, `roscope --help`) and `roscope info` start without it.
 
 MARKER = "roscope-dataset.json"
 FORMAT = "roscope-dataset"
@@ -71,7 +80,7 @@ def _check_dataset(path: str) -> None:
         raise InputError(f"{m}: dataset format version {doc.get('version')} is not {VERSION} (another roscope version)")
 
 
-def _create_dataset(path: str) -> None:
+def create_dataset(path: str) -> None:
     """Makes `path` a dataset: creates it if missing; an existing directory must be
     empty or a dataset already (nothing else of the user's is written into)."""
     if os.path.lexists(path) and not os.path.isdir(path):
@@ -147,7 +156,7 @@ def table_files(dataset: str, table: str, run_ids_: Sequence[str]) -> list[str]:
 
 def damaged_file(files: Sequence[str]) -> tuple[str, str] | None:
     """The first file that is not a readable Parquet file, with why; None if all are."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # not at the top: `roscope.open` of a trace imports it while the core builds
 
     for f in files:
         try:
@@ -157,7 +166,9 @@ def damaged_file(files: Sequence[str]) -> tuple[str, str] | None:
     return None
 
 
-def _read_error(exc: BaseException, files: Sequence[str], what: str) -> InputError:
+def read_error(exc: BaseException, files: Sequence[str], what: str) -> InputError:
+    """The error to raise when DuckDB cannot read a dataset's `files`: the damaged
+    file named, or DuckDB's message under `what`."""
     bad = damaged_file(files)
     if bad:
         return InputError(f"{bad[0]}: damaged Parquet file in the dataset ({bad[1]}); remove that run and load it again")
@@ -167,7 +178,8 @@ def _read_error(exc: BaseException, files: Sequence[str], what: str) -> InputErr
 # ---------------------------------------------------------------- appending a run
 
 
-def _run_id_for(paths: Sequence[str], run_id: str | None, man: dict | None) -> str:
+def run_id_for(paths: Sequence[str], run_id: str | None, man: dict | None) -> str:
+    """`run_id`, checked; None: the record manifest's record id, else the trace directory's name."""
     if run_id is None:
         base = (man or {}).get("record_id") or os.path.basename(os.path.abspath(paths[0]).rstrip("/")) or "run"
         run_id = re.sub(r"[^A-Za-z0-9._-]", "_", str(base)).lstrip("._-")[:128] or "run"
@@ -176,10 +188,8 @@ def _run_id_for(paths: Sequence[str], run_id: str | None, man: dict | None) -> s
     return run_id
 
 
-def _record_manifest(paths: Sequence[str]) -> dict | None:
+def record_manifest(paths: Sequence[str]) -> dict | None:
     """The `roscope record` manifest at or above the traces (the first one), if any."""
-    from roscope import manifest
-
     for _m, man in manifest.find(paths):
         if isinstance(man, dict):
             return man
@@ -194,9 +204,16 @@ def parse_config(items: Sequence[str] | None) -> dict:
         if not sep or not key:
             raise InputError(f"--config {it!r}: give KEY=VALUE")
         try:
-            out[key] = json.loads(val)
+            value = json.loads(val)
         except ValueError:
             out[key] = val
+            continue
+        try:
+            json.dumps(value, allow_nan=False)   # NaN, Infinity, 1e999: stored as standard JSON only
+        except ValueError:
+            raise InputError(f"--config {it!r}: the value is not a finite number; give a finite one, "
+                             f"or quote it as text (--config '{key}=\"{val}\"')") from None
+        out[key] = value
     return out
 
 
@@ -255,8 +272,6 @@ _CREATED = re.compile(r'trace_creation_datetime\s*=\s*"(\d{8}T\d{6}(?:[+-]\d{4}|
 def _creation_time(paths: Sequence[str]) -> int | None:
     """The earliest `trace_creation_datetime` of the traces' CTF metadata (LTTng
     writes it), in ns since the epoch; None if no trace has one. Reads no events."""
-    from roscope import _core
-
     best = None
     for _rel, _dir, tsdl in _core.Trace(list(paths)).traces():
         m = _CREATED.search(tsdl)
@@ -282,8 +297,6 @@ def _run_row(con, run_id, paths, res, rows, man, config, commit, recorded_ns) ->
     hosts = [r[0] for r in con.execute("SELECT hostname FROM hosts ORDER BY host_id").fetchall()] if "hosts" in rows else []
     if commit is None and man:
         commit = man.get("commit") or man.get("git_describe")
-    from roscope import __version__
-
     return {
         "run_id": run_id,
         "recorded_ns": recorded_ns,
@@ -309,7 +322,7 @@ def _run_row(con, run_id, paths, res, rows, man, config, commit, recorded_ns) ->
 
 
 def _write_run_row(row: dict, out: str) -> None:
-    import pyarrow as pa
+    import pyarrow as pa  # not at the top: see `damaged_file`
     import pyarrow.parquet as pq
 
     schema = pa.schema([
@@ -391,15 +404,12 @@ def append(paths: Sequence[str] | str, dataset: str, *, run_id: str | None = Non
     The run appears whole or not at all (written in a temporary directory inside
     the dataset, then renamed into place); the traces are only read.
     """
-    from roscope import db as _db
-    from roscope.trace import _paths
-
-    paths = _paths([paths] if isinstance(paths, (str, os.PathLike)) else paths)
+    paths = check_paths([paths] if isinstance(paths, (str, os.PathLike)) else paths)
     dataset = os.fspath(dataset)
-    man = _record_manifest(paths)
-    run_id = _run_id_for(paths, run_id, man)
+    man = record_manifest(paths)
+    run_id = run_id_for(paths, run_id, man)
     recorded_ns = _parse_time(recorded_at) if recorded_at else None
-    _create_dataset(dataset)
+    create_dataset(dataset)
     if not force and _existing_dirs(dataset, run_id):
         raise InputError(f"{dataset}: run {run_id!r} is already in the dataset (pass --force to replace it)")
     tmp = None
@@ -407,8 +417,8 @@ def append(paths: Sequence[str] | str, dataset: str, *, run_id: str | None = Non
         with interrupts_deferred():  # a Ctrl-C inside mkdtemp would leave its directory unnamed
             tmp = tempfile.mkdtemp(prefix=f".tmp-{run_id}-", dir=dataset)
         dbfile = os.path.join(tmp, ".model.duckdb")
-        res = _db.write(paths, dbfile, heuristics=heuristics, sync=sync)
-        con = _db._connect(dbfile, read_only=True)
+        res = write(paths, dbfile, heuristics=heuristics, sync=sync)
+        con = connect(dbfile, read_only=True)
         try:
             rows = _export(con, tmp, run_id)
             row = _run_row(con, run_id, paths, res, rows, man, config or {}, commit, recorded_ns)
@@ -438,7 +448,7 @@ def runs(dataset: str, selection: Sequence[str] | str | None = None) -> list[dic
         cols = rows.columns
         out = [dict(zip(cols, r)) for r in rows.fetchall()]
     except duckdb.Error as exc:
-        raise _read_error(exc, files, dataset) from None
+        raise read_error(exc, files, dataset) from None
     finally:
         con.close()
     for r in out:
@@ -468,7 +478,7 @@ def register(con, dataset: str, run_ids_: Sequence[str], tables_: Sequence[str] 
                 cols.append(r"regexp_extract(filename, '/host=([^/]+)/[^/]+$', 1) AS host")
             rel.project(", ".join(cols)).create_view(name)
         except duckdb.Error as exc:
-            raise _read_error(exc, files, f"{dataset}/{name}") from None
+            raise read_error(exc, files, f"{dataset}/{name}") from None
     return names
 
 
@@ -476,8 +486,8 @@ def _has_host(files: Sequence[str]) -> bool:
     return any(os.path.basename(os.path.dirname(f)).startswith("host=") for f in files)
 
 
-def open(dataset: str, runs: Sequence[str] | str | None = None, *, memory: int | None = None):  # noqa: A001
-    """A read-only `roscope.db.Database` over the dataset's runs chosen by `runs`
+def open(dataset: str, runs: Sequence[str] | str | None = None, *, memory: int | None = None) -> Database:  # noqa: A001
+    """A read-only `roscope.database.Database` over the dataset's runs chosen by `runs`
     (ids or shell patterns; None: every run).
 
     One run: the same tables and views as a database written by `roscope load`
@@ -486,8 +496,6 @@ def open(dataset: str, runs: Sequence[str] | str | None = None, *, memory: int |
     `run` (ids are per run: join on run too); the model's views are left out and
     `db.runs` lists the run ids. Raises InputError naming the file for a damaged file."""
     import duckdb
-
-    from roscope.db import VIEWS, Database
 
     _check_dataset(dataset)
     chosen = select(dataset, runs)
@@ -500,13 +508,12 @@ def open(dataset: str, runs: Sequence[str] | str | None = None, *, memory: int |
                 try:
                     con.read_parquet(files, hive_partitioning=False, union_by_name=True).create_view(name)
                 except duckdb.Error as exc:
-                    raise _read_error(exc, files, f"{dataset}/{name}") from None
-            for name, sql in VIEWS.items():
-                con.execute(f'CREATE VIEW "{name}" AS {sql}')
+                    raise read_error(exc, files, f"{dataset}/{name}") from None
+            create_views(con)
             try:
                 meta = {k: json.loads(v) for k, v in con.execute("SELECT key, value FROM meta").fetchall()}
             except duckdb.Error as exc:
-                raise _read_error(exc, table_files(dataset, "meta", chosen), f"{dataset}/meta") from None
+                raise read_error(exc, table_files(dataset, "meta", chosen), f"{dataset}/meta") from None
         else:
             register(con, dataset, chosen, names + [RUNS])
             meta = {"warnings": [], "losses": []}
@@ -516,160 +523,6 @@ def open(dataset: str, runs: Sequence[str] | str | None = None, *, memory: int |
         con.close()
         raise
     db = Database(con, f"{dataset}#{','.join(chosen)}" if len(chosen) < 4 else f"{dataset}#{len(chosen)} runs", meta,
-                  read_only=True)
-    db.runs = chosen
+                  read_only=True, runs=chosen)
     db.limit_memory(memory)
     return db
-
-
-# ---------------------------------------------------------------- across runs
-
-#: The statistics `trend` can follow.
-TREND_STATS = ("count", "min", "mean", "std", "p50", "p90", "p99", "max")
-#: Runs before each run whose median is its baseline; relative change that flags it.
-TREND_WINDOW = 5
-TREND_THRESHOLD = 0.10
-
-_CALLBACKS = r"""
-    WITH cb AS (
-        SELECT c.run, c.callback_id, c.symbol, s.name AS topic,
-               CASE WHEN n.name IS NULL THEN NULL
-                    WHEN n.namespace IS NULL OR n.namespace = '/' THEN '/' || ltrim(n.name, '/')
-                    ELSE rtrim(n.namespace, '/') || '/' || n.name END AS node
-        FROM callbacks c
-        LEFT JOIN nodes n ON n.run = c.run AND n.node_id = c.node_id
-        LEFT JOIN subscriptions s ON c.kind = 'subscription' AND s.run = c.run AND s.subscription_id = c.owner_id),
-    sel AS (
-        SELECT run, callback_id FROM cb
-        WHERE (node IS NOT NULL AND regexp_matches(node, $re)) OR (symbol IS NOT NULL AND regexp_matches(symbol, $re))
-           OR (topic IS NOT NULL AND regexp_matches(topic, $re)))
-    SELECT r.run AS run, r.duration_ns AS x
-    FROM callback_runs r JOIN sel ON sel.run = r.run AND sel.callback_id = r.callback_id
-    WHERE r.end_ts IS NOT NULL"""
-
-_TOPICS = r"""
-    WITH pubs AS (
-        SELECT pb.run, pb.publication_id, coalesce(pb.rclcpp_ts, pb.rcl_ts, pb.rmw_ts, pb.ts) AS publish_ts
-        FROM publications pb JOIN publishers pu ON pu.run = pb.run AND pu.publisher_id = pb.publisher_id
-        WHERE pu.name IS NOT NULL AND regexp_matches(pu.name, $re))
-    SELECT p.run AS run, cr.start_ts - p.publish_ts AS x
-    FROM links l
-    JOIN pubs p ON p.run = l.run AND p.publication_id = l.publication_id
-    JOIN callback_runs cr ON cr.run = l.run AND cr.run_id = l.run_id"""
-
-
-def parse_metric(text: str) -> tuple[str, str, str | None]:
-    """``callback:RE``, ``topic:RE`` or ``path:FROM->TO`` as (kind, RE or FROM, TO or None)."""
-    kind, sep, rest = text.partition(":")
-    if not sep or kind not in ("callback", "topic", "path") or not rest:
-        raise InputError(f"metric {text!r}: give callback:REGEX, topic:REGEX or path:FROM->TO")
-    to = None
-    if kind == "path":
-        rest, sep, to = rest.partition("->")
-        if not sep or not rest or not to:
-            raise InputError(f"metric {text!r}: a path is path:FROM_REGEX->TO_REGEX")
-    for r in (rest, to):
-        if r is not None:
-            try:
-                re.compile(r)
-            except re.error as exc:
-                raise InputError(f"metric {text!r}: bad regular expression {r!r}: {exc}") from None
-    return kind, rest, to
-
-
-def _stats_sql(source: str) -> str:
-    from roscope.queries import stat_columns
-
-    return f"SELECT run, {stat_columns('x')} FROM ({source}) GROUP BY run"
-
-
-def run_flows(dataset: str, run_id: str, from_re: str, to_re: str) -> dict:
-    """One run's data flows from topics matching `from_re` to topics matching
-    `to_re` (roscope.flow, the Rust core, on that run alone): {run, latency:
-    {count, min_ns, ...} over all its flows, paths: flow.path_stats rows, note:
-    why there are none, or None}. What `roscope trend --metric path:` and
-    `roscope spark flow` (one Spark task per run) compute per run."""
-    from roscope import flow
-    from roscope.queries import stat_columns
-
-    db = open(dataset, [run_id])
-    try:
-        try:
-            flow.data_flows(db, from_re, to_re)
-        except InputError as exc:  # e.g. no topic of this run matches
-            return {"run": run_id, "latency": {"count": 0}, "paths": [], "note": str(exc)}
-        cur = db.con.execute(f"SELECT {stat_columns('latency_ns')} FROM data_flows")
-        cols = [d[0] for d in cur.description]
-        return {"run": run_id, "latency": dict(zip(cols, cur.fetchall()[0])), "paths": flow.path_stats(db), "note": None}
-    finally:
-        db.close()
-
-
-def _path_values(dataset: str, run_ids_: Sequence[str], from_re: str, to_re: str) -> tuple[dict, dict]:
-    """Per run: the statistics of its data flows' end-to-end latency; per run a note where it has none."""
-    values, notes = {}, {}
-    for r in run_ids_:
-        res = run_flows(dataset, r, from_re, to_re)
-        values[r] = res["latency"]
-        if res["note"]:
-            notes[r] = res["note"]
-    return values, notes
-
-
-def metric_values(dataset: str, metric: str, runs_: Sequence[str] | str | None = None) -> tuple[list[dict], dict, dict]:
-    """(the chosen runs in time order, {run: {count, min_ns, ...}}, {run: note}) for `metric`."""
-    import duckdb
-
-    kind, a, b = parse_metric(metric)
-    chosen = runs(dataset, runs_)
-    ids = [r["run_id"] for r in chosen]
-    if kind == "path":
-        values, notes = _path_values(dataset, ids, a, b)
-        return chosen, values, notes
-    con = duckdb.connect(":memory:")
-    try:
-        need = ("callbacks", "nodes", "subscriptions", "callback_runs") if kind == "callback" else (
-            "publications", "publishers", "links", "callback_runs")
-        register(con, dataset, ids, need)
-        try:
-            cur = con.execute(_stats_sql(_CALLBACKS if kind == "callback" else _TOPICS), {"re": a})
-        except duckdb.InvalidInputException as exc:
-            raise InputError(f"metric {metric!r}: {exc}") from None
-        except duckdb.Error as exc:
-            raise _read_error(exc, [f for t in need for f in table_files(dataset, t, ids)], dataset) from None
-        cols = [d[0] for d in cur.description]
-        values = {row[0]: dict(zip(cols[1:], row[1:])) for row in cur.fetchall()}
-    finally:
-        con.close()
-    return chosen, values, {}
-
-
-def trend(dataset: str, metric: str, stat: str = "p50", runs_: Sequence[str] | str | None = None,
-          threshold: float = TREND_THRESHOLD, window: int = TREND_WINDOW) -> dict:
-    """`metric`'s statistic `stat` per run, in recorded-time order, with change detection.
-
-    Each run's value is compared with its baseline, the median of the values of
-    the up to `window` runs before it (runs without a value skipped); a run is
-    flagged when ``|value - baseline| > threshold * |baseline|``. Values in ns
-    (``count``: a number of samples). Returns {metric, stat, threshold, window,
-    runs: [{run_id, recorded_at, commit, config, count, value, baseline, change, flagged, note}]}."""
-    import statistics as pystats
-
-    if stat not in TREND_STATS:
-        raise InputError(f"statistic {stat!r}: one of {', '.join(TREND_STATS)}")
-    chosen, values, notes = metric_values(dataset, metric, runs_)
-    key = "count" if stat == "count" else f"{stat}_ns"
-    out, seen = [], []
-    for r in chosen:
-        v = values.get(r["run_id"], {})
-        value = v.get(key)
-        if stat == "count" and value is None:
-            value = 0
-        base = pystats.median(seen[-window:]) if seen else None
-        change = (value - base) / abs(base) if value is not None and base not in (None, 0) else None
-        out.append({"run_id": r["run_id"], "recorded_at": r["recorded_at"], "commit": r["commit"], "config": r["config"],
-                    "count": v.get("count") or 0, "value": value, "baseline": base, "change": change,
-                    "flagged": change is not None and abs(change) > threshold, "note": notes.get(r["run_id"])})
-        if value is not None:
-            seen.append(value)
-    return {"metric": metric, "stat": stat, "threshold": threshold, "window": window, "runs": out}

@@ -13,7 +13,7 @@ stored as a table of that name with `store`.
 """
 from __future__ import annotations
 
-from roscope import statistics
+from roscope import percentiles
 from roscope.results import publish_query
 
 #: Per delivered message (transport link to a callback run): the wait from
@@ -99,7 +99,7 @@ def input_waits(db, *, store: bool = False) -> list[dict]:
     busy with other callbacks during a wait."""
     run_input_waits(db, store=store)
     return db.records(f"""
-        SELECT c.node, c.topic, c.symbol, {statistics.aggregates('w.wait_ns', quartiles=True)},
+        SELECT c.node, c.topic, c.symbol, {percentiles.aggregates('w.wait_ns', quartiles=True)},
                avg(w.executor_busy_ns) AS executor_busy_mean_ns, max(w.executor_busy_ns) AS executor_busy_max_ns
         FROM run_input_waits w JOIN callbacks_info c USING (callback_id)
         GROUP BY ALL ORDER BY mean_ns DESC""")

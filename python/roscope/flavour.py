@@ -26,6 +26,19 @@ _TRACETOOLS_MAJOR = {
     7: "Rolling (2023)",
     8: "Jazzy or later",
 }
+# Within major 8 the release branches differ by minor version: Jazzy's tracetools is 8.2.x and
+# Kilted's 8.6.x (the pip wheels of `make setup`); Rolling moved on between and after them.
+_TRACETOOLS_8_MINOR = {2: "Jazzy", 3: "Rolling (2024)", 4: "Rolling (2024)", 5: "Rolling (2025)", 6: "Kilted"}
+
+
+def _distro_of_version(ver: str) -> str | None:
+    """The distro of a tracetools version (rcl_init's `version`), if known."""
+    parts = ver.split(".")
+    major = int(parts[0])
+    if major == 8 and len(parts) > 1 and parts[1].isdigit():
+        minor = int(parts[1])
+        return _TRACETOOLS_8_MINOR.get(minor, "Rolling (2025 on)" if minor > 6 else "Jazzy or later")
+    return _TRACETOOLS_MAJOR.get(major)
 
 
 # caret_init's `distribution` (the ROS_DISTRO CARET was built for) -> display name.
@@ -90,7 +103,7 @@ def detect(summary_trace: dict) -> dict:
         ver = init["version"]
         evidence.append(f"rcl_init version {ver}")
         try:
-            distro = distro or _TRACETOOLS_MAJOR.get(int(ver.split(".")[0]))
+            distro = distro or _distro_of_version(ver)
         except ValueError:
             pass
     # Event-set evidence, newest first.

@@ -6,23 +6,26 @@ processes first; each with ``ros`` saying whether it did anything ROS-related),
 lost events, `roscope record` manifests, and the warnings met on the way.
 
 A process is ROS-related when it emitted at least one event of a ROS provider
-(``ros2:``, ``ros2_caret:``, ``roscpp:``, ``roscope_ros1:``) other than
-``roscope_ros1:process_init``, which roscope's preloaded tracer emits in every
-process it is loaded into (a `sleep` started by a launch script too).
+(``ros2:``, ``ros2_caret:``, ``roscpp:``, ``roscope_ros1:``, ``roscope_ros2:``) other
+than the ``process_init`` of roscope's ROS 1 and ROS 2 tracers, which they emit in every
+process they are loaded into (a `sleep` started by a launch script too).
+
+A recording of a pip-installed ROS 2 whose tracer could not reach the session daemon
+(roscope.ros2_pip) has it in its manifest: each such process is a warning.
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
 
-from roscope import manifest
+from roscope import manifest, ros2_pip
 from roscope.flavour import detect
 from roscope.trace import Trace
 
 #: Providers whose events make a process a ROS process.
-ROS_PROVIDERS = ("ros2:", "ros2_caret:", "roscpp:", "roscope_ros1:")
+ROS_PROVIDERS = ("ros2:", "ros2_caret:", "roscpp:", "roscope_ros1:", "roscope_ros2:")
 #: ROS-provider events that every traced process emits, ROS or not.
-BOOKKEEPING_EVENTS = frozenset({"roscope_ros1:process_init"})
+BOOKKEEPING_EVENTS = frozenset({"roscope_ros1:process_init", "roscope_ros2:process_init"})
 
 
 def is_ros_event(name: str) -> bool:
@@ -125,10 +128,23 @@ def _processes(s: dict) -> tuple[list[dict], dict]:
     return procs, folded
 
 
+def _empty_recording(paths: Sequence[str]) -> bool:
+    """A recording by `roscope record` (its manifest is there) in which LTTng wrote no
+    stream at all: a trace to report as empty, not a directory without a trace."""
+    if not any(True for _ in manifest.find(paths)):
+        return False
+    return not any("metadata" in files for p in paths for _r, _d, files in os.walk(p))
+
+
 def summarize(paths: Sequence[str]) -> dict:
     """Everything `roscope info` shows about the traces at `paths`, JSON-ready."""
     t = Trace(paths)
-    s = t.summary()
+    if _empty_recording(t.paths):
+        s = {"traces": [], "streams": [], "processes": [], "events": 0,
+             "warnings": [f"{p}: this recording holds no CTF stream: LTTng recorded no event "
+                          "(no traced process reached the session)" for p in t.paths]}
+    else:
+        s = t.summary()
     paths = t.paths
     traces = [_trace_entry(i, tr, s["streams"]) for i, tr in enumerate(s["traces"])]
     procs, folded = _processes(s)
@@ -144,6 +160,7 @@ def summarize(paths: Sequence[str]) -> dict:
             warnings.append(f"{m}: cannot read the manifest: {man}")
         else:
             manifests.append(man)
+            warnings += ros2_pip.warnings_of_manifest(man)
     return {
         "paths": paths,
         "recordings": manifests,
@@ -165,9 +182,9 @@ def summarize_db(path: str) -> dict:
     """What a database written by `roscope load` holds: where and when it was made
     (sources, whether they are still there, roscope and schema versions), its tables
     with row counts, the load's statistics, warnings and lost events."""
-    from roscope import db as _db
+    from roscope import opening  # here, not at the top: `roscope info TRACE` starts without DuckDB
 
-    with _db.open(path) as d:
+    with opening.open(path) as d:
         meta = d.meta
         tables = {r["table_name"]: r["estimated_size"] for r in d.records(
             "SELECT table_name, estimated_size FROM duckdb_tables() WHERE database_name = current_database() "

@@ -29,6 +29,8 @@ import re
 import subprocess
 from collections.abc import Iterator, Sequence
 
+from roscope import _core
+from roscope.database import columns_sql
 from roscope.errors import InputError
 
 #: The tables this module adds to every database (empty without kernel data).
@@ -261,8 +263,6 @@ def _columns(name: str) -> list[tuple[str, str]]:
     """(column, SQL type) of a kernel table as the model's schema declares it."""
     import json
 
-    from roscope import _core
-
     spec = next(t for t in json.loads(_core.schema())["tables"] if t["name"] == name)
     return [(c["name"], c["type"]) for c in spec["columns"]]
 
@@ -282,12 +282,13 @@ def empty_tables() -> dict:
 
 
 def _ust_range(arrow: dict, trace_ids: set[int]) -> tuple[int, int] | None:
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     p = arrow.get("processes")
     if p is None or not p.num_rows:
         return None
-    keep = pc.is_in(p.column("trace_id"), value_set=__import__("pyarrow").array(sorted(trace_ids), "int64"))
+    keep = pc.is_in(p.column("trace_id"), value_set=pa.array(sorted(trace_ids), "int64"))
     p = p.filter(keep)
     if not p.num_rows:
         return None
@@ -363,12 +364,10 @@ class RowStore:
     connection."""
 
     def __init__(self, con):
-        from roscope.results import _columns_sql
-
         self.con = con
         for name in ("thread_states", "preemptions", "migrations"):
             # the columns as the schema declares them (names and types of roscope's own schema, not input)
-            con.execute(f'CREATE TABLE "{name}" ({_columns_sql(name)})')
+            con.execute(f'CREATE TABLE "{name}" ({columns_sql(name)})')
         con.execute("CREATE TEMP TABLE kernel_threads_raw (host_id BIGINT, tid BIGINT, pid BIGINT, name VARCHAR, rewrite BIGINT)")
 
     def put(self, name: str, table) -> None:
@@ -415,8 +414,6 @@ def _perf_warnings(f: dict) -> list[str]:
 def _read_sources(kb, inputs: Sequence[str], arrow: dict, warnings: list[str], put) -> bool:
     """Feeds the builder every kernel source of a load (the perf.data beside the traces,
     the LTTng kernel traces); False when there is none."""
-    from roscope import _core
-
     tr = arrow.get("traces")
     if tr is None or not tr.num_rows:
         return False
@@ -474,8 +471,6 @@ def store(con, inputs: Sequence[str], arrow: dict, warnings: list[str], enabled:
     bounded whatever the length of the recording; then the few rows written before
     their thread's process was known are corrected. Empty when there are none or
     `enabled` is False (no work then beyond looking for the files)."""
-    from roscope import _core
-
     if not enabled or not _has_sources(inputs, arrow):
         for name, tbl in empty_tables().items():
             con.from_arrow(tbl).create(name)
@@ -504,9 +499,7 @@ def _has_sources(inputs: Sequence[str], arrow: dict) -> bool:
 def _build(con) -> dict[str, int]:
     """`kernel_threads` from the builder's threads, and the rows written with a process
     other than their thread's final one corrected (SQL only); returns the row counts."""
-    from roscope.results import _columns_sql
-
-    con.execute(f'CREATE TABLE kernel_threads ({_columns_sql("kernel_threads")})')
+    con.execute(f'CREATE TABLE kernel_threads ({columns_sql("kernel_threads")})')
     con.execute(f"INSERT INTO kernel_threads BY NAME {THREADS_SQL}")
     for table, tid, pid in PID_COLUMNS:  # roscope's own names
         con.execute(f"""UPDATE "{table}" SET "{pid}" = k.pid FROM kernel_threads_raw k

@@ -44,7 +44,7 @@ case, input_publication_id, response_ns, left_out).
 """
 from __future__ import annotations
 
-from roscope import statistics
+from roscope import percentiles
 from roscope.errors import InputError
 from roscope.results import publish_query
 
@@ -110,7 +110,7 @@ def response_times(db, definition: str = "dataflow", end: str | None = None, *, 
     if end not in ENDS[definition]:
         raise InputError(f"definition {definition!r} ends at {' or '.join(ENDS[definition])}, not {end!r}")
     publish_query(db, "response_times", _query(definition, end), store)
-    agg = statistics.aggregates("CASE WHEN NOT t.left_out THEN t.response_ns END", quartiles=True)
+    agg = percentiles.aggregates("CASE WHEN NOT t.left_out THEN t.response_ns END", quartiles=True)
     rows = db.records(f"""
         SELECT t.path_id, t.end_callback_id, c.node AS end_node, c.topic AS end_topic, t."case",
                count(*) FILTER (WHERE t.left_out) AS left_out, {agg}
@@ -124,7 +124,7 @@ def response_times(db, definition: str = "dataflow", end: str | None = None, *, 
                                      "end_node": r["end_node"], "end_topic": r["end_topic"], "cases": {},
                                      "left_out": {}})
         if r["count"]:
-            entry["cases"][r["case"]] = {"count": r["count"], **{k: r[k] for k in statistics.keys(quartiles=True)}}
+            entry["cases"][r["case"]] = {"count": r["count"], **{k: r[k] for k in percentiles.keys(quartiles=True)}}
         if r["left_out"]:
             entry["left_out"][r["case"]] = r["left_out"]
     for entry in out.values():

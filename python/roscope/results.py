@@ -7,7 +7,7 @@ without writing into the database (the default), or stored in it when asked.
   stored as a table.
 - `Appender(db, names, store)`: tables of the schema filled chunk by chunk (Arrow
   data, e.g. streamed from the core), in a scratch database file of the Database's
-  private directory shown through temporary views (or, without such a directory,
+  private directory (`Database.scratch_catalog`) shown through temporary views (or, without such a directory,
   as temporary tables), or stored in one transaction; for results whose size is
   not bounded by the trace (data flows).
 
@@ -17,18 +17,21 @@ roscope's result table names, never text from a user or a trace.
 """
 from __future__ import annotations
 
-import json
-from functools import cache
+from typing import TYPE_CHECKING
 
+from roscope.database import columns_sql
 from roscope.errors import DatabaseError
 
+if TYPE_CHECKING:
+    from roscope.database import Database
 
-def is_read_only(db) -> bool:
+
+def is_read_only(db: Database) -> bool:
     row = (db.con.execute("SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()").fetchall() or [None])[0]
     return bool(row and row[0])
 
 
-def _check_writable(db) -> None:
+def _check_writable(db: Database) -> None:
     if is_read_only(db):
         raise DatabaseError(f"{db.path}: the database is open read-only, so results cannot be stored in it; "
                             "open it with roscope.open(path, read_only=False) (CLI: --store opens it for writing)")
@@ -45,7 +48,7 @@ def _drop_view(con, name: str) -> None:
         con.execute(f'DROP {kind} temp."{name}"')
 
 
-def _stored(db, statements) -> None:
+def _stored(db: Database, statements) -> None:
     """Runs `statements` (callables of the connection) in one transaction."""
     con = db.con
     con.execute("BEGIN TRANSACTION")
@@ -58,7 +61,7 @@ def _stored(db, statements) -> None:
         raise
 
 
-def publish(db, tables: dict, store: bool = False) -> None:
+def publish(db: Database, tables: dict, store: bool = False) -> None:
     """Makes each Arrow table visible to SQL on `db` under its name (registered), or
     stores it as a table of the database with `store`."""
     if not store:
@@ -79,7 +82,7 @@ def publish(db, tables: dict, store: bool = False) -> None:
     _stored(db, [put(name, t) for name, t in tables.items()])
 
 
-def publish_query(db, name: str, sql: str, store: bool = False) -> None:
+def publish_query(db: Database, name: str, sql: str, store: bool = False) -> None:
     """Makes the result of `sql` visible as `name`: a temporary view (computed when
     queried), or a table of the database with `store`."""
     if not store:
@@ -95,39 +98,10 @@ def publish_query(db, name: str, sql: str, store: bool = False) -> None:
     _stored(db, [st])
 
 
-@cache
-def _columns_sql(name: str) -> str:
-    """The column definitions of schema table `name` (crates/model/src/schema.rs)."""
-    from roscope import _core
-
-    for t in json.loads(_core.schema())["tables"]:
-        if t["name"] == name:
-            return ", ".join(f'"{c["name"]}" {c["type"]}' for c in t["columns"])
-    raise KeyError(f"no table {name!r} in the schema")
-
-
-#: The catalog of a Database's scratch database file (`Appender`).
-SCRATCH = "roscope_scratch"
-
-
-def scratch_catalog(db) -> str | None:
-    """The catalog of `db`'s scratch database, a file in its private directory
-    (removed with it on close), attached on first use; None when `db` has no
-    private directory (no memory budget)."""
-    import os
-
-    spill = getattr(db, "_spill", None)
-    if not spill:
-        return None
-    if not db.con.execute("SELECT count(*) FROM duckdb_databases() WHERE database_name = ?", [SCRATCH]).fetchall()[0][0]:
-        db.con.execute(f"ATTACH ? AS {SCRATCH} (READ_ONLY false)", [os.path.join(spill, "scratch.duckdb")])
-    return SCRATCH
-
-
 class Appender:
     """Result tables of the schema, created empty and filled chunk by chunk.
 
-    Without `store`, tables of the Database's scratch database file (`scratch_catalog`),
+    Without `store`, tables of the Database's scratch database file (`Database.scratch_catalog`),
     shown on the connection as temporary views of the same names (they work on
     read-only databases); DuckDB writes them compressed and keeps in memory what
     its budget allows, so memory stays flat however many rows come (temporary
@@ -137,23 +111,23 @@ class Appender:
     `abort()` rolls back. Use it as a context manager: an exception rolls back.
     """
 
-    def __init__(self, db, names, store: bool = False):
+    def __init__(self, db: Database, names, store: bool = False):
         if store:
             _check_writable(db)
         self.db, self.names, self.store = db, list(names), store
         con = db.con
-        self.scratch = None if store else scratch_catalog(db)
+        self.scratch = None if store else db.scratch_catalog()
         if store:
             con.execute("BEGIN TRANSACTION")
         try:
             for name in self.names:
                 _drop_view(con, name)
                 if self.scratch:
-                    con.execute(f'CREATE OR REPLACE TABLE {self.scratch}."{name}" ({_columns_sql(name)})')
+                    con.execute(f'CREATE OR REPLACE TABLE {self.scratch}."{name}" ({columns_sql(name)})')
                     con.execute(f'CREATE TEMP VIEW "{name}" AS SELECT * FROM {self.scratch}."{name}"')
                 else:
                     kind = "TABLE" if store else "TEMP TABLE"
-                    con.execute(f'CREATE OR REPLACE {kind} "{name}" ({_columns_sql(name)})')
+                    con.execute(f'CREATE OR REPLACE {kind} "{name}" ({columns_sql(name)})')
         except BaseException:
             self.abort()
             raise

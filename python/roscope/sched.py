@@ -16,7 +16,10 @@ database: the results are temporary tables of the connection (`run_sched`,
 """
 from __future__ import annotations
 
+import dataclasses
+
 from roscope.errors import InputError
+from roscope.flow import FlowRequest, data_flows
 
 #: The model's thread of each finished run, as the kernel names it (host, tid).
 _RUNS = """
@@ -425,16 +428,17 @@ _FLOW_WAITS = """
     WHERE st.is_run = 0 AND st.n_is_run = 1"""
 
 
-def flow_sched(db, from_re: str, to_re: str, path: int | None = None, top: int = 10) -> dict:
-    """The `top` slowest data flows from `from_re` to `to_re` (of path `path` if given),
-    each with the scheduling split of its segments summed: over its computation and
-    idle segments, the time its threads were on a CPU, runnable and blocked; over its
+def flow_sched(db, request: FlowRequest, path: int | None = None, top: int = 10) -> dict:
+    """The `top` slowest data flows of `request` (of path `path` if given), each with
+    the scheduling split of its segments summed: over its computation and idle
+    segments, the time its threads were on a CPU, runnable and blocked; over its
     communication segments (input waits), transport, queued, wake-up and rest. The
-    flows are `flow.data_flows`' (with every flow's steps); durations in ns."""
-    from roscope import flow
-
+    flows are `flow.data_flows`' (with every flow's steps: `request.all_steps` is
+    set if it is not); durations in ns."""
     kernel = has_kernel_data(db)
-    summary = flow.data_flows(db, from_re, to_re, all_steps=True).summary
+    if not request.all_steps:
+        request = dataclasses.replace(request, all_steps=True)
+    summary = data_flows(db, request).summary
     wait_sched(db)
     where, params = ("WHERE f.path_id = ?", [int(path)]) if path is not None else ("", [])
     _temp(db, "_sched_flows", "SELECT 1 AS flow_id WHERE false")

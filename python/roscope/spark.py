@@ -1,14 +1,15 @@
 """roscope on Apache Spark: the dataset's statistics queries, and per-run work as Spark tasks.
 
-- `stats(dataset, runs=None, spark=None)`: the queries of roscope.queries (the
-  same SQL text DuckDB runs) on Spark SQL over the dataset's Parquet files;
-  {query: rows in key order}, comparable with `roscope.queries.run_duckdb`.
+- `stats(dataset, runs=None, spark=None)`: the queries of roscope.dataset_queries
+  (the same SQL text DuckDB runs) on Spark SQL over the dataset's Parquet files;
+  {query: rows in key order}, comparable with `roscope.dataset_queries.run_duckdb`.
 - `load(traces, dataset, run_ids=None, spark=None)`: one Spark task per run; each
   task runs roscope's own `dataset.append` (the Rust core) in an executor, so
   every run appears whole or not at all; a failed run is reported, the others kept.
-- `flows(dataset, from_re, to_re, runs=None, spark=None)`: one Spark task per
-  run computes its data flows and path statistics with roscope's Rust core
-  (`dataset.run_flows`), as `roscope trend --metric path:` does run by run.
+- `flows(dataset, request, runs=None, spark=None)`: one Spark task per run
+  computes the data flows of one `roscope.flow.FlowRequest` and their path
+  statistics with roscope's Rust core (`trend.run_flows`), as `roscope trend
+  --metric path:` does run by run.
 - `session(master="local[2]")`: a SparkSession set up for roscope (partition
   columns read as strings, no UI, executors on this Python).
 
@@ -22,11 +23,15 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from collections.abc import Sequence
 
 from roscope import dataset as ds
-from roscope import queries as Q
-from roscope.errors import InputError, UserError
+from roscope import dataset_queries as Q
+from roscope import trend
+from roscope.errors import InputError, UserError, user_message
+from roscope.flow import FlowRequest
+from roscope.text import clean
 
 
 class SparkUnavailable(UserError):
@@ -87,7 +92,7 @@ def register(spark, dataset: str, run_ids: Sequence[str], tables: Sequence[str])
 
 def stats(dataset: str, runs=None, spark=None, names: Sequence[str] = ("callbacks", "topics"),
           master: str = "local[2]") -> dict[str, list[dict]]:
-    """The queries `names` of roscope.queries on Spark over the dataset's runs
+    """The queries `names` of roscope.dataset_queries on Spark over the dataset's runs
     (`runs`: ids or shell patterns; None: all); {name: rows in key order}."""
     chosen = ds.select(dataset, runs)
     spark = spark or session(master)
@@ -110,14 +115,9 @@ def _plain(v):
 
 def _load_task(job: dict) -> dict:
     """One run, in a Spark executor: roscope's own append into the dataset."""
-    import time
-
-    from roscope import dataset as _ds
-    from roscope.errors import user_message
-
     t0 = time.perf_counter()
     try:
-        row, res = _ds.append(job["traces"], job["dataset"], run_id=job["run_id"], config=job.get("config"),
+        row, res = ds.append(job["traces"], job["dataset"], run_id=job["run_id"], config=job.get("config"),
                               commit=job.get("commit"), recorded_at=job.get("recorded_at"), force=job.get("force", False))
     except Exception as exc:  # noqa: BLE001 - reported to the driver, which says which run failed
         msg = user_message(exc)
@@ -140,14 +140,14 @@ def load(traces: Sequence[str], dataset: str, run_ids: Sequence[str] | None = No
         if not os.path.isdir(t):
             raise InputError(f"{t}: not a trace directory")
     if run_ids is None:
-        run_ids = [ds._run_id_for([t], None, ds._record_manifest([t])) for t in traces]
+        run_ids = [ds.run_id_for([t], None, ds.record_manifest([t])) for t in traces]
     if len(run_ids) != len(traces):
         raise InputError(f"{len(run_ids)} run ids for {len(traces)} traces")
     dup = sorted({r for r in run_ids if run_ids.count(r) > 1})
     if dup:
         raise InputError(f"run ids given twice: {', '.join(dup)} (name the runs with --run-id)")
     dataset = os.path.abspath(dataset)
-    ds._create_dataset(dataset)  # once, on the driver: the tasks only add runs
+    ds.create_dataset(dataset)  # once, on the driver: the tasks only add runs
     jobs = [{"traces": [t], "dataset": dataset, "run_id": r, "config": config, "commit": commit, "force": force}
             for t, r in zip(traces, run_ids)]
     spark = spark or session(master)
@@ -157,22 +157,19 @@ def load(traces: Sequence[str], dataset: str, run_ids: Sequence[str] | None = No
 
 def _flows_task(job: dict) -> dict:
     """One run's data flows and path statistics, in a Spark executor."""
-    from roscope import dataset as _ds
-    from roscope.commands._common import clean
-    from roscope.errors import user_message
-
     try:
-        return {"ok": True, **clean(_ds.run_flows(job["dataset"], job["run"], job["from_re"], job["to_re"]))}
+        return {"ok": True, **clean(trend.run_flows(job["dataset"], job["run"], job["request"]))}
     except Exception as exc:  # noqa: BLE001 - reported to the driver
         msg = user_message(exc)
         return {"ok": False, "run": job["run"], "error": msg if msg is not None else f"{type(exc).__name__}: {exc}"}
 
 
-def flows(dataset: str, from_re: str, to_re: str, runs=None, *, spark=None, master: str = "local[2]") -> list[dict]:
-    """Per run (one Spark task each): its data flows' latency statistics and path
-    statistics (`roscope.dataset.run_flows`), in the order of `dataset.select`."""
-    ds.parse_metric(f"path:{from_re}->{to_re}")  # the regexes, checked on the driver
+def flows(dataset: str, request: FlowRequest, runs=None, *, spark=None, master: str = "local[2]") -> list[dict]:
+    """Per run (one Spark task each): the latency statistics of the data flows of
+    `request` and their path statistics (`roscope.trend.run_flows`), in the order of
+    `dataset.select`."""
+    trend.parse_metric(f"path:{request.from_re}->{request.to_re}")  # the regexes, checked on the driver
     chosen = ds.select(dataset, runs)
-    jobs = [{"dataset": os.path.abspath(dataset), "run": r, "from_re": from_re, "to_re": to_re} for r in chosen]
+    jobs = [{"dataset": os.path.abspath(dataset), "run": r, "request": request} for r in chosen]
     spark = spark or session(master)
     return spark.sparkContext.parallelize(jobs, numSlices=len(jobs)).map(_flows_task).collect()

@@ -1,17 +1,17 @@
-"""Statistics over the execution database: per callback, per topic, per node.
+"""Statistics over the execution database: per callback, per topic, per service, per node.
 
 All computed in SQL (DuckDB) over the model's tables; durations in ns, with the
-standard statistic set of roscope.statistics (docs/analyses.md defines each
+standard statistic set of roscope.percentiles (docs/analyses.md defines each
 value). Each function returns a list of dicts (or a dict) and writes nothing.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from roscope.statistics import grouped, keys
+from roscope.percentiles import aggregates, grouped, keys
 
 if TYPE_CHECKING:
-    from roscope.db import Database
+    from roscope.database import Database
 
 # Callback runs that count: complete (start and end seen).
 _RUNS = "SELECT * FROM callback_runs WHERE end_ts IS NOT NULL"
@@ -26,7 +26,7 @@ def trace_span(db: Database) -> tuple[int, int]:
 def callbacks(db: Database):
     first, last = trace_span(db)
     span = max(last - first, 1)
-    # Durations per callback through `statistics.grouped`: its exact percentiles fall
+    # Durations per callback through `percentiles.grouped`: its exact percentiles fall
     # back to a sort that spills when a callback's runs do not fit DuckDB's budget.
     durations = {r["callback_id"]: r for r in grouped(
         db, f"SELECT callback_id, duration_ns AS x FROM ({_RUNS})", ["callback_id"],
@@ -80,7 +80,7 @@ _LAT_KEYS = keys(prefix="lat_")
 
 def _latencies(db: Database) -> dict[str, dict]:
     """Per topic: deliveries, their latency statistics (`lat_` keys) and how many
-    rest on a heuristic link; through `statistics.grouped`, whose exact percentiles
+    rest on a heuristic link; through `percentiles.grouped`, whose exact percentiles
     fall back to a sort that spills when a topic's deliveries do not fit the budget."""
     rows = grouped(db, "SELECT topic, callback_start_ts - publish_ts AS x, heuristic FROM links_info "
                        "WHERE callback_start_ts IS NOT NULL", ["topic"],
@@ -110,6 +110,40 @@ def topics(db: Database):
     # publications DESC, then topic as DuckDB orders text (by bytes); the view's topics are never null
     rows.sort(key=lambda r: (-r["publications"], r["topic"].encode()))
     return rows
+
+
+# One row per service call (docs/model.md, Services): its service (the server's name, else the
+# client's), the server's node, and the times of its request and response.
+_CALLS = """
+    SELECT coalesce(sv.name, cl.name) AS service, sc.client_id, sc.method,
+           CASE WHEN n.name IS NULL THEN NULL WHEN n.namespace IS NULL OR n.namespace = '/' THEN '/' || ltrim(n.name, '/')
+                ELSE rtrim(n.namespace, '/') || '/' || n.name END AS server_node,
+           rp.ts AS request_ts, rt.ts AS take_ts, sp.ts AS response_ts, st.ts AS response_take_ts
+    FROM service_calls sc
+    LEFT JOIN services sv ON sv.service_id = sc.service_id
+    LEFT JOIN clients cl ON cl.client_id = sc.client_id
+    LEFT JOIN nodes n ON n.node_id = sv.node_id
+    LEFT JOIN publications rp ON rp.publication_id = sc.request_publication_id
+    LEFT JOIN takes rt ON rt.take_id = sc.request_take_id
+    LEFT JOIN publications sp ON sp.publication_id = sc.response_publication_id
+    LEFT JOIN takes st ON st.take_id = sc.response_take_id"""
+
+
+def services(db: Database):
+    """Per service (actions: their goal, cancel and result services): calls (requests seen
+    sent or taken), clients, answered calls (response taken by the client), server time (request
+    taken to response sent, at the server) and round trip (request sent to response taken, at
+    the client), in ns."""
+    if not db.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'service_calls'").fetchall()[0][0]:
+        return []  # a database of an older roscope
+    return db.records(f"""
+        SELECT service, any_value(server_node) AS server_node, count(*) AS calls,
+               count(DISTINCT client_id) AS clients, count(response_take_ts) AS answered,
+               {aggregates("response_ts - take_ts", prefix="server_", count="server_count")},
+               {aggregates("response_take_ts - request_ts", prefix="rtt_", count="rtt_count")},
+               count(*) FILTER (WHERE method = 'service_sequence_nearest') AS heuristic_links
+        FROM ({_CALLS}) WHERE service IS NOT NULL
+        GROUP BY service ORDER BY calls DESC, service""")
 
 
 def nodes(db: Database):

@@ -32,7 +32,9 @@ class Batch:
     batch: pyarrow.RecordBatch  # noqa: F821
 
 
-def _paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
+def check_paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
+    """The input paths as a list of strings; FileNotFoundError naming one that is
+    empty or missing (ValueError for none at all)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     out = [os.fspath(p) for p in paths]
@@ -56,7 +58,7 @@ class Trace:
     losses: list[tuple[str, int, int]] = field(default_factory=list)
 
     def __init__(self, paths):
-        self.paths = _paths(paths)
+        self.paths = check_paths(paths)
         self.warnings = []
         self.losses = []
 

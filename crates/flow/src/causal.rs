@@ -1,6 +1,7 @@
 //! Causal links: which published messages caused which (message-flow paper IV-B).
 //!
-//! - direct: published during the subscription callback run that received the input;
+//! - direct: published during the subscription callback run that received the input
+//!   (or the service or client callback run: a request or response is its input);
 //! - periodic asynchronous: a timer callback's output, from the latest message each
 //!   annotated input's callback received before the timer fired;
 //! - partial synchronous: a subscription callback's output, from the latest message of
@@ -12,7 +13,7 @@ use std::collections::HashMap;
 
 use crate::dataflow::Window;
 use crate::index::Index;
-use crate::model::{AnnotationKind, CallbackKind};
+use crate::model::{takes_input, AnnotationKind, CallbackKind};
 
 /// What causes a publication made by a timer callback when no annotation tells.
 #[derive(Clone, Copy, Debug)]
@@ -152,6 +153,12 @@ fn links_of(ix: &Index, policy: Policy, w: &Window, st: &CausalState, p: i64, ou
                     out.push(CausalLink { in_pub: inp, in_run: r, out_pub: p, kind: CausalLinkKind::Direct });
                 }
             }
+        }
+    } else if takes_input(kind) {
+        // A service or client callback: its request or response caused what it published.
+        let inp = ix.input_of_run[ru];
+        if inp >= 0 {
+            out.push(CausalLink { in_pub: inp, in_run: r, out_pub: p, kind: CausalLinkKind::Direct });
         }
     } else if kind == CallbackKind::Timer {
         let ann = if publisher >= 0 { ix.ann_of_pub.get(&(publisher, AnnotationKind::PeriodicAsync)).copied() } else { None };

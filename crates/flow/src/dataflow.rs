@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use crate::index::Index;
-use crate::model::{CallbackKind, Model, NONE};
+use crate::model::{takes_input, Model, NONE};
 
 /// A data flow: from the callback run that published on an input topic (or, for a
 /// message published outside any callback run, such as by a driver or simulator
@@ -24,6 +24,11 @@ pub struct DataFlow {
     pub computation: i64,
     /// How many of its implicit dependencies are fallback edges (`EdgeSource::Fallback`).
     pub fallback_edges: u32,
+    /// One of its implicit dependencies may not hold: a run of the callback it depends
+    /// on overlapped, on another thread, the run that depends on it
+    /// (`FlowOptions::overlaps`), so whether that run's write reached the read cannot
+    /// be known from the trace.
+    pub uncertain: bool,
     /// Per step, how it follows from the previous one (`edge_name`); "" for the first.
     /// Named only for the flows the search keeps (not for dropped candidates).
     pub edges: Vec<&'static str>,
@@ -244,6 +249,13 @@ pub struct FlowOptions {
     pub excluded_cb: Vec<bool>,
     /// The slice of the model the search runs over (`Window::all()`: the whole model).
     pub window: Window,
+    /// Callback runs that another callback's run overlapped on another thread of the
+    /// process (a multi-threaded executor or spinner), as (the other callback, the
+    /// run's callback, the run's start time): an implicit dependency of such a run on
+    /// that callback makes a flow `uncertain`. Empty: none.
+    pub overlaps: HashSet<(i64, i64, i64)>,
+    /// Leave out the `uncertain` flows (counted in `FlowResult::uncertain_dropped`).
+    pub drop_uncertain: bool,
 }
 
 impl FlowOptions {
@@ -260,6 +272,8 @@ impl FlowOptions {
             excluded_topic: Vec::new(),
             excluded_cb: Vec::new(),
             window: Window::all(),
+            overlaps: HashSet::new(),
+            drop_uncertain: false,
         }
     }
 
@@ -442,7 +456,7 @@ impl<'a, 'b> Search<'a, 'b> {
             } else {
                 let m = self.ix.m;
                 let cb = m.run_cb[head.1 as usize];
-                if m.cb_kind[cb as usize] == CallbackKind::Subscription {
+                if takes_input(m.cb_kind[cb as usize]) {
                     let (p, need) = self.d_cp(head.1);
                     needs.extend(need);
                     if let Some(p) = p {
@@ -543,6 +557,13 @@ impl<'a, 'b> Search<'a, 'b> {
         room
     }
 
+    /// Whether a run of run `a`'s callback overlapped run `b` on another thread
+    /// (`FlowOptions::overlaps`): then `a` may not be what `b` read.
+    fn overlapped(&self, a: i64, b: i64) -> bool {
+        let m = self.ix.m;
+        !self.o.overlaps.is_empty() && self.o.overlaps.contains(&(m.run_cb[a as usize], m.run_cb[b as usize], m.run_start[b as usize]))
+    }
+
     /// Where the implicit edge a -> b (runs) comes from.
     fn edge_source(&self, a: i64, b: i64) -> EdgeSource {
         let m = self.ix.m;
@@ -570,6 +591,7 @@ fn breakdown(s: &Search, steps: Vec<(char, i64)>) -> DataFlow {
     let t_of = |s: (char, i64)| m.time_of(s);
     let (mut com, mut idle, mut calc) = (0i64, 0i64, 0i64);
     let mut fallback_edges = 0;
+    let mut uncertain = false;
     for w in steps.windows(2) {
         let (a, b) = (w[0], w[1]);
         match (a.0, b.0) {
@@ -581,6 +603,7 @@ fn breakdown(s: &Search, steps: Vec<(char, i64)>) -> DataFlow {
                 calc += d;
                 idle += t_of(b) - (t_of(a) + d);
                 fallback_edges += (s.edge_source(a.1, b.1) == EdgeSource::Fallback) as u32;
+                uncertain |= s.overlapped(a.1, b.1);
             }
             _ => {}
         }
@@ -593,6 +616,7 @@ fn breakdown(s: &Search, steps: Vec<(char, i64)>) -> DataFlow {
         idle,
         computation: calc,
         fallback_edges,
+        uncertain,
         edges: Vec::new(),
     }
 }
@@ -619,13 +643,15 @@ fn edge_name(s: &Search, a: (char, i64), b: (char, i64)) -> &'static str {
 
 /// One flow per (input message, output message) pair: of the candidates of one
 /// output publication that share an input, the one with the fewest fallback edges,
-/// then the most steps, then the first found. Returns how many were dropped.
+/// then a certain one (not `uncertain`), then the most steps, then the first found.
+/// Returns how many were dropped.
 fn one_flow_per_pair(flows: &mut Vec<DataFlow>) -> usize {
     let mut best: HashMap<i64, usize> = HashMap::new();
     for (i, f) in flows.iter().enumerate() {
         let better = |j: usize| {
             let g = &flows[j];
-            (f.fallback_edges, std::cmp::Reverse(f.steps.len())) < (g.fallback_edges, std::cmp::Reverse(g.steps.len()))
+            (f.fallback_edges, f.uncertain, std::cmp::Reverse(f.steps.len()))
+                < (g.fallback_edges, g.uncertain, std::cmp::Reverse(g.steps.len()))
         };
         match best.get(&f.input()) {
             Some(&j) if !better(j) => {}
@@ -753,6 +779,10 @@ pub struct FlowResult {
     pub duplicates_dropped: usize,
     /// Flows that rest on at least one fallback edge.
     pub flows_on_fallback: usize,
+    /// Flows that are `uncertain` (a race: `FlowOptions::overlaps`), kept.
+    pub flows_uncertain: usize,
+    /// `uncertain` flows left out (`FlowOptions::drop_uncertain`).
+    pub uncertain_dropped: usize,
     /// Flows that start at a publication made outside any callback run.
     pub flows_from_publications: usize,
     pub cache_hits: u64,
@@ -785,6 +815,8 @@ impl FlowResult {
             stopped_at: None,
             duplicates_dropped: 0,
             flows_on_fallback: 0,
+            flows_uncertain: 0,
+            uncertain_dropped: 0,
             flows_from_publications: 0,
             cache_hits: 0,
             trees: 0,
@@ -810,6 +842,8 @@ impl FlowResult {
         self.stopped_at = self.stopped_at.or(r.stopped_at.map(|p| ids.publication(p)));
         self.duplicates_dropped += r.duplicates_dropped;
         self.flows_on_fallback += r.flows_on_fallback;
+        self.flows_uncertain += r.flows_uncertain;
+        self.uncertain_dropped += r.uncertain_dropped;
         self.flows_from_publications += r.flows_from_publications;
         self.cache_hits += r.cache_hits;
         self.trees = self.trees.max(r.trees);
@@ -894,6 +928,11 @@ pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow
             r.duplicates_dropped += one_flow_per_pair(&mut found);
         }
         for mut f in found {
+            if f.uncertain && o.drop_uncertain {
+                r.uncertain_dropped += 1;
+                continue;
+            }
+            r.flows_uncertain += f.uncertain as usize;
             f.edges = edge_names(&s, &f.steps);
             max_span = max_span.max(f.end - f.start);
             r.flows += 1;

@@ -19,6 +19,7 @@ pub const INPUTS: &[(&str, &[&str])] = &[
     ("subscriptions", &["subscription_id", "node_id", "name"]),
     ("publishers", &["publisher_id", "node_id", "name"]),
     ("services", &["service_id", "name"]),
+    ("clients", &["client_id", "name"]),
     ("nodes", &["node_id", "name", "namespace"]),
     ("callback_runs", &["run_id", "callback_id", "start_ts", "end_ts"]),
     ("publications", &["publication_id", "publisher_id", "run_id", "ts", "rclcpp_ts", "rcl_ts", "rmw_ts"]),
@@ -201,7 +202,9 @@ impl Model {
         m.sub_node = subs.refs("node_id", nodes.len(), "nodes")?;
         m.pub_node = pubs.refs("node_id", nodes.len(), "nodes")?;
 
-        callbacks(&mut m, &cbs, &nodes, &sub_names, &services)?;
+        // Clients name their callbacks' services (a model without the table: unnamed).
+        let clients = if tables.iter().any(|t| t.name == "clients") { Some(Tab::new(tables, "clients", "client_id")?) } else { None };
+        callbacks(&mut m, &cbs, &nodes, &sub_names, &services, clients.as_ref())?;
 
         m.run_cb = runs.refs("callback_id", cbs.len(), "callbacks")?;
         m.run_start = runs.ints("start_ts")?;
@@ -222,10 +225,14 @@ impl Model {
 }
 
 /// Callback columns: node, kind, subscription, readable label.
-fn callbacks(m: &mut Model, cbs: &Tab, nodes: &Tab, sub_names: &[Option<&str>], services: &Tab) -> Result<()> {
+fn callbacks(m: &mut Model, cbs: &Tab, nodes: &Tab, sub_names: &[Option<&str>], services: &Tab, clients: Option<&Tab>) -> Result<()> {
     let (node_names, node_ns) = (nodes.strs("name")?, nodes.strs("namespace")?);
     let node_label: Vec<Option<String>> = node_names.iter().zip(&node_ns).map(|(n, ns)| node_name(*n, *ns)).collect();
     let service_names = services.strs("name")?;
+    let client_names = match clients {
+        Some(c) => c.strs("name")?,
+        None => Vec::new(),
+    };
     let kinds = cbs.strs("kind")?;
     let owners = cbs.ints("owner_id")?;
     m.cb_node = cbs.refs("node_id", nodes.len(), "nodes")?;
@@ -246,6 +253,10 @@ fn callbacks(m: &mut Model, cbs: &Tab, nodes: &Tab, sub_names: &[Option<&str>], 
             "service" => {
                 let s = owned(&service_names, "services")?;
                 (NONE, if s >= 0 { service_names[s as usize] } else { None })
+            }
+            "client" if clients.is_some() => {
+                let s = owned(&client_names, "clients")?;
+                (NONE, if s >= 0 { client_names[s as usize] } else { None })
             }
             _ => (NONE, None),
         };

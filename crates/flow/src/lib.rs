@@ -23,6 +23,7 @@ pub mod implicit;
 pub mod index;
 pub mod input;
 pub mod model;
+pub mod races;
 pub mod tables;
 
 #[cfg(test)]
@@ -38,4 +39,5 @@ pub use implicit::{implicit_edges, implicit_edges_from, implicit_edges_with, Dep
 pub use index::Index;
 pub use input::{InputError, INPUTS};
 pub use model::{Annotation, AnnotationKind, CallbackKind, Model, NONE};
+pub use races::OverlapSweep;
 pub use tables::{causal_links_table, data_flow_tables, path_label, stream_data_flow_tables, FlowSearch, FlowTables, CHUNK_ROWS};

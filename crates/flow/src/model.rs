@@ -10,6 +10,12 @@ pub const NONE: i64 = -1;
 
 pub use roscope_model::schema::{AnnotationKind, CallbackKind};
 
+/// Whether a callback's runs are fed by a message (a transport link): a
+/// subscription's, a service's (its requests) and a client's (its responses).
+pub fn takes_input(kind: CallbackKind) -> bool {
+    matches!(kind, CallbackKind::Subscription | CallbackKind::Service | CallbackKind::Client)
+}
+
 /// The value of a code table whose name is `s` (kinds are text in the model's tables).
 pub fn parse_code<T: Copy>(all: &[T], name: fn(T) -> &'static str, s: &str) -> Option<T> {
     all.iter().copied().find(|&k| name(k) == s)

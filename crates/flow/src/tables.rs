@@ -62,7 +62,8 @@ pub fn causal_links_table(links: &[CausalLink]) -> Table {
 pub struct FlowTables {
     /// One row per flow (`schema::DATA_FLOWS`): flow_id, path_id,
     /// output_publication_id, input_publication_id, first_run_id, start_ts, end_ts,
-    /// latency_ns, communication_ns, idle_ns, computation_ns (in this order).
+    /// latency_ns, communication_ns, idle_ns, computation_ns, fallback_edges, uncertain
+    /// (in this order).
     pub flows: Table,
     /// flow_id, step, is_run (1: a callback run, 0: a publication), id: the steps of
     /// the first flow of each path (or of every flow).
@@ -80,7 +81,7 @@ struct PathEntry(Vec<(char, i64)>, i64, i64);
 
 /// Collects flows into columns as they are found.
 struct Collector {
-    flows: [Vec<i64>; 12],
+    flows: [Vec<i64>; 13],
     steps: [Vec<i64>; 4],
     step_edges: Vec<&'static str>,
     next_flow: i64,
@@ -139,6 +140,7 @@ impl Collector {
             f.idle,
             f.computation,
             f.fallback_edges as i64,
+            f.uncertain as i64,
         ];
         for (c, v) in self.flows.iter_mut().zip(vals) {
             c.push(v);

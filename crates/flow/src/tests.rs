@@ -596,3 +596,72 @@ fn a_slice_says_what_it_lacks_until_the_answers_make_it_whole() {
     assert_eq!(rounds, [vec![Need::RunBefore(0, 70)], vec![Need::Node('r', 1)], vec![Need::Node('p', 0)], vec![Need::Node('r', 0)]]);
     assert_eq!(found, whole);
 }
+
+#[test]
+fn a_race_makes_a_flow_uncertain_and_it_can_be_dropped() {
+    // planner(false) (L1 100 -> lidar sub r0 110..115 -> timer r1 200..210 -> traj 205 ->
+    // control sub r2 250 -> cmd 255), and a second lidar run r3 at 203..208 on another
+    // thread (L2 at 202): it overlaps the timer's run, so whether the timer read L1 or L2
+    // is not known. The search still takes r0 (the latest run of the lidar sub that ended
+    // before the timer started) and flags the flow.
+    let mut s = planner(false);
+    s.runs.push((0, 203, 208));
+    s.pbs.push((0, -1, 202));
+    s.links.push((3, 3));
+    let m = s.model();
+    // threads: the lidar sub's second run on thread 2, every other run on thread 1
+    let mut sweep = OverlapSweep::default();
+    let mut runs: Vec<(i64, i64, i64, i64)> =
+        s.runs.iter().enumerate().map(|(i, &(c, a, b))| (a, if i == 3 { 2 } else { 1 }, c, b)).collect();
+    runs.sort();
+    for (a, t, c, b) in runs {
+        sweep.push(0, t, c, a, b).unwrap();
+    }
+    let overlaps = sweep.finish();
+    assert_eq!(overlaps, [(1, 0, 203), (0, 1, 200)]);
+    let o = FlowOptions { overlaps: overlaps.iter().copied().collect(), ..opts(&m, &["/lidar"], &["/cmd"], Implicit::Auto) };
+    let (v, res) = run_search(&m, &o);
+    let l1 = vec![('p', 0), ('r', 0), ('r', 1), ('p', 1), ('r', 2), ('p', 2)];
+    let got: Vec<_> = v.iter().map(|f| (f.steps.clone(), f.uncertain)).collect();
+    // L1's flow through the lidar sub -> timer edge is uncertain; L2's phantom flow (the
+    // fallback edge lidar sub -> control sub) is certain: nothing overlapped r2.
+    assert_eq!(got, [(l1.clone(), true), (vec![('p', 3), ('r', 3), ('r', 2), ('p', 2)], false)]);
+    assert_eq!((res.flows, res.flows_uncertain, res.uncertain_dropped), (2, 1, 0));
+    // Without the overlap facts, no flow is uncertain.
+    let (_, plain) = run_search(&m, &opts(&m, &["/lidar"], &["/cmd"], Implicit::Auto));
+    assert_eq!((plain.flows, plain.flows_uncertain), (2, 0));
+    // Dropped: counted, not handed on; the table's column says which were uncertain.
+    let (v, res) = run_search(&m, &FlowOptions { drop_uncertain: true, ..o.clone() });
+    assert_eq!((v.len(), res.flows, res.flows_uncertain, res.uncertain_dropped), (1, 1, 0, 1));
+    let (t, _) = data_flow_tables(&Index::new(&m), &o, false);
+    assert_eq!(ints(&t.flows, "uncertain"), [1, 0]);
+}
+
+/// A service call on a flow: node /s's timer publishes [/in]; node /p's subscription
+/// sends a request ([/svc:request], its client's pseudo-topic), node /m's service
+/// callback handles it and responds ([/svc:response], published just after its run),
+/// /p's client callback gets the response and publishes [/out].
+fn service_call() -> Spec {
+    Spec {
+        nodes: vec![("s", Some("/")), ("p", Some("/")), ("m", Some("/"))],
+        subs: vec![(1, "/in"), (2, "/svc:request"), (1, "/svc:response")],
+        pubs: vec![(0, "/in"), (1, "/svc:request"), (2, "/svc:response"), (1, "/out")],
+        cbs: vec![("timer", -1, 0), ("subscription", 0, 1), ("service", -1, 2), ("client", -1, 1)],
+        runs: vec![(0, 100, 110), (1, 200, 220), (2, 300, 350), (3, 400, 420)],
+        pbs: vec![(0, 0, 105), (1, 1, 210), (2, 2, 355), (3, 3, 410)],
+        links: vec![(0, 1), (1, 2), (2, 3)],
+        anns: vec![],
+    }
+}
+
+#[test]
+fn service_and_client_callbacks_take_their_request_and_response_as_input() {
+    let m = service_call().model();
+    assert_eq!(m.cb_label, ["/s timer", "/p subscription(/in)", "/m service", "/p client"]);
+    // Each output of a run fed by a message (subscription, service, client) is caused by it.
+    assert_eq!(links(&m, true), vec![(0, 1, 1, "direct"), (1, 2, 2, "direct"), (2, 3, 3, "direct")]);
+    // The flow /in -> /out goes through the call: communication 95 + 90 + 45, computation
+    // 5 + 10 + 55 (the response is sent right after the service's run) + 10.
+    let steps = vec![('r', 0), ('p', 0), ('r', 1), ('p', 1), ('r', 2), ('p', 2), ('r', 3), ('p', 3)];
+    assert_eq!(flows(&m, &["/in"], &["/out"], Implicit::Auto), vec![(steps, 310, 230, 0, 80)]);
+}

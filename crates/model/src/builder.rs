@@ -25,6 +25,7 @@ use crate::ros1_bosch::BoschState;
 use crate::ros1_roscope::RoscopeState;
 use crate::ros2::Ros2State;
 use crate::rows::Rows;
+use crate::services::ServiceState;
 use crate::table::Table;
 use crate::{Model, Options, Scope};
 
@@ -224,6 +225,7 @@ pub struct Builder {
     thread_of: FxHashMap<(usize, i64), usize>,
     pub objs: Objects,
     pub ros2: Ros2State,
+    pub svc: ServiceState,
     pub caret: CaretState,
     pub bosch: BoschState,
     pub r1: RoscopeState,
@@ -251,6 +253,7 @@ impl Builder {
             thread_of: FxHashMap::default(),
             objs: Objects::default(),
             ros2: Ros2State::default(),
+            svc: ServiceState::default(),
             caret: CaretState::default(),
             bosch: BoschState::default(),
             r1: RoscopeState::default(),
@@ -425,8 +428,12 @@ impl Builder {
         let ts = s.cur_ts;
         let p = self.process(host, s.trace, pid, tid, procname, ts, ci.ev.starts_process());
         let mut e = Event { ev: ci.ev, ts, p, th: 0, caret: ci.caret, s, ix: ci.ix };
-        let rid = (ci.ev == Ev::R1ProcessInit && !self.scope.record_ids.is_empty())
-            .then(|| e.text(crate::events::roscope_ros1::process_init::RECORD_ID).unwrap_or_default());
+        let rid = match ci.ev {
+            _ if self.scope.record_ids.is_empty() => None,
+            Ev::R1ProcessInit => Some(e.text(crate::events::roscope_ros1::process_init::RECORD_ID).unwrap_or_default()),
+            Ev::R2ProcessInit => Some(e.text(crate::events::roscope_ros2::process_init::RECORD_ID).unwrap_or_default()),
+            _ => None,
+        };
         let first = self.procs[p].events == 1;
         if !self.in_scope(p, rid, r1 && first) {
             return;
@@ -543,6 +550,9 @@ impl Builder {
             RingDequeue => self.ring_buffer_dequeue(e),
             RmwTake => self.rmw_take(e),
             RclTake | RclcppTake => self.upper_take(e),
+            // ROS 2 services and actions, roscope's rclpy events (services.rs).
+            SendRequest | TakeRequest | SendResponse | TakeResponse | R2ClientCbAdded | R2CallbackInput => self.dispatch_service(e),
+            R2ProcessInit => {}
             // CARET (caret.rs).
             CaretBindStamp => self.caret_bind_stamp(e),
             DdsWrite => self.dds_write(e),

@@ -34,6 +34,11 @@ const DDS: &[&str] = &["dds"];
 /// Causal-link annotations (instrument/annotations), emitted under the
 /// provider of the ROS 1 tracer or of ROS 2.
 const ANNOTATION: &[&str] = &["ros2", "ros2_caret", "roscope_ros1"];
+/// Service requests and responses: Kilted's rmw tracepoints (`ros2`), and the
+/// same layouts from roscope's rclpy hook where the rmw has none (Jazzy).
+const SERVICE_EVENTS: &[&str] = &["ros2", "roscope_ros2"];
+/// roscope's own ROS 2 events (instrument/ros2: its tracer library and rclpy hook).
+const ROSCOPE_ROS2: &[&str] = &["roscope_ros2"];
 
 const fn max_len(lens: &[usize]) -> usize {
     let mut m = 0;
@@ -177,6 +182,41 @@ events! {
         ExecGetNext rclcpp_executor_get_next_ready {}
         ExecExecute rclcpp_executor_execute { HANDLE = "handle" }
     }
+    services (SERVICE_EVENTS) {
+        /// A client sends request `sequence_number` (services.rs).
+        SendRequest rmw_send_request { RMW_CLIENT_HANDLE = "rmw_client_handle", REQUEST = "request", SEQUENCE_NUMBER = "sequence_number" }
+        /// A service takes a request: the client's GID (zeros when unknown) and sequence number.
+        TakeRequest rmw_take_request {
+            RMW_SERVICE_HANDLE = "rmw_service_handle",
+            REQUEST = "request",
+            CLIENT_GID = "client_gid",
+            SEQUENCE_NUMBER = "sequence_number",
+            TAKEN = "taken",
+        }
+        /// A service sends the response to request (client GID, sequence number).
+        SendResponse rmw_send_response {
+            RMW_SERVICE_HANDLE = "rmw_service_handle",
+            RESPONSE = "response",
+            CLIENT_GID = "client_gid",
+            SEQUENCE_NUMBER = "sequence_number",
+        }
+        /// A client takes the response to its request `sequence_number`.
+        TakeResponse rmw_take_response {
+            RMW_CLIENT_HANDLE = "rmw_client_handle",
+            RESPONSE = "response",
+            SEQUENCE_NUMBER = "sequence_number",
+            TAKEN = "taken",
+        }
+    }
+    roscope_ros2 (ROSCOPE_ROS2) {
+        /// roscope record's recording name, announced by each process its ROS 2 tracer is in.
+        R2ProcessInit process_init { RECORD_ID = "record_id", EXE = "exe" }
+        /// A client's response callback (rclpy: a done callback of its request futures).
+        R2ClientCbAdded client_callback_added { CLIENT_HANDLE = "client_handle", CALLBACK = "callback" }
+        /// The next run of `callback` on this thread handles request/response `sequence_number`
+        /// of the rmw service or client `rmw_handle`.
+        R2CallbackInput callback_input { CALLBACK = "callback", RMW_HANDLE = "rmw_handle", SEQUENCE_NUMBER = "sequence_number" }
+    }
     annotation (ANNOTATION) {
         /// A periodic asynchronous causal link (fields `subs`, `pubs` are read as sequences).
         MsgLinkPeriodic message_link_periodic_async {}
@@ -276,7 +316,7 @@ impl Ev {
     /// Events that start a process instance (a pid that already ran
     /// callbacks or published is then a new process).
     pub fn starts_process(self) -> bool {
-        matches!(self, Ev::RclInit | Ev::Ros1InitNode | Ev::R1ProcessInit)
+        matches!(self, Ev::RclInit | Ev::Ros1InitNode | Ev::R1ProcessInit | Ev::R2ProcessInit)
     }
 }
 
@@ -295,6 +335,10 @@ mod tests {
         assert_eq!(classify("ros2_caret:message_link_periodic_async"), Some(Ev::MsgLinkPeriodic));
         assert_eq!(classify("roscpp:rcl_init"), None);
         assert_eq!(classify("ros2:no_such_event"), None);
+        assert_eq!(classify("ros2:rmw_take_request"), Some(Ev::TakeRequest));
+        assert_eq!(classify("roscope_ros2:rmw_take_request"), Some(Ev::TakeRequest));
+        assert_eq!(classify("roscope_ros2:process_init"), Some(Ev::R2ProcessInit));
+        assert_eq!(classify("roscope_ros1:process_init"), Some(Ev::R1ProcessInit));
         assert_eq!(classify("rcl_init"), None);
     }
 

@@ -9,8 +9,8 @@
 //! - `events`: the trace events the model reads, and their fields by name;
 //! - `builder`: the pass over the events (processes and threads with pid
 //!   reuse, callback run stacks, progress), dispatching each event to its
-//!   family: `ros2`, `caret`, `executor`, `annotations`, `ros1_bosch`,
-//!   `ros1_roscope`;
+//!   family: `ros2`, `services` (ROS 2 services and actions), `caret`,
+//!   `executor`, `annotations`, `ros1_bosch`, `ros1_roscope`;
 //! - `registry`: handle lookups per process instance, with lifetimes;
 //! - `objects`: the records kept while reading;
 //! - `link`: transport links (publication -> take / callback run);
@@ -36,6 +36,7 @@ mod ros1_roscope;
 mod ros2;
 pub mod rows;
 pub mod schema;
+mod services;
 mod sync;
 pub mod table;
 mod tables;

@@ -239,7 +239,7 @@ pub struct Publication {
     pub intra: bool,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Take {
     pub sub: Option<usize>,
     pub thread: usize,

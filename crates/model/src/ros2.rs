@@ -21,7 +21,14 @@ pub struct Ros2State {
     buffer_ipb: HandleMap<u64>,
     /// The latest enqueue into (process, buffer, index): its publication.
     rb_slot: FxHashMap<(usize, u64, u64), usize>,
+    /// Per thread, the takes since its last callback start (at most `RECENT_TAKES`):
+    /// an executor may take several messages before it runs their callbacks (rclpy's
+    /// action client takes its feedback, then its status).
+    recent: FxHashMap<usize, Vec<usize>>,
 }
+
+/// How many takes per thread `Ros2State::recent` keeps.
+const RECENT_TAKES: usize = 16;
 
 /// The fields of an rcl publisher or subscription init event.
 struct Endpoint {
@@ -147,7 +154,10 @@ impl Builder {
         let gid = rmw.and_then(|r| self.objs.gids.get(p, r).cloned());
         let o = Obj { proc: p, node, handle: handle.unwrap_or(0), rmw_handle: rmw, name, gid, ts: Some(e.ts), ..Default::default() };
         let list = if e.ev == Ev::SrvInit { &mut self.objs.services } else { &mut self.objs.clients };
-        list.init(o, e.caret);
+        let i = list.init(o, e.caret);
+        if let Some(r) = rmw {
+            list.name(Layer::Rmw, p, r, i);
+        }
     }
 
     pub(crate) fn service_callback_added(&mut self, e: &Event) {
@@ -200,23 +210,48 @@ impl Builder {
     }
 
     /// A callback run starts; the latest take on its thread, for its
-    /// subscription, fed it.
+    /// subscription (a service's request reader, a client's response reader:
+    /// `input_endpoint`), fed it: the pending one, else the latest of its
+    /// subscription since the thread's last callback start.
     pub(crate) fn callback_start(&mut self, e: &Event) {
         use callback_start::*;
         self.runtime_seen(e.p);
         let c = self.objs.cbs.get(e.p, e.u(CALLBACK).unwrap_or(0));
         let intra = e.u(IS_INTRA_PROCESS).unwrap_or(0) != 0;
         let r = self.open_run(e.th, c, e.ts, intra);
-        let owner_sub = self.objs.cbs.subscription_of(c);
-        if let Some(take) = self.pending_take(e.th) {
-            if take.run.is_none() && (owner_sub.is_none() || take.sub.is_none() || take.sub == owner_sub) {
-                take.run = Some(r);
-                if take.sub.is_none() {
-                    take.sub = owner_sub;
-                }
+        let want = self.input_endpoint(c);
+        let fits = |t: &Take| t.run.is_none() && (want.is_none() || t.sub.is_none() || t.sub == want);
+        let mut pick = self.pending_take(e.th).is_some_and(|t| fits(t)).then(|| self.threads[e.th].pending_take).flatten();
+        if pick.is_none() && want.is_some() {
+            let takes = &self.takes;
+            pick = self
+                .ros2
+                .recent
+                .get(&e.th)
+                .and_then(|v| v.iter().rev().copied().find(|&k| takes.get(k).is_some_and(|t| t.run.is_none() && t.sub == want)));
+        }
+        if let Some(take) = pick.and_then(|k| self.takes.get_mut(k)) {
+            take.run = Some(r);
+            if take.sub.is_none() {
+                take.sub = want;
             }
         }
         self.threads[e.th].pending_take = None;
+        if let Some(v) = self.ros2.recent.get_mut(&e.th) {
+            v.clear();
+        }
+    }
+
+    /// A take waiting on its thread for the callback run it feeds (`callback_start`).
+    pub(crate) fn push_input_take(&mut self, th: usize, t: Take) -> usize {
+        self.push_pending_take(th, t);
+        let k = self.takes.created() - 1;
+        let v = self.ros2.recent.entry(th).or_default();
+        if v.len() == RECENT_TAKES {
+            v.remove(0);
+        }
+        v.push(k);
+        k
     }
 
     pub(crate) fn callback_end(&mut self, e: &Event) {
@@ -331,7 +366,7 @@ impl Builder {
             ..Default::default()
         };
         if taken {
-            self.push_pending_take(e.th, t);
+            self.push_input_take(e.th, t);
         } else {
             self.takes.push(t);
         }

@@ -160,6 +160,16 @@ codes! {
         DdsWriteStamp = 6, "dds_write_stamp",
             "the DDS layer's `dds:write.timestamp` on the publisher's thread (its `data`, or Fast DDS's `write_pre.data`, is \
              the published message; the message-flow paper's DDS instrumentation) = `rmw_take.source_timestamp`, within a topic";
+        ServiceGid = 7, "service_gid_sequence",
+            "a service request or response (`service_calls`): the client's GID and the sequence number, from \
+             `rmw_send_request` / `rmw_take_request` and `rmw_send_response` / `rmw_take_response` (Kilted's rmw); a response \
+             goes with its request's call";
+        ServiceSequence = 8, "service_sequence",
+            "a service request or response with no client GID on the server's side (roscope's rclpy hook on Jazzy): the \
+             service name and sequence number, sent by one client only";
+        ServiceNearest = 9, "service_sequence_nearest",
+            "as `service_sequence`, but several clients sent that sequence number to that service: the latest request sent \
+             before the take; `heuristic` = 1";
     }
 }
 
@@ -383,6 +393,18 @@ table!(LINKS = "links", Model, "One row per transport link: a publication to one
     "heuristic": BigInt = "1 for a heuristic link (`roscope load --no-heuristics` leaves them out)",
 ]);
 
+table!(SERVICE_CALLS = "service_calls", Model, "One row per service request (an action's goal, cancel and result requests too): the request and its response, each a publication on, and a take from, the service's pseudo-topics `<service>:request` and `<service>:response` (rows of `publishers` and `subscriptions` made for the clients and services; see Services).", [
+    "call_id": BigInt = "row id",
+    "client_id": BigInt = "the client that sent it (NULL: its sending was not recorded)",
+    "service_id": BigInt = "the service that took it (NULL: not taken in the trace)",
+    "sequence_number": BigInt = "the client's sequence number of the request",
+    "request_publication_id": BigInt = "the request sent (`rmw_send_request`)",
+    "request_take_id": BigInt = "the request taken by the service (`rmw_take_request`)",
+    "response_publication_id": BigInt = "the response sent (`rmw_send_response`); its `run_id` is the callback run that handled the request",
+    "response_take_id": BigInt = "the response taken by the client (`rmw_take_response`)",
+    "method": Varchar = "how request and response were matched across processes (code table `link_method`)",
+]);
+
 table!(ANNOTATIONS = "annotations", Model, "One row per causal-link annotation event (instrument/annotations).", [
     "annotation_id": BigInt = "row id",
     "proc_id": BigInt = "the process that emitted it",
@@ -452,6 +474,7 @@ table!(DATA_FLOWS = "data_flows", Analysis, "One row per data flow from an input
     "idle_ns": BigInt = "the part spent between the runs of a node (segment kind `idle`)",
     "computation_ns": BigInt = "the part spent in callback runs (segment kind `computation`)",
     "fallback_edges": BigInt = "how many of its intra-node dependencies are fallback edges (nothing known: every callback pair of a node), which may not exist; 0: it rests only on transport links, annotations and source analysis",
+    "uncertain": BigInt = "1: one of its intra-node dependencies may not hold, a race: a run of the callback it depends on overlapped, on another thread, the run that depends on it (a multi-threaded executor or spinner), so whether that run's write reached the read is not known from the trace; 0: certain",
 ]);
 
 table!(DATA_FLOW_STEPS = "data_flow_steps", Analysis, "The steps of one flow per path (of every flow when asked), alternating runs and publications forward in time.", [
@@ -543,6 +566,7 @@ pub const TABLES: &[TableSpec] = &[
     PUBLICATIONS,
     TAKES,
     LINKS,
+    SERVICE_CALLS,
     ANNOTATIONS,
     ANNOTATION_MEMBERS,
     EXECUTOR_STATES,

@@ -92,6 +92,7 @@ impl Builder {
         out.push(publication_table(std::mem::take(&mut self.publications).iter()));
         out.push(take_table(std::mem::take(&mut self.takes).iter()));
         out.push(link_table(&links));
+        out.push(self.service_call_table());
         out.extend(self.annotation_tables());
         out.push(executor_table(&self.exec_states));
         out.push(clock_table(&syncs));
@@ -207,6 +208,25 @@ impl Builder {
         t
     }
 
+    /// `service_calls` (services.rs).
+    fn service_call_table(&self) -> Table {
+        let mut t = Table::new(&schema::SERVICE_CALLS);
+        for (i, c) in self.service_calls().enumerate() {
+            t.row()
+                .i(id(i))
+                .i(opt_id(c.client))
+                .i(opt_id(c.service))
+                .i(Some(c.seq))
+                .i(opt_id(c.request_pub))
+                .i(opt_id(c.request_take))
+                .i(opt_id(c.response_pub))
+                .i(opt_id(c.response_take))
+                .s(c.method.map(|m| m.name()))
+                .done();
+        }
+        t
+    }
+
     /// `annotations`, and `annotation_members` resolved to subscriptions (by
     /// rcl handle, else rclcpp object) and publishers (by rcl handle).
     fn annotation_tables(&self) -> [Table; 2] {
@@ -315,7 +335,7 @@ pub(crate) fn executor_table(states: &[ExecState]) -> Table {
 pub(crate) fn link_table(links: &[Link]) -> Table {
     let mut t = Table::with_rows(&schema::LINKS, links.len());
     for l in links {
-        let heuristic = l.method == LinkMethod::HeuristicWallClock;
+        let heuristic = matches!(l.method, LinkMethod::HeuristicWallClock | LinkMethod::ServiceNearest);
         t.row().i(id(l.publication)).i(opt_id(l.take)).i(opt_id(l.run)).s(Some(l.method.name())).i(Some(heuristic as i64)).done();
     }
     t

@@ -253,3 +253,36 @@ pub fn table_from_stream(name: &'static str, cols: &[&'static str], obj: &Bound<
     }
     Ok(Table { name, cols: out, rows })
 }
+
+/// Reads an Arrow stream batch by batch (memory holds one batch): `f` gets, per
+/// batch, the columns `cols` as int64 slices (int64 without nulls, else an error
+/// naming `what` and the column).
+pub fn each_i64_batch(
+    what: &str,
+    cols: &[&str],
+    obj: &Bound<'_, PyAny>,
+    mut f: impl FnMut(&[&[i64]]) -> Result<(), String>,
+) -> PyResult<()> {
+    let reader = read_stream(obj)?;
+    let schema = reader.schema();
+    let mut idx = Vec::with_capacity(cols.len());
+    for &c in cols {
+        match schema.index_of(c) {
+            Ok(i) if schema.field(i).data_type() == &DataType::Int64 => idx.push(i),
+            _ => return Err(PyValueError::new_err(format!("{}: the stream has no int64 column {}", what, c))),
+        }
+    }
+    for b in reader {
+        let b = b.map_err(arrow_err)?;
+        let mut data: Vec<&[i64]> = Vec::with_capacity(idx.len());
+        for (&i, &c) in idx.iter().zip(cols) {
+            let a = b.column(i);
+            if a.logical_null_count() > 0 {
+                return Err(PyValueError::new_err(format!("{}: column {} has nulls", what, c)));
+            }
+            data.push(a.as_primitive::<Int64Type>().values());
+        }
+        f(&data).map_err(PyValueError::new_err)?;
+    }
+    Ok(())
+}

@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::arrow::{self, ArrowTable};
+use crate::search::{window_of, Answers, Facts, Ids, SearchOptions, Uncertain, Window};
 
 /// The flow's input model (roscope-flow), built from the model's tables.
 #[pyclass(module = "roscope._core")]
@@ -22,29 +23,10 @@ fn input_err(e: roscope_flow::InputError) -> PyErr {
     PyValueError::new_err(format!("the model's tables cannot feed the flow: {}", e))
 }
 
-/// The whole trace's counts behind `roscope_flow::Facts`: (callback_id, runs,
-/// publishing runs) per callback, and (publisher_id, callback_id) pairs.
-type FactCounts = (Vec<(i64, i64, i64)>, Vec<(i64, i64)>);
-
-/// The search options of `FlowModel.data_flows` and `FlowSearch`, checked.
-struct SearchArgs {
-    is_input: Vec<bool>,
-    is_output: Vec<bool>,
-    implicit: String,
-    exact_links: bool,
-    max_flows_per_output: Option<usize>,
-    max_flows: Option<usize>,
-    all_paths: bool,
-    excluded_topics: Option<Vec<bool>>,
-    excluded_callbacks: Option<Vec<bool>>,
-    deps: Option<Vec<(i64, i64)>>,
-    fallback: String,
-}
-
-impl SearchArgs {
+impl SearchOptions {
     /// The options over model `m` (any slice of it: only its callbacks and topics are
-    /// read), with the implicit edges of the whole trace's `facts`.
-    fn options(self, m: &roscope_flow::Model, facts: Option<&roscope_flow::Facts>) -> PyResult<roscope_flow::FlowOptions> {
+    /// read), with the implicit edges of the whole trace's `facts`; checked.
+    fn options(&self, m: &roscope_flow::Model, facts: Option<&roscope_flow::Facts>) -> PyResult<roscope_flow::FlowOptions> {
         let (nt, nc) = (m.n_topics(), m.cb_label.len());
         if self.is_input.len() != nt || self.is_output.len() != nt || self.excluded_topics.as_ref().is_some_and(|v| v.len() != nt) {
             return Err(PyValueError::new_err("topic masks must have one entry per topic"));
@@ -55,6 +37,9 @@ impl SearchArgs {
         let bad_edge = |&&(a, b): &&(i64, i64)| a < 0 || b < 0 || a as usize >= nc || b as usize >= nc;
         if let Some(&(a, b)) = self.deps.iter().flatten().find(bad_edge) {
             return Err(PyValueError::new_err(format!("dependency edge ({}, {}) names a callback the model does not have", a, b)));
+        }
+        if let Some(&c) = self.deps_callbacks.iter().flatten().find(|&&c| c < 0 || c as usize >= nc) {
+            return Err(PyValueError::new_err(format!("dependency file callback {} is not a callback of the model", c)));
         }
         let Some(mode) = roscope_flow::Implicit::parse(&self.implicit) else {
             return Err(PyValueError::new_err(format!(
@@ -79,8 +64,16 @@ impl SearchArgs {
                 &own
             }
         };
-        let described: HashSet<i64> =
-            self.deps.iter().flatten().flat_map(|&(a, b)| [m.cb_node[a as usize], m.cb_node[b as usize]]).collect();
+        // The nodes the dependency file describes: those of every callback it matched
+        // (a node whose callbacks it matched but found independent gets no fallback edge).
+        let described: HashSet<i64> = self
+            .deps
+            .iter()
+            .flatten()
+            .flat_map(|&(a, b)| [a, b])
+            .chain(self.deps_callbacks.iter().flatten().copied())
+            .map(|c| m.cb_node[c as usize])
+            .collect();
         let deps = self.deps.as_deref().map(|edges| roscope_flow::Deps { edges, nodes: &described });
         let implicit = roscope_flow::implicit_edges_from(&ix, facts, mode, deps, rule);
         Ok(roscope_flow::FlowOptions {
@@ -88,9 +81,11 @@ impl SearchArgs {
             max_flows_per_output: self.max_flows_per_output.unwrap_or(usize::MAX),
             max_flows: self.max_flows.unwrap_or(usize::MAX),
             all_paths: self.all_paths,
-            excluded_topic: self.excluded_topics.unwrap_or_default(),
-            excluded_cb: self.excluded_callbacks.unwrap_or_default(),
-            ..roscope_flow::FlowOptions::new(self.is_input, self.is_output, implicit)
+            excluded_topic: self.excluded_topics.clone().unwrap_or_default(),
+            excluded_cb: self.excluded_callbacks.clone().unwrap_or_default(),
+            overlaps: self.overlaps.iter().flatten().copied().collect(),
+            drop_uncertain: self.drop_uncertain,
+            ..roscope_flow::FlowOptions::new(self.is_input.clone(), self.is_output.clone(), implicit)
         })
     }
 }
@@ -117,6 +112,8 @@ fn stats<'py>(py: Python<'py>, res: &roscope_flow::FlowResult, seconds: f64) -> 
     stats.set_item("candidates", res.candidates)?;
     stats.set_item("duplicates_dropped", res.duplicates_dropped)?;
     stats.set_item("flows_on_fallback", res.flows_on_fallback)?;
+    stats.set_item("flows_uncertain", res.flows_uncertain)?;
+    stats.set_item("uncertain_dropped", res.uncertain_dropped)?;
     stats.set_item("flows_from_publications", res.flows_from_publications)?;
     stats.set_item("trees_cached", res.trees)?;
     stats.set_item("cache_evicted", res.evicted)?;
@@ -211,56 +208,18 @@ pub struct FlowSearch {
 
 #[pymethods]
 impl FlowSearch {
-    /// Data flows between input and output topics (bool masks over `topics`).
-    /// `model`: the model or any slice of it (its callbacks and topics name things);
-    /// `facts`: the whole trace's (runs per callback as (callback_id, runs,
-    /// publishing runs), and (publisher_id, callback_id) pairs of runs that published
-    /// on a publisher), which the implicit-edge rules read (`roscope_flow::Facts`);
-    /// None: `model`'s own, when it is the whole model. Caps (None: no cap), the
-    /// intra-node dependency mode and fallback rule, exclusions (masks over topics
-    /// and callbacks) and dependency edges as in `roscope.flow.data_flows`.
+    /// A data-flow search with `options` (`SearchOptions`). `model`: the model or any
+    /// slice of it (its callbacks and topics name things); `facts`: the whole trace's
+    /// (`Facts`), which the implicit-edge rules read (`roscope_flow::Facts`); None:
+    /// `model`'s own, when it is the whole model.
     #[new]
-    #[pyo3(signature = (
-        model, is_input, is_output, facts, implicit="auto", exact_links=true, max_flows_per_output=10000, all_steps=false, *,
-        max_flows=None, all_paths=false, excluded_topics=None, excluded_callbacks=None, deps=None, fallback="pairs",
-        chunk_rows=roscope_flow::CHUNK_ROWS
-    ))]
-    #[expect(clippy::too_many_arguments, reason = "the keyword arguments of a Python method")]
-    fn new(
-        model: PyRef<'_, FlowModel>,
-        is_input: Vec<bool>,
-        is_output: Vec<bool>,
-        facts: Option<FactCounts>,
-        implicit: &str,
-        exact_links: bool,
-        max_flows_per_output: Option<usize>,
-        all_steps: bool,
-        max_flows: Option<usize>,
-        all_paths: bool,
-        excluded_topics: Option<Vec<bool>>,
-        excluded_callbacks: Option<Vec<bool>>,
-        deps: Option<Vec<(i64, i64)>>,
-        fallback: &str,
-        chunk_rows: usize,
-    ) -> PyResult<Self> {
-        let args = SearchArgs {
-            is_input,
-            is_output,
-            implicit: implicit.to_string(),
-            exact_links,
-            max_flows_per_output,
-            max_flows,
-            all_paths,
-            excluded_topics,
-            excluded_callbacks,
-            deps,
-            fallback: fallback.to_string(),
-        };
+    #[pyo3(signature = (model, options, facts=None))]
+    fn new(model: PyRef<'_, FlowModel>, options: PyRef<'_, SearchOptions>, facts: Option<PyRef<'_, Facts>>) -> PyResult<Self> {
         let m = &model.m;
-        let facts = facts.map(|(runs, published)| roscope_flow::Facts::from_counts(m, &runs, &published));
-        let o = args.options(m, facts.as_ref())?;
+        let facts = facts.map(|f| roscope_flow::Facts::from_counts(m, &f.runs, &f.pairs));
+        let o = options.options(m, facts.as_ref())?;
         Ok(FlowSearch {
-            search: Some(roscope_flow::FlowSearch::new(all_steps, chunk_rows)),
+            search: Some(roscope_flow::FlowSearch::new(options.all_steps, options.chunk_rows)),
             max_flows: o.max_flows,
             o,
             statics: m.statics(),
@@ -269,25 +228,20 @@ impl FlowSearch {
     }
 
     /// Searches the outputs of slice `model`, whose ids map to the model's by `ids`
-    /// (pub_base, pub_n, pub_extra, run_base, run_n, run_extra: `roscope_flow::IdMap`);
-    /// `window` is (lo, hi, out_from_ts, out_from_id, out_to, lo_cb, lo_pub), the
-    /// output id in the slice's ids (`roscope_flow::Window`; None: the whole model).
-    /// `answers` are lookups answered from the whole model: ([(callback, time, run)],
-    /// [(topic, time, publication)], [complete run], [complete publication]) in the
-    /// slice's ids, -1 for none (`roscope_flow::Window`, `Need`).
-    /// Chunks of results go to `sink(name, table)` with the model's ids. Returns None,
-    /// or the output (time, publication id) from which the flows reach beyond the
-    /// slice and what the slice lacked there: [("node", "r"/"p" as 0/1, id), ("run_before",
-    /// callback, time), ("newest_before", topic, time)], ids the model's.
+    /// (`Ids`); `window` (`Window`; None: the whole model) says which outputs, the
+    /// output id in the slice's ids. `answers` are lookups answered from the whole
+    /// model (`Answers`). Chunks of results go to `sink(name, table)` with the model's
+    /// ids. Returns None, or the output from which the flows reach beyond the slice
+    /// and what the slice lacked there (`Uncertain`), ids the model's.
     #[pyo3(signature = (model, ids, window, sink, answers=None))]
     fn run(
         &mut self,
         py: Python<'_>,
         model: PyRef<'_, FlowModel>,
-        ids: Ids,
-        window: Option<WindowArgs>,
+        ids: PyRef<'_, Ids>,
+        window: Option<PyRef<'_, Window>>,
         sink: Bound<'_, PyAny>,
-        answers: Option<Answers>,
+        answers: Option<PyRef<'_, Answers>>,
     ) -> PyResult<Option<Uncertain>> {
         let Some(search) = self.search.as_mut() else {
             return Err(PyRuntimeError::new_err("the search is finished"));
@@ -296,36 +250,24 @@ impl FlowSearch {
             return Err(PyValueError::new_err("the slice's callbacks or topics are not those of the search's model"));
         }
         self.o.window = window_of(window);
-        if let Some((runs, newest, complete_runs, complete_pubs)) = answers {
-            let w = &mut self.o.window;
-            w.runs_before = runs.into_iter().map(|(c, t, r)| ((c, t), r)).collect();
-            w.newest_before = newest.into_iter().map(|(c, t, p)| ((c, t), p)).collect();
-            w.complete = complete_runs.into_iter().map(|r| ('r', r)).chain(complete_pubs.into_iter().map(|p| ('p', p))).collect();
+        if let Some(a) = answers {
+            a.apply(&mut self.o.window);
         }
         self.o.max_flows = self.max_flows.saturating_sub(search.result.candidates);
         let (m, o) = (&model.m, &self.o);
         let sink = sink.unbind();
         let mut failed: Option<PyErr> = None;
         let t0 = Instant::now();
+        let ids = ids.id_map();
         let uncertain = py.allow_threads(|| {
             let ix = roscope_flow::Index::new(m);
-            search.run(&ix, o, id_map(ids), &mut emitter(&sink, &mut failed))
+            search.run(&ix, o, ids, &mut emitter(&sink, &mut failed))
         });
         self.seconds += t0.elapsed().as_secs_f64();
         if let Some(e) = failed {
             return Err(e);
         }
-        Ok(uncertain.map(|((t, p), needs)| {
-            let needs = needs
-                .into_iter()
-                .map(|n| match n {
-                    roscope_flow::Need::Node(k, id) => ("node", (k == 'p') as i64, id),
-                    roscope_flow::Need::RunBefore(c, t) => ("run_before", c, t),
-                    roscope_flow::Need::NewestBefore(topic, t) => ("newest_before", topic, t),
-                })
-                .collect();
-            (t, p, needs)
-        }))
+        Ok(uncertain.map(|((ts, publication_id), needs)| Uncertain { ts, publication_id, needs }))
     }
 
     /// Whether the search is over: `max_flows` reached, or a sink refused a chunk.
@@ -356,29 +298,6 @@ impl FlowSearch {
     }
 }
 
-/// `roscope_flow::Window` from Python: (lo, hi, out_from_ts, out_from_id, out_to, lo_cb, lo_pub).
-type WindowArgs = (i64, i64, i64, i64, i64, Vec<i64>, Vec<i64>);
-/// An output whose flows reach beyond the slice: (time, publication id, what the
-/// slice lacked as (kind, a, b)) (`FlowSearch.run`).
-type Uncertain = (i64, i64, Vec<(&'static str, i64, i64)>);
-/// Lookups answered from the whole model (`FlowSearch.run`).
-type Answers = (Vec<(i64, i64, i64)>, Vec<(i64, i64, i64)>, Vec<i64>, Vec<i64>);
-/// `roscope_flow::IdMap` from Python: (pub_base, pub_n, pub_extra, run_base, run_n, run_extra).
-type Ids = (i64, i64, Vec<i64>, i64, i64, Vec<i64>);
-
-fn window_of(window: Option<WindowArgs>) -> roscope_flow::Window {
-    match window {
-        None => roscope_flow::Window::all(),
-        Some((lo, hi, from_ts, from_id, to, lo_cb, lo_pub)) => {
-            roscope_flow::Window { lo, hi, out_from: (from_ts, from_id), out_to: to, lo_cb, lo_pub, ..roscope_flow::Window::all() }
-        }
-    }
-}
-
-fn id_map((pub_base, pub_n, pub_extra, run_base, run_n, run_extra): Ids) -> roscope_flow::IdMap {
-    roscope_flow::IdMap { pub_base, pub_n, pub_extra, run_base, run_n, run_extra }
-}
-
 /// Causal links over a model handed over in slices (docs/analyses.md, "Slices"):
 /// `run` gives the links of one slice's publications, and what partial-synchronous
 /// groups carry to the next slice stays here.
@@ -398,28 +317,47 @@ impl CausalSearch {
 
     /// The causal links whose output publications are in `window` (as in
     /// `FlowSearch.run`) of slice `model` (ids mapped by `ids`, as there), with the
-    /// model's ids, and the publication (time, id) from which the slice does not
-    /// hold what the links need, or None.
+    /// model's ids, and the publication from which the slice does not hold what the
+    /// links need (`Uncertain`, without needs), or None.
     #[pyo3(signature = (model, ids, window))]
     fn run(
         &mut self,
         py: Python<'_>,
         model: PyRef<'_, FlowModel>,
-        ids: Ids,
-        window: Option<WindowArgs>,
-    ) -> PyResult<(ArrowTable, Option<(i64, i64)>)> {
+        ids: PyRef<'_, Ids>,
+        window: Option<PyRef<'_, Window>>,
+    ) -> PyResult<(ArrowTable, Option<Uncertain>)> {
         let (m, policy, state) = (&model.m, self.policy, &mut self.state);
         let w = window_of(window);
         let (mut links, uncertain) = py.allow_threads(|| {
             let ix = roscope_flow::Index::new(m);
             roscope_flow::causal_links_in(&ix, policy, &w, state)
         });
-        let ids = id_map(ids);
+        let ids = ids.id_map();
         for l in links.iter_mut() {
             l.in_pub = ids.publication(l.in_pub);
             l.in_run = ids.run(l.in_run);
             l.out_pub = ids.publication(l.out_pub);
         }
-        Ok((ArrowTable::from_table(roscope_flow::causal_links_table(&links))?, uncertain.map(|(t, p)| (t, ids.publication(p)))))
+        let uncertain = uncertain.map(|(ts, p)| Uncertain { ts, publication_id: ids.publication(p), needs: Vec::new() });
+        Ok((ArrowTable::from_table(roscope_flow::causal_links_table(&links))?, uncertain))
     }
+}
+
+/// Runs that another callback's run overlapped on another thread of the process
+/// (`roscope_flow::OverlapSweep`), from `runs`: an object with `__arrow_c_stream__`
+/// whose columns are proc_id, thread_id, callback_id, start_ts, end_ts (int64), in
+/// (proc_id, start_ts) order. Returns [(overlapping callback, callback, run start)].
+#[pyfunction]
+pub fn overlapping_runs(runs: &Bound<'_, PyAny>) -> PyResult<Vec<(i64, i64, i64)>> {
+    let cols = ["proc_id", "thread_id", "callback_id", "start_ts", "end_ts"];
+    let mut sweep = roscope_flow::OverlapSweep::default();
+    arrow::each_i64_batch("overlapping_runs", &cols, runs, |c| {
+        let [k, th, cb, s, e] = c else { unreachable!("five columns asked for") };
+        for ((((&k, &th), &cb), &s), &e) in k.iter().zip(*th).zip(*cb).zip(*s).zip(*e) {
+            sweep.push(k, th, cb, s, e)?;
+        }
+        Ok(())
+    })?;
+    Ok(sweep.finish())
 }

@@ -21,6 +21,7 @@ mod arrow;
 use arrow::ArrowTable;
 mod flow;
 mod kernel;
+mod search;
 
 use roscope_ctf::columns::ColumnReader;
 use roscope_ctf::{json, summary, CtfError, TraceSet};
@@ -345,6 +346,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<flow::FlowModel>()?;
     m.add_class::<flow::FlowSearch>()?;
     m.add_class::<flow::CausalSearch>()?;
+    m.add_function(wrap_pyfunction!(flow::overlapping_runs, m)?)?;
+    search::register(m)?;
     m.add_class::<ArrowTable>()?;
     kernel::register(m)?;
     m.add("TraceError", m.py().get_type_bound::<TraceError>())?;

@@ -2,14 +2,14 @@
 JSON and text output. Use these instead of re-implementing them in a verb.
 
 Arguments (argparse):
-    add_inputs(parser, db=True)   positional ``inputs``: one or more TRACE (and, with
-                                  db=True, one DB written by `roscope load`) -> args.inputs
+    add_inputs(parser, databases=True)  positional ``inputs``: one or more TRACE (and,
+                                  with databases=True, one DB written by `roscope load`) -> args.inputs
     add_json(parser)              ``--json``                      -> args.json
     add_heuristics(parser)        ``--no-heuristics``             -> args.no_heuristics
     int_range(lo, hi)             argparse ``type=`` for a bounded integer option
 
 Opening:
-    open_inputs(args, writable=False) -> roscope.db.Database
+    open_inputs(args, writable=False) -> roscope.database.Database
         trace directories are loaded in memory; one .duckdb file is opened
         read-only unless `writable` (several databases, or a database mixed with
         traces, is an InputError).
@@ -37,8 +37,6 @@ Output:
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import decimal
 import json
 import math
 import re
@@ -46,6 +44,10 @@ import sys
 from collections.abc import Iterable
 
 from roscope.errors import InputError
+from roscope.text import TextOut, cell, clean, escape
+
+__all__ = ["TextOut", "add_heuristics", "add_inputs", "add_json", "cell", "clean", "escape", "int_range", "ms",
+           "open_inputs", "pct", "print_json", "report", "report_from", "show", "size", "warn"]
 
 PROG = "roscope"
 
@@ -53,17 +55,17 @@ PROG = "roscope"
 # ---------------------------------------------------------------- arguments
 
 
-def add_inputs(parser: argparse.ArgumentParser, db: bool = True, help: str | None = None,  # noqa: A002
+def add_inputs(parser: argparse.ArgumentParser, databases: bool = True, help: str | None = None,  # noqa: A002
                memory: int = 256 << 20) -> None:
-    """Positional inputs: one or more trace directories (or one database when `db`), and with
-    `db` the run selection and `--memory`, whose default budget (`memory`, bytes; the verb sets
-    it with `set_defaults`; default `db.MEMORY_BUDGET`, not imported here to keep `info`'s start
+    """Positional inputs: one or more trace directories (or one database when `databases`), and
+    with `databases` the run selection and `--memory`, whose default budget (`memory`, bytes; the verb sets
+    it with `set_defaults`; default `memory.MEMORY_BUDGET`, not imported here to keep `info`'s start
     short; tests/test_cli.py checks they agree) its help shows."""
     if help is None:
         help = ("trace directories (any directory above 'metadata' files), or one database written by "
-                "`roscope load`") if db else "trace directories (any directory above 'metadata' files)"
-    parser.add_argument("inputs", nargs="+", metavar="TRACE|DB" if db else "TRACE", help=help)
-    if db:
+                "`roscope load`") if databases else "trace directories (any directory above 'metadata' files)"
+    parser.add_argument("inputs", nargs="+", metavar="TRACE|DB" if databases else "TRACE", help=help)
+    if databases:
         sel = parser.add_mutually_exclusive_group()
         sel.add_argument("--run", metavar="ID", help="with a dataset (`roscope load --dataset`): the run to analyse")
         sel.add_argument("--runs", metavar="GLOB", help="with a dataset: the run to analyse, as a shell pattern "
@@ -126,8 +128,10 @@ def int_range(lo: int, hi: int):
 def open_inputs(args, writable: bool = False):
     """The Database of `args.inputs`: traces loaded in memory, or one database
     file, opened read-only unless `writable`."""
+    # Here, not at the top: `roscope info` starts without DuckDB.
     from roscope import dataset as _dataset
-    from roscope import db as _db
+    from roscope import opening
+    from roscope.database import is_db
 
     paths = list(args.inputs)
     selection = getattr(args, "run", None) or getattr(args, "runs", None)
@@ -141,10 +145,10 @@ def open_inputs(args, writable: bool = False):
         if writable:
             raise InputError(f"{escape(paths[0])}: a dataset is read-only; load the run into a database "
                              "(`roscope load TRACE -o FILE`) to store results")
-        return _db.open(paths[0], runs=chosen, memory=getattr(args, "memory", None))
+        return opening.open(paths[0], runs=chosen, memory=getattr(args, "memory", None))
     if selection:
         raise InputError(f"{escape(paths[0])}: not a dataset; --run/--runs apply to a dataset (`roscope load --dataset DIR`)")
-    dbs = [p for p in paths if _db.is_db(p)]
+    dbs = [p for p in paths if is_db(p)]
     if dbs:
         if len(dbs) > 1:
             raise InputError(f"{len(dbs)} databases given ({', '.join(escape(p) for p in dbs)}): "
@@ -155,8 +159,8 @@ def open_inputs(args, writable: bool = False):
                              "give one database, or trace directories only")
         if getattr(args, "no_heuristics", False):
             warn(f"{dbs[0]}: --no-heuristics has no effect on a database (its links were made by `roscope load`)")
-        return _db.open(dbs[0], read_only=not writable, memory=getattr(args, "memory", None))
-    return _db.open(paths, heuristics=not getattr(args, "no_heuristics", False), memory=getattr(args, "memory", None),
+        return opening.open(dbs[0], read_only=not writable, memory=getattr(args, "memory", None))
+    return opening.open(paths, heuristics=not getattr(args, "no_heuristics", False), memory=getattr(args, "memory", None),
                     sync=not getattr(args, "no_sync", False))
 
 
@@ -184,32 +188,6 @@ def report_from(obj) -> None:
 # ---------------------------------------------------------------- JSON
 
 
-def clean(v):
-    """A JSON-ready copy of `v`: NaN/inf -> None, numpy and Decimal -> int/float,
-    tuples -> lists, datetimes -> ISO text, pandas NA/NaT -> None."""
-    if v is None or isinstance(v, (bool, int, str)):
-        return v
-    if isinstance(v, float):
-        return float(v) if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {str(k): clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [clean(x) for x in v]
-    if isinstance(v, decimal.Decimal):
-        if not v.is_finite():
-            return None
-        return int(v) if v == v.to_integral_value() else float(v)
-    if isinstance(v, (_dt.datetime, _dt.date, _dt.time)):
-        return v.isoformat()
-    if hasattr(v, "tolist") and hasattr(v, "dtype"):  # numpy scalar or array
-        return clean(v.tolist())
-    if type(v).__name__ in ("NAType", "NaTType"):
-        return None
-    if isinstance(v, bytes):
-        return v.decode("utf-8", "backslashreplace")
-    return str(v)
-
-
 def print_json(obj, out=None) -> None:
     out = out or sys.stdout
     json.dump(clean(obj), out, indent=1)
@@ -225,48 +203,6 @@ def show(args, result, render_text) -> None:
 
 
 # ---------------------------------------------------------------- text
-
-# C0 and C1 controls, DEL, and the Unicode bidirectional overrides/isolates
-# (which reorder what the terminal shows).
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_CONTROL_BUT_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _esc(m: re.Match) -> str:
-    c = m.group(0)
-    if c in _NAMED:
-        return _NAMED[c]
-    o = ord(c)
-    return f"\\x{o:02x}" if o <= 0xFF else f"\\u{o:04x}"
-
-
-def escape(s) -> str:
-    """`s` as text with every control character shown visibly (ESC -> ``\\x1b``)."""
-    s = str(s)
-    return _CONTROL.sub(_esc, s) if _CONTROL.search(s) else s
-
-
-def cell(v, width: int) -> str:
-    """A table cell: '-' for None, escaped, cut to `width` characters with '…'."""
-    s = "-" if v is None else escape(v)
-    return s if len(s) <= width else s[: width - 1] + "…"
-
-
-class TextOut:
-    """Wraps a text stream: .write() escapes control characters other than newlines."""
-
-    def __init__(self, out=None):
-        self.out = out or sys.stdout
-
-    def write(self, s: str) -> int:
-        if _CONTROL_BUT_NEWLINE.search(s):
-            s = _CONTROL_BUT_NEWLINE.sub(_esc, s)
-        return self.out.write(s)
-
-    def flush(self) -> None:
-        self.out.flush()
-
 
 def _missing(v) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))

@@ -1,6 +1,6 @@
 """`roscope dataset runs|stats DATASET`: a dataset's runs, and its statistics across runs on DuckDB.
 
-`stats` runs the queries of roscope.queries, the same SQL `roscope spark stats`
+`stats` runs the queries of roscope.dataset_queries, the same SQL `roscope spark stats`
 runs on Spark. Text in milliseconds, JSON in nanoseconds (docs/dataset.md).
 """
 from __future__ import annotations
@@ -66,7 +66,7 @@ def render_stats(d: dict, out=None) -> None:
 
 def run_stats(args) -> int:
     from roscope import dataset as ds
-    from roscope import queries as Q
+    from roscope import dataset_queries as Q
 
     t0 = time.perf_counter()
     res = Q.run_duckdb(args.dataset, runs=args.runs)

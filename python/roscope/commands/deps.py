@@ -34,6 +34,12 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="write the dependency file (JSON) here")
     p.add_argument("-j", "--jobs", type=C.int_range(1, 256), default=None, metavar="N",
                    help="parse N sources at a time (default: one per CPU)")
+    p.add_argument("--ignore-state", action="append", default=[], metavar="NAME",
+                   help="leave the state NAME (as the output names it: g_log, Node::count_; its parts too) out of the "
+                        "edges, as bookkeeping; repeatable")
+    p.add_argument("--keep-state", action="append", default=[], metavar="NAME",
+                   help="count the bookkeeping state NAME that roscope found (a counter every publishing callback of a "
+                        "node increments) in the edges after all; repeatable")
     p.add_argument("--flags", nargs=argparse.REMAINDER, default=None, metavar="FLAG",
                    help="compiler flags for every source (last option; see below)")
     C.add_json(p)
@@ -48,7 +54,7 @@ _FLAG_ARGS = {"-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros",
 def _split(args) -> tuple[list[str], list[str] | None]:
     """Sources and compiler flags: after --flags, a `--` ends the flags; without it, a
     word that is not an option's argument and names an existing C/C++ file is a source."""
-    from roscope.deps import _SOURCE_EXT
+    from roscope.deps import SOURCE_EXT
 
     sources = list(args.sources)
     flags = args.flags
@@ -60,17 +66,17 @@ def _split(args) -> tuple[list[str], list[str] | None]:
         kept = []
         for i, f in enumerate(flags):
             prev = flags[i - 1] if i else ""
-            if not f.startswith("-") and prev not in _FLAG_ARGS and f.endswith(_SOURCE_EXT) and os.path.isfile(f):
+            if not f.startswith("-") and prev not in _FLAG_ARGS and f.endswith(SOURCE_EXT) and os.path.isfile(f):
                 sources.append(f)
             else:
                 kept.append(f)
         flags = kept
     if flags is not None and not flags:
         raise InputError("--flags needs at least one compiler flag after it")
-    for own in ("-o", "--output", "-p", "--build-dir", "--json", "-j", "--jobs"):
+    for own in ("-o", "--output", "-p", "--build-dir", "--json", "-j", "--jobs", "--ignore-state", "--keep-state"):
         if flags is not None and any(f == own or f.startswith(own + "=") for f in flags):
             raise InputError(f"{own} is after --flags, so it would be taken as a compiler flag: put roscope's own "
-                             "options (-o, -p, -j, --json) before --flags")
+                             "options (-o, -p, -j, --json, --ignore-state, --keep-state) before --flags")
     if not sources:
         raise InputError("no source file given (roscope deps [-p BUILD_DIR] SOURCE... [--flags FLAG...])")
     return sources, flags
@@ -85,7 +91,8 @@ def run(args) -> int:
         for e in errors:
             C.warn(f"{e} (the analysis of {source} goes on, but may miss what this error hides)")
 
-    doc = deps.analyze(sources, build_dir=args.build_dir, flags=flags, progress=progress, jobs=args.jobs)
+    doc = deps.analyze(sources, build_dir=args.build_dir, flags=flags, progress=progress, jobs=args.jobs,
+                       ignore_state=args.ignore_state, keep_state=args.keep_state)
     if args.output:
         deps.write(doc, args.output)
     for u in doc["undecided"]:
@@ -116,6 +123,20 @@ def render(doc: dict, output: str | None, out) -> None:
     for e in doc["edges"]:
         flag = "" if e["certain"] else " (rests on an undecided access)"
         w(f"  {e['from']} -> {e['to']}: {_some(e['state'])}{flag}\n")
+    books = doc["bookkeeping"]
+    if books:
+        w(f"\n{len(books)} bookkeeping state(s), left out of the edges (--keep-state NAME counts one):\n")
+        for b in books:
+            kept = "" if b["left_out"] else " (kept: --keep-state)"
+            w(f"  {b['state']}{kept}: {b['why']}\n")
+    ignored = doc["inputs"]["ignore_state"]
+    if ignored:
+        w(f"\nleft out of the edges (--ignore-state): {', '.join(ignored)}\n")
+    left = doc["edges_left_out"]
+    if left:
+        w(f"{len(left)} edge(s) rest on that state alone and are left out, e.g.\n")
+        for e in left[:5]:
+            w(f"  {e['from']} -> {e['to']}: {_some(e['state'])}\n")
     und = doc["undecided"]
     w(f"\n{len(und)} undecided access(es)\n" if und else "\nno undecided access\n")
     for u in und:

@@ -7,8 +7,12 @@ opened read-only and nothing is written into it unless --store.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from roscope.commands import _common as C
+
+if TYPE_CHECKING:
+    from roscope.database import Database
 
 #: The statistics shown per callback (JSON keys <name>_ns).
 _STATS = ("min", "mean", "p50", "p90", "p99", "max")
@@ -32,7 +36,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def collect(db, store: bool = False) -> dict:
+def collect(db: Database, store: bool = False) -> dict:
     """Everything `roscope executor` shows, as JSON-ready data (durations in ns)."""
     from roscope import executor as ex
 

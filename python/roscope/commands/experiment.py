@@ -28,7 +28,8 @@ def register(sub) -> None:
                    help="record 'perf record -g' of the system's processes while each driver runs, and write "
                         "trials/ID/flame.svg with inferno or FlameGraph when on PATH (changes the timings)")
     r.set_defaults(func=_run)
-    li = vs.add_parser("list", help="the results directories at or below DIRs (default: .)")
+    li = vs.add_parser("list", help="the results directories at or below DIRs (default: .; 4 levels down); "
+                                    "one that cannot be read is left out with a warning")
     li.add_argument("dirs", nargs="*", metavar="DIR", default=["."])
     C.add_json(li)
     li.set_defaults(func=_list)
@@ -73,7 +74,9 @@ def _rep(d):
 def _list(args) -> int:
     from roscope.experiment import analysis
 
-    runs = analysis.list_runs(args.dirs)
+    runs, warnings = analysis.list_runs(args.dirs)
+    for w in warnings:
+        print(C.escape(f"roscope: warning: {w}"), file=sys.stderr)
     if args.json:
         C.print_json(runs)
         return 0

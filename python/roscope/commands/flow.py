@@ -1,8 +1,9 @@
 """`roscope flow TRACE...|DB`: end-to-end data flows, paths and latency breakdown; one message's graph.
 
-The analyses are roscope.flow's (library); this module only renders them: text
-in milliseconds, JSON in nanoseconds (docs/analyses.md). The database is opened
-read-only and nothing is written into it unless --store.
+The analyses are roscope.flow's (library): this module turns the arguments into
+one `roscope.flow.FlowRequest`, hands it to `roscope.flow.analyse`, and renders
+what comes back: text in milliseconds, JSON in nanoseconds (docs/analyses.md). The
+database is opened read-only and nothing is written into it unless --store.
 """
 from __future__ import annotations
 
@@ -52,6 +53,10 @@ def register(sub) -> None:
     p.add_argument("--deps", metavar="FILE",
                    help="intra-node dependencies from `roscope deps` (source analysis) instead of the fallback on the "
                         "nodes it describes; annotations in the trace still win")
+    p.add_argument("--uncertain", choices=["keep", "drop"], default="keep",
+                   help="flows through an intra-node dependency that a race makes uncertain (a run of the callback "
+                        "depended on overlapped, on another thread, the run that depends on it): keep them, flagged and "
+                        "counted (default), or drop them")
     p.add_argument("--all-paths", action="store_true",
                    help="keep one flow per path reaching an (input, output) message pair (the data-flow paper), "
                         "not one flow per pair")
@@ -95,11 +100,23 @@ def fl_caps() -> tuple[int, int]:
     return fl.MAX_FLOWS_PER_OUTPUT, fl.MAX_FLOWS
 
 
+def request(args):
+    """The `roscope.flow.FlowRequest` of the arguments (InputError for a wrong combination)."""
+    from roscope import flow as fl
+
+    return fl.FlowRequest(
+        args.from_re, args.to_re, implicit=args.implicit, fallback=args.fallback or fl.FALLBACK_RULE, deps=args.deps,
+        exact_links=not args.no_exact_links, all_paths=args.all_paths, exclude=tuple(args.exclude),
+        max_flows_per_output=args.max_flows_per_output or None, max_flows=args.max_flows or None,
+        slice_publications=args.slice or None, store=args.store, definition=args.definition, end=args.end,
+        memory=args.memory, uncertain=args.uncertain)
+
+
 def open_for(args):
     """The database of `args.inputs`, read-only unless --store (which needs a database file)."""
-    from roscope import db as _db
+    from roscope.database import is_db
 
-    if getattr(args, "store", False) and not any(_db.is_db(p) for p in args.inputs):
+    if getattr(args, "store", False) and not any(is_db(p) for p in args.inputs):
         raise InputError("--store stores results in a database: give a database written by `roscope load` "
                          "(traces are analysed in memory)")
     return C.open_inputs(args, writable=getattr(args, "store", False))
@@ -117,35 +134,6 @@ def _graph_text(g: dict, w) -> None:
     for e in g["edges"]:
         a, b = g["nodes"].get(e["from"], {}), g["nodes"].get(e["to"], {})
         w(f"  {label(e['from'], a):<70} --{e['kind']}--> {label(e['to'], b)}\n")
-
-
-def collect(db, args) -> dict:
-    """Everything `roscope flow --from --to` shows, as JSON-ready data (durations in ns)."""
-    from roscope import flow as fl
-
-    # Both over slices of the model on a long trace (docs/analyses.md, "Slices").
-    per_slice = args.slice or None
-    links = fl.causal_link_table(db, store=args.store, slice_publications=per_slice)
-    # After each step that inserts many rows, a new connection: DuckDB gives back the
-    # memory those inserts left outside its buffers only when its instance closes.
-    db.renew()
-    res = fl.data_flows(db, args.from_re, args.to_re, slice_publications=per_slice, implicit=args.implicit,
-                        exact_links=not args.no_exact_links,
-                        max_flows=args.max_flows or None, max_flows_per_output=args.max_flows_per_output or None,
-                        all_paths=args.all_paths, exclude=args.exclude or None, deps=args.deps,
-                        fallback=args.fallback or fl.FALLBACK_RULE, store=args.store)
-    db.renew()
-    summary = dict(res)
-    flow_warnings = summary.pop("warnings")
-    out = {"summary": summary, "causal_links": links["links"], "paths": fl.path_stats(db),
-           "components": fl.component_stats(db), "warnings": db.warnings + flow_warnings, "losses": db.losses}
-    if args.end and args.definition != "caret":
-        raise InputError("--end chooses where a path ends under --definition caret")
-    if args.definition:
-        from roscope import response_time
-
-        out["response_times"] = response_time.response_times(db, args.definition, args.end, store=args.store)
-    return C.clean(out)
 
 
 def _head(cols) -> str:
@@ -166,6 +154,9 @@ def render_text(d: dict, out=None) -> None:
     if s["flows_from_publications"]:
         w(f"; {s['flows_from_publications']:,} start at a publication made outside any callback")
     w("\n")
+    if s["flows_uncertain"] or s["uncertain_dropped"]:
+        w(f"  uncertain flows (races between threads): {s['flows_uncertain']:,} kept, {s['uncertain_dropped']:,} dropped "
+          f"(--uncertain {s['uncertain']})\n")
     ex = s["excluded"]
     if ex["patterns"]:
         w(f"  excluded: {len(ex['topics'])} topics, {len(ex['callbacks'])} callbacks "
@@ -224,9 +215,10 @@ def run(args) -> int:
         raise InputError("give --from and --to (topic regexes), or --message ID")
     if args.message is not None and (args.from_re is not None or args.to_re is not None):
         raise InputError("--message draws one message's graph: leave out --from and --to")
+    req = request(args) if args.message is None else None
     db = open_for(args)
     try:
-        if args.message is not None:
+        if req is None:
             g = fl.message_graph(db, args.message, slice_publications=args.slice or None)
             if args.json:
                 C.print_json(g)
@@ -234,7 +226,7 @@ def run(args) -> int:
                 _graph_text(g, C.TextOut(sys.stdout).write)
             C.report_from(db)
             return 0
-        d = collect(db, args)
+        d = C.clean(fl.analyse(db, req))
     except BaseException:
         C.report_from(db)
         raise

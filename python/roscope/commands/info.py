@@ -16,7 +16,7 @@ def register(sub) -> None:
         "database written by `roscope load` (its sources, versions, tables and load statistics). "
         "ROS processes come first; processes that did nothing ROS-related are folded into one line.",
     )
-    C.add_inputs(p, db=False, help="trace directories (any directory above 'metadata' files), or one database written by "
+    C.add_inputs(p, databases=False, help="trace directories (any directory above 'metadata' files), or one database written by "
                          "`roscope load`")
     C.add_json(p)
     p.set_defaults(func=run)
@@ -24,6 +24,22 @@ def register(sub) -> None:
 
 def _seconds(ns: int | None) -> str:
     return "-" if ns is None else f"{ns / 1e9:.6f} s"
+
+
+def _ros2_tracer(m: dict, w) -> None:
+    """A pip-installed ROS 2's tracer in a recording: which, and the processes it could not record."""
+    r = m.get("ros2")
+    if not isinstance(r, dict):
+        return
+    if r.get("env"):
+        w(f"  ROS 2 from PyPI: {C.escape(str(r.get('distro') or '?'))} at {C.escape(str(r['env']))}, "
+          + (f"recorded with roscope's ROS 2 tracer {C.escape(str(r.get('tracer')))}\n" if r.get("preload")
+             else "recorded WITHOUT roscope's ROS 2 tracer\n"))
+    bad = r.get("tracer_unreachable") or []
+    if bad:
+        w(f"  {'!' * 70}\n  WARNING: {len(bad)} process{'es' if len(bad) > 1 else ''} loaded a ROS 2 tracer that could not "
+          "reach the LTTng session daemon: NONE OF THEIR ROS 2 EVENTS ARE IN THIS TRACE (details on stderr)\n"
+          f"  {'!' * 70}\n")
 
 
 def _trace(t: dict, w) -> None:
@@ -69,6 +85,7 @@ def render_text(info: dict, out=None) -> None:
     for m in info.get("recordings", []):
         cmd = " ".join(map(str, m.get("command") or [])) if isinstance(m.get("command"), list) else str(m.get("command") or "")
         w(f"recorded by roscope record on {m.get('host')} at {m.get('start_time')} ({m.get('state')}): {cmd}\n")
+        _ros2_tracer(m, w)
     for t in info["traces"]:
         _trace(t, w)
     _processes(info, w)
@@ -106,9 +123,9 @@ def _run_db(args) -> int:
 def run(args) -> int:
     # A database is a file, a trace a directory: the database module only for files.
     if any(os.path.isfile(p) for p in args.inputs):
-        from roscope import db as _db
+        from roscope.database import is_db
 
-        if any(_db.is_db(p) for p in args.inputs):
+        if any(is_db(p) for p in args.inputs):
             return _run_db(args)
     info = summarize(args.inputs)
     try:

@@ -15,7 +15,7 @@ def register(sub) -> None:
         description="Decode the traces and store roscope's execution model (docs/model.md) in a DuckDB file. "
         "The file is written under a temporary name and renamed when complete.",
     )
-    C.add_inputs(p, db=False)
+    C.add_inputs(p, databases=False)
     p.add_argument("-o", "--output",
                    help="the DuckDB file to write (never overwritten without --force; --force replaces only a regular file)")
     p.add_argument("--dataset", metavar="DIR",
@@ -47,7 +47,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from roscope.db import write
+    from roscope.loading import write
 
     if args.dataset:
         return _run_dataset(args)

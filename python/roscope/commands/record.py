@@ -44,8 +44,13 @@ def _add_recording_options(p: argparse.ArgumentParser) -> None:
                    help=f"sub-buffer size per CPU (default {DEFAULT_SUBBUF_SIZE})")
     p.add_argument("--num-subbuf", type=int, default=DEFAULT_NUM_SUBBUF, metavar="N",
                    help=f"sub-buffers per CPU (default {DEFAULT_NUM_SUBBUF})")
+    p.add_argument("--ros2", metavar="ENV",
+                   help="trace the ROS 2 installed from PyPI in this Python environment (a path, or a distro that "
+                        "`make setup` installed: jazzy, kilted) with roscope's ROS 2 tracer and rclpy hook "
+                        "(default: the environment COMMAND runs with, if any; docs/ros2-pypi.md)")
     p.add_argument("--no-preload", action="store_true",
-                   help="do not preload the ROS 1 tracer (ROS 2 programs do not need it)")
+                   help="preload no tracer: neither the ROS 1 tracer nor roscope's ROS 2 tracer for a pip-installed "
+                        "ROS 2 (whose own tracer then records nothing: roscope says so)")
     p.add_argument("--tracer", metavar="LIB", help="path of libroscope_ros1.so (default: found automatically)")
 
 
@@ -55,8 +60,10 @@ def register(sub) -> None:
         help="record a command (or a system started elsewhere) with LTTng and the ROS 1 tracer",
         description=(
             "Run COMMAND under a new LTTng session that enables what 'ros2 trace' enables (ros2:*, "
-            "ros2_caret:*, dds:*; contexts vpid, vtid, procname) and roscope_ros1:*, with the roscope "
-            "ROS 1 tracer preloaded; stop cleanly when it exits or on Ctrl-C, and write a trace "
+            "ros2_caret:*, dds:*; contexts vpid, vtid, procname), roscope_ros1:* and roscope_ros2:*, with the "
+            "roscope ROS 1 tracer preloaded (for a ROS 2 installed from PyPI, the one COMMAND runs with or "
+            "--ros2 ENV: roscope's ROS 2 tracer and rclpy hook instead, and a warning for any process whose "
+            "ROS 2 tracer cannot reach the session daemon); stop cleanly when it exits or on Ctrl-C, and write a trace "
             "directory with roscope-manifest.json. 'start' and 'stop' instead record until told to "
             "stop (for systems started elsewhere: export the printed variables). 'recover' finishes "
             "recordings whose roscope record was killed (kill -9, a crash): it destroys their LTTng "
@@ -77,8 +84,20 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+SUBCOMMAND_HELP = {
+    "start": "Start a recording that runs until 'roscope record stop' (for systems started elsewhere: "
+             "export the printed variables in their shells).",
+    "stop": "Stop a recording made with 'roscope record start' and complete its manifest.",
+    "recover": "Finish recordings whose roscope record was killed (kill -9, a crash): destroy their LTTng "
+               "session, stop the perf they started (and with --kill-children the processes of their command "
+               "that can be proven to be its own: by cgroup, or exact PID, start time and boot id) and complete "
+               "their manifest as \"recovered\". Recordings still running are left alone. Exit status 1 if "
+               "something could not be done (each such thing is printed as a problem).",
+}
+
+
 def _subcommand_parser(verb: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"roscope record {verb}", add_help=False)
+    p = argparse.ArgumentParser(prog=f"roscope record {verb}", description=SUBCOMMAND_HELP[verb])
     if verb == "start":
         _add_recording_options(p)
     elif verb == "stop":
@@ -129,7 +148,8 @@ def _options(args) -> RecordOptions:
         raise RecordError("--num-subbuf must be at least 2")
     return RecordOptions(output=args.output, name=args.name, kernel=args.kernel,
                          events=events or list(DEFAULT_EVENTS), subbuf_size=args.subbuf_size,
-                         num_subbuf=args.num_subbuf, preload=not args.no_preload, tracer=args.tracer)
+                         num_subbuf=args.num_subbuf, preload=not args.no_preload, tracer=args.tracer,
+                         ros2=args.ros2)
 
 
 def _start(args) -> int:
@@ -141,6 +161,11 @@ def _start(args) -> int:
         print(f"  export ROSCOPE_RECORD_ID={state['name']}")
         if state.get("rospy_hook"):
             print(f"  export PYTHONPATH={state['rospy_hook']}${{PYTHONPATH:+:$PYTHONPATH}}  # rospy nodes")
+    if state.get("ros2_environment"):
+        print("roscope: start the ROS 2 (pip-installed) processes to trace with:")
+        for k, v in state["ros2_environment"].items():
+            keep = f"${{{k}:+:${k}}}" if k in ("LD_PRELOAD", "PYTHONPATH") else ""
+            print(f"  export {k}={v}{keep}")
     print(f"roscope: stop with: roscope record stop --name {state['name']}")
     return 0
 

@@ -37,10 +37,12 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from roscope import report, stats
+    from roscope.flow import FlowRequest
     from roscope.report import queries
 
     if len(args.from_re) != len(args.to_re):
         raise InputError(f"give --from and --to in pairs ({len(args.from_re)} --from, {len(args.to_re)} --to)")
+    requests = [FlowRequest(a, b) for a, b in zip(args.from_re, args.to_re)]
     if os.path.lexists(args.output) and not args.force:
         raise InputError(f"{C.escape(args.output)}: already exists (roscope never overwrites; pass --force to replace it)")
     t0 = time.monotonic()
@@ -50,7 +52,7 @@ def run(args) -> int:
         if args.window:
             first, last = stats.trace_span(db)
             window = queries.parse_window(args.window, first, last)
-        res = report.write(db, args.output, force=args.force, pairs=list(zip(args.from_re, args.to_re)), window=window,
+        res = report.write(db, args.output, force=args.force, flows=requests, window=window,
                            sources=list(args.inputs))
     finally:
         C.report_from(db)

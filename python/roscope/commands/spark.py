@@ -1,7 +1,7 @@
 """`roscope spark stats|load`: a dataset's statistics on Apache Spark; traces loaded as one Spark task per run.
 
 The work is roscope.spark's (library): the same queries as `roscope dataset
-stats` (roscope.queries), and roscope's own load in each task (docs/dataset.md).
+stats` (roscope.dataset_queries), and roscope's own load in each task (docs/dataset.md).
 """
 from __future__ import annotations
 
@@ -83,8 +83,10 @@ def _per_run(args, work):
 
 def run_flow(args) -> int:
     from roscope import spark
+    from roscope.flow import FlowRequest
 
-    res, dt, failed = _per_run(args, lambda sp: spark.flows(args.dataset, args.from_re, args.to_re, args.runs, spark=sp))
+    req = FlowRequest(args.from_re, args.to_re)
+    res, dt, failed = _per_run(args, lambda sp: spark.flows(args.dataset, req, args.runs, spark=sp))
     if not args.json:
         w = C.TextOut(sys.stdout).write
         w(f"  {'run':<28} {'flows':>8} {'paths':>6} {'mean':>9} {'p50':>9} {'p99':>9} {'max':>9}  (end-to-end latency, ms)\n")

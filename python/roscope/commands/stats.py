@@ -1,4 +1,4 @@
-"""`roscope stats TRACE...|DB`: callback, topic and node statistics.
+"""`roscope stats TRACE...|DB`: callback, topic, service and node statistics.
 
 The numbers come from roscope.stats (library); this module only renders them:
 text tables in milliseconds, JSON in nanoseconds (docs/analyses.md).
@@ -6,8 +6,12 @@ text tables in milliseconds, JSON in nanoseconds (docs/analyses.md).
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from roscope.commands import _common as C
+
+if TYPE_CHECKING:
+    from roscope.database import Database
 
 #: The statistics columns of the text tables (JSON keys <prefix><name>_ns).
 _STATS = ("min", "mean", "std", "p50", "p90", "p99", "max")
@@ -27,7 +31,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def collect(db) -> dict:
+def collect(db: Database) -> dict:
     """Everything `roscope stats` shows, as JSON-ready data (durations in ns)."""
     from roscope import stats as st
 
@@ -35,6 +39,7 @@ def collect(db) -> dict:
         "summary": st.summary(db),
         "callbacks": st.callbacks(db),
         "topics": st.topics(db),
+        "services": st.services(db),
         "nodes": st.nodes(db),
         "warnings": db.warnings,
         "losses": db.losses,
@@ -86,6 +91,19 @@ def _topics(rows: list[dict], w) -> None:
           + f" {_count(t['unmatched_publications']):>9} {_count(t['unmatched_takes']):>9} {_count(t['drops']):>6}\n")
 
 
+def _services(rows: list[dict], w) -> None:
+    if not rows:
+        return
+    w("\nServices (server = request taken to response sent, at the server; round trip = request sent to response "
+      "taken, at the client; ms)\n")
+    w(f"  {'service':<36} {'server node':<20} {'calls':>6} {'answ':>6} {'what':<6}" + _head(_STATS) + "\n")
+    for s in rows:
+        for what, prefix in (("server", "server_"), ("rtt", "rtt_")):
+            head = (f"  {C.cell(s['service'], 36):<36} {C.cell(s['server_node'], 20):<20} {s['calls']:>6} {s['answered']:>6}"
+                    if what == "server" else f"  {'':<36} {'':<20} {'':>6} {'':>6}")
+            w(head + f" {what:<6}" + _stats(s, prefix) + "\n")
+
+
 def _nodes(rows: list[dict], w) -> None:
     w("\nNodes (busy = time in callbacks, ms)\n")
     w(f"  {'node':<40} {'host':<14} {'pid':>8} {'callbacks':>9} {'runs':>8} {'busy':>12} {'cpu%':>6} {'pubs':>7}\n")
@@ -99,6 +117,7 @@ def render_text(d: dict, out=None) -> None:
     _summary(d["summary"], w)
     _callbacks(d["callbacks"], w)
     _topics(d["topics"], w)
+    _services(d.get("services", []), w)
     _nodes(d["nodes"], w)
 
 

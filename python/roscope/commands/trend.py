@@ -1,6 +1,6 @@
 """`roscope trend DATASET --metric ...`: one metric across a dataset's runs, in time order.
 
-The values come from roscope.dataset.trend (library); this module only renders
+The values come from roscope.trend (library); this module only renders
 them: text in milliseconds, JSON in nanoseconds (docs/dataset.md).
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from roscope.commands import _common as C
 
 
 def register(sub) -> None:
-    from roscope import dataset as ds
+    from roscope import trend
 
     p = sub.add_parser(
         "trend",
@@ -26,11 +26,11 @@ def register(sub) -> None:
                    help="callback:REGEX (callbacks whose node, symbol or topic matches; their runs pooled), "
                         "topic:REGEX (latency of the matching topics' deliveries), or path:FROM->TO (end-to-end "
                         "latency of the data flows from topics matching FROM to topics matching TO, as `roscope flow`)")
-    p.add_argument("--stat", choices=ds.TREND_STATS, default="p50", help="the statistic to follow (default %(default)s)")
+    p.add_argument("--stat", choices=trend.TREND_STATS, default="p50", help="the statistic to follow (default %(default)s)")
     p.add_argument("--runs", metavar="GLOB", action="append", help="only these runs (ids or shell patterns; repeatable)")
-    p.add_argument("--threshold", type=float, default=ds.TREND_THRESHOLD, metavar="SHARE",
+    p.add_argument("--threshold", type=float, default=trend.TREND_THRESHOLD, metavar="SHARE",
                    help="flag a run whose value differs from its baseline by more than this share (default %(default)s)")
-    p.add_argument("--window", type=C.int_range(1, 1000), default=ds.TREND_WINDOW, metavar="N",
+    p.add_argument("--window", type=C.int_range(1, 1000), default=trend.TREND_WINDOW, metavar="N",
                    help="a run's baseline is the median of the N runs before it (default %(default)s)")
     C.add_json(p)
     p.set_defaults(func=run)
@@ -51,8 +51,8 @@ def render_text(d: dict, out=None) -> None:
 
 
 def run(args) -> int:
-    from roscope import dataset as ds
+    from roscope import trend
 
-    d = ds.trend(args.dataset, args.metric, args.stat, args.runs, threshold=args.threshold, window=args.window)
+    d = trend.trend(args.dataset, args.metric, args.stat, args.runs, threshold=args.threshold, window=args.window)
     C.show(args, d, render_text)
     return 0

@@ -8,8 +8,12 @@ Text in milliseconds, JSON in nanoseconds (docs/analyses.md, "Why late").
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from roscope.commands import _common as C
+
+if TYPE_CHECKING:
+    from roscope.database import Database
 
 
 def register(sub) -> None:
@@ -39,14 +43,15 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def collect(db, callback: str | None = None, top: int = 10, flows: tuple | None = None) -> dict:
-    """Everything `roscope why` shows, as JSON-ready data (durations in ns)."""
+def collect(db: Database, callback: str | None = None, top: int = 10, flows: tuple | None = None) -> dict:
+    """Everything `roscope why` shows, as JSON-ready data (durations in ns); `flows`:
+    (a `roscope.flow.FlowRequest`, the path to keep or None)."""
     from roscope import sched
 
     d = sched.worst_runs(db, callback, top)
     d["waits"] = sched.worst_waits(db, callback, top)
     if flows is not None:
-        f = sched.flow_sched(db, flows[0], flows[1], flows[2], top)
+        f = sched.flow_sched(db, flows[0], flows[1], top)
         d["flows"] = f["flows"]
         d["flow_summary"] = {k: f["summary"][k] for k in ("flows", "paths", "topics_from", "topics_to")}
     for r in d["runs"] + d["waits"] + d.get("flows", []):
@@ -118,9 +123,13 @@ def run(args) -> int:
         raise InputError("--from and --to go together: give both to see data flows")
     if args.path is not None and args.from_re is None:
         raise InputError("--path N selects data flows: give --from and --to as well")
+    flows = None
+    if args.from_re is not None:
+        from roscope.flow import FlowRequest
+
+        flows = (FlowRequest(args.from_re, args.to_re, all_steps=True), args.path)
     db = C.open_inputs(args)
     try:
-        flows = (args.from_re, args.to_re, args.path) if args.from_re is not None else None
         d = collect(db, args.callback, args.top, flows)
         d["callback"] = args.callback
         C.show(args, d, render_text)

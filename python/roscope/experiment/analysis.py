@@ -17,7 +17,7 @@ def report(run_dir) -> dict:
     return {"dir": str(run["dir"]), "experiment": man["experiment"]["name"], "state": man.get("state"),
             "host": man.get("host"), "cpu_count": man.get("cpu_count"), "kernel": man.get("kernel"),
             "metrics": _metric_config(man), "summary": output.summarize(run["results"]),
-            "breaking_points": output.read_json(Path(run_dir) / "breaking_points.json") or {},
+            "breaking_points": run["breaking_points"],
             "overhead": overhead(run["results"])}
 
 
@@ -51,6 +51,8 @@ def compare(a_dir, b_dir, a_cond: str | None = None, b_cond: str | None = None, 
     interval, the two-sided Mann-Whitney U test, and a verdict: 'worse'/'better' when p < alpha
     and the interval excludes 0 (using the metric's `better` direction, lower by default),
     otherwise 'no significant difference'."""
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise InputError(f"--alpha {alpha}: give a significance level between 0 and 1 (e.g. 0.05)")
     a, b = output.open_run(a_dir), output.open_run(b_dir)
     a_conds = list(dict.fromkeys(r["condition"] for r in a["results"]))
     b_conds = list(dict.fromkeys(r["condition"] for r in b["results"]))
@@ -98,20 +100,48 @@ def _compare_metric(m: str, va: list, vb: list, better: str, alpha: float, resam
     return res
 
 
-def list_runs(paths) -> list[dict]:
-    """Results directories at or directly below the given paths."""
-    found = []
+#: How deep `list` looks below each directory it is given.
+LIST_DEPTH = 4
+
+
+def _candidates(top: Path) -> list[Path]:
+    """Directories holding a manifest.json at or below `top`, at most LIST_DEPTH levels down;
+    the inside of a results directory is not searched (its trials are not runs)."""
+    found, todo = [], [(top, 0)]
+    while todo:
+        d, depth = todo.pop()
+        if (d / output.MANIFEST).is_file():
+            found.append(d)
+            continue
+        if depth >= LIST_DEPTH:
+            continue
+        try:
+            kids = [k for k in d.iterdir() if k.is_dir() and not k.is_symlink()]
+        except OSError:
+            continue
+        todo.extend((k, depth + 1) for k in kids)
+    return sorted(found)
+
+
+def list_runs(paths) -> tuple[list[dict], list[str]]:
+    """The results directories at or below the given paths (LIST_DEPTH levels down), and a
+    warning for each one that cannot be read (it is left out; the others are listed)."""
+    found, warnings = [], []
     for p in paths:
         p = Path(p)
         if not p.is_dir():
             raise InputError(f"{p}: not a directory")
-        cands = [p] if (p / output.MANIFEST).is_file() else sorted(d for d in p.iterdir() if (d / output.MANIFEST).is_file())
-        for d in cands:
-            man = output.read_json(d / output.MANIFEST) or {}
-            if "experiment" not in man:
+        for d in _candidates(p):
+            try:
+                man = output.read_json(d / output.MANIFEST)
+                if not isinstance(man, dict) or "experiment" not in man:
+                    continue   # another program's manifest.json
+                output.check_manifest(d / output.MANIFEST, man)
+                rs = output.trial_results(d)
+            except InputError as e:
+                warnings.append(f"left out {d}: {e}")
                 continue
-            rs = output.trial_results(d)
-            found.append({"dir": str(d), "experiment": man["experiment"].get("name"), "state": man.get("state"),
+            found.append({"dir": str(d), "experiment": man["experiment"]["name"], "state": man.get("state"),
                           "started": man.get("started"), "trials": len(rs),
                           "successes": sum(r["status"] == "success" for r in rs)})
-    return found
+    return found, warnings

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 import os
 import re
 import shlex
@@ -26,6 +27,16 @@ TRACE_STATS = ("count", "min_ns", "mean_ns", "std_ns", "p50_ns", "p90_ns", "p99_
 EXECUTOR_STATS = ("utilization", "executing_ns", "waiting_ns", "selecting_ns", "traced_ns", "executions")
 FLOW_STATS = ("count", "min_ns", "mean_ns", "std_ns", "p25_ns", "p50_ns", "p75_ns", "p90_ns", "p99_ns", "max_ns")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: An experiment file is read only up to this size (bytes).
+MAX_FILE_BYTES = 1 << 20
+#: At most this many values once the file's YAML aliases are expanded (an alias bomb is refused).
+MAX_VALUES = 100_000
+#: Upper bound of every time in the file (s): driver.timeout, system.ready.timeout, ...
+MAX_SECONDS = 1e6
+#: Each sweepable parameter's range: (lowest, highest, integer); cpuset.cpus: up to the CPUs usable.
+PARAM_RANGES = {"cpu_load.load": (1, 100, False), "cpu_load.workers": (1, 256, True),
+                "msg_load.rate": (0.1, 1e6, False), "msg_load.publishers": (1, 64, True),
+                "msg_load.payload": (0, 1 << 24, True), "cpuset.cpus": (1, None, True)}
 
 
 @dataclass
@@ -60,6 +71,31 @@ def _err(path: Path, where: str, what: str) -> InputError:
     return InputError(f"{path}: {where}: {what}")
 
 
+def _text(path: Path, where: str, v) -> str:
+    """A scalar as text for a command line or the environment (no NUL: the kernel cannot pass it)."""
+    if isinstance(v, (dict, list)) or v is None:
+        raise _err(path, where, f"expected text, got {type(v).__name__ if v is not None else 'nothing'}")
+    t = str(v)
+    if "\0" in t:
+        raise _err(path, where, "contains a NUL character, which a command line or environment cannot hold")
+    return t
+
+
+def _env(path: Path, where: str, d) -> dict:
+    """NAME: value pairs for the environment: names without '=' or NUL, values without NUL."""
+    if d is None:
+        return {}
+    if not isinstance(d, dict):
+        raise _err(path, where, f"expected a mapping of NAME: value, got {type(d).__name__}")
+    out = {}
+    for k, v in d.items():
+        name = _text(path, f"{where}: name {k!r}", k)
+        if not name or "=" in name:
+            raise _err(path, where, f"{name!r} is not a variable name (empty, or with '=')")
+        out[name] = _text(path, f"{where}.{name}", v)
+    return out
+
+
 def _command(path: Path, where: str, v) -> list[str]:
     if isinstance(v, str):
         try:
@@ -72,12 +108,17 @@ def _command(path: Path, where: str, v) -> list[str]:
         raise _err(path, where, "a command is a string or a list of strings")
     if not argv:
         raise _err(path, where, "the command is empty")
+    for a in argv:
+        _text(path, where, a)
     return argv
 
 
 def _number(path: Path, where: str, v, lo=None, hi=None, integer=False):
+    """A finite number (an integer with `integer`) in [lo, hi]."""
     if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and not isinstance(v, int)):
         raise _err(path, where, f"expected {'an integer' if integer else 'a number'}, got {v!r}")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise _err(path, where, f"expected a finite number, got {v!r}")
     if (lo is not None and v < lo) or (hi is not None and v > hi):
         raise _err(path, where, f"{v} is out of range [{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]")
     return v
@@ -102,16 +143,16 @@ def _system(path: Path, d) -> dict:
     ready = _keys(path, "system.ready", d.get("ready"), {"command", "topic", "timeout", "delay"})
     out = {
         "start": _command(path, "system.start", d["start"]),
-        "cwd": str(d.get("cwd", ".")),
-        "env": {str(k): str(v) for k, v in _keys(path, "system.env", d.get("env"), set(d.get("env") or {})).items()},
+        "cwd": _text(path, "system.cwd", d.get("cwd", ".")),
+        "env": _env(path, "system.env", d.get("env")),
         "ready": {
             "command": _command(path, "system.ready.command", ready["command"]) if "command" in ready else None,
             "topic": str(ready["topic"]) if "topic" in ready else None,
-            "timeout": float(_number(path, "system.ready.timeout", ready.get("timeout", 30), 0.1)),
-            "delay": float(_number(path, "system.ready.delay", ready.get("delay", 0), 0)),
+            "timeout": float(_number(path, "system.ready.timeout", ready.get("timeout", 30), 0.1, MAX_SECONDS)),
+            "delay": float(_number(path, "system.ready.delay", ready.get("delay", 0), 0, MAX_SECONDS)),
         },
         "restart": d.get("restart", "per_trial"),
-        "stop_timeout": float(_number(path, "system.stop_timeout", d.get("stop_timeout", 5), 0.1)),
+        "stop_timeout": float(_number(path, "system.stop_timeout", d.get("stop_timeout", 5), 0.1, MAX_SECONDS)),
     }
     if out["restart"] not in ("per_trial", "per_scenario"):
         raise _err(path, "system.restart", f"{out['restart']!r} is not per_trial or per_scenario")
@@ -121,9 +162,9 @@ def _system(path: Path, d) -> dict:
 def _driver(path: Path, d) -> dict:
     d = _keys(path, "driver", d, {"command", "timeout", "cwd", "env"}, {"command"})
     return {"command": _command(path, "driver.command", d["command"]),
-            "timeout": float(_number(path, "driver.timeout", d.get("timeout", 60), 0.1)),
-            "cwd": str(d.get("cwd", ".")),
-            "env": {str(k): str(v) for k, v in (d.get("env") or {}).items()}}
+            "timeout": float(_number(path, "driver.timeout", d.get("timeout", 60), 0.1, MAX_SECONDS)),
+            "cwd": _text(path, "driver.cwd", d.get("cwd", ".")),
+            "env": _env(path, "driver.env", d.get("env"))}
 
 
 def _metric(path: Path, name: str, d) -> dict:
@@ -219,14 +260,14 @@ def _scenario(path: Path, i: int, d) -> dict:
         if not isinstance(s["levels"], list) or not s["levels"]:
             raise _err(path, f"{where}.sweep.levels", "a non-empty list of levels")
         for j, lv in enumerate(s["levels"]):
-            _number(path, f"{where}.sweep.levels[{j}]", lv, 0)
+            _level(path, f"{where}.sweep.levels[{j}]", s["param"], lv)
         sc["sweep"] = {"param": s["param"], "levels": list(s["levels"])}
     if "breaking_point" in d:
         b = _keys(path, f"{where}.breaking_point", d["breaking_point"],
                   {"param", "low", "high", "trials", "resolution", "max_failures"}, {"param", "low", "high"})
         _sweep_param(path, f"{where}.breaking_point.param", b["param"], sc)
-        lo = _number(path, f"{where}.breaking_point.low", b["low"], 0)
-        hi = _number(path, f"{where}.breaking_point.high", b["high"], 0)
+        lo = _level(path, f"{where}.breaking_point.low", b["param"], b["low"])
+        hi = _level(path, f"{where}.breaking_point.high", b["param"], b["high"])
         if hi <= lo:
             raise _err(path, f"{where}.breaking_point", f"high ({hi}) must be above low ({lo})")
         sc["breaking_point"] = {
@@ -238,6 +279,16 @@ def _scenario(path: Path, i: int, d) -> dict:
     return sc
 
 
+def _level(path: Path, where: str, param: str, v):
+    """A level of a swept or bisected parameter, in that parameter's range."""
+    lo, hi, integer = PARAM_RANGES[param]
+    if hi is None:   # cpuset.cpus: the CPUs roscope may use (pick_cpus takes the last N of them)
+        hi = len(os.sched_getaffinity(0))
+        if isinstance(v, int) and not isinstance(v, bool) and v > hi:
+            raise _err(path, where, f"a cpuset of {v} CPUs, but roscope may use {hi} CPUs here")
+    return _number(path, where, v, lo, hi, integer)
+
+
 def _sweep_param(path: Path, where: str, p, sc: dict) -> None:
     if p not in SWEEPABLE:
         raise _err(path, where, f"{p!r} is not one of {', '.join(sorted(SWEEPABLE))}")
@@ -245,19 +296,78 @@ def _sweep_param(path: Path, where: str, p, sc: dict) -> None:
         raise _err(path, where, f"{p!r} sweeps {p.split('.')[0]}, which this scenario does not have")
 
 
-def load(path) -> Experiment:
-    """Reads and checks an experiment file."""
+def _expanded_size(node) -> int | None:
+    """How many values a YAML node graph holds once its aliases are expanded (an alias is a
+    second reference to a node: counted again each time); None if an alias refers to a node
+    that holds it (a recursive value). Iterative; memoized per node."""
+    size: dict[int, int] = {}
+    open_: set[int] = set()
+    stack = [(node, False)]
+    while stack:
+        n, done = stack.pop()
+        if isinstance(n.value, list):
+            kids = [x for pair in n.value for x in pair] if n.value and isinstance(n.value[0], tuple) else n.value
+        else:
+            kids = []
+        if done:
+            size[id(n)] = 1 + sum(size[id(k)] for k in kids)
+            open_.discard(id(n))
+            continue
+        if id(n) in size:
+            continue
+        if id(n) in open_:
+            return None
+        open_.add(id(n))
+        stack.append((n, True))
+        for k in kids:
+            if id(k) in open_:
+                return None
+            if id(k) not in size:
+                stack.append((k, False))
+    return size[id(node)]
+
+
+def read_yaml(path: Path):
+    """The YAML document of `path`, read as UTF-8 text of at most MAX_FILE_BYTES, with at most
+    MAX_VALUES values once its aliases are expanded (checked on the node graph, before any
+    value is built). Every failure is an InputError naming the file."""
     import yaml
 
-    path = Path(path)
     try:
-        text = path.read_text()
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
     except OSError as e:
         raise InputError(f"cannot read the experiment file {path}: {e.strerror or e}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(f"{path}: larger than {MAX_FILE_BYTES} bytes: not an experiment file")
     try:
-        raw = yaml.safe_load(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})") from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        n = _expanded_size(node)
+        if n is None:
+            raise InputError(f"{path}: a YAML alias (*name) refers to a value that holds it: not an experiment file")
+        if n > MAX_VALUES:
+            raise InputError(f"{path}: holds {n} values once its YAML aliases (*name) are expanded; at most "
+                             f"{MAX_VALUES} are read (write the values out, or use fewer aliases)")
+        return loader.construct_document(node)
     except yaml.YAMLError as e:
         raise InputError(f"{path}: not valid YAML: {str(e).splitlines()[0] if str(e) else e}") from None
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply to be an experiment file") from None
+    finally:
+        loader.dispose()
+
+
+def load(path) -> Experiment:
+    """Reads and checks an experiment file."""
+    path = Path(path)
+    raw = read_yaml(path)
     raw = _keys(path, "top level", raw, {"name", "trials", "tracing", "ros", "system", "driver", "metrics", "scenarios"},
                 {"system", "driver", "scenarios"})
     name = str(raw.get("name", path.stem))

@@ -6,8 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from roscope.errors import InputError
 from roscope.experiment import output
 from roscope.experiment.analysis import report
+from roscope.report.html import Col, Page, esc, table
+from roscope.version import __version__
 
 
 def _box(rows: list[dict], cond_order: list[str], metric: str, unit: str) -> dict:
@@ -48,9 +51,6 @@ def _sweep(summary: list[dict], scenario: str, metric: str, unit: str, bp: dict 
 
 
 def build(run_dir) -> str:
-    from roscope import __version__
-    from roscope.report.html import Col, Page, esc, table
-
     rep = report(run_dir)
     rows = output.trial_results(Path(run_dir))
     page = Page(f"roscope experiment: {rep['experiment']}")
@@ -97,8 +97,6 @@ def build(run_dir) -> str:
 def write(run_dir, out) -> Path:
     out = Path(out)
     if os.path.lexists(out):
-        from roscope.errors import InputError
-
         raise InputError(f"{out}: already exists (roscope never overwrites)")
     output.atomic_write(out, build(run_dir))
     return out

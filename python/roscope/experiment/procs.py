@@ -1,69 +1,24 @@
-"""Processes roscope starts for an experiment: started in their own session (so a
-terminal's Ctrl-C reaches only roscope, which stops them in order), found again
-through /proc, stopped only by the PIDs roscope started (and their descendants,
-each checked by its start time so that a reused PID is never signalled).
+"""What an experiment measures of the processes it started, through /proc: the CPUs
+they may run on and did run on (the check of a cpuset), and their CPU time. They are
+started, tracked and stopped by ``roscope.processes``.
 """
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import threading
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def proc_stat(pid: int) -> dict | None:
-    """ppid, pgid, sid, utime+stime (ticks), start time (ticks), last CPU of /proc/PID/stat."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    rest = data[data.rfind(")") + 2:].split()
-    # fields from 3 (state): state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
-    return {"pid": pid, "comm": data[data.find("(") + 1:data.rfind(")")], "state": rest[0],
-            "ppid": int(rest[1]), "pgid": int(rest[2]), "sid": int(rest[3]),
-            "cpu_ticks": int(rest[11]) + int(rest[12]), "start": int(rest[19]), "processor": int(rest[36])}
-
-
-def all_pids() -> list[int]:
-    return [int(n) for n in os.listdir("/proc") if n.isdigit()]
-
-
-def tree(root: int, start: int | None = None) -> list[dict]:
-    """The processes of `root`'s tree: its session and its descendants (zombies left out)."""
-    stats = {}
-    for pid in all_pids():
-        st = proc_stat(pid)
-        if st is not None and st["state"] != "Z":
-            stats[pid] = st
-    children: dict[int, list[int]] = {}
-    for st in stats.values():
-        children.setdefault(st["ppid"], []).append(st["pid"])
-    found = {p for p, st in stats.items() if st["sid"] == root and (start is None or st["start"] >= start)}
-    todo = [root, *found]
-    while todo:
-        p = todo.pop()
-        for c in children.get(p, ()):
-            if c not in found and (start is None or stats[c]["start"] >= start):
-                found.add(c)
-                todo.append(c)
-    if root in stats and (start is None or stats[root]["start"] == start):
-        found.add(root)
-    return [stats[p] for p in sorted(found)]
+from roscope.processes import identity
+from roscope.processes.group import Started
+from roscope.processes.identity import CLK_TCK, all_pids
 
 
 def cpu_ticks_by_comm(comms) -> int:
     """CPU time (ticks) of every process whose name is one of `comms` (read only)."""
     total = 0
     for pid in all_pids():
-        st = proc_stat(pid)
-        if st is not None and st["comm"] in comms:
-            total += st["cpu_ticks"]
+        st = identity.stat(pid)
+        if st is not None and st.comm in comms:
+            total += st.cpu_ticks
     return total
 
 
@@ -102,106 +57,8 @@ def pick_cpus(n: int) -> list[int]:
 
 
 def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
-
-
-@dataclass
-class Started:
-    """A process group roscope started; `start` identifies the leader against PID reuse."""
-    name: str
-    popen: subprocess.Popen
-    start: int | None
-    log: Path | None = None
-    seen: dict = field(default_factory=dict)   # pid -> start ticks of every member ever seen
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def members(self) -> list[dict]:
-        procs = tree(self.pid, self.start)
-        for st in procs:
-            self.seen.setdefault(st["pid"], st["start"])
-        return procs
-
-
-def start(name: str, argv: list[str], *, cwd=None, env=None, log: Path | None = None,
-          stdout=None, stderr=None, cpus: list[int] | None = None) -> Started:
-    """Starts argv in a new session (its own process group); output to `log` or the given files.
-    With `cpus`, the affinity is set in the child before exec (inherited by all it starts)."""
-    def pre():
-        # default dispositions, whatever roscope inherited (a background job of a script ignores SIGINT)
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_DFL)
-        if cpus:
-            os.sched_setaffinity(0, cpus)
-    fh = None
-    if log is not None:
-        fh = open(log, "ab")
-        stdout = stderr = fh
-    try:
-        p = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                             start_new_session=True, preexec_fn=pre)
-    finally:
-        if fh is not None:
-            fh.close()
-    st = proc_stat(p.pid)
-    return Started(name, p, st["start"] if st else None, log)
-
-
-def _signal_members(s: Started, sig: int) -> None:
-    if any(proc_stat(p) and proc_stat(p)["pgid"] == s.pid and proc_stat(p)["start"] >= (s.start or 0)
-           for p in _remaining(s)):
-        try:
-            os.killpg(s.pid, sig)   # the group roscope created (its pgid is the leader's PID)
-        except (ProcessLookupError, PermissionError):
-            pass
-    for pid, start_ticks in list(s.seen.items()):  # members that left the group (setsid), by PID + start time
-        st = proc_stat(pid)
-        if st is not None and st["start"] == start_ticks and st["pgid"] != s.pid and st["state"] != "Z":
-            try:
-                os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-
-
-def _remaining(s: Started) -> list[int]:
-    """Live (non-zombie) processes of the group, and members seen earlier that left it."""
-    s.popen.poll()
-    left = set()
-    for pid in all_pids():
-        st = proc_stat(pid)
-        if st is None or st["state"] == "Z":
-            continue
-        same_group = st["pgid"] == s.pid and (s.start is None or st["start"] >= s.start)  # not a later reuse
-        if same_group or s.seen.get(pid) == st["start"]:
-            left.add(pid)
-    return sorted(left)
-
-
-def stop(s: Started, timeout: float = 5.0) -> dict:
-    """SIGINT, then SIGTERM, then SIGKILL to what roscope started; returns what it took."""
-    s.members()
-    steps = []
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-        if not _remaining(s):
-            break
-        steps.append(sig.name)
-        _signal_members(s, sig)
-        deadline = time.monotonic() + (timeout if sig != signal.SIGKILL else 5.0)
-        while time.monotonic() < deadline and _remaining(s):
-            time.sleep(0.05)
-    try:
-        rc = s.popen.wait(timeout=1)
-    except subprocess.TimeoutExpired:
-        rc = None
-    return {"signals": steps, "returncode": rc, "left": _remaining(s)}
+    """The command line of `pid` as one string ("" if it is gone)."""
+    return " ".join(identity.cmdline(pid))
 
 
 class Monitor:
@@ -217,14 +74,14 @@ class Monitor:
 
     def sample(self) -> None:
         for st in self.target.members():
-            p = self.procs.setdefault(st["pid"], {"pid": st["pid"], "comm": st["comm"], "cmdline": cmdline(st["pid"])[:200],
-                                                  "allowed": set(), "ran_on": set(), "first_ticks": st["cpu_ticks"],
-                                                  "cpu_ticks": st["cpu_ticks"]})
-            allowed = cpus_allowed(st["pid"])
+            p = self.procs.setdefault(st.pid, {"pid": st.pid, "comm": st.comm, "cmdline": cmdline(st.pid)[:200],
+                                               "allowed": set(), "ran_on": set(), "first_ticks": st.cpu_ticks,
+                                               "cpu_ticks": st.cpu_ticks})
+            allowed = cpus_allowed(st.pid)
             if allowed is not None:
                 p["allowed"].add(allowed)
-            p["ran_on"].add(st["processor"])
-            p["cpu_ticks"] = st["cpu_ticks"]
+            p["ran_on"].add(st.processor)
+            p["cpu_ticks"] = st.cpu_ticks
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -257,10 +114,10 @@ def verify_cpuset(s: Started, cpus: list[int], monitor: Monitor | None = None) -
     want = sorted(cpus)
     now = []
     for st in s.members():
-        text = cpus_allowed(st["pid"])
+        text = cpus_allowed(st.pid)
         if text is None:
             continue
-        now.append({"pid": st["pid"], "comm": st["comm"], "cpus_allowed_list": text,
+        now.append({"pid": st.pid, "comm": st.comm, "cpus_allowed_list": text,
                     "ok": parse_cpu_list(text) == want})
     bad = [p for p in now if not p["ok"]]
     out = {"cpus": cpu_list_text(want), "processes": now, "verified": bool(now) and not bad}

@@ -10,7 +10,9 @@ import time
 from pathlib import Path
 
 from roscope.errors import UserError
-from roscope.experiment import output, procs
+from roscope.experiment import output
+from roscope.processes import group
+from roscope.processes.identity import CLK_TCK
 
 PROFILE_DIR = "profile"
 TOOLS = (("inferno-collapse-perf", "inferno-flamegraph"), ("stackcollapse-perf.pl", "flamegraph.pl"))
@@ -21,7 +23,7 @@ def check() -> None:
         raise UserError("--profile needs the 'perf' command (Debian package linux-perf)")
 
 
-def start(system: procs.Started, tdir: Path) -> procs.Started | None:
+def start(system: group.Started, tdir: Path) -> group.Started | None:
     """Into tdir/profile/ (a perf.data beside the trial's trace would be read as its kernel data)."""
     tdir = tdir / PROFILE_DIR
     tdir.mkdir(exist_ok=True)
@@ -30,27 +32,27 @@ def start(system: procs.Started, tdir: Path) -> procs.Started | None:
     # list, up to 5 times.
     for _ in range(5):
         with open("/proc/uptime") as f:
-            now_ticks = float(f.read().split()[0]) * procs.CLK_TCK
+            now_ticks = float(f.read().split()[0]) * CLK_TCK
         members = system.members()
-        pids = [str(p["pid"]) for p in members if now_ticks - p["start"] >= 0.25 * procs.CLK_TCK] or \
-            [str(p["pid"]) for p in members]
+        pids = [str(p.pid) for p in members if now_ticks - p.start_ticks >= 0.25 * CLK_TCK] or \
+            [str(p.pid) for p in members]
         if not pids:
             return None
-        perf = procs.start("perf", ["perf", "record", "-g", "-F", "499", "-o", str(tdir / "perf.data"), "-p", ",".join(pids)],
+        perf = group.start("perf", ["perf", "record", "-g", "-F", "499", "-o", str(tdir / "perf.data"), "-p", ",".join(pids)],
                            log=tdir / "perf.log")
         time.sleep(0.3)
         if perf.alive():
             return perf
-        perf.popen.wait()
+        group.stop(perf, 1.0)
     return perf
 
 
-def finish(perf: procs.Started | None, tdir: Path) -> dict:
+def finish(perf: group.Started | None, tdir: Path) -> dict:
     """Stops perf (SIGINT: it writes its data) and makes tdir/profile/flame.svg when a tool is there."""
     tdir = tdir / PROFILE_DIR
     if perf is None:
         return {"perf_data": None, "note": "no process of the system to profile"}
-    procs.stop(perf, 10.0)
+    group.stop(perf, 10.0)
     data = tdir / "perf.data"
     res: dict = {"perf_data": f"{PROFILE_DIR}/{data.name}" if data.exists() else None, "flamegraph": None}
     tools = next(((c, f) for c, f in TOOLS if shutil.which(c) and shutil.which(f)), None)

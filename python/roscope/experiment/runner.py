@@ -5,38 +5,37 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import json
+import math
 import os
 import platform
 import resource
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-import xmlrpc.client
 from pathlib import Path
 
-from roscope.errors import InputError, UserError
-from roscope.experiment import output, procs
-from roscope.experiment.config import Condition, Experiment, bisect_condition, conditions, level_text
+from roscope.errors import InputError, user_message
+from roscope.experiment import driver_output, output, procs
+from roscope.experiment import profile as prof
+from roscope.experiment.config import Condition, Experiment, bisect_condition, conditions
+from roscope.experiment.system import PKG_PARENT, SystemUnderTest
+from roscope.processes import group, signals
+from roscope.processes.identity import identity, same_process
+from roscope.record import RecordOptions, start_session, stop_session
+from roscope.text import escape
+from roscope.version import __version__
 
 #: LTTng's daemons (read only, for the tracing overhead; never signalled).
 LTTNG_DAEMONS = ("lttng-sessiond", "lttng-consumerd", "lttng-runas")
 #: How often the CPU monitor samples the system's processes (s).
 MONITOR_INTERVAL = 0.5
-PKG_PARENT = str(Path(__file__).resolve().parents[2])   # the directory holding the roscope package
+#: At most this many numbers of a driver's JSON become metrics when none are declared.
+MAX_METRICS = 256
 
 
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _version(argv: list[str]) -> str | None:
@@ -68,8 +67,6 @@ def _git(cwd: Path) -> dict | None:
 
 
 def host_manifest(exp: Experiment) -> dict:
-    from roscope import __version__
-
     u = platform.uname()
     return {
         "host": u.node, "kernel": f"{u.system} {u.release} {u.version}", "machine": u.machine,
@@ -95,8 +92,12 @@ def prepare(exp: Experiment, out: str | None, resume: bool) -> Path:
         man = output.read_json(run / output.MANIFEST)
         if man is None:
             raise InputError(f"{run}: nothing to resume (no {output.MANIFEST})")
-        last = (man.get("invocations") or [{}])[-1]
-        if man.get("state") == "running" and last.get("pid") and "experiment" in procs.cmdline(last["pid"]):
+        man = output.check_manifest(run / output.MANIFEST, man)
+        invocations = man.get("invocations")
+        if not isinstance(invocations, list) or not all(isinstance(i, dict) for i in invocations):
+            raise InputError(f"{run / output.MANIFEST}: not the manifest of an experiment run: 'invocations' is not a list of objects")
+        last = (invocations or [{}])[-1]
+        if man.get("state") == "running" and _still_running(last):
             raise InputError(f"{run}: is being written by roscope experiment (pid {last['pid']}); resume it once that has ended")
         if man.get("experiment", {}).get("digest") != exp.digest():
             raise InputError(f"{run}: was run with another experiment file content ({man['experiment'].get('path')}); "
@@ -104,13 +105,32 @@ def prepare(exp: Experiment, out: str | None, resume: bool) -> Path:
         return run
     if run.exists() and any(run.iterdir()):
         raise InputError(f"{run}: exists and is not empty; results are never overwritten (give a new -o, or --resume)")
-    run.mkdir(parents=True, exist_ok=True)
-    (run / "trials").mkdir()
     man = {"experiment": {"name": exp.name, "path": str(exp.path.resolve()), "digest": exp.digest(), "config": exp.raw},
            "metrics": exp.metrics, "state": "running", "started": _now(), "finished": None, "invocations": [],
            **host_manifest(exp)}
-    output.write_json(run / output.MANIFEST, man)
+    made = not run.exists()
+    # All or nothing: a directory without its manifest could be neither resumed nor reused.
+    with signals.deferred():
+        try:
+            run.mkdir(parents=True, exist_ok=True)
+            (run / "trials").mkdir()
+            output.write_json(run / output.MANIFEST, man)
+        except BaseException:
+            for undo in (lambda: (run / output.MANIFEST).unlink(), lambda: (run / "trials").rmdir(),
+                         lambda: run.rmdir() if made else None):
+                with contextlib.suppress(OSError):
+                    undo()
+            raise
     return run
+
+
+def _still_running(invocation: dict) -> bool:
+    """The roscope of an invocation still runs: by identity (PID, exact start time, boot id);
+    for manifests of older versions, by PID and command line."""
+    if isinstance(invocation.get("process"), dict):
+        return same_process(invocation["process"])
+    pid = invocation.get("pid")
+    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and "experiment" in procs.cmdline(pid)
 
 
 def _update_manifest(run: Path, **changes) -> dict:
@@ -124,137 +144,23 @@ class Runner:
     def __init__(self, exp: Experiment, run: Path, log=sys.stderr, profile: bool = False):
         self.exp, self.run, self.log, self.profile = exp, run, log, profile
         self.results = {r["trial_id"]: r for r in output.trial_results(run)}
-        self.system: procs.Started | None = None
-        self.system_cond: str | None = None
-        self.system_env: dict | None = None
-        self.loads: list[procs.Started] = []
-        self.load_report: list[dict] = []
+        self.sut = SystemUnderTest(exp, run)
+        self.driver: group.Started | None = None
         self.session: str | None = None
         self.seq = max((r.get("seq", 0) for r in self.results.values()), default=0)
-        self.breaking: dict = output.read_json(run / "breaking_points.json") or {}
+        self.stopped: list[dict] = []   # the processes stopped since the trial began
+        self.breaking: dict = output.check_breaking_points(run / "breaking_points.json",
+                                                           output.read_json(run / "breaking_points.json"))
 
     def say(self, msg: str) -> None:
-        from roscope.commands._common import escape
-
         print(f"roscope experiment: {escape(msg)}", file=self.log, flush=True)
 
-    # ---------------------------------------------------------------- environment
-    def _base_env(self, cond: Condition) -> dict:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = PKG_PARENT + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        env["ROSCOPE_EXPERIMENT_DIR"] = str(self.run.resolve())
-        env["ROSCOPE_CONDITION"] = cond.id
-        env["ROSCOPE_SCENARIO"] = cond.scenario
-        env["ROSCOPE_PARAMS"] = json.dumps(cond.params, sort_keys=True)
-        env["ROSCOPE_LEVEL"] = "" if cond.level is None else level_text(cond.level)
-        if self.exp.ros == "ros1":
-            port = _free_port()
-            env.update({"ROS_MASTER_URI": f"http://127.0.0.1:{port}", "ROSCOPE_MASTER_PORT": str(port),
-                        "ROS_IP": "127.0.0.1", "ROS_HOSTNAME": "127.0.0.1"})
-        return env
-
-    # ---------------------------------------------------------------- system
-    def _ready(self, env: dict, deadline: float) -> str | None:
-        """None when ready; otherwise why not."""
-        ready = self.exp.system["ready"]
-        cwd = self.exp.base_dir / self.exp.system["cwd"]
-        while time.monotonic() < deadline:
-            if not self.system.alive():
-                return f"the system exited with status {self.system.popen.returncode} before it was ready"
-            ok = True
-            if ready["command"]:
-                try:
-                    ok = subprocess.run(ready["command"], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL, timeout=max(1.0, deadline - time.monotonic())).returncode == 0
-                except (OSError, subprocess.TimeoutExpired):
-                    ok = False
-            if ok and ready["topic"]:
-                ok = self._topic_published(env, ready["topic"])
-            if ok:
-                if ready["delay"]:
-                    time.sleep(ready["delay"])
-                return None
-            time.sleep(0.2)
-        return f"not ready within {self.exp.system['ready']['timeout']:g} s"
-
-    @staticmethod
-    def _topic_published(env: dict, topic: str) -> bool:
-        uri = env.get("ROS_MASTER_URI")
-        if not uri:
-            return False
-        try:
-            code, _msg, topics = xmlrpc.client.ServerProxy(uri).getPublishedTopics("/roscope_experiment", "")
-        except (OSError, xmlrpc.client.Error):
-            return False
-        return code == 1 and any(t == topic for t, _ in topics)
-
-    def start_system(self, cond: Condition, tdir: Path, extra_env: dict) -> str | None:
-        env = {**self._base_env(cond), **self.exp.system["env"], **extra_env}
-        cpus = procs.pick_cpus(cond.params["cpuset"]["cpus"]) if "cpuset" in cond.params else None
-        argv = self.exp.system["start"]
-        if shutil.which(argv[0], path=env.get("PATH")) is None and not (self.exp.base_dir / self.exp.system["cwd"] / argv[0]).exists():
-            raise InputError(f"{self.exp.path}: system.start: program {argv[0]!r} not found")
-        env["ROSCOPE_SYSTEM_DIR"] = str(tdir.resolve())
-        if self.exp.ros == "ros1":
-            env.setdefault("ROS_LOG_DIR", str(tdir / "ros-log"))
-        self.system = procs.start("system", argv, cwd=self.exp.base_dir / self.exp.system["cwd"], env=env,
-                                  log=tdir / "system.log", cpus=cpus)
-        self.system_env, self.system_cond = env, cond.id
-        self.system_cpus = cpus
-        why = self._ready(env, time.monotonic() + self.exp.system["ready"]["timeout"])
-        if why is not None:
-            return why
-        self.start_loads(cond, tdir)
-        return None
-
-    def stop_system(self) -> dict | None:
-        got = None
-        self.load_report = []
-        for ld in reversed(self.loads):
-            st = procs.stop(ld, 3.0)
-            rep = {"name": ld.name, "stopped_with": st["signals"]}
-            if ld.name.startswith("flood") and ld.log is not None:
-                rep.update(_last_json(ld.log) or {})   # what the flooder sent, and its achieved rate
-            self.load_report.append(rep)
-        self.loads = []
-        if self.system is not None:
-            got = procs.stop(self.system, self.exp.system["stop_timeout"])
-            self.system = None
-            self.system_cond = None
-        return got
-
-    # ---------------------------------------------------------------- loads
-    def start_loads(self, cond: Condition, tdir: Path) -> None:
-        env = dict(self.system_env)
-        for k in ("LD_PRELOAD", "ROSCOPE_RECORD_ID"):   # loads are not part of the traced system
-            env.pop(k, None)
-        cl = cond.params.get("cpu_load")
-        if cl:
-            if shutil.which("stress-ng") is None:
-                raise UserError("cpu_load needs stress-ng (Debian package stress-ng; scripts/setup.sh installs it)")
-            argv = ["stress-ng", "--cpu", str(cl["workers"]), "--cpu-load", level_text(cl["load"]),
-                    "--cpu-method", cl["method"], "--timeout", "3600s", "--quiet"]
-            if cl.get("cpus"):
-                argv = ["taskset", "-c", cl["cpus"], *argv]
-            self.loads.append(procs.start("cpu_load", argv, env=env, log=tdir / "cpu_load.log"))
-        ml = cond.params.get("msg_load")
-        if ml:
-            if self.exp.ros != "ros1":
-                raise InputError(f"{self.exp.path}: msg_load needs 'ros: ros1' (the flood publishers are ROS 1 nodes)")
-            for i in range(ml["publishers"]):
-                argv = [sys.executable, "-m", "roscope.experiment.flood", "--topic", f"{ml['topic_prefix']}_{i + 1}",
-                        "--rate", level_text(ml["rate"]), "--payload", str(ml["payload"]), "--sink"]
-                self.loads.append(procs.start(f"flood{i + 1}", argv, env=env, log=tdir / f"flood_{i + 1}.log"))
-        if self.loads:
-            time.sleep(0.5)
-            dead = [ld.name for ld in self.loads if not ld.alive()]
-            if dead:
-                raise UserError(f"load generator(s) {', '.join(dead)} exited at once; see their logs in {tdir}")
-
     # ---------------------------------------------------------------- tracing
-    def _trace_start(self, tdir: Path) -> dict:
-        from roscope.record import RecordOptions, start_session
+    def stop_system(self) -> dict | None:
+        """Stops the system, its loads and strays; every process signalled goes to self.stopped."""
+        return self.sut.stop(self.stopped)
 
+    def _trace_start(self, tdir: Path) -> dict:
         name = f"roscope-exp-{os.getpid()}-{self.seq + 1}"
         state = start_session(RecordOptions(output=str(tdir / "trace"), name=name))
         self.session = name
@@ -267,8 +173,6 @@ class Runner:
         return env
 
     def _trace_stop(self) -> dict | None:
-        from roscope.record import stop_session
-
         if self.session is None:
             return None
         name, self.session = self.session, None
@@ -279,42 +183,48 @@ class Runner:
     # ---------------------------------------------------------------- the driver
     def _run_driver(self, cond: Condition, tid: str, index: int, tdir: Path) -> dict:
         d = self.exp.driver
-        env = {**self.system_env, **d["env"], "ROSCOPE_TRIAL_ID": tid, "ROSCOPE_TRIAL_INDEX": str(index),
+        env = {**self.sut.env, **d["env"], "ROSCOPE_TRIAL_ID": tid, "ROSCOPE_TRIAL_INDEX": str(index),
                "ROSCOPE_TRIAL_DIR": str(tdir.resolve())}
-        cpus = self.system_cpus if ("cpuset" in cond.params and cond.params["cpuset"]["driver"]) else None
+        cpus = self.sut.cpus if ("cpuset" in cond.params and cond.params["cpuset"]["driver"]) else None
         with open(tdir / "driver.stdout", "wb") as so, open(tdir / "driver.stderr", "wb") as se:
             t0 = time.monotonic()
-            drv = procs.start("driver", d["command"], cwd=self.exp.base_dir / d["cwd"], env=env, stdout=so, stderr=se,
-                              cpus=cpus)
+            drv = self.driver = group.start("driver", d["command"], cwd=self.exp.base_dir / d["cwd"], env=env,
+                                            stdout=so, stderr=se, cpus=cpus)
         deadline = t0 + d["timeout"]
         died = None
         while drv.popen.poll() is None:
             if time.monotonic() > deadline:
                 break
-            if self.system is not None and not self.system.alive():
-                died = self.system.popen.returncode
+            if self.sut.system is not None and not self.sut.system.alive():
+                died = self.sut.system.popen.returncode
                 break
             time.sleep(0.05)
         wall = time.monotonic() - t0
         out = {"wall_ms": wall * 1e3, "returncode": drv.popen.poll()}
+        # the driver, if it still runs, and whatever it started and left running (a daemon)
+        with signals.deferred():
+            out["stop"] = group.stop(drv, 2.0)
+            self.driver = None
+            self.stopped += out["stop"]["stopped"]
         if out["returncode"] is None:
-            out["stop"] = procs.stop(drv, 2.0)
             out["status"] = "timeout" if died is None else "system_died"
             out["reason"] = (f"the driver ran past its timeout of {d['timeout']:g} s" if died is None
                              else f"the system exited (status {died}) while the driver ran")
             return out
-        if self.system is not None and not self.system.alive():
-            out.update(status="system_died", reason=f"the system exited (status {self.system.popen.returncode}) during the trial")
+        if self.sut.system is not None and not self.sut.system.alive():
+            out.update(status="system_died", reason=f"the system exited (status {self.sut.system.popen.returncode}) during the trial")
             return out
-        obj = _last_json(tdir / "driver.stdout")
+        obj, why = driver_output.last_json(tdir / "driver.stdout")
         rc = out["returncode"]
         if isinstance(obj, dict) and obj.get("status") not in (None, "success", "ok"):
-            out.update(status=str(obj["status"]), reason=str(obj.get("reason") or f"the driver reported {obj['status']}"))
+            kind = _short(obj["status"], 64)
+            out.update(status=kind, reason=_short(obj.get("reason") or f"the driver reported {kind}"))
         elif rc != 0:
             how = f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit status {rc}"
             out.update(status="driver_crash", reason=f"the driver ended with {how}")
         elif not isinstance(obj, dict):
-            out.update(status="driver_crash", reason="the driver exited 0 without a JSON object on its last stdout line")
+            out.update(status="driver_crash", reason="the driver exited 0 without a JSON object on its last stdout line"
+                       + (f": {why}" if why else ""))
         else:
             out["status"] = "success"
         out["driver"] = obj if isinstance(obj, dict) else None
@@ -336,27 +246,25 @@ class Runner:
         r = {"trial_id": tid, "scenario": cond.scenario, "condition": cond.id, "level": cond.level,
              "sweep_param": cond.sweep_param, "index": index, "params": cond.params, "started": _now(), "metrics": {}}
         per_trial = self.exp.system["restart"] == "per_trial"
+        self.stopped = []
         try:
             trace_env = self._trace_start(tdir) if self.exp.tracing else {}
-            if per_trial or self.system_cond != cond.id or self.system is None or not self.system.alive():
-                if self.system is not None:
-                    self.stop_system()
+            if per_trial or self.sut.cond != cond.id or self.sut.system is None or not self.sut.system.alive():
+                if self.sut.system is not None:
+                    r["previous_system_stop"] = self.stop_system()
                 sdir = tdir if per_trial else self._system_dir(cond)
-                why = self.start_system(cond, sdir, trace_env)
+                why = self.sut.start(cond, sdir, trace_env)
                 r["system_log"] = str((sdir / "system.log").relative_to(self.run))
                 if why is not None:
                     r.update(status="system_not_ready", reason=why)
             if "status" not in r:
                 self._drive(cond, index, tid, tdir, r)
+        except KeyboardInterrupt:
+            r.update(status=output.INTERRUPTED, reason="roscope was interrupted (SIGINT or SIGTERM) during the trial")
+            raise
         finally:
-            if per_trial or r.get("status") == "system_not_ready":
-                r["system_stop"] = self.stop_system()
-                if self.load_report:
-                    r["loads"] = self.load_report
-                    rates = [x["rate_achieved"] for x in self.load_report if _is_number(x.get("rate_achieved"))]
-                    if rates:
-                        r["flood_rate_achieved_hz"] = sum(rates) / len(rates)
-            r["trace"] = self._trace_stop()
+            with signals.deferred():   # a second Ctrl-C waits until all is stopped
+                self._end_trial(r, tdir, per_trial)
         if self.exp.tracing and r.get("status") == "success":
             self._add_trace_metrics(tdir, r)
         self._score(r)
@@ -371,6 +279,34 @@ class Runner:
         self.say(f"trial {tid}: {r['status']}" + (f" ({r.get('reason')})" if r["status"] != "success" else ""))
         return r
 
+    def _end_trial(self, r: dict, tdir: Path, per_trial: bool) -> None:
+        """Stops, in order, what this trial leaves running: the driver (after an interrupt), the
+        system, its loads, stray processes; ends the trace; lists every process stopped in
+        r["stopped"]. An interrupted trial's result.json is written here (it is not a result:
+        `--resume` runs the trial again)."""
+        interrupted = r.get("status") == output.INTERRUPTED
+        if self.driver is not None:
+            st = group.stop(self.driver, 2.0)
+            self.driver = None
+            self.stopped += st["stopped"]
+            r["driver_stop"] = st
+        if per_trial or interrupted or r.get("status") == "system_not_ready":
+            r["system_stop"] = self.stop_system()
+            if self.sut.load_report:
+                r["loads"] = self.sut.load_report
+                rates = [x["rate_achieved"] for x in self.sut.load_report if _is_finite(x.get("rate_achieved"))]
+                if rates:
+                    r["flood_rate_achieved_hz"] = sum(rates) / len(rates)
+        if interrupted:   # anything else roscope started (a profiler), and what it made
+            for rec in group.stop_everything():
+                self.stopped += rec["stopped"]
+        r["trace"] = self._trace_stop()
+        r["stopped"] = self.stopped
+        self.stopped = []
+        if interrupted:
+            r["finished"] = _now()
+            output.write_json(tdir / "result.json", r)
+
     def _system_dir(self, cond: Condition) -> Path:
         d = self.run / "systems" / cond.id
         n = 1
@@ -381,24 +317,22 @@ class Runner:
         return d
 
     def _drive(self, cond: Condition, index: int, tid: str, tdir: Path, r: dict) -> None:
-        cpus = self.system_cpus
+        cpus = self.sut.cpus
         ru0 = resource.getrusage(resource.RUSAGE_SELF)
         lt0 = procs.cpu_ticks_by_comm(LTTNG_DAEMONS) if self.exp.tracing else None
-        with procs.Monitor(self.system, MONITOR_INTERVAL) as mon:
+        with procs.Monitor(self.sut.system, MONITOR_INTERVAL) as mon:
             if cpus:
-                r["cpuset_at_start"] = procs.verify_cpuset(self.system, cpus)
+                r["cpuset_at_start"] = procs.verify_cpuset(self.sut.system, cpus)
             perf = None
             if self.profile:
-                from roscope.experiment import profile
-
-                perf = profile.start(self.system, tdir)
+                perf = prof.start(self.sut.system, tdir)
             try:
                 drv = self._run_driver(cond, tid, index, tdir)
             finally:
                 if self.profile:
-                    r["profile"] = profile.finish(perf, tdir)
+                    r["profile"] = prof.finish(perf, tdir)
             if cpus:
-                r["cpuset"] = procs.verify_cpuset(self.system, cpus, mon)
+                r["cpuset"] = procs.verify_cpuset(self.sut.system, cpus, mon)
                 r["cpuset"]["verified"] = r["cpuset"]["verified"] and r["cpuset_at_start"]["verified"]
         ru1 = resource.getrusage(resource.RUSAGE_SELF)
         # roscope's own CPU time (this process: its monitor, its polling) over the same window as the system's
@@ -408,6 +342,11 @@ class Runner:
             r["lttng_cpu_s"] = (procs.cpu_ticks_by_comm(LTTNG_DAEMONS) - lt0) / procs.CLK_TCK
         r["system_processes"] = mon.report()
         r.update(status=drv["status"], wall_ms=drv["wall_ms"], driver_returncode=drv["returncode"])
+        left = drv["stop"]["stopped"]   # the driver had exited: these are what it started
+        if drv["returncode"] is not None and left:
+            r.setdefault("warnings", []).append(
+                f"the driver left {len(left)} process(es) running after it exited; stopped: "
+                + ", ".join(f"PID {p['pid']} ({p['comm']})" for p in left))
         if drv.get("reason"):
             r["reason"] = drv["reason"]
         if cpus and not r["cpuset"]["verified"] and r["status"] == "success":
@@ -415,21 +354,35 @@ class Runner:
         self._driver_metrics(drv, r)
 
     def _driver_metrics(self, drv: dict, r: dict) -> None:
-        obj = drv.get("driver") or _last_json(self.run / "trials" / r["trial_id"] / "driver.stdout") or {}
+        """The driver's numbers as metrics: the declared ones, or (none declared) every finite
+        number it printed, at most MAX_METRICS. A number that is not finite is left out, with
+        a warning."""
+        obj = drv.get("driver")
+        if not isinstance(obj, dict):
+            obj, _why = driver_output.last_json(self.run / "trials" / r["trial_id"] / "driver.stdout")
+        obj = obj if isinstance(obj, dict) else {}
         flat = {k: v for k, v in obj.items() if k != "metrics"}
         if isinstance(obj.get("metrics"), dict):
             flat.update(obj["metrics"])
+        bad = sorted(k for k, v in flat.items() if _is_number(v) and not math.isfinite(v))
+        if bad:
+            r.setdefault("warnings", []).append(f"the driver printed numbers that are not finite, left out: "
+                                                f"{', '.join(_short(k, 80) for k in bad[:10])}")
         declared = self.exp.metrics
         for name, m in declared.items():
-            if m["from"] == "driver" and _is_number(flat.get(m["key"])):
+            if m["from"] == "driver" and _is_finite(flat.get(m["key"])):
                 r["metrics"][name] = float(flat[m["key"]])
             elif m["from"] == "wall" and drv.get("wall_ms") is not None:
                 r["metrics"][name] = drv["wall_ms"]
         if not declared:
-            r["metrics"].update({k: float(v) for k, v in flat.items() if _is_number(v)})
+            got = [(_short(k, 200), float(v)) for k, v in flat.items() if _is_finite(v)]
+            if len(got) > MAX_METRICS:
+                r.setdefault("warnings", []).append(f"the driver printed {len(got)} numbers: the first {MAX_METRICS} "
+                                                    "are kept as metrics (declare metrics to choose)")
+            r["metrics"].update(got[:MAX_METRICS])
 
     def _add_trace_metrics(self, tdir: Path, r: dict) -> None:
-        from roscope.errors import user_message
+        # Here, not at the top: the analyses (DuckDB, the core) only once a trial's trace is measured.
         from roscope.experiment.tracemetrics import trace_metrics
 
         try:
@@ -475,9 +428,11 @@ class Runner:
                 if "breaking_point" in sc:
                     self.bisect(sc)
         finally:
-            self.stop_system()
-            if self.session is not None:
-                self._trace_stop()
+            with signals.deferred():
+                self.stop_system()
+                group.stop_everything()
+                if self.session is not None:
+                    self._trace_stop()
 
     def _level_fails(self, sc: dict, level) -> bool:
         bp = sc["breaking_point"]
@@ -534,54 +489,41 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _last_json(path: Path):
-    try:
-        lines = [ln for ln in Path(path).read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return None
-    if not lines:
-        return None
-    try:
-        return json.loads(lines[-1])
-    except ValueError:
-        return None
+def _is_finite(v) -> bool:
+    return _is_number(v) and math.isfinite(v)
 
 
-def _tail(path: Path, n: int = 30) -> str:
-    try:
-        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
-    except OSError:
-        return "(none)"
+def _short(v, n: int = driver_output.TEXT_MAX) -> str:
+    t = str(v)
+    return t if len(t) <= n else t[:n] + "..."
 
 
 def _diagnostics(tdir: Path, r: dict, run: Path) -> None:
     """A failed trial's diagnostics in one file (the logs stay beside it)."""
-    from roscope.commands._common import escape
-
     parts = [f"trial {r['trial_id']}: {r['status']}", f"reason: {r.get('reason')}",
              f"driver exit status: {r.get('driver_returncode')}", ""]
     for name in ("driver.stdout", "driver.stderr"):
-        parts += [f"--- last lines of {name}", _tail(tdir / name), ""]
+        parts += [f"--- last lines of {name}", *driver_output.tail(tdir / name).split("\n"), ""]
     if r.get("system_log"):
-        parts += [f"--- last lines of the system log ({r['system_log']})", _tail(run / r["system_log"]), ""]
+        parts += [f"--- last lines of the system log ({r['system_log']})",
+                  *driver_output.tail(run / r["system_log"]).split("\n"), ""]
     parts.append("--- processes of the system seen during the trial")
     for p in r.get("system_processes", []):
         parts.append(f"  {p['pid']} {p['comm']}: {p['cmdline']}")
     if r.get("system_stop"):
         parts.append(f"--- system stop: {r['system_stop']}")
-    output.atomic_write(tdir / "diagnostics.txt", "\n".join(escape(x) if "\n" not in x else x for x in parts) + "\n")
+    output.atomic_write(tdir / "diagnostics.txt", "\n".join(escape(x) for x in parts) + "\n")
 
 
 def run(exp: Experiment, out: str | None, resume: bool, log=sys.stderr, profile: bool = False) -> Path:
     """Runs (or resumes) an experiment into its results directory. SIGINT/SIGTERM stop what
     was started, mark the manifest 'interrupted' and raise KeyboardInterrupt."""
     if profile:
-        from roscope.experiment import profile as prof
-
         prof.check()
     run_dir = prepare(exp, out, resume)
     man = output.read_json(run_dir / output.MANIFEST)
-    man["invocations"].append({"started": _now(), "pid": os.getpid(), "resume": resume, "profile": profile, "argv": sys.argv})
+    man["invocations"].append({"started": _now(), "pid": os.getpid(), "process": identity(os.getpid()), "resume": resume,
+                               "profile": profile, "argv": sys.argv})
     man["state"] = "running"
     output.write_json(run_dir / output.MANIFEST, man)
 

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import re
 
+import roscope
+from roscope import executor, percentiles, stats
+from roscope.flow import FlowRequest, data_flows
+
 
 def _label(c: dict) -> str:
     return f"{c.get('node') or ''} {c.get('kind') or ''}({c.get('topic') or ''}) {c.get('symbol') or ''}"
@@ -17,9 +21,6 @@ def trace_metrics(trace_dir, metrics: dict) -> tuple[dict, list[str]]:
     wanted = {n: m for n, m in metrics.items() if m["from"] == "trace"}
     if not wanted:
         return {}, []
-    import roscope
-    from roscope import flow, stats
-
     out: dict = {}
     warnings: list[str] = []
     db = roscope.open(str(trace_dir))
@@ -28,8 +29,6 @@ def trace_metrics(trace_dir, metrics: dict) -> tuple[dict, list[str]]:
         for name, m in wanted.items():
             if "executor" in m:
                 if ths is None:
-                    from roscope import executor
-
                     ths = executor.threads(db)
                 rx = re.compile(m["executor"])
                 hit = sorted((t for t in ths if rx.search(f"{t.get('procname') or ''} {t.get('pid')} {t.get('tid')}")),
@@ -56,7 +55,7 @@ def trace_metrics(trace_dir, metrics: dict) -> tuple[dict, list[str]]:
                 v = hit[0].get(m["stat"])
             else:
                 try:
-                    flow.data_flows(db, m["flow"]["from"], m["flow"]["to"])
+                    data_flows(db, FlowRequest(m["flow"]["from"], m["flow"]["to"]))
                 except Exception as e:  # noqa: BLE001 - no matching topic is a per-trial finding, not fatal
                     warnings.append(f"metric {name}: {e}")
                     continue
@@ -74,6 +73,4 @@ def trace_metrics(trace_dir, metrics: dict) -> tuple[dict, list[str]]:
 
 
 def _aggregates() -> str:
-    from roscope import statistics
-
-    return statistics.aggregates("latency_ns", quartiles=True)
+    return percentiles.aggregates("latency_ns", quartiles=True)

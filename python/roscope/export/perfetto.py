@@ -25,10 +25,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from roscope.export import protowire as w
+
+if TYPE_CHECKING:
+    from roscope.database import Database
 
 SEQ = 1  # the one trusted packet sequence of the file
 SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE = 1, 2
@@ -300,7 +304,7 @@ def _interned(names: Names) -> bytes:
                          + w.field_bytes(12, body))
 
 
-def export(db, out_path: str, *, causal=None, force: bool = False) -> dict:
+def export(db: Database, out_path: str, *, causal=None, force: bool = False) -> dict:
     """Writes `db`'s model to `out_path` as a Perfetto trace (atomically: a
     temporary file renamed at the end). `causal`: the causal links to draw, a
     dict of arrays `in_run_id`, `out_publication_id` (None: none). Returns counts."""

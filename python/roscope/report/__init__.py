@@ -1,7 +1,8 @@
 """`roscope report`: one self-contained, offline HTML report of a trace.
 
     from roscope import report
-    report.write(db, "report.html", pairs=[("^/topic1$", "^/topic3$")])
+    from roscope.flow import FlowRequest
+    report.write(db, "report.html", flows=[FlowRequest("^/topic1$", "^/topic3$")])
 
 Sections: overview and trace quality, callbacks, topics, executors and threads,
 why late (roscope.sched: the longest runs and input waits split), data flows, and how the numbers were made (docs/report.md). Every plot is
@@ -11,28 +12,34 @@ rebuilt with halved budgets while it is larger than MAX_BYTES.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
+
+from roscope import stats
+from roscope.database import is_db
+from roscope.report import build as B
+from roscope.report import queries as Q
+from roscope.report.flows import flows as flow_section
+from roscope.report.html import Page
+from roscope.report.why import why
+from roscope.version import __version__
+
+if TYPE_CHECKING:
+    from roscope.database import Database
+    from roscope.flow import FlowRequest
 
 #: The largest page roscope writes (the issue's bound: 15 MB).
 MAX_BYTES = 15_000_000
 
 
-def build_page(db, *, pairs=None, window=None, sources=(), flavours=None, budget=None, title=None) -> str:
+def build_page(db: Database, *, flows: list[FlowRequest] | None = None, window=None, sources=(), flavours=None,
+               budget=None, title=None) -> str:
     """The report of `db` as HTML text.
 
-    `pairs`: [(from_regex, to_regex)] for the data-flow section (None: found
-    automatically); `window`: (start_ns, end_ns) of the timeline (None: chosen);
-    `sources`: the input paths (shown, and read for the ROS flavour)."""
-    from roscope import stats
-    from roscope.report import build as B
-    from roscope.report import queries as Q
-    from roscope.report.flows import flows
-    from roscope.report.html import Page
-    from roscope.report.why import why
-
+    `flows`: the data-flow section's requests, one per pair of topics (None: the
+    pairs found automatically); `window`: (start_ns, end_ns) of the timeline
+    (None: chosen); `sources`: the input paths (shown, and read for the ROS flavour)."""
     first, last = stats.trace_span(db)
     if flavours is None:
-        from roscope.db import is_db
-
         traces = [s for s in sources if not is_db(s)] or list(db.meta.get("sources") or [])
         flavours = Q.flavours(traces) if traces else []
     name = title or ", ".join(os.path.basename(os.path.normpath(s)) for s in sources) or os.path.basename(str(db.path))
@@ -48,26 +55,22 @@ def build_page(db, *, pairs=None, window=None, sources=(), flavours=None, budget
     B.topics(R)
     B.threads(R, window)
     why(R)
-    flows(R, list(pairs or []))
+    flow_section(R, list(flows or []))
     B.method(R)
-    from roscope import __version__
-
     return page.render(f"Made by roscope {__version__}. Durations in milliseconds. Works offline: everything is in this file.")
 
 
-def write(db, out: str, *, force: bool = False, **kw) -> dict:
+def write(db: Database, out: str, *, force: bool = False, **kw) -> dict:
     """Writes the report of `db` to `out` atomically (a temporary file beside it,
     renamed when complete); never replaces a file unless `force`. Returns
     {"path", "bytes", "budget_scale"}."""
-    from roscope.report.build import BUDGET
-
     if os.path.lexists(out) and not force:
         raise FileExistsError(f"{out}: already exists (roscope never overwrites; pass --force to replace it)")
     if os.path.isdir(out):
         raise IsADirectoryError(f"{out}: is a directory")
     scale = 1.0
     while True:
-        budget = {k: max(1, int(v * scale)) for k, v in BUDGET.items()}
+        budget = {k: max(1, int(v * scale)) for k, v in B.BUDGET.items()}
         text = build_page(db, budget=budget, **kw)
         data = text.encode("utf-8")
         if len(data) <= MAX_BYTES or scale < 0.05:

@@ -6,14 +6,20 @@ roscope.flow, roscope.executor) and the bounded queries of report.queries.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from roscope import executor
 from roscope.report import figures as F
 from roscope.report import queries as Q
-from roscope.report.html import Col, Page, esc, table
+from roscope.report import timeline
+from roscope.report.html import Col, Page, esc, fold, table
+
+if TYPE_CHECKING:
+    from roscope.database import Database
 
 #: Budgets: what bounds the page's size whatever the trace (halved if the page is too big).
 BUDGET = {
-    "box_callbacks": 40,  # callbacks in the box plot: the top N by CPU share and the top N by p99
+    "box_callbacks": 20,  # callbacks in the box plot: the top N by CPU share and the top N by p99
     "series_callbacks": 300,  # callbacks offered in the duration-over-time selector
     "series_points": 150_000,  # points over all of them (each gets at most 600, at least 60)
     "bars": 40,  # topics in the rate and latency plots
@@ -23,6 +29,8 @@ BUDGET = {
     "table_rows": 3000,  # rows of any table
     "graph_nodes": 300,  # nodes of one message's flow graph
     "why_rows": 10,  # the longest runs and input waits in the "Why late" section
+    "msgflow_candidates": 20_000,  # candidate flows of the message-flow plot's search (the first in time)
+    "msgflow_flows": 300,  # flows drawn in the message-flow plot
 }
 
 STATS = ("min", "mean", "std", "p25", "p50", "p75", "p90", "p99", "max")
@@ -32,7 +40,7 @@ STATS = ("min", "mean", "std", "p25", "p50", "p75", "p90", "p99", "max")
 class Report:
     """What the sections share while the page is built."""
 
-    db: object
+    db: Database
     page: Page
     budget: dict
     first: int
@@ -59,7 +67,7 @@ def callback_labels(callbacks: list[dict]) -> dict[int, str]:
 
 
 def plural(n: int, what: str) -> str:
-    return f"{n:,} {what}" + ("" if n == 1 else "s")
+    return f"{n:,} {what}" + ("" if n == 1 else "es" if what.endswith(("s", "x", "sh", "ch")) else "s")
 
 
 def _ms_caption(n: int, of: int, what: str) -> str:
@@ -81,14 +89,16 @@ def overview(R: Report, flavours: list[str], sources: list[str]) -> None:
     body = '<div class="facts">' + "".join(f'<div class="fact"><div class="v">{esc(v)}</div><div class="k">{esc(k)}</div></div>'
                                           for v, k in facts) + "</div>"
     body += quality_box(Q.quality(R.con, s, R.stats["topics"]), R.db.warnings)
-    body += "<h3>Processes</h3>" + table("processes", [
+    procs = table("processes", [
         Col("hostname", "host"), Col("pid", "pid", "int"), Col("procname", "process"), Col("nodes", "nodes", "int"),
         Col("callbacks", "callbacks", "int"), Col("runs", "callback runs", "int"), Col("events", "events", "int")],
         o["processes"], limit=R.budget["table_rows"])
     if o["other_processes"]:
-        body += f'<p class="caption">{o["other_processes"]:,} more traced processes had no ROS node or callback.</p>'
-    body += "<h3>Nodes</h3>" + table("nodes", [Col("node", "node"), Col("hostname", "host"), Col("pid", "pid", "int")],
-                                     o["nodes"], limit=R.budget["table_rows"])
+        procs += f'<p class="caption">{o["other_processes"]:,} more traced processes had no ROS node or callback.</p>'
+    body += fold(f"{plural(len(o['processes']), 'ROS process')}", procs)
+    body += fold(f"{plural(len(o['nodes']), 'node')}", table("nodes", [Col("node", "node"), Col("hostname", "host"),
+                                                                     Col("pid", "pid", "int")], o["nodes"],
+                                                               limit=R.budget["table_rows"]))
     if sources:
         body += '<p class="caption">Input: ' + ", ".join(f"<code>{esc(p)}</code>" for p in sources) + "</p>"
     R.page.add("overview", "Overview", body)
@@ -170,9 +180,8 @@ def callbacks(R: Report) -> None:
     orders = {"sort by p99": [lab[c] for c in by_p99 if c in lab], "sort by CPU share": [lab[c] for c in by_cpu if c in lab]}
     cap = ("Boxes: quartiles (p25, p50, p75) with whiskers at min and max; the red tick is p99; computed in DuckDB over "
            "every run." + _ms_caption(len(chosen), len(cbs), f"callbacks (the top {n} by CPU share and the top {n} by p99)"))
-    body += "<h3>Duration distribution per callback</h3>" + R.page.fig(
-        "callback_boxes", F.quartile_boxes([lab[c] for c in chosen], [q[c] for c in chosen], "Callback durations",
-                                           "duration (ms)", orders), cap)
+    fig = F.quartile_boxes([lab[c] for c in chosen], [q[c] for c in chosen], "Callback durations", "duration (ms)", orders)
+    body += "<h3>Duration distribution per callback</h3>" + R.page.fig("callback_boxes", fig, cap + F.floor_note(fig))
     body += series(R, by_cpu)
     body += timers(R)
     R.page.add("callbacks", "Callbacks", body)
@@ -197,7 +206,7 @@ def series(R: Report, by_cpu: list[int]) -> str:
 def timers(R: Report) -> str:
     rows = Q.timer_periods(R.con)
     if not rows:
-        return "<h3>Timer period and jitter</h3><p class=\"note\">No timer callback ran at least twice.</p>"
+        return fold("Timer period and jitter", '<p class="note">No timer callback ran at least twice.</p>')
     rows = rows[: R.budget["bars"]]
     labs = [F.t(R.labels.get(r["callback_id"], f"#{r['callback_id']}"), 90) for r in rows]
     fig = F.timers(labs, rows, [r["nominal_ns"] for r in rows], "Timer periods (time between consecutive run starts)")
@@ -205,9 +214,9 @@ def timers(R: Report) -> str:
         r["label"] = R.labels.get(r["callback_id"])
     tbl = table("timers", [Col("label", "timer callback"), Col("nominal_ns", "nominal ms", "ns"), Col("count", "periods", "int")]
                 + [Col(f"{s}_ns", f"{s} ms", "ns", "jitter" if s == "std" else "") for s in STATS], rows, row_id="callback_id")
-    return ("<h3>Timer period and jitter</h3>" + R.page.fig(
+    return fold(f"Timer period and jitter ({plural(len(rows), 'timer')})", R.page.fig(
         "timer_periods", fig, "Actual periods: quartiles, whiskers at min and max, p99 in red; the diamond is the nominal period. "
-        "Jitter is the standard deviation of the period.") + tbl)
+        "Jitter is the standard deviation of the period." + F.floor_note(fig)) + tbl)
 
 
 # ---------------------------------------------------------------- topics
@@ -240,11 +249,11 @@ def topics(R: Report) -> None:
     with_lat = sorted((t for t in tps if t["topic"] in lat), key=lambda t: -t["deliveries"])
     if with_lat:
         shown = with_lat[:n]
+        fig = F.quartile_boxes([F.t(t["topic"], 80) for t in shown], [lat[t["topic"]] for t in shown], "Latency per topic",
+                               "latency (ms)", prefix="lat_")
         body += "<h3>Publication-to-callback latency</h3>" + R.page.fig(
-            "topic_latency", F.quartile_boxes([F.t(t["topic"], 80) for t in shown], [lat[t["topic"]] for t in shown],
-                                              "Latency per topic", "latency (ms)", prefix="lat_"),
-            "Quartiles with whiskers at min and max, p99 in red, over every delivery (DuckDB)."
-            + _ms_caption(len(shown), len(with_lat), "topics (by deliveries)"))
+            "topic_latency", fig, "Quartiles with whiskers at min and max, p99 in red, over every delivery (DuckDB)."
+            + _ms_caption(len(shown), len(with_lat), "topics (by deliveries)") + F.floor_note(fig))
     else:
         body += '<h3>Publication-to-callback latency</h3><p class="note">No delivery could be measured: no transport link.</p>'
     drops = [t for t in tps if t.get("drops")]
@@ -268,8 +277,6 @@ def _thread_label(t: dict) -> str:
 
 
 def threads(R: Report, window: tuple[int, int] | None) -> None:
-    from roscope import executor
-
     ths = Q.threads(R.con)
     ex = {t["thread_id"]: t for t in executor.threads(R.db)}
     for t in ths:
@@ -282,7 +289,7 @@ def threads(R: Report, window: tuple[int, int] | None) -> None:
     body = ('<p class="sub">Threads that ran callbacks. Executor states (waiting for work, selecting the next ready handle, '
             "executing) come from ros2_tracing's executor events (Humble on); without them a thread's busy share is the time "
             "in its outermost callback runs over its traced time.</p>")
-    body += timeline_section(R, ths, window)
+    body += timeline.section(R, ths, window)
     if ths:
         key = "executing_share" if ex else "busy_share"
         shown = sorted(ths, key=lambda t: -(t[key] or 0))[: R.budget["bars"]]
@@ -290,49 +297,20 @@ def threads(R: Report, window: tuple[int, int] | None) -> None:
                   "waiting": [t["waiting_share"] for t in shown]}
         if not ex:
             shares = {"busy (callbacks)": [t["busy_share"] for t in shown]}
-        body += "<h3>Utilization per thread</h3>" + R.page.fig(
-            "utilization", F.utilization([F.t(t["label"], 80) for t in shown], shares, "Share of the traced time"),
+        util = R.page.fig(
+            "utilization", F.utilization([F.t(t["label"], 80) for t in shown], shares, "Share of the traced time",
+                                         {**timeline.STATES, "busy (callbacks)": F.RUN_COLOUR}),
             ("Executor state shares per thread." if ex else "Busy: outermost callback runs over the thread's traced time.")
             + _ms_caption(len(shown), len(ths), "threads (the busiest)"))
-        body += table("threads", [Col("hostname", "host"), Col("pid", "pid", "int"), Col("tid", "tid", "int"), Col("procname", "process"),
+        body += fold(f"Utilization per thread ({plural(len(ths), 'thread')})", util + table("threads", [Col("hostname", "host"), Col("pid", "pid", "int"), Col("tid", "tid", "int"), Col("procname", "process"),
                                   Col("nodes", "nodes"), Col("runs", "runs", "int"), Col("busy_share", "busy %", "pct"),
                                   Col("executing_share", "executing %", "pct"), Col("selecting_share", "selecting %", "pct"),
-                                  Col("waiting_share", "waiting %", "pct")], ths, row_id="thread_id", limit=R.budget["table_rows"])
+                                  Col("waiting_share", "waiting %", "pct")], ths, row_id="thread_id", limit=R.budget["table_rows"]))
     body += input_waits(R)
     R.page.add("threads", "Executors and threads", body)
 
 
-def timeline_section(R: Report, ths: list[dict], window: tuple[int, int] | None) -> str:
-    limit = R.budget["timeline"]
-    lo, hi = window or Q.default_window(R.con, R.first, R.last, limit)
-    tl = Q.timeline(R.con, lo, hi, limit)
-    if not tl["states"] and not tl["runs"]:
-        return '<h3>State timeline</h3><p class="note">Nothing ran in the window.</p>'
-    by_id = {t["thread_id"]: t for t in ths}
-    used = sorted({x["thread_id"] for x in tl["states"]} | {x["thread_id"] for x in tl["runs"]},
-                  key=lambda i: (by_id.get(i, {}).get("label", ""), i))
-    lanes, state_lane, run_lane = [], {}, {}
-    has_states = {x["thread_id"] for x in tl["states"]}
-    for i in used:
-        lab = F.t(by_id.get(i, {}).get("label", f"thread #{i}"), 60)
-        if i in has_states:
-            state_lane[i] = f"{lab} · executor"
-            lanes.append(state_lane[i])
-        run_lane[i] = f"{lab} · callbacks"
-        lanes.append(run_lane[i])
-    labels = {cb: F.t(R.labels.get(cb, f"#{cb}"), 120) for cb in {r["callback_id"] for r in tl["runs"]}}
-    title = f"{(lo - R.first) / 1e9:.3f} s to {(hi - R.first) / 1e9:.3f} s after the trace's start"
-    cap = (f"The window {title} ({(hi - lo) / 1e6:.1f} ms; choose another with --window START:END, in seconds)."
-           + (f" Only the first {limit:,} states and runs in it are drawn." if tl["truncated"] else " Everything in it is drawn."))
-    if tl["truncated"]:
-        R.sampled.append(f"the timeline draws the first {limit:,} executor states and callback runs of its window")
-    return "<h3>State timeline</h3>" + R.page.fig("timeline", F.timeline(lanes, tl["states"], tl["runs"], labels, state_lane, run_lane,
-                                                                         "Executor states and callback runs: " + title), cap)
-
-
 def input_waits(R: Report) -> str:
-    from roscope import executor
-
     waits = executor.input_waits(R.db)
     if not waits:
         return ('<h3>Input waits</h3><p class="note">No input wait: it needs transport links from publications to the '
@@ -345,9 +323,9 @@ def input_waits(R: Report) -> str:
             w["label"] += f" ({seen[w['label']]})"
     shown = waits[: R.budget["bars"]]
     fig = F.quartile_boxes([F.t(w["label"], 90) for w in shown], shown, "Input wait: publication to callback start", "wait (ms)")
-    return ("<h3>Input waits</h3>" + R.page.fig("input_waits", fig, "Per subscription callback: how long its messages waited from "
-                                                 "publication to the start of the run they fed; whiskers at min and max."
-                                                 + _ms_caption(len(shown), len(waits), "callbacks"))
+    return fold(f"Input waits ({plural(len(waits), 'subscription callback')})", R.page.fig(
+        "input_waits", fig, "Per subscription callback: how long its messages waited from publication to the start of the run "
+        "they fed; whiskers at min and max." + _ms_caption(len(shown), len(waits), "callbacks") + F.floor_note(fig))
             + table("input_waits", [Col("label", "callback"), Col("count", "messages", "int")]
                     + [Col(f"{s}_ns", f"{s} ms", "ns") for s in STATS]
                     + [Col("executor_busy_mean_ns", "busy mean ms", "ns", "time the thread ran other callbacks meanwhile"),
@@ -369,6 +347,7 @@ milliseconds; the data behind each table cell is kept in nanoseconds (its <code>
 trace's length: box plots are drawn from quantiles computed over every value; the duration-over-time plots bin long
 series; violins draw from a uniform sample of flows; the timeline shows one window. Each caption says what it shows.</p>
 {sampled}
+<details class="fold"><summary>Definitions</summary><div class="fold-body">
 <dl class="defs">
 <dt>Callback duration</dt><dd>From a callback run's start event to its end event on the same thread (nested runs are
 their own runs). Runs without an end are left out.</dd>
@@ -395,7 +374,11 @@ message on an output topic; its latency runs from that run's start to the output
 communication (publication to the start of the run it fed), computation (a run's start to its publication, or a run's
 duration before the next run of its node) and idle (between a run's end and the next run of the same node). Flows with
 the same callbacks and topics form a path. Tables I to IV follow the data-flow paper.</dd>
-</dl>
+<dt>How sure a flow is</dt><dd>A path is <em>guessed</em> when it rests on fallback intra-node edges (a node
+without annotations or a dependency file of <code>roscope deps</code>: every pair of its callbacks is assumed to
+depend), and has <em>no link</em> where a message is matched to the callback that took it without a transport link (the
+newest publication on the topic before the run).</dd>
+</dl></div></details>
 <p>Definitions in full: <code>docs/analyses.md</code>, <code>docs/model.md</code> and <code>docs/report.md</code> in
 roscope's source tree.</p>"""
     R.page.add("method", "How the numbers were made", body)

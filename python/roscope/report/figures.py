@@ -4,19 +4,27 @@ built from data that queries.py already aggregated or sampled.
 Plotly renders text in labels, ticks and hovers with a few HTML tags, so every
 string that comes from a trace goes through `t()` (HTML-escaped, control
 characters shown) before it reaches a figure.
+
+Layout rules every figure keeps: a plot with one row per item grows with its rows
+(ROW_PX each) and labels every row (one tick per category); a legend sits above the
+plot area, never beside an axis title; a log axis starts at the smallest value
+drawn, and a zero on it is drawn at that floor (the caption says so).
 """
 from __future__ import annotations
 
 import html as _html
+import math
 
-from roscope.commands._common import escape
+from roscope.text import escape
 
 KIND_COLOURS = {"communication": "#4c78a8", "computation": "#f58518", "idle": "#bab0ac"}
-STATE_COLOURS = {"executing": "#54a24b", "selecting": "#eeca3b", "waiting": "#d3d3d3"}
 EDGE_COLOURS = {"subscribes": "#4c78a8", "publishes": "#f58518", "implicit": "#b279a2"}
 OTHER_COLOURS = ["#54a24b", "#e45756", "#72b7b2", "#9d755d", "#ff9da6", "#79706e"]
+FLOW_COLOURS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#9d755d", "#eeca3b"]
 RUN_COLOUR = "#e45756"
-MS = "ms"
+#: Height of one labelled row of a categorical plot (px), and the margins around the rows.
+ROW_PX = 24
+TOP_PX, BOTTOM_PX = 60, 60
 
 
 def t(s, limit: int | None = None) -> str:
@@ -31,11 +39,17 @@ def ms(ns) -> float | None:
     return None if ns is None else round(float(ns) / 1e6, 6)
 
 
+def rows_height(n: int, top: int = TOP_PX, bottom: int = BOTTOM_PX, row: int = ROW_PX) -> int:
+    """The height of a plot with `n` labelled rows: every row gets `row` px."""
+    return top + bottom + row * max(n, 1)
+
+
 def _layout(title: str, height: int = 420, **kw) -> dict:
     lay = {
-        "title": {"text": title, "font": {"size": 15}},
+        "title": {"text": title, "font": {"size": 15}, "x": 0, "xanchor": "left", "xref": "paper", "y": 1,
+                  "yref": "container", "yanchor": "top", "pad": {"t": 10}},
         "height": height,
-        "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+        "margin": {"l": 60, "r": 20, "t": TOP_PX, "b": BOTTOM_PX},
         "font": {"family": "system-ui, sans-serif", "size": 12},
         "plot_bgcolor": "#fbfbfb",
         "hoverlabel": {"align": "left"},
@@ -44,30 +58,65 @@ def _layout(title: str, height: int = 420, **kw) -> dict:
     return lay
 
 
-def _log_axis(values) -> dict:
+def legend_on_top(lay: dict) -> dict:
+    """The legend in one row above the plot area, under the title: never over an axis title."""
+    lay["legend"] = {"orientation": "h", "x": 0, "xanchor": "left", "y": 1, "yanchor": "bottom", "traceorder": "normal"}
+    lay["margin"]["t"] = max(lay["margin"]["t"], 80)
+    lay["showlegend"] = True
+    return lay
+
+
+def every_row(labels: list[str], reverse: bool = True) -> dict:
+    """A categorical y axis that labels every one of `labels` (top to bottom)."""
+    return {"automargin": True, "type": "category", "tickmode": "linear", "dtick": 1, "categoryorder": "array",
+            "categoryarray": list(reversed(labels)) if reverse else list(labels)}
+
+
+def log_floor(values) -> float | None:
+    """The floor of a log axis over `values` (ms), or None for a linear axis: a log axis
+    when the positive values span more than 200x; its floor is the largest power of ten
+    at or below the smallest positive value."""
     v = [x for x in values if x is not None and x > 0]
-    if v and max(v) / min(v) > 200:
-        return {"type": "log"}
-    return {}
+    if not v or max(v) / min(v) <= 200:
+        return None
+    return 10 ** math.floor(math.log10(min(v)))
+
+
+def _log_axis(floor: float | None, values) -> dict:
+    if floor is None:
+        return {}
+    top = max(x for x in values if x is not None and x > 0)
+    return {"type": "log", "range": [math.log10(floor) - 0.05, math.log10(top) + 0.1]}
+
+
+def _floored(values: list, floor: float | None) -> list:
+    if floor is None:
+        return values
+    return [None if v is None else max(v, floor) for v in values]
 
 
 def quartile_boxes(labels: list[str], stats: list[dict], title: str, axis: str, sort_orders: dict[str, list[str]] | None = None,
                    prefix: str = "") -> dict:
-    """Horizontal box plots drawn from precomputed statistics (whiskers at min and max)."""
+    """Horizontal box plots drawn from precomputed statistics (whiskers at min and max).
+    On a log axis a 0 (e.g. a min of 0.000 ms) is drawn at the axis' floor
+    (`layout.meta.log_floor`, for the caption)."""
     g = lambda s, k: ms(s.get(f"{prefix}{k}_ns"))  # noqa: E731
+    keys = ("p25", "p50", "p75", "min", "max", "mean", "p99")
+    cols = {k: [g(s, k) for s in stats] for k in keys}
+    floor = log_floor([v for k in keys for v in cols[k]])
+    cols = {k: _floored(v, floor) for k, v in cols.items()}
     trace = {
         "type": "box", "orientation": "h", "name": "", "y": labels, "boxpoints": False,
-        "q1": [g(s, "p25") for s in stats], "median": [g(s, "p50") for s in stats], "q3": [g(s, "p75") for s in stats],
-        "lowerfence": [g(s, "min") for s in stats], "upperfence": [g(s, "max") for s in stats],
-        "mean": [g(s, "mean") for s in stats], "marker": {"color": "#4c78a8"}, "hoverinfo": "x+y",
+        "q1": cols["p25"], "median": cols["p50"], "q3": cols["p75"], "lowerfence": cols["min"], "upperfence": cols["max"],
+        "mean": cols["mean"], "marker": {"color": "#4c78a8"}, "hoverinfo": "x+y",
     }
-    p99 = {"type": "scatter", "mode": "markers", "name": "p99", "y": labels, "x": [g(s, "p99") for s in stats],
+    p99 = {"type": "scatter", "mode": "markers", "name": "p99", "y": labels, "x": cols["p99"],
            "marker": {"symbol": "line-ns-open", "size": 12, "color": "#e45756"}, "hovertemplate": "p99 %{x} ms<extra></extra>"}
-    height = max(260, 60 + 22 * len(labels))
     order = sort_orders or {}
     first = next(iter(order.values()), labels)
-    lay = _layout(title, height, showlegend=False, xaxis={"title": {"text": axis}, **_log_axis(trace["lowerfence"] + p99["x"])},
-                  yaxis={"automargin": True, "categoryorder": "array", "categoryarray": list(reversed(first))})
+    lay = _layout(title, rows_height(len(labels), top=80 if len(order) > 1 else TOP_PX), showlegend=False,
+                  xaxis={"title": {"text": axis}, **_log_axis(floor, [v for k in keys for v in cols[k]])},
+                  yaxis=every_row(first), meta={"log_floor": floor})
     if len(order) > 1:
         lay["updatemenus"] = [{
             "type": "buttons", "direction": "right", "x": 1, "y": 1.0, "yanchor": "bottom", "xanchor": "right", "pad": {"b": 8},
@@ -75,8 +124,14 @@ def quartile_boxes(labels: list[str], stats: list[dict], title: str, axis: str, 
                         for name, o in order.items()],
         }]
         lay["margin"]["t"] = 80
-        lay["title"].update({"x": 0, "xanchor": "left", "xref": "paper"})
     return {"data": [trace, p99], "layout": lay}
+
+
+def floor_note(fig: dict) -> str:
+    """The caption's words for a log axis' floor, if the figure has one."""
+    floor = fig["layout"].get("meta", {}).get("log_floor")
+    return "" if floor is None else (f" Log axis: a value of 0 (or below {floor:g} ms) is drawn at {floor:g} ms, "
+                                     "where the axis starts.")
 
 
 def bars(labels: list[str], values: list, title: str, axis: str, colour: str = "#4c78a8", hover: list[str] | None = None) -> dict:
@@ -84,74 +139,73 @@ def bars(labels: list[str], values: list, title: str, axis: str, colour: str = "
     if hover is not None:
         tr["hovertext"] = hover
         tr["hoverinfo"] = "text+x"
-    lay = _layout(title, max(240, 60 + 20 * len(labels)), showlegend=False, xaxis={"title": {"text": axis}},
-                  yaxis={"automargin": True, "autorange": "reversed"})
+    lay = _layout(title, rows_height(len(labels)), showlegend=False, xaxis={"title": {"text": axis}}, yaxis=every_row(labels))
     return {"data": [tr], "layout": lay}
 
 
 def timers(labels: list[str], stats: list[dict], nominal: list, title: str) -> dict:
     fig = quartile_boxes(labels, stats, title, "period (ms)")
-    fig["data"].append({"type": "scatter", "mode": "markers", "name": "nominal period", "y": labels, "x": [ms(n) for n in nominal],
+    floor = fig["layout"]["meta"]["log_floor"]
+    fig["data"].append({"type": "scatter", "mode": "markers", "name": "nominal period", "y": labels,
+                        "x": _floored([ms(n) for n in nominal], floor),
                         "marker": {"symbol": "diamond-open", "size": 10, "color": "#54a24b"},
                         "hovertemplate": "nominal %{x} ms<extra></extra>"})
-    fig["layout"]["showlegend"] = True
+    fig["data"][1]["showlegend"] = True
+    fig["data"][0]["showlegend"] = False
+    legend_on_top(fig["layout"])
     return fig
 
 
-def timeline(lanes: list[str], states: list[dict], runs: list[dict], run_labels: dict, state_lane: dict, run_lane: dict,
-             title: str) -> dict:
-    """Executor states and callback runs as horizontal bars per thread lane (ms from the window's start)."""
-    data = []
-    for state, colour in STATE_COLOURS.items():
-        sel = [s for s in states if s["state"] == state]
-        if not sel:
-            continue
-        data.append({"type": "bar", "orientation": "h", "name": state, "y": [state_lane[s["thread_id"]] for s in sel],
-                     "base": [round(s["t0"], 4) for s in sel], "x": [max(round(s["d"], 4), 1e-4) for s in sel],
-                     "marker": {"color": colour}, "hovertemplate": f"{state}: %{{x}} ms at %{{base}} ms<extra></extra>"})
-    if runs:
-        data.append({"type": "bar", "orientation": "h", "name": "callback run", "y": [run_lane[r["thread_id"]] for r in runs],
-                     "base": [round(r["t0"], 4) for r in runs], "x": [max(round(r["d"], 4), 1e-4) for r in runs],
-                     "hovertext": [run_labels.get(r["callback_id"], "?") for r in runs], "hoverinfo": "text+x",
-                     "marker": {"color": RUN_COLOUR, "opacity": 0.85}})
-    lay = _layout(title, max(260, 80 + 26 * len(lanes)), barmode="overlay", bargap=0.25,
-                  xaxis={"title": {"text": "ms from the window's start"}},
-                  yaxis={"automargin": True, "categoryorder": "array", "categoryarray": list(reversed(lanes))})
-    return {"data": data, "layout": lay}
-
-
-def utilization(labels: list[str], shares: dict[str, list], title: str) -> dict:
-    colours = {**STATE_COLOURS, "busy (callbacks)": RUN_COLOUR}
+def utilization(labels: list[str], shares: dict[str, list], title: str, colours: dict[str, str]) -> dict:
     data = [{"type": "bar", "orientation": "h", "name": k, "y": labels, "x": [round(100 * (x or 0), 3) for x in v],
              "marker": {"color": colours.get(k, "#888")}} for k, v in shares.items()]
-    lay = _layout(title, max(240, 70 + 24 * len(labels)), barmode="stack", xaxis={"title": {"text": "% of the thread's traced time"},
-                  "range": [0, 100]}, yaxis={"automargin": True, "autorange": "reversed"})
-    return {"data": data, "layout": lay}
+    lay = _layout(title, rows_height(len(labels), top=80), barmode="stack",
+                  xaxis={"title": {"text": "% of the thread's traced time"}, "range": [0, 100]}, yaxis=every_row(labels))
+    return {"data": data, "layout": legend_on_top(lay)}
 
 
 def violins(samples: list[tuple[str, list[float], int]], title: str) -> dict:
     """One violin per path: (label, latencies in ms, flows it was drawn from)."""
     data = [{"type": "violin", "name": label, "x": v, "orientation": "h", "box": {"visible": True}, "meanline": {"visible": True},
              "points": False, "hoveron": "violins+kde", "spanmode": "hard"} for label, v, _n in samples]
-    lay = _layout(title, max(260, 80 + 60 * len(samples)), showlegend=False, xaxis={"title": {"text": "end-to-end latency (ms)"}},
-                  yaxis={"automargin": True, "autorange": "reversed"})
+    labels = [s[0] for s in samples]
+    values = [x for _l, v, _n in samples for x in v]
+    floor = log_floor(values)
+    if floor is not None:
+        for d in data:
+            d["x"] = _floored(d["x"], floor)
+    lay = _layout(title, rows_height(len(samples), row=56), showlegend=False,
+                  xaxis={"title": {"text": "end-to-end latency (ms)" + (", log axis" if floor else "")},
+                         **_log_axis(floor, values)}, yaxis=every_row(labels), meta={"log_floor": floor})
     return {"data": data, "layout": lay}
 
 
 def breakdown(paths: list[tuple[str, list[dict]]], title: str) -> dict:
-    """Stacked bars: per path, its elements in order, each the mean time of its kind."""
+    """Stacked bars: per path, its elements in order, each the mean time of its kind, as
+    a share of the path's total (so that every path reads, whatever its latency).
+    Each segment is labelled inside with its number in the path, and its mean when
+    wide enough (a segment too narrow for its label hides it; the element table lists
+    them all)."""
     data, shown = [], set()
     for label, elements in paths:
-        for e in elements:
+        total = sum(ms(e["mean_ns"]) or 0 for e in elements) or 1
+        for i, e in enumerate(elements, 1):
             kind = e["kind"]
-            data.append({"type": "bar", "orientation": "h", "y": [label], "x": [ms(e["mean_ns"])], "name": kind,
+            value = ms(e["mean_ns"]) or 0
+            share = 100 * value / total
+            text = f"{i}. {e.get('short') or kind} {value:.3g} ms" if share > 12 else f"{i}"
+            data.append({"type": "bar", "orientation": "h", "y": [label], "x": [round(share, 4)], "name": kind,
                          "legendgroup": kind, "showlegend": kind not in shown, "marker": {"color": KIND_COLOURS[kind],
-                         "line": {"color": "white", "width": 1}}, "hovertext": [e["label"]], "hoverinfo": "text+x"})
+                         "line": {"color": "white", "width": 1}}, "text": [text], "textposition": "inside",
+                         "insidetextanchor": "middle", "textfont": {"size": 11}, "constraintext": "both",
+                         "hovertext": [f"{i}. {e['label']}: {value:.4g} ms ({share:.1f} %)"], "hoverinfo": "text"})
             shown.add(kind)
-    lay = _layout(title, max(240, 90 + 46 * len(paths)), barmode="stack",
-                  xaxis={"title": {"text": "mean time (ms), path elements in order"}},
-                  yaxis={"automargin": True, "autorange": "reversed"}, legend={"orientation": "h", "y": -0.2})
-    return {"data": data, "layout": lay}
+    labels = [p[0] for p in paths]
+    lay = _layout(title, rows_height(len(paths), top=80, row=46), barmode="stack",
+                  xaxis={"title": {"text": "share of the path's mean latency (%), its elements in order"}, "range": [0, 100]},
+                  yaxis=every_row(labels),
+                  uniformtext={"minsize": 9, "mode": "hide"})
+    return {"data": data, "layout": legend_on_top(lay)}
 
 
 def stacked(labels: list[str], parts: dict[str, tuple[str, list]], title: str, axis: str, hover: list[str]) -> dict:
@@ -161,13 +215,42 @@ def stacked(labels: list[str], parts: dict[str, tuple[str, list]], title: str, a
     data = [{"type": "bar", "orientation": "h", "name": name, "y": labels, "x": [v or 0 for v in values],
              "marker": {"color": colour, "line": {"color": "white", "width": 1}}, "customdata": hv,
              "hovertemplate": f"{name}: %{{x}} ms<br>%{{customdata}}<extra></extra>"} for name, (colour, values) in parts.items()]
-    lay = _layout(title, max(260, 90 + 26 * len(labels)), barmode="stack", xaxis={"title": {"text": axis}},
-                  yaxis={"automargin": True, "autorange": "reversed"}, legend={"orientation": "h", "y": -0.2, "traceorder": "normal"})
+    lay = _layout(title, rows_height(len(labels), top=80), barmode="stack", xaxis={"title": {"text": axis}},
+                  yaxis=every_row(labels))
+    return {"data": data, "layout": legend_on_top(lay)}
+
+
+def message_flow(lanes: list[str], flows: list[list[tuple[float, int]]], hover: list[str], title: str, first: int = 40) -> dict:
+    """CARET's message-flow plot: one line per data flow through the lanes of a path
+    (y: the path's elements in order, top to bottom), over time (x: ms from the
+    trace's start). `flows`: per flow its points (time, lane index) in order. The
+    view opens on the `first` flows (zoom out for the others)."""
+    data = []
+    for c in range(min(len(FLOW_COLOURS), len(flows))):
+        xs, ys, tx = [], [], []
+        for k in range(c, len(flows), len(FLOW_COLOURS)):
+            for x, lane in flows[k]:
+                xs.append(x)
+                ys.append(lanes[lane])
+                tx.append(hover[k])
+            xs.append(None)
+            ys.append(None)
+            tx.append(None)
+        data.append({"type": "scatter", "mode": "lines+markers", "x": xs, "y": ys, "hovertext": tx, "hoverinfo": "text+x",
+                     "line": {"color": FLOW_COLOURS[c], "width": 1.2}, "marker": {"size": 4}, "showlegend": False,
+                     "connectgaps": False})
+    xaxis = {"title": {"text": "ms from the trace's start"}}
+    shown = [x for f in flows[:first] for x, _ in f]
+    if len(flows) > first and shown:
+        pad = (max(shown) - min(shown)) * 0.02 or 1
+        xaxis["range"] = [min(shown) - pad, max(shown) + pad]
+    lay = _layout(title, rows_height(len(lanes), row=30), xaxis=xaxis, yaxis=every_row(lanes), showlegend=False)
     return {"data": data, "layout": lay}
 
 
 def graph(nodes: list[dict], edges: list[dict], title: str, xaxis: dict | None = None, yaxis: dict | None = None) -> dict:
-    """A directed graph: nodes {id, x, y, label, hover, group, symbol}; edges {a, b, kind}."""
+    """A directed graph at given positions: nodes {id, x, y, label, hover, group, symbol}; edges {a, b, kind}
+    (one message's flow graph: x is time, y a lane)."""
     pos = {n["id"]: (n["x"], n["y"]) for n in nodes}
     data = []
     kinds = []
@@ -192,14 +275,11 @@ def graph(nodes: list[dict], edges: list[dict], title: str, xaxis: dict | None =
     for n in nodes:
         groups.setdefault(n["group"], []).append(n)
     for g, ns in groups.items():
-        data.append({"type": "scatter", "mode": "markers+text", "name": g, "x": [n["x"] for n in ns], "y": [n["y"] for n in ns],
-                     "text": [n["label"] for n in ns], "hovertext": [n["hover"] for n in ns],
-                     "textposition": ["top center" if n["x"] % 2 == 0 else "bottom center" for n in ns],
-                     "hoverinfo": "text", "marker": {"size": 14, "symbol": [n.get("symbol", "circle") for n in ns],
-                                                     "line": {"width": 1, "color": "#333"}}})
-    height = max(320, 120 + 70 * (1 + max((n["y"] for n in nodes), default=0)))
+        data.append({"type": "scatter", "mode": "markers", "name": g, "x": [n["x"] for n in ns], "y": [n["y"] for n in ns],
+                     "hovertext": [n["hover"] for n in ns], "hoverinfo": "text",
+                     "marker": {"size": 12, "symbol": [n.get("symbol", "circle") for n in ns], "line": {"width": 1, "color": "#333"}}})
+    rows = 1 + max((n["y"] for n in nodes), default=0)
     xaxis = {"zeroline": False, **(xaxis or {"visible": False})}
     yaxis = {"zeroline": False, **(yaxis or {"visible": False, "autorange": "reversed"})}
-    legend = {"orientation": "h", "y": -0.3 if xaxis.get("title") else -0.12}
-    lay = _layout(title, height, annotations=annotations, legend=legend, xaxis=xaxis, yaxis=yaxis)
-    return {"data": data, "layout": lay}
+    lay = _layout(title, rows_height(rows, top=80, row=34), annotations=annotations, xaxis=xaxis, yaxis=yaxis)
+    return {"data": data, "layout": legend_on_top(lay)}

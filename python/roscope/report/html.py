@@ -16,7 +16,8 @@ import math
 import os
 from dataclasses import dataclass, field
 
-from roscope.commands._common import clean, escape
+from roscope.errors import UserError
+from roscope.text import clean, escape
 
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
 CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
@@ -33,8 +34,6 @@ def plotly_js() -> str:
     try:
         import plotly
     except ImportError:
-        from roscope.errors import UserError
-
         raise UserError("roscope report needs the `plotly` Python package (pip install plotly): "
                         "the page embeds its plotly.min.js") from None
     path = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
@@ -62,8 +61,9 @@ def json_block(obj) -> str:
 class Col:
     key: str
     title: str
-    kind: str = "text"  # text, ns (shown in ms), int, pct (share 0..1), float, hz
+    kind: str = "text"  # text, ns (shown in ms), int, pct (share 0..1), float, hz, html (already HTML: not escaped)
     tip: str = ""
+    sort: str | None = None  # for kind html: the key whose value sorts the column (data-v)
 
 
 def _num(v) -> bool:
@@ -88,7 +88,7 @@ def table(tid: str, cols: list[Col], rows: list[dict], row_id: str | None = None
     """A sortable table (id "tbl-" + tid); each numeric cell carries its exact value in data-v (ns
     for durations), and each row the value of `row_id` in data-id."""
     shown = rows if limit is None else rows[:limit]
-    head = "".join(f'<th class="{"text" if c.kind == "text" else "num"}" data-k="{esc(c.key)}"'
+    head = "".join(f'<th class="{c.kind if c.kind in ("text", "html") else "num"}" data-k="{esc(c.key)}"'
                    + (f' title="{esc(c.tip)}"' if c.tip else "") + f">{esc(c.title)}</th>" for c in cols)
     body = []
     for r in shown:
@@ -98,6 +98,9 @@ def table(tid: str, cols: list[Col], rows: list[dict], row_id: str | None = None
             if c.kind == "text":
                 cells.append(f'<td class="text" data-k="{esc(c.key)}" data-v="{esc(v if v is not None else "")}" '
                              f'title="{esc(v)}">{esc(v)}</td>')
+            elif c.kind == "html":
+                sv = r.get(c.sort) if c.sort else None
+                cells.append(f'<td class="html" data-k="{esc(c.key)}" data-v="{esc(sv if sv is not None else "")}">{v or ""}</td>')
             else:
                 dv = repr(float(v)) if _num(v) and isinstance(v, float) else (str(int(v)) if _num(v) else "")
                 cells.append(f'<td data-k="{esc(c.key)}" data-v="{dv}">{fmt(v, c.kind)}</td>')
@@ -108,6 +111,18 @@ def table(tid: str, cols: list[Col], rows: list[dict], row_id: str | None = None
         more = f'<p class="caption">The first {limit:,} of {len(rows):,} rows are shown.</p>'
     return (f'<div class="scroll"><table id="tbl-{esc(tid)}" class="sortable"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table></div>{more}")
+
+
+def fold(summary: str, body: str, *, opened: bool = False, cls: str = "") -> str:
+    """A folded part of a section: `summary` (HTML) always shown, `body` (HTML) on demand.
+    Plots inside are drawn when it is first opened."""
+    return (f'<details class="fold{" " + cls if cls else ""}"{" open" if opened else ""}><summary>{summary}</summary>'
+            f'<div class="fold-body">{body}</div></details>')
+
+
+def badge(text: str, kind: str, tip: str = "") -> str:
+    """A small coloured label (kind: guessed, nolink, racy, ok), with a tooltip."""
+    return f'<span class="badge {esc(kind)}"' + (f' title="{esc(tip)}"' if tip else "") + f">{esc(text)}</span>"
 
 
 # ---------------------------------------------------------------- page
@@ -141,5 +156,6 @@ class Page:
             f'<nav><span class="brand">roscope</span>{nav}</nav><main><h1>{esc(self.title)}</h1>'
             f'<p class="sub">{esc(subtitle)}</p>{secs}</main>'
             f'<script id="roscope-data" type="application/json">{data}</script>'
-            f"<script>{plotly_js()}</script><script>{asset('report.js')}</script></body></html>\n"
+            f"<script>{plotly_js()}</script><script>{asset('timeline.js')}</script><script>{asset('report.js')}</script>"
+            "</body></html>\n"
         )

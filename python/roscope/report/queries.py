@@ -11,10 +11,11 @@ import re
 
 import numpy as np
 
-from roscope.statistics import aggregates
+from roscope.errors import InputError
+from roscope.flavour import detect
+from roscope.percentiles import aggregates
+from roscope.trace import Trace
 
-#: ROS infrastructure topics that every node has: never sources or sinks of a data flow.
-INFRA_TOPICS = ("/parameter_events", "/rosout", "/rosout_agg")
 #: The model tables that have a `known` column (objects whose init event may be missing).
 OBJECT_TABLES = ("nodes", "publishers", "subscriptions", "timers", "services", "clients", "callbacks")
 
@@ -47,9 +48,6 @@ def overview(con) -> dict:
 
 def flavours(paths) -> list[str]:
     """The ROS flavour of each trace ("ROS 2 (Humble) + CARET"), from the traces' events."""
-    from roscope.flavour import detect
-    from roscope.trace import Trace
-
     try:
         summary = Trace(list(paths)).summary()
     except Exception:  # the traces are gone (a database whose sources moved): not worth failing the report
@@ -214,8 +212,6 @@ def timeline(con, lo: int, hi: int, limit: int) -> dict:
 
 def parse_window(text: str, first: int, last: int) -> tuple[int, int]:
     """'START:END' in seconds from the trace's start (either side may be empty)."""
-    from roscope.errors import InputError
-
     m = re.fullmatch(r"\s*([0-9.eE+-]*)\s*:\s*([0-9.eE+-]*)\s*", text or "")
     try:
         a = float(m.group(1)) if m and m.group(1) else 0.0
@@ -232,32 +228,6 @@ def parse_window(text: str, first: int, last: int) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------- data flows
-
-
-def auto_pairs(con) -> tuple[list[str], list[str]]:
-    """Input and output topics for data flows when none are given.
-
-    Node-level, as the default implicit dependencies (every callback of a node may
-    feed every other): a *source* is a topic published by a node that subscribes to
-    no topic with traffic; a *sink* is a topic with traffic that no node
-    subscribing to it republishes (on another topic). Only topics with
-    publications count, and never ROS infrastructure topics (INFRA_TOPICS)."""
-    rows = con.execute("""
-        WITH live AS (SELECT DISTINCT pi.topic, pi.node_id FROM publications_info pi
-                      WHERE pi.topic IS NOT NULL AND NOT list_contains(?::VARCHAR[], pi.topic)),
-        subs AS (SELECT DISTINCT s.node_id, s.name AS topic FROM subscriptions s
-                 JOIN (SELECT DISTINCT topic FROM live) lt ON lt.topic = s.name WHERE s.node_id IS NOT NULL),
-        src AS (SELECT DISTINCT topic FROM live l WHERE NOT EXISTS (
-                  SELECT 1 FROM live o JOIN subs s ON s.node_id = o.node_id
-                  WHERE o.topic = l.topic AND s.topic <> l.topic)),
-        sinks AS (SELECT DISTINCT topic FROM live l WHERE NOT EXISTS (
-                  SELECT 1 FROM subs s JOIN live o ON o.node_id = s.node_id AND o.topic <> s.topic WHERE s.topic = l.topic))
-        SELECT 'src', topic FROM src UNION ALL SELECT 'sink', topic FROM sinks ORDER BY 1, 2""", [list(INFRA_TOPICS)]).fetchall()
-    return [t for k, t in rows if k == "src"], [t for k, t in rows if k == "sink"]
-
-
-def exact_regex(topics: list[str]) -> str:
-    return "^(" + "|".join(re.escape(t) for t in topics) + ")$"
 
 
 def latency_samples(con, flows: str, per_path: int) -> dict[int, dict]:
@@ -304,7 +274,7 @@ def representative_steps(con, flows: str, steps: str, path_ids: list[int]) -> di
         return {}
     rows = records(con, f"""
         WITH first AS (SELECT path_id, min(flow_id) AS flow_id FROM {flows} WHERE list_contains(?::BIGINT[], path_id) GROUP BY 1)
-        SELECT f.path_id, s.step, s.is_run, s.id, c.callback_id, c.node, c.kind, c.topic AS cb_topic, c.period_ns,
+        SELECT f.path_id, s.step, s.is_run, s.id, s.edge, c.callback_id, c.node, c.kind, c.topic AS cb_topic, c.period_ns,
                pi.topic AS topic, pi.publish_ts, r.start_ts, r.end_ts
         FROM first f JOIN {steps} s ON s.flow_id = f.flow_id
         LEFT JOIN callback_runs r ON s.is_run = 1 AND r.run_id = s.id
@@ -317,14 +287,13 @@ def representative_steps(con, flows: str, steps: str, path_ids: list[int]) -> di
     return out
 
 
-def graph_edges(con, callback_ids: list[int]) -> list[dict]:
-    """Observed edges around the given callbacks: topic -> subscription callback
-    (subscribes), callback -> topic (published from its runs)."""
-    if not callback_ids:
-        return []
-    return records(con, """
-        SELECT 'subscribes' AS kind, c.topic AS topic, c.callback_id FROM callbacks_info c
-        WHERE c.kind = 'subscription' AND c.topic IS NOT NULL AND list_contains(?::BIGINT[], c.callback_id)
-        UNION
-        SELECT DISTINCT 'publishes', pi.topic, r.callback_id FROM publications_info pi JOIN callback_runs r USING (run_id)
-        WHERE pi.topic IS NOT NULL AND list_contains(?::BIGINT[], r.callback_id)""", [list(callback_ids)] * 2)
+def path_doubts(con, flows: str = "data_flows") -> dict[int, dict]:
+    """Per path of the last data-flow search: its flows, how many rest on fallback
+    intra-node edges, and, when the search marks racy flows (an `uncertain`
+    column), how many are uncertain (else None)."""
+    cols = {r[0] for r in con.execute(f"SELECT * FROM {flows} LIMIT 0").description}
+    racy = "count(*) FILTER (WHERE coalesce(uncertain::BOOLEAN, false))" if "uncertain" in cols else "NULL"
+    rows = records(con, f"""
+        SELECT path_id, count(*) AS flows, count(*) FILTER (WHERE fallback_edges > 0) AS on_fallback, {racy} AS uncertain
+        FROM {flows} GROUP BY path_id""")
+    return {r["path_id"]: r for r in rows}

@@ -9,6 +9,8 @@ transport, queued behind other callbacks (named), the thread waiting for a CPU
 """
 from __future__ import annotations
 
+from roscope import sched
+from roscope.errors import InputError
 from roscope.report import figures as F
 from roscope.report.build import Report
 from roscope.report.html import Col, esc, table
@@ -32,9 +34,6 @@ def _rank(rows: list[dict], what: str) -> list[str]:
 
 def why(R: Report) -> None:
     """Adds the section (nothing when the trace has neither callback runs nor input waits)."""
-    from roscope import sched
-    from roscope.errors import InputError
-
     top = R.budget["why_rows"]
     try:
         runs = sched.worst_runs(R.db, None, top)

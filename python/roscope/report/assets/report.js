@@ -26,7 +26,9 @@
                   line: { color: "#4c78a8", width: 1 } }];
     }
     return { data: traces, layout: {
-      title: { text: label, font: { size: 14 } }, height: 380, margin: { l: 60, r: 20, t: 50, b: 50 },
+      title: { text: label.length > 120 ? label.slice(0, 119) + "\u2026" : label, font: { size: 13 }, x: 0, xanchor: "left",
+               xref: "paper" },
+      height: 380, margin: { l: 60, r: 20, t: 50, b: 50 },
       xaxis: { title: { text: "ms from the trace's start" } },
       yaxis: { title: { text: "duration (ms)" }, rangemode: "tozero" }, plot_bgcolor: "#fbfbfb",
       legend: { orientation: "h", y: -0.2 } } };
@@ -55,10 +57,21 @@
     rows.forEach(function (r) { body.appendChild(r); });
   }
 
-  document.querySelectorAll(".plot[data-fig]").forEach(function (el) {
-    var fig = data.figs[el.getAttribute("data-fig")];
-    if (fig) draw(el, fig);
+  // A plot inside a folded part is drawn when the part is first opened (drawn folded, it
+  // would have no width); the timeline is drawn at once.
+  function drawIn(scope) {
+    scope.querySelectorAll(".plot[data-fig]").forEach(function (el) {
+      if (el.getAttribute("data-drawn") || el.closest("details:not([open])")) return;
+      var fig = data.figs[el.getAttribute("data-fig")];
+      if (fig) { el.setAttribute("data-drawn", "1"); draw(el, fig); }
+    });
+  }
+  drawIn(document);
+  document.querySelectorAll("details").forEach(function (d) {
+    d.addEventListener("toggle", function () { if (d.open) drawIn(d); });
   });
+  var tl = document.getElementById("timeline");
+  if (tl && data.timeline) RoscopeTimeline.draw(tl, data.timeline);
   var sel = document.getElementById("series-select");
   if (sel) {
     var el = document.getElementById("series-plot");

@@ -1,4 +1,4 @@
-"""The standard statistic set, and the one helper that builds its SQL.
+"""The standard statistic set as SQL, and exact percentiles of groups of any size.
 
 Every verb describes a set of durations with the same statistics and names
 (docs/analyses.md):
@@ -22,14 +22,28 @@ API:
         "count(expr) AS count, min(expr) AS min_ns, ..., max(expr) AS max_ns".
         `expr` and `prefix` are SQL written in roscope's code, never text from a
         user or a trace (those go in bind parameters).
+    grouped(db, source, by)     the statistics per group as rows, with exact
+                                percentiles also for groups too large for DuckDB's
+                                budget (`grouped_by_sort`: from a sort spilled to disk)
+
+The statistics of `roscope stats` (per callback, topic, node) are `roscope.stats`'s;
+this module is the machinery they and every other analysis share.
 """
 from __future__ import annotations
 
 import itertools
 import math
 import re
+from fractions import Fraction
+from typing import TYPE_CHECKING
 
-from roscope.results import scratch_catalog
+from roscope.memory import within_memory
+
+if TYPE_CHECKING:
+    from roscope.database import Database
+
+# DuckDB is imported in the functions that use it: the CLI's parser (every command's
+# defaults, `roscope --help`) and `roscope info` start without it.
 
 #: The statistics of a set of durations, in display order (count is separate).
 NAMES = ("min", "mean", "std", "p50", "p90", "p99", "max")
@@ -76,7 +90,7 @@ def aggregates(expr: str, prefix: str = "", count: str | None = "count", quartil
     min(duration_ns) AS min_ns, avg(duration_ns) AS mean_ns, ...``.
     """
     if not _IDENT.match(prefix + "x") or (count is not None and not _IDENT.match(count)):
-        raise ValueError(f"statistics.aggregates: bad column name prefix {prefix!r} or count {count!r}")
+        raise ValueError(f"percentiles.aggregates: bad column name prefix {prefix!r} or count {count!r}")
     cols = [f"count({expr}) AS {count}"] if count else []
     cols += [f"{_agg(n, expr, quartiles)} AS {prefix}{n}_ns" for n in names(quartiles)]
     return ", ".join(cols)
@@ -86,13 +100,11 @@ def _interpolate(lo: int | float, hi: int | float, d: float) -> float:
     """`quantile_cont`'s value between two neighbouring ranks, bit for bit: DuckDB
     computes lo * (1 - d) + hi * d with the first product and the sum fused into one
     rounding (its build contracts them into an FMA), so it is emulated exactly here."""
-    from fractions import Fraction
-
     a, b = float(lo), float(hi)
     return float(Fraction(a) * Fraction(1.0 - d) + Fraction(b * d))
 
 
-def grouped(db, source: str, by: list[str], *, quartiles: bool = False, extra: str = "",
+def grouped(db: Database, source: str, by: list[str], *, quartiles: bool = False, extra: str = "",
             what: str = "statistics") -> list[dict]:
     """The standard statistics of `x` per group of the columns `by` over `source`
     (SQL that selects the `by` columns, `x` and whatever the `extra` aggregates
@@ -106,7 +118,7 @@ def grouped(db, source: str, by: list[str], *, quartiles: bool = False, extra: s
     each percentile kept, and the value interpolated as `quantile_cont` does (the
     same doubles). Memory then stays within the budget whatever a group's size, and
     a warning says so; should the sort still not fit (the joins of `source`), it is
-    run again with the budget doubled (`db.within_memory`), with a warning. `by` and `extra` are SQL written in roscope's code."""
+    run again with the budget doubled (`memory.within_memory`), with a warning. `by` and `extra` are SQL written in roscope's code."""
     import duckdb
 
     k = ", ".join(by)
@@ -120,14 +132,12 @@ def grouped(db, source: str, by: list[str], *, quartiles: bool = False, extra: s
     if warning not in db.meta.setdefault("warnings", []):
         db.meta["warnings"].append(warning)
     # The sort itself needs little, but the joins of `source` a little more than a
-    # tight budget: then the budget is doubled for it, with a warning (db.within_memory).
-    from roscope.db import within_memory
-
+    # tight budget: then the budget is doubled for it, with a warning (memory.within_memory).
     return within_memory(db.con, lambda: grouped_by_sort(db, source, by, quartiles=quartiles, extra=extra),
                          db.meta["warnings"], what)
 
 
-def grouped_by_sort(db, source: str, by: list[str], *, quartiles: bool = False, extra: str = "") -> list[dict]:
+def grouped_by_sort(db: Database, source: str, by: list[str], *, quartiles: bool = False, extra: str = "") -> list[dict]:
     """`grouped`'s rows with the percentiles from a sort that spills, not `quantile_cont`.
     `source` is first stored in a temporary table, so that its joins are done (and
     their memory given back) before the aggregate and the sort read it."""
@@ -142,7 +152,7 @@ def grouped_by_sort(db, source: str, by: list[str], *, quartiles: bool = False, 
     name = f"_roscope_grouped_{next(_TEMP)}"
     # In the Database's scratch file when it has one: compressed, and not a temporary
     # table's in-memory bookkeeping for each block it spills (tens of MiB at 76M rows).
-    scratch = scratch_catalog(db)
+    scratch = db.scratch_catalog()
     table = f"{scratch}.{name}" if scratch else name
     db.con.execute(f"CREATE {'' if scratch else 'TEMP '}TABLE {table} AS {source}")
     try:

@@ -1,11 +1,12 @@
-"""The statistics queries over a dataset, defined once for every engine.
+"""The statistics queries over a dataset's runs, defined once for every engine.
 
 Each query is SQL text that DuckDB and Spark SQL (3.3 or newer) both accept, over
 the dataset's tables as views named after them, each with the partition column
 ``run`` (docs/dataset.md). `roscope.dataset` registers those views in DuckDB,
-`roscope.spark` in Spark; both run the same text from here.
+`roscope.spark` in Spark; both run the same text from here. (The report's bounded
+queries over one trace are `roscope.report.queries`'.)
 
-The statistics are the standard set (roscope.statistics, docs/analyses.md), in
+The statistics are the standard set (roscope.percentiles, docs/analyses.md), in
 the same SQL in both engines: ``count``, ``min``, ``avg`` (mean), ``stddev_samp``
 (std: n - 1 in the denominator, null for one value in both), ``max``, and each
 percentile as ``percentile_cont(f) WITHIN GROUP (ORDER BY x)``: linear
@@ -20,6 +21,11 @@ name)` runs it on a DuckDB connection with the views registered.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from roscope import dataset as ds
+
+# DuckDB is imported in the functions that use it: the CLI's parser (every command's
+# defaults, `roscope --help`) and `roscope info` start without it.
 
 #: The statistics of a set of durations, with their SQL (x: the duration's expression).
 STATS = {
@@ -112,8 +118,6 @@ def run_duckdb(dataset: str, names=("callbacks", "topics"), runs=None) -> dict[s
     patterns, None: all); {name: rows in key order}."""
     import duckdb
 
-    from roscope import dataset as ds
-
     chosen = ds.select(dataset, runs)
     con = duckdb.connect(":memory:")
     try:
@@ -125,7 +129,7 @@ def run_duckdb(dataset: str, names=("callbacks", "topics"), runs=None) -> dict[s
                 cur = con.execute(sql(n))
             except duckdb.Error as exc:
                 files = [f for t in QUERIES[n].tables for f in ds.table_files(dataset, t, chosen)]
-                raise ds._read_error(exc, files, dataset) from None
+                raise ds.read_error(exc, files, dataset) from None
             cols = [d[0] for d in cur.description]
             out[n] = order(n, [dict(zip(cols, r)) for r in cur.fetchall()])
         return out

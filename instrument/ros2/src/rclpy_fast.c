@@ -1,0 +1,182 @@
+/* _roscope_rclpy_fast: the rclpy hook's per-run calls (callback start/end, callback input,
+ * executor events) as a CPython extension, so that a traced callback costs a C call instead of
+ * a ctypes call (~1 us each on a slow core). It calls the ros_trace_* / roscope_ros2_*
+ * functions of roscope's preloaded ROS 2 tracer library, found when it is imported (an
+ * ImportError without it). Built per environment by instrument/ros2/Makefile. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+static void (*cb_start)(const void *, bool);
+static void (*cb_end)(const void *);
+static void (*cb_input)(const void *, const void *, int64_t);
+static void (*exec_execute)(const void *);
+static void (*exec_wait)(int64_t);
+static void (*exec_next)(void);
+
+static int ptr_arg(PyObject *o, void **out) {
+  *out = PyLong_AsVoidPtr(o);
+  return !(*out == NULL && PyErr_Occurred());
+}
+
+static PyObject *callback_start(PyObject *self, PyObject *arg) {
+  void *p;
+  if (!ptr_arg(arg, &p)) return NULL;
+  cb_start(p, false);
+  Py_RETURN_NONE;
+}
+
+static PyObject *callback_end(PyObject *self, PyObject *arg) {
+  void *p;
+  if (!ptr_arg(arg, &p)) return NULL;
+  cb_end(p);
+  Py_RETURN_NONE;
+}
+
+static PyObject *executor_execute(PyObject *self, PyObject *arg) {
+  void *p;
+  if (!ptr_arg(arg, &p)) return NULL;
+  exec_execute(p);
+  Py_RETURN_NONE;
+}
+
+static PyObject *executor_wait_for_work(PyObject *self, PyObject *arg) {
+  long long t = PyLong_AsLongLong(arg);
+  if (t == -1 && PyErr_Occurred()) return NULL;
+  exec_wait((int64_t)t);
+  Py_RETURN_NONE;
+}
+
+static PyObject *executor_get_next_ready(PyObject *self, PyObject *unused) {
+  exec_next();
+  Py_RETURN_NONE;
+}
+
+static PyObject *callback_input(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+  void *cb, *rmw;
+  if (n != 3) {
+    PyErr_SetString(PyExc_TypeError, "callback_input(callback, rmw_handle, sequence_number)");
+    return NULL;
+  }
+  if (!ptr_arg(args[0], &cb) || !ptr_arg(args[1], &rmw)) return NULL;
+  long long seq = PyLong_AsLongLong(args[2]);
+  if (seq == -1 && PyErr_Occurred()) return NULL;
+  cb_input(cb, rmw, (int64_t)seq);
+  Py_RETURN_NONE;
+}
+
+/* Traced(fn, handle[, rmw_handle, sequence_number]): calls fn between callback_start and
+ * callback_end of `handle` (after callback_input when a rmw handle is given): the thinnest
+ * wrapper around a callback, so that the run the trace shows is the callback's. Has
+ * __wrapped__ (inspect.signature follows it: rclpy looks at a callback's parameters). */
+typedef struct {
+  PyObject_HEAD
+  PyObject *fn;
+  void *handle;
+  void *rmw;
+  int64_t seq;
+  PyObject *dict;
+} Traced;
+
+static int traced_init(Traced *self, PyObject *args, PyObject *kw) {
+  PyObject *fn, *h, *rmw = NULL;
+  long long seq = -1;
+  if (!PyArg_ParseTuple(args, "OO|OL", &fn, &h, &rmw, &seq)) return -1;
+  if (!ptr_arg(h, &self->handle)) return -1;
+  self->rmw = NULL;
+  if (rmw != NULL && rmw != Py_None && !ptr_arg(rmw, &self->rmw)) return -1;
+  self->seq = (int64_t)seq;
+  Py_XSETREF(self->fn, Py_NewRef(fn));
+  return 0;
+}
+
+static PyObject *traced_call(Traced *self, PyObject *args, PyObject *kw) {
+  if (self->rmw != NULL) cb_input(self->handle, self->rmw, self->seq);
+  cb_start(self->handle, false);
+  PyObject *r = PyObject_Call(self->fn, args, kw);
+  cb_end(self->handle);
+  return r;
+}
+
+static int traced_traverse(Traced *self, visitproc visit, void *arg) {
+  Py_VISIT(self->fn);
+  Py_VISIT(self->dict);
+  return 0;
+}
+
+static int traced_clear(Traced *self) {
+  Py_CLEAR(self->fn);
+  Py_CLEAR(self->dict);
+  return 0;
+}
+
+static void traced_dealloc(Traced *self) {
+  PyObject_GC_UnTrack(self);
+  traced_clear(self);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *traced_wrapped(Traced *self, void *closure) { return Py_NewRef(self->fn ? self->fn : Py_None); }
+
+static PyGetSetDef traced_getset[] = {
+  {"__wrapped__", (getter)traced_wrapped, NULL, "the callback", NULL},
+  {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+  {NULL},
+};
+
+static PyTypeObject TracedType = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "_roscope_rclpy_fast.Traced",
+  .tp_basicsize = sizeof(Traced),
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+  .tp_new = PyType_GenericNew,
+  .tp_init = (initproc)traced_init,
+  .tp_call = (ternaryfunc)traced_call,
+  .tp_traverse = (traverseproc)traced_traverse,
+  .tp_clear = (inquiry)traced_clear,
+  .tp_dealloc = (destructor)traced_dealloc,
+  .tp_getset = traced_getset,
+  .tp_dictoffset = offsetof(Traced, dict),
+};
+
+static PyMethodDef methods[] = {
+  {"callback_start", callback_start, METH_O, "ros2:callback_start(callback, 0)"},
+  {"callback_end", callback_end, METH_O, "ros2:callback_end(callback)"},
+  {"callback_input", (PyCFunction)(void (*)(void))callback_input, METH_FASTCALL,
+   "roscope_ros2:callback_input(callback, rmw_handle, sequence_number)"},
+  {"executor_execute", executor_execute, METH_O, "ros2:rclcpp_executor_execute(handle)"},
+  {"executor_wait_for_work", executor_wait_for_work, METH_O, "ros2:rclcpp_executor_wait_for_work(timeout)"},
+  {"executor_get_next_ready", executor_get_next_ready, METH_NOARGS, "ros2:rclcpp_executor_get_next_ready()"},
+  {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_roscope_rclpy_fast", NULL, -1, methods};
+
+#define FIND(var, name)                                                                  \
+  do {                                                                                   \
+    *(void **)(&var) = dlsym(RTLD_DEFAULT, name);                                        \
+    if (var == NULL) {                                                                   \
+      PyErr_SetString(PyExc_ImportError, name " not found: roscope's ROS 2 tracer library is not loaded"); \
+      return NULL;                                                                       \
+    }                                                                                    \
+  } while (0)
+
+PyMODINIT_FUNC PyInit__roscope_rclpy_fast(void) {
+  FIND(cb_start, "ros_trace_callback_start");
+  FIND(cb_end, "ros_trace_callback_end");
+  FIND(cb_input, "roscope_ros2_callback_input");
+  FIND(exec_execute, "ros_trace_rclcpp_executor_execute");
+  FIND(exec_wait, "ros_trace_rclcpp_executor_wait_for_work");
+  FIND(exec_next, "ros_trace_rclcpp_executor_get_next_ready");
+  if (PyType_Ready(&TracedType) < 0) return NULL;
+  PyObject *m = PyModule_Create(&module);
+  if (m == NULL) return NULL;
+  if (PyModule_AddObjectRef(m, "Traced", (PyObject *)&TracedType) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

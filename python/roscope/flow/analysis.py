@@ -1,0 +1,38 @@
+"""The whole of `roscope flow --from --to` as one library call: `analyse(db,
+request)` orders the steps (causal links, the data-flow search, path and component
+statistics, response times) and gives DuckDB's memory back between them.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from roscope import response_time
+from roscope.flow.links import causal_link_table
+from roscope.flow.request import FlowRequest
+from roscope.flow.search import data_flows
+from roscope.flow.stats import component_stats, path_stats
+
+if TYPE_CHECKING:
+    from roscope.database import Database
+
+
+def analyse(db: Database, request: FlowRequest) -> dict:
+    """What `roscope flow` shows for `request`: {summary, causal_links (their count),
+    paths (`path_stats`), components (`component_stats`), warnings (the database's,
+    then the search's), losses, and with `request.definition` response_times}.
+    Durations in ns.
+
+    The causal links and the search both run over slices of the model on a long
+    trace (docs/analyses.md, "Slices"). After each step that inserts many rows, the
+    database takes a new connection (`Database.renew`): DuckDB gives back the memory
+    those inserts left outside its buffers only when its instance closes."""
+    links = causal_link_table(db, store=request.store, slice_publications=request.slice_publications)
+    db.renew()
+    summary = dict(data_flows(db, request))
+    db.renew()
+    flow_warnings = summary.pop("warnings")
+    out = {"summary": summary, "causal_links": links["links"], "paths": path_stats(db),
+           "components": component_stats(db), "warnings": db.warnings + flow_warnings, "losses": db.losses}
+    if request.definition:
+        out["response_times"] = response_time.response_times(db, request.definition, request.end, store=request.store)
+    return out

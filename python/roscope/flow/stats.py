@@ -1,0 +1,66 @@
+"""Statistics of the data flows of the last `data_flows` (docs/analyses.md): per
+path (`path_stats`: end-to-end latency and each of its parts) and per component
+(`component_stats`: communication per topic, idle per node, computation per
+callback, like the data-flow paper's Tables II-IV). Exact percentiles, also of a
+path too large for DuckDB's budget (`roscope.percentiles.grouped`).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from roscope import percentiles
+
+if TYPE_CHECKING:
+    from roscope.database import Database
+
+#: The latency parts of a data flow, columns of `data_flows` (ns).
+COMPONENTS = ("latency", "communication", "idle", "computation")
+
+#: The values of `path_stats` (one latency part `c` of every flow) and of
+#: `component_stats` (each table's source, group columns and extra aggregates),
+#: as `percentiles.grouped` reads them.
+PATH_SOURCE = "SELECT path_id, {c}_ns AS x FROM data_flows"
+COMPONENT_SOURCES = {
+    "communication_by_topic": ("""
+        SELECT pi.topic, s.duration_ns AS x
+        FROM data_flow_segments s JOIN publications_info pi ON pi.publication_id = s.a
+        WHERE s.kind = 'communication'""", ["topic"], ""),
+    "idle_by_node": ("""
+        SELECT c.node, s.duration_ns AS x
+        FROM data_flow_segments s JOIN callback_runs r ON r.run_id = s.b JOIN callbacks_info c USING (callback_id)
+        WHERE s.kind = 'idle'""", ["node"], ""),
+    "computation_by_callback": ("""
+        SELECT c.node, c.kind, c.topic, c.symbol, s.duration_ns AS x, r.duration_ns AS run_ns
+        FROM data_flow_segments s JOIN callback_runs r ON r.run_id = s.a JOIN callbacks_info c USING (callback_id)
+        WHERE s.kind = 'computation'""", ["node", "kind", "topic", "symbol"], "avg(run_ns) AS callback_mean_ns"),
+}
+
+
+def path_stats(db: Database) -> list[dict]:
+    """Per path (of the last `data_flows`): flow count, and for the end-to-end latency
+    and each of its parts the standard statistics (count, min_ns ... max_ns, with
+    quartiles). One query per part; exact percentiles of a path too large for
+    DuckDB's budget come from a sort spilled to disk (`percentiles.grouped`)."""
+    out = {r["path_id"]: {"path_id": r["path_id"], "flows": r["flows"], "path": r["path"],
+                          "fallback_edges": r["fallback_edges"]}
+           for r in db.records("SELECT path_id, flows, path, fallback_edges FROM paths "
+                               "WHERE flows > 0 ORDER BY flows DESC, path_id")}
+    for c in COMPONENTS:
+        rows = percentiles.grouped(db, PATH_SOURCE.format(c=c), ["path_id"], quartiles=True,
+                                  what="per-path latency statistics")
+        for r in rows:
+            if r["path_id"] in out:
+                out[r["path_id"]][c] = {"count": r["count"], **{k: r[k] for k in percentiles.keys(quartiles=True)}}
+    return list(out.values())
+
+
+def component_stats(db: Database) -> dict:
+    """Statistics per component over the distinct segments of all data flows (of the
+    last `data_flows`), like the data-flow paper's Tables II-IV: communication per
+    topic, idle per node (implicit dependencies), computation per callback (with the
+    callback's mean duration). Each table by decreasing mean."""
+    def by_mean(source: str, by: list[str], extra: str) -> list[dict]:
+        rows = percentiles.grouped(db, source, by, quartiles=True, extra=extra, what="per-component statistics")
+        return sorted(rows, key=lambda r: (r["mean_ns"] is None, -(r["mean_ns"] or 0)))
+
+    return {name: by_mean(*src) for name, src in COMPONENT_SOURCES.items()}

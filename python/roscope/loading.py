@@ -1,0 +1,444 @@
+"""Loading traces: the Rust model builder's tables into a DuckDB database.
+
+- `build(paths)`: runs the model builder (`_core`); with `put`, it streams the
+  instance tables in chunks while it reads;
+- `load(paths, out)`: builds into a DuckDB file `out` (or in memory) and returns
+  the writable `Database`; `write(paths, out)`: the same without opening it
+  afterwards (what `roscope load` runs);
+- the model's tables go in through large inserts (`_Inserts`), then the kernel
+  scheduling tables (`roscope.kernel.store`), the views, `meta` and `codes`.
+
+Every output (the database, Parquet files) is written under a temporary name
+beside its final one and renamed once all are complete.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import socket
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from roscope import _core, kernel, manifest
+from roscope.database import SCHEMA_VERSION, Database, connect, create_views
+from roscope.errors import DatabaseError, InputError, database_error
+from roscope.files import interrupts_deferred
+from roscope.trace import check_paths, table_from_core
+from roscope.version import __version__
+
+# DuckDB is imported in the functions that use it: the CLI's parser (every command's
+# defaults, `roscope --help`) and `roscope info` start without it.
+if TYPE_CHECKING:
+    import duckdb
+
+
+@dataclass
+class LoadResult:
+    db_path: str
+    tables: dict[str, int]
+    stats: dict[str, int]
+    warnings: list[str] = field(default_factory=list)
+    losses: list[tuple[str, int, int]] = field(default_factory=list)
+
+
+def _import_arrow() -> None:
+    import pyarrow  # noqa: F401
+
+
+def record_ids(paths: Sequence[str]) -> list[str]:
+    """The recording names of `roscope record` manifests at, above or inside the
+    given paths (a trace directory, or a folder of several)."""
+    ids = []
+    for _m, man in manifest.find(paths, below=True):
+        rid = man.get("record_id") if isinstance(man, dict) else None
+        if rid and rid not in ids:
+            ids.append(rid)
+    return ids
+
+
+#: A streaming build keeps the records of this much trace time (ns) in memory:
+#: older ones that nothing will change go to the database in chunks (docs/model.md).
+WINDOW_NS = 1_000_000_000
+
+
+#: A streaming build's builder runs at most this many chunks (one table's
+#: records of one flush, about half a MiB each on a ROS 2 trace) ahead of
+#: what is stored, so that it keeps reading while DuckDB stores an insert
+#: (2 made it wait through every insert; each chunk more is memory).
+STREAM_QUEUE = 16
+
+
+def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None = None, sync: bool = True,
+          put=None, window_ns: int = WINDOW_NS, flush_every: int = 0):
+    """Runs the model builder; returns ({table: arrow table}, stats, warnings, losses).
+    `sync`: synchronize several hosts' clocks from the messages between them.
+    With `put(name, arrow_table)`, the build streams: the instance tables go to
+    `put` in chunks while the builder reads (one table's chunks share its
+    columns), so memory is bounded by `window_ns` of trace time, and the
+    returned dict holds the rest of the tables. `flush_every`: events between
+    chunks (0: the core's default). Several hosts whose clocks are
+    synchronized are held to the end (every message pair is needed first)."""
+    if progress is None:
+        progress = sys.stderr.isatty()
+    # The core leaves the GIL while it builds: import Arrow meanwhile.
+    warm = threading.Thread(target=_import_arrow, daemon=True)
+    warm.start()
+    try:
+        if put is None:
+            tables, stats, warnings, losses = _core.build_model(list(paths), heuristics, progress, record_ids(paths) or None,
+                                                                sync)
+        else:
+            stream = _core.ModelStream(list(paths), heuristics, progress, record_ids(paths) or None, sync, window_ns,
+                                       flush_every=flush_every, queue=STREAM_QUEUE)
+            warm.join()
+            while (chunk := stream.next_chunk()) is not None:
+                put(chunk[0], table_from_core(chunk[1]))
+            tables, stats, warnings, losses = stream.finish()
+    finally:
+        # Also on an error: an interpreter that exits while this thread still
+        # imports DuckDB/pyarrow can abort (issue 15, item 3).
+        warm.join()
+    arrow = {name: table_from_core(table) for name, table in tables}
+    return arrow, dict(stats), list(warnings), [tuple(x) for x in losses]
+
+
+def _put(con: duckdb.DuckDBPyConnection, name: str, tbl, exists: bool) -> None:
+    """Stores an Arrow table (or a chunk of one) as the model table `name`,
+    created with the Arrow table's column types (relational API, no SQL text)."""
+    rel = con.from_arrow(tbl)
+    if exists:
+        rel.insert_into(name)
+    else:
+        rel.create(name)
+
+
+#: Chunks of a streaming build are stored in inserts of about this many bytes
+#: (all tables together): DuckDB inserts large batches twice as fast as the
+#: builder's chunks one by one (within a transaction, 16 MiB cost no more
+#: CPU than 32 MiB, and 16 MiB less memory).
+INSERT_BYTES = 16 << 20
+
+#: ... and committed every this many bytes: one commit per insert costs DuckDB
+#: about as much again (bench/load_speed.py), while DuckDB's memory cap still
+#: holds within a transaction (what does not fit is written out).
+COMMIT_BYTES = 256 << 20
+
+
+class _Inserts:
+    """Gathers a streaming build's chunks and stores them in large inserts,
+    in transactions of `COMMIT_BYTES`, with DuckDB on one thread (the builder
+    has the other core; two threads of DuckDB cost more CPU for no gain);
+    `rows` counts each table's rows. `close()` stores the rest, commits and
+    gives DuckDB its threads back."""
+
+    def __init__(self, con):
+        self.con = con
+        self.rows: dict[str, int] = {}
+        self.created: set[str] = set()
+        self.pending: dict[str, list] = {}
+        self.sizes: dict[str, int] = {}  # bytes pending per table (Table.nbytes is not free)
+        self.size = 0
+        self.uncommitted = 0
+        self.in_transaction = False
+        self.single_thread = False
+
+    def put(self, name: str, tbl) -> None:
+        n = tbl.nbytes
+        self.rows[name] = self.rows.get(name, 0) + tbl.num_rows
+        self.pending.setdefault(name, []).append(tbl)
+        self.sizes[name] = self.sizes.get(name, 0) + n
+        self.size += n
+        while self.size >= INSERT_BYTES:
+            self._store(max(self.sizes, key=self.sizes.__getitem__))
+
+    def _store(self, name: str) -> None:
+        import pyarrow as pa  # imported while the core builds (`build`): not at start-up
+
+        chunks = self.pending.pop(name)
+        n = self.sizes.pop(name)
+        self.size -= n
+        if not self.single_thread:
+            self.con.execute("SET threads = 1")
+            self.single_thread = True
+        if not self.in_transaction:
+            self.con.begin()
+            self.in_transaction = True
+        # The chunks as one stream: DuckDB reads them where they are (no concatenated copy).
+        stream = pa.RecordBatchReader.from_batches(chunks[0].schema, [b for t in chunks for b in t.to_batches()])
+        del chunks
+        _put(self.con, name, stream, name in self.created)
+        self.created.add(name)
+        self.uncommitted += n
+        if self.uncommitted >= COMMIT_BYTES:
+            self._commit()
+
+    def _commit(self) -> None:
+        if self.in_transaction:
+            self.con.commit()
+            self.in_transaction = False
+        self.uncommitted = 0
+
+    def close(self) -> None:
+        for name in list(self.pending):
+            self._store(name)
+        self._commit()
+        if self.single_thread:
+            self.con.execute("RESET threads")
+            self.single_thread = False
+
+
+def _fill(con: duckdb.DuckDBPyConnection, meta: dict) -> None:
+    """The views, `meta` and `codes`, once the model's tables are in."""
+    create_views(con)
+    con.execute("CREATE TABLE meta (key VARCHAR, value VARCHAR)")
+    con.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
+    # The code tables of the schema (crates/model/src/schema.rs), as one lookup table.
+    con.execute("CREATE TABLE codes (code_table VARCHAR, code BIGINT, name VARCHAR, doc VARCHAR)")
+    con.executemany("INSERT INTO codes VALUES (?, ?, ?, ?)",
+                    [(t["name"], v["code"], v["name"], v["doc"]) for t in json.loads(_core.schema())["codes"] for v in t["values"]])
+
+
+def _output_target(out: str, force: bool) -> str:
+    """Checks where `load` may write `out`; returns its absolute path. Refuses to
+    replace anything but a regular file (and that only with `force`)."""
+    if not os.fspath(out):
+        raise InputError("the output path is empty: give the DuckDB file to write")
+    target = os.path.abspath(out)
+    parent = os.path.dirname(target)
+    if os.path.lexists(target):
+        if os.path.islink(target):
+            raise InputError(f"{out}: is a symbolic link; give the path of the database itself")
+        if not os.path.isfile(target):
+            raise InputError(f"{out}: exists and is not a regular file; roscope replaces only regular files")
+        if not force:
+            raise InputError(f"{out}: already exists (roscope never overwrites; pass --force to replace it)")
+    if not os.path.isdir(parent):
+        if os.path.lexists(parent):
+            raise InputError(f"{out}: {parent} is not a directory")
+        raise InputError(f"{out}: the directory {parent} does not exist")
+    return target
+
+
+def _temp_beside(target: str, suffix: str) -> str:
+    """A fresh, unused name in the target's directory (created empty, then removed,
+    with Ctrl-C held back meanwhile: an interrupt there would leave the file)."""
+    with interrupts_deferred():
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=suffix,
+                                       dir=os.path.dirname(target))
+        except OSError as exc:  # the error would name the temporary file, which the user never gave
+            raise InputError(f"{target}: cannot write in {os.path.dirname(target)}: {exc.strerror or exc}") from None
+        os.close(fd)
+        os.remove(tmp)
+    return tmp
+
+
+def _remove_quietly(*paths: str) -> None:
+    for p in paths:
+        try:
+            os.remove(p)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            print(f"roscope: warning: {p}: cannot remove the partial file: {exc.strerror}", file=sys.stderr)
+
+
+def _commit(tmp: str, target: str, force: bool) -> None:
+    """Renames a complete temporary file to `target`. Without `force` it never
+    replaces anything (a hard link fails if `target` appeared meanwhile); with
+    `force` it replaces only a regular file, checked again just before."""
+    if not force:
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            raise InputError(f"{target}: appeared while roscope was writing it; left as it is (pass --force to replace it)") from None
+        except OSError:  # a file system without hard links
+            if os.path.lexists(target):
+                raise InputError(f"{target}: appeared while roscope was writing it; left as it is") from None
+            os.replace(tmp, target)
+            return
+        os.remove(tmp)
+        return
+    if os.path.lexists(target) and (os.path.islink(target) or not os.path.isfile(target)):
+        raise InputError(f"{target}: is no longer a regular file; roscope replaces only regular files")
+    # The replaced database's log (a DuckDB closed without a checkpoint leaves one) belongs
+    # to it: beside the new file DuckDB would refuse to open it ("WAL does not match").
+    wal, old_wal = target + ".wal", None
+    if os.path.isfile(wal) and not os.path.islink(wal):
+        old_wal = _temp_beside(wal, ".old")
+        os.replace(wal, old_wal)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        if old_wal is not None:
+            os.replace(old_wal, wal)
+        raise
+    if old_wal is not None:
+        _remove_quietly(old_wal)
+
+
+#: DuckDB's memory cap while `load` writes a database file (bytes): what does
+#: not fit is written out, so a long trace does not need more.
+LOAD_MEMORY = 64 << 20
+
+
+def _write_outputs(target: str | None, parquet_dir: str | None, fill, force: bool, memory: int | None = None):
+    """Writes the database (`target`, or in memory if None; `fill(con)` stores
+    the tables and returns their names) and the Parquet files, each under a
+    temporary name beside its final one, and renames them only once all are
+    complete: a failure or an interrupt leaves no partial file and every old
+    output intact. Returns the in-memory connection, or None."""
+    import duckdb
+
+    temps: list[tuple[str, str]] = []
+    con = None
+    try:
+        if target is None:
+            con = duckdb.connect(":memory:")
+        else:
+            temps.append((_temp_beside(target, ".tmp"), target))
+            con = connect(temps[0][0], read_only=False)
+            budget = LOAD_MEMORY if memory is None else int(memory)
+            if budget > 0:
+                con.execute("SET memory_limit = ?", [f"{max(budget >> 20, 16)}MiB"])
+        names = fill(con)
+        for name in names if parquet_dir else ():
+            final = os.path.join(parquet_dir, f"{name}.parquet")
+            temps.append((_temp_beside(final, ".tmp"), final))
+            con.table(name).write_parquet(temps[-1][0])  # relational API: no SQL text built from the path
+        if target is not None:
+            con.execute("CHECKPOINT")  # everything into the file (a full disk fails here, not silently at close)
+            con.close()
+            con = None
+            if os.path.exists(temps[0][0] + ".wal"):
+                raise DatabaseError(f"{target}: DuckDB could not write the whole database (its log {temps[0][0]}.wal stayed)")
+        with interrupts_deferred():  # all outputs renamed, or none: never a new database beside old Parquet files
+            for tmp, final in temps:
+                _commit(tmp, final, force)
+        return con
+    except BaseException as exc:
+        if con is not None and target is not None:
+            con.close()
+        _remove_quietly(*(t for t, _ in temps), *(t + ".wal" for t, _ in temps[:1] if target is not None))
+        if (isinstance(exc, RuntimeError) and str(exc) == "Query interrupted") or (
+                isinstance(exc, duckdb.Error) and "KeyboardInterrupt" in str(exc)):
+            # Ctrl-C while DuckDB scans an Arrow table comes back as a RuntimeError, or,
+            # when it hit the Python code DuckDB called (e.g. counting the rows of a
+            # registered table), as a DuckDB error quoting the KeyboardInterrupt.
+            raise KeyboardInterrupt from None
+        if isinstance(exc, duckdb.Error):
+            raise database_error(exc, target or parquet_dir, "write") from None
+        raise
+
+
+def _parquet_targets(parquet_dir: str, force: bool) -> None:
+    """Refuses, before any work, a Parquet directory that is not one, or
+    existing table files that may not be replaced."""
+    if os.path.lexists(parquet_dir) and (os.path.islink(parquet_dir) or not os.path.isdir(parquet_dir)):
+        raise InputError(f"{parquet_dir}: exists and is not a directory")
+    if not os.path.isdir(parquet_dir):
+        return
+    for n in sorted(os.listdir(parquet_dir)):
+        t = os.path.join(parquet_dir, n)
+        if not n.endswith(".parquet"):
+            continue
+        if not force:
+            raise InputError(f"{t}: already exists (roscope never overwrites; pass --force to replace it)")
+        if os.path.islink(t) or not os.path.isfile(t):
+            raise InputError(f"{t}: exists and is not a regular file; roscope replaces only regular files")
+
+
+def load(
+    paths: Sequence[str],
+    out: str | None = None,
+    *,
+    heuristics: bool = True,
+    parquet_dir: str | None = None,
+    force: bool = False,
+    sync: bool = True,
+    memory: int | None = None,
+    window_ns: int | None = None,
+    kernel: bool = True,
+) -> tuple[Database, LoadResult]:
+    """Builds the model of `paths` into a DuckDB file `out` (in memory if None).
+
+    The file, and the Parquet files (`parquet_dir`/<table>.parquet), are written
+    under temporary names beside them and renamed when all are complete: a
+    failure or an interrupt leaves no partial file, and existing outputs
+    (replaced only with `force`, and only if they are regular files) stay intact. Returns the
+    database (writable) and a LoadResult. Raises InputError for a bad output
+    path, DatabaseError when DuckDB cannot write (disk full, permission).
+    The build streams (`build`, `window_ns` of trace time in memory) into the
+    database; writing a file, DuckDB keeps at most `memory` bytes (default
+    `LOAD_MEMORY`; 0: DuckDB's own limit). `kernel=False` leaves out kernel
+    scheduling data (perf.data, LTTng sched events): its tables stay empty.
+    """
+    con, meta, res = _build_and_write(paths, out, heuristics, parquet_dir, force, sync, memory, window_ns, kernel)
+    if con is None:
+        con = connect(os.path.abspath(out), read_only=False)
+    return Database(con, res.db_path, meta, read_only=False), res
+
+
+def write(paths: Sequence[str], out: str, *, heuristics: bool = True, parquet_dir: str | None = None,
+          force: bool = False, sync: bool = True, memory: int | None = None, window_ns: int | None = None,
+          kernel: bool = True) -> LoadResult:
+    """`load` into the file `out` without opening it afterwards: once the file is
+    in place, nothing of roscope holds it (opened for writing, it would lock out a
+    reader started meanwhile, e.g. `roscope stats`). What `roscope load` runs."""
+    con, _meta, res = _build_and_write(paths, out, heuristics, parquet_dir, force, sync, memory, window_ns, kernel)
+    if con is not None:
+        con.close()
+    return res
+
+
+def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memory=None, window_ns=None,
+                     with_kernel=True):
+    """`load`'s work: (the in-memory connection or None, meta, LoadResult)."""
+    paths = check_paths(paths)
+    target = _output_target(out, force) if out is not None else None
+    if parquet_dir:
+        _parquet_targets(parquet_dir, force)
+    done: dict = {}
+
+    def fill(con) -> list[str]:
+        ins = _Inserts(con)
+        # window_ns=0: the whole trace in memory, then stored (no streaming).
+        arrow, stats, warnings, losses = build(paths, heuristics, sync=sync, put=ins.put if window_ns != 0 else None,
+                                               window_ns=WINDOW_NS if window_ns is None else window_ns)
+        # The model's tables go in first (and the ones held to the end are freed); then
+        # the kernel tables are made in the database itself, under its memory limit.
+        names = list(arrow)
+        needs = {k: arrow[k] for k in kernel.NEEDS if k in arrow}
+        for name in names:
+            ins.put(name, arrow.pop(name))
+        ins.close()
+        kernel_rows = kernel.store(con, paths, needs, warnings, enabled=with_kernel)
+        meta = {
+            "schema_version": SCHEMA_VERSION,
+            "roscope_version": __version__,
+            "sources": [os.path.abspath(p) for p in paths],
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "host": socket.gethostname(),
+            "heuristic_links": heuristics,
+            "clock_sync": sync,
+            "kernel": with_kernel,
+            "stats": stats,
+            "warnings": warnings,
+            "losses": losses,
+        }
+        _fill(con, meta)
+        # The schema's order (every table comes once more at the end, maybe empty).
+        done.update(meta=meta, rows={**{name: ins.rows[name] for name in names}, **kernel_rows})
+        return names + list(kernel_rows)
+
+    if parquet_dir:
+        os.makedirs(parquet_dir, exist_ok=True)
+    con = _write_outputs(target, parquet_dir, fill, force, memory)
+    meta = done["meta"]
+    where = out if out is not None else ":memory:"
+    return con, meta, LoadResult(where, done["rows"], meta["stats"], meta["warnings"], meta["losses"])

@@ -1,0 +1,143 @@
+"""DuckDB's memory: the budget of an analysis, a step given more when it needs
+it, and the private temporary directories DuckDB spills into.
+
+- `MEMORY_BUDGET`: DuckDB's memory cap on the connections of `roscope.open` (what
+  `Database.limit_memory` sets by default);
+- `memory_limit(con)`: the cap of a connection, as DuckDB shows it and in bytes;
+- `within_memory(con, step, warnings, what)`: `step()`, with the cap doubled
+  (and a warning) while it runs out of memory;
+- `private_dir()` / `remove_private_dir(path)`: a directory of this process
+  only (mode 0700, locked while the process lives) for a database's files and
+  DuckDB's spill; those of processes killed without cleaning up are removed by
+  the next one.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import shutil
+import stat
+import tempfile
+import time
+from typing import TYPE_CHECKING
+
+# DuckDB is imported in the functions that use it: the CLI's parser (every command's
+# defaults, `roscope --help`) and `roscope info` start without it.
+if TYPE_CHECKING:
+    import duckdb
+
+#: DuckDB's memory cap on the connections of `open` (bytes; see
+#: `Database.limit_memory`): results larger than this (data flows) spill to disk.
+#: With the data-flow search over slices of the model, this is most of what an
+#: analysis of a long trace holds (bench/scale.py).
+MEMORY_BUDGET = 256 << 20
+
+_UNITS = {"b": 1, "bytes": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+
+
+def memory_limit(con: duckdb.DuckDBPyConnection) -> tuple[str, int]:
+    """DuckDB's memory limit of `con`: as DuckDB shows it, and in bytes."""
+    shown = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    m = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]*)\s*", shown)
+    return shown, int(float(m.group(1)) * _UNITS.get(m.group(2).lower() or "b", 1)) if m else 0
+
+
+def within_memory(con: duckdb.DuckDBPyConnection, step, warnings: list[str], what: str, *, at_least: int = 0,
+                  undo=None, restore: bool = True):
+    """`step()` with DuckDB's memory limit on `con` raised to `at_least` if lower,
+    and doubled while `step` runs out of it (`undo()` then removes what it left),
+    up to DuckDB's own default (80% of the RAM), each time with a warning
+    ("`what`: N MiB of memory were not enough; made with 2N MiB"). Some queries
+    hold one group or one partition whole (an ordered window over the busiest
+    thread's sched events or input waits): better slower and told than
+    failed. `restore`: put the limit back afterwards (else the raised limit stays
+    for the connection's next queries, which are likely to need it too)."""
+    import duckdb
+
+    shown, limit = memory_limit(con)
+    ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 8 // 10
+    budget = max(limit, at_least)
+    try:
+        while True:
+            if budget != limit:
+                con.execute("SET memory_limit = ?", [f"{budget >> 20}MiB"])
+            try:
+                return step()
+            except duckdb.OutOfMemoryException:
+                if undo is not None:
+                    undo()
+                if budget >= ram:
+                    raise
+                grown = min(2 * budget, ram)
+                warnings.append(f"{what}: {budget >> 20} MiB of memory were not enough; made with {grown >> 20} MiB "
+                                "(--memory sets the budget)")
+                budget = grown
+    finally:
+        if restore and budget != limit:
+            with contextlib.suppress(Exception):
+                con.execute("SET memory_limit = ?", [shown])
+
+
+#: The prefix of a Database's private temporary directories (in `$TMPDIR`).
+PRIVATE_PREFIX = "roscope-duckdb-"
+#: A private directory is removed by another roscope only if no process holds its
+#: lock and it is older than this (seconds): its creator locks it right after
+#: making it.
+PRIVATE_MIN_AGE = 60
+
+#: The lock of each private directory of this process (path -> fd), released on removal.
+_LOCKS: dict[str, int] = {}
+
+
+def private_dir() -> str:
+    """A new private temporary directory (mode 0700) for a Database's files, held
+    under a shared lock (`flock`) while this process lives. The directories of
+    roscope processes that are gone without cleaning up (killed with SIGKILL, e.g.
+    by the OOM killer, when the model file in it may be gigabytes) are removed
+    first: no process holds their lock."""
+    sweep_private_dirs(tempfile.gettempdir())
+    path = tempfile.mkdtemp(prefix=PRIVATE_PREFIX)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    _LOCKS[path] = fd
+    # Where flock is not supported, nothing takes the lock, so nothing is removed.
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    return path
+
+
+def remove_private_dir(path: str) -> None:
+    """Removes a directory of `private_dir` with what is in it, and releases its lock."""
+    shutil.rmtree(path, ignore_errors=True)
+    fd = _LOCKS.pop(path, None)
+    if fd is not None:
+        os.close(fd)
+
+
+def sweep_private_dirs(tmp: str) -> None:
+    """Removes this user's private directories in `tmp` that no process holds."""
+    try:
+        names = [n for n in os.listdir(tmp) if n.startswith(PRIVATE_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(tmp, name)
+        try:
+            st = os.lstat(path)
+            if (not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid()
+                    or time.time() - st.st_ctime < PRIVATE_MIN_AGE):
+                continue
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: its process is alive
+            os.close(fd)
+            continue
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+        finally:
+            os.close(fd)

@@ -1,0 +1,138 @@
+"""LTTng's commands (``lttng``, ``lttng-sessiond``) and babeltrace2's count of what a
+session wrote. Arguments are passed as argv lists, never through a shell."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from roscope.processes.tracking import tracking
+from roscope.record.options import DEFAULT_CHANNEL, DEFAULT_CONTEXTS, RecordError, RecordOptions
+
+
+def lttng(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Runs `lttng ARGS`; with `check`, a failure is a RecordError quoting LTTng's last lines."""
+    if shutil.which("lttng") is None:
+        raise RecordError("the 'lttng' command was not found; install lttng-tools")
+    p = subprocess.run(["lttng", *args], capture_output=True, text=True)
+    if check and p.returncode != 0:
+        msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
+        raise RecordError(f"'lttng {' '.join(args)}' failed: {' / '.join(msg[-3:]) if msg else p.returncode}")
+    return p
+
+
+def ensure_sessiond() -> bool:
+    """Start a user-space lttng-sessiond if none answers. Returns True if one was started."""
+    if subprocess.run(["pgrep", "-x", "lttng-sessiond"], capture_output=True).returncode == 0:
+        return False
+    if shutil.which("lttng-sessiond") is None:
+        raise RecordError("no lttng-sessiond is running and the 'lttng-sessiond' command was not found")
+    # a daemon on purpose: it serves every session, and is never stopped as one of roscope's processes
+    p = tracking().run_daemon(["lttng-sessiond", "--daemonize", "--no-kernel"], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RecordError(f"could not start lttng-sessiond: {p.stderr.strip()}")
+    for _ in range(50):
+        if lttng("list", check=False).returncode == 0:
+            return True
+        time.sleep(0.1)
+    raise RecordError("lttng-sessiond was started but does not answer")
+
+
+def lttng_sessions() -> dict[str, str]:
+    """{session name: output path} of the LTTng sessions the session daemon knows ({} if none answers)."""
+    if shutil.which("lttng") is None:
+        return {}
+    p = subprocess.run(["lttng", "--mi", "xml", "list"], capture_output=True, text=True)
+    if p.returncode != 0:
+        return {}
+    try:
+        root = ET.fromstring(p.stdout)
+    except ET.ParseError:
+        return {}
+    out = {}
+    for s in root.iter():
+        if s.tag.rsplit("}", 1)[-1] != "session":
+            continue
+        kids = {c.tag.rsplit("}", 1)[-1]: (c.text or "") for c in s}
+        if kids.get("name"):
+            out[kids["name"]] = kids.get("path", "")
+    return out
+
+
+def create_session(name: str, out: Path) -> None:
+    """Creates session `name` writing into `out` (then ``configure_and_start``; the caller
+    destroys it if that fails: the session exists once this returned)."""
+    lttng("create", name, f"--output={out}")
+
+
+def configure_and_start(name: str, opts: RecordOptions) -> None:
+    """The channel, events and contexts of a created session, then 'lttng start'."""
+    lttng("enable-channel", "--userspace", DEFAULT_CHANNEL, f"--subbuf-size={opts.subbuf_size}",
+          f"--num-subbuf={opts.num_subbuf}", f"--session={name}")
+    for ev in opts.events:
+        lttng("enable-event", "--userspace", ev, f"--channel={DEFAULT_CHANNEL}", f"--session={name}")
+    ctx = []
+    for c in DEFAULT_CONTEXTS:
+        ctx += ["-t", c]
+    lttng("add-context", "--userspace", f"--channel={DEFAULT_CHANNEL}", f"--session={name}", *ctx)
+    lttng("start", name)
+
+
+def destroy_session(name: str) -> list[str]:
+    """'lttng stop' and 'lttng destroy'; returns what failed (nothing raised)."""
+    problems = []
+    for args in (("stop", name), ("destroy", name)):
+        p = lttng(*args, check=False)
+        if p.returncode != 0:
+            problems.append(f"lttng {' '.join(args)}: {p.stderr.strip()}")
+    return problems
+
+
+def lttng_version() -> str:
+    p = lttng("--version", check=False)
+    return p.stdout.strip().splitlines()[0] if p.stdout.strip() else "?"
+
+
+_COUNT_SCRIPT = r"""
+import json, sys
+import bt2
+ev = disc = lost = 0
+for m in bt2.TraceCollectionMessageIterator(sys.argv[1]):
+    t = type(m)
+    if t is bt2._EventMessageConst:
+        ev += 1
+    elif t is bt2._DiscardedEventsMessageConst:
+        disc += m.count or 0
+    elif t is bt2._DiscardedPacketsMessageConst:
+        lost += m.count or 0
+print(json.dumps({"events": ev, "discarded_events": disc, "packets_lost": lost}))
+"""
+
+
+def count_discarded(trace_dir: Path) -> dict:
+    """Count events and discarded events of an LTTng trace with babeltrace2's Python bindings.
+
+    Runs in /usr/bin/python3 when bt2 is not importable here. Returns
+    {"events": N, "discarded_events": D, "packets_lost": P} or {"error": "..."}.
+    """
+    if not any(trace_dir.rglob("metadata")):
+        return {"events": 0, "discarded_events": 0, "packets_lost": 0, "note": "no trace data was written"}
+    for py in (sys.executable, "/usr/bin/python3"):
+        if not py or not os.path.exists(py):
+            continue
+        p = subprocess.run([py, "-c", _COUNT_SCRIPT, str(trace_dir)], capture_output=True, text=True)
+        if p.returncode == 0:
+            try:
+                return json.loads(p.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                pass
+        err = p.stderr.strip().splitlines()
+        if err and "No module named 'bt2'" in err[-1]:
+            continue
+        return {"error": f"babeltrace2 could not read {trace_dir}: {err[-1] if err else p.returncode}"}
+    return {"error": "babeltrace2 Python bindings (bt2) are not available to count lost events"}

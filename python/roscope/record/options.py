@@ -1,0 +1,38 @@
+"""What a recording is asked for (``RecordOptions``), its defaults, and its error."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from roscope.errors import UserError
+
+# What `ros2 trace` enables by default (ros2_tracing's events, CARET's, the DDS
+# layer's), plus roscope's ROS 1 tracer and its ROS 2 (rclpy) events. Enabling a
+# pattern no process has registered is harmless in LTTng: it matches nothing.
+DEFAULT_EVENTS = ["ros2:*", "ros2_caret:*", "dds:*", "roscope_ros1:*", "roscope_ros2:*"]
+# The contexts `ros2 trace` adds by default.
+DEFAULT_CONTEXTS = ["vpid", "vtid", "procname"]
+DEFAULT_CHANNEL = "roscope"
+# Per CPU, per user: 8 x 1 MiB. The example pipeline writes ~60 KiB/s of
+# events; the overhead benchmark at 1 kHz ~200 KiB/s. Both lose nothing.
+DEFAULT_SUBBUF_SIZE = "1M"
+DEFAULT_NUM_SUBBUF = 8
+STOP_GRACE_S = 10.0
+
+
+class RecordError(UserError):
+    """A recording could not be made; the message says why (a user error: no traceback)."""
+
+
+@dataclass
+class RecordOptions:
+    output: str | None = None
+    name: str | None = None
+    kernel: bool = False
+    events: list[str] = field(default_factory=lambda: list(DEFAULT_EVENTS))
+    subbuf_size: str = DEFAULT_SUBBUF_SIZE
+    num_subbuf: int = DEFAULT_NUM_SUBBUF
+    preload: bool = True
+    tracer: str | None = None
+    #: A pip-installed ROS 2 to trace with roscope's ROS 2 tracer (a path or a distro name);
+    #: None: the one the command runs with, if any (roscope.ros2_pip).
+    ros2: str | None = None

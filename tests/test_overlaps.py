@@ -1,0 +1,51 @@
+"""Races between callbacks (`roscope.overlaps`, issue 29): the runs that overlap on two
+threads of a process, found by the core's sweep, against a plain SQL self-join of
+`callback_runs` (every pair of runs of a process on different threads whose times
+intersect) on real traces. The flows these facts make uncertain are measured
+against a recorded system's own log in tests/test_onebinary.py."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytest.importorskip("roscope._core", reason="the roscope core is not built")
+
+ORACLE = """
+    WITH r AS (SELECT c.proc_id, r.thread_id, r.callback_id, r.start_ts, r.end_ts
+               FROM callback_runs r JOIN callbacks c USING (callback_id) WHERE r.end_ts IS NOT NULL)
+    SELECT DISTINCT a.callback_id, b.callback_id, b.start_ts FROM r a JOIN r b
+    ON a.proc_id = b.proc_id AND a.thread_id <> b.thread_id AND a.start_ts < b.end_ts AND b.start_ts < a.end_ts"""
+
+
+@pytest.mark.parametrize("trace, multi_threaded", [
+    ("ros2/caret-end-to-end-cyclonedds", True),   # its callbacks run on several threads of a process
+    ("ros2/caret-talker-listener-galactic", False),
+    ("ros1/nodes-pipeline-melodic", False),
+])
+def test_overlapping_runs_equal_a_self_join(shared_traces, trace, multi_threaded):
+    import roscope
+    from roscope.overlaps import overlapping_runs
+
+    db = roscope.open(os.path.join(shared_traces, trace))
+    got = overlapping_runs(db)
+    want = {tuple(r) for r in db.con.execute(ORACLE).fetchall()}
+    assert set(got) == want and len(got) == len(want)
+    assert bool(got) == multi_threaded
+    # symmetric: a run of A overlapping a run of B is a run of B overlapping one of A
+    starts = {(r["callback_id"], r["start_ts"]) for r in db.records("SELECT callback_id, start_ts FROM callback_runs")}
+    assert all((b, t) in starts for _a, b, t in got)
+    if got:
+        a, b, _t = got[0]
+        assert any(x == b and y == a for x, y, _ in got)
+
+
+def test_the_sweep_wants_runs_in_order():
+    import pyarrow as pa
+    from roscope import _core
+
+    runs = pa.table({"proc_id": [1, 1], "thread_id": [1, 2], "callback_id": [10, 20], "start_ts": [5, 4], "end_ts": [9, 8]})
+    with pytest.raises(ValueError, match=r"not in \(process, start\) order"):
+        _core.overlapping_runs(runs)
+    ok = pa.table({"proc_id": [1, 1], "thread_id": [1, 2], "callback_id": [10, 20], "start_ts": [4, 5], "end_ts": [9, 8]})
+    assert _core.overlapping_runs(ok) == [(20, 10, 4), (10, 20, 5)]
