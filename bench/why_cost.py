@@ -126,10 +126,14 @@ def one_length(out: str, runs: int, before: str | None) -> dict:
                      own=False)
     # Issue 29's targets: kernel data at most 1.5x the load's time and under 500 MiB; two hosts
     # with clock sync within 20 % of the memory of the same load without it (streamed like one host).
-    k, s = best["kernel only"], best["sync only"]
+    # Both with and without sync: kernel + sync against sync only as well.
+    k, s, ks = best["kernel only"], best["sync only"], best["kernel + sync"]
     checks = {"kernel_wall_ratio": round(k["wall_s"] / ref["wall_s"], 2), "kernel_peak_mib": k["peak_rss_mib"],
+              "kernel_sync_wall_ratio": round(ks["wall_s"] / s["wall_s"], 2), "kernel_sync_peak_mib": ks["peak_rss_mib"],
               "sync_peak_ratio": round(s["peak_rss_mib"] / ref["peak_rss_mib"], 2)}
-    checks["met"] = checks["kernel_wall_ratio"] <= 1.5 and checks["kernel_peak_mib"] < 500 and checks["sync_peak_ratio"] <= 1.2
+    checks["met"] = (max(checks["kernel_wall_ratio"], checks["kernel_sync_wall_ratio"]) <= 1.5
+                     and max(checks["kernel_peak_mib"], checks["kernel_sync_peak_mib"]) < 500
+                     and checks["sync_peak_ratio"] <= 1.2)
     return {"trace": out, "perf_data_bytes": os.path.getsize(perf), "perf_script_alone": alone, "checks": checks,
             "events": info["stats"]["events"], "tables": info["tables"], "best": best,
             "ratio_to_neither": {k: {"wall": round(v["wall_s"] / ref["wall_s"], 2),
@@ -165,8 +169,9 @@ def main() -> int:
             print(f"  {k:<24} {v['wall_s']:7.2f} {v['peak_rss_mib']:9.1f} {v['own_peak_rss_mib']:8.1f}  "
                   f"wall x{r['wall']}, own RSS x{r['own_peak_rss']}")
         c = row["checks"]
-        print(f"  kernel only: x{c['kernel_wall_ratio']} the time (target <= 1.5), {c['kernel_peak_mib']:.0f} MiB "
-              f"(target < 500); sync only: x{c['sync_peak_ratio']} the memory (target <= 1.2): "
+        print(f"  kernel only: x{c['kernel_wall_ratio']} the time of neither (target <= 1.5), {c['kernel_peak_mib']:.0f} MiB "
+              f"(target < 500); kernel + sync: x{c['kernel_sync_wall_ratio']} the time of sync only, "
+              f"{c['kernel_sync_peak_mib']:.0f} MiB; sync only: x{c['sync_peak_ratio']} the memory of neither (target <= 1.2): "
               f"{'met' if c['met'] else 'NOT met'}")
     return 0
 
