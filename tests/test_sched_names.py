@@ -18,6 +18,7 @@ CPU while it waited, under the name perf reported at that time.
 """
 from __future__ import annotations
 
+import bisect
 import collections
 import json
 import os
@@ -92,7 +93,7 @@ _COMM = re.compile(r"PERF_RECORD_COMM(?: exec)?: (.*):(-?\d+)/(-?\d+)$")
 
 
 def perf_view(perf_data: Path, victims: set[int]) -> dict:
-    """From `perf script`: per CPU the running slices [(start, end, tid, name)] cut where a
+    """From `perf script`: per CPU the running slices [(start, end, tid, name)] (by start) cut where a
     COMM record renames the running thread; per victim thread its runnable spells
     [(start, end, cpu it then ran on)]; and every COMM record (ts, tid, name).
 
@@ -150,7 +151,11 @@ def perf_view(perf_data: Path, victims: set[int]) -> dict:
             if tid in victims and state.get(tid) == "blocked":
                 state[tid], since[tid] = "runnable", ts
             last_ev[tid] = ts
-    return {"slices": slices, "runnable": runnable, "renames": renames}
+    index = {}  # cpu -> (slice starts, slices by start, longest slice): for oracle_culprits' search
+    for cpu, sl in slices.items():
+        sl = sorted(sl)
+        index[cpu] = ([x for x, *_ in sl], sl, max(y - x for x, y, *_ in sl))
+    return {"slices": index, "runnable": runnable, "renames": renames}
 
 
 def oracle_culprits(view: dict, tid: int, a: int, b: int) -> dict:
@@ -160,7 +165,9 @@ def oracle_culprits(view: dict, tid: int, a: int, b: int) -> dict:
         lo, hi = max(s, a), min(e, b)
         if hi <= lo:
             continue
-        for x, y, other, name in view["slices"][cpu]:
+        starts, sl, longest = view["slices"].get(cpu, ([], [], 0))
+        # the slices that can overlap [lo, hi): those starting in [lo - longest, hi)
+        for x, y, other, name in sl[bisect.bisect_left(starts, lo - longest):bisect.bisect_left(starts, hi)]:
             if other != tid and min(y, hi) > max(x, lo):
                 got[(other, name)] += min(y, hi) - max(x, lo)
     return got
