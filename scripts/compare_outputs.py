@@ -100,6 +100,47 @@ _FLAVOUR_FACT = '<div class="v">ROS 2 ({})</div><div class="k">ROS flavour</div>
 _FLAVOUR_8 = re.compile(re.escape(_FLAVOUR_FACT).replace(r"\{\}", r"(Jazzy|Kilted|Rolling \(20\d\d(?: on)?\))"))
 
 
+# Issue 30 (honest presentation, executor table): keys only in the new output, taken out of it
+# before comparing: stats' transport latency per topic; why's trace start, the seconds from it
+# beside each absolute time, and why a section is empty; executor's callbacks per thread.
+NEW_ONLY_KEYS = {"stats": {"transport_count", *(f"transport_{s}_ns" for s in ("min", "mean", "std", "p50", "p90",
+                                                                            "p99", "max"))},
+                 "why": {"trace_start_ts", "dropped", "start_s", "end_s", "publish_s"},
+                 "executor": {"executors"}}
+# ... and stats' warnings about a trace without takes, transport links or callback events
+# (roscope.stats.warnings); why without kernel data gives its flows' scheduling split as null
+# (not measured), where zeros were given.
+NEW_WARNINGS = ("the trace has no take events", "the trace has no callback events", "subscribed topic")
+NEW_WARNING = re.compile(r"^the trace has [\d,]+ takes but no transport link")
+
+
+# The report's executors section gained the callbacks per executor thread (issue 30), a fold.
+NEW_FOLD = re.compile(r'<details class="fold"><summary>Callbacks per executor thread \(.*?</details>', re.S)
+
+
+def new_only(verb: str, obj):
+    """The new output without what issue 30 added (`NEW_ONLY_KEYS`, `NEW_WARNINGS`)."""
+    keys = NEW_ONLY_KEYS.get(verb, set())
+
+    def strip(x):
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k not in keys}
+        if isinstance(x, list):
+            return [strip(v) for v in x]
+        return x
+
+    obj = strip(obj)
+    if verb == "stats" and isinstance(obj.get("warnings"), list):
+        obj["warnings"] = [w for w in obj["warnings"] if not (str(w).startswith(NEW_WARNINGS) or NEW_WARNING.match(str(w))
+                                                             or "no publication matched to a take" in str(w))]
+    if verb == "why" and not obj.get("kernel"):
+        for f in obj.get("flows") or []:
+            for k in ("on_cpu_ns", "runnable_ns", "blocked_ns"):
+                if f.get(k) is None:
+                    f[k] = 0
+    return obj
+
+
 def rename_flavour(old_page: str, new_page: str) -> str:
     """The old report page with issue 26's distro name of a tracetools 8 trace (`_FLAVOUR_8`)."""
     m = _FLAVOUR_8.search(new_page)
@@ -186,7 +227,7 @@ def compare_json(before: str, after: str, label: str, args: list[str], normalize
     if rb != 0 or ra != 0:
         print(f"  {label}: exit {rb} before, {ra} after\n{eb.decode()[-400:]}{ea.decode()[-400:]}")
         return False
-    old, new = drop_timings(normalize(json.loads(ob))), drop_timings(json.loads(oa))
+    old, new = drop_timings(normalize(json.loads(ob))), drop_timings(new_only(args[0], json.loads(oa)))
     if args[0] == "stats":
         old, new = stats_order(old), stats_order(new)
     d = diff(old, new)
@@ -229,6 +270,7 @@ def compare_report(before: str, after: str, label: str, path: str, pair: tuple[s
             return False
         with open(out, encoding="utf-8") as f:
             pages.append(f.read())
+    pages[1] = NEW_FOLD.sub("", pages[1])
     d = report_diff(rename_flavour(*pages), pages[1])
     print(f"  {label}: {'same' if not d else 'DIFFERENT'} ({len(_NUMBER.findall(pages[1])):,} values)")
     for line in d:

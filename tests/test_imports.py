@@ -210,12 +210,12 @@ def test_no_private_name_is_used_outside_its_module():
 LAYERS = [
     ("base", ["roscope._core", "roscope.version", "roscope.errors", "roscope.files", "roscope.manifest",
               "roscope.flavour", "roscope.text", "roscope.trace", "roscope.processes", "roscope.record",
-              "roscope.ros2_pip"]),
+              "roscope.progress", "roscope.ros2_pip", "roscope.recordings"]),
     ("storage", ["roscope.memory", "roscope.database", "roscope.kernel", "roscope.loading", "roscope.dataset",
                  "roscope.opening", "roscope"]),
     ("analysis helpers", ["roscope.percentiles", "roscope.results", "roscope.overlaps", "roscope.deps.matching"]),
     ("analyses", ["roscope.flow", "roscope.stats", "roscope.executor", "roscope.response_time", "roscope.sched",
-                  "roscope.trend", "roscope.dataset_queries", "roscope.deps", "roscope.info"]),
+                  "roscope.trend", "roscope.dataset_queries", "roscope.deps", "roscope.info", "roscope.paths"]),
     ("reports and jobs", ["roscope.report", "roscope.experiment", "roscope.export", "roscope.spark"]),
     ("CLI", ["roscope.cli", "roscope.__main__", "roscope.commands"]),
 ]

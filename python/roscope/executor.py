@@ -5,7 +5,13 @@
 - `input_waits(db)`: per subscription callback, how long its input messages waited
   from publication to the start of the callback run they fed, and how much of that
   wait the executor thread spent running other callbacks (executor busy);
-- `executor(db)`: both.
+- `executor_callbacks(db)`: per thread that ran callbacks (an executor's thread:
+  with executor events from Humble on, or the thread a Galactic executor or a ROS 1
+  spinner ran them on), the callbacks it ran, each with its runs and busy time;
+- `executor(db)`: all three.
+
+Executor objects and callback groups (CARET's construct_executor/add_callback_group
+events) are not in the model: an executor is shown as the threads it ran on.
 
 Nothing is written into the database unless `store=True`: the per-message waits are
 visible to SQL on the database's connection as `run_input_waits` (a view), or
@@ -105,6 +111,39 @@ def input_waits(db, *, store: bool = False) -> list[dict]:
         GROUP BY ALL ORDER BY mean_ns DESC""")
 
 
+def executor_callbacks(db) -> list[dict]:
+    """Per thread that ran callbacks: {thread_id, tid, pid, procname, hostname,
+    executor_events (it has executor states), runs, busy_ns (outermost runs' time),
+    callbacks: [{callback_id, node, kind, topic, period_ns, symbol, runs, busy_ns,
+    share (of the thread's busy time)}]}, threads by host, pid, tid; a thread's
+    callbacks by busy time. Nested runs (a callback run inside another on the same
+    thread) count as runs of their callback; busy time is the outermost runs'."""
+    rows = db.records("""
+        WITH per AS (
+            SELECT r.thread_id, r.callback_id, count(*) AS runs,
+                   coalesce(sum(r.end_ts - r.start_ts) FILTER (WHERE r.depth = 0), 0) AS busy_ns
+            FROM callback_runs r WHERE r.end_ts IS NOT NULL GROUP BY ALL)
+        SELECT per.*, t.tid, p.pid, p.procname, h.hostname, c.node, c.kind, c.topic, c.period_ns, c.symbol,
+               EXISTS (SELECT 1 FROM executor_states e WHERE e.thread_id = per.thread_id) AS executor_events
+        FROM per JOIN threads t USING (thread_id) JOIN processes p USING (proc_id) JOIN hosts h ON h.host_id = p.host_id
+        JOIN callbacks_info c USING (callback_id)
+        ORDER BY h.hostname, p.pid, t.tid, per.busy_ns DESC, per.callback_id""")
+    out: dict[int, dict] = {}
+    for r in rows:
+        t = out.setdefault(r["thread_id"], {k: r[k] for k in ("thread_id", "tid", "pid", "procname", "hostname",
+                                                             "executor_events")} | {"runs": 0, "busy_ns": 0,
+                                                                                    "callbacks": []})
+        t["runs"] += r["runs"]
+        t["busy_ns"] += int(r["busy_ns"])
+        t["callbacks"].append({k: r[k] for k in ("callback_id", "node", "kind", "topic", "period_ns", "symbol", "runs",
+                                                 "busy_ns")})
+    for t in out.values():
+        for c in t["callbacks"]:
+            c["busy_ns"] = int(c["busy_ns"])
+            c["share"] = c["busy_ns"] / t["busy_ns"] if t["busy_ns"] else None
+    return list(out.values())
+
+
 def executor(db, *, store: bool = False) -> dict:
-    """Executor states per thread and input waits per callback."""
-    return {"threads": threads(db), "input_waits": input_waits(db, store=store)}
+    """Executor states per thread, the callbacks each executor thread ran, and input waits per callback."""
+    return {"threads": threads(db), "executors": executor_callbacks(db), "input_waits": input_waits(db, store=store)}

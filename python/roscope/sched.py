@@ -20,6 +20,7 @@ import dataclasses
 
 from roscope.errors import InputError
 from roscope.flow import FlowRequest, data_flows
+from roscope.text import names
 
 #: The model's thread of each finished run, as the kernel names it (host, tid).
 _RUNS = """
@@ -179,6 +180,10 @@ def _check_regex(db, pattern: str | None) -> None:
     except duckdb.Error as exc:
         msg = str(exc).split("\n")[0]
         raise InputError(f"--callback {pattern!r}: not a regular expression ({msg})") from None
+    rows = db.con.execute(f"SELECT {_LABEL} AS label, regexp_matches(label, ?) FROM callbacks_info c ORDER BY label",
+                          [pattern]).fetchall()
+    if rows and not any(m for _l, m in rows):
+        raise InputError(f"no callback matches --callback {pattern!r} (callbacks: {names(r[0] for r in rows)})")
 
 
 def worst_runs(db, callback: str | None = None, top: int = 10) -> dict:
@@ -439,6 +444,12 @@ def flow_sched(db, request: FlowRequest, path: int | None = None, top: int = 10)
     if not request.all_steps:
         request = dataclasses.replace(request, all_steps=True)
     summary = data_flows(db, request).summary
+    if path is not None:
+        have = [r[0] for r in db.con.execute("SELECT DISTINCT path_id FROM data_flows ORDER BY path_id").fetchall()]
+        if int(path) not in have:
+            shown = ", ".join(map(str, have[:20])) + (", ..." if len(have) > 20 else "")
+            raise InputError(f"--path {path}: no such path among the data flows from {request.from_re!r} to "
+                             f"{request.to_re!r}; their paths are {shown or 'none'} (`roscope flow` lists them)")
     wait_sched(db)
     where, params = ("WHERE f.path_id = ?", [int(path)]) if path is not None else ("", [])
     _temp(db, "_sched_flows", "SELECT 1 AS flow_id WHERE false")
@@ -465,8 +476,26 @@ def flow_sched(db, request: FlowRequest, path: int | None = None, top: int = 10)
         FROM _sched_flows f LEFT JOIN t USING (flow_id) LEFT JOIN w USING (flow_id)
         ORDER BY f.latency_ns DESC, f.flow_id""")
     for r in rows:
+        if not kernel:  # not measured: unknown (all of it is in unknown_ns), never zeros
+            r.update(on_cpu_ns=None, runnable_ns=None, blocked_ns=None)
         r["explanation"] = explain_flow(r, kernel)
     return {"kernel": kernel, "flows": rows, "summary": summary}
+
+
+def why_no_waits(db, callback: str | None = None) -> str:
+    """Why `worst_waits` found no input wait, in words, from the cheapest facts."""
+    q = lambda sql: db.con.execute(sql).fetchall()[0][0]  # noqa: E731
+    if not q("SELECT count(*) FROM links"):
+        if not q("SELECT count(*) FROM takes"):
+            return ("the trace has no take events, so no publication is linked to the callback run it fed "
+                    "(ros2_tracing records takes from Humble on; `roscope stats` warns about it too)")
+        return "no take of the trace is linked to its publication (nothing in the trace identifies the messages)"
+    if not q("SELECT count(*) FROM links WHERE run_id IS NOT NULL"):
+        return ("no transport link reaches a callback run (the trace has takes but no callback events): "
+                "`roscope stats` shows their transport latency, publication to take")
+    if callback is not None:
+        return f"no callback matching --callback {callback!r} received a linked message"
+    return "no linked message reached a finished callback run"
 
 
 def explain_flow(r: dict, kernel: bool) -> str:

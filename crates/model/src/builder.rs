@@ -31,6 +31,8 @@ use crate::{Model, Options, Scope};
 
 /// Progress is shown on stderr every this many events (with `Options::progress`).
 const PROGRESS_EVERY_EVENTS: u64 = 1 << 20;
+/// The trace set's `Meter` (if any) is updated every this many events.
+const METER_EVERY_EVENTS: u64 = 1 << 14;
 
 /// A streaming build emits what left the window every this many events
 /// (unless `Options::flush_every` says otherwise).
@@ -781,10 +783,25 @@ pub(crate) fn run(mut b: Builder, set: &mut TraceSet, mut sink: Option<&mut dyn 
                 b.flush(set.traces[s.trace].offset_ns.wrapping_add(s.cur_ts as i64), *sink);
             }
         }
-        if opts.progress && n.is_multiple_of(PROGRESS_EVERY_EVENTS) {
-            let (done, total) = set.progress();
-            eprint!("\rroscope: {:>6.1}%  {} events  {:.1} s", 100.0 * done as f64 / total.max(1) as f64, n, t0.elapsed().as_secs_f64());
+        if n.is_multiple_of(METER_EVERY_EVENTS) {
+            if let Some(m) = set.meter.as_ref() {
+                let (done, total) = set.progress();
+                m.set(done, total, n);
+            }
+            if opts.progress && n.is_multiple_of(PROGRESS_EVERY_EVENTS) {
+                let (done, total) = set.progress();
+                eprint!(
+                    "\rroscope: {:>6.1}%  {} events  {:.1} s",
+                    100.0 * done as f64 / total.max(1) as f64,
+                    n,
+                    t0.elapsed().as_secs_f64()
+                );
+            }
         }
+    }
+    if let Some(m) = set.meter.as_ref() {
+        let (_, total) = set.progress();
+        m.set(total, total, n);
     }
     if opts.progress && n >= PROGRESS_EVERY_EVENTS {
         eprintln!("\rroscope: 100.0%  {} events  {:.1} s", n, t0.elapsed().as_secs_f64());

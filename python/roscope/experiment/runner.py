@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from roscope import files
 from roscope.errors import InputError, user_message
 from roscope.experiment import driver_output, output, procs
 from roscope.experiment import profile as prof
@@ -86,8 +87,7 @@ def prepare(exp: Experiment, out: str | None, resume: bool) -> Path:
             raise InputError("--resume needs -o DIR (the results directory to complete)")
         out = f"experiment-{exp.name}-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}"
     run = Path(out)
-    if run.is_symlink() or (run.exists() and not run.is_dir()):
-        raise InputError(f"{run}: exists and is not a directory")
+    files.check(run, directory=True, inputs=[exp.path], what="results directory")
     if resume:
         man = output.read_json(run / output.MANIFEST)
         if man is None:
@@ -186,7 +186,7 @@ class Runner:
         env = {**self.sut.env, **d["env"], "ROSCOPE_TRIAL_ID": tid, "ROSCOPE_TRIAL_INDEX": str(index),
                "ROSCOPE_TRIAL_DIR": str(tdir.resolve())}
         cpus = self.sut.cpus if ("cpuset" in cond.params and cond.params["cpuset"]["driver"]) else None
-        with open(tdir / "driver.stdout", "wb") as so, open(tdir / "driver.stderr", "wb") as se:
+        with files.new_file(tdir / "driver.stdout") as so, files.new_file(tdir / "driver.stderr") as se:
             t0 = time.monotonic()
             drv = self.driver = group.start("driver", d["command"], cwd=self.exp.base_dir / d["cwd"], env=env,
                                             stdout=so, stderr=se, cpus=cpus)
@@ -240,7 +240,7 @@ class Runner:
             n = 1
             while (self.run / "trials" / f"{tid}.aborted-{n}").exists():
                 n += 1
-            tdir.rename(self.run / "trials" / f"{tid}.aborted-{n}")
+            files.rename_new(tdir, self.run / "trials" / f"{tid}.aborted-{n}")
         tdir.mkdir(parents=True)
         self.say(f"trial {tid}")
         r = {"trial_id": tid, "scenario": cond.scenario, "condition": cond.id, "level": cond.level,

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from roscope.files import log_file
 from roscope.processes import cgroup, signals
 from roscope.processes.identity import Stat, boot_id, cmdline, identity, identity_of, live_stats, stat
 from roscope.processes.tracking import tracking
@@ -108,7 +109,7 @@ def start(name: str, argv: list[str], *, cwd=None, env=None, log: Path | None = 
             os.sched_setaffinity(0, cpus)
     fh = None
     if log is not None:
-        fh = open(log, "ab")
+        fh = log_file(log)
         stdout = stderr = fh
     try:
         # Registered before Ctrl-C can cut in: whatever happens next, stop_everything finds it.
