@@ -164,8 +164,9 @@ def run_sched(db):
     return db.con.table("run_sched")
 
 
-#: A callback's readable name, the text `--callback RE` is matched against.
-_LABEL = ("concat_ws(' ', coalesce(c.node, c.procname), coalesce(c.topic, CASE WHEN c.period_ns IS NOT NULL "
+#: A callback's readable name (SQL over `callbacks_info c`), the text `--callback RE` is matched
+#: against: `node topic-or-timer symbol`. Public: `roscope check` selects callbacks by it too.
+CALLBACK_LABEL = ("concat_ws(' ', coalesce(c.node, c.procname), coalesce(c.topic, CASE WHEN c.period_ns IS NOT NULL "
           "THEN 'timer ' || CAST(c.period_ns / 1e6 AS VARCHAR) || ' ms' END, c.kind), c.symbol)")
 
 
@@ -180,7 +181,7 @@ def _check_regex(db, pattern: str | None) -> None:
     except duckdb.Error as exc:
         msg = str(exc).split("\n")[0]
         raise InputError(f"--callback {pattern!r}: not a regular expression ({msg})") from None
-    rows = db.con.execute(f"SELECT {_LABEL} AS label, regexp_matches(label, ?) FROM callbacks_info c ORDER BY label",
+    rows = db.con.execute(f"SELECT {CALLBACK_LABEL} AS label, regexp_matches(label, ?) FROM callbacks_info c ORDER BY label",
                           [pattern]).fetchall()
     if rows and not any(m for _l, m in rows):
         raise InputError(f"no callback matches --callback {pattern!r} (callbacks: {names(r[0] for r in rows)})")
@@ -201,7 +202,7 @@ def worst_runs(db, callback: str | None = None, top: int = 10) -> dict:
         run_sched(db)
     rows = db.records(f"""
         WITH r AS (
-            SELECT x.*, {_LABEL} AS label, c.node, c.topic, c.symbol, c.pid, c.procname, c.hostname
+            SELECT x.*, {CALLBACK_LABEL} AS label, c.node, c.topic, c.symbol, c.pid, c.procname, c.hostname
             FROM {src} x JOIN callbacks_info c USING (callback_id)
             WHERE x.end_ts IS NOT NULL)
         SELECT * FROM r {where} ORDER BY duration_ns DESC, run_id LIMIT {int(top)}""", params)
@@ -365,7 +366,7 @@ def worst_waits(db, callback: str | None = None, top: int = 10) -> list[dict]:
     where = "WHERE regexp_matches(label, ?)" if callback is not None else ""
     rows = db.records(f"""
         WITH x AS (
-            SELECT w.*, {_LABEL} AS label, c.node, c.topic, c.pid, c.procname
+            SELECT w.*, {CALLBACK_LABEL} AS label, c.node, c.topic, c.pid, c.procname
             FROM wait_sched w JOIN callbacks_info c USING (callback_id))
         SELECT * FROM x {where} ORDER BY wait_ns DESC, run_id, publication_id LIMIT {int(top)}""",
                       [callback] if callback is not None else [])
@@ -373,7 +374,7 @@ def worst_waits(db, callback: str | None = None, top: int = 10) -> list[dict]:
     names = {}
     if ids:
         names = {r["callback_id"]: r["label"] for r in db.records(
-            f"SELECT c.callback_id, {_LABEL} AS label FROM callbacks_info c WHERE list_contains(?, c.callback_id)",
+            f"SELECT c.callback_id, {CALLBACK_LABEL} AS label FROM callbacks_info c WHERE list_contains(?, c.callback_id)",
             [ids])}
     for r in rows:
         r.pop("host_id", None)
