@@ -20,7 +20,7 @@ traces only. The old version is any checkout whose `python/` holds a built
 new one is `--after` (default: this checkout's python/). Differences that a
 change documents on purpose (renamed keys, new keys, new units, a distro
 named more precisely) are applied to the old output first (`rename_flow_stats`,
-`old_flow` with `FLOW_NEW_KEYS`, `rename_flavour`), so what remains is a real
+`old_flow` with `FLOW_NEW_KEYS` and `RESPONSE_NEW_KEYS`, `rename_flavour`), so what remains is a real
 difference: a value that changed, a key gone, or a key only in the new output
 that no change documents; each is printed, and the exit status is 1 if any remains.
 """
@@ -87,6 +87,12 @@ VOLATILE = {"seconds", "us_per_flow", "compute_ns", "ns_per_flow"}
 # uncertain and those dropped. The old version had no races: its output gets the values
 # that mean so (keep, none, none), and a flow the new one flags or drops is a difference.
 FLOW_NEW_KEYS = {"uncertain": "keep", "flows_uncertain": 0, "uncertain_dropped": 0}
+# Issue 29 also leaves out of the response-time statistics the cases whose cycle may begin
+# before the trace (the first output's; under --definition caret its best case too, as CARET
+# does) and counts them per case in each response_times entry's `left_out`. The old version
+# left none out: its entries get an empty `left_out`, and the statistics of an entry that
+# now leaves cases out remain a difference (on purpose: one case fewer per definition).
+RESPONSE_NEW_KEYS = {"left_out": {}}
 # Issue 26 names the distro of a tracetools 8 trace by its minor version (flavour.py: 8.2 Jazzy,
 # 8.6 Kilted, Rolling between and after), where "Jazzy or later" was said of them all: the old
 # report's "ROS flavour" fact gets the new name when the new one is such a distro.
@@ -167,12 +173,16 @@ def rename_flow_stats(obj):
 
 
 def old_flow(obj):
-    """The old `flow --json`, with the new names (`rename_flow_stats`) and the summary's
-    new keys (`FLOW_NEW_KEYS`) at the values that mean the old behaviour."""
+    """The old `flow --json`, with the new names (`rename_flow_stats`), the summary's new keys
+    (`FLOW_NEW_KEYS`) and the response times' (`RESPONSE_NEW_KEYS`) at the values that mean
+    the old behaviour."""
     obj = rename_flow_stats(obj)
     summary = obj.get("summary") if isinstance(obj, dict) else None
     if isinstance(summary, dict) and "flows" in summary:
         obj["summary"] = {**summary, **{k: v for k, v in FLOW_NEW_KEYS.items() if k not in summary}}
+    if isinstance(obj, dict) and isinstance(obj.get("response_times"), list):
+        obj["response_times"] = [{**r, **{k: v for k, v in RESPONSE_NEW_KEYS.items() if k not in r}}
+                                 if isinstance(r, dict) else r for r in obj["response_times"]]
     return obj
 
 

@@ -81,6 +81,31 @@ class ModelStream:
     def finish(self) -> tuple[list[tuple[str, ArrowTable]], list[tuple[str, int]], list[str], list[tuple[str, int, int]]]:
         """After the last chunk: the other tables, stats, warnings, losses, as `build_model`."""
 
+class PerfUnsupported(ValueError):
+    """A perf.data the core's reader does not handle: read it with `perf script`."""
+
+class PerfNoSched(ValueError):
+    """A perf.data without sched:sched_switch events."""
+
+class KernelBuilder:
+    """Kernel scheduling tables in one streamed pass (crates/model/src/kernel): sources are
+    added in turn, each host's events in time order; chunks of the tables `thread_states`,
+    `preemptions`, `migrations` (each row with its thread's process as known when written)
+    go to `put(name, table)` while reading; `finish` gives the last ones and
+    `kernel_threads_raw` (host_id, tid, pid, name, rewrite)."""
+    def __init__(self, chunk_rows: int = 524288) -> None: ...
+    def ust_pids(self, table: ArrowStream) -> None:
+        """The processes of threads by their UST events: a table (host_id, tid, pid)."""
+    def add_perf(self, path: str, host: int, map: tuple[int, int, float] | None,
+                 put: Callable[[str, ArrowTable], object]) -> dict[str, Any]:
+        """perf.data read directly; raises PerfUnsupported, PerfNoSched, or ValueError."""
+    def add_lttng(self, path: str, host: int, map: tuple[int, int, float] | None,
+                  put: Callable[[str, ArrowTable], object]) -> int:
+        """An LTTng kernel trace's sched events; returns how many."""
+    def add_batch(self, batch: ArrowStream, host: int, put: Callable[[str, ArrowTable], object]) -> None:
+        """Events in kernel.py's normalized layout, times already mapped."""
+    def finish(self, put: Callable[[str, ArrowTable], object]) -> None: ...
+
 def schema() -> str:
     """The database schema (crates/model/src/schema.rs) as JSON: {"tables": [{name,
     origin, doc, columns: [{name, type, doc}]}], "codes": [{name, doc, used_in,

@@ -62,10 +62,12 @@ _PER_RUN = f"""
 
 #: Who ran on the CPU a thread waited for, piece by piece: each runnable interval
 #: of a thread with runs against the running intervals of that CPU (numbered in
-#: time order; an ASOF join finds the first and last that overlap it).
+#: time order; an ASOF join finds the first and last that overlap it), with the
+#: names in force then: the running interval's (`by_name`) and its process's main
+#: thread's (`by_procname`: the name of the thread tid = pid at the piece's start).
 _PIECES = """
     WITH onc AS (
-        SELECT host_id, cpu, tid AS by_tid, pid AS by_pid, start_ts, end_ts,
+        SELECT host_id, cpu, tid AS by_tid, pid AS by_pid, name AS by_name, start_ts, end_ts,
                row_number() OVER (PARTITION BY host_id, cpu ORDER BY start_ts) AS k
         FROM thread_states WHERE state = 'running'),
     rq AS (SELECT host_id, tid, cpu, start_ts, end_ts FROM _sched_states
@@ -74,11 +76,14 @@ _PIECES = """
         SELECT q.*, coalesce(f.k, 1) AS k0, l.k AS k1 FROM rq q
         ASOF LEFT JOIN onc f ON f.host_id = q.host_id AND f.cpu = q.cpu AND f.start_ts <= q.start_ts
         ASOF LEFT JOIN onc l ON l.host_id = q.host_id AND l.cpu = q.cpu AND l.start_ts < q.end_ts),
-    x AS (SELECT host_id, tid, cpu, start_ts, end_ts, unnest(range(k0, k1 + 1)) AS k FROM b WHERE k1 IS NOT NULL)
-    SELECT x.host_id, x.tid, o.by_tid, o.by_pid,
-           greatest(x.start_ts, o.start_ts) AS a, least(x.end_ts, o.end_ts) AS z
-    FROM x JOIN onc o ON o.host_id = x.host_id AND o.cpu = x.cpu AND o.k = x.k
-    WHERE least(x.end_ts, o.end_ts) > greatest(x.start_ts, o.start_ts) AND o.by_tid <> x.tid"""
+    x AS (SELECT host_id, tid, cpu, start_ts, end_ts, unnest(range(k0, k1 + 1)) AS k FROM b WHERE k1 IS NOT NULL),
+    pc AS (
+        SELECT x.host_id, x.tid, o.by_tid, o.by_pid, o.by_name,
+               greatest(x.start_ts, o.start_ts) AS a, least(x.end_ts, o.end_ts) AS z
+        FROM x JOIN onc o ON o.host_id = x.host_id AND o.cpu = x.cpu AND o.k = x.k
+        WHERE least(x.end_ts, o.end_ts) > greatest(x.start_ts, o.start_ts) AND o.by_tid <> x.tid)
+    SELECT pc.*, CASE WHEN pc.by_tid = pc.by_pid THEN pc.by_name ELSE m.name END AS by_procname
+    FROM pc ASOF LEFT JOIN thread_states m ON m.host_id = pc.host_id AND m.tid = pc.by_pid AND m.start_ts <= pc.a"""
 
 
 def _assign(points: str, a: str, z: str) -> str:
@@ -122,7 +127,8 @@ def _temp(db, name: str, sql: str) -> None:
     db.within_memory(lambda: db.con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS {sql}'), "scheduling analysis")
 
 
-_CULPRIT = {"tid": "c.by_tid", "pid": "c.by_pid", "name": "k.name", "procname": "k.procname", "ns": "c.ns"}
+_CULPRIT = {"tid": "c.by_tid", "pid": "c.by_pid", "name": "coalesce(c.by_name, k.name)",
+            "procname": "coalesce(c.by_procname, k.procname)", "ns": "c.ns"}
 
 
 def run_sched(db):
@@ -130,14 +136,17 @@ def run_sched(db):
     relation): `on_cpu_ns`, `runnable_ns`, `blocked_ns`, `unknown_ns` (the part of
     the run no state interval of its thread covers), `preemptions`, `migrations`
     (counted within the run), and `culprits`: the threads that ran on the CPU while it
-    was runnable, most time first (tid, pid, name, procname, ns). The per-culprit rows
-    are the temporary table `run_culprits` (run_id, host_id, by_tid, by_pid, ns)."""
+    was runnable, most time first (tid, pid, name, procname, ns), one per name the
+    thread had while it held the CPU (the names in force then: a thread renamed in
+    between is two culprits). The per-culprit rows are the temporary table
+    `run_culprits` (run_id, host_id, by_tid, by_pid, by_name, by_procname, ns)."""
     has_kernel_data(db)
     _temp(db, "_sched_runs", _RUNS)
     _temp(db, "_sched_states", _STATES)
     _temp(db, "run_culprits", f"""
-        SELECT run_id, host_id, by_tid, any_value(by_pid) AS by_pid, sum(ns) AS ns
-        FROM ({_assign(_PIECES, 'a', 'z')}) WHERE ns > 0 GROUP BY run_id, host_id, by_tid""")
+        SELECT run_id, host_id, by_tid, any_value(by_pid) AS by_pid, by_name, arg_max(by_procname, ns) AS by_procname,
+               sum(ns) AS ns
+        FROM ({_assign(_PIECES, 'a', 'z')}) WHERE ns > 0 GROUP BY run_id, host_id, by_tid, by_name""")
     _temp(db, "run_sched", f"""
         WITH base AS ({_PER_RUN}),
         pre AS (SELECT run_id, count(*) AS n FROM ({_assign(

@@ -27,6 +27,7 @@ mod caret;
 pub mod clock;
 pub mod events;
 mod executor;
+pub mod kernel;
 pub mod link;
 mod objects;
 mod registry;
@@ -42,6 +43,7 @@ mod tables;
 
 pub use builder::{build, build_streaming};
 pub use roscope_ctf::meter::Meter;
+pub use sync::{build_streaming_synced, clock_pass, needs_clock_pass, Synced};
 use table::Table;
 
 #[derive(Clone, Copy, Debug, Default)]

@@ -214,9 +214,9 @@ codes! {
 codes! {
     /// What an executor thread is doing (rclcpp executor events).
     pub enum ExecutorState = "executor_state", "What an executor thread is doing.", used in ["executor_states.state"] {
-        Waiting = 0, "waiting", "from `rclcpp_executor_wait_for_work`: waiting for work";
+        Waiting = 0, "waiting", "from `rclcpp_executor_wait_for_work`, or from the end of an execution to the next executor event (a multi-threaded executor's threads share one wait): waiting for work";
         Selecting = 1, "selecting", "from `rclcpp_executor_get_next_ready`: choosing what to execute";
-        Executing = 2, "executing", "from `rclcpp_executor_execute`: executing the entity `handle`";
+        Executing = 2, "executing", "from `rclcpp_executor_execute` (or an outermost callback's start in another state: a waitable) to the thread's last event inside it (its callback's end): executing the entity `handle`";
     }
 }
 
@@ -420,7 +420,7 @@ table!(ANNOTATION_MEMBERS = "annotation_members", Model, "One row per subscripti
     "publisher_id": BigInt = "the publisher with that handle, for the role `publisher`",
 ]);
 
-table!(EXECUTOR_STATES = "executor_states", Model, "One row per interval of an executor thread's state, from one executor event to the next on its thread (the last one ends with the thread's last event).", [
+table!(EXECUTOR_STATES = "executor_states", Model, "One row per interval of an executor thread's state, from one executor event to the next on its thread (the last one ends with the thread's last event); `executing` ends at the thread's last event inside it (its outermost callback's end), the rest until the next executor event is `waiting`.", [
     "thread_id": BigInt = "the executor thread",
     "state": Varchar = "code table `executor_state`",
     "start_ts": BigInt = "its start",
@@ -514,7 +514,7 @@ table!(KERNEL_THREADS = "kernel_threads", Load, "One row per thread the kernel s
     "host_id": BigInt = "the host of the trace the kernel data belongs to",
     "tid": BigInt = "the thread (kernel tid)",
     "pid": BigInt = "its process (perf: the sample's pid; LTTng: the UST threads' process, else NULL)",
-    "name": Varchar = "its last name (`comm`)",
+    "name": Varchar = "its last name (`comm`); the name in force at a time is `thread_states.name`",
     "procname": Varchar = "the name of its process's main thread (tid = pid), else its own",
 ]);
 
@@ -523,6 +523,7 @@ table!(THREAD_STATES = "thread_states", Load, "One row per interval of a thread'
     "tid": BigInt = "the thread (kernel tid)",
     "pid": BigInt = "its process (`kernel_threads.pid`)",
     "state": Varchar = "code table `thread_state`",
+    "name": Varchar = "the thread's name (`comm`) in force: the one the event that started the interval reported; a rename (exec, prctl(PR_SET_NAME)) starts a new interval",
     "cpu": BigInt = "`running`: the CPU; `runnable`: the CPU it then ran on (NULL if it did not run again); `blocked`: NULL",
     "start_ts": BigInt = "its start (ns of CLOCK_MONOTONIC, the UST events' clock)",
     "end_ts": BigInt = "its end",

@@ -20,6 +20,7 @@ use pyo3::types::PyList;
 mod arrow;
 use arrow::ArrowTable;
 mod flow;
+mod kernel;
 mod search;
 
 use std::sync::Arc;
@@ -254,6 +255,8 @@ impl BuildEnd {
 enum Msg {
     Chunk(roscope_model::table::Table),
     Done(Box<BuildEnd>),
+    /// The traces could not be read again for the second pass.
+    Failed(String),
 }
 
 /// A streaming build: the model builder runs in its own thread and hands
@@ -296,7 +299,26 @@ impl ModelStream {
                     // A reader that went away (an error, Ctrl-C) drops the rest.
                     let _ = tx.send(Msg::Chunk(t));
                 };
-                let model = roscope_model::build_streaming(&mut set, opts, scope, Some(&mut sink));
+                // Several hosts whose clocks are synchronized: a first pass finds the clock
+                // maps from the messages between them, the second streams the mapped tables.
+                let model = if roscope_model::needs_clock_pass(&set, opts) {
+                    let synced = roscope_model::clock_pass(&mut set, opts, scope.clone());
+                    // The second pass reports its progress on the same meter (from 0 again).
+                    let meter = set.meter.take();
+                    set = match TraceSet::open(&paths) {
+                        Ok(mut s) => {
+                            s.meter = meter;
+                            s
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Msg::Failed(e.to_string()));
+                            return;
+                        }
+                    };
+                    roscope_model::build_streaming_synced(&mut set, opts, scope, &mut sink, synced)
+                } else {
+                    roscope_model::build_streaming(&mut set, opts, scope, Some(&mut sink))
+                };
                 let _ = tx.send(Msg::Done(Box::new(BuildEnd::new(&set, model))));
             })
             .map_err(|e| PyOSError::new_err(format!("cannot start the model builder: {e}")))?;
@@ -322,6 +344,7 @@ impl ModelStream {
                     self.end = Some(end);
                     return Ok(None);
                 }
+                Ok(Msg::Failed(m)) => return Err(TraceError::new_err(m)),
                 Err(RecvTimeoutError::Timeout) => py.check_signals()?,
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(PyRuntimeError::new_err("the model builder stopped without finishing (an internal error: see above)"))
@@ -361,6 +384,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flow::overlapping_runs, m)?)?;
     search::register(m)?;
     m.add_class::<ArrowTable>()?;
+    kernel::register(m)?;
     m.add("TraceError", m.py().get_type_bound::<TraceError>())?;
     Ok(())
 }

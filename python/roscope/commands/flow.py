@@ -238,6 +238,9 @@ def _response_text(rts, w) -> None:
         for case, st in r["cases"].items():
             if st:
                 w(f"    {case:<20} {st['count']:>7,}" + "".join(f" {C.ms(st[f'{k}_ns']):>9}" for k in _STATS) + "\n")
+        if r.get("left_out"):
+            w("    left out (the first output: its cycle may begin before the trace): "
+              + ", ".join(f"{case} {n:,}" for case, n in r["left_out"].items()) + "\n")
 
 
 def _named(args, prog, db) -> dict:
