@@ -102,11 +102,12 @@ _FLAVOUR_8 = re.compile(re.escape(_FLAVOUR_FACT).replace(r"\{\}", r"(Jazzy|Kilte
 
 # Issue 30 (honest presentation, executor table): keys only in the new output, taken out of it
 # before comparing: stats' transport latency per topic; why's trace start, the seconds from it
-# beside each absolute time, and why a section is empty; executor's callbacks per thread.
+# beside each absolute time, and why a section is empty; executor's callbacks per thread, and its executor
+# objects with their callback groups (CARET's executor events; `[]` on a trace without them).
 NEW_ONLY_KEYS = {"stats": {"transport_count", *(f"transport_{s}_ns" for s in ("min", "mean", "std", "p50", "p90",
                                                                             "p99", "max"))},
                  "why": {"trace_start_ts", "dropped", "start_s", "end_s", "publish_s"},
-                 "executor": {"executors"}}
+                 "executor": {"executors", "executor_objects"}}
 # ... and stats' warnings about a trace without takes, transport links or callback events
 # (roscope.stats.warnings); why without kernel data gives its flows' scheduling split as null
 # (not measured), where zeros were given.
@@ -114,8 +115,10 @@ NEW_WARNINGS = ("the trace has no take events", "the trace has no callback event
 NEW_WARNING = re.compile(r"^the trace has [\d,]+ takes but no transport link")
 
 
-# The report's executors section gained the callbacks per executor thread (issue 30), a fold.
-NEW_FOLD = re.compile(r'<details class="fold"><summary>Callbacks per executor thread \(.*?</details>', re.S)
+# The report's executors section gained the callbacks per executor thread (issue 30), a fold, and, where the
+# trace has CARET's executor events, the executors with their callback groups, another.
+NEW_FOLD = re.compile(r'<details class="fold"><summary>(?:Callbacks per executor thread|Executors and callback groups) '
+                      r'\(.*?</details>', re.S)
 
 
 def new_only(verb: str, obj):

@@ -2,7 +2,7 @@
 //!
 //! For each event, `Builder::run_event` finds its process instance and thread
 //! (with pid reuse), then `dispatch` hands it to the handler of its event
-//! family: `ros2.rs` (ROS 2 core), `caret.rs`, `executor.rs`,
+//! family: `ros2.rs` (ROS 2 core), `caret.rs`, `executor.rs`, `groups.rs`,
 //! `ros1_bosch.rs`, `ros1_roscope.rs`, `annotations.rs`. Handlers read the
 //! event's fields by name through `Event`. At the end, `link.rs` matches
 //! publications to takes and `tables.rs` emits the tables.
@@ -19,6 +19,7 @@ use roscope_ctf::TraceSet;
 
 use crate::caret::CaretState;
 use crate::events::{classify, Ev, Field, MAX_FIELDS};
+use crate::groups::Groups;
 use crate::link::Linker;
 use crate::objects::{Annotation, ExecState, LeftOut, Objects, Proc, Publication, Run, Take, Thread};
 use crate::ros1_bosch::BoschState;
@@ -229,6 +230,8 @@ pub struct Builder {
     pub ros2: Ros2State,
     pub svc: ServiceState,
     pub caret: CaretState,
+    /// CARET's executors and callback groups (groups.rs).
+    pub groups: Groups,
     pub bosch: BoschState,
     pub r1: RoscopeState,
     pub annotations: Vec<Annotation>,
@@ -257,6 +260,7 @@ impl Builder {
             ros2: Ros2State::default(),
             svc: ServiceState::default(),
             caret: CaretState::default(),
+            groups: Groups::default(),
             bosch: BoschState::default(),
             r1: RoscopeState::default(),
             annotations: vec![],
@@ -563,6 +567,17 @@ impl Builder {
             CaretDispatch => self.caret_dispatch(e),
             // rclcpp executors (executor.rs).
             ExecWait | ExecGetNext | ExecExecute => self.executor_event(e),
+            // CARET's executors and callback groups (groups.rs).
+            ConstructExecutor
+            | ConstructStaticExecutor
+            | CollectorToExecutor
+            | AddCbGroup
+            | AddCbGroupStatic
+            | CbGroupToCollector
+            | CbGroupAddTimer
+            | CbGroupAddSub
+            | CbGroupAddService
+            | CbGroupAddClient => self.executor_structure(e),
             // Causal-link annotations (annotations.rs).
             MsgLinkPeriodic | MsgLinkPartial => self.annotation(e),
             // ROS 1, Bosch ros1_tracetools (ros1_bosch.rs).

@@ -130,7 +130,7 @@ macro_rules! codes {
 
 codes! {
     /// What a callback belongs to.
-    pub enum CallbackKind = "callback_kind", "What a callback belongs to.", used in ["callbacks.kind"] {
+    pub enum CallbackKind = "callback_kind", "What a callback belongs to.", used in ["callbacks.kind", "callback_group_members.kind"] {
         Timer = 0, "timer", "a timer's callback (`owner_id` is a `timers` row)";
         Subscription = 1, "subscription", "a subscription's callback (`owner_id` is a `subscriptions` row)";
         Service = 2, "service", "a service's callback (`owner_id` is a `services` row)";
@@ -428,6 +428,33 @@ table!(EXECUTOR_STATES = "executor_states", Model, "One row per interval of an e
     "handle": UBigInt = "`executing`: the rcl handle executed",
 ]);
 
+table!(EXECUTORS = "executors", Model, "One row per executor, from CARET's executor structure events (`ros2_caret:construct_executor`, `construct_static_executor`; ros2_tracing has none); empty without them. A repeated event for the same address and type (CARET re-emits its init events when tracing starts after the application) is the same executor.", [
+    "executor_id": BigInt = "row id",
+    "proc_id": BigInt = "its process instance",
+    "handle": UBigInt = "the executor's address (`executor_addr`)",
+    "collector_handle": UBigInt = "its entities collector's address (`entities_collector_addr`: static executors; Jazzy's `executor_entity_collector_to_executor`)",
+    "type": Varchar = "the type CARET names (`executor_type_name`): `single_threaded_executor`, `multi_threaded_executor`, `static_single_threaded_executor`, ...",
+    "init_ts": BigInt = "its construct event",
+]);
+
+table!(CALLBACK_GROUPS = "callback_groups", Model, "One row per callback group added to an executor (`ros2_caret:add_callback_group`, `add_callback_group_static_executor`, Jazzy's `callback_group_to_executor_entity_collector`), or named only by a `callback_group_add_*` event; empty without CARET's executor structure events.", [
+    "group_id": BigInt = "row id",
+    "proc_id": BigInt = "its process instance",
+    "executor_id": BigInt = "the executor it was added to (NULL: not known)",
+    "handle": UBigInt = "the group's address (`callback_group_addr`)",
+    "type": Varchar = "the type CARET names (`group_type_name`): `mutually_exclusive` or `reentrant` (NULL: not known)",
+    "init_ts": BigInt = "the first event that named it",
+]);
+
+table!(CALLBACK_GROUP_MEMBERS = "callback_group_members", Model, "One row per timer, subscription, service or client a callback group holds (`ros2_caret:callback_group_add_timer`, `_subscription`, `_service`, `_client`), each once.", [
+    "group_id": BigInt = "the callback group",
+    "kind": Varchar = "code table `callback_kind` (`timer`, `subscription`, `service`, `client`)",
+    "handle": UBigInt = "the member's rcl handle, as the event gives it",
+    "owner_id": BigInt = "the `timers`, `subscriptions`, `services` or `clients` row with that handle (NULL: its init event is not in the trace)",
+    "callback_id": BigInt = "the member's callback (`callbacks` row whose `owner_id` is it; NULL: none recorded)",
+    "ts": BigInt = "the event",
+]);
+
 table!(CLOCK_SYNC = "clock_sync", Model, "One row per host but the reference host of a trace of several hosts: its clock's map onto the reference host's clock, estimated from the messages between them (a message is never received before it is sent; convex hulls, after Trace Compass). Every timestamp of the host's rows in the model is mapped (`t_ref = ref_at_x0_ns + slope * (t_raw - x0_ns)`, so raw times are `x0_ns + (t - ref_at_x0_ns) / slope`); empty with one host or `--no-sync`.", [
     "host_id": BigInt = "the host",
     "reference_host_id": BigInt = "the host whose clock the model's times are in",
@@ -570,6 +597,9 @@ pub const TABLES: &[TableSpec] = &[
     ANNOTATIONS,
     ANNOTATION_MEMBERS,
     EXECUTOR_STATES,
+    EXECUTORS,
+    CALLBACK_GROUPS,
+    CALLBACK_GROUP_MEMBERS,
     CLOCK_SYNC,
     META,
     CODES,
