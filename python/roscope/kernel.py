@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 from roscope import _core
 from roscope.database import columns_sql
 from roscope.errors import InputError
+from roscope.processes import group
 
 #: The tables this module adds to every database (empty without kernel data).
 TABLES = ("kernel_threads", "thread_states", "preemptions", "migrations")
@@ -101,8 +102,8 @@ def find_perf(inputs: Sequence[str], trace_paths: Sequence[str]) -> list[tuple[s
 
 def _perf_script(path: str):
     try:
-        return subprocess.Popen(["perf", "script", "--header", "--show-task-events", "-i", path, "--ns", "-F", PERF_FIELDS],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return group.start("perf-script", ["perf", "script", "--header", "--show-task-events", "-i", path, "--ns", "-F",
+                                           PERF_FIELDS], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except FileNotFoundError:
         raise InputError(f"{path}: reading it needs the 'perf' command (Debian package linux-perf)") from None
 
@@ -111,7 +112,7 @@ def has_sched_events(path: str) -> bool:
     """Whether perf.data `path` recorded sched:sched_switch (its header, through
     `perf evlist`): a CPU profile beside a trace is not kernel scheduling data."""
     try:
-        p = subprocess.run(["perf", "evlist", "-i", path], capture_output=True, text=True, timeout=60)
+        p = group.output("perf", ["perf", "evlist", "-i", path], timeout=60)
     except FileNotFoundError:
         raise InputError(f"{path}: reading it needs the 'perf' command (Debian package linux-perf)") from None
     if p.returncode != 0:
@@ -126,7 +127,8 @@ def perf_chunks(path: str, facts: dict) -> Iterator:
     perf writes them: never the whole file at once. Once the last is out, `facts` has
     the file's clock and perf's warnings. Raises InputError when perf cannot read it."""
     pa, pc, pcsv = _arrow()
-    proc = _perf_script(path)
+    started = _perf_script(path)
+    proc = started.popen
     read = pcsv.ReadOptions(column_names=["line"], block_size=PERF_BLOCK)
     parse = pcsv.ParseOptions(delimiter="\x1f", quote_char=False, escape_char=False,
                               invalid_row_handler=lambda _row: "skip")
@@ -150,6 +152,7 @@ def perf_chunks(path: str, facts: dict) -> Iterator:
             proc.stdout.close()
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         proc.wait()
+        group.stop(started, 1.0)
     if proc.returncode != 0:
         msg = " ".join(err.strip().splitlines()[-2:]) or f"exit status {proc.returncode}"
         raise InputError(f"{path}: perf script cannot read it: {msg}")

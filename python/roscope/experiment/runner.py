@@ -10,7 +10,6 @@ import os
 import platform
 import resource
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,29 +40,30 @@ def _now() -> str:
 
 def _version(argv: list[str]) -> str | None:
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=5)
+        r = group.output("version", argv, timeout=5)
         return (r.stdout or r.stderr).strip().splitlines()[0] if (r.stdout or r.stderr).strip() else None
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:
         return None
 
 
 def _dpkg_version(package: str) -> str | None:
     try:
-        r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
+        r = group.output("dpkg-query", ["dpkg-query", "-W", "-f=${Version}", package], timeout=5)
+    except OSError:
         return None
     return r.stdout.strip() or None if r.returncode == 0 else None
 
 
 def _git(cwd: Path) -> dict | None:
     try:
-        head = subprocess.run(["git", "-C", str(cwd), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        head = group.output("git", ["git", "-C", str(cwd), "rev-parse", "HEAD"], timeout=5)
         if head.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "-C", str(cwd), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
+        dirty = group.output("git", ["git", "-C", str(cwd), "status", "--porcelain", "--untracked-files=no"], timeout=10)
+        if dirty.returncode != 0:
+            return None
         return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:
         return None
 
 
