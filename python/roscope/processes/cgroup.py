@@ -103,7 +103,9 @@ def collect_abandoned(base: Path) -> None:
 
 
 def make(parent: Path, name: str) -> Path:
-    """A new cgroup `name`-N under `parent` (N counts up until the name is free)."""
+    """A new cgroup `name`-N under `parent` (N counts up until the name is free). `parent` is
+    made again if it went away meanwhile (emptied and removed by another process)."""
+    parent.mkdir(exist_ok=True)
     n = 1
     while True:
         d = parent / f"{name}-{n}"
