@@ -7,26 +7,43 @@ that the slowdown happened. tests/data/check/ros2_pipeline.yaml has every budget
 """
 from __future__ import annotations
 
+import contextlib
+import csv
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 import ros2_truth
+from roscope import cli
 
 pytestmark = [pytest.mark.ros2, pytest.mark.lttng]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
 BUDGETS = os.path.join(HERE, "data", "check", "ros2_pipeline.yaml")
 SLOWED, SLOW_MS = "mapper.plan_path", 20  # conftest.ROS2_PIPELINE_SLOWED
 MAPPER = "/mapper /plan_path __main__.plan_path"  # the callback's label (node, topic, symbol)
 
 
 def _roscope(*args, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "roscope", *map(str, args)], capture_output=True, text=True,
-                          timeout=600, env=env)
+    """`roscope ARGS`: in this process (roscope.cli.main, as the program runs it; no interpreter start
+    and imports per call), or as a program when it needs the environment `env`."""
+    argv = [str(a) for a in args]
+    if env is not None:
+        return subprocess.run([sys.executable, "-m", "roscope", *argv], capture_output=True, text=True,
+                              timeout=600, env=env)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = cli.main(argv)
+        except SystemExit as exc:  # argparse
+            rc = exc.code
+    return subprocess.CompletedProcess(argv, rc, out.getvalue(), err.getvalue())
 
 
 def _load(trace, out) -> str:
@@ -224,30 +241,67 @@ def test_an_alias_bomb_is_refused(tmp_path):
     assert p.returncode == 2 and "aliases" in p.stderr and str(f) in p.stderr
 
 
-BASELINE = os.path.join(HERE, "data", "check", "ros2_baseline.yaml")
+# ---------------------------------------------------------------- --baseline and --suggest (ros2sim)
+
+BASELINE = os.path.join(HERE, "data", "check", "ros2sim_baseline.yaml")
+SIM_SYSTEM = os.path.join(HERE, "data", "check", "ros2sim_system.json")
+SIM = os.path.join(REPO, "tools", "ros2sim")
+#: The slowed callback of SIM_SYSTEM (its timer), its label's start, and its work in each variant (us).
+SIM_SLOWED, SIM_WORK, SIM_SLOW_WORK = "^/behavior timer", (2000, 6000), (22000, 26000)
+SIM_SECONDS = 3
+
+
+def _sim_system(out, slow: bool) -> str:
+    """SIM_SYSTEM, with /behavior's timer working 20 ms longer when `slow`, written to `out`."""
+    with open(SIM_SYSTEM) as f:
+        system = json.load(f)
+    node = next(n for p in system["processes"] for n in p["nodes"] if n["name"] == "behavior")
+    lo, hi = SIM_SLOW_WORK if slow else SIM_WORK
+    work = node["timers"][0]["work"]
+    assert work == {"dist": "uniform", "min_us": SIM_WORK[0], "max_us": SIM_WORK[1], "blocking": True}
+    work.update(min_us=lo, max_us=hi)
+    with open(out, "w") as f:
+        json.dump(system, f)
+    return str(out)
+
+
+def _sim_truth_ms(simdir, node: str, kind: str) -> list[float]:
+    """The ground truth's (ros2sim's callbacks.csv) run durations of `node`'s `kind` callbacks."""
+    with open(os.path.join(simdir, "ground_truth", "callbacks.csv")) as f:
+        return [(int(r["end_ns"]) - int(r["start_ns"])) / 1e6 for r in csv.DictReader(f)
+                if r["node"] == node and r["kind"] == kind]
 
 
 @pytest.fixture(scope="module")
-def runs_dataset(tmp_path_factory) -> str:
-    """A dataset (`roscope load --dataset`) of 5 runs of the unchanged system (`u1`..`u5`) and one
-    with mapper.plan_path slowed by 20 ms (`s1`), recorded alike one after the other (4 s, kernel
-    data), so that the machine's load is alike (a run's rate is its publications over its span,
-    start-up included, so runs of other lengths differ in it)."""
+def runs_dataset(tmp_path_factory) -> dict:
+    """A dataset (`roscope load --dataset`) of 5 ros2sim runs of SIM_SYSTEM (`u1`..`u5`, seeds 1-5)
+    and one with /behavior's timer slowed by 20 ms (`s1`, seed 6), SIM_SECONDS each, all run at
+    once (each ros2sim run has its own LTTng session daemon) so that the machine's load is alike
+    in all of them: {"dataset", "sims": {run id: ros2sim output}}."""
+    subprocess.run(["make", "-s", "-C", SIM], check=True, stdout=subprocess.DEVNULL)
     out = tmp_path_factory.mktemp("check-runs")
-    traces = {}
-    for rid in ("u1", "u2", "u3", "u4", "u5", "s1"):
-        with pytest.MonkeyPatch.context() as mp:  # ros2_truth.record runs the system with os.environ
-            mp.delenv("ROS2_PIPELINE_SLOW", raising=False)
-            if rid == "s1":
-                mp.setenv("ROS2_PIPELINE_SLOW", f"{SLOWED}:{SLOW_MS}")
-            r = ros2_truth.record("jazzy", out / rid, 4, ["--kernel"])
-        assert r["rc"] == 0, r["stderr"]
-        traces[rid] = r["trace"]
+    plain, slow = _sim_system(out / "system.json", False), _sim_system(out / "slowed.json", True)
+    sims, procs = {}, {}
+    for seed, rid in enumerate(("u1", "u2", "u3", "u4", "u5", "s1"), 1):
+        sims[rid] = out / rid
+        procs[rid] = subprocess.Popen([sys.executable, os.path.join(SIM, "ros2sim.py"), "run", "--system",
+                                       slow if rid == "s1" else plain, "--duration", str(SIM_SECONDS), "--seed",
+                                       str(seed), "--out", sims[rid]], stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True)
+    try:
+        for rid, proc in procs.items():
+            log, _ = proc.communicate(timeout=240)
+            assert proc.returncode == 0, (rid, log)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     ds = out / "dataset"
-    for rid, trace in traces.items():
-        p = _roscope("load", trace, "--dataset", ds, "--run-id", rid)
+    for rid, sim in sims.items():
+        p = _roscope("load", sim / "traces", "--dataset", ds, "--run-id", rid)
         assert p.returncode == 0, p.stderr
-    return str(ds)
+    return {"dataset": str(ds), "sims": sims}
 
 
 def _verdicts(ds, run) -> dict:
@@ -258,41 +312,46 @@ def _verdicts(ds, run) -> dict:
     return {(x["subject"], x["measure"], x["stat"]): x["baseline"]["verdict"] for x in doc["lines"]}
 
 
-@pytest.mark.slow
 def test_baseline_says_worse_on_the_slowed_callback_only(runs_dataset):
+    # The oracle: ros2sim's ground truth says /behavior's timer ran >= 20 ms when slowed, < 10 ms (p50) else.
+    for rid, sim in runs_dataset["sims"].items():
+        d = sorted(_sim_truth_ms(sim, "behavior", "timer"))
+        assert len(d) >= 20 and (d[0] >= 20 if rid == "s1" else d[len(d) // 2] < 10), (rid, d)
+    ds = runs_dataset["dataset"]
     for run in ("u1", "u2", "u3", "u4", "u5"):  # each unchanged run against the other four
-        v = _verdicts(runs_dataset, run)
+        v = _verdicts(ds, run)
         compared = {k: s for k, s in v.items() if k[1] != "lost"}
         assert len(compared) == 4 and set(compared.values()) == {"no significant difference"}, (run, v)
         assert {s for k, s in v.items() if k[1] == "lost"} == {"not compared"}
-    v = _verdicts(runs_dataset, "s1")
+    v = _verdicts(ds, "s1")
     worse = {k for k, s in v.items() if s == "worse"}
-    assert worse == {(MAPPER, "duration", "p50")}, v
+    assert len(worse) == 1 and re.match(SIM_SLOWED, next(iter(worse))[0]) and next(iter(worse))[1:] == (
+        "duration", "p50"), v
     assert all(s == "no significant difference" for k, s in v.items() if k[1] != "lost" and k not in worse), v
     # too few runs: said so, never a verdict
-    p = _roscope("check", BASELINE, runs_dataset, "--run", "s1", "--baseline", runs_dataset, "--runs", "u[12]")
+    p = _roscope("check", BASELINE, ds, "--run", "s1", "--baseline", ds, "--runs", "u[12]")
     assert "too few runs (2 baseline runs with this metric; 3 needed)" in p.stdout, p.stdout
 
 
-@pytest.mark.slow
 def test_suggest_writes_a_budgets_file_the_runs_pass(runs_dataset, tmp_path):
+    ds = runs_dataset["dataset"]
     out = tmp_path / "suggested.yaml"
-    p = _roscope("check", "--suggest", runs_dataset, "--runs", "u*", "--from", "^/lidar$", "--to", "^/fused$",
-                 "-o", out)
+    p = _roscope("check", "--suggest", ds, "--runs", "u*", "--from", "^/frames$", "--to", "^/tracks$", "-o", out)
     assert p.returncode == 0, p.stderr
     from roscope.check import budgets
 
     spec = budgets.load(out)  # a valid budgets file
     assert any(b.kind == "path" for b in spec.budgets) and any(b.kind == "executor" for b in spec.budgets)
-    mapper = next(b for b in spec.budgets if b.kind == "callback" and "mapper" in b.select)
+    behavior = next(b for b in spec.budgets if b.kind == "callback" and "behavior" in b.select
+                    and "timer" in b.select)
     # its limit is over every p99 the runs showed (the verbs' value: roscope stats on each run)
     p99s = []
     for run in ("u1", "u2", "u3", "u4", "u5"):
-        st = _verb("stats", runs_dataset, "--run", run)
-        p99s.append(next(c["p99_ns"] for c in st["callbacks"] if c["node"] == "/mapper" and c["topic"] == "/plan_path"))
-    assert mapper.measures[0].limits[0].value >= 1.5 * max(p99s)
+        st = _verb("stats", ds, "--run", run)
+        p99s.append(next(c["p99_ns"] for c in st["callbacks"] if c["node"] == "/behavior" and c["kind"] == "timer"))
+    assert behavior.measures[0].limits[0].value >= 1.5 * max(p99s)
     for run in ("u1", "u3"):
-        p = _roscope("check", out, runs_dataset, "--run", run)
+        p = _roscope("check", out, ds, "--run", run)
         assert p.returncode == 0, p.stdout
 
 
@@ -301,7 +360,6 @@ def test_suggest_writes_a_budgets_file_the_runs_pass(runs_dataset, tmp_path):
 ROS1_BUDGETS = os.path.join(HERE, "data", "check", "ros1_pipeline.yaml")
 ROS1_SLOWED, ROS1_SLOW_MS = "planner.onTimer", 20
 PLANNER = "/planner timer 100.0 ms Planner::onTimer(ros::TimerEvent const&)"
-REPO = os.path.dirname(HERE)
 EXAMPLE = os.path.join(REPO, "examples", "ros1_pipeline")
 
 
