@@ -27,6 +27,10 @@
                             from PyPI (.ros2/<distro>, `make setup`) with
                             `roscope record --kernel` for 8 s, once per distro per
                             session, and loads it: test_ros2_pipeline reads it.
+* ``ros2_pipeline_slowed`` -- the same example (Jazzy) recorded for 4 s with
+                            mapper.plan_path slowed by 20 ms, once per session.
+* ``ros2_pipeline_dataset`` -- both loaded once into one dataset (runs base,
+                            slowed): test_check and test_check_pytest read it.
 * ``ros2sim_run``        -- factory: ros2sim_run(preset, distro, seconds) runs
                             tools/ros2sim once per session for those arguments and
                             returns its output directory (traces/, ground_truth/):
@@ -294,6 +298,21 @@ def ros2_pipeline_slowed(tmp_path_factory) -> dict:
             os.environ["ROS2_PIPELINE_SLOW"] = old
     assert r["rc"] == 0, f"roscope record of the slowed examples/ros2_pipeline failed:\n{r['stderr']}"
     return r
+
+
+@pytest.fixture(scope="session")
+def ros2_pipeline_dataset(ros2_pipeline_run, ros2_pipeline_slowed, tmp_path_factory) -> dict:
+    """ros2_pipeline_run("jazzy") and ros2_pipeline_slowed loaded once into one dataset (`roscope load
+    --dataset`), runs `base` and `slowed` (roscope check's tests and its pytest plugin's read them):
+    {"dataset": DIR, "base"|"slowed": the recording's dict}. Read-only for the tests."""
+    ds = tmp_path_factory.mktemp("ros2_pipeline-dataset") / "dataset"
+    out = {"dataset": str(ds)}
+    for rid, r in (("base", ros2_pipeline_run("jazzy")), ("slowed", ros2_pipeline_slowed)):
+        p = subprocess.run([*roscope_argv(), "load", str(r["trace"]), "--dataset", str(ds), "--run-id", rid],
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, f"roscope load of {r['trace']} failed:\n{p.stderr}"
+        out[rid] = r
+    return out
 
 
 @pytest.fixture(scope="session")

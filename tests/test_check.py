@@ -53,18 +53,14 @@ def _load(trace, out) -> str:
 
 
 @pytest.fixture(scope="module")
-def real_runs(ros2_pipeline_run, ros2_pipeline_slowed, tmp_path_factory) -> dict:
+def real_runs(ros2_pipeline_dataset) -> dict:
     """The recordings of the system the session shares, unchanged (conftest.ros2_pipeline_run, 8 s) and
     with mapper.plan_path slowed by 20 ms (conftest.ros2_pipeline_slowed, 4 s), both with kernel data,
-    each loaded once, into one dataset (runs `base` and `slowed`): {"base"|"slowed": {"trace", "gt",
-    "input": the arguments that name it to a verb}}."""
-    ds = tmp_path_factory.mktemp("check-real") / "dataset"
-    out = {}
-    for rid, r in (("base", ros2_pipeline_run("jazzy")), ("slowed", ros2_pipeline_slowed)):
-        p = _roscope("load", r["trace"], "--dataset", ds, "--run-id", rid)
-        assert p.returncode == 0, p.stderr
-        out[rid] = {"trace": r["trace"], "gt": r["gt"], "input": [str(ds), "--run", rid]}
-    return out
+    loaded once, into one dataset (conftest.ros2_pipeline_dataset, runs `base` and `slowed`):
+    {"base"|"slowed": {"trace", "gt", "input": the arguments that name it to a verb}}."""
+    ds = ros2_pipeline_dataset["dataset"]
+    return {rid: {"trace": ros2_pipeline_dataset[rid]["trace"], "gt": ros2_pipeline_dataset[rid]["gt"],
+                  "input": [ds, "--run", rid]} for rid in ("base", "slowed")}
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +162,11 @@ def _equal_to_the_verbs(inp, budgets_file, why_callback: str) -> set:
             assert v == (t["rate_hz"] if m == "rate" else t[f"lat_{s}_ns"])
         elif x["kind"] == "path":
             if m == "latency" and x["path"].get("definition") == "caret":
-                assert v == caret["response_times"][0]["cases"]["worst"][f"{s}_ns"]
+                per_path = [r["cases"]["worst"][f"{s}_ns"] for r in caret["response_times"]]
+                if len(per_path) == 1:
+                    assert v == per_path[0]
+                else:  # the response times of every path, pooled: their median lies between the paths' medians
+                    assert s == "p50" and min(per_path) <= v <= max(per_path), (v, per_path)
             elif m == "latency" and len(flow["paths"]) == 1:
                 assert v == flow["paths"][0]["latency"][f"{s}_ns"]
             elif m == "latency":  # over the flows of every path between the topics (`roscope flow` lists each)
@@ -276,6 +276,13 @@ SIM = os.path.join(REPO, "tools", "ros2sim")
 #: The slowed callback of SIM_SYSTEM (its timer), its label's start, and its work in each variant (us).
 SIM_SLOWED, SIM_WORK, SIM_SLOW_WORK = "^/behavior timer", (2000, 6000), (22000, 26000)
 SIM_SECONDS = 3
+#: One seed for every run: the unchanged runs draw the same work times (up to which of the 2-thread
+#: executor's threads, each with its own generator, runs a callback), so what differs between them is
+#: the machine's doing, as between CI runs of one commit. With a seed per run their values are
+#: independent draws, and the verdict's false alarm rate is that of its statistics: about 1.6 % per
+#: comparison (U test p < 0.05 and beyond the other runs' spread, simulated), over the test's 20
+#: comparisons a failure in about one test run of four (measured here: 1 of 3).
+SIM_SEED = 7
 
 
 def _sim_system(out, slow: bool) -> str:
@@ -301,19 +308,19 @@ def _sim_truth_ms(simdir, node: str, kind: str) -> list[float]:
 
 @pytest.fixture(scope="module")
 def runs_dataset(tmp_path_factory) -> dict:
-    """A dataset (`roscope load --dataset`) of 5 ros2sim runs of SIM_SYSTEM (`u1`..`u5`, seeds 1-5)
-    and one with /behavior's timer slowed by 20 ms (`s1`, seed 6), SIM_SECONDS each, all run at
+    """A dataset (`roscope load --dataset`) of 5 ros2sim runs of SIM_SYSTEM (`u1`..`u5`) and one with
+    /behavior's timer slowed by 20 ms (`s1`), SIM_SECONDS each, all with SIM_SEED, all run at
     once (each ros2sim run has its own LTTng session daemon) so that the machine's load is alike
     in all of them: {"dataset", "sims": {run id: ros2sim output}}."""
     subprocess.run(["make", "-s", "-C", SIM], check=True, stdout=subprocess.DEVNULL)
     out = tmp_path_factory.mktemp("check-runs")
     plain, slow = _sim_system(out / "system.json", False), _sim_system(out / "slowed.json", True)
     sims, procs = {}, {}
-    for seed, rid in enumerate(("u1", "u2", "u3", "u4", "u5", "s1"), 1):
+    for rid in ("u1", "u2", "u3", "u4", "u5", "s1"):
         sims[rid] = out / rid
         procs[rid] = subprocess.Popen([sys.executable, os.path.join(SIM, "ros2sim.py"), "run", "--system",
                                        slow if rid == "s1" else plain, "--duration", str(SIM_SECONDS), "--seed",
-                                       str(seed), "--out", sims[rid]], stdout=subprocess.PIPE,
+                                       str(SIM_SEED), "--out", sims[rid]], stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True)
     try:
         for rid, proc in procs.items():
@@ -336,7 +343,9 @@ def _verdicts(ds, run) -> dict:
     assert p.returncode in (0, 1), p.stderr
     doc = json.loads(p.stdout)
     assert doc["baseline"]["runs"] == sorted(f"u{i}" for i in range(1, 6) if f"u{i}" != run)
-    return {(x["subject"], x["measure"], x["stat"]): x["baseline"]["verdict"] for x in doc["lines"]}
+    verdicts = {(x["subject"], x["measure"], x["stat"]): x["baseline"]["verdict"] for x in doc["lines"]}
+    print(run, *(f"{x['subject'][:30]} {x['measure']} {x['stat']}: {x['baseline']}" for x in doc["lines"]), sep="\n  ")
+    return verdicts
 
 
 def test_baseline_says_worse_on_the_slowed_callback_only(runs_dataset):
