@@ -281,7 +281,10 @@ SIM_SECONDS = 3
 #: the machine's doing, as between CI runs of one commit. With a seed per run their values are
 #: independent draws, and the verdict's false alarm rate is that of its statistics: about 1.6 % per
 #: comparison (U test p < 0.05 and beyond the other runs' spread, simulated), over the test's 20
-#: comparisons a failure in about one test run of four (measured here: 1 of 3).
+#: comparisons a failure in about one test run of four (measured here: 1 of 3). The budgeted
+#: callbacks wait rather than spin (SIM_SYSTEM's "blocking"): a spinning one's duration is the
+#: machine's load as much as its work (a loaded moment made one run's 1-3 ms camera timer 1.9 ms
+#: slower, "worse", while the other four runs agreed within 0.1 ms).
 SIM_SEED = 7
 
 
