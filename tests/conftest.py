@@ -27,6 +27,10 @@
                             from PyPI (.ros2/<distro>, `make setup`) with
                             `roscope record --kernel` for 8 s, once per distro per
                             session, and loads it: test_ros2_pipeline reads it.
+* ``ros2_pipeline_slowed`` -- the same example (Jazzy) recorded for 4 s with
+                            mapper.plan_path slowed by 20 ms, once per session.
+* ``ros2_pipeline_dataset`` -- both loaded once into one dataset (runs base,
+                            slowed): test_check and test_check_pytest read it.
 * ``ros2sim_run``        -- factory: ros2sim_run(preset, distro, seconds) runs
                             tools/ros2sim once per session for those arguments and
                             returns its output directory (traces/, ground_truth/):
@@ -238,6 +242,19 @@ def pipeline_deps(tmp_path_factory) -> dict:
     return flow_truth.dependency_run("ros1_pipeline", tmp_path_factory.mktemp("pipeline_deps"), argv=roscope_argv())
 
 
+class _Recording(dict):
+    """A recording's dict whose "db" (roscope.open of its "trace", in memory) is loaded on first use:
+    tests that read the trace with `roscope load` or a verb do not pay for it."""
+
+    def __missing__(self, key):
+        if key != "db":
+            raise KeyError(key)
+        import roscope
+
+        self["db"] = roscope.open(str(self["trace"]))
+        return self["db"]
+
+
 #: How long ros2_pipeline_run lets examples/ros2_pipeline's sensors run (s).
 ROS2_PIPELINE_SECONDS = 8
 
@@ -245,9 +262,10 @@ ROS2_PIPELINE_SECONDS = 8
 @pytest.fixture(scope="session")
 def ros2_pipeline_run(tmp_path_factory):
     """Factory: ros2_pipeline_run(distro) -> {"trace", "gt", "stderr", "db" (the trace loaded
-    by roscope.open, in memory; read-only for the tests)}: `roscope record --kernel` of
-    examples/ros2_pipeline/launch.py -d 8 run by the distro's python3 (its environment
-    first on PATH), made on the first call per distro and shared by every later one."""
+    by roscope.open, in memory, on first use: not in items() before; read-only for the
+    tests)}: `roscope record --kernel` of examples/ros2_pipeline/launch.py -d 8 run by the
+    distro's python3 (its environment first on PATH), made on the first call per distro and
+    shared by every later one."""
     import ros2_truth
 
     made: dict = {}
@@ -261,10 +279,7 @@ def ros2_pipeline_run(tmp_path_factory):
             out = tmp_path_factory.mktemp(f"ros2_pipeline-{distro}")
             r = ros2_truth.record(distro, out, ROS2_PIPELINE_SECONDS, ["--kernel"])
             assert r["rc"] == 0, f"roscope record of examples/ros2_pipeline ({distro}) failed:\n{r['stdout']}\n{r['stderr']}"
-            import roscope
-
-            r["db"] = roscope.open(str(r["trace"]))
-            made[distro] = r
+            made[distro] = _Recording(r)
         return made[distro]
 
     return run
@@ -294,6 +309,21 @@ def ros2_pipeline_slowed(tmp_path_factory) -> dict:
             os.environ["ROS2_PIPELINE_SLOW"] = old
     assert r["rc"] == 0, f"roscope record of the slowed examples/ros2_pipeline failed:\n{r['stderr']}"
     return r
+
+
+@pytest.fixture(scope="session")
+def ros2_pipeline_dataset(ros2_pipeline_run, ros2_pipeline_slowed, tmp_path_factory) -> dict:
+    """ros2_pipeline_run("jazzy") and ros2_pipeline_slowed loaded once into one dataset (`roscope load
+    --dataset`), runs `base` and `slowed` (roscope check's tests and its pytest plugin's read them):
+    {"dataset": DIR, "base"|"slowed": the recording's dict}. Read-only for the tests."""
+    ds = tmp_path_factory.mktemp("ros2_pipeline-dataset") / "dataset"
+    out = {"dataset": str(ds)}
+    for rid, r in (("base", ros2_pipeline_run("jazzy")), ("slowed", ros2_pipeline_slowed)):
+        p = subprocess.run([*roscope_argv(), "load", str(r["trace"]), "--dataset", str(ds), "--run-id", rid],
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, f"roscope load of {r['trace']} failed:\n{p.stderr}"
+        out[rid] = r
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -7,26 +7,43 @@ that the slowdown happened. tests/data/check/ros2_pipeline.yaml has every budget
 """
 from __future__ import annotations
 
+import contextlib
+import csv
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 import ros2_truth
+from roscope import cli
 
 pytestmark = [pytest.mark.ros2, pytest.mark.lttng]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
 BUDGETS = os.path.join(HERE, "data", "check", "ros2_pipeline.yaml")
 SLOWED, SLOW_MS = "mapper.plan_path", 20  # conftest.ROS2_PIPELINE_SLOWED
 MAPPER = "/mapper /plan_path __main__.plan_path"  # the callback's label (node, topic, symbol)
 
 
 def _roscope(*args, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "roscope", *map(str, args)], capture_output=True, text=True,
-                          timeout=600, env=env)
+    """`roscope ARGS`: in this process (roscope.cli.main, as the program runs it; no interpreter start
+    and imports per call), or as a program when it needs the environment `env`."""
+    argv = [str(a) for a in args]
+    if env is not None:
+        return subprocess.run([sys.executable, "-m", "roscope", *argv], capture_output=True, text=True,
+                              timeout=600, env=env)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = cli.main(argv)
+        except SystemExit as exc:  # argparse
+            rc = exc.code
+    return subprocess.CompletedProcess(argv, rc, out.getvalue(), err.getvalue())
 
 
 def _load(trace, out) -> str:
@@ -36,17 +53,24 @@ def _load(trace, out) -> str:
 
 
 @pytest.fixture(scope="module")
-def base(ros2_pipeline_run, tmp_path_factory) -> dict:
-    """The shared recording of the unchanged system, loaded into a database file."""
-    r = ros2_pipeline_run("jazzy")
-    return {**r, "dbfile": _load(r["trace"], tmp_path_factory.mktemp("check-base") / "base.duckdb")}
+def real_runs(ros2_pipeline_dataset) -> dict:
+    """The recordings of the system the session shares, unchanged (conftest.ros2_pipeline_run, 8 s) and
+    with mapper.plan_path slowed by 20 ms (conftest.ros2_pipeline_slowed, 4 s), both with kernel data,
+    loaded once, into one dataset (conftest.ros2_pipeline_dataset, runs `base` and `slowed`):
+    {"base"|"slowed": {"trace", "gt", "input": the arguments that name it to a verb}}."""
+    ds = ros2_pipeline_dataset["dataset"]
+    return {rid: {"trace": ros2_pipeline_dataset[rid]["trace"], "gt": ros2_pipeline_dataset[rid]["gt"],
+                  "input": [ds, "--run", rid]} for rid in ("base", "slowed")}
 
 
 @pytest.fixture(scope="module")
-def slowed(ros2_pipeline_slowed, tmp_path_factory) -> dict:
-    """The shared 4 s recording (kernel data) of the system with mapper.plan_path slowed by 20 ms."""
-    r = ros2_pipeline_slowed
-    return {**r, "dbfile": _load(r["trace"], tmp_path_factory.mktemp("check-slowed") / "slowed.duckdb")}
+def base(real_runs) -> dict:
+    return real_runs["base"]
+
+
+@pytest.fixture(scope="module")
+def slowed(real_runs) -> dict:
+    return real_runs["slowed"]
 
 
 def _truth_durations_ms(gtdir, cb: str) -> list[float]:
@@ -55,8 +79,8 @@ def _truth_durations_ms(gtdir, cb: str) -> list[float]:
     return [(r["end_ns"] - r["start_ns"]) / 1e6 for r in rows]
 
 
-def _check_json(dbfile, *extra) -> tuple[int, dict]:
-    p = _roscope("check", BUDGETS, dbfile, "--json", *extra)
+def _check_json(inp, *extra) -> tuple[int, dict]:
+    p = _roscope("check", BUDGETS, *inp, "--json", *extra)
     assert p.returncode in (0, 1, 2), p.stderr
     return p.returncode, json.loads(p.stdout)
 
@@ -77,45 +101,46 @@ def test_passes_on_the_system_and_fails_on_the_slowed_callback_only(base, slowed
     plain, slow = _truth_durations_ms(base["gt"], SLOWED), _truth_durations_ms(slowed["gt"], SLOWED)
     assert plain and slow and min(slow) >= SLOW_MS > sorted(plain)[len(plain) // 2]
 
-    rc, doc = _check_json(base["dbfile"])
+    rc, doc = _check_json(base["input"])
     assert rc == 0, [x["text"] for x in doc["lines"] if x["status"] != "pass"]
     assert doc["summary"]["pass"] == len(doc["lines"]) >= 16
 
-    p = _roscope("check", BUDGETS, slowed["dbfile"])
+    p = _roscope("check", BUDGETS, *slowed["input"])
     assert p.returncode == 1, p.stdout + p.stderr
     failing = [s for s in p.stdout.splitlines() if s.startswith("FAIL")]
     assert failing and all(MAPPER in s for s in failing), p.stdout
     # the failing line names the callback, its measured value and the limit
     p50 = next(s for s in failing if "duration p50" in s)
     assert "limit <= 10.000 ms" in p50 and "over by" in p50
-    rc, doc = _check_json(slowed["dbfile"])
+    rc, doc = _check_json(slowed["input"])
     line = next(x for x in doc["lines"] if x["measure"] == "duration" and x["stat"] == "p50")
     assert line["status"] == "fail" and line["value"] >= SLOW_MS * 1e6 and f"{line['value'] / 1e6:.3f} ms" in p50
     others = [x for x in doc["lines"] if x["subject"] != MAPPER]
     assert others and all(x["status"] == "pass" for x in others), [x["text"] for x in others if x["status"] != "pass"]
 
 
-def _verb(name, dbfile, *args) -> dict:
-    p = _roscope(name, dbfile, *args, "--json")
+def _verb(name, inp, *args) -> dict:
+    """`roscope NAME --json` on `inp` (the arguments naming a trace, database or dataset run)."""
+    p = _roscope(name, *inp, *args, "--json")
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 
 
-def _equal_to_the_verbs(dbfile, budgets_file, why_callback: str) -> None:
+def _equal_to_the_verbs(inp, budgets_file, why_callback: str) -> set:
     """Every line of `roscope check --json` equals the value of the verb that computes it (the
     budgets files have one path, ^/lidar$ -> ^/fused$, and `why_callback` is their callback with
     a why budget)."""
-    p = _roscope("check", budgets_file, dbfile, "--json")
+    p = _roscope("check", budgets_file, *inp, "--json")
     assert p.returncode in (0, 1), p.stderr
     doc = json.loads(p.stdout)
-    st = _verb("stats", dbfile)
+    st = _verb("stats", inp)
     cbs = {c["callback_id"]: c for c in st["callbacks"]}
     topics = {t["topic"]: t for t in st["topics"]}
-    threads = {t["thread_id"]: t for t in _verb("executor", dbfile)["threads"]}
-    flow = _verb("flow", dbfile, "--from", "^/lidar$", "--to", "^/fused$")
-    caret = _verb("flow", dbfile, "--from", "^/lidar$", "--to", "^/fused$", "--definition", "caret")
-    why_cb = _verb("why", dbfile, "--callback", why_callback, "--top", "100000")
-    why_path = _verb("why", dbfile, "--from", "^/lidar$", "--to", "^/fused$", "--top", "100000")
+    threads = {t["thread_id"]: t for t in _verb("executor", inp)["threads"]}
+    flow = _verb("flow", inp, "--from", "^/lidar$", "--to", "^/fused$")
+    caret = _verb("flow", inp, "--from", "^/lidar$", "--to", "^/fused$", "--definition", "caret")
+    why_cb = _verb("why", inp, "--callback", why_callback, "--top", "100000")
+    why_path = _verb("why", inp, "--from", "^/lidar$", "--to", "^/fused$", "--top", "100000")
     seen = set()
     for x in doc["lines"]:
         m, s, v = x["measure"], x["stat"], x["value"]
@@ -137,7 +162,11 @@ def _equal_to_the_verbs(dbfile, budgets_file, why_callback: str) -> None:
             assert v == (t["rate_hz"] if m == "rate" else t[f"lat_{s}_ns"])
         elif x["kind"] == "path":
             if m == "latency" and x["path"].get("definition") == "caret":
-                assert v == caret["response_times"][0]["cases"]["worst"][f"{s}_ns"]
+                per_path = [r["cases"]["worst"][f"{s}_ns"] for r in caret["response_times"]]
+                if len(per_path) == 1:
+                    assert v == per_path[0]
+                else:  # the response times of every path, pooled: their median lies between the paths' medians
+                    assert s == "p50" and min(per_path) <= v <= max(per_path), (v, per_path)
             elif m == "latency" and len(flow["paths"]) == 1:
                 assert v == flow["paths"][0]["latency"][f"{s}_ns"]
             elif m == "latency":  # over the flows of every path between the topics (`roscope flow` lists each)
@@ -160,14 +189,14 @@ def _equal_to_the_verbs(dbfile, budgets_file, why_callback: str) -> None:
 
 
 def test_every_measured_value_equals_the_verbs(base):
-    seen = _equal_to_the_verbs(base["dbfile"], BUDGETS, "^/mapper .*plan_path")
+    seen = _equal_to_the_verbs(base["input"], BUDGETS, "^/mapper .*plan_path")
     assert len(seen) == 11
 
 
 def test_junit_xml_github_annotations_and_exit_2(slowed, tmp_path):
     junitparser = pytest.importorskip("junitparser")
     xml = tmp_path / "check.xml"
-    p = _roscope("check", BUDGETS, slowed["dbfile"], "--junit", xml, "--github")
+    p = _roscope("check", BUDGETS, *slowed["input"], "--junit", xml, "--github")
     assert p.returncode == 1, p.stderr
     lines = [s for s in p.stdout.splitlines() if s.startswith(("PASS", "FAIL", "ERROR"))]
     suites = list(junitparser.JUnitXml.fromfile(str(xml)))
@@ -182,18 +211,33 @@ def test_junit_xml_github_annotations_and_exit_2(slowed, tmp_path):
     assert len(notes) == len(failed)
     assert all(s.startswith(f"::error file={BUDGETS.replace(':', '%3A')},line=") and MAPPER in s for s in notes)
     # --junit never overwrites without --force
-    again = _roscope("check", BUDGETS, slowed["dbfile"], "--junit", xml)
+    again = _roscope("check", BUDGETS, *slowed["input"], "--junit", xml)
     assert again.returncode == 2 and "already exists" in again.stderr
 
     # a budget that selects nothing cannot be evaluated: exit 2, an <error>, never a pass
     nothing = tmp_path / "nothing.yaml"
     nothing.write_text("budgets:\n  - callback: '^/no_such_node '\n    duration: {max: 1 ms}\n")
     xml2 = tmp_path / "nothing.xml"
-    p = _roscope("check", nothing, slowed["dbfile"], "--junit", xml2)
+    p = _roscope("check", nothing, *slowed["input"], "--junit", xml2)
     assert p.returncode == 2, p.stdout + p.stderr
     assert "ERROR" in p.stdout and "no callback matches" in p.stdout
     [suite] = list(junitparser.JUnitXml.fromfile(str(xml2)))
     assert suite.errors == 1 and suite.failures == 0
+
+
+def test_baseline_on_the_real_system_reads_every_kind_and_says_too_few_runs(slowed):
+    """--baseline on the real recordings (the dataset of runs `base` and `slowed`): every budget kind's
+    values are read in both runs, and with one baseline run no line gets a verdict."""
+    ds = slowed["input"][0]
+    p = _roscope("check", BUDGETS, *slowed["input"], "--baseline", ds, "--json")
+    assert p.returncode == 1, p.stderr  # the slowed callback's budgets fail; the baseline changes no status
+    doc = json.loads(p.stdout)
+    assert doc["baseline"]["runs"] == ["base"]
+    lines = [x for x in doc["lines"] if x["measure"] != "lost"]
+    assert len({(x["kind"], x["measure"]) for x in lines}) == 10
+    bad = [x for x in lines if (x["baseline"]["verdict"], x["baseline"]["runs"]) != ("too few runs", 1)]
+    assert not bad, bad
+    assert {x["baseline"]["verdict"] for x in doc["lines"] if x["measure"] == "lost"} == {"not compared"}
 
 
 @pytest.mark.parametrize("body, line, key, what", [
@@ -224,30 +268,77 @@ def test_an_alias_bomb_is_refused(tmp_path):
     assert p.returncode == 2 and "aliases" in p.stderr and str(f) in p.stderr
 
 
-BASELINE = os.path.join(HERE, "data", "check", "ros2_baseline.yaml")
+# ---------------------------------------------------------------- --baseline and --suggest (ros2sim)
+
+BASELINE = os.path.join(HERE, "data", "check", "ros2sim_baseline.yaml")
+SIM_SYSTEM = os.path.join(HERE, "data", "check", "ros2sim_system.json")
+SIM = os.path.join(REPO, "tools", "ros2sim")
+#: The slowed callback of SIM_SYSTEM (its timer), its label's start, and its work in each variant (us).
+SIM_SLOWED, SIM_WORK, SIM_SLOW_WORK = "^/behavior timer", (2000, 6000), (22000, 26000)
+SIM_SECONDS = 3
+#: One seed for every run: the unchanged runs draw the same work times (up to which of the 2-thread
+#: executor's threads, each with its own generator, runs a callback), so what differs between them is
+#: the machine's doing, as between CI runs of one commit. With a seed per run their values are
+#: independent draws, and the verdict's false alarm rate is that of its statistics: about 1.6 % per
+#: comparison (U test p < 0.05 and beyond the other runs' spread, simulated), over the test's 20
+#: comparisons a failure in about one test run of four (measured here: 1 of 3). The budgeted
+#: callbacks wait rather than spin (SIM_SYSTEM's "blocking"): a spinning one's duration is the
+#: machine's load as much as its work (a loaded moment made one run's 1-3 ms camera timer 1.9 ms
+#: slower, "worse", while the other four runs agreed within 0.1 ms).
+SIM_SEED = 7
+
+
+def _sim_system(out, slow: bool) -> str:
+    """SIM_SYSTEM, with /behavior's timer working 20 ms longer when `slow`, written to `out`."""
+    with open(SIM_SYSTEM) as f:
+        system = json.load(f)
+    node = next(n for p in system["processes"] for n in p["nodes"] if n["name"] == "behavior")
+    lo, hi = SIM_SLOW_WORK if slow else SIM_WORK
+    work = node["timers"][0]["work"]
+    assert work == {"dist": "uniform", "min_us": SIM_WORK[0], "max_us": SIM_WORK[1], "blocking": True}
+    work.update(min_us=lo, max_us=hi)
+    with open(out, "w") as f:
+        json.dump(system, f)
+    return str(out)
+
+
+def _sim_truth_ms(simdir, node: str, kind: str) -> list[float]:
+    """The ground truth's (ros2sim's callbacks.csv) run durations of `node`'s `kind` callbacks."""
+    with open(os.path.join(simdir, "ground_truth", "callbacks.csv")) as f:
+        return [(int(r["end_ns"]) - int(r["start_ns"])) / 1e6 for r in csv.DictReader(f)
+                if r["node"] == node and r["kind"] == kind]
 
 
 @pytest.fixture(scope="module")
-def runs_dataset(tmp_path_factory) -> str:
-    """A dataset (`roscope load --dataset`) of 5 runs of the unchanged system (`u1`..`u5`) and one
-    with mapper.plan_path slowed by 20 ms (`s1`), recorded alike one after the other (4 s, kernel
-    data), so that the machine's load is alike (a run's rate is its publications over its span,
-    start-up included, so runs of other lengths differ in it)."""
+def runs_dataset(tmp_path_factory) -> dict:
+    """A dataset (`roscope load --dataset`) of 5 ros2sim runs of SIM_SYSTEM (`u1`..`u5`) and one with
+    /behavior's timer slowed by 20 ms (`s1`), SIM_SECONDS each, all with SIM_SEED, all run at
+    once (each ros2sim run has its own LTTng session daemon) so that the machine's load is alike
+    in all of them: {"dataset", "sims": {run id: ros2sim output}}."""
+    subprocess.run(["make", "-s", "-C", SIM], check=True, stdout=subprocess.DEVNULL)
     out = tmp_path_factory.mktemp("check-runs")
-    traces = {}
+    plain, slow = _sim_system(out / "system.json", False), _sim_system(out / "slowed.json", True)
+    sims, procs = {}, {}
     for rid in ("u1", "u2", "u3", "u4", "u5", "s1"):
-        with pytest.MonkeyPatch.context() as mp:  # ros2_truth.record runs the system with os.environ
-            mp.delenv("ROS2_PIPELINE_SLOW", raising=False)
-            if rid == "s1":
-                mp.setenv("ROS2_PIPELINE_SLOW", f"{SLOWED}:{SLOW_MS}")
-            r = ros2_truth.record("jazzy", out / rid, 4, ["--kernel"])
-        assert r["rc"] == 0, r["stderr"]
-        traces[rid] = r["trace"]
+        sims[rid] = out / rid
+        procs[rid] = subprocess.Popen([sys.executable, os.path.join(SIM, "ros2sim.py"), "run", "--system",
+                                       slow if rid == "s1" else plain, "--duration", str(SIM_SECONDS), "--seed",
+                                       str(SIM_SEED), "--out", sims[rid]], stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True)
+    try:
+        for rid, proc in procs.items():
+            log, _ = proc.communicate(timeout=240)
+            assert proc.returncode == 0, (rid, log)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     ds = out / "dataset"
-    for rid, trace in traces.items():
-        p = _roscope("load", trace, "--dataset", ds, "--run-id", rid)
+    for rid, sim in sims.items():
+        p = _roscope("load", sim / "traces", "--dataset", ds, "--run-id", rid)
         assert p.returncode == 0, p.stderr
-    return str(ds)
+    return {"dataset": str(ds), "sims": sims}
 
 
 def _verdicts(ds, run) -> dict:
@@ -255,44 +346,51 @@ def _verdicts(ds, run) -> dict:
     assert p.returncode in (0, 1), p.stderr
     doc = json.loads(p.stdout)
     assert doc["baseline"]["runs"] == sorted(f"u{i}" for i in range(1, 6) if f"u{i}" != run)
-    return {(x["subject"], x["measure"], x["stat"]): x["baseline"]["verdict"] for x in doc["lines"]}
+    verdicts = {(x["subject"], x["measure"], x["stat"]): x["baseline"]["verdict"] for x in doc["lines"]}
+    print(run, *(f"{x['subject'][:30]} {x['measure']} {x['stat']}: {x['baseline']}" for x in doc["lines"]), sep="\n  ")
+    return verdicts
 
 
-@pytest.mark.slow
 def test_baseline_says_worse_on_the_slowed_callback_only(runs_dataset):
+    # The oracle: ros2sim's ground truth says /behavior's timer ran >= 20 ms when slowed, < 10 ms (p50) else.
+    for rid, sim in runs_dataset["sims"].items():
+        d = sorted(_sim_truth_ms(sim, "behavior", "timer"))
+        assert len(d) >= 20 and (d[0] >= 20 if rid == "s1" else d[len(d) // 2] < 10), (rid, d)
+    ds = runs_dataset["dataset"]
     for run in ("u1", "u2", "u3", "u4", "u5"):  # each unchanged run against the other four
-        v = _verdicts(runs_dataset, run)
+        v = _verdicts(ds, run)
         compared = {k: s for k, s in v.items() if k[1] != "lost"}
         assert len(compared) == 4 and set(compared.values()) == {"no significant difference"}, (run, v)
         assert {s for k, s in v.items() if k[1] == "lost"} == {"not compared"}
-    v = _verdicts(runs_dataset, "s1")
+    v = _verdicts(ds, "s1")
     worse = {k for k, s in v.items() if s == "worse"}
-    assert worse == {(MAPPER, "duration", "p50")}, v
+    assert len(worse) == 1 and re.match(SIM_SLOWED, next(iter(worse))[0]) and next(iter(worse))[1:] == (
+        "duration", "p50"), v
     assert all(s == "no significant difference" for k, s in v.items() if k[1] != "lost" and k not in worse), v
     # too few runs: said so, never a verdict
-    p = _roscope("check", BASELINE, runs_dataset, "--run", "s1", "--baseline", runs_dataset, "--runs", "u[12]")
+    p = _roscope("check", BASELINE, ds, "--run", "s1", "--baseline", ds, "--runs", "u[12]")
     assert "too few runs (2 baseline runs with this metric; 3 needed)" in p.stdout, p.stdout
 
 
-@pytest.mark.slow
 def test_suggest_writes_a_budgets_file_the_runs_pass(runs_dataset, tmp_path):
+    ds = runs_dataset["dataset"]
     out = tmp_path / "suggested.yaml"
-    p = _roscope("check", "--suggest", runs_dataset, "--runs", "u*", "--from", "^/lidar$", "--to", "^/fused$",
-                 "-o", out)
+    p = _roscope("check", "--suggest", ds, "--runs", "u*", "--from", "^/frames$", "--to", "^/tracks$", "-o", out)
     assert p.returncode == 0, p.stderr
     from roscope.check import budgets
 
     spec = budgets.load(out)  # a valid budgets file
     assert any(b.kind == "path" for b in spec.budgets) and any(b.kind == "executor" for b in spec.budgets)
-    mapper = next(b for b in spec.budgets if b.kind == "callback" and "mapper" in b.select)
+    behavior = next(b for b in spec.budgets if b.kind == "callback" and "behavior" in b.select
+                    and "timer" in b.select)
     # its limit is over every p99 the runs showed (the verbs' value: roscope stats on each run)
     p99s = []
     for run in ("u1", "u2", "u3", "u4", "u5"):
-        st = _verb("stats", runs_dataset, "--run", run)
-        p99s.append(next(c["p99_ns"] for c in st["callbacks"] if c["node"] == "/mapper" and c["topic"] == "/plan_path"))
-    assert mapper.measures[0].limits[0].value >= 1.5 * max(p99s)
+        st = _verb("stats", [ds, "--run", run])
+        p99s.append(next(c["p99_ns"] for c in st["callbacks"] if c["node"] == "/behavior" and c["kind"] == "timer"))
+    assert behavior.measures[0].limits[0].value >= 1.5 * max(p99s)
     for run in ("u1", "u3"):
-        p = _roscope("check", out, runs_dataset, "--run", run)
+        p = _roscope("check", out, ds, "--run", run)
         assert p.returncode == 0, p.stdout
 
 
@@ -301,27 +399,38 @@ def test_suggest_writes_a_budgets_file_the_runs_pass(runs_dataset, tmp_path):
 ROS1_BUDGETS = os.path.join(HERE, "data", "check", "ros1_pipeline.yaml")
 ROS1_SLOWED, ROS1_SLOW_MS = "planner.onTimer", 20
 PLANNER = "/planner timer 100.0 ms Planner::onTimer(ros::TimerEvent const&)"
-REPO = os.path.dirname(HERE)
 EXAMPLE = os.path.join(REPO, "examples", "ros1_pipeline")
 
 
 @pytest.fixture(scope="module")
 def ros1_runs(tmp_path_factory) -> dict:
     """examples/ros1_pipeline/system.sh -d 4 under `roscope record --kernel`, unchanged and with
-    PIPELINE_SLOW=planner.onTimer:20: {"base"|"slowed": {"dbfile", "gt"}}."""
+    PIPELINE_SLOW=planner.onTimer:20, both at once (each system has its own master on a free port;
+    each recording's kernel data has the other system's threads as competitors for the CPUs):
+    {"base"|"slowed": {"dbfile", "gt"}}."""
     for d in (os.path.join(REPO, "instrument", "ros1"), EXAMPLE):
         subprocess.run(["make", "-s", "-C", d], check=True, stdout=subprocess.DEVNULL)
     out = tmp_path_factory.mktemp("check-ros1")
-    runs = {}
-    for name, slow in (("base", None), ("slowed", f"{ROS1_SLOWED}:{ROS1_SLOW_MS}")):
-        env = {k: v for k, v in os.environ.items() if k != "PIPELINE_SLOW"}
-        if slow:
-            env["PIPELINE_SLOW"] = slow
-        p = _roscope("record", "--kernel", "-o", out / name / "trace", "--", os.path.join(EXAMPLE, "system.sh"),
-                     "-d", "4", "-g", out / name / "gt", env=env)
-        assert p.returncode == 0, p.stderr
-        runs[name] = {"gt": out / name / "gt", "dbfile": _load(out / name / "trace", out / f"{name}.duckdb")}
-    return runs
+    procs = {}
+    try:
+        for name, slow in (("base", None), ("slowed", f"{ROS1_SLOWED}:{ROS1_SLOW_MS}")):
+            env = {k: v for k, v in os.environ.items() if k != "PIPELINE_SLOW"}
+            if slow:
+                env["PIPELINE_SLOW"] = slow
+            procs[name] = subprocess.Popen(
+                [sys.executable, "-m", "roscope", "record", "--kernel", "-o", str(out / name / "trace"), "--",
+                 os.path.join(EXAMPLE, "system.sh"), "-d", "4", "-g", str(out / name / "gt")],
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, proc in procs.items():
+            _, err = proc.communicate(timeout=600)
+            assert proc.returncode == 0, (name, err)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.terminate()  # roscope record stops what it started
+                proc.wait(timeout=60)
+    return {name: {"gt": out / name / "gt", "dbfile": _load(out / name / "trace", out / f"{name}.duckdb")}
+            for name in procs}
 
 
 def _gt_rows(gtdir) -> list[dict]:
@@ -359,9 +468,13 @@ def test_ros1_passes_and_fails_on_the_slowed_callback_only(ros1_runs):
 @pytest.mark.ros1
 @pytest.mark.lttng
 def test_ros1_values_equal_the_verbs_and_an_executor_budget_cannot_be_evaluated(ros1_runs, tmp_path):
-    seen = _equal_to_the_verbs(ros1_runs["base"]["dbfile"], ROS1_BUDGETS, "^/planner timer .*Planner::onTimer")
+    seen = _equal_to_the_verbs([ros1_runs["base"]["dbfile"]], ROS1_BUDGETS, "^/planner timer .*Planner::onTimer")
     assert len(seen) == 10  # every kind but executor utilization
     f = tmp_path / "executor.yaml"
     f.write_text("budgets:\n  - executor: '^/planner$'\n    utilization: {max: 50 %}\n")
     p = _roscope("check", f, ros1_runs["base"]["dbfile"])
-    assert p.returncode == 2 and "ERROR" in p.stdout and "no executor states in this trace" in p.stdout, p.stdout
+    # no executor states; or, when another user's ROS 2 process wrote into the machine's per-UID
+    # session meanwhile (the loader reports it as traced without roscope record), none of /planner
+    assert p.returncode == 2 and "ERROR" in p.stdout, p.stdout
+    assert ("no executor states in this trace" in p.stdout or "no executor thread runs a node or is a process "
+            "matching '^/planner$'" in p.stdout), p.stdout

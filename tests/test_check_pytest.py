@@ -1,10 +1,11 @@
 """roscope's pytest plugin (roscope.pytest_plugin), run by pytester on the real ROS 2 example:
 a test records examples/ros2_pipeline (Jazzy from PyPI) through the roscope_recording
-fixture and asserts on it; it passes on the unchanged system and fails with
-ROS2_PIPELINE_SLOW=mapper.plan_path:20, the message naming the measured value, the limit,
-the `why` split and the HTML report written. The same budgets file as tests/test_check.py
-serves the roscope_budgets marker. The recording fixture also records the ROS 1 example (its
-env() preloads roscope's ROS 1 tracer)."""
+fixture and passes; the same assertions fail on the session's recording of the system with
+ROS2_PIPELINE_SLOW=mapper.plan_path:20 (conftest.ros2_pipeline_dataset, through the
+roscope_trace fixture), the message naming the measured value, the limit, the `why` split
+and the HTML report written. The same budgets file as tests/test_check.py serves the
+roscope_budgets marker. The recording fixture also records the ROS 1 example (its env()
+preloads roscope's ROS 1 tracer)."""
 from __future__ import annotations
 
 import importlib.metadata
@@ -28,6 +29,7 @@ from roscope.pytest_plugin import ms, pct
 
 VENV = {venv!r}
 LAUNCH = {launch!r}
+DATASET = {dataset!r}
 
 
 def run_system(recording, gt):
@@ -37,18 +39,32 @@ def run_system(recording, gt):
     subprocess.run(["python3", LAUNCH, "-d", "3", "-g", str(gt)], env=env, check=True, timeout=120)
 
 
-@pytest.mark.roscope_record(kernel=True, ros2=VENV)
-def test_mapper_plans_fast(roscope_recording, tmp_path):
-    run_system(roscope_recording, tmp_path / "gt")
-    trace = roscope_recording.stop()
+def mapper_plans_fast(trace):
     assert trace.lost == 0
     assert trace.topic("^/imu$").rate >= 5
     assert trace.callback("^/mapper .*plan_path").duration.p50 <= ms(10)
 
 
+@pytest.mark.roscope_record(kernel=True, ros2=VENV)
+def test_mapper_plans_fast(roscope_recording, tmp_path):
+    run_system(roscope_recording, tmp_path / "gt")
+    mapper_plans_fast(roscope_recording.stop())
+
+
+@pytest.mark.roscope_trace(DATASET, run="slowed")
+def test_mapper_plans_fast_slowed(roscope_trace):
+    mapper_plans_fast(roscope_trace)
+
+
 @pytest.mark.roscope_budgets({budgets!r})
-@pytest.mark.roscope_trace({trace!r})
+@pytest.mark.roscope_trace(DATASET, run="base")
 def test_budgets_file(roscope_trace):
+    assert roscope_trace.flow("^/lidar$", "^/fused$").latency.p50 <= ms(200)
+
+
+@pytest.mark.roscope_budgets({budgets!r})
+@pytest.mark.roscope_trace(DATASET, run="slowed")
+def test_budgets_file_slowed(roscope_trace):
     assert roscope_trace.flow("^/lidar$", "^/fused$").latency.p50 <= ms(200)
 '''
 
@@ -59,46 +75,43 @@ def _plugin_args() -> list[str]:
     return [] if any(e.value == "roscope.pytest_plugin" for e in eps) else ["-p", "roscope.pytest_plugin"]
 
 
-def _inner(pytester, trace) -> None:
+def _section(out: str, test: str) -> str:
+    """The failure section of `test` in pytest's output."""
+    m = re.search(rf"_{{3,}} {test} _{{3,}}\n(.*?)(?=\n_{{3,}} test_|\n=+ short test summary)", out, re.S)
+    assert m, out
+    return m.group(1)
+
+
+def test_the_plugin_passes_the_system_and_fails_it_slowed(pytester, monkeypatch, ros2_pipeline_dataset):
+    """One inner pytest run: a test records the system with roscope_recording (3 s) and passes; the same
+    assertions fail on the session's recording of the slowed system (roscope_trace, a dataset run);
+    the roscope_budgets marker with the budgets file of tests/test_check.py passes on the unchanged
+    recording and fails on the slowed one."""
     venv = ros2_truth.env_of("jazzy")
-    if not (venv / "bin" / "python").exists():
-        pytest.skip("ROS 2 jazzy from PyPI is not installed (make setup)")
     pytester.makepyfile(test_system=INNER.format(venv=str(venv), launch=str(ros2_truth.EXAMPLE / "launch.py"),
-                                                budgets=BUDGETS, trace=str(trace)))
-
-
-def test_the_plugin_passes_the_system_and_fails_it_slowed(pytester, monkeypatch, ros2_pipeline_run):
-    base = ros2_pipeline_run("jazzy")["trace"]
-    _inner(pytester, base)
+                                                budgets=BUDGETS, dataset=ros2_pipeline_dataset["dataset"]))
     monkeypatch.delenv("ROS2_PIPELINE_SLOW", raising=False)
-    r = pytester.runpytest_subprocess(*_plugin_args(), "-p", "no:cacheprovider", timeout=600)
-    assert r.ret == 0, r.stdout.str()
-    r.assert_outcomes(passed=2)
-
-    monkeypatch.setenv("ROS2_PIPELINE_SLOW", "mapper.plan_path:20")
-    r = pytester.runpytest_subprocess(*_plugin_args(), "-p", "no:cacheprovider", "-k", "mapper", timeout=600)
+    r = pytester.runpytest_subprocess(*_plugin_args(), "-p", "no:cacheprovider", "-rA", timeout=600)
     out = r.stdout.str()
-    print(out)  # the failure message, for the record
-    r.assert_outcomes(failed=1)
+    print(out)  # the failure messages, for the record
+    r.assert_outcomes(passed=2, failed=2)
+    assert re.search(r"PASSED test_system.py::test_mapper_plans_fast\n", out), out
+    assert "PASSED test_system.py::test_budgets_file\n" in out, out
+
+    slowed = _section(out, "test_mapper_plans_fast_slowed")
     assert re.search(r"duration p50 of /mapper /plan_path __main__\.plan_path: measured (\d+\.\d+) ms, "
-                     r"limit <= 10\.000 ms", out), out
-    measured = float(re.search(r"measured (\d+\.\d+) ms", out).group(1))
+                     r"limit <= 10\.000 ms", slowed), slowed
+    measured = float(re.search(r"measured (\d+\.\d+) ms", slowed).group(1))
     assert measured >= 20
-    assert re.search(r"where the time went \(roscope why\): on_cpu [\d.]+ %, cpu_wait [\d.]+ %", out), out
-    report = re.search(r"report of the trace: (\S+\.html)", out).group(1)
+    assert re.search(r"where the time went \(roscope why\): on_cpu [\d.]+ %, cpu_wait [\d.]+ %", slowed), slowed
+    report = re.search(r"report of the trace: (\S+\.html)", slowed).group(1)
     assert report.startswith(str(pytester.path / "roscope-reports"))
     html = open(report, encoding="utf-8").read()
     assert "<html" in html[:2000].lower() and "/mapper" in html
 
-
-def test_the_budgets_marker_fails_on_the_slowed_trace(pytester, ros2_pipeline_slowed):
-    """The roscope_budgets marker with the budgets file of tests/test_check.py, on a given trace."""
-    _inner(pytester, ros2_pipeline_slowed["trace"])
-    r = pytester.runpytest_subprocess(*_plugin_args(), "-p", "no:cacheprovider", "-k", "budgets_file", timeout=600)
-    out = r.stdout.str()
-    r.assert_outcomes(failed=1)
-    assert "roscope budgets" in out and "FAIL  [mapper plans fast] duration p50 of /mapper /plan_path" in out, out
-    assert "report of the trace:" in out
+    budgets = _section(out, "test_budgets_file_slowed")
+    assert "roscope budgets" in budgets and "FAIL  [mapper plans fast] duration p50 of /mapper /plan_path" in budgets
+    assert "report of the trace:" in budgets
 
 
 INNER_ROS1 = '''

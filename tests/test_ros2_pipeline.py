@@ -37,7 +37,7 @@ def rec(request, ros2_pipeline_run):
     t = T.read_trace(r["trace"])
     gt = T.GroundTruth(T.read_ground_truth(r["gt"]))
     return SimpleNamespace(distro=request.param, t=t, gt=gt, pubs=T.publication_ids(t, gt), gtdir=r["gt"],
-                           **{k: v for k, v in r.items() if k != "gt"})
+                           db=r["db"], **{k: v for k, v in r.items() if k not in ("gt", "db")})
 
 
 def _cb(rec, node: str, name: str):
