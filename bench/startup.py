@@ -12,7 +12,12 @@ Python's bytecode is compiled first into a private cache (PYTHONPYCACHEPREFIX), 
 both roscopes, as an installed package has it: otherwise each run would compile
 roscope's modules from source (with PYTHONDONTWRITEBYTECODE set, every run does).
 
-    .venv/bin/python bench/startup.py [--trace DIR] [--before /work/before/python] [--repeat 5]
+With --instructions, each command also runs once under valgrind's callgrind, and the
+instructions it executed (all threads) are shown: unlike CPU time, a count that the
+other jobs of a shared machine do not change (it leaves out the cost of page faults
+and of waiting; about 100x slower than a plain run).
+
+    .venv/bin/python bench/startup.py [--trace DIR] [--before /work/before/python] [--repeat 5] [--instructions]
 
 Prints a table and writes bench/results/startup.json.
 """
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -48,11 +54,23 @@ def ensure_trace() -> str:
     return traces
 
 
+def instructions(argv: list[str], env: dict) -> int:
+    """The instructions `argv` executes, all its threads, counted by valgrind's callgrind."""
+    with tempfile.TemporaryDirectory(prefix="roscope-startup-cg-") as tmp:
+        p = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg.out", *argv], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    m = re.search(r"Collected : (\d+)", p.stderr)
+    if p.returncode != 0 or m is None:
+        raise SystemExit(f"bench: callgrind of {' '.join(argv)} failed ({p.returncode}):\n{p.stderr[-2000:]}")
+    return int(m.group(1))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trace", help="a trace directory (default: the ros2sim Jazzy trace, made once)")
     ap.add_argument("--before", help="another roscope's python/ directory, run on the same trace")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--instructions", action="store_true", help="also count each command's instructions (callgrind)")
     args = ap.parse_args()
     trace = args.trace or ensure_trace()
     bt2 = shutil.which("babeltrace2")
@@ -76,6 +94,11 @@ def main() -> int:
         for _ in range(args.repeat):
             for name, (argv, e) in cmds.items():
                 runs[name].append(measured(argv, env=e))
+        if args.instructions:
+            if shutil.which("valgrind") is None:
+                raise SystemExit("bench: --instructions needs valgrind")
+            for name, (argv, e) in cmds.items():
+                runs[name][0]["instructions"] = instructions(argv, e)
     med = {k: {m: statistics.median(r[m] for r in v) for m in ("wall_s", "cpu_s", "peak_rss_mib")} for k, v in runs.items()}
     ref = med["babeltrace2"]
     print(f"{trace}: {events:,} events, {args.repeat} runs each (medians)")
@@ -83,6 +106,11 @@ def main() -> int:
     for k, m in med.items():
         print(f"{k:<12} {m['wall_s']:>8.3f} {m['cpu_s']:>8.3f} {m['peak_rss_mib']:>9.1f} "
               f"{m['wall_s'] / ref['wall_s']:>9.2f} {m['cpu_s'] / max(ref['cpu_s'], 1e-3):>8.2f}")
+    if args.instructions:
+        print(f"{'':<12} {'instructions (callgrind)':>26} {'/bt2':>6}")
+        ref_n = runs["babeltrace2"][0]["instructions"]
+        for k, r in runs.items():
+            print(f"{k:<12} {r[0]['instructions']:>26,} {r[0]['instructions'] / ref_n:>6.2f}")
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "startup.json"), "w") as f:
         json.dump({"trace": trace, "events": events, "medians": med, "runs": runs}, f, indent=1)

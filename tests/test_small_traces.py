@@ -64,3 +64,31 @@ def test_stats_on_a_small_trace_imports_neither_pyarrow_nor_numpy():
     assert p.returncode == 0, p.stderr
     assert p.stderr.strip().splitlines()[-1] == "[]"
     assert json.loads(p.stdout)["summary"]["callback_runs"] > 0
+
+
+
+def test_an_error_of_a_small_traces_build_is_the_error_of_the_pyarrow_path(tmp_path, monkeypatch):
+    """A small trace is built in a thread while DuckDB starts (`loading`): a trace whose
+    metadata is cut short still raises, from `open`, the error naming the metadata
+    file that the pyarrow path raises (the CLI's one-line message), and leaves no
+    thread behind."""
+    import shutil
+    import threading
+
+    from roscope.errors import user_message
+
+    trace = tmp_path / "cut"
+    shutil.copytree(os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds"), trace)
+    (meta,) = list(trace.rglob("metadata"))
+    meta.chmod(0o644)
+    meta.write_bytes(meta.read_bytes()[:meta.stat().st_size // 2])
+    errors = {}
+    for small in (True, False):
+        monkeypatch.setattr(loading, "SMALL_TRACE_BYTES", loading.SMALL_TRACE_BYTES if small else -1)
+        threads = threading.active_count()
+        with pytest.raises(Exception) as exc:
+            opening.open(str(trace))
+        assert threading.active_count() == threads
+        errors[small] = (type(exc.value), user_message(exc.value))
+    assert errors[True] == errors[False]
+    assert errors[True][1].startswith(f"{meta}:") and "invalid metadata" in errors[True][1], errors[True]

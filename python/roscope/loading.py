@@ -13,6 +13,7 @@ beside its final one and renamed once all are complete.
 """
 from __future__ import annotations
 
+import contextvars
 import datetime as _dt
 import json
 import os
@@ -154,22 +155,57 @@ INSERT_BYTES = 16 << 20
 COMMIT_BYTES = 256 << 20
 
 
-def _fill_small(con, paths: Sequence[str], heuristics: bool, sync: bool, with_kernel: bool):
-    """A small trace's model stored chunk by chunk straight from the core's Arrow
-    streams (the same streaming build, without pyarrow); the kernel tables as
-    `kernel.store` makes them, or, when there is no kernel source, empty and made
-    from the schema (no pyarrow either). DuckDB then runs on one thread: on so few
-    rows a second one only holds more memory (about 10 MB of `roscope stats`'s peak).
+class _EarlyBuild:
+    """A small trace's model built (`build`, streaming, as the core's Arrow streams) in a
+    thread started before DuckDB is imported and connected: the core leaves the GIL
+    while it builds, so on two cores its build and that start-up (about 0.1 s) overlap.
+    `result()` waits for it and gives the streamed chunks, [(table, chunk)], then what
+    `build` returns, or raises what it raised;
+    `join()` only waits (the thread must not outlive an error on the way)."""
+
+    def __init__(self, paths: Sequence[str], heuristics: bool, sync: bool):
+        self._out: tuple | None = None
+        self._error: BaseException | None = None
+        ctx = contextvars.copy_context()  # the progress shown (`progress.current`) goes on in the thread
+        self._thread = threading.Thread(target=ctx.run, args=(self._run, list(paths), heuristics, sync), daemon=True)
+        self._thread.start()
+
+    def _run(self, paths: list[str], heuristics: bool, sync: bool) -> None:
+        try:
+            chunks: list[tuple[str, object]] = []
+            self._out = (chunks, *build(paths, heuristics, sync=sync, put=lambda n, t: chunks.append((n, t)), core=True))
+        except BaseException as exc:  # handed to the caller of result()
+            self._error = exc
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> tuple:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self._out
+
+
+def _fill_small(con, paths: Sequence[str], early: _EarlyBuild, with_kernel: bool):
+    """A small trace's model (`_EarlyBuild`, without pyarrow) stored table by table
+    from the core's Arrow streams; the kernel tables as `kernel.store` makes them, or,
+    when there is no kernel source, empty and made from the schema (no pyarrow
+    either). DuckDB then runs on one thread: on so few rows a second one only holds
+    more memory (about 10 MB of `roscope stats`'s peak).
     Returns (names, rows, stats, warnings, losses, kernel rows)."""
-    rows: dict[str, int] = {}
     con.execute("SET threads = 1")
+    chunks, arrow, stats, warnings, losses = early.result()
+    rows: dict[str, int] = {}
 
     def put(name: str, tbl) -> None:
         _put(con, name, tbl, name in rows)
         rows[name] = rows.get(name, 0) + tbl.num_rows
 
     con.begin()
-    arrow, stats, warnings, losses = build(paths, heuristics, sync=sync, put=put, core=True)
+    for name, chunk in chunks:
+        put(name, chunk)
+    del chunks[:]
     names = list(arrow)
     needs = {k: arrow[k] for k in kernel.NEEDS if k in arrow}
     for name in names:
@@ -371,10 +407,12 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
     if parquet_dir:
         _parquet_targets(parquet_dir, force, paths)
     done: dict = {}
+    small = window_ns is None and trace_bytes(paths, SMALL_TRACE_BYTES) <= SMALL_TRACE_BYTES
+    early = _EarlyBuild(paths, heuristics, sync) if small else None
 
     def fill(con) -> list[str]:
-        if window_ns is None and trace_bytes(paths, SMALL_TRACE_BYTES) <= SMALL_TRACE_BYTES:
-            names, rows, stats, warnings, losses, kernel_rows = _fill_small(con, paths, heuristics, sync, with_kernel)
+        if early is not None:
+            names, rows, stats, warnings, losses, kernel_rows = _fill_small(con, paths, early, with_kernel)
         else:
             ins = _Inserts(con)
             # window_ns=0: the whole trace in memory, then stored (no streaming).
@@ -409,9 +447,13 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
         done.update(meta=meta, rows={**{name: rows[name] for name in names}, **kernel_rows})
         return names + list(kernel_rows)
 
-    if parquet_dir:
-        os.makedirs(parquet_dir, exist_ok=True)
-    con = _write_outputs(target, parquet_dir, fill, force, memory, paths)
+    try:
+        if parquet_dir:
+            os.makedirs(parquet_dir, exist_ok=True)
+        con = _write_outputs(target, parquet_dir, fill, force, memory, paths)
+    finally:
+        if early is not None:
+            early.join()
     meta = done["meta"]
     where = out if out is not None else ":memory:"
     return con, meta, LoadResult(where, done["rows"], meta["stats"], meta["warnings"], meta["losses"])

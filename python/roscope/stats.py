@@ -223,23 +223,36 @@ def warnings(s: dict, topic_rows: list[dict]) -> list[str]:
     return out
 
 
+#: The counts of `summary`, as the rows of one UNION ALL (one query instead of ten:
+#: 4 ms instead of 7 on a 113,754-event trace; as ten scalar subqueries of one SELECT,
+#: DuckDB's join-order search over them took 48 ms).
+_SUMMARY_COUNTS = {
+    "processes": "SELECT count(*) FROM processes",
+    "nodes": "SELECT count(*) FROM nodes",
+    "callbacks": "SELECT count(*) FROM callbacks",
+    "callback_runs": "SELECT count(*) FROM callback_runs WHERE end_ts IS NOT NULL",
+    "incomplete_runs": "SELECT count(*) FROM callback_runs WHERE end_ts IS NULL",
+    "publications": "SELECT count(*) FROM publications",
+    "takes": "SELECT count(*) FROM takes WHERE taken = 1",
+    "links": "SELECT count(*) FROM links",
+    "events_discarded": "SELECT coalesce(sum(events_discarded), 0) FROM traces",
+    "packets_lost": "SELECT coalesce(sum(packets_lost), 0) FROM traces",
+}
+
+
 def summary(db: Database) -> dict:
     first, last = trace_span(db)
-    q = lambda s: db.con.execute(s).fetchall()[0][0]  # noqa: E731
+    rows = db.con.execute(" UNION ALL ".join(f"SELECT {i} AS i, ({q}) AS n" for i, q in enumerate(_SUMMARY_COUNTS.values()))
+                          + " ORDER BY i").fetchall()
+    counts = dict(zip(_SUMMARY_COUNTS, (n for _i, n in rows)))
     return {
         "first_ts": first,
         "last_ts": last,
         "duration_ns": last - first,
-        "processes": q("SELECT count(*) FROM processes"),
-        "nodes": q("SELECT count(*) FROM nodes"),
-        "callbacks": q("SELECT count(*) FROM callbacks"),
-        "callback_runs": q("SELECT count(*) FROM callback_runs WHERE end_ts IS NOT NULL"),
-        "incomplete_runs": q("SELECT count(*) FROM callback_runs WHERE end_ts IS NULL"),
-        "publications": q("SELECT count(*) FROM publications"),
-        "takes": q("SELECT count(*) FROM takes WHERE taken = 1"),
-        "links": q("SELECT count(*) FROM links"),
+        **{k: counts[k] for k in ("processes", "nodes", "callbacks", "callback_runs", "incomplete_runs",
+                                  "publications", "takes", "links")},
         "links_by_method": dict(db.con.execute("SELECT method, count(*) FROM links GROUP BY 1 ORDER BY 1").fetchall()),
         "model_stats": db.meta.get("stats", {}),
-        "events_discarded": q("SELECT coalesce(sum(events_discarded), 0) FROM traces"),
-        "packets_lost": q("SELECT coalesce(sum(packets_lost), 0) FROM traces"),
+        "events_discarded": counts["events_discarded"],
+        "packets_lost": counts["packets_lost"],
     }
