@@ -121,12 +121,13 @@ def test_ros_processes_match_babeltrace2(path):
 
 
 @pytest.mark.lttng
-def test_processes_without_ros_events_are_folded(tmp_path, lttng_ready):
-    """`roscope record` of a shell that runs three `sleep`s, then a ros2sim system
-    (real processes emitting ros2:* through LTTng-UST). The ROS processes are
-    those ros2sim's manifest lists; every other process (shell, sleeps, the
-    driver) emitted only roscope_ros1:process_init (babeltrace2 checks it) and
-    is folded into one line."""
+def test_processes_without_ros_events_are_folded(tmp_path, fx_emit):
+    """`roscope record` of a shell that runs tests/fixtures/fx_emit three times (an
+    LTTng-UST program with no ROS in it), then a ros2sim system (real processes
+    emitting ros2:* through LTTng-UST). The ROS processes are those ros2sim's manifest
+    lists; every other process that emitted anything (the three fx_emit runs: the
+    ROS 1 tracer starts LTTng-UST only where roscpp or rospy runs, so the shell and
+    the driver emit nothing) is folded into one line (babeltrace2 checks who emitted)."""
     driver = REPO / "tools" / "ros2sim" / "ros2sim.py"
     for d in (driver.parent, REPO / "instrument" / "ros1"):
         b = subprocess.run(["make", "-s", "-C", str(d)], capture_output=True, text=True)
@@ -138,10 +139,10 @@ def test_processes_without_ros_events_are_folded(tmp_path, lttng_ready):
         {"name": "listener", "nodes": [{"name": "listener", "subscriptions": [{"topic": "/chatter", "work": {"dist": "fixed", "us": 50}}]}]},
     ]}))
     rec, sim = tmp_path / "trace", tmp_path / "sim"
-    script = f"sleep 0.01; sleep 0.01; sleep 0.01; exec {sys.executable} {driver} run --system {system} " \
+    script = f"{fx_emit} types; {fx_emit} types; {fx_emit} types; exec {sys.executable} {driver} run --system {system} " \
              f"--distro jazzy --duration 1 --no-session --out {sim}"
     env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
-    p = subprocess.run([sys.executable, "-m", "roscope", "record", "--events", "ros2:*,roscope_ros1:*", "-o", str(rec),
+    p = subprocess.run([sys.executable, "-m", "roscope", "record", "--events", "ros2:*,roscope_ros1:*,roscope_fx:*", "-o", str(rec),
                         "--", "/bin/sh", "-c", script], capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     sim_pids = {x["vpid"] for x in json.loads((sim / "manifest.json").read_text())["processes"]}
@@ -151,13 +152,13 @@ def test_processes_without_ros_events_are_folded(tmp_path, lttng_ready):
     assert [p["pid"] for p in got["processes"] if p["ros"]] == [p["pid"] for p in got["processes"][:len(sim_pids)]]
     assert {p["pid"] for p in got["processes"] if p["ros"]} == sim_pids
     others = collections.Counter(p["procname"] for p in got["processes"] if not p["ros"])
-    assert others["sleep"] == 3 and sum(others.values()) == len(every - sim_pids)
+    assert others["fx_emit"] == 3 and sum(others.values()) == len(every - sim_pids)
     assert got["other_processes"]["count"] == len(every - sim_pids)
     t = subprocess.run([sys.executable, "-m", "roscope", "info", str(rec)], capture_output=True, text=True, env=env)
     assert t.returncode == 0, t.stderr
     folded = [x for x in t.stdout.splitlines() if "other process" in x]
-    assert len(folded) == 1 and "sleep ×3" in folded[0], t.stdout
-    assert not any(x.split()[2:3] == ["sleep"] for x in t.stdout.splitlines()), t.stdout
+    assert len(folded) == 1 and "fx_emit ×3" in folded[0], t.stdout
+    assert not any(x.split()[2:3] == ["fx_emit"] for x in t.stdout.splitlines()), t.stdout
 
 
 def test_info_on_a_database(run_roscope, tmp_path):
