@@ -5,8 +5,8 @@ Runs `roscope flow ARGS...` in this process and samples its RSS (anonymous and
 file-backed, /proc/self/status) every 0.1 s, keeping the peak of each phase: the
 causal links and everything before the search, the data-flow search, the per-path
 and per-component statistics, and the rest, with the wall time of each. After the search and after the
-statistics it also reads what DuckDB's buffers hold (`duckdb_memory()`), and what
-`malloc_trim(0)` gives back after the search. At each phase's peak it also says who
+statistics it also reads what DuckDB's buffers hold (`duckdb_memory()`) (after the
+search, roscope gives back what malloc holds free: `memory.give_back`). At each phase's peak it also says who
 held the memory (`peak_breakdown_mib`): glibc malloc's bytes in use and free but kept
 (`mallinfo2`: the Rust core, Python, numpy), pyarrow's pool, and DuckDB's buffers
 (`duckdb_memory()`, read on a cursor of the same instance); the rest of the anonymous
@@ -109,8 +109,6 @@ def main() -> int:
         enter("search")
         res = search(db, *a, **k)
         notes["after_search"] = {"rss_anon_file_mib": rss(), "duckdb_mib": buffers(db)}
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-        notes["after_malloc_trim"] = {"rss_anon_file_mib": rss()}
         enter("statistics")
         return res
 

@@ -35,6 +35,11 @@ SLICE_REACH_NS = 200_000_000
 #: DuckDB's budget for `roscope flow` (bytes; `--memory`): with slices, DuckDB's
 #: buffers for the result tables are most of what the flow holds.
 FLOW_MEMORY = 128 << 20
+#: DuckDB's budget during the data-flow search (bytes; at most `--memory`): its
+#: queries are small (a slice of the model, lookups), and what DuckDB keeps up to its
+#: limit meanwhile is a cache of blocks of the model and of the result tables
+#: (122 MiB of 128 MiB at the search's peak on 10M events, bench/flow_phases.py).
+SEARCH_MEMORY = 48 << 20
 
 
 @dataclass(frozen=True)
