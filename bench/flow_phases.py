@@ -5,8 +5,12 @@ Runs `roscope flow ARGS...` in this process and samples its RSS (anonymous and
 file-backed, /proc/self/status) every 0.1 s, keeping the peak of each phase: the
 causal links and everything before the search, the data-flow search, the per-path
 and per-component statistics, and the rest, with the wall time of each. After the search and after the
-statistics it also reads what DuckDB's buffers hold (`duckdb_memory()`), and what
-`malloc_trim(0)` gives back after the search.
+statistics it also reads what DuckDB's buffers hold (`duckdb_memory()`) (after the
+search, roscope gives back what malloc holds free: `memory.give_back`). At each phase's peak it also says who
+held the memory (`peak_breakdown_mib`): glibc malloc's bytes in use and free but kept
+(`mallinfo2`: the Rust core, Python, numpy), pyarrow's pool, and DuckDB's buffers
+(`duckdb_memory()`, read on a cursor of the same instance); the rest of the anonymous
+memory is DuckDB's jemalloc outside its buffers, Python's own arenas and the stacks.
 
     .venv/bin/python bench/flow_phases.py DB --from . --to . --max-flows 0 --json
 
@@ -33,6 +37,21 @@ def rss() -> tuple[int, int]:
     return a, f
 
 
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+_LIBC = ctypes.CDLL("libc.so.6")
+_LIBC.mallinfo2.restype = _Mallinfo2
+
+
+def malloc_mib() -> tuple[int, int]:
+    """glibc malloc: (MiB in use, including mmapped blocks; MiB free but kept)."""
+    m = _LIBC.mallinfo2()
+    return (m.uordblks + m.hblkhd) >> 20, m.fordblks >> 20
+
+
 def main() -> int:
     from roscope import cli
     from roscope.flow import analysis as fa  # the steps `roscope flow` runs, in order
@@ -46,12 +65,37 @@ def main() -> int:
         began[name] = time.monotonic()
     notes: dict[str, object] = {}
 
+    import pyarrow as pa
+    from roscope.database import Database
+
+    breakdown: dict[str, dict] = {}
+    dbs: list = []  # the Database of the run, seen when it connects
+    connect = Database.__init__
+
+    def init(self, *a, **k):
+        connect(self, *a, **k)
+        dbs.append(self)
+    Database.__init__ = init
+
+    def duckdb_mib() -> int | None:
+        try:
+            cur = dbs[-1].con.cursor()
+            try:
+                return cur.execute("SELECT sum(memory_usage_bytes) >> 20 FROM duckdb_memory()").fetchall()[0][0]
+            finally:
+                cur.close()
+        except Exception:  # no database yet, or a connection being renewed
+            return None
+
     def sample() -> None:
         while True:
             a, f = rss()
             p = peaks.setdefault(phase[0], [0, 0, 0])
             if a + f > p[2]:
                 p[:] = [a, f, a + f]
+                used, kept = malloc_mib()
+                breakdown[phase[0]] = {"malloc_used": used, "malloc_free_kept": kept,
+                                       "pyarrow": pa.total_allocated_bytes() >> 20, "duckdb_buffers": duckdb_mib()}
             time.sleep(0.1)
 
     def buffers(db) -> dict:
@@ -65,8 +109,6 @@ def main() -> int:
         enter("search")
         res = search(db, *a, **k)
         notes["after_search"] = {"rss_anon_file_mib": rss(), "duckdb_mib": buffers(db)}
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-        notes["after_malloc_trim"] = {"rss_anon_file_mib": rss()}
         enter("statistics")
         return res
 
@@ -84,7 +126,7 @@ def main() -> int:
     ends = [*list(began.values())[1:], time.monotonic()]
     out = {"seconds": round(time.monotonic() - t0, 1), "exit": rc,
            "phase_seconds": {k: round(e - b, 1) for (k, b), e in zip(began.items(), ends)},
-           "peaks_anon_file_total_mib": peaks, **notes}
+           "peaks_anon_file_total_mib": peaks, "peak_breakdown_mib": breakdown, **notes}
     print(json.dumps(out), file=sys.stderr)
     return rc
 

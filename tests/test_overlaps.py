@@ -49,3 +49,33 @@ def test_the_sweep_wants_runs_in_order():
         _core.overlapping_runs(runs)
     ok = pa.table({"proc_id": [1, 1], "thread_id": [1, 2], "callback_id": [10, 20], "start_ts": [4, 5], "end_ts": [9, 8]})
     assert _core.overlapping_runs(ok) == [(20, 10, 4), (10, 20, 5)]
+
+
+@pytest.mark.parametrize("implicit", ["all", "none"])
+def test_a_search_holds_the_overlaps_of_its_intra_node_edges_only(shared_traces, implicit):
+    """`FlowSearch.add_overlaps` keeps, of the self-join's overlaps, those an intra-node
+    edge depends on: with `implicit="all"` (no annotations in this trace) every pair
+    of distinct callbacks of a node, with "none" no edge at all. On the Autoware
+    trace the runs overlap 50,386 times, none of two callbacks of one node (its
+    multi-threaded executors run different nodes' callbacks side by side); the
+    races within a node, and the flows they make uncertain, are checked against a
+    recorded system's log in tests/test_onebinary.py."""
+    import roscope
+    from roscope import _core
+    from roscope.flow import context
+    from roscope.overlaps import add_overlaps, overlapping_runs
+
+    db = roscope.open(os.path.join(shared_traces, "ros2/autoware-carla-galactic"))
+    same_node = {tuple(r) for r in db.con.execute(f"""
+        SELECT DISTINCT o.* FROM ({ORACLE}) o (a, b, t)
+        JOIN callbacks ca ON ca.callback_id = o.a JOIN callbacks cb ON cb.callback_id = o.b
+        WHERE o.a <> o.b AND ca.node_id IS NOT NULL AND ca.node_id = cb.node_id""").fetchall()}
+    assert len(same_node) < len(overlapping_runs(db))  # overlaps of other pairs, to be left out
+    model = context(db).model
+    n = len(model.topics)
+    options = _core.SearchOptions(is_input=[True] * n, is_output=[True] * n, implicit=implicit, fallback="pairs",
+                                  exact_links=True, max_flows_per_output=None, max_flows=None, all_paths=False,
+                                  all_steps=False, excluded_topics=None, excluded_callbacks=None, deps=None,
+                                  deps_callbacks=None, drop_uncertain=False)
+    held = add_overlaps(db, _core.FlowSearch(model, options))
+    assert held == (len(same_node) if implicit == "all" else 0)

@@ -329,6 +329,10 @@ class FlowSearch:
         data_flow_segments go to `sink(name, table)` in chunks, with the model's ids.
         Returns None, or the output whose flows reach beyond the slice and what the slice
         lacked there."""
+    def add_overlaps(self, runs: ArrowStream) -> int:
+        """Adds the overlaps of `runs` (as `overlapping_runs` reads them) that an
+        intra-node edge of the search depends on (the only ones that can make a flow
+        uncertain); returns how many the search holds."""
     @property
     def stopped(self) -> bool:
         """`max_flows` was reached, or a sink refused a chunk."""

@@ -284,6 +284,19 @@ impl FlowOptions {
         }
     }
 
+    /// Whether a run of callback `b` may depend on a run of callback `a` by an
+    /// implicit intra-node edge (`implicit`; without it, any two distinct callbacks
+    /// of a node), the only step an overlap (`overlaps`) can make uncertain.
+    pub fn depends_on(&self, m: &Model, a: i64, b: i64) -> bool {
+        match &self.implicit {
+            Some(edges) => edges.contains_key(&(a, b)),
+            None => {
+                let node = |c: i64| if c < 0 { NONE } else { m.cb_node.get(c as usize).copied().unwrap_or(NONE) };
+                a != b && node(a) >= 0 && node(a) == node(b)
+            }
+        }
+    }
+
     fn topic_excluded(&self, t: i64) -> bool {
         t >= 0 && self.excluded_topic.get(t as usize).copied().unwrap_or(false)
     }

@@ -24,6 +24,21 @@ impl OverlapSweep {
     /// The next run: of process (or any grouping) `key`, on `thread`, of `callback`,
     /// from `start` to `end`. Runs come in (key, start) order; Err when they do not.
     pub fn push(&mut self, key: i64, thread: i64, callback: i64, start: i64, end: i64) -> Result<(), String> {
+        self.push_kept(key, thread, callback, start, end, |_, _| true)
+    }
+
+    /// `push`, keeping only the overlaps (a, b, start of b's run) for which
+    /// `keep(a, b)` holds: a search needs those of its intra-node edges only
+    /// (`FlowOptions::depends_on`), far fewer than a long trace's overlaps.
+    pub fn push_kept(
+        &mut self,
+        key: i64,
+        thread: i64,
+        callback: i64,
+        start: i64,
+        end: i64,
+        keep: impl Fn(i64, i64) -> bool,
+    ) -> Result<(), String> {
         if self.key != Some(key) {
             self.key = Some(key);
             self.active.clear();
@@ -35,8 +50,12 @@ impl OverlapSweep {
         for &(e, t, c, s) in &self.active {
             // s <= start < e: they overlap when the new run has a length past s
             if t != thread && s < end && start < e {
-                self.found.insert((c, callback, start));
-                self.found.insert((callback, c, s));
+                if keep(c, callback) {
+                    self.found.insert((c, callback, start));
+                }
+                if keep(callback, c) {
+                    self.found.insert((callback, c, s));
+                }
             }
         }
         if end > start {
@@ -69,6 +88,17 @@ mod tests {
         // process 2: the same times, one thread each: never compared with process 1
         s.push(2, 3, 50, 1, 9).unwrap();
         assert_eq!(s.finish(), vec![(20, 10, 0), (10, 20, 5)]);
+    }
+
+    #[test]
+    fn only_the_kept_pairs() {
+        let mut s = OverlapSweep::default();
+        // callback 10 [0, 10) on thread 1 overlaps 20 [5, 8) and 30 [6, 9) on thread 2;
+        // kept: 10 -> 20 only (as if 20 depended on 10 and nothing else)
+        for (t, c, a, b) in [(1, 10, 0, 10), (2, 20, 5, 8), (3, 30, 6, 9)] {
+            s.push_kept(1, t, c, a, b, |a, b| (a, b) == (10, 20)).unwrap();
+        }
+        assert_eq!(s.finish(), vec![(10, 20, 5)]);
     }
 
     #[test]

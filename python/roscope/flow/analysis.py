@@ -11,6 +11,7 @@ from roscope.flow.links import causal_link_table
 from roscope.flow.request import FlowRequest
 from roscope.flow.search import data_flows
 from roscope.flow.stats import component_stats, path_stats
+from roscope.memory import give_back
 
 if TYPE_CHECKING:
     from roscope.database import Database
@@ -25,11 +26,13 @@ def analyse(db: Database, request: FlowRequest) -> dict:
     The causal links and the search both run over slices of the model on a long
     trace (docs/analyses.md, "Slices"). After each step that inserts many rows, the
     database takes a new connection (`Database.renew`): DuckDB gives back the memory
-    those inserts left outside its buffers only when its instance closes."""
+    those inserts left outside its buffers only when its instance closes; and after
+    the search, C's malloc gives back what the search freed (`memory.give_back`)."""
     links = causal_link_table(db, store=request.store, slice_publications=request.slice_publications)
     db.renew()
     summary = dict(data_flows(db, request))
     db.renew()
+    give_back()
     flow_warnings = summary.pop("warnings")
     prog = progress.current()
     prog.phase("path statistics")

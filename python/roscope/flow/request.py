@@ -33,8 +33,17 @@ SLICE_PUBLICATIONS = 25_000
 #: whenever an output's flows reach further.
 SLICE_REACH_NS = 200_000_000
 #: DuckDB's budget for `roscope flow` (bytes; `--memory`): with slices, DuckDB's
-#: buffers for the result tables are most of what the flow holds.
-FLOW_MEMORY = 128 << 20
+#: buffers for the result tables are most of what the flow holds, and the per-path
+#: statistics fill them. 104 MiB: on the 10M-event trace they peak 25 MiB lower
+#: than with 128 MiB in the same time (exact percentiles by `quantile_cont` still;
+#: below 100 MiB by selection, the same values in 3x the CPU), so that the whole
+#: of `roscope flow --from . --to .` stays under 300 MiB (bench/flow_phases.py).
+FLOW_MEMORY = 104 << 20
+#: DuckDB's budget during the data-flow search (bytes; at most `--memory`): its
+#: queries are small (a slice of the model, lookups), and what DuckDB keeps up to its
+#: limit meanwhile is a cache of blocks of the model and of the result tables
+#: (122 MiB of 128 MiB at the search's peak on 10M events, bench/flow_phases.py).
+SEARCH_MEMORY = 48 << 20
 
 
 @dataclass(frozen=True)

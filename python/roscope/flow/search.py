@@ -18,9 +18,10 @@ from roscope import _core, progress
 from roscope.deps.matching import trace_edges
 from roscope.deps.matching import warnings as deps_warnings
 from roscope.errors import InputError
-from roscope.flow.request import FlowRequest
+from roscope.flow.request import SEARCH_MEMORY, FlowRequest
 from roscope.flow.slices import ONE_SLICE, FlowContext, History, context, facts, over_slices, pub_ts, slice_model, sliced
-from roscope.overlaps import overlapping_runs
+from roscope.memory import at_most
+from roscope.overlaps import add_overlaps
 from roscope.results import Appender
 from roscope.trace import table_from_core
 
@@ -148,8 +149,17 @@ def data_flows(db: Database, request: FlowRequest | str, to_re: str | None = Non
     that answered from the database (or a longer reach) (docs/analyses.md,
     "Slices"): memory then depends on the slice, not on the trace, and the results
     are those of the whole search.
+
+    DuckDB's budget is at most `SEARCH_MEMORY` meanwhile: what it would keep beyond
+    is only a cache of blocks.
     """
     req = request if isinstance(request, FlowRequest) else FlowRequest(request, to_re, **options)
+    with at_most(db.con, SEARCH_MEMORY):
+        return _search(db, req, ctx)
+
+
+def _search(db: Database, req: FlowRequest, ctx: FlowContext | None) -> DataFlows:
+    """`data_flows` of `req`."""
     per_slice = req.slice_publications
     in_slices = ctx is None and per_slice is not None and sliced(db, per_slice)
     if in_slices:
@@ -167,12 +177,11 @@ def data_flows(db: Database, request: FlowRequest | str, to_re: str | None = Non
         raise InputError(f"no topic matches --to {req.to_re!r} (topics: {shown})")
     ex_t, ex_c, excluded = _exclusions(ctx, req.exclude)
     edges, deps_report, deps_callbacks = _deps_edges(db, req.deps)
-    overlaps = overlapping_runs(db) if req.implicit != "none" else []  # (races matter on intra-node edges only)
     options = _core.SearchOptions(
         is_input=is_in, is_output=is_out, implicit=req.implicit, fallback=req.fallback, exact_links=req.exact_links,
         max_flows_per_output=req.max_flows_per_output, max_flows=req.max_flows, all_paths=req.all_paths,
         all_steps=req.all_steps, excluded_topics=ex_t, excluded_callbacks=ex_c, deps=edges,
-        deps_callbacks=deps_callbacks, overlaps=overlaps, drop_uncertain=req.uncertain == "drop")
+        deps_callbacks=deps_callbacks, drop_uncertain=req.uncertain == "drop")
     meter = _core.Meter()
     _show_progress(db, req, topics, is_in, is_out, ex_t, ex_c, meter)
     with Appender(db, FLOW_TABLES, req.store) as out:
@@ -180,6 +189,8 @@ def data_flows(db: Database, request: FlowRequest | str, to_re: str | None = Non
             out.append(name, table_from_core(table))
 
         search = _core.FlowSearch(ctx.model, options, facts(db) if in_slices else None, meter=meter)
+        if req.implicit != "none":  # races matter on intra-node edges only
+            add_overlaps(db, search)
         if in_slices:
             slices = over_slices(db, lambda m, ids, w, ans: search.run(m, ids, w, sink, ans), per_slice, req.reach_ns,
                                  History(db, topics), stopped=lambda: search.stopped)
