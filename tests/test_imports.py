@@ -215,8 +215,8 @@ LAYERS = [
                  "roscope.opening", "roscope"]),
     ("analysis helpers", ["roscope.percentiles", "roscope.results", "roscope.overlaps", "roscope.deps.matching"]),
     ("analyses", ["roscope.flow", "roscope.stats", "roscope.executor", "roscope.response_time", "roscope.sched",
-                  "roscope.trend", "roscope.dataset_queries", "roscope.deps", "roscope.info"]),
-    ("reports and jobs", ["roscope.report", "roscope.experiment", "roscope.export", "roscope.spark"]),
+                  "roscope.trend", "roscope.dataset_queries", "roscope.deps", "roscope.info", "roscope.live"]),
+    ("reports and jobs", ["roscope.report", "roscope.experiment", "roscope.export", "roscope.spark", "roscope.watch"]),
     ("CLI", ["roscope.cli", "roscope.__main__", "roscope.commands"]),
 ]
 

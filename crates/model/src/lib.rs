@@ -40,7 +40,7 @@ mod sync;
 pub mod table;
 mod tables;
 
-pub use builder::{build, build_streaming};
+pub use builder::{build, build_streaming, Builder};
 use table::Table;
 
 #[derive(Clone, Copy, Debug, Default)]

@@ -80,6 +80,8 @@ def configure_and_start(name: str, opts: RecordOptions) -> None:
     for c in DEFAULT_CONTEXTS:
         ctx += ["-t", c]
     lttng("add-context", "--userspace", f"--channel={DEFAULT_CHANNEL}", f"--session={name}", *ctx)
+    if opts.rotate_us:
+        lttng("enable-rotation", f"--session={name}", f"--timer={int(opts.rotate_us)}us")
     lttng("start", name)
 
 

@@ -1,0 +1,117 @@
+"""`roscope watch`: a live view of a running system (docs/watch.md).
+
+An LTTng session (the one `roscope record` makes, through `roscope.record`) rotates
+into a trace chunk every `rotate_ms`; each chunk archived under OUT/archives is fed
+to `roscope.live.LiveWindows` (the core's incremental model builder) as soon as it
+appears, and every window whose records are all in is handed to `show` (JSON lines
+or the terminal view). The session is tracked and destroyed like a recording's, and
+the chunks stay on disk: OUT is a complete trace that `roscope load` reads.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from roscope.live import LiveWindows
+from roscope.processes import group
+from roscope.record.options import RecordOptions
+from roscope.record.session import Recording
+
+
+@dataclass
+class WatchOptions:
+    output: str | None = None
+    window_s: float = 5.0
+    step_s: float = 1.0
+    rotate_ms: int = 500
+    duration_s: float | None = None
+    heuristics: bool = True
+
+
+def chunks(out: Path) -> list[Path]:
+    """The archived chunks of a session writing into `out`, in order."""
+    arch = out / "archives"
+    if not arch.is_dir():
+        return []
+
+    def index(p: Path) -> int:
+        tail = p.name.rsplit("-", 1)[-1]
+        return int(tail) if tail.isdigit() else -1
+    return sorted((p for p in arch.iterdir() if p.is_dir()), key=index)
+
+
+class Watch:
+    """One watch: its recording, its live model, what it has read."""
+
+    def __init__(self, command: list[str] | None, opts: WatchOptions, show):
+        self.opts = opts
+        self.show = show
+        self.rec = Recording(RecordOptions(output=opts.output, rotate_us=int(opts.rotate_ms) * 1000),
+                             list(command) if command else None, "watch")
+        self.live = LiveWindows(int(opts.window_s * 1e9), int(opts.step_s * 1e9), opts.heuristics)
+        self.seen: set[str] = set()
+        self.result: dict = {}
+        self.windows = 0
+
+    def _read_new(self) -> None:
+        for c in chunks(self.rec.out):
+            if c.name not in self.seen:
+                self.seen.add(c.name)
+                self.live.feed(str(c))
+        self._show(final=False)
+
+    def _show(self, final: bool) -> None:
+        for lo, hi in self.live.ready(final):
+            self.show(self.live.window_stats(lo, hi))
+            self.windows += 1
+        self.live.prune()
+
+    def run(self) -> int:
+        """Watches until the command ends, --duration passes, or Ctrl-C; returns the exit code."""
+        rec = self.rec
+        rec.setup()
+        waiter = None
+        if rec.command is not None:
+            def wait():
+                rc, _left = rec.wait()
+                self.result["exit_code"] = rc
+            waiter = threading.Thread(target=wait, name="roscope-watch-wait", daemon=True)
+            waiter.start()
+        t0 = time.monotonic()
+        interrupted = False
+        try:
+            while True:
+                self._read_new()
+                if waiter is not None and not waiter.is_alive():
+                    break
+                if rec.interrupted:
+                    interrupted = True
+                    if waiter is None:
+                        break
+                if self.opts.duration_s is not None and time.monotonic() - t0 >= self.opts.duration_s:
+                    if waiter is None:
+                        break
+                    if rec.child is not None:
+                        group.signal_all(rec.child, signal.SIGINT)
+                    waiter.join()
+                    break
+                time.sleep(0.1)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            if waiter is not None and waiter.is_alive():
+                if rec.child is not None:
+                    group.signal_all(rec.child, signal.SIGINT)
+                waiter.join()
+            self.result["interrupted"] = interrupted or bool(rec.interrupted)
+            rec.finish(self.result)   # destroys the session: the last chunk is archived
+        self._read_new()
+        self.live.close()
+        self._show(final=True)
+        print(f"roscope: trace written to {rec.out} ({len(self.seen)} chunks, {self.windows} windows shown"
+              f", {self.live.lost_events} events lost)", file=sys.stderr)
+        return 130 if self.result["interrupted"] else 0
