@@ -13,12 +13,12 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from roscope.live import LiveWindows
 from roscope.processes import group
-from roscope.record.options import RecordOptions
+from roscope.record.options import DEFAULT_EVENTS, RecordOptions
 from roscope.record.session import Recording
 
 
@@ -30,6 +30,8 @@ class WatchOptions:
     rotate_ms: int = 500
     duration_s: float | None = None
     heuristics: bool = True
+    #: LTTng event patterns recorded besides roscope's and ROS's (`DEFAULT_EVENTS`).
+    events: list[str] = field(default_factory=list)
 
 
 def chunks(out: Path) -> list[Path]:
@@ -50,7 +52,8 @@ class Watch:
     def __init__(self, command: list[str] | None, opts: WatchOptions, show):
         self.opts = opts
         self.show = show
-        self.rec = Recording(RecordOptions(output=opts.output, rotate_us=int(opts.rotate_ms) * 1000),
+        self.rec = Recording(RecordOptions(output=opts.output, rotate_us=int(opts.rotate_ms) * 1000,
+                                               events=[*DEFAULT_EVENTS, *opts.events]),
                              list(command) if command else None, "watch")
         self.live = LiveWindows(int(opts.window_s * 1e9), int(opts.step_s * 1e9), opts.heuristics)
         self.seen: set[str] = set()

@@ -24,6 +24,8 @@ def register(sub) -> None:
     p.add_argument("--rotate-ms", type=C.int_range(100, 60_000), default=500,
                    help="LTTng rotation period, ms (default 500; docs/watch.md: why rotation)")
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
+    p.add_argument("--event", action="append", default=[], metavar="PATTERN",
+                   help="also record these LTTng user-space events (repeatable; roscope's and ROS's are always on)")
     C.add_json(p)
     C.add_heuristics(p)
     p.add_argument("command", nargs="*", help="a command to run and watch (after --); none: attach to what runs")
@@ -73,7 +75,7 @@ class _View:
 def run(args) -> int:
     from roscope.watch import Watch, WatchOptions
     opts = WatchOptions(output=args.output, window_s=args.window, rotate_ms=args.rotate_ms, duration_s=args.duration,
-                        heuristics=not args.no_heuristics)
+                        heuristics=not args.no_heuristics, events=list(args.event))
     view = None if args.json else _View()
     try:
         return Watch(args.command or None, opts, _json if args.json else view).run()
