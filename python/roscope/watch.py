@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from roscope.live import LiveWindows
+from roscope.loading import record_ids
 from roscope.processes import group
 from roscope.record.options import DEFAULT_EVENTS, RecordOptions
 from roscope.record.session import Recording
@@ -55,7 +56,7 @@ class Watch:
         self.rec = Recording(RecordOptions(output=opts.output, rotate_us=int(opts.rotate_ms) * 1000,
                                                events=[*DEFAULT_EVENTS, *opts.events]),
                              list(command) if command else None, "watch")
-        self.live = LiveWindows(int(opts.window_s * 1e9), int(opts.step_s * 1e9), opts.heuristics)
+        self.live: LiveWindows | None = None
         self.seen: set[str] = set()
         self.result: dict = {}
         self.windows = 0
@@ -77,6 +78,9 @@ class Watch:
         """Watches until the command ends, --duration passes, or Ctrl-C; returns the exit code."""
         rec = self.rec
         rec.setup()
+        # The processes of this recording only, as `roscope load` on its output counts them.
+        self.live = LiveWindows(int(self.opts.window_s * 1e9), int(self.opts.step_s * 1e9), self.opts.heuristics,
+                                record_ids([str(rec.out)]))
         waiter = None
         if rec.command is not None:
             def wait():
