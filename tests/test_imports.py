@@ -216,7 +216,7 @@ LAYERS = [
     ("analysis helpers", ["roscope.percentiles", "roscope.results", "roscope.overlaps", "roscope.deps.matching"]),
     ("analyses", ["roscope.flow", "roscope.stats", "roscope.executor", "roscope.response_time", "roscope.sched",
                   "roscope.trend", "roscope.dataset_queries", "roscope.deps", "roscope.info", "roscope.live"]),
-    ("reports and jobs", ["roscope.report", "roscope.experiment", "roscope.export", "roscope.spark", "roscope.watch"]),
+    ("reports and jobs", ["roscope.report", "roscope.experiment", "roscope.export", "roscope.spark", "roscope.watch", "roscope.alerts"]),
     ("CLI", ["roscope.cli", "roscope.__main__", "roscope.commands"]),
 ]
 

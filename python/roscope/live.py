@@ -18,6 +18,8 @@ import duckdb
 
 from roscope import _core, stats
 from roscope.database import Database, columns_sql, create_views
+from roscope.errors import InputError
+from roscope.flow import FlowRequest, data_flows, path_stats
 from roscope.loading import table_from_core
 
 #: Tables `_core.LiveModel.feed` hands over in chunks, and the column of each that
@@ -28,7 +30,39 @@ INSTANCES = {"callback_runs": "start_ts", "publications": "ts", "takes": "ts", "
 #: How long (ns of trace time) the core holds records that may still change before
 #: handing them over: a take waits for 2 of these (its link), a run for 1 (a run still
 #: open at the end of a chunk waits until it ends).
-HOLD_NS = 200_000_000
+HOLD_NS = 100_000_000
+
+#: How far before a window's start the records stay when paths are watched: a flow
+#: that ends in the window and started up to this much earlier is found whole.
+REACH_NS = 2_000_000_000
+
+
+class Path:
+    """A watched path: its `FlowRequest`, and a deadline (ns) or None."""
+
+    def __init__(self, from_re: str, to_re: str, deadline_ns: int | None = None):
+        self.request = FlowRequest(from_re, to_re, slice_publications=None)
+        self.deadline_ns = deadline_ns
+        self.name = f"{from_re}->{to_re}"
+
+
+#: The instance tables with dense ids (`LiveWindows._flow_db`): _rm, _pm, _tm map the
+#: run, publication and take ids held to 0..n; a reference to a record not held is null.
+_DENSE = {
+    "callback_runs": """SELECT m.nid AS run_id, r.callback_id, r.thread_id, r.start_ts, r.end_ts, r.duration_ns, r.is_intra,
+                               r.depth, pm.nid AS parent_run_id
+                        FROM callback_runs r JOIN _rm m USING (run_id) LEFT JOIN _rm pm ON pm.run_id = r.parent_run_id""",
+    "publications": """SELECT m.nid AS publication_id, p.publisher_id, p.thread_id, rm.nid AS run_id, p.ts, p.rclcpp_ts, p.rcl_ts,
+                              p.rmw_ts, p.message, p.source_ts, p.is_intra
+                       FROM publications p JOIN _pm m USING (publication_id) LEFT JOIN _rm rm ON rm.run_id = p.run_id""",
+    "takes": """SELECT m.nid AS take_id, t.subscription_id, t.thread_id, rm.nid AS run_id, t.ts, t.rmw_ts, t.rcl_ts, t.rclcpp_ts,
+                       t.message, t.source_ts, t.taken, t.is_intra
+                FROM takes t JOIN _tm m USING (take_id) LEFT JOIN _rm rm ON rm.run_id = t.run_id""",
+    "links": """SELECT pm.nid AS publication_id, tm.nid AS take_id, rm.nid AS run_id, l.method, l.heuristic
+                FROM links l JOIN _pm pm USING (publication_id) LEFT JOIN _tm tm ON tm.take_id = l.take_id
+                LEFT JOIN _rm rm ON rm.run_id = l.run_id""",
+    "executor_states": "SELECT * FROM executor_states",
+}
 
 
 class LiveWindows:
@@ -36,12 +70,17 @@ class LiveWindows:
     whose records are all in, `window_stats(lo, hi)` their statistics."""
 
     def __init__(self, window_ns: int, step_ns: int = 1_000_000_000, heuristics: bool = True,
-                 record_ids: list[str] | None = None):
+                 record_ids: list[str] | None = None, paths: list[Path] | None = None):
         self.window_ns, self.step_ns = int(window_ns), int(step_ns)
+        self.paths = list(paths or [])
+        #: Flows that end before this were checked against their deadline (`misses`).
+        self.checked_until: int | None = None
+        #: The records with dense ids, for the data-flow search of one step (`_flow_db`).
+        self.fdb: Database | None = None
         self.model = _core.LiveModel(heuristics, record_ids or None, HOLD_NS)
         self.con = duckdb.connect(":memory:")
         for t in json.loads(_core.schema())["tables"]:
-            self.con.execute(f'CREATE TABLE "{t["name"]}" ({columns_sql(t["name"])})')
+            self.con.execute(f'CREATE TABLE "{t["name"]}" ({columns_sql(t["name"])})').fetchall()
         create_views(self.con)
         self.db = Database(self.con, ":memory:", meta={"live": True})
         #: The first event's time (the trace's start, as `roscope stats` counts it).
@@ -64,7 +103,7 @@ class LiveWindows:
         self._put(chunks)
         # The objects known so far replace the previous ones (a few rows per object).
         for name, tbl in self.model.objects():
-            self.con.execute(f'DELETE FROM "{name}"')
+            self.con.execute(f'DELETE FROM "{name}"').fetchall()
             self.con.from_arrow(table_from_core(tbl)).insert_into(name)
         self.lost_events += discarded
         self.lost_packets += packets
@@ -72,14 +111,14 @@ class LiveWindows:
             if discarded or packets:
                 self.lost_in_window.append((last, discarded))
             if self.first is None:
-                self.first = self.con.execute("SELECT min(first_ts) FROM threads").fetchone()[0]
+                self.first = self.con.execute("SELECT min(first_ts) FROM threads").fetchall()[0][0]
             self.complete_until = last - 2 * HOLD_NS
 
     def close(self) -> None:
         """After the last chunk: everything the core still held."""
         self._put(self.model.close())
         if self.first is not None:
-            self.complete_until = self.con.execute("SELECT max(last_ts) FROM threads").fetchone()[0] + 1
+            self.complete_until = self.con.execute("SELECT max(last_ts) FROM threads").fetchall()[0][0] + 1
 
     def ready(self, final: bool = False) -> list[tuple[int, int]]:
         """The windows (start, end) not given yet whose records are all in: one ending
@@ -98,8 +137,77 @@ class LiveWindows:
             self.next_end = self.complete_until + self.step_ns
         return out
 
+    def step(self, final: bool = False) -> tuple[list[dict], list[dict]]:
+        """The windows now complete, each with its statistics (`window_stats`), and the
+        deadline misses of the flows that ended since the last step (`misses`)."""
+        windows = [self.window_stats(lo, hi) for lo, hi in self.ready(final)]
+        alerts = []
+        self.fdb = None
+        if self.paths and self.complete_until is not None:
+            since = self.checked_until if self.checked_until is not None else self.first
+            for p in self.paths:
+                if not self._search(p):
+                    continue
+                for w in windows:
+                    w["paths"].append(self._path_entry(p, w["window"]["start_ns"], w["window"]["end_ns"]))
+                if p.deadline_ns is not None:
+                    alerts += self._misses(p, since, self.complete_until)
+            self.checked_until = self.complete_until
+        self.prune()
+        return windows, alerts
+
+    def _search(self, p: Path) -> bool:
+        """The data flows of `p` over the records in the database, into `self.fdb` (False:
+        its topics not seen yet)."""
+        if self.fdb is None:
+            self.fdb = self._flow_db()
+        try:
+            data_flows(self.fdb, p.request)
+        except InputError:
+            return False
+        return True
+
+    def _flow_db(self) -> Database:
+        """The records held, in a database of their own with dense ids (the flow's model
+        wants ids 0..n; the window's records are a run of ids, with gaps where the core
+        still holds a record): the same records, times and objects, ids renumbered."""
+        con = self.con
+        for name, (table, col) in {"_rm": ("callback_runs", "run_id"), "_pm": ("publications", "publication_id"),
+                                   "_tm": ("takes", "take_id")}.items():
+            con.execute(f'CREATE OR REPLACE TEMP TABLE {name} AS SELECT {col}, row_number() OVER (ORDER BY {col}) - 1 '
+                        f'AS nid FROM "{table}"').fetchall()
+        fcon = duckdb.connect(":memory:")
+        for t in json.loads(_core.schema())["tables"]:
+            fcon.execute(f'CREATE TABLE "{t["name"]}" ({columns_sql(t["name"])})').fetchall()
+            sql = _DENSE.get(t["name"], f'SELECT * FROM "{t["name"]}"')
+            fcon.from_arrow(con.sql(sql).to_arrow_table()).insert_into(t["name"])
+        create_views(fcon)
+        return Database(fcon, ":memory:", meta={"live": True})
+
+    def _path_entry(self, p: Path, lo: int, hi: int) -> dict:
+        rows = path_stats(self.fdb, (lo, hi))
+        out = {"path": p.name, "deadline_ns": p.deadline_ns, "routes": []}
+        for r in rows:
+            lat = r["latency"]
+            misses = None if p.deadline_ns is None else self.fdb.con.execute(
+                "SELECT count(*) FROM data_flows d JOIN paths q USING (path_id) WHERE q.path = ? AND d.end_ts >= ? "
+                "AND d.end_ts < ? AND d.latency_ns > ?", [r["path"], lo, hi, p.deadline_ns]).fetchall()[0][0]
+            out["routes"].append({"route": r["path"], "flows": r["flows"], "p50_ns": lat["p50_ns"], "p99_ns": lat["p99_ns"],
+                                  "max_ns": lat["max_ns"], "misses": misses})
+        return out
+
+    def _misses(self, p: Path, lo: int, hi: int) -> list[dict]:
+        """The flows of `p` that ended in [lo, hi) later than its deadline, oldest first."""
+        rows = self.fdb.con.execute(
+            "SELECT d.start_ts, d.end_ts, d.latency_ns, q.path, d.output_publication_id FROM data_flows d "
+            "JOIN paths q USING (path_id) WHERE d.end_ts >= ? AND d.end_ts < ? AND d.latency_ns > ? ORDER BY d.end_ts",
+            [lo, hi, p.deadline_ns]).fetchall()
+        return [{"path": p.name, "deadline_ns": p.deadline_ns, "start_ns": a, "end_ns": b, "latency_ns": n, "route": r,
+                 "end_s": (b - self.first) / 1e9} for a, b, n, r, _o in rows]
+
     def window_stats(self, lo: int, hi: int) -> dict:
-        """The statistics of the window [lo, hi): per callback, per topic, lost events."""
+        """The statistics of the window [lo, hi): per callback, per topic, lost events
+        (and per watched path, filled by `step`)."""
         w = (lo, hi)
         return {
             "window": {"start_ns": lo, "end_ns": hi, "start_s": (lo - self.first) / 1e9, "end_s": (hi - self.first) / 1e9,
@@ -109,17 +217,18 @@ class LiveWindows:
             "lost_events": sum(n for t, n in self.lost_in_window if lo <= t < hi + 2 * HOLD_NS),
             "lost_events_total": self.lost_events,
             "packets_lost_total": self.lost_packets,
+            "paths": [],
         }
 
     def prune(self) -> None:
         """Drops the records no later window will count (memory bounded by the window)."""
         if self.next_end is None:
             return
-        keep = self.next_end - self.window_ns
+        keep = self.next_end - self.window_ns - (REACH_NS if self.paths else 0)
         for name, col in INSTANCES.items():
             if col is not None:
-                self.con.execute(f'DELETE FROM "{name}" WHERE "{col}" < ?', [keep - 2 * HOLD_NS])
-        self.con.execute("DELETE FROM links WHERE publication_id NOT IN (SELECT publication_id FROM publications)")
+                self.con.execute(f'DELETE FROM "{name}" WHERE "{col}" < ?', [keep - 2 * HOLD_NS]).fetchall()
+        self.con.execute("DELETE FROM links WHERE publication_id NOT IN (SELECT publication_id FROM publications)").fetchall()
         self.lost_in_window = [x for x in self.lost_in_window if x[0] >= keep]
 
 

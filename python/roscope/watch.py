@@ -16,7 +16,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from roscope.alerts import EXIT_MISSED, OnMiss
 from roscope.live import LiveWindows
+from roscope.live import Path as Path_
 from roscope.loading import record_ids
 from roscope.processes import group
 from roscope.record.options import DEFAULT_EVENTS, RecordOptions
@@ -28,11 +30,14 @@ class WatchOptions:
     output: str | None = None
     window_s: float = 5.0
     step_s: float = 1.0
-    rotate_ms: int = 500
+    rotate_ms: int = 250
     duration_s: float | None = None
     heuristics: bool = True
     #: LTTng event patterns recorded besides roscope's and ROS's (`DEFAULT_EVENTS`).
     events: list[str] = field(default_factory=list)
+    #: Watched paths: (from regex, to regex, deadline ns or None).
+    paths: list[tuple[str, str, int | None]] = field(default_factory=list)
+    on_miss: str | None = None
 
 
 def chunks(out: Path) -> list[Path]:
@@ -50,9 +55,12 @@ def chunks(out: Path) -> list[Path]:
 class Watch:
     """One watch: its recording, its live model, what it has read."""
 
-    def __init__(self, command: list[str] | None, opts: WatchOptions, show):
+    def __init__(self, command: list[str] | None, opts: WatchOptions, show, alert=None):
         self.opts = opts
         self.show = show
+        self.alert = alert            # each miss, as a dict (a JSON line), or None
+        self.on_miss = OnMiss(opts.on_miss)
+        self.misses = 0
         self.rec = Recording(RecordOptions(output=opts.output, rotate_us=int(opts.rotate_ms) * 1000,
                                                events=[*DEFAULT_EVENTS, *opts.events]),
                              list(command) if command else None, "watch")
@@ -69,10 +77,17 @@ class Watch:
         self._show(final=False)
 
     def _show(self, final: bool) -> None:
-        for lo, hi in self.live.ready(final):
-            self.show(self.live.window_stats(lo, hi))
+        windows, alerts = self.live.step(final)
+        for a in alerts:
+            # when it was told (CLOCK_MONOTONIC: LTTng's clock, the trace's times)
+            a["alerted_ns"] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            self.misses += 1
+            self.on_miss(a, self.rec.out)
+            if self.alert is not None:
+                self.alert({"alert": "deadline_miss", **a})
+        for w in windows:
+            self.show(w)
             self.windows += 1
-        self.live.prune()
 
     def run(self) -> int:
         """Watches until the command ends, --duration passes, or Ctrl-C; returns the exit code."""
@@ -80,7 +95,7 @@ class Watch:
         rec.setup()
         # The processes of this recording only, as `roscope load` on its output counts them.
         self.live = LiveWindows(int(self.opts.window_s * 1e9), int(self.opts.step_s * 1e9), self.opts.heuristics,
-                                record_ids([str(rec.out)]))
+                                record_ids([str(rec.out)]), [Path_(a, b, d) for a, b, d in self.opts.paths])
         waiter = None
         if rec.command is not None:
             def wait():
@@ -121,4 +136,6 @@ class Watch:
         self._show(final=True)
         print(f"roscope: trace written to {rec.out} ({len(self.seen)} chunks, {self.windows} windows shown"
               f", {self.live.lost_events} events lost)", file=sys.stderr)
-        return 130 if self.result["interrupted"] else 0
+        if self.misses:
+            print(f"roscope: {self.misses} flows missed their deadline", file=sys.stderr)
+        return 130 if self.result["interrupted"] else EXIT_MISSED if self.misses else 0

@@ -47,6 +47,9 @@ def register(sub) -> None:
                         "that received the output")
     p.add_argument("--end", choices=["callback_start", "callback_end"],
                    help="with --definition caret: where a path ends (default callback_start)")
+    p.add_argument("--window", metavar="START:END",
+                   help="the paths' statistics over the flows that end (their output's publication) in [START, END), in "
+                        "seconds from the trace's first event (as roscope stats --window; what roscope watch prints)")
     p.add_argument("--exclude", action="append", metavar="RE", default=[],
                    help="leave out topics and callbacks matching RE (callbacks by `node kind(topic)`, so a node name "
                         "excludes its callbacks); repeatable; what was excluded is reported")
@@ -223,7 +226,12 @@ def run(args) -> int:
                 _graph_text(g, C.TextOut(sys.stdout).write)
             C.report_from(db)
             return 0
-        d = C.clean(fl.analyse(db, req))
+        window = None
+        if args.window:
+            from roscope import stats as st
+            from roscope.commands.stats import parse_window
+            window = parse_window(args.window, st.trace_span(db)[0])
+        d = C.clean(fl.analyse(db, req, window))
     except BaseException:
         C.report_from(db)
         raise

@@ -21,11 +21,19 @@ def register(sub) -> None:
     )
     p.add_argument("-o", "--output", help="the trace directory (default: a new one as roscope record makes)")
     p.add_argument("--window", type=float, default=5.0, metavar="SECONDS", help="the sliding window (default 5 s)")
-    p.add_argument("--rotate-ms", type=C.int_range(100, 60_000), default=500,
-                   help="LTTng rotation period, ms (default 500; docs/watch.md: why rotation)")
+    p.add_argument("--rotate-ms", type=C.int_range(100, 60_000), default=250,
+                   help="LTTng rotation period, ms (default 250; docs/watch.md: why rotation)")
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
     p.add_argument("--event", action="append", default=[], metavar="PATTERN",
                    help="also record these LTTng user-space events (repeatable; roscope's and ROS's are always on)")
+    p.add_argument("--from", dest="from_re", metavar="REGEX", help="watch the data flows from these topics ...")
+    p.add_argument("--to", dest="to_re", metavar="REGEX", help="... to these (end-to-end latency p50/p99/max per window)")
+    p.add_argument("--deadline", action="append", default=[], metavar="FROM->TO=MS",
+                   help="alert the moment a flow from FROM to TO (topic regexes) takes longer than MS (repeatable); "
+                        "watch then exits 3 at its end (docs/watch.md)")
+    p.add_argument("--on-miss", metavar="COMMAND",
+                   help="on each miss, run COMMAND (split like a shell would, run without one; the miss's facts in "
+                        "ROSCOPE_MISS_* environment variables)")
     C.add_json(p)
     C.add_heuristics(p)
     p.add_argument("command", nargs="*", help="a command to run and watch (after --); none: attach to what runs")
@@ -65,20 +73,37 @@ class _View:
         for t in d["topics"]:
             tp.add_row(C.cell(t["topic"], 40), f"{t['rate_hz']:.1f}", str(t["deliveries"]), C.ms(t["lat_p50_ns"]),
                        C.ms(t["lat_p99_ns"]), C.ms(t["lat_max_ns"]))
-        lost = f"lost events: {d['lost_events']} in the window, {d['lost_events_total']} in all"
-        self.live.update(Group(cb, tp, lost), refresh=True)
+        parts = [cb, tp]
+        if d["paths"]:
+            pt = Table(title="paths (end-to-end latency, ms; misses: flows over the deadline)")
+            for col in ("path", "route", "flows", "p50", "p99", "max", "misses"):
+                pt.add_column(col, justify="left" if col in ("path", "route") else "right")
+            for p in d["paths"]:
+                for r in p["routes"]:
+                    pt.add_row(C.cell(p["path"], 30), C.cell(r["route"], 70), str(r["flows"]), C.ms(r["p50_ns"]),
+                               C.ms(r["p99_ns"]), C.ms(r["max_ns"]), "-" if r["misses"] is None else str(r["misses"]))
+            parts.append(pt)
+        parts.append(f"lost events: {d['lost_events']} in the window, {d['lost_events_total']} in all")
+        self.live.update(Group(*parts), refresh=True)
 
     def stop(self) -> None:
         self.live.stop()
 
 
 def run(args) -> int:
+    from roscope.alerts import parse_deadline
+    from roscope.errors import InputError
     from roscope.watch import Watch, WatchOptions
-    opts = WatchOptions(output=args.output, window_s=args.window, rotate_ms=args.rotate_ms, duration_s=args.duration,
+    if (args.from_re is None) != (args.to_re is None):
+        raise InputError("give both --from and --to, or neither")
+    paths = [parse_deadline(d) for d in args.deadline]
+    if args.from_re is not None:
+        paths.insert(0, (args.from_re, args.to_re, None))
+    opts = WatchOptions(paths=paths, on_miss=args.on_miss, output=args.output, window_s=args.window, rotate_ms=args.rotate_ms, duration_s=args.duration,
                         heuristics=not args.no_heuristics, events=list(args.event))
     view = None if args.json else _View()
     try:
-        return Watch(args.command or None, opts, _json if args.json else view).run()
+        return Watch(args.command or None, opts, _json if args.json else view, _json if args.json else None).run()
     finally:
         if view is not None:
             view.stop()
