@@ -1,14 +1,18 @@
 """`roscope watch` (docs/watch.md) on a real ROS 1 system under a real, rotating LTTng
-session: each window it printed equals `roscope stats` on the finished trace restricted
-to that window; its publication counts agree with the example's ground-truth log; the
-trace it leaves loads without spurious losses; Ctrl-C ends it with 130."""
+session, one run with a known slow-down: each window it printed equals `roscope stats`
+and `roscope flow` on the finished trace restricted to that window; its publication
+counts agree with the example's ground-truth log; each slowed flow raised a deadline
+alert within 2 s of its end (the example's own log of the slow-down), and no other
+flow did; the trace it leaves loads without spurious losses; Ctrl-C ends it with 130."""
 from __future__ import annotations
 
 import json
 import math
 import os
+import shlex
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -19,19 +23,32 @@ pytestmark = [pytest.mark.lttng, pytest.mark.ros1]
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SYSTEM = os.path.join(REPO, "examples", "ros1_pipeline", "system.sh")
+#: The filter callback (/lidar -> /lidar_filtered, normally well under 1 ms) sleeps 30 ms in
+#: each run from 3 to 4 s after its process started.
+SLOW = "30@3-4"
+DEADLINE = "^/lidar$->^/lidar_filtered$=25"
+#: --on-miss: writes each miss's facts (from its environment) into a file of its own.
+ON_MISS = ("import os, sys; e = os.environ; open(os.path.join(sys.argv[1], e['ROSCOPE_MISS_END_NS']), 'w')"
+           ".write(e['ROSCOPE_MISS_LATENCY_NS'] + ' ' + e['ROSCOPE_MISS_PATH'])")
 
 
 @pytest.fixture(scope="module")
 def watched(lttng_ready, roscope_cmd, tmp_path_factory) -> dict:
-    """`roscope watch --json --window 2` of examples/ros1_pipeline (5 s) in command mode."""
+    """`roscope watch --json --window 2` of examples/ros1_pipeline (6 s) in command mode,
+    a path watched and a deadline on another, with the filter slowed down (`SLOW`)."""
     subprocess.run(["make", "-s", "-C", os.path.join(REPO, "instrument", "ros1")], check=True)
     subprocess.run(["make", "-s", "-C", os.path.dirname(SYSTEM)], check=True)
     d = tmp_path_factory.mktemp("watch")
-    p = subprocess.run([*roscope_cmd, "watch", "--json", "--window", "2", "-o", str(d / "trace"), "--",
-                        SYSTEM, "-d", "5", "-g", str(d / "gt")], capture_output=True, text=True, timeout=180)
-    assert p.returncode == 0, p.stderr
-    windows = [json.loads(line) for line in p.stdout.splitlines()]
-    return {"trace": d / "trace", "gt": d / "gt", "windows": windows, "stderr": p.stderr}
+    (d / "misses").mkdir()
+    on_miss = shlex.join([sys.executable, "-c", ON_MISS, str(d / "misses")])
+    p = subprocess.run([*roscope_cmd, "watch", "--json", "--window", "2", "-o", str(d / "trace"),
+                        "--from", "^/lidar$", "--to", "^/fused$", "--deadline", DEADLINE, "--on-miss", on_miss, "--",
+                        SYSTEM, "-d", "6", "-g", str(d / "gt")], capture_output=True, text=True, timeout=180,
+                       env={**os.environ, "ROS1_PIPELINE_SLOW": SLOW})
+    lines = [json.loads(line) for line in p.stdout.splitlines()]
+    return {"trace": d / "trace", "gt": d / "gt", "windows": [x for x in lines if "window" in x],
+            "alerts": [x for x in lines if x.get("alert")], "rc": p.returncode, "stderr": p.stderr,
+            "misses": d / "misses"}
 
 
 def _same(a, b) -> bool:
@@ -42,6 +59,7 @@ def _same(a, b) -> bool:
 
 
 def test_each_window_equals_stats_on_the_finished_trace(watched, run_roscope):
+    assert watched["rc"] == 3, watched["stderr"]   # a deadline was missed
     full = [w for w in watched["windows"] if w["callbacks"]]
     assert len(full) >= 3, watched["stderr"]
     db = roscope.open(str(watched["trace"]))
@@ -66,6 +84,45 @@ def test_each_window_equals_stats_on_the_finished_trace(watched, run_roscope):
     cli = json.loads(p.stdout)
     assert (cli["window"]["start_ns"], cli["window"]["end_ns"]) == (w["window"]["start_ns"], w["window"]["end_ns"])
     assert {c["callback_id"]: c["count"] for c in cli["callbacks"]} == {c["callback_id"]: c["count"] for c in w["callbacks"]}
+
+
+def test_each_window_paths_equal_flow_on_the_finished_trace(watched, run_roscope):
+    full = [w for w in watched["windows"] if w["paths"] and w["paths"][0]["routes"]]
+    assert len(full) >= 3, watched["stderr"]
+    for w in full[1::2][:3]:
+        for p in w["paths"]:
+            src, dst = p["path"].split("->")
+            r = run_roscope("flow", str(watched["trace"]), "--from", src, "--to", dst, "--json", "--window",
+                            w["window"]["stats_window"])
+            assert r.returncode == 0, r.stderr
+            off = {x["path"]: (x["flows"], x["latency"]["p50_ns"], x["latency"]["p99_ns"], x["latency"]["max_ns"])
+                   for x in json.loads(r.stdout)["paths"]}
+            live = {x["route"]: (x["flows"], x["p50_ns"], x["p99_ns"], x["max_ns"]) for x in p["routes"]}
+            assert live == off, (w["window"], p["path"])
+
+
+def test_slowed_flows_alert_within_2_s_and_no_others(watched):
+    """The example logs each slowed run (its end: right before it publishes /lidar_filtered,
+    CLOCK_MONOTONIC as the trace). Each gets an alert for the flow ending there, told within
+    2 s; a flow after the slow-down may still miss while the queue it built drains (within
+    0.5 s), no other."""
+    slow = [json.loads(x) for x in (watched["gt"] / "perception.jsonl").read_text().splitlines() if '"slow"' in x]
+    assert len(slow) >= 10
+    alerts = watched["alerts"]
+    assert alerts, watched["stderr"]
+    for s in slow:
+        mine = [a for a in alerts if abs(a["end_ns"] - s["mono_ns"]) < 2_000_000]
+        assert len(mine) == 1, (s, [a["end_ns"] for a in alerts])
+        assert mine[0]["alerted_ns"] - s["mono_ns"] < 2_000_000_000, mine[0]
+        assert mine[0]["latency_ns"] > 25_000_000
+    lo, hi = min(s["begin_ns"] for s in slow), max(s["mono_ns"] for s in slow) + 500_000_000
+    assert all(lo <= a["end_ns"] <= hi for a in alerts), [(a["end_s"], a["latency_ns"]) for a in alerts]
+    # --on-miss ran once per miss, with the facts in its environment
+    deadline = time.monotonic() + 10
+    while len(list(watched["misses"].iterdir())) < len(alerts) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    got = {int(f.name): f.read_text() for f in watched["misses"].iterdir()}
+    assert got == {a["end_ns"]: f"{a['latency_ns']} {a['path']}" for a in alerts}
 
 
 def test_window_publication_counts_agree_with_ground_truth(watched):

@@ -37,7 +37,7 @@ HOLD_NS = 100_000_000
 REACH_NS = 2_000_000_000
 
 
-class Path:
+class WatchedPath:
     """A watched path: its `FlowRequest`, and a deadline (ns) or None."""
 
     def __init__(self, from_re: str, to_re: str, deadline_ns: int | None = None):
@@ -70,7 +70,7 @@ class LiveWindows:
     whose records are all in, `window_stats(lo, hi)` their statistics."""
 
     def __init__(self, window_ns: int, step_ns: int = 1_000_000_000, heuristics: bool = True,
-                 record_ids: list[str] | None = None, paths: list[Path] | None = None):
+                 record_ids: list[str] | None = None, paths: list[WatchedPath] | None = None):
         self.window_ns, self.step_ns = int(window_ns), int(step_ns)
         self.paths = list(paths or [])
         #: Flows that end before this were checked against their deadline (`misses`).
@@ -79,8 +79,11 @@ class LiveWindows:
         self.fdb: Database | None = None
         self.model = _core.LiveModel(heuristics, record_ids or None, HOLD_NS)
         self.con = duckdb.connect(":memory:")
-        for t in json.loads(_core.schema())["tables"]:
-            self.con.execute(f'CREATE TABLE "{t["name"]}" ({columns_sql(t["name"])})').fetchall()
+        self._tables = [t["name"] for t in json.loads(_core.schema())["tables"]]
+        for name in self._tables:
+            self.con.execute(f'CREATE TABLE "{name}" ({columns_sql(name)})').fetchall()
+        self._objects: set[str] = set()   # the tables `_core.LiveModel.objects` fills
+        self._fdb: Database | None = None
         create_views(self.con)
         self.db = Database(self.con, ":memory:", meta={"live": True})
         #: The first event's time (the trace's start, as `roscope stats` counts it).
@@ -103,6 +106,7 @@ class LiveWindows:
         self._put(chunks)
         # The objects known so far replace the previous ones (a few rows per object).
         for name, tbl in self.model.objects():
+            self._objects.add(name)
             self.con.execute(f'DELETE FROM "{name}"').fetchall()
             self.con.from_arrow(table_from_core(tbl)).insert_into(name)
         self.lost_events += discarded
@@ -137,26 +141,36 @@ class LiveWindows:
             self.next_end = self.complete_until + self.step_ns
         return out
 
-    def step(self, final: bool = False) -> tuple[list[dict], list[dict]]:
+    def step(self, final: bool = False, on_alert=None) -> tuple[list[dict], list[dict]]:
         """The windows now complete, each with its statistics (`window_stats`), and the
-        deadline misses of the flows that ended since the last step (`misses`)."""
-        windows = [self.window_stats(lo, hi) for lo, hi in self.ready(final)]
-        alerts = []
+        deadline misses of the flows that ended since the last step (`_misses`). The
+        paths with a deadline are searched first, and each miss goes to `on_alert` as
+        soon as it is found, before the windows' work."""
+        bounds = self.ready(final)
+        alerts: list[dict] = []
+        entries: dict[int, list] = {}
         self.fdb = None
         if self.paths and self.complete_until is not None:
             since = self.checked_until if self.checked_until is not None else self.first
-            for p in self.paths:
+            for k, p in sorted(enumerate(self.paths), key=lambda x: x[1].deadline_ns is None):
                 if not self._search(p):
                     continue
-                for w in windows:
-                    w["paths"].append(self._path_entry(p, w["window"]["start_ns"], w["window"]["end_ns"]))
                 if p.deadline_ns is not None:
-                    alerts += self._misses(p, since, self.complete_until)
+                    for a in self._misses(p, since, self.complete_until):
+                        alerts.append(a)
+                        if on_alert is not None:
+                            on_alert(a)
+                entries[k] = [self._path_entry(p, lo, hi) for lo, hi in bounds]
             self.checked_until = self.complete_until
+        windows = []
+        for i, (lo, hi) in enumerate(bounds):
+            w = self.window_stats(lo, hi)
+            w["paths"] = [entries[k][i] for k in sorted(entries)]
+            windows.append(w)
         self.prune()
         return windows, alerts
 
-    def _search(self, p: Path) -> bool:
+    def _search(self, p: WatchedPath) -> bool:
         """The data flows of `p` over the records in the database, into `self.fdb` (False:
         its topics not seen yet)."""
         if self.fdb is None:
@@ -170,21 +184,27 @@ class LiveWindows:
     def _flow_db(self) -> Database:
         """The records held, in a database of their own with dense ids (the flow's model
         wants ids 0..n; the window's records are a run of ids, with gaps where the core
-        still holds a record): the same records, times and objects, ids renumbered."""
+        still holds a record): the same records, times and objects, ids renumbered.
+        Made once, refilled at each step."""
         con = self.con
         for name, (table, col) in {"_rm": ("callback_runs", "run_id"), "_pm": ("publications", "publication_id"),
                                    "_tm": ("takes", "take_id")}.items():
             con.execute(f'CREATE OR REPLACE TEMP TABLE {name} AS SELECT {col}, row_number() OVER (ORDER BY {col}) - 1 '
                         f'AS nid FROM "{table}"').fetchall()
-        fcon = duckdb.connect(":memory:")
-        for t in json.loads(_core.schema())["tables"]:
-            fcon.execute(f'CREATE TABLE "{t["name"]}" ({columns_sql(t["name"])})').fetchall()
-            sql = _DENSE.get(t["name"], f'SELECT * FROM "{t["name"]}"')
-            fcon.from_arrow(con.sql(sql).to_arrow_table()).insert_into(t["name"])
-        create_views(fcon)
-        return Database(fcon, ":memory:", meta={"live": True})
+        if self._fdb is None:
+            fcon = duckdb.connect(":memory:")
+            for name in self._tables:
+                fcon.execute(f'CREATE TABLE "{name}" ({columns_sql(name)})').fetchall()
+            create_views(fcon)
+            self._fdb = Database(fcon, ":memory:", meta={"live": True})
+        fcon = self._fdb.con
+        for name in self._tables:
+            if name in _DENSE or name in self._objects:
+                fcon.execute(f'DELETE FROM "{name}"').fetchall()
+                fcon.from_arrow(con.sql(_DENSE.get(name, f'SELECT * FROM "{name}"')).to_arrow_table()).insert_into(name)
+        return self._fdb
 
-    def _path_entry(self, p: Path, lo: int, hi: int) -> dict:
+    def _path_entry(self, p: WatchedPath, lo: int, hi: int) -> dict:
         rows = path_stats(self.fdb, (lo, hi))
         out = {"path": p.name, "deadline_ns": p.deadline_ns, "routes": []}
         for r in rows:
@@ -196,7 +216,7 @@ class LiveWindows:
                                   "max_ns": lat["max_ns"], "misses": misses})
         return out
 
-    def _misses(self, p: Path, lo: int, hi: int) -> list[dict]:
+    def _misses(self, p: WatchedPath, lo: int, hi: int) -> list[dict]:
         """The flows of `p` that ended in [lo, hi) later than its deadline, oldest first."""
         rows = self.fdb.con.execute(
             "SELECT d.start_ts, d.end_ts, d.latency_ns, q.path, d.output_publication_id FROM data_flows d "

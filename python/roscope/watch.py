@@ -17,12 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from roscope.alerts import EXIT_MISSED, OnMiss
-from roscope.live import LiveWindows
-from roscope.live import Path as Path_
+from roscope.live import LiveWindows, WatchedPath
 from roscope.loading import record_ids
 from roscope.processes import group
 from roscope.record.options import DEFAULT_EVENTS, RecordOptions
 from roscope.record.session import Recording
+
+#: The channel's monitor timer under watch (us): a rotation completes within about this
+#: much after its timer fired (LTTng's default, 1 s, made alerts 0.5 s later).
+MONITOR_TIMER_US = 100_000
 
 
 @dataclass
@@ -61,7 +64,7 @@ class Watch:
         self.alert = alert            # each miss, as a dict (a JSON line), or None
         self.on_miss = OnMiss(opts.on_miss)
         self.misses = 0
-        self.rec = Recording(RecordOptions(output=opts.output, rotate_us=int(opts.rotate_ms) * 1000,
+        self.rec = Recording(RecordOptions(output=opts.output, rotate_us=int(opts.rotate_ms) * 1000, monitor_timer_us=MONITOR_TIMER_US,
                                                events=[*DEFAULT_EVENTS, *opts.events]),
                              list(command) if command else None, "watch")
         self.live: LiveWindows | None = None
@@ -70,24 +73,29 @@ class Watch:
         self.windows = 0
 
     def _read_new(self) -> None:
+        new = False
         for c in chunks(self.rec.out):
             if c.name not in self.seen:
+                new = True
                 self.seen.add(c.name)
                 self.live.feed(str(c))
-        self._show(final=False)
+        if new:   # nothing new: nothing to step
+            self._show(final=False)
 
     def _show(self, final: bool) -> None:
-        windows, alerts = self.live.step(final)
-        for a in alerts:
-            # when it was told (CLOCK_MONOTONIC: LTTng's clock, the trace's times)
-            a["alerted_ns"] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-            self.misses += 1
-            self.on_miss(a, self.rec.out)
-            if self.alert is not None:
-                self.alert({"alert": "deadline_miss", **a})
+        windows, _alerts = self.live.step(final, self._alert)
         for w in windows:
             self.show(w)
             self.windows += 1
+
+    def _alert(self, a: dict) -> None:
+        """One deadline miss, told at once."""
+        # when it was told (CLOCK_MONOTONIC: LTTng's clock, the trace's times)
+        a["alerted_ns"] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        self.misses += 1
+        if self.alert is not None:
+            self.alert({"alert": "deadline_miss", **a})
+        self.on_miss(a, self.rec.out)
 
     def run(self) -> int:
         """Watches until the command ends, --duration passes, or Ctrl-C; returns the exit code."""
@@ -95,7 +103,7 @@ class Watch:
         rec.setup()
         # The processes of this recording only, as `roscope load` on its output counts them.
         self.live = LiveWindows(int(self.opts.window_s * 1e9), int(self.opts.step_s * 1e9), self.opts.heuristics,
-                                record_ids([str(rec.out)]), [Path_(a, b, d) for a, b, d in self.opts.paths])
+                                record_ids([str(rec.out)]), [WatchedPath(a, b, d) for a, b, d in self.opts.paths])
         waiter = None
         if rec.command is not None:
             def wait():

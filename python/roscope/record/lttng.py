@@ -72,8 +72,9 @@ def create_session(name: str, out: Path) -> None:
 
 def configure_and_start(name: str, opts: RecordOptions) -> None:
     """The channel, events and contexts of a created session, then 'lttng start'."""
+    timer = [f"--monitor-timer={int(opts.monitor_timer_us)}"] if opts.monitor_timer_us else []
     lttng("enable-channel", "--userspace", DEFAULT_CHANNEL, f"--subbuf-size={opts.subbuf_size}",
-          f"--num-subbuf={opts.num_subbuf}", f"--session={name}")
+          f"--num-subbuf={opts.num_subbuf}", *timer, f"--session={name}")
     for ev in opts.events:
         lttng("enable-event", "--userspace", ev, f"--channel={DEFAULT_CHANNEL}", f"--session={name}")
     ctx = []

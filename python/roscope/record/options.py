@@ -39,3 +39,6 @@ class RecordOptions:
     #: Rotate the session into a trace chunk every this many microseconds (`roscope watch`
     #: reads each chunk as it is archived); None: no rotation.
     rotate_us: int | None = None
+    #: The channel's monitor timer (us; LTTng's default when None): how often the consumer
+    #: samples its buffers, which paces a rotation's completion.
+    monitor_timer_us: int | None = None
