@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -55,7 +57,7 @@ class OnMiss:
     def __init__(self, text: str | None):
         self.action = None
         self.argv: list[str] | None = None
-        self.started = 0
+        self.started: list[group.Started] = []
         if not text:
             return
         if text in RESERVED and text not in ACTIONS:
@@ -78,7 +80,18 @@ class OnMiss:
             self.action(alert, trace)
         elif self.argv is not None:
             try:
-                group.start("on-miss", self.argv, env=environment(alert, trace))
-                self.started += 1
+                self.started.append(group.start("on-miss", self.argv, env=environment(alert, trace)))
             except OSError as e:
                 print(f"roscope: warning: --on-miss {escape(self.argv[0])}: {e.strerror or e}", file=sys.stderr)
+
+    def finish(self, grace_s: float = 5.0) -> None:
+        """Lets the commands started still running finish within `grace_s`, then stops them
+        (`roscope.processes`)."""
+        deadline = time.monotonic() + grace_s
+        for s in self.started:
+            try:
+                s.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+            group.stop(s, 1.0)
+        self.started = []

@@ -142,6 +142,7 @@ class Watch:
         self._read_new()
         self.live.close()
         self._show(final=True)
+        self.on_miss.finish()
         print(f"roscope: trace written to {rec.out} ({len(self.seen)} chunks, {self.windows} windows shown"
               f", {self.live.lost_events} events lost)", file=sys.stderr)
         if self.misses:
