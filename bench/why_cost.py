@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Load-time cost of kernel scheduling and clock synchronization (issues 12 and 14).
+"""Load-time cost of kernel scheduling and clock synchronization (issues 12, 14 and 29).
 
 Records the Autoware reference-system preset (ros2sim, Rolling layouts, --scale 100)
 split over two hosts (sensors and perception on host a; planning and control on host b,
@@ -11,19 +11,20 @@ run (best of --runs), `roscope load` of
   OUT                           kernel data (OUT/perf/perf.data) and clock sync: what users get
   OUT --no-sync                 kernel data only
   OUT --no-kernel               clock sync only
-  OUT --no-kernel --no-sync     neither: the reference
+  OUT --no-kernel --no-sync     neither: the reference (the two hosts streamed as one)
 
 and reports each as a ratio to the reference, for each recording length of
 --durations (one recording each, kept in bench/results/why-cost-SECONDS): whether the
-kernel data's memory grows with the recording. Peak RSS is given for the whole
-command (wait4: `roscope load` and the `perf script` it runs) and for roscope's own
-process (its RUSAGE_SELF); `perf script` alone is measured apart (its RSS is perf.data
-itself: 64-bit perf maps the whole file and keeps the pages it has read). (Its
-children's RUSAGE_CHILDREN would not do: a child started by vfork counts the
-parent's peak as its own.) With
---before DIR (a python/ directory of another roscope version, e.g. `git archive REV
-python | tar -x -C DIR` plus the built _core), the cases with kernel data run with it
-too, as "... (before)". Writes bench/results/why_cost.json.
+kernel data's memory grows with the recording; and issue 29's targets: kernel data at
+most 1.5x the reference's time and under 500 MiB, clock sync within 20 % of its memory.
+Peak RSS is given for the whole command (wait4: `roscope load` and any `perf script` it
+runs: roscope reads perf.data itself, and runs perf only for a file its reader does not
+handle) and for roscope's own process (its RUSAGE_SELF); `perf script` alone is measured
+apart (its RSS is perf.data itself: 64-bit perf maps the whole file and keeps the pages it
+has read). (Its children's RUSAGE_CHILDREN would not do: a child started by vfork counts
+the parent's peak as its own.) With --before DIR (a python/ directory of another roscope
+version, e.g. `git archive REV python | tar -x -C DIR` plus the built _core), every case
+but the reference runs with it too, as "... (before)". Writes bench/results/why_cost.json.
 
     .venv/bin/python bench/why_cost.py [--durations 31.5 8] [--runs 1] [--before DIR]
 """
@@ -108,7 +109,7 @@ def one_length(out: str, runs: int, before: str | None) -> dict:
     }
     todo = [(name, args, None) for name, args in cases.items()]
     if before:
-        todo += [(f"{name} (before)", args, before) for name, args in cases.items() if "--no-kernel" not in args]
+        todo += [(f"{name} (before)", args, before) for name, args in cases.items() if name != "neither"]
     best: dict = {}
     with tempfile.TemporaryDirectory(dir=RESULTS) as tmp:
         db = os.path.join(tmp, "x.duckdb")
@@ -121,8 +122,19 @@ def one_length(out: str, runs: int, before: str | None) -> dict:
                                          text=True, check=True).stdout)
     ref = best["neither"]
     perf = os.path.join(out, "perf", "perf.data")
-    alone = measured(["perf", "script", "--header", "-i", perf, "--ns", "-F", "pid,tid,cpu,time,event,trace"], own=False)
-    return {"trace": out, "perf_data_bytes": os.path.getsize(perf), "perf_script_alone": alone,
+    alone = measured(["perf", "script", "--header", "--show-task-events", "-i", perf, "--ns", "-F", "pid,tid,cpu,time,event,trace"],
+                     own=False)
+    # Issue 29's targets: kernel data at most 1.5x the load's time and under 500 MiB; two hosts
+    # with clock sync within 20 % of the memory of the same load without it (streamed like one host).
+    # Both with and without sync: kernel + sync against sync only as well.
+    k, s, ks = best["kernel only"], best["sync only"], best["kernel + sync"]
+    checks = {"kernel_wall_ratio": round(k["wall_s"] / ref["wall_s"], 2), "kernel_peak_mib": k["peak_rss_mib"],
+              "kernel_sync_wall_ratio": round(ks["wall_s"] / s["wall_s"], 2), "kernel_sync_peak_mib": ks["peak_rss_mib"],
+              "sync_peak_ratio": round(s["peak_rss_mib"] / ref["peak_rss_mib"], 2)}
+    checks["met"] = (max(checks["kernel_wall_ratio"], checks["kernel_sync_wall_ratio"]) <= 1.5
+                     and max(checks["kernel_peak_mib"], checks["kernel_sync_peak_mib"]) < 500
+                     and checks["sync_peak_ratio"] <= 1.2)
+    return {"trace": out, "perf_data_bytes": os.path.getsize(perf), "perf_script_alone": alone, "checks": checks,
             "events": info["stats"]["events"], "tables": info["tables"], "best": best,
             "ratio_to_neither": {k: {"wall": round(v["wall_s"] / ref["wall_s"], 2),
                                      "peak_rss": round(v["peak_rss_mib"] / ref["peak_rss_mib"], 2),
@@ -156,6 +168,11 @@ def main() -> int:
             r = row["ratio_to_neither"][k]
             print(f"  {k:<24} {v['wall_s']:7.2f} {v['peak_rss_mib']:9.1f} {v['own_peak_rss_mib']:8.1f}  "
                   f"wall x{r['wall']}, own RSS x{r['own_peak_rss']}")
+        c = row["checks"]
+        print(f"  kernel only: x{c['kernel_wall_ratio']} the time of neither (target <= 1.5), {c['kernel_peak_mib']:.0f} MiB "
+              f"(target < 500); kernel + sync: x{c['kernel_sync_wall_ratio']} the time of sync only, "
+              f"{c['kernel_sync_peak_mib']:.0f} MiB; sync only: x{c['sync_peak_ratio']} the memory of neither (target <= 1.2): "
+              f"{'met' if c['met'] else 'NOT met'}")
     return 0
 
 

@@ -20,7 +20,7 @@ traces only. The old version is any checkout whose `python/` holds a built
 new one is `--after` (default: this checkout's python/). Differences that a
 change documents on purpose (renamed keys, new keys, new units, a distro
 named more precisely) are applied to the old output first (`rename_flow_stats`,
-`old_flow` with `FLOW_NEW_KEYS`, `rename_flavour`), so what remains is a real
+`old_flow` with `FLOW_NEW_KEYS` and `RESPONSE_NEW_KEYS`, `rename_flavour`), so what remains is a real
 difference: a value that changed, a key gone, or a key only in the new output
 that no change documents; each is printed, and the exit status is 1 if any remains.
 """
@@ -87,11 +87,61 @@ VOLATILE = {"seconds", "us_per_flow", "compute_ns", "ns_per_flow"}
 # uncertain and those dropped. The old version had no races: its output gets the values
 # that mean so (keep, none, none), and a flow the new one flags or drops is a difference.
 FLOW_NEW_KEYS = {"uncertain": "keep", "flows_uncertain": 0, "uncertain_dropped": 0}
+# Issue 29 also leaves out of the response-time statistics the cases whose cycle may begin
+# before the trace (the first output's; under --definition caret its best case too, as CARET
+# does) and counts them per case in each response_times entry's `left_out`. The old version
+# left none out: its entries get an empty `left_out`, and the statistics of an entry that
+# now leaves cases out remain a difference (on purpose: one case fewer per definition).
+RESPONSE_NEW_KEYS = {"left_out": {}}
 # Issue 26 names the distro of a tracetools 8 trace by its minor version (flavour.py: 8.2 Jazzy,
 # 8.6 Kilted, Rolling between and after), where "Jazzy or later" was said of them all: the old
 # report's "ROS flavour" fact gets the new name when the new one is such a distro.
 _FLAVOUR_FACT = '<div class="v">ROS 2 ({})</div><div class="k">ROS flavour</div>'
 _FLAVOUR_8 = re.compile(re.escape(_FLAVOUR_FACT).replace(r"\{\}", r"(Jazzy|Kilted|Rolling \(20\d\d(?: on)?\))"))
+
+
+# Issue 30 (honest presentation, executor table): keys only in the new output, taken out of it
+# before comparing: stats' transport latency per topic; why's trace start, the seconds from it
+# beside each absolute time, and why a section is empty; executor's callbacks per thread, and its executor
+# objects with their callback groups (CARET's executor events; `[]` on a trace without them).
+NEW_ONLY_KEYS = {"stats": {"transport_count", *(f"transport_{s}_ns" for s in ("min", "mean", "std", "p50", "p90",
+                                                                            "p99", "max"))},
+                 "why": {"trace_start_ts", "dropped", "start_s", "end_s", "publish_s"},
+                 "executor": {"executors", "executor_objects"}}
+# ... and stats' warnings about a trace without takes, transport links or callback events
+# (roscope.stats.warnings); why without kernel data gives its flows' scheduling split as null
+# (not measured), where zeros were given.
+NEW_WARNINGS = ("the trace has no take events", "the trace has no callback events", "subscribed topic")
+NEW_WARNING = re.compile(r"^the trace has [\d,]+ takes but no transport link")
+
+
+# The report's executors section gained the callbacks per executor thread (issue 30), a fold, and, where the
+# trace has CARET's executor events, the executors with their callback groups, another.
+NEW_FOLD = re.compile(r'<details class="fold"><summary>(?:Callbacks per executor thread|Executors and callback groups) '
+                      r'\(.*?</details>', re.S)
+
+
+def new_only(verb: str, obj):
+    """The new output without what issue 30 added (`NEW_ONLY_KEYS`, `NEW_WARNINGS`)."""
+    keys = NEW_ONLY_KEYS.get(verb, set())
+
+    def strip(x):
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k not in keys}
+        if isinstance(x, list):
+            return [strip(v) for v in x]
+        return x
+
+    obj = strip(obj)
+    if verb == "stats" and isinstance(obj.get("warnings"), list):
+        obj["warnings"] = [w for w in obj["warnings"] if not (str(w).startswith(NEW_WARNINGS) or NEW_WARNING.match(str(w))
+                                                             or "no publication matched to a take" in str(w))]
+    if verb == "why" and not obj.get("kernel"):
+        for f in obj.get("flows") or []:
+            for k in ("on_cpu_ns", "runnable_ns", "blocked_ns"):
+                if f.get(k) is None:
+                    f[k] = 0
+    return obj
 
 
 def rename_flavour(old_page: str, new_page: str) -> str:
@@ -126,12 +176,16 @@ def rename_flow_stats(obj):
 
 
 def old_flow(obj):
-    """The old `flow --json`, with the new names (`rename_flow_stats`) and the summary's
-    new keys (`FLOW_NEW_KEYS`) at the values that mean the old behaviour."""
+    """The old `flow --json`, with the new names (`rename_flow_stats`), the summary's new keys
+    (`FLOW_NEW_KEYS`) and the response times' (`RESPONSE_NEW_KEYS`) at the values that mean
+    the old behaviour."""
     obj = rename_flow_stats(obj)
     summary = obj.get("summary") if isinstance(obj, dict) else None
     if isinstance(summary, dict) and "flows" in summary:
         obj["summary"] = {**summary, **{k: v for k, v in FLOW_NEW_KEYS.items() if k not in summary}}
+    if isinstance(obj, dict) and isinstance(obj.get("response_times"), list):
+        obj["response_times"] = [{**r, **{k: v for k, v in RESPONSE_NEW_KEYS.items() if k not in r}}
+                                 if isinstance(r, dict) else r for r in obj["response_times"]]
     return obj
 
 
@@ -176,7 +230,7 @@ def compare_json(before: str, after: str, label: str, args: list[str], normalize
     if rb != 0 or ra != 0:
         print(f"  {label}: exit {rb} before, {ra} after\n{eb.decode()[-400:]}{ea.decode()[-400:]}")
         return False
-    old, new = drop_timings(normalize(json.loads(ob))), drop_timings(json.loads(oa))
+    old, new = drop_timings(normalize(json.loads(ob))), drop_timings(new_only(args[0], json.loads(oa)))
     if args[0] == "stats":
         old, new = stats_order(old), stats_order(new)
     d = diff(old, new)
@@ -219,6 +273,7 @@ def compare_report(before: str, after: str, label: str, path: str, pair: tuple[s
             return False
         with open(out, encoding="utf-8") as f:
             pages.append(f.read())
+    pages[1] = NEW_FOLD.sub("", pages[1])
     d = report_diff(rename_flavour(*pages), pages[1])
     print(f"  {label}: {'same' if not d else 'DIFFERENT'} ({len(_NUMBER.findall(pages[1])):,} values)")
     for line in d:

@@ -270,6 +270,32 @@ def ros2_pipeline_run(tmp_path_factory):
     return run
 
 
+#: examples/ros2_pipeline's callback ros2_pipeline_slowed slows, and by how much (ms).
+ROS2_PIPELINE_SLOWED = ("mapper.plan_path", 20)
+
+
+@pytest.fixture(scope="session")
+def ros2_pipeline_slowed(tmp_path_factory) -> dict:
+    """{"trace", "gt", "stderr"}: `roscope record --kernel` of examples/ros2_pipeline (Jazzy) for
+    4 s with ROS2_PIPELINE_SLOW=mapper.plan_path:20 (roscope check's tests and its pytest plugin's)."""
+    import ros2_truth
+
+    if not (ros2_truth.env_of("jazzy") / "bin" / "python").exists():
+        pytest.skip("ROS 2 jazzy from PyPI is not installed (make setup)")
+    out = tmp_path_factory.mktemp("ros2_pipeline-slowed")
+    old = os.environ.get("ROS2_PIPELINE_SLOW")
+    os.environ["ROS2_PIPELINE_SLOW"] = f"{ROS2_PIPELINE_SLOWED[0]}:{ROS2_PIPELINE_SLOWED[1]}"
+    try:
+        r = ros2_truth.record("jazzy", out, 4, ["--kernel"])
+    finally:
+        if old is None:
+            os.environ.pop("ROS2_PIPELINE_SLOW")
+        else:
+            os.environ["ROS2_PIPELINE_SLOW"] = old
+    assert r["rc"] == 0, f"roscope record of the slowed examples/ros2_pipeline failed:\n{r['stderr']}"
+    return r
+
+
 @pytest.fixture(scope="session")
 def ros2sim_run(tmp_path_factory):
     """Factory: ros2sim_run(preset, distro, seconds) -> the directory of `ros2sim.py run

@@ -301,7 +301,12 @@ class Reading:
                 if n is None:
                     self.discarded_unknown.append((t.__name__, *key))
                     n = 1
-                (self.discarded_events if t is DiscEv else self.discarded_packets)[key] += n
+                # bt2 counts a stream's discarded events as the difference of the packets'
+                # 64-bit events_discarded counters; where LTTng's counter reads lower than the
+                # packet before (seen with per-UID buffers under load), that difference wraps
+                # (a count >= 2**63). The stream's net count is the sum modulo 2**64.
+                d = self.discarded_events if t is DiscEv else self.discarded_packets
+                d[key] = (d[key] + n) % 2**64
         self.done = True
 
     # conveniences ---------------------------------------------------------

@@ -337,7 +337,7 @@ def test_cli_errors_name_the_file(run_roscope, tmp_path, case):
         "bad_compile_db": (["deps", "-p", str(tmp_path), str(src)], "not a valid compilation database"),
         "option_after_flags": (["deps", "--flags", "-I.", "-o", "x.json", "--", str(src)], "-o is after --flags"),
         "output_dir_missing": (["deps", "-o", str(tmp_path / "no" / "x.json"), "--flags", "-isystem", str(STUB), "--",
-                                str(SRC / "ros2_nodes.cpp")], "its directory does not exist"),
+                                str(SRC / "ros2_nodes.cpp")], f"the directory {tmp_path / 'no'} does not exist"),
         "header_not_found": (["deps", "--flags", "-I.", "--", str(src)], "'not_a_header_anywhere.hpp' file not found"),
         "no_source": (["deps", "--flags", "-I."], "no source file given"),
     }[case]

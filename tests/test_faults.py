@@ -394,7 +394,7 @@ def test_ctrl_c_while_a_temporary_file_is_made_leaves_no_file(tmp_path, monkeypa
     import signal
     import tempfile
 
-    from roscope import files, loading
+    from roscope import files
 
     real_mkstemp, real_mkdtemp = tempfile.mkstemp, tempfile.mkdtemp
 
@@ -407,10 +407,12 @@ def test_ctrl_c_while_a_temporary_file_is_made_leaves_no_file(tmp_path, monkeypa
 
     monkeypatch.setattr(tempfile, "mkstemp", then_ctrl_c(real_mkstemp))
     monkeypatch.setattr(tempfile, "mkdtemp", then_ctrl_c(real_mkdtemp))
-    with pytest.raises(KeyboardInterrupt):
-        loading._temp_beside(str(tmp_path / "run.duckdb"), ".tmp")
+    with pytest.raises(KeyboardInterrupt), files.Staged() as staged:  # load's database and Parquet files
+        staged.path(str(tmp_path / "run.duckdb"))
     with pytest.raises(KeyboardInterrupt):
         files.atomic_write(tmp_path / "summary.json", "{}\n")
+    with pytest.raises(KeyboardInterrupt):
+        files.write_file(tmp_path / "report.html", "<html>")
     assert os.listdir(tmp_path) == []
     # A run added to a dataset is written in a temporary directory inside it.
     from roscope import dataset

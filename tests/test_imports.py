@@ -27,6 +27,14 @@ LAZY = {
     # `roscope experiment run` loads the analyses (DuckDB, the core) only once a
     # trial's trace is measured.
     ("roscope.experiment.runner", "roscope.experiment.tracemetrics"),
+    # pytest loads the plugin in every session of every project that has roscope installed:
+    # recording, DuckDB and the analyses load only when a test uses its fixtures.
+    ("roscope.pytest_plugin", "roscope.check.api"),
+    ("roscope.pytest_plugin", "roscope.record.options"),
+    ("roscope.pytest_plugin", "roscope.record.session"),
+    ("roscope.pytest_plugin", "roscope.check.budgets"),
+    ("roscope.pytest_plugin", "roscope.check.measure"),
+    ("roscope.pytest_plugin", "roscope.check.output"),
 }
 
 #: Private names used across modules in code being restructured on another branch
@@ -148,7 +156,7 @@ def test_storage_is_below_the_analyses():
     for i, m in enumerate(order):
         above = set(order[i + 1:])
         assert not g[m] & above, f"{m} imports {sorted(g[m] & above)}, above it"
-    analyses = {m for m in g if m.startswith(("roscope.flow", "roscope.report", "roscope.experiment"))} | {
+    analyses = {m for m in g if m.startswith(("roscope.flow", "roscope.report", "roscope.experiment", "roscope.check"))} | {
         "roscope.stats", "roscope.executor", "roscope.sched", "roscope.response_time", "roscope.trend",
         "roscope.percentiles", "roscope.results", "roscope.dataset_queries", "roscope.spark", "roscope.deps"}
     for m in order + ["roscope.kernel"]:
@@ -210,13 +218,14 @@ def test_no_private_name_is_used_outside_its_module():
 LAYERS = [
     ("base", ["roscope._core", "roscope.version", "roscope.errors", "roscope.files", "roscope.manifest",
               "roscope.flavour", "roscope.text", "roscope.trace", "roscope.processes", "roscope.record",
-              "roscope.ros2_pip"]),
+              "roscope.progress", "roscope.ros2_pip", "roscope.recordings", "roscope.yamlfile"]),
     ("storage", ["roscope.memory", "roscope.database", "roscope.kernel", "roscope.loading", "roscope.dataset",
                  "roscope.opening", "roscope"]),
     ("analysis helpers", ["roscope.percentiles", "roscope.results", "roscope.overlaps", "roscope.deps.matching"]),
     ("analyses", ["roscope.flow", "roscope.stats", "roscope.executor", "roscope.response_time", "roscope.sched",
-                  "roscope.trend", "roscope.dataset_queries", "roscope.deps", "roscope.info", "roscope.live"]),
-    ("reports and jobs", ["roscope.report", "roscope.experiment", "roscope.export", "roscope.spark", "roscope.watch", "roscope.alerts"]),
+                  "roscope.trend", "roscope.dataset_queries", "roscope.deps", "roscope.info", "roscope.paths", "roscope.live"]),
+    ("reports and jobs", ["roscope.report", "roscope.experiment", "roscope.export", "roscope.spark", "roscope.check", "roscope.watch", "roscope.alerts",
+                          "roscope.pytest_plugin"]),
     ("CLI", ["roscope.cli", "roscope.__main__", "roscope.commands"]),
 ]
 

@@ -65,12 +65,14 @@ def test_many_small_inserts_in_many_transactions_store_every_row(tmp_path, monke
         con.close()
 
 
-def test_a_load_gives_duckdb_its_threads_back():
+def test_a_load_gives_duckdb_its_threads_back(monkeypatch):
     """The in-memory database of `roscope.open(trace)` is queried afterwards:
-    the single thread DuckDB had while storing is not left set."""
+    the single thread DuckDB had while storing is not left set (a trace above
+    `loading.SMALL_TRACE_BYTES`; a smaller one keeps one thread on purpose)."""
     trace = os.path.join(TRACES, "ros2", "pingpong-rolling-2021")
     if not os.path.isdir(trace):
         pytest.skip("shared trace missing")
+    monkeypatch.setattr(loading, "SMALL_TRACE_BYTES", -1)
     default = duckdb.connect().execute("SELECT current_setting('threads')").fetchone()[0]
     database, _res = loading.load([trace], None)
     try:

@@ -375,3 +375,98 @@ def test_recover_kill_children_after_a_pid_was_reused(tmp_path, roscope_cmd):
     finally:
         v.kill()
         v.wait()
+
+
+# --------------------------------------------------------------------------
+# short commands (lttng, perf, git, make, ...) through roscope.processes too
+# --------------------------------------------------------------------------
+
+OUTPUT_PROG = r'''
+import json, os, sys, time
+from roscope.processes import group
+from test_processes import marked
+t0 = time.monotonic()
+r = group.output("t", ["sh", "-c", sys.argv[1]], timeout=float(sys.argv[2]))
+seconds = time.monotonic() - t0
+time.sleep(0.2)
+alive = [p for p in marked(os.environ["ROSCOPE_TEST_MARK"]) if p != os.getpid()]
+strays = [st.pid for st in group.strays()]
+group.stop_everything()   # as a verb does before it exits
+print(json.dumps({"rc": r.returncode, "out": r.stdout, "seconds": seconds, "alive": alive, "strays": strays}))
+'''
+
+
+@pytest.mark.parametrize("case", ["finished", "timeout"])
+def test_a_short_commands_output_and_nothing_it_left_behind(case, tracking, tmp_path):
+    """processes.group.output: the command's output and exit status, and what it started in
+    the background (a `setsid` daemon) stopped with it; at its time limit it is stopped
+    (status None) with what it wrote so far. Survivors are found from the process table.
+    Under cgroup tracking the daemon is stopped by output() itself; under the subreaper a
+    daemon that left the command's sessions before it was seen is a stray of roscope's
+    (re-parented to it), stopped by stop_everything."""
+    mark = uuid.uuid4().hex
+    # The daemon's output goes elsewhere: one holding the command's pipes open would keep
+    # the command "running" until its time limit, as with subprocess.run.
+    daemon = "(setsid sleep 300 </dev/null >/dev/null 2>&1 &)"
+    script = {"finished": f"{daemon}; echo done", "timeout": f"{daemon}; echo partial; exec sleep 300"}[case]
+    env = dict(os.environ, ROSCOPE_PROCESS_TRACKING=tracking, ROSCOPE_TEST_MARK=mark,
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, "-c", OUTPUT_PROG, script, "30" if case == "finished" else "1"],
+                       env=env, capture_output=True, text=True, timeout=60)
+    try:
+        assert p.returncode == 0, p.stderr
+        r = json.loads(p.stdout.splitlines()[-1])
+        if case == "finished":
+            assert (r["rc"], r["out"]) == (0, "done\n")
+        else:
+            assert (r["rc"], r["out"]) == (None, "partial\n") and r["seconds"] < 15
+        if tracking == "cgroup":
+            assert r["alive"] == [] and r["strays"] == []
+        else:
+            assert set(r["alive"]) <= set(r["strays"])
+        time.sleep(0.2)
+        assert marked(mark) == []
+    finally:
+        kill_marked(mark)
+
+
+#: Where a process may be started other than through roscope.processes, and why.
+SPAWN_ALLOWED = {
+    # libclang runs in forked copies of roscope itself (a crash stays in the child); each is
+    # joined, or killed in a finally.
+    "python/roscope/deps/workers.py": "multiprocessing",
+}
+SPAWNERS = {("subprocess", n) for n in ("run", "Popen", "call", "check_call", "check_output", "getoutput",
+                                        "getstatusoutput")} | \
+           {("os", n) for n in ("system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp", "spawnv",
+                                "spawnve", "spawnvp", "spawnvpe", "spawnl", "spawnle", "spawnlp", "spawnlpe",
+                                "execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp", "execlpe")} | \
+           {("pty", "spawn"), ("asyncio", "create_subprocess_exec"), ("asyncio", "create_subprocess_shell")}
+
+
+def test_every_process_is_started_through_roscope_processes():
+    """A walk of the source: outside roscope/processes/, no module starts a process itself
+    (subprocess, os.system/exec/spawn/fork, pty, asyncio, multiprocessing), except where
+    SPAWN_ALLOWED says why."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "python" / "roscope"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root.parents[1]).as_posix()
+        if rel.startswith("python/roscope/processes/"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), rel)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and (node.value.id, node.attr) in SPAWNERS:
+                found.append(f"{rel}:{node.lineno} {node.value.id}.{node.attr}")
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                names = {a.name for a in node.names}
+                if any(m.split(".")[0] == "multiprocessing" for m in mods) and SPAWN_ALLOWED.get(rel) != "multiprocessing":
+                    found.append(f"{rel}:{node.lineno} multiprocessing")
+                if isinstance(node, ast.ImportFrom) and (node.module, ) and any(
+                        (node.module, n) in SPAWNERS for n in names):
+                    found.append(f"{rel}:{node.lineno} from {node.module} import {', '.join(sorted(names))}")
+    assert not found, "processes started outside roscope.processes:\n" + "\n".join(found)

@@ -301,3 +301,58 @@ def test_trace_strings_are_escaped(browser, tmp_path):
     assert pg.inner_text("#tbl-evil tbody td") == shown
     assert pg.evaluate("() => document.querySelectorAll('img').length") == 0
     assert shown in pg.evaluate("() => document.querySelector('#fig-evil .ytick text').textContent")
+
+
+def _long_name_chain(n: int, length: int) -> tuple[dict, list[str]]:
+    """A ros2sim system: a chain of `n` nodes, each in its own process, the first on a timer,
+    each passing a message on to the next; every node and topic name `length` characters long
+    (each of its own letter). Returns (the description, every node and topic name)."""
+    procs, names = [], []
+    topic = lambda i: f"/t{i}" + chr(ord("k") + i) * length  # noqa: E731
+    for i in range(n):
+        node = {"name": f"n{i}" + chr(ord("a") + i) * length}
+        names.append("/" + node["name"])
+        if i < n - 1:
+            node["publishers"] = [{"topic": topic(i), "depth": 10}]
+            names.append(topic(i))
+        work = {"dist": "uniform", "min_us": 30, "max_us": 80}
+        if i == 0:
+            node["timers"] = [{"period_ms": 50, "work": work, "publish": [topic(0)]}]
+        else:
+            node["subscriptions"] = [{"topic": topic(i - 1), "depth": 10, "work": work,
+                                      **({"publish": [topic(i)]} if i < n - 1 else {})}]
+        procs.append({"name": f"p{i}", "nodes": [node]})
+    return {"description": "a chain of nodes with long names", "processes": procs}, names
+
+
+@pytest.mark.lttng
+def test_long_names_keep_the_size_limit(browser, lttng_ready, tmp_path):
+    """Issue 31 item 13: the report's 15 MB limit with 100 KB names. A real ros2sim recording
+    of six nodes and five topics whose names are 100,000 characters each (the report of the
+    commit before this work: 30.4 MB) gives a page under MAX_BYTES where every such name is
+    shown cut ("… [name N]") and given in full in the "Long names" section: each of the 11
+    names of the system's description (the oracle) is in the page in full, and the page
+    opens in the browser with no error, the section listing them."""
+    from roscope.report import MAX_BYTES, names
+
+    system, long = _long_name_chain(6, 100_000)
+    (tmp_path / "system.json").write_text(json.dumps(system))
+    sim = REPO / "tools" / "ros2sim"
+    subprocess.run(["make", "-s", "-C", str(sim)], check=True, stdout=subprocess.DEVNULL)
+    r = subprocess.run([sys.executable, str(sim / "ros2sim.py"), "run", "--system", str(tmp_path / "system.json"),
+                        "--duration", "2", "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = tmp_path / "long.html"
+    p = roscope("report", str(tmp_path / "run"), "-o", str(out))
+    assert out.stat().st_size <= MAX_BYTES, out.stat().st_size
+    text = out.read_text(encoding="utf-8")
+    for name in long:
+        assert name in text, f"{name[:20]}... ({len(name)} characters) is not in the page in full"
+    o = open_report(browser, out)
+    assert o.errors == [] and o.requests == []
+    listed = o.page.evaluate("() => [...document.querySelectorAll('#long-names code.long-name')].map(c => c.textContent)")
+    assert set(long) <= set(listed)
+    cells = o.page.evaluate("() => [...document.querySelectorAll('#tbl-topics tbody td[data-k=topic]')].map(c => c.textContent)")
+    cut = [c for c in cells if c.startswith("/t")]
+    assert len(cut) == 5 and all(len(c) < names.LIMIT + 20 and c.endswith("]") and "… [name " in c for c in cut), cut
+    assert "Traceback" not in p.stderr

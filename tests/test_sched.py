@@ -318,16 +318,19 @@ def test_top_culprits_are_perfs_and_the_competitor_only_where_it_ran(recording, 
         want = oracle_culprits(th, r["tid"], (r["start_ts"], r["end_ts"]))
         if sum(want.values()) < 200_000:
             continue
+        # per thread (a culprit renamed meanwhile is one entry per name: timehist has one)
+        got = collections.Counter()
+        for c in r["culprits"]:
+            got[c["tid"]] += c["ns"]
         (first, a), (_, b) = (want.most_common(2) + [(None, 0)])[:2]
         if a - b >= 20_000:  # else a tie within timehist's µs: either may come first
             compared += 1
             tops[th[first]["name"]] += 1
-            assert r["culprits"][0]["tid"] == first, (r["label"], r["culprits"][:2], want.most_common(2))
+            assert got.most_common(1)[0][0] == first, (r["label"], r["culprits"][:2], want.most_common(2))
             # within 1 %, or the µs to which timehist cuts each of the few intervals of one run
-            assert r["culprits"][0]["ns"] == pytest.approx(a, rel=0.01, abs=5_000)
+            assert got[first] == pytest.approx(a, rel=0.01, abs=5_000)
         # The competitor's share wherever it delayed a run by 100 µs or more, first or not:
         # other work on the machine (the suite's other tests) may come before it.
-        got = {c["tid"]: c["ns"] for c in r["culprits"]}
         for t in comp_tids:
             if want[t] >= 100_000:
                 competitor_seen += 1
@@ -514,3 +517,24 @@ def test_no_kernel_leaves_the_perf_data_out(recording, run_roscope, tmp_path):
     for t in ("callback_runs", "publications", "takes", "links"):
         q = f"SELECT * FROM {t} ORDER BY ALL"
         assert full.execute(q).fetchall() == no.execute(q).fetchall(), t
+
+
+@recorded
+def test_perf_data_read_directly_equals_perf_scripts_reading(recording, tmp_path, monkeypatch):
+    """The core reads perf.data itself (crates/model/src/kernel/perf.rs); `perf script`'s text,
+    parsed by pyarrow, is the path for files it does not handle. On the recording both give
+    the same kernel tables, row for row: the same events, in the same order, with the same
+    runnable states, names and processes."""
+    import duckdb
+    from roscope import kernel, loading
+
+    out, db = recording
+    slow = tmp_path / "perf-script.duckdb"
+    monkeypatch.setattr(kernel, "READ_PERF", False)
+    loading.write([str(out)], str(slow))
+    a, b = duckdb.connect(str(db), read_only=True), duckdb.connect(str(slow), read_only=True)
+    for t in ("kernel_threads", "thread_states", "preemptions", "migrations"):
+        q = f"SELECT * FROM {t} ORDER BY ALL"
+        rows = a.execute(q).fetchall()
+        assert rows == b.execute(q).fetchall(), t
+        assert len(rows) > 50, t

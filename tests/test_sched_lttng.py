@@ -15,6 +15,10 @@ from the kernel's meaning of the events:
 * ``sched_wakeup``: a blocked thread becomes runnable; a wake-up of a thread that is
   running or runnable changes nothing.
 * ``sched_wakeup_new``: a new thread is runnable from then.
+* ``sched_process_exec``: the thread's name becomes the file's base name (at most 15
+  bytes, as exec sets ``comm``); each interval has the name in force from its start (the
+  comm of the event that started it), and an exec starts a new interval in the same
+  state with the new name.
 
 Conventions both sides share, stated once here: a thread's state is unknown until its
 first switch (or its sched_wakeup_new), so its time before is in no state; its last
@@ -33,7 +37,7 @@ from pathlib import Path
 import pytest
 
 TRACE = Path(__file__).parent / "data" / "lttng-kernel-sched" / "bug446190"
-SCHED = ("sched_switch", "sched_wakeup", "sched_wakeup_new")
+SCHED = ("sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_process_exec")
 #: Linux 3.10's TASK_STATE_MAX: sched_switch's prev_state of a preempted task.
 PREEMPTED = 1024
 STATES = ("running", "runnable", "blocked")
@@ -57,26 +61,26 @@ def bt2_events() -> tuple:
 
 @functools.cache
 def oracle() -> dict:
-    """Per thread, its intervals [(state, start_ts, end_ts, cpu of a running interval)]
-    (consecutive equal states are one interval), its preemptions [(ts, cpu, by_tid)],
-    its migrations [(ts, from_cpu, to_cpu)] and its last name."""
+    """Per thread, its intervals [(state, start_ts, end_ts, cpu of a running interval, name)]
+    (consecutive equal states of one name are one interval), its preemptions [(ts, cpu,
+    by_tid)], its migrations [(ts, from_cpu, to_cpu)] and its last name."""
     events = bt2_events()
     end = events[-1][0]
-    cur: dict[int, list] = {}  # tid -> [state, since, cpu]
+    cur: dict[int, list] = {}  # tid -> [state, since, cpu, name]
     iv = collections.defaultdict(list)
     pre = collections.defaultdict(list)
     mig = collections.defaultdict(list)
     ran_on: dict[int, int] = {}
     names: dict[int, str] = {}
 
-    def enter(tid: int, state: str, ts: int, cpu: int | None) -> None:
+    def enter(tid: int, state: str, ts: int, cpu: int | None, name: str) -> None:
         c = cur.get(tid)
         if c is not None:
-            if c[0] == state:
+            if c[0] == state and c[3] == name:
                 return
             if ts > c[1]:
-                iv[tid].append((c[0], c[1], ts, c[2]))
-        cur[tid] = [state, ts, cpu if state == "running" else None]
+                iv[tid].append((c[0], c[1], ts, c[2], c[3]))
+        cur[tid] = [state, ts, cpu if state == "running" else None, name]
 
     for ts, cpu, name, p, s in events:
         if name == "sched_switch":
@@ -86,23 +90,29 @@ def oracle() -> dict:
                 continue
             runnable = p["prev_state"] in (0, PREEMPTED)
             if prev:
-                enter(prev, "runnable" if runnable else "blocked", ts, None)
+                enter(prev, "runnable" if runnable else "blocked", ts, None, s["prev_comm"])
                 if runnable and nxt:
                     pre[prev].append((ts, cpu, nxt))
             if nxt:
-                enter(nxt, "running", ts, cpu)
+                enter(nxt, "running", ts, cpu, s["next_comm"])
                 if nxt in ran_on and ran_on[nxt] != cpu:
                     mig[nxt].append((ts, ran_on[nxt], cpu))
                 ran_on[nxt] = cpu
+        elif name == "sched_process_exec":
+            tid = p["tid"]
+            names[tid] = s["filename"].rsplit("/", 1)[-1][:15]
+            c = cur.get(tid)
+            if c is not None:
+                enter(tid, c[0], ts, c[2], names[tid])
         else:
             tid = p["tid"]
             names[tid] = s["comm"]
             c = cur.get(tid)
             if tid and ((c is not None and c[0] == "blocked") or (c is None and name == "sched_wakeup_new")):
-                enter(tid, "runnable", ts, None)
-    for tid, (state, since, c) in cur.items():
+                enter(tid, "runnable", ts, None, s["comm"])
+    for tid, (state, since, c, nm) in cur.items():
         if end > since:
-            iv[tid].append((state, since, end, c))
+            iv[tid].append((state, since, end, c, nm))
     return {"intervals": dict(iv), "preemptions": dict(pre), "migrations": dict(mig),
             "names": {t: n for t, n in names.items() if t}}
 
@@ -124,7 +134,7 @@ def test_the_trace_is_what_the_oracle_assumes():
     below would not test what it says."""
     events = bt2_events()
     kinds = collections.Counter(e[2] for e in events)
-    assert kinds == {"sched_switch": 1052, "sched_wakeup": 566, "sched_wakeup_new": 2}
+    assert kinds == {"sched_switch": 1052, "sched_wakeup": 566, "sched_wakeup_new": 2, "sched_process_exec": 2}
     current: dict[int, int] = {}
     for _ts, cpu, name, p, _s in events:
         if name == "sched_switch":
@@ -138,9 +148,9 @@ def test_the_trace_is_what_the_oracle_assumes():
 def test_thread_intervals_equal_babeltrace2s_to_the_ns(db):
     want = oracle()["intervals"]
     got = collections.defaultdict(list)
-    for tid, state, start, end, cpu in _rows(db, "SELECT tid, state, start_ts, end_ts, cpu FROM thread_states "
-                                               "ORDER BY tid, start_ts"):
-        got[tid].append((state, start, end, cpu if state == "running" else None))
+    for tid, state, start, end, cpu, name in _rows(db, "SELECT tid, state, start_ts, end_ts, cpu, name FROM thread_states "
+                                                     "ORDER BY tid, start_ts"):
+        got[tid].append((state, start, end, cpu if state == "running" else None, name))
     assert sorted(got) == sorted(want)
     for tid in want:
         assert got[tid] == want[tid], f"tid {tid}"
@@ -150,7 +160,7 @@ def test_thread_intervals_equal_babeltrace2s_to_the_ns(db):
 def test_per_thread_running_runnable_blocked_times_equal_babeltrace2s(db):
     want = {(tid, st): 0 for tid in oracle()["intervals"] for st in STATES}
     for tid, ivs in oracle()["intervals"].items():
-        for st, a, b, _cpu in ivs:
+        for st, a, b, _cpu, _name in ivs:
             want[tid, st] += b - a
     got = {(tid, st): 0 for tid in oracle()["intervals"] for st in STATES}
     for tid, st, total in _rows(db, "SELECT tid, state, sum(end_ts - start_ts)::BIGINT FROM thread_states GROUP BY ALL"):

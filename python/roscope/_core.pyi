@@ -45,12 +45,22 @@ class Trace:
     def losses(self) -> list[tuple[str, int, int]]:
         """(stream's first file, events discarded, packets lost) for streams that lost any."""
 
+class Meter:
+    """Counters a long job of the core updates while it runs, read by a thread that
+    shows progress, without a lock: (done, total, found, work). The model builder:
+    bytes read, bytes in all, events; a data-flow search: output messages searched, -,
+    flows, candidate flows."""
+
+    def __init__(self) -> None: ...
+    def read(self) -> tuple[int, int, int, int]: ...
+
 def build_model(
     paths: Sequence[str],
     heuristics: bool = True,
     progress: bool = False,
     record_ids: Sequence[str] | None = None,
     sync: bool = True,
+    meter: Meter | None = None,
 ) -> tuple[list[tuple[str, ArrowTable]], list[tuple[str, int]], list[str], list[tuple[str, int, int]]]:
     """Builds the execution model (docs/model.md): (tables by name, stats, warnings, losses);
     `sync`: several hosts' clocks synchronized from the messages between them."""
@@ -63,7 +73,7 @@ class ModelStream:
 
     def __init__(self, paths: Sequence[str], heuristics: bool = True, progress: bool = False,
                  record_ids: Sequence[str] | None = None, sync: bool = True, window_ns: int = 1_000_000_000,
-                 queue: int = 2, flush_every: int = 0) -> None:
+                 queue: int = 2, flush_every: int = 0, meter: Meter | None = None) -> None:
         """Opens the traces (TraceError if none can be read) and starts the builder;
         `queue`: chunks the builder may be ahead; `flush_every`: events between chunks (0: 65536)."""
     def next_chunk(self) -> tuple[str, ArrowTable] | None:
@@ -85,6 +95,31 @@ class LiveModel:
         """The objects known so far (hosts ... callbacks), as (table, rows)."""
     def close(self) -> list[tuple[str, ArrowTable]]:
         """After the last chunk: every record still held."""
+
+class PerfUnsupported(ValueError):
+    """A perf.data the core's reader does not handle: read it with `perf script`."""
+
+class PerfNoSched(ValueError):
+    """A perf.data without sched:sched_switch events."""
+
+class KernelBuilder:
+    """Kernel scheduling tables in one streamed pass (crates/model/src/kernel): sources are
+    added in turn, each host's events in time order; chunks of the tables `thread_states`,
+    `preemptions`, `migrations` (each row with its thread's process as known when written)
+    go to `put(name, table)` while reading; `finish` gives the last ones and
+    `kernel_threads_raw` (host_id, tid, pid, name, rewrite)."""
+    def __init__(self, chunk_rows: int = 524288) -> None: ...
+    def ust_pids(self, table: ArrowStream) -> None:
+        """The processes of threads by their UST events: a table (host_id, tid, pid)."""
+    def add_perf(self, path: str, host: int, map: tuple[int, int, float] | None,
+                 put: Callable[[str, ArrowTable], object]) -> dict[str, Any]:
+        """perf.data read directly; raises PerfUnsupported, PerfNoSched, or ValueError."""
+    def add_lttng(self, path: str, host: int, map: tuple[int, int, float] | None,
+                  put: Callable[[str, ArrowTable], object]) -> int:
+        """An LTTng kernel trace's sched events; returns how many."""
+    def add_batch(self, batch: ArrowStream, host: int, put: Callable[[str, ArrowTable], object]) -> None:
+        """Events in kernel.py's normalized layout, times already mapped."""
+    def finish(self, put: Callable[[str, ArrowTable], object]) -> None: ...
 
 def schema() -> str:
     """The database schema (crates/model/src/schema.rs) as JSON: {"tables": [{name,
@@ -292,9 +327,11 @@ class FlowSearch:
     """A data-flow search over the whole model, or over a model handed over in
     slices (docs/analyses.md, "Slices"), slice after slice in output time order."""
 
-    def __init__(self, model: FlowModel, options: SearchOptions, facts: Facts | None = None) -> None:
+    def __init__(self, model: FlowModel, options: SearchOptions, facts: Facts | None = None,
+                 meter: Meter | None = None) -> None:
         """`model`: the model or any slice of it (its callbacks and topics name things);
-        `facts`: the whole trace's, or None to take them from `model` (the whole model)."""
+        `facts`: the whole trace's, or None to take them from `model` (the whole model);
+        `meter`: counts, once per output message, outputs searched, flows and candidates."""
     def run(
         self,
         model: FlowModel,

@@ -9,12 +9,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import signal
 import sys
+import threading
 import traceback
 
 import roscope.commands as _commands
 from roscope import __version__
-from roscope.errors import UserError, user_message
+from roscope.errors import UserError, interrupted, user_message
 from roscope.text import escape
 
 __all__ = ["UserError", "build_parser", "main"]
@@ -42,15 +44,36 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _interrupted(exc: BaseException) -> bool:
-    """Ctrl-C, also when DuckDB turned it into its own exception mid-query."""
-    duckdb = sys.modules.get("duckdb")
-    return isinstance(exc, KeyboardInterrupt) or (duckdb is not None and isinstance(exc, duckdb.InterruptException))
-
-
 def main(argv: list[str] | None = None) -> int:
     """Runs one command. Exit status: 0 ok, 1 user error (a message, no traceback),
-    2 bad usage (argparse), 70 a bug in roscope (with its traceback), 130 Ctrl-C."""
+    2 bad usage (argparse), 70 a bug in roscope (with its traceback), 130 Ctrl-C.
+
+    Ctrl-C is 130 however it shows: a KeyboardInterrupt, DuckDB's exception in its
+    place (errors.interrupted), an error raised on the way out of an interrupted
+    query, or nothing at all (DuckDB may consume the interrupt and finish its query):
+    the handler installed here notes every SIGINT. Run as the program (`argv` None),
+    SIGINT is ignored once the command is done, so that one arriving while Python
+    and DuckDB free their memory does not end the process by the signal."""
+    top = argv is None
+    got: list[int] = []
+
+    def on_sigint(signum, _frame):
+        got.append(signum)
+        raise KeyboardInterrupt
+
+    # Only where Python's own handler is installed (not in a job started with SIGINT ignored).
+    ours = threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    old = signal.signal(signal.SIGINT, on_sigint) if ours else None
+    try:
+        code = _run(argv, got)
+    finally:
+        if ours:
+            signal.signal(signal.SIGINT, signal.SIG_IGN if top else old)
+    return 130 if got else code
+
+
+def _run(argv: list[str] | None, got: list[int]) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         parser = build_parser(argv)  # imports the command's modules: Ctrl-C often lands here
@@ -70,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 0
     except BaseException as exc:
-        if _interrupted(exc):
+        if got or interrupted(exc):  # Ctrl-C, also as DuckDB's exception mid-query, or an error it caused
             return 130
         if not isinstance(exc, Exception):  # SystemExit and the like keep their meaning
             raise

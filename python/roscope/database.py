@@ -29,7 +29,8 @@ from roscope.memory import MEMORY_BUDGET, private_dir, remove_private_dir, withi
 if TYPE_CHECKING:
     import duckdb
 
-SCHEMA_VERSION = 1
+#: 2: the executors, callback_groups and callback_group_members tables (CARET's executor events).
+SCHEMA_VERSION = 2
 
 #: Views over the base tables, created in every database.
 VIEWS = {

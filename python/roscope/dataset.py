@@ -27,15 +27,13 @@ import glob
 import json
 import os
 import re
-import shutil
 import socket
-import tempfile
 from collections.abc import Sequence
 
-from roscope import _core, manifest
+from roscope import _core, files, manifest
 from roscope.database import Database, connect, create_views
 from roscope.errors import InputError
-from roscope.files import atomic_write, interrupts_deferred
+from roscope.files import interrupts_deferred
 from roscope.loading import write
 from roscope.trace import check_paths
 from roscope.version import __version__
@@ -53,6 +51,11 @@ RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 _HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 #: Hive partition columns, as both DuckDB and Spark read them (strings).
 PARTITIONS = ("run", "host")
+#: A run is written in a directory DIR/.tmp-<run id>-<random> (roscope.files.private_dir),
+#: locked while its roscope lives; one older than TMP_MIN_AGE seconds that no process
+#: holds (its roscope was killed) is removed by the next append.
+TMP_PREFIX = ".tmp-"
+TMP_MIN_AGE = 60
 
 
 # ---------------------------------------------------------------- the directory
@@ -80,11 +83,12 @@ def _check_dataset(path: str) -> None:
         raise InputError(f"{m}: dataset format version {doc.get('version')} is not {VERSION} (another roscope version)")
 
 
-def create_dataset(path: str) -> None:
+def create_dataset(path: str, inputs: Sequence[str] = ()) -> None:
     """Makes `path` a dataset: creates it if missing; an existing directory must be
-    empty or a dataset already (nothing else of the user's is written into)."""
-    if os.path.lexists(path) and not os.path.isdir(path):
-        raise InputError(f"{path}: exists and is not a directory")
+    empty or a dataset already (nothing else of the user's is written into). A
+    symbolic link, anything but a directory, or a directory inside one of `inputs`
+    (the traces being loaded) is refused (roscope.files.check)."""
+    files.check(path, directory=True, inputs=inputs, what="dataset directory")
     if os.path.isdir(path):
         if os.path.isfile(os.path.join(path, MARKER)):
             _check_dataset(path)
@@ -96,7 +100,7 @@ def create_dataset(path: str) -> None:
         if not os.path.isdir(parent):
             raise InputError(f"{path}: the directory {parent} does not exist")
         os.makedirs(path, exist_ok=True)
-    atomic_write(os.path.join(path, MARKER), json.dumps({"format": FORMAT, "version": VERSION}) + "\n")
+    files.atomic_write(os.path.join(path, MARKER), json.dumps({"format": FORMAT, "version": VERSION}) + "\n")
 
 
 def _run_dir(dataset: str, table: str, run_id: str) -> str:
@@ -121,6 +125,7 @@ def select(dataset: str, runs: Sequence[str] | str | None = None) -> list[str]:
     if runs is None:
         if not have:
             raise InputError(f"{dataset}: the dataset has no runs yet")
+        verify(dataset, have)
         return have
     if isinstance(runs, str):
         runs = [runs]
@@ -131,7 +136,63 @@ def select(dataset: str, runs: Sequence[str] | str | None = None) -> list[str]:
             shown = ", ".join(have[:10]) + (", ..." if len(have) > 10 else "")
             raise InputError(f"{dataset}: no run matches {pat!r} (runs: {shown or 'none'})")
         chosen += [r for r in hit if r not in chosen]
+    verify(dataset, chosen)
     return chosen
+
+
+def verify(dataset: str, run_ids_: Sequence[str]) -> None:
+    """Checks the runs' files before any query reads them: each run's entry in runs/
+    is its own, and every table the entry counts has its files, with roscope's
+    columns and, together, the rows the entry counts. A file deleted, replaced by
+    another run's or another table's, or of another schema is an InputError naming
+    the run and the file (a query would have left the run out, or read NULLs)."""
+    import pyarrow.parquet as pq  # not at the top: see `damaged_file`
+
+    columns = {t["name"]: [c["name"] for c in t["columns"]] for t in json.loads(_core.schema())["tables"]}
+    columns[RUNS] = _runs_schema().names
+    for rid in run_ids_:
+        entry = table_files(dataset, RUNS, [rid])
+        rows = _check_files(dataset, rid, RUNS, entry, columns[RUNS])
+        try:
+            row = pq.read_table(entry[0]).to_pylist()[0] if rows == 1 and len(entry) == 1 else None
+            counts = json.loads(row["table_rows"]) if row else None
+        except (OSError, ValueError, TypeError) as exc:
+            raise InputError(f"{entry[0]}: unreadable entry of run {rid} ({exc}); {_redo(dataset, rid)}") from None
+        if row is None or row.get("run_id") != rid or not isinstance(counts, dict):
+            who = f"the entry of run {row.get('run_id')!r}" if row and row.get("run_id") != rid else "no entry of one run"
+            raise InputError(f"{dataset}: run {rid}: {entry[0]} holds {who}; {_redo(dataset, rid)}")
+        for table, n in sorted(counts.items()):
+            got = _check_files(dataset, rid, table, table_files(dataset, table, [rid]), columns.get(table))
+            if got != n:
+                raise InputError(f"{dataset}: run {rid}: the files of table {table} ({_run_dir(dataset, table, rid)}) "
+                                 f"hold {got:,} rows, the run's entry counts {n:,}: a file was deleted or replaced; "
+                                 f"{_redo(dataset, rid)}")
+
+
+def _check_files(dataset: str, rid: str, table: str, files_: Sequence[str], columns: list[str] | None) -> int:
+    """The rows of one table's files of run `rid`, each checked (readable, roscope's columns)."""
+    import pyarrow.parquet as pq
+
+    if not files_:
+        raise InputError(f"{dataset}: run {rid}: the files of table {table} are missing (no Parquet file in "
+                         f"{_run_dir(dataset, table, rid)}); {_redo(dataset, rid)}")
+    rows = 0
+    for f in files_:
+        try:
+            md = pq.read_metadata(f)
+            names = md.schema.to_arrow_schema().names
+        except Exception as exc:  # noqa: BLE001 - any reason makes the file unreadable
+            raise InputError(f"{f}: damaged Parquet file in the dataset (run {rid}: {exc}); "
+                             f"{_redo(dataset, rid)}") from None
+        if columns is not None and names != columns:
+            raise InputError(f"{f}: not roscope's table {table} (run {rid}): its columns are {', '.join(names[:8])}"
+                             f"{', ...' if len(names) > 8 else ''}; {_redo(dataset, rid)}")
+        rows += md.num_rows
+    return rows
+
+
+def _redo(dataset: str, rid: str) -> str:
+    return f"load the run again with --force (roscope load TRACE --dataset {dataset} --run-id {rid} --force)"
 
 
 def tables(dataset: str, run_ids_: Sequence[str]) -> list[str]:
@@ -224,7 +285,11 @@ def _parse_time(text: str) -> int:
         raise InputError(f"recorded time {text!r}: give an ISO 8601 time, e.g. 2026-01-31T12:00:00Z") from None
     if t.tzinfo is None:
         t = t.replace(tzinfo=_dt.timezone.utc)
-    return int(t.timestamp()) * 10**9 + t.microsecond * 1000
+    ns = int(t.timestamp()) * 10**9 + t.microsecond * 1000
+    if not 0 <= ns < 2**63:
+        raise InputError(f"recorded time {text!r}: out of range; give a time from 1970-01-01 to 2262-04-11 "
+                         "(stored in nanoseconds since 1970 as a 64-bit number)")
+    return ns
 
 
 def _iso(ns: int | None) -> str | None:
@@ -321,11 +386,10 @@ def _run_row(con, run_id, paths, res, rows, man, config, commit, recorded_ns) ->
     }
 
 
-def _write_run_row(row: dict, out: str) -> None:
+def _runs_schema():
     import pyarrow as pa  # not at the top: see `damaged_file`
-    import pyarrow.parquet as pq
 
-    schema = pa.schema([
+    return pa.schema([
         ("run_id", pa.string()), ("recorded_ns", pa.int64()), ("recorded_at", pa.string()), ("loaded_at", pa.string()),
         ("commit", pa.string()), ("config", pa.string()), ("sources", pa.list_(pa.string())),
         ("hosts", pa.list_(pa.string())), ("record_id", pa.string()), ("loaded_by", pa.string()),
@@ -333,7 +397,13 @@ def _write_run_row(row: dict, out: str) -> None:
         ("packets_lost", pa.int64()), ("callback_runs", pa.int64()), ("publications", pa.int64()),
         ("warnings", pa.int64()), ("table_rows", pa.string()), ("manifest", pa.string()),
     ])
-    tbl = pa.Table.from_pylist([row], schema=schema)
+
+
+def _write_run_row(row: dict, out: str) -> None:
+    import pyarrow as pa  # not at the top: see `damaged_file`
+    import pyarrow.parquet as pq
+
+    tbl = pa.Table.from_pylist([row], schema=_runs_schema())
     d = _run_dir(out, RUNS, row["run_id"])
     os.makedirs(d)
     pq.write_table(tbl, os.path.join(d, "part-0.parquet"))
@@ -368,12 +438,12 @@ def _commit(tmp: str, dataset: str, run_id: str, force: bool) -> None:
                 old = [RUNS] + [t for t in old if t != RUNS]
             for t in old:
                 os.makedirs(os.path.join(aside, t))
-                os.rename(_run_dir(dataset, t, run_id), _run_dir(aside, t, run_id))
+                files.rename_new(_run_dir(dataset, t, run_id), _run_dir(aside, t, run_id))
                 moved_old.append(t)
             for t in new:
                 os.makedirs(os.path.join(dataset, t), exist_ok=True)
                 try:
-                    os.rename(_run_dir(tmp, t, run_id), _run_dir(dataset, t, run_id))
+                    files.rename_new(_run_dir(tmp, t, run_id), _run_dir(dataset, t, run_id))
                 except OSError as exc:
                     if os.path.lexists(_run_dir(dataset, t, run_id)):
                         raise InputError(f"{dataset}: run {run_id!r} appeared while roscope was writing it "
@@ -383,10 +453,10 @@ def _commit(tmp: str, dataset: str, run_id: str, force: bool) -> None:
         except BaseException:
             for t in reversed(moved_new):
                 with contextlib.suppress(OSError):
-                    os.rename(_run_dir(dataset, t, run_id), _run_dir(tmp, t, run_id))
+                    files.rename_new(_run_dir(dataset, t, run_id), _run_dir(tmp, t, run_id))
             for t in moved_old:
                 with contextlib.suppress(OSError):
-                    os.rename(_run_dir(aside, t, run_id), _run_dir(dataset, t, run_id))
+                    files.rename_new(_run_dir(aside, t, run_id), _run_dir(dataset, t, run_id))
             raise
 
 
@@ -409,13 +479,14 @@ def append(paths: Sequence[str] | str, dataset: str, *, run_id: str | None = Non
     man = record_manifest(paths)
     run_id = run_id_for(paths, run_id, man)
     recorded_ns = _parse_time(recorded_at) if recorded_at else None
-    create_dataset(dataset)
+    create_dataset(dataset, paths)
     if not force and _existing_dirs(dataset, run_id):
         raise InputError(f"{dataset}: run {run_id!r} is already in the dataset (pass --force to replace it)")
+    # What appends killed on the way (SIGKILL, the OOM killer) left: no process holds its lock.
+    files.sweep_private_dirs(dataset, TMP_PREFIX, TMP_MIN_AGE)
     tmp = None
     try:
-        with interrupts_deferred():  # a Ctrl-C inside mkdtemp would leave its directory unnamed
-            tmp = tempfile.mkdtemp(prefix=f".tmp-{run_id}-", dir=dataset)
+        tmp = files.private_dir(dataset, f"{TMP_PREFIX}{run_id}-")
         dbfile = os.path.join(tmp, ".model.duckdb")
         res = write(paths, dbfile, heuristics=heuristics, sync=sync)
         con = connect(dbfile, read_only=True)
@@ -429,7 +500,7 @@ def append(paths: Sequence[str] | str, dataset: str, *, run_id: str | None = Non
         return row, res
     finally:
         if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+            files.remove_private_dir(tmp)
 
 
 # ---------------------------------------------------------------- reading

@@ -57,18 +57,20 @@ class Query:
 
 QUERIES = {
     "callbacks": Query(
-        doc="per run and callback: the durations of its complete runs (as `roscope stats`' callbacks)",
-        tables=("callback_runs", "callbacks", "nodes"),
+        doc="per run and callback: the durations of its complete runs (as `roscope stats`' callbacks), "
+            "with its subscription's topic",
+        tables=("callback_runs", "callbacks", "nodes", "subscriptions"),
         keys=("run", "callback_id"),
         sql=f"""
         SELECT r.run AS run, r.callback_id AS callback_id, c.kind AS kind, c.symbol AS symbol,
-               n.namespace AS node_namespace, n.name AS node_name,
+               n.namespace AS node_namespace, n.name AS node_name, s.name AS topic,
                {stat_columns("r.duration_ns")}
         FROM callback_runs r
         JOIN callbacks c ON c.run = r.run AND c.callback_id = r.callback_id
         LEFT JOIN nodes n ON n.run = c.run AND n.node_id = c.node_id
+        LEFT JOIN subscriptions s ON c.kind = 'subscription' AND s.run = c.run AND s.subscription_id = c.owner_id
         WHERE r.end_ts IS NOT NULL
-        GROUP BY r.run, r.callback_id, c.kind, c.symbol, n.namespace, n.name""",
+        GROUP BY r.run, r.callback_id, c.kind, c.symbol, n.namespace, n.name, s.name""",
     ),
     "topics": Query(
         doc="per run and topic: publication-to-callback-start latency of every delivered message "

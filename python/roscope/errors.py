@@ -139,3 +139,26 @@ def is_environment_error(exc: BaseException) -> bool:
         return True
     low = str(exc).lower()
     return any(k in low for k in _CORRUPT) or "read-only mode" in low or "no space left" in low
+
+
+def interrupted(exc: BaseException | None) -> bool:
+    """Whether `exc` is Ctrl-C, also when DuckDB turned it into its own exception:
+    SIGINT mid-query makes DuckDB stop the query and raise `InterruptException`, or a
+    plain RuntimeError "Query interrupted" (it consumed the KeyboardInterrupt), or,
+    when the signal hit Python code DuckDB called (an Arrow scan), a DuckDB error
+    quoting the KeyboardInterrupt. Followed through `__cause__`/`__context__`, so
+    an error raised while handling the interrupt is one too."""
+    seen = 0
+    while exc is not None and seen < 16:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        duckdb = sys.modules.get("duckdb")
+        if duckdb is not None and isinstance(exc, duckdb.InterruptException):
+            return True
+        if type(exc) is RuntimeError and str(exc) == "Query interrupted":
+            return True
+        if duckdb is not None and isinstance(exc, duckdb.Error) and "KeyboardInterrupt" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False

@@ -128,10 +128,23 @@ def _processes(s: dict) -> tuple[list[dict], dict]:
     return procs, folded
 
 
+def _empty_recording(paths: Sequence[str]) -> bool:
+    """A recording by `roscope record` (its manifest is there) in which LTTng wrote no
+    stream at all: a trace to report as empty, not a directory without a trace."""
+    if not any(True for _ in manifest.find(paths)):
+        return False
+    return not any("metadata" in files for p in paths for _r, _d, files in os.walk(p))
+
+
 def summarize(paths: Sequence[str]) -> dict:
     """Everything `roscope info` shows about the traces at `paths`, JSON-ready."""
     t = Trace(paths)
-    s = t.summary()
+    if _empty_recording(t.paths):
+        s = {"traces": [], "streams": [], "processes": [], "events": 0,
+             "warnings": [f"{p}: this recording holds no CTF stream: LTTng recorded no event "
+                          "(no traced process reached the session)" for p in t.paths]}
+    else:
+        s = t.summary()
     paths = t.paths
     traces = [_trace_entry(i, tr, s["streams"]) for i, tr in enumerate(s["traces"])]
     procs, folded = _processes(s)

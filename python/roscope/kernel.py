@@ -1,22 +1,25 @@
 """Kernel scheduling in the execution model (docs/model.md: `thread_states`,
 `preemptions`, `migrations`, `kernel_threads`).
 
-Two sources, one event layout:
+Two sources:
 
 - ``perf.data`` written by ``roscope record --kernel`` (``perf record -k mono -e
-  sched:sched_switch -e sched:sched_wakeup -a``), read through perf's own reader,
-  ``perf script`` with a fixed field list; its text is parsed by pyarrow (CSV reader,
-  regular expressions over whole columns), never line by line in Python;
-- LTTng kernel traces with ``sched_switch`` / ``sched_wakeup`` (/``sched_waking``),
-  decoded by roscope's CTF reader into Arrow batches.
+  sched:sched_switch -e sched:sched_wakeup -a``), read directly by the Rust core
+  (its sched samples and COMM records, in ``perf script``'s order); a file it does not
+  handle (pipe mode, compressed, ...) is read through perf's own reader, ``perf
+  script`` with a fixed field list, its text parsed by pyarrow (CSV reader, regular
+  expressions over whole columns), never line by line in Python;
+- LTTng kernel traces with ``sched_switch`` / ``sched_wakeup`` (/``sched_wakeup_new``,
+  ``sched_process_exec``, ``task_rename``), read by roscope's CTF reader.
 
-Both are read chunk by chunk into a temporary DuckDB table of the load's database
-(`store`), never whole in Python, and become per-thread state intervals (running on
-a CPU, runnable, blocked) by DuckDB SQL in that database (window functions, no
-Python per event), under DuckDB's memory limit (`KERNEL_MEMORY`). Timestamps are ns of
-CLOCK_MONOTONIC, the clock of the UST events (perf ``-k mono``; LTTng's monotonic
-clock); a perf file recorded with another clock, or whose time range does not
-overlap the trace's, is refused with an error naming the file.
+Both feed the core's streamed builder (``_core.KernelBuilder``,
+crates/model/src/kernel): per-thread state intervals (running on a CPU, runnable,
+blocked), preemptions, migrations and thread names in one pass, holding only what is
+still open; its rows come in chunks into temporary tables of the load's database, and
+the tables are made from them by one join with the threads' processes. Timestamps are
+ns of CLOCK_MONOTONIC, the clock of the UST events (perf ``-k mono``; LTTng's monotonic
+clock); a perf file recorded with another clock, or whose time range does not overlap
+the trace's, is refused with an error naming the file.
 """
 from __future__ import annotations
 
@@ -29,8 +32,7 @@ from collections.abc import Iterator, Sequence
 from roscope import _core
 from roscope.database import columns_sql
 from roscope.errors import InputError
-from roscope.memory import within_memory
-from roscope.trace import Trace
+from roscope.processes import group
 
 #: The tables this module adds to every database (empty without kernel data).
 TABLES = ("kernel_threads", "thread_states", "preemptions", "migrations")
@@ -46,6 +48,10 @@ _SWITCH = (_HEAD + r"sched:sched_switch:\s+prev_comm=(?P<prev_comm>.*) prev_pid=
            r"next_pid=(?P<next_tid>\d+) next_prio=-?\d+\s*$")
 _WAKEUP = (_HEAD + r"sched:sched_wakeup:\s+comm=(?P<comm>.*) pid=(?P<woken_tid>\d+) prio=-?\d+ "
            r"(?:success=\d+ )?target_cpu=(?P<target_cpu>\d+)\s*$")
+#: perf's record of a task's new name (`--show-task-events`): after an exec ("exec:")
+#: or a prctl(PR_SET_NAME); those perf synthesizes for the tasks alive when it
+#: started have time 0 and are left out (the sched events name those tasks).
+_COMM = _HEAD + r"PERF_RECORD_COMM(?: exec)?: (?P<comm>.*):(?P<cpid>-?\d+)/(?P<woken_tid>-?\d+)\s*$"
 _CLOCKID = re.compile(r"^# clockid: (\S+)")
 #: Bytes of `perf script` text parsed at a time. The process's peak RSS grows with it
 #: (by far more than Arrow's own allocations, which stay under 6 blocks), and with 16
@@ -96,8 +102,8 @@ def find_perf(inputs: Sequence[str], trace_paths: Sequence[str]) -> list[tuple[s
 
 def _perf_script(path: str):
     try:
-        return subprocess.Popen(["perf", "script", "--header", "-i", path, "--ns", "-F", PERF_FIELDS],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return group.start("perf-script", ["perf", "script", "--header", "--show-task-events", "-i", path, "--ns", "-F",
+                                           PERF_FIELDS], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except FileNotFoundError:
         raise InputError(f"{path}: reading it needs the 'perf' command (Debian package linux-perf)") from None
 
@@ -106,7 +112,7 @@ def has_sched_events(path: str) -> bool:
     """Whether perf.data `path` recorded sched:sched_switch (its header, through
     `perf evlist`): a CPU profile beside a trace is not kernel scheduling data."""
     try:
-        p = subprocess.run(["perf", "evlist", "-i", path], capture_output=True, text=True, timeout=60)
+        p = group.output("perf", ["perf", "evlist", "-i", path], timeout=60)
     except FileNotFoundError:
         raise InputError(f"{path}: reading it needs the 'perf' command (Debian package linux-perf)") from None
     if p.returncode != 0:
@@ -121,7 +127,8 @@ def perf_chunks(path: str, facts: dict) -> Iterator:
     perf writes them: never the whole file at once. Once the last is out, `facts` has
     the file's clock and perf's warnings. Raises InputError when perf cannot read it."""
     pa, pc, pcsv = _arrow()
-    proc = _perf_script(path)
+    started = _perf_script(path)
+    proc = started.popen
     read = pcsv.ReadOptions(column_names=["line"], block_size=PERF_BLOCK)
     parse = pcsv.ParseOptions(delimiter="\x1f", quote_char=False, escape_char=False,
                               invalid_row_handler=lambda _row: "skip")
@@ -145,6 +152,7 @@ def perf_chunks(path: str, facts: dict) -> Iterator:
             proc.stdout.close()
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         proc.wait()
+        group.stop(started, 1.0)
     if proc.returncode != 0:
         msg = " ".join(err.strip().splitlines()[-2:]) or f"exit status {proc.returncode}"
         raise InputError(f"{path}: perf script cannot read it: {msg}")
@@ -160,11 +168,11 @@ def perf_chunks(path: str, facts: dict) -> Iterator:
 def _event_schema():
     pa = _arrow()[0]
     return pa.schema([
-        ("ts", pa.int64()), ("cpu", pa.int64()), ("kind", pa.string()),  # 'switch' | 'wakeup' | 'wakeup_new'
+        ("ts", pa.int64()), ("cpu", pa.int64()), ("kind", pa.string()),  # 'switch' | 'wakeup' | 'wakeup_new' | 'rename'
         ("cur_pid", pa.int64()), ("cur_tid", pa.int64()),                 # the task current on the CPU (perf only)
         ("prev_tid", pa.int64()), ("prev_runnable", pa.bool_()), ("prev_comm", pa.large_string()),
         ("next_tid", pa.int64()), ("next_comm", pa.large_string()),
-        ("woken_tid", pa.int64()), ("target_cpu", pa.int64()), ("woken_comm", pa.large_string()),
+        ("woken_tid", pa.int64()), ("target_cpu", pa.int64()), ("woken_comm", pa.large_string()),  # or renamed
     ])
 
 
@@ -186,7 +194,8 @@ def _parse_perf_lines(lines):
 
     line = pa.array(np.arange(len(lines), dtype=np.int64))
     out = []
-    for pattern, kind, tag in ((_SWITCH, "switch", "sched:sched_switch:"), (_WAKEUP, "wakeup", "sched:sched_wakeup:")):
+    for pattern, kind, tag in ((_SWITCH, "switch", "sched:sched_switch:"), (_WAKEUP, "wakeup", "sched:sched_wakeup:"),
+                               (_COMM, "rename", "PERF_RECORD_COMM")):
         # the regular expression only on the lines of its event (3 times faster than on all)
         mine = pc.match_substring(lines, tag)
         st = pc.extract_regex(pc.filter(lines, mine), pattern)
@@ -198,6 +207,11 @@ def _parse_perf_lines(lines):
             continue
         f = {st.type.field(i).name: st.field(i) for i in range(st.type.num_fields)}
         ts = pc.add(pc.multiply(_int(pc, f["sec"]), 1_000_000_000), _int(pc, f["nsec"]))
+        if kind == "rename":  # perf's synthesized names of the tasks alive at its start: time 0
+            real = pc.greater(ts, 0)
+            ts, at = pc.filter(ts, real), pc.filter(at, real)
+            f = {k: pc.filter(v, real) for k, v in f.items()}
+            n = len(ts)
         null_i = pa.nulls(n, pa.int64())
         null_s = pa.nulls(n, pa.large_string())
         if kind == "switch":
@@ -205,177 +219,45 @@ def _parse_perf_lines(lines):
                     _int(pc, f["pid"]), _int(pc, f["tid"]), _int(pc, f["prev_tid"]),
                     pc.starts_with(f["prev_state"], "R"), f["prev_comm"],
                     _int(pc, f["next_tid"]), f["next_comm"], null_i, null_i, null_s]
-        else:
+        else:  # a wake-up, or a rename (woken_tid, woken_comm: the task renamed and its new name)
+            cpu = _int(pc, f["target_cpu"]) if kind == "wakeup" else null_i
             cols = [ts, _int(pc, f["cpu"]), pa.repeat(pa.scalar(kind, pa.string()), n),
                     _int(pc, f["pid"]), _int(pc, f["tid"]), null_i, pa.nulls(n, pa.bool_()), null_s,
-                    null_i, null_s, _int(pc, f["woken_tid"]), _int(pc, f["target_cpu"]), f["comm"]]
+                    null_i, null_s, _int(pc, f["woken_tid"]), cpu, f["comm"]]
         cols = [c.cast(t.type) if c.type != t.type else c for c, t in zip(cols, _event_schema())]
         out.append(pa.Table.from_arrays(cols, schema=_event_schema()).append_column("line", at))
     return pa.concat_tables(out) if out else _empty_events().append_column("line", pa.array([], pa.int64()))
 
 
 # --------------------------------------------------------------------------
-# LTTng kernel traces -> events (Arrow)
+# the streamed build (Rust) and the tables
 # --------------------------------------------------------------------------
 
-SCHED_EVENTS = ["sched_switch", "sched_wakeup", "sched_waking", "sched_wakeup_new"]
+#: Rows of the builder's output handed over at a time, each chunk one insert: DuckDB
+#: writes appends of half a million rows straight to the file, whereas the rows of smaller
+#: ones wait for the final checkpoint, which then costs as much as the inserts did
+#: (4M thread states: 4.2 s of inserts + 0.3 s of checkpoint at 512k rows, 4.2 + 4.7 s at
+#: 128k rows).
+CHUNK_ROWS = 1 << 19
 
-#: Rows of the batches LTTng sched events are read in (per event name).
-LTTNG_BATCH_ROWS = 1 << 18
+#: Read perf.data with the core's own reader (False: always through `perf script`).
+READ_PERF = True
 
-#: The LTTng sched events read, with their kind and their rank among events of one
-#: time (switches, then wake-ups, then new tasks' wake-ups).
-_LTTNG_KINDS = {"sched_switch": ("switch", 0), "sched_wakeup": ("wakeup", 1), "sched_wakeup_new": ("wakeup_new", 2)}
-
-
-def _lttng_switches(sw):
-    pa, pc, _ = _arrow()
-    n = sw.num_rows
-    state = _int(pc, sw.column("prev_state"))
-    cur_pid = _int(pc, sw.column("pid")) if "pid" in sw.column_names else pa.nulls(n, pa.int64())
-    return pa.Table.from_arrays([
-        _int(pc, sw.column("ts")), _int(pc, sw.column("cpu_id")), pa.repeat(pa.scalar("switch", pa.string()), n),
-        cur_pid, _int(pc, sw.column("prev_tid")),
-        _int(pc, sw.column("prev_tid")), pc.equal(pc.bit_wise_and(state, 0xFF), 0),
-        pc.cast(sw.column("prev_comm"), pa.large_string()),
-        _int(pc, sw.column("next_tid")), pc.cast(sw.column("next_comm"), pa.large_string()),
-        pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()), pa.nulls(n, pa.large_string())], schema=_event_schema())
-
-
-def _lttng_wakeups(wk, kind: str):
-    pa, pc, _ = _arrow()
-    n = wk.num_rows
-    return pa.Table.from_arrays([
-        _int(pc, wk.column("ts")), _int(pc, wk.column("cpu_id")), pa.repeat(pa.scalar(kind, pa.string()), n),
-        pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()),
-        pa.nulls(n, pa.int64()), pa.nulls(n, pa.bool_()), pa.nulls(n, pa.large_string()),
-        pa.nulls(n, pa.int64()), pa.nulls(n, pa.large_string()),
-        _int(pc, wk.column("tid")), _int(pc, wk.column("target_cpu")),
-        pc.cast(wk.column("comm"), pa.large_string())], schema=_event_schema())
-
-
-def lttng_chunks(trace_dirs: Sequence[str]) -> Iterator:
-    """The sched events of LTTng kernel traces as normalized Arrow tables, one per
-    batch the reader hands out (never all at once), each with `rank` (`_LTTNG_KINDS`)
-    and `idx`, the event's position among the events of its name: ordered by (ts,
-    rank, idx) they are in time order, events of one time switches first. A task is
-    runnable after a switch when its ``prev_state`` has no task-state bit set
-    (``prev_state & 0xff == 0``: TASK_RUNNING, possibly with the preemption mark)."""
-    import numpy as np
-
-    pa = _arrow()[0]
-    seen = dict.fromkeys(_LTTNG_KINDS, 0)
-    for b in Trace(list(trace_dirs)).batches(SCHED_EVENTS, max_rows=LTTNG_BATCH_ROWS):
-        if b.event not in _LTTNG_KINDS or not b.batch.num_rows:
-            continue
-        kind, rank = _LTTNG_KINDS[b.event]
-        t = pa.Table.from_batches([b.batch])
-        t = _lttng_switches(t) if kind == "switch" else _lttng_wakeups(t, kind)
-        n = t.num_rows
-        t = t.append_column("rank", pa.array(np.full(n, rank, dtype=np.int64)))
-        yield t.append_column("idx", pa.array(np.arange(seen[b.event], seen[b.event] + n, dtype=np.int64)))
-        seen[b.event] += n
-
-
-# --------------------------------------------------------------------------
-# events -> per-thread intervals (DuckDB SQL)
-# --------------------------------------------------------------------------
-
-#: Per thread, its state changes: switched out (runnable when preempted, else
-#: blocked), switched in (running), woken (runnable, only from blocked: a wake-up
-#: of a running or runnable task changes nothing; a new task, LTTng's
-#: sched_wakeup_new, is runnable from then even with no state known before). Consecutive equal states are
-#: one interval; an interval ends at the thread's next change (its last one at
-#: the end of its source's data). Before its first switch a thread's state is
-#: unknown (no interval). A runnable interval's CPU is the one it then ran on.
-#: A CPU runs the thread last switched in on it. When a switch on that CPU names
-#: another thread as switched out (the recorder missed a switch: perf does not
-#: see every task of the machine, nor always a task moved by sched_setaffinity),
-#: the thread switched out is taken to have run since the CPU's previous switch
-#: (as `perf sched timehist` does), or since its own previous event if that is
-#: later; the thread switched in before is in an unknown state from then until
-#: its next event. Intervals of length 0 are left out.
-INTERVALS_SQL = """
-    WITH cpu_seq AS (
-        SELECT host_id, cpu, ts, seq, prev_tid, prev_runnable, next_tid, lag(next_tid) OVER w AS was_tid, lag(ts) OVER w AS t0
-        FROM ev WHERE kind = 'switch' WINDOW w AS (PARTITION BY host_id, cpu ORDER BY ts, seq)),
-    trans0 AS (
-        SELECT host_id, prev_tid AS tid, ts, seq, 0 AS sub, cpu,
-               CASE WHEN prev_runnable THEN 'runnable' ELSE 'blocked' END AS st,
-               CASE WHEN was_tid <> prev_tid THEN t0 END AS missed_in_after, was_tid
-        FROM cpu_seq WHERE prev_tid <> 0 AND prev_tid <> next_tid
-        UNION ALL
-        SELECT host_id, next_tid, ts, seq, 1, cpu, 'running', NULL, NULL
-        FROM ev WHERE kind = 'switch' AND next_tid <> 0 AND prev_tid <> next_tid
-        UNION ALL
-        SELECT host_id, woken_tid, ts, seq, 0, target_cpu, kind, NULL, NULL
-        FROM ev WHERE kind IN ('wakeup', 'wakeup_new') AND woken_tid <> 0),
-    lagged AS (
-        SELECT *, greatest(missed_in_after, coalesce(lag(ts) OVER (PARTITION BY host_id, tid ORDER BY ts, seq, sub),
-                                                      missed_in_after)) AS ran_from
-        FROM trans0),
-    trans AS (
-        SELECT host_id, tid, ts, seq, sub, cpu, st FROM lagged
-        UNION ALL
-        SELECT host_id, tid, ran_from, seq, -1, cpu, 'running' FROM lagged WHERE missed_in_after IS NOT NULL
-        UNION ALL
-        SELECT host_id, was_tid, ran_from, seq, -2, cpu, 'unknown' FROM lagged
-        WHERE missed_in_after IS NOT NULL AND was_tid <> 0),
-    known AS (
-        SELECT *, last_value(CASE WHEN st NOT IN ('wakeup', 'wakeup_new') THEN st END IGNORE NULLS) OVER (
-                   PARTITION BY host_id, tid ORDER BY ts, seq, sub ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
-        FROM trans),
-    eff AS (
-        SELECT host_id, tid, ts, seq, sub, cpu, CASE WHEN st IN ('wakeup', 'wakeup_new') THEN 'runnable' ELSE st END AS st
-        FROM known WHERE st NOT IN ('wakeup', 'wakeup_new') OR before IN ('blocked', 'unknown')
-                         OR (st = 'wakeup_new' AND before IS NULL)),
-    chg AS (
-        SELECT * FROM (
-            SELECT *, lag(st) OVER (PARTITION BY host_id, tid ORDER BY ts, seq, sub) AS prev_st FROM eff)
-        WHERE prev_st IS NULL OR prev_st <> st),
-    iv AS (
-        SELECT host_id, tid, st, ts AS start_ts, cpu,
-               lead(ts) OVER w AS end_ts, lead(st) OVER w AS next_st, lead(cpu) OVER w AS next_cpu
-        FROM chg WINDOW w AS (PARTITION BY host_id, tid ORDER BY ts, seq, sub)),
-    ends AS (SELECT host_id, max(ts) AS last_ts FROM ev GROUP BY host_id)
-    SELECT iv.host_id, iv.tid, kt.pid, iv.st AS state,
-           CASE iv.st WHEN 'running' THEN iv.cpu
-                      WHEN 'runnable' THEN CASE WHEN iv.next_st = 'running' THEN iv.next_cpu ELSE iv.cpu END END AS cpu,
-           iv.start_ts, coalesce(iv.end_ts, ends.last_ts) AS end_ts
-    FROM iv JOIN ends USING (host_id) LEFT JOIN kernel_threads kt USING (host_id, tid)
-    WHERE iv.st <> 'unknown' AND coalesce(iv.end_ts, ends.last_ts) > iv.start_ts
-    ORDER BY iv.host_id, iv.tid, iv.start_ts"""
-
-#: Every thread the events name: its process (the perf sample's pid of the task
-#: when it was current; LTTng without a pid context: the UST threads' process) and
-#: its last name.
+#: The builder writes `thread_states`, `preemptions` and `migrations` with each thread's
+#: process as known when a row is written, and gives every thread in `kernel_threads_raw`
+#: (a temporary table) with its final process (the last one perf saw current with it,
+#: else the UST threads' one) and whether some row was written with another: those
+#: rows are corrected, and `kernel_threads` is made from it with each process's name
+#: (that of the thread whose tid is the pid, else the thread's own).
 THREADS_SQL = """
-    WITH names AS (
-        SELECT host_id, prev_tid AS tid, ts, prev_comm AS comm, cur_pid AS pid FROM ev WHERE kind = 'switch'
-        UNION ALL SELECT host_id, next_tid, ts, next_comm, NULL FROM ev WHERE kind = 'switch'
-        UNION ALL SELECT host_id, woken_tid, ts, woken_comm, NULL FROM ev WHERE kind IN ('wakeup', 'wakeup_new')),
-    t AS (
-        SELECT host_id, tid, arg_max(comm, ts) AS name, arg_max(pid, ts) FILTER (WHERE pid IS NOT NULL) AS pid
-        FROM names WHERE tid IS NOT NULL AND tid <> 0 GROUP BY host_id, tid),
-    t2 AS (
-        SELECT t.host_id, t.tid, coalesce(t.pid, u.pid) AS pid, t.name
-        FROM t LEFT JOIN ust_threads u ON u.host_id = t.host_id AND u.tid = t.tid)
     SELECT a.host_id, a.tid, a.pid, a.name, coalesce(m.name, a.name) AS procname
-    FROM t2 a LEFT JOIN t2 m ON m.host_id = a.host_id AND m.tid = a.pid
-    ORDER BY a.host_id, a.tid"""
+    FROM kernel_threads_raw a LEFT JOIN kernel_threads_raw m ON m.host_id = a.host_id AND m.tid = a.pid"""
+#: (table, its thread column, its process column) of the rows written with a process.
+PID_COLUMNS = (("thread_states", "tid", "pid"), ("preemptions", "tid", "pid"), ("preemptions", "by_tid", "by_pid"),
+               ("migrations", "tid", "pid"))
 
-PREEMPTIONS_SQL = """
-    SELECT e.host_id, e.ts, e.cpu, e.prev_tid AS tid, a.pid, e.next_tid AS by_tid, b.pid AS by_pid
-    FROM ev e LEFT JOIN kernel_threads a ON a.host_id = e.host_id AND a.tid = e.prev_tid
-    LEFT JOIN kernel_threads b ON b.host_id = e.host_id AND b.tid = e.next_tid
-    WHERE e.kind = 'switch' AND e.prev_runnable AND e.prev_tid <> 0 AND e.next_tid <> 0 AND e.prev_tid <> e.next_tid
-    ORDER BY e.host_id, e.ts, e.seq"""
-
-MIGRATIONS_SQL = """
-    SELECT host_id, start_ts AS ts, tid, pid, from_cpu, cpu AS to_cpu FROM (
-        SELECT *, lag(cpu) OVER (PARTITION BY host_id, tid ORDER BY start_ts) AS from_cpu
-        FROM thread_states WHERE state = 'running')
-    WHERE from_cpu <> cpu ORDER BY host_id, ts, tid"""
+#: Read perf.data with the core's own reader (False: always through `perf script`).
+READ_PERF = True
 
 _PA_TYPES = {"BIGINT": "int64", "VARCHAR": "large_string", "DOUBLE": "float64", "UBIGINT": "uint64"}
 
@@ -403,12 +285,13 @@ def empty_tables() -> dict:
 
 
 def _ust_range(arrow: dict, trace_ids: set[int]) -> tuple[int, int] | None:
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     p = arrow.get("processes")
     if p is None or not p.num_rows:
         return None
-    keep = pc.is_in(p.column("trace_id"), value_set=__import__("pyarrow").array(sorted(trace_ids), "int64"))
+    keep = pc.is_in(p.column("trace_id"), value_set=pa.array(sorted(trace_ids), "int64"))
     p = p.filter(keep)
     if not p.num_rows:
         return None
@@ -467,7 +350,8 @@ def _clock_maps(arrow: dict) -> dict:
 
 def _to_reference(events, m):
     """The events with their times mapped onto the reference host's clock, as the
-    model maps the host's UST times (`t_ref = ref_at_x0_ns + slope * (t - x0_ns)`)."""
+    model maps the host's UST times (`t_ref = ref_at_x0_ns + slope * (t - x0_ns)`;
+    the core does the same for the sources it reads itself)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -477,94 +361,98 @@ def _to_reference(events, m):
     return events.set_column(events.schema.get_field_index("ts"), "ts", ts)
 
 
-#: The events table of a kernel build (`_event_schema`, its host and its place in
-#: the sources' order), and the one an LTTng kernel trace is gathered in before its
-#: events are put in time order (`lttng_chunks`; `ots`: the time before the clock
-#: mapping), are made with these columns. Temporary tables of the load's connection:
-#: under its memory limit DuckDB moves them to its temporary directory; never in the
-#: database written.
-def _ev_columns(*extra: str) -> str:
-    """SQL column definitions of `_event_schema()`'s columns, then `extra`."""
-    pa = _arrow()[0]
-    sql = {pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN", pa.string(): "VARCHAR", pa.large_string(): "VARCHAR"}
-    return ", ".join([f"{f.name} {sql[f.type]}" for f in _event_schema()] + list(extra))
-
-
-class _Events:
-    """Stores the normalized sched events chunk by chunk into the temporary table
-    `ev` of a DuckDB connection, numbering them in the sources' order (`seq`)."""
+class RowStore:
+    """Stores the builder's chunks: into the model's tables, created with the columns
+    the schema declares, and `kernel_threads_raw`, a temporary table of the
+    connection."""
 
     def __init__(self, con):
         self.con = con
-        self.seq = 0
-        con.execute(f"CREATE TEMP TABLE ev ({_ev_columns('host_id BIGINT', 'seq BIGINT')})")
+        for name in ("thread_states", "preemptions", "migrations"):
+            # the columns as the schema declares them (names and types of roscope's own schema, not input)
+            con.execute(f'CREATE TABLE "{name}" ({columns_sql(name)})')
+        con.execute("CREATE TEMP TABLE kernel_threads_raw (host_id BIGINT, tid BIGINT, pid BIGINT, name VARCHAR, rewrite BIGINT)")
 
-    def add(self, ev, host: int, m) -> tuple[int, int] | None:
-        """Stores one chunk (its times mapped with clock map `m` if not None) as the
-        next events; returns its first and last time, None if it is empty."""
-        import numpy as np
+    def put(self, name: str, table) -> None:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
-        n = ev.num_rows
-        if not n:
-            return None
+        # the core's chunks have the tables' columns, in order
+        self.con.from_arrow(pa.table(table)).insert_into(name)
+
+    def drop(self) -> None:
+        self.con.execute("DROP TABLE IF EXISTS temp.kernel_threads_raw")
+
+
+def _perf_script_events(kb, perf: str, host: int, m, put) -> dict:
+    """A perf.data the core does not read itself, through `perf script`'s text:
+    (facts: clock, warnings, span)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    facts: dict = {"span": None}
+    for chunk in perf_chunks(perf, facts):
+        if not chunk.num_rows:
+            continue
         if m is not None:
-            ev = _to_reference(ev, m)
-        ev = ev.append_column("host_id", pa.array(np.full(n, host, dtype=np.int64)))
-        ev = ev.append_column("seq", pa.array(np.arange(self.seq, self.seq + n, dtype=np.int64)))
-        self.con.from_arrow(ev).insert_into("ev")
-        self.seq += n
-        mm = pc.min_max(ev.column("ts"))
-        return mm["min"].as_py(), mm["max"].as_py()
-
-    def add_lttng(self, trace_dir: str, host: int, m) -> None:
-        """Stores an LTTng kernel trace's events: gathered as they are read, then
-        added in time order (ts before the clock mapping, `lttng_chunks`' rank and idx)."""
-        self.con.execute(f"CREATE TEMP TABLE ev_lttng ({_ev_columns('rank BIGINT', 'idx BIGINT', 'ots BIGINT')})")
-        try:
-            for t in lttng_chunks([trace_dir]):
-                t = t.append_column("ots", t.column("ts"))
-                self.con.from_arrow(_to_reference(t, m) if m is not None else t).insert_into("ev_lttng")
-            n = self.con.execute("SELECT count(*) FROM ev_lttng").fetchall()[0][0]
-            self.con.execute(f"INSERT INTO ev SELECT {', '.join(_event_schema().names)}, ? AS host_id, "
-                             "? + row_number() OVER (ORDER BY ots, rank, idx) - 1 AS seq FROM ev_lttng",
-                             [host, self.seq])
-            self.seq += n
-        finally:
-            self.con.execute("DROP TABLE ev_lttng")
+            chunk = _to_reference(chunk, m)
+        chunk = chunk.set_column(chunk.schema.get_field_index("prev_runnable"), "prev_runnable",
+                                 pc.cast(chunk.column("prev_runnable"), pa.int64()))
+        mm = pc.min_max(chunk.column("ts"))
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        facts["span"] = (lo, hi) if facts["span"] is None else (min(facts["span"][0], lo), max(facts["span"][1], hi))
+        kb.add_batch(chunk, host, put)
+    return facts
 
 
-def _store_events(con, inputs: Sequence[str], arrow: dict, warnings: list[str]) -> bool:
-    """Stores the normalized sched events of every kernel source of a load into the
-    temporary table `ev` of `con` (`_Events`); False when there is no source."""
+def _perf_warnings(f: dict) -> list[str]:
+    """perf's own words for what it lost while recording, as `perf script` says them."""
+    out = []
+    if f.get("lost_chunks"):
+        out.append(f"Processed {f['records']} events and lost {f['lost_chunks']} chunks!")
+    if f.get("lost_samples") and f["lost_samples"] > 0.05 * max(f.get("events") or 0, 1):
+        out.append(f"Processed {f['events']} samples and lost {100 * f['lost_samples'] / max(f['events'], 1):.2f}% samples!")
+    return out
+
+
+def _read_sources(kb, inputs: Sequence[str], arrow: dict, warnings: list[str], put) -> bool:
+    """Feeds the builder every kernel source of a load (the perf.data beside the traces,
+    the LTTng kernel traces); False when there is none."""
     tr = arrow.get("traces")
     if tr is None or not tr.num_rows:
         return False
     rows = tr.select(["trace_id", "host_id", "path", "domain"]).to_pylist()  # one row per trace directory
     maps = _clock_maps(arrow)
-    ev = None
+    found = False
     for perf, dirs in find_perf(inputs, [r["path"] for r in rows]):
         mine = [r for r in rows if r["path"] in dirs]
-        if not has_sched_events(perf):
+        host = mine[0]["host_id"]
+        m = maps.get(host)  # a host whose clock the model maps onto the reference host's
+        try:
+            if not READ_PERF:
+                raise _core.PerfUnsupported("the core's reader is off")
+            f = kb.add_perf(perf, host, m, put)
+            facts = {"clock": f["clock"], "span": (f["first_ts"], f["last_ts"]) if f["events"] else None,
+                     "warnings": _perf_warnings(f)}
+        except _core.PerfNoSched:
             warnings.append(f"{perf}: left out: it has no sched:sched_switch events (not written by "
                             "`roscope record --kernel`; e.g. a CPU profile)")
             continue
-        ev = ev or _Events(con)
-        host = mine[0]["host_id"]
-        facts: dict = {}
-        span = None
-        for chunk in perf_chunks(perf, facts):
-            got = ev.add(chunk, host, maps.get(host))  # a host whose clock the model maps onto the reference host's
-            if got is not None:
-                span = got if span is None else (min(span[0], got[0]), max(span[1], got[1]))
-        _check_aligned(perf, span, _ust_range(arrow, {r["trace_id"] for r in mine}), facts["clock"])
+        except _core.PerfUnsupported:
+            if not has_sched_events(perf):
+                warnings.append(f"{perf}: left out: it has no sched:sched_switch events (not written by "
+                                "`roscope record --kernel`; e.g. a CPU profile)")
+                continue
+            facts = _perf_script_events(kb, perf, host, m, put)
+        except ValueError as exc:
+            raise InputError(f"{perf}: {exc}") from None
+        found = True
+        _check_aligned(perf, facts["span"], _ust_range(arrow, {r["trace_id"] for r in mine}), facts["clock"])
         warnings += [f"{perf}: perf lost events while recording ({w}): thread states near the gaps may be "
                      "wrong" if " lost " in w else f"{perf}: perf: {w}" for w in facts["warnings"]]
     for path, host in _kernel_trace_dirs(arrow):
-        ev = ev or _Events(con)
-        ev.add_lttng(path, host, maps.get(host))
-    return ev is not None
+        kb.add_lttng(path, host, maps.get(host), put)
+        found = True
+    return found
 
 
 def _ust_threads(arrow: dict):
@@ -581,53 +469,43 @@ def store(con, inputs: Sequence[str], arrow: dict, warnings: list[str], enabled:
     """Creates the kernel tables (`TABLES`) of a load in the DuckDB connection `con`
     (the database being written) and returns their row counts. Built from the
     perf.data beside the traces and the LTTng kernel traces with sched events (`arrow`:
-    the model's tables `traces`, `processes`, `threads`, `clock_sync`): their events
-    go chunk by chunk into a temporary table, and the tables are made from it by SQL
-    in `con`, so memory stays under the connection's limit (DuckDB spills to its
-    temporary directory) whatever the length of the recording. Empty when there are
-    none or `enabled` is False (no work then beyond looking for the files)."""
-    if not enabled or not _store_events(con, inputs, arrow, warnings):
+    the model's tables `traces`, `processes`, `threads`, `clock_sync`) by the core's
+    streamed builder, whose rows go chunk by chunk into the tables, so memory stays
+    bounded whatever the length of the recording; then the few rows written before
+    their thread's process was known are corrected. Empty when there are none or
+    `enabled` is False (no work then beyond looking for the files)."""
+    if not enabled or not _has_sources(inputs, arrow):
         for name, tbl in empty_tables().items():
             con.from_arrow(tbl).create(name)
         return dict.fromkeys(TABLES, 0)
-    con.register("ust_threads", _ust_threads(arrow))
+    rows = RowStore(con)
     try:
-        return _build_within_memory(con, warnings)
+        kb = _core.KernelBuilder(CHUNK_ROWS)
+        kb.ust_pids(_ust_threads(arrow))
+        _read_sources(kb, inputs, arrow, warnings, rows.put)
+        kb.finish(rows.put)
+        return _build(con)
     finally:
         with contextlib.suppress(Exception):  # never hiding the error that got here
-            con.unregister("ust_threads")
-            con.execute("DROP TABLE IF EXISTS ev")
+            rows.drop()
 
 
-#: DuckDB's memory limit while the kernel tables are made, at least (bytes): its
-#: window functions spill what does not fit, but hold one partition at a time in
-#: memory, here all the changes of one thread (or the switches of one CPU). 256 MiB
-#: hold bench/why_cost.py's 31.5 s recording (busiest thread: 0.8M changes); four
-#: times its events needed 1 GiB (not bounded: sorts and self-joins by rowid
-#: instead of windows failed at even less).
-KERNEL_MEMORY = 256 << 20
-
-
-def _build_within_memory(con, warnings: list[str]) -> dict[str, int]:
-    """`_build` with DuckDB's memory limit raised to `KERNEL_MEMORY` if lower, and
-    doubled while one thread's events do not fit (`memory.within_memory`); the limit
-    is put back afterwards."""
-    def undo() -> None:
-        for name in TABLES:
-            con.execute(f'DROP TABLE IF EXISTS "{name}"')
-
-    return within_memory(con, lambda: _build(con), warnings, "kernel scheduling data (one thread's sched events)",
-                         at_least=KERNEL_MEMORY, undo=undo)
+def _has_sources(inputs: Sequence[str], arrow: dict) -> bool:
+    """Whether the load has a kernel source: a perf.data beside a trace, or an LTTng
+    kernel trace with sched events."""
+    tr = arrow.get("traces")
+    if tr is None or not tr.num_rows:
+        return False
+    return bool(find_perf(inputs, tr.column("path").to_pylist()) or _kernel_trace_dirs(arrow))
 
 
 def _build(con) -> dict[str, int]:
-    """The kernel tables from the events `ev` and the UST threads `ust_threads` of
-    `con` (SQL only); returns their row counts."""
-    rows = {}
-    for name, sql in (("kernel_threads", THREADS_SQL), ("thread_states", INTERVALS_SQL),
-                      ("preemptions", PREEMPTIONS_SQL), ("migrations", MIGRATIONS_SQL)):
-        # the columns as the schema declares them (names and types of roscope's own schema, not input)
-        con.execute(f'CREATE TABLE "{name}" ({columns_sql(name)})')
-        con.execute(f'INSERT INTO "{name}" BY NAME {sql}')
-        rows[name] = con.table(name).count("*").fetchall()[0][0]
-    return rows
+    """`kernel_threads` from the builder's threads, and the rows written with a process
+    other than their thread's final one corrected (SQL only); returns the row counts."""
+    con.execute(f'CREATE TABLE kernel_threads ({columns_sql("kernel_threads")})')
+    con.execute(f"INSERT INTO kernel_threads BY NAME {THREADS_SQL}")
+    for table, tid, pid in PID_COLUMNS:  # roscope's own names
+        con.execute(f"""UPDATE "{table}" SET "{pid}" = k.pid FROM kernel_threads_raw k
+                        WHERE k.rewrite = 1 AND k.host_id = "{table}".host_id AND k.tid = "{table}"."{tid}"
+                          AND "{table}"."{pid}" IS DISTINCT FROM k.pid""")
+    return {name: con.table(name).count("*").fetchall()[0][0] for name in TABLES}

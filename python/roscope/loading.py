@@ -17,17 +17,15 @@ import datetime as _dt
 import json
 import os
 import socket
-import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from roscope import _core, kernel, manifest
-from roscope.database import SCHEMA_VERSION, Database, connect, create_views
-from roscope.errors import DatabaseError, InputError, database_error
-from roscope.files import interrupts_deferred
+from roscope import _core, files, kernel, manifest
+from roscope import progress as progress_shown
+from roscope.database import SCHEMA_VERSION, Database, columns_sql, connect, create_views
+from roscope.errors import DatabaseError, database_error, interrupted
 from roscope.trace import check_paths, table_from_core
 from roscope.version import __version__
 
@@ -73,8 +71,29 @@ WINDOW_NS = 1_000_000_000
 STREAM_QUEUE = 16
 
 
+#: Traces of at most this many bytes in all (about 400k events) are built whole and
+#: stored table by table as the core hands them over, without pyarrow: `roscope stats`
+#: on a short recording then starts without importing pyarrow and numpy (0.3 s, 40 MB).
+SMALL_TRACE_BYTES = 16 << 20
+
+
+def trace_bytes(paths: Sequence[str], limit: int) -> int:
+    """The bytes of the files under `paths`, counted up to just past `limit`."""
+    total = 0
+    for p in paths:
+        for d, _dirs, names in os.walk(p):
+            for f in names:
+                try:
+                    total += os.stat(os.path.join(d, f)).st_size
+                except OSError:
+                    continue
+                if total > limit:
+                    return total
+    return total
+
+
 def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None = None, sync: bool = True,
-          put=None, window_ns: int = WINDOW_NS, flush_every: int = 0):
+          put=None, window_ns: int = WINDOW_NS, flush_every: int = 0, core: bool = False):
     """Runs the model builder; returns ({table: arrow table}, stats, warnings, losses).
     `sync`: synchronize several hosts' clocks from the messages between them.
     With `put(name, arrow_table)`, the build streams: the instance tables go to
@@ -82,28 +101,34 @@ def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None =
     columns), so memory is bounded by `window_ns` of trace time, and the
     returned dict holds the rest of the tables. `flush_every`: events between
     chunks (0: the core's default). Several hosts whose clocks are
-    synchronized are held to the end (every message pair is needed first)."""
-    if progress is None:
-        progress = sys.stderr.isatty()
+    synchronized are held to the end (every message pair is needed first).
+    `core`: the tables (and chunks) as the core's Arrow streams, not pyarrow Tables
+    (DuckDB reads either; pyarrow is then not imported)."""
+    # Progress: the current `roscope.progress` display reads the core's meter (the
+    # core's own line on stderr only when asked for with progress=True).
+    meter = _core.Meter()
+    progress_shown.current().phase("reading the trace", unit="MB", meter=meter, found="events", scale=1e6)
+    progress = bool(progress)
+    convert = (lambda t: t) if core else table_from_core
     # The core leaves the GIL while it builds: import Arrow meanwhile.
-    warm = threading.Thread(target=_import_arrow, daemon=True)
+    warm = threading.Thread(target=(lambda: None) if core else _import_arrow, daemon=True)
     warm.start()
     try:
         if put is None:
             tables, stats, warnings, losses = _core.build_model(list(paths), heuristics, progress, record_ids(paths) or None,
-                                                                sync)
+                                                                sync, meter=meter)
         else:
             stream = _core.ModelStream(list(paths), heuristics, progress, record_ids(paths) or None, sync, window_ns,
-                                       flush_every=flush_every, queue=STREAM_QUEUE)
+                                       flush_every=flush_every, queue=STREAM_QUEUE, meter=meter)
             warm.join()
             while (chunk := stream.next_chunk()) is not None:
-                put(chunk[0], table_from_core(chunk[1]))
+                put(chunk[0], convert(chunk[1]))
             tables, stats, warnings, losses = stream.finish()
     finally:
         # Also on an error: an interpreter that exits while this thread still
         # imports DuckDB/pyarrow can abort (issue 15, item 3).
         warm.join()
-    arrow = {name: table_from_core(table) for name, table in tables}
+    arrow = {name: convert(table) for name, table in tables}
     return arrow, dict(stats), list(warnings), [tuple(x) for x in losses]
 
 
@@ -127,6 +152,37 @@ INSERT_BYTES = 16 << 20
 #: about as much again (bench/load_speed.py), while DuckDB's memory cap still
 #: holds within a transaction (what does not fit is written out).
 COMMIT_BYTES = 256 << 20
+
+
+def _fill_small(con, paths: Sequence[str], heuristics: bool, sync: bool, with_kernel: bool):
+    """A small trace's model stored chunk by chunk straight from the core's Arrow
+    streams (the same streaming build, without pyarrow); the kernel tables as
+    `kernel.store` makes them, or, when there is no kernel source, empty and made
+    from the schema (no pyarrow either). DuckDB then runs on one thread: on so few
+    rows a second one only holds more memory (about 10 MB of `roscope stats`'s peak).
+    Returns (names, rows, stats, warnings, losses, kernel rows)."""
+    rows: dict[str, int] = {}
+    con.execute("SET threads = 1")
+
+    def put(name: str, tbl) -> None:
+        _put(con, name, tbl, name in rows)
+        rows[name] = rows.get(name, 0) + tbl.num_rows
+
+    con.begin()
+    arrow, stats, warnings, losses = build(paths, heuristics, sync=sync, put=put, core=True)
+    names = list(arrow)
+    needs = {k: arrow[k] for k in kernel.NEEDS if k in arrow}
+    for name in names:
+        put(name, arrow.pop(name))
+    con.commit()
+    traces = con.execute("SELECT path, domain FROM traces").fetchall()
+    if with_kernel and (any(d == "kernel" for _p, d in traces) or kernel.find_perf(paths, [p for p, _d in traces])):
+        kernel_rows = kernel.store(con, paths, {k: table_from_core(v) for k, v in needs.items()}, warnings)
+    else:
+        for name in kernel.TABLES:  # the schema's own names and types (no text from a trace)
+            con.execute(f"CREATE TABLE {name} ({columns_sql(name)})")
+        kernel_rows = dict.fromkeys(kernel.TABLES, 0)
+    return names, rows, stats, warnings, losses, kernel_rows
 
 
 class _Inserts:
@@ -195,91 +251,14 @@ class _Inserts:
 def _fill(con: duckdb.DuckDBPyConnection, meta: dict) -> None:
     """The views, `meta` and `codes`, once the model's tables are in."""
     create_views(con)
+    # Each table in one statement, its columns as lists (executemany runs one statement
+    # per row: 25 ms of a small trace's `roscope stats`).
     con.execute("CREATE TABLE meta (key VARCHAR, value VARCHAR)")
-    con.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
+    con.execute("INSERT INTO meta SELECT unnest($1), unnest($2)", [list(meta), [json.dumps(v) for v in meta.values()]])
     # The code tables of the schema (crates/model/src/schema.rs), as one lookup table.
     con.execute("CREATE TABLE codes (code_table VARCHAR, code BIGINT, name VARCHAR, doc VARCHAR)")
-    con.executemany("INSERT INTO codes VALUES (?, ?, ?, ?)",
-                    [(t["name"], v["code"], v["name"], v["doc"]) for t in json.loads(_core.schema())["codes"] for v in t["values"]])
-
-
-def _output_target(out: str, force: bool) -> str:
-    """Checks where `load` may write `out`; returns its absolute path. Refuses to
-    replace anything but a regular file (and that only with `force`)."""
-    if not os.fspath(out):
-        raise InputError("the output path is empty: give the DuckDB file to write")
-    target = os.path.abspath(out)
-    parent = os.path.dirname(target)
-    if os.path.lexists(target):
-        if os.path.islink(target):
-            raise InputError(f"{out}: is a symbolic link; give the path of the database itself")
-        if not os.path.isfile(target):
-            raise InputError(f"{out}: exists and is not a regular file; roscope replaces only regular files")
-        if not force:
-            raise InputError(f"{out}: already exists (roscope never overwrites; pass --force to replace it)")
-    if not os.path.isdir(parent):
-        if os.path.lexists(parent):
-            raise InputError(f"{out}: {parent} is not a directory")
-        raise InputError(f"{out}: the directory {parent} does not exist")
-    return target
-
-
-def _temp_beside(target: str, suffix: str) -> str:
-    """A fresh, unused name in the target's directory (created empty, then removed,
-    with Ctrl-C held back meanwhile: an interrupt there would leave the file)."""
-    with interrupts_deferred():
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=suffix,
-                                       dir=os.path.dirname(target))
-        except OSError as exc:  # the error would name the temporary file, which the user never gave
-            raise InputError(f"{target}: cannot write in {os.path.dirname(target)}: {exc.strerror or exc}") from None
-        os.close(fd)
-        os.remove(tmp)
-    return tmp
-
-
-def _remove_quietly(*paths: str) -> None:
-    for p in paths:
-        try:
-            os.remove(p)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            print(f"roscope: warning: {p}: cannot remove the partial file: {exc.strerror}", file=sys.stderr)
-
-
-def _commit(tmp: str, target: str, force: bool) -> None:
-    """Renames a complete temporary file to `target`. Without `force` it never
-    replaces anything (a hard link fails if `target` appeared meanwhile); with
-    `force` it replaces only a regular file, checked again just before."""
-    if not force:
-        try:
-            os.link(tmp, target)
-        except FileExistsError:
-            raise InputError(f"{target}: appeared while roscope was writing it; left as it is (pass --force to replace it)") from None
-        except OSError:  # a file system without hard links
-            if os.path.lexists(target):
-                raise InputError(f"{target}: appeared while roscope was writing it; left as it is") from None
-            os.replace(tmp, target)
-            return
-        os.remove(tmp)
-        return
-    if os.path.lexists(target) and (os.path.islink(target) or not os.path.isfile(target)):
-        raise InputError(f"{target}: is no longer a regular file; roscope replaces only regular files")
-    # The replaced database's log (a DuckDB closed without a checkpoint leaves one) belongs
-    # to it: beside the new file DuckDB would refuse to open it ("WAL does not match").
-    wal, old_wal = target + ".wal", None
-    if os.path.isfile(wal) and not os.path.islink(wal):
-        old_wal = _temp_beside(wal, ".old")
-        os.replace(wal, old_wal)
-    try:
-        os.replace(tmp, target)
-    except BaseException:
-        if old_wal is not None:
-            os.replace(old_wal, wal)
-        raise
-    if old_wal is not None:
-        _remove_quietly(old_wal)
+    codes = [(t["name"], v["code"], v["name"], v["doc"]) for t in json.loads(_core.schema())["codes"] for v in t["values"]]
+    con.execute("INSERT INTO codes SELECT unnest($1), unnest($2), unnest($3), unnest($4)", [list(c) for c in zip(*codes)])
 
 
 #: DuckDB's memory cap while `load` writes a database file (bytes): what does
@@ -287,70 +266,58 @@ def _commit(tmp: str, target: str, force: bool) -> None:
 LOAD_MEMORY = 64 << 20
 
 
-def _write_outputs(target: str | None, parquet_dir: str | None, fill, force: bool, memory: int | None = None):
+def _write_outputs(target: str | None, parquet_dir: str | None, fill, force: bool, memory: int | None = None,
+                   inputs: Sequence[str] = ()):
     """Writes the database (`target`, or in memory if None; `fill(con)` stores
-    the tables and returns their names) and the Parquet files, each under a
-    temporary name beside its final one, and renames them only once all are
-    complete: a failure or an interrupt leaves no partial file and every old
-    output intact. Returns the in-memory connection, or None."""
+    the tables and returns their names) and the Parquet files, each staged in a
+    private directory beside its final place (roscope.files.Staged), and puts them
+    in place only once all are complete: a failure or an interrupt leaves no
+    partial file and every old output intact. Returns the in-memory connection, or None."""
     import duckdb
 
-    temps: list[tuple[str, str]] = []
     con = None
-    try:
-        if target is None:
-            con = duckdb.connect(":memory:")
-        else:
-            temps.append((_temp_beside(target, ".tmp"), target))
-            con = connect(temps[0][0], read_only=False)
-            budget = LOAD_MEMORY if memory is None else int(memory)
-            if budget > 0:
-                con.execute("SET memory_limit = ?", [f"{max(budget >> 20, 16)}MiB"])
-        names = fill(con)
-        for name in names if parquet_dir else ():
-            final = os.path.join(parquet_dir, f"{name}.parquet")
-            temps.append((_temp_beside(final, ".tmp"), final))
-            con.table(name).write_parquet(temps[-1][0])  # relational API: no SQL text built from the path
-        if target is not None:
-            con.execute("CHECKPOINT")  # everything into the file (a full disk fails here, not silently at close)
-            con.close()
-            con = None
-            if os.path.exists(temps[0][0] + ".wal"):
-                raise DatabaseError(f"{target}: DuckDB could not write the whole database (its log {temps[0][0]}.wal stayed)")
-        with interrupts_deferred():  # all outputs renamed, or none: never a new database beside old Parquet files
-            for tmp, final in temps:
-                _commit(tmp, final, force)
-        return con
-    except BaseException as exc:
-        if con is not None and target is not None:
-            con.close()
-        _remove_quietly(*(t for t, _ in temps), *(t + ".wal" for t, _ in temps[:1] if target is not None))
-        if (isinstance(exc, RuntimeError) and str(exc) == "Query interrupted") or (
-                isinstance(exc, duckdb.Error) and "KeyboardInterrupt" in str(exc)):
-            # Ctrl-C while DuckDB scans an Arrow table comes back as a RuntimeError, or,
-            # when it hit the Python code DuckDB called (e.g. counting the rows of a
-            # registered table), as a DuckDB error quoting the KeyboardInterrupt.
-            raise KeyboardInterrupt from None
-        if isinstance(exc, duckdb.Error):
-            raise database_error(exc, target or parquet_dir, "write") from None
-        raise
+    with files.Staged() as staged:
+        try:
+            if target is None:
+                con = duckdb.connect(":memory:")
+            else:
+                tmp_db = staged.path(target, force=force, inputs=inputs, companions=files.DUCKDB_COMPANIONS, checked=True)
+                con = connect(tmp_db, read_only=False)
+                budget = LOAD_MEMORY if memory is None else int(memory)
+                if budget > 0:
+                    con.execute("SET memory_limit = ?", [f"{max(budget >> 20, 16)}MiB"])
+            names = fill(con)
+            for name in names if parquet_dir else ():
+                final = os.path.join(parquet_dir, f"{name}.parquet")
+                # relational API: no SQL text built from the path
+                con.table(name).write_parquet(staged.path(final, force=force, inputs=inputs))
+            if target is not None:
+                con.execute("CHECKPOINT")  # everything into the file (a full disk fails here, not silently at close)
+                con.close()
+                con = None
+                if os.path.exists(tmp_db + ".wal"):
+                    raise DatabaseError(f"{target}: DuckDB could not write the whole database (its log stayed)")
+            staged.commit()
+            return con
+        except BaseException as exc:
+            if con is not None and target is not None:
+                con.close()
+            if interrupted(exc):
+                raise KeyboardInterrupt from None
+            if isinstance(exc, duckdb.Error):
+                raise database_error(exc, target or parquet_dir, "write") from None
+            raise
 
 
-def _parquet_targets(parquet_dir: str, force: bool) -> None:
-    """Refuses, before any work, a Parquet directory that is not one, or
-    existing table files that may not be replaced."""
-    if os.path.lexists(parquet_dir) and (os.path.islink(parquet_dir) or not os.path.isdir(parquet_dir)):
-        raise InputError(f"{parquet_dir}: exists and is not a directory")
+def _parquet_targets(parquet_dir: str, force: bool, inputs: Sequence[str]) -> None:
+    """Refuses, before any work, a Parquet directory that is not one (or is in an
+    input), or existing table files that may not be replaced."""
+    files.check(parquet_dir, directory=True, inputs=inputs, what="Parquet directory")
     if not os.path.isdir(parquet_dir):
         return
     for n in sorted(os.listdir(parquet_dir)):
-        t = os.path.join(parquet_dir, n)
-        if not n.endswith(".parquet"):
-            continue
-        if not force:
-            raise InputError(f"{t}: already exists (roscope never overwrites; pass --force to replace it)")
-        if os.path.islink(t) or not os.path.isfile(t):
-            raise InputError(f"{t}: exists and is not a regular file; roscope replaces only regular files")
+        if n.endswith(".parquet"):
+            files.check(os.path.join(parquet_dir, n), force=force, inputs=inputs)
 
 
 def load(
@@ -400,24 +367,30 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
                      with_kernel=True):
     """`load`'s work: (the in-memory connection or None, meta, LoadResult)."""
     paths = check_paths(paths)
-    target = _output_target(out, force) if out is not None else None
+    target = files.check(out, force=force, inputs=paths, what="DuckDB file") if out is not None else None
     if parquet_dir:
-        _parquet_targets(parquet_dir, force)
+        _parquet_targets(parquet_dir, force, paths)
     done: dict = {}
 
     def fill(con) -> list[str]:
-        ins = _Inserts(con)
-        # window_ns=0: the whole trace in memory, then stored (no streaming).
-        arrow, stats, warnings, losses = build(paths, heuristics, sync=sync, put=ins.put if window_ns != 0 else None,
-                                               window_ns=WINDOW_NS if window_ns is None else window_ns)
-        # The model's tables go in first (and the ones held to the end are freed); then
-        # the kernel tables are made in the database itself, under its memory limit.
-        names = list(arrow)
-        needs = {k: arrow[k] for k in kernel.NEEDS if k in arrow}
-        for name in names:
-            ins.put(name, arrow.pop(name))
-        ins.close()
-        kernel_rows = kernel.store(con, paths, needs, warnings, enabled=with_kernel)
+        if window_ns is None and trace_bytes(paths, SMALL_TRACE_BYTES) <= SMALL_TRACE_BYTES:
+            names, rows, stats, warnings, losses, kernel_rows = _fill_small(con, paths, heuristics, sync, with_kernel)
+        else:
+            ins = _Inserts(con)
+            # window_ns=0: the whole trace in memory, then stored (no streaming).
+            arrow, stats, warnings, losses = build(paths, heuristics, sync=sync, put=ins.put if window_ns != 0 else None,
+                                                   window_ns=WINDOW_NS if window_ns is None else window_ns)
+            # The model's tables go in first (and the ones held to the end are freed); then
+            # the kernel tables are made in the database itself, under its memory limit.
+            names = list(arrow)
+            needs = {k: arrow[k] for k in kernel.NEEDS if k in arrow}
+            progress_shown.current().phase("storing the model")
+            for name in names:
+                ins.put(name, arrow.pop(name))
+            ins.close()
+            rows = ins.rows
+            progress_shown.current().phase("kernel scheduling data")
+            kernel_rows = kernel.store(con, paths, needs, warnings, enabled=with_kernel)
         meta = {
             "schema_version": SCHEMA_VERSION,
             "roscope_version": __version__,
@@ -433,12 +406,12 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
         }
         _fill(con, meta)
         # The schema's order (every table comes once more at the end, maybe empty).
-        done.update(meta=meta, rows={**{name: ins.rows[name] for name in names}, **kernel_rows})
+        done.update(meta=meta, rows={**{name: rows[name] for name in names}, **kernel_rows})
         return names + list(kernel_rows)
 
     if parquet_dir:
         os.makedirs(parquet_dir, exist_ok=True)
-    con = _write_outputs(target, parquet_dir, fill, force, memory)
+    con = _write_outputs(target, parquet_dir, fill, force, memory, paths)
     meta = done["meta"]
     where = out if out is not None else ":memory:"
     return con, meta, LoadResult(where, done["rows"], meta["stats"], meta["warnings"], meta["losses"])

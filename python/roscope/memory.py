@@ -14,14 +14,11 @@ it, and the private temporary directories DuckDB spills into.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
-import shutil
-import stat
-import tempfile
-import time
 from typing import TYPE_CHECKING
+
+from roscope import files
 
 # DuckDB is imported in the functions that use it: the CLI's parser (every command's
 # defaults, `roscope --help`) and `roscope info` start without it.
@@ -88,9 +85,6 @@ PRIVATE_PREFIX = "roscope-duckdb-"
 #: making it.
 PRIVATE_MIN_AGE = 60
 
-#: The lock of each private directory of this process (path -> fd), released on removal.
-_LOCKS: dict[str, int] = {}
-
 
 def private_dir() -> str:
     """A new private temporary directory (mode 0700) for a Database's files, held
@@ -98,46 +92,15 @@ def private_dir() -> str:
     roscope processes that are gone without cleaning up (killed with SIGKILL, e.g.
     by the OOM killer, when the model file in it may be gigabytes) are removed
     first: no process holds their lock."""
-    sweep_private_dirs(tempfile.gettempdir())
-    path = tempfile.mkdtemp(prefix=PRIVATE_PREFIX)
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    _LOCKS[path] = fd
-    # Where flock is not supported, nothing takes the lock, so nothing is removed.
-    with contextlib.suppress(OSError):
-        fcntl.flock(fd, fcntl.LOCK_SH)
-    return path
+    sweep_private_dirs(files.temp_root())
+    return files.private_dir(files.temp_root(), PRIVATE_PREFIX)
 
 
 def remove_private_dir(path: str) -> None:
     """Removes a directory of `private_dir` with what is in it, and releases its lock."""
-    shutil.rmtree(path, ignore_errors=True)
-    fd = _LOCKS.pop(path, None)
-    if fd is not None:
-        os.close(fd)
+    files.remove_private_dir(path)
 
 
 def sweep_private_dirs(tmp: str) -> None:
     """Removes this user's private directories in `tmp` that no process holds."""
-    try:
-        names = [n for n in os.listdir(tmp) if n.startswith(PRIVATE_PREFIX)]
-    except OSError:
-        return
-    for name in names:
-        path = os.path.join(tmp, name)
-        try:
-            st = os.lstat(path)
-            if (not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid()
-                    or time.time() - st.st_ctime < PRIVATE_MIN_AGE):
-                continue
-            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # held: its process is alive
-            os.close(fd)
-            continue
-        try:
-            shutil.rmtree(path, ignore_errors=True)
-        finally:
-            os.close(fd)
+    files.sweep_private_dirs(tmp, PRIVATE_PREFIX, PRIVATE_MIN_AGE)

@@ -20,7 +20,8 @@ overwritten input counts as delayed to the next output, CARET's
 `treat_drop_as_delay`). The newest input is always in its cycle (an output made
 again from the input of the previous output has a cycle of that input alone, so
 ``best`` is the data flow's latency for every output), and the first output of a
-path, with no known previous input, has its newest input alone.
+path, with no known previous input, has its newest input alone (and is left out,
+below).
 
 - ``best``: from the newest input of the cycle (roscope's data flow);
 - ``worst``: from the oldest input of the cycle;
@@ -28,10 +29,18 @@ path, with no known previous input, has its newest input alone.
 - ``worst_with_external``: from the newest input of the previous cycle (none for
   the first output).
 
+The first output of a path (and end) has no previous output, so its cycle's lower
+bound is unknown: inputs published before the trace began may belong to it. Its
+``worst`` and ``all`` cases are left out of the statistics (flagged ``left_out`` in
+the rows, counted in ``left_out``); under ``caret`` its ``best`` case too, as CARET
+(0.7.3) leaves that output out altogether; under ``dataflow`` its ``best`` stays (the
+data flow is exact).
+
 API: `response_times(db, definition="dataflow", end=None, store=False)` -> list of
-dicts per (path, end callback) with the statistics of each case; the rows are
-published as `response_times` (path_id, end_callback_id, output_publication_id,
-end_ts, case, input_publication_id, response_ns).
+dicts per (path, end callback) with the statistics of each case (None for a case
+with no row kept) and `left_out` (case -> rows left out); the rows are published
+as `response_times` (path_id, end_callback_id, output_publication_id, end_ts,
+case, input_publication_id, response_ns, left_out).
 """
 from __future__ import annotations
 
@@ -48,6 +57,10 @@ def _query(definition: str, end: str) -> str:
     """The SQL of every case's rows. Written in roscope's code: `definition` and
     `end` only choose between fixed fragments (checked by the caller)."""
     start_of = ("coalesce(r.start_ts, p.ts)" if definition == "dataflow" else "p.ts")
+    # The first output of a path (and end) has no previous output: its cycle's oldest input
+    # may lie before the trace began, so its worst and all cases are left out; CARET leaves
+    # out its best case too, the data-flow definition keeps it (the data flow is exact).
+    best_left_out = "prev_input IS NULL" if definition == "caret" else "false"
     if end == "publish":
         ends = """SELECT f.*, f.end_ts AS out_ts, -1 AS end_callback_id FROM f"""
     else:
@@ -74,17 +87,17 @@ def _query(definition: str, end: str) -> str:
         FROM c JOIN inputs i ON i.publisher_id = c.publisher_id
          AND i.pub_ts <= c.pub_ts AND (i.publication_id = c.input_publication_id OR i.pub_ts > c.prev_pub_ts))
     SELECT path_id, end_callback_id, output_publication_id, out_ts AS end_ts, 'all' AS "case",
-           input_publication_id, response_ns FROM cyc
+           input_publication_id, response_ns, prev_input IS NULL AS left_out FROM cyc
     UNION ALL
-    SELECT path_id, end_callback_id, output_publication_id, out_ts, 'best', input_publication_id, response_ns
-    FROM cyc WHERE input_publication_id = newest
+    SELECT path_id, end_callback_id, output_publication_id, out_ts, 'best', input_publication_id, response_ns,
+           {best_left_out} FROM cyc WHERE input_publication_id = newest
     UNION ALL
     SELECT path_id, end_callback_id, output_publication_id, any_value(out_ts), 'worst',
-           arg_max(input_publication_id, response_ns), max(response_ns)
+           arg_max(input_publication_id, response_ns), max(response_ns), any_value(prev_input IS NULL)
     FROM cyc GROUP BY path_id, end_callback_id, output_publication_id
     UNION ALL
     SELECT c.path_id, c.end_callback_id, c.output_publication_id, c.out_ts, 'worst_with_external',
-           c.prev_input, c.out_ts - i.start_ts
+           c.prev_input, c.out_ts - i.start_ts, false
     FROM c JOIN inputs i ON i.publication_id = c.prev_input"""
 
 
@@ -97,9 +110,10 @@ def response_times(db, definition: str = "dataflow", end: str | None = None, *, 
     if end not in ENDS[definition]:
         raise InputError(f"definition {definition!r} ends at {' or '.join(ENDS[definition])}, not {end!r}")
     publish_query(db, "response_times", _query(definition, end), store)
-    agg = percentiles.aggregates("t.response_ns", quartiles=True)
+    agg = percentiles.aggregates("CASE WHEN NOT t.left_out THEN t.response_ns END", quartiles=True)
     rows = db.records(f"""
-        SELECT t.path_id, t.end_callback_id, c.node AS end_node, c.topic AS end_topic, t."case", {agg}
+        SELECT t.path_id, t.end_callback_id, c.node AS end_node, c.topic AS end_topic, t."case",
+               count(*) FILTER (WHERE t.left_out) AS left_out, {agg}
         FROM response_times t LEFT JOIN callbacks_info c ON c.callback_id = t.end_callback_id
         GROUP BY ALL ORDER BY t.path_id, t.end_callback_id""")
     out: dict[tuple, dict] = {}
@@ -107,8 +121,13 @@ def response_times(db, definition: str = "dataflow", end: str | None = None, *, 
         key = (r["path_id"], r["end_callback_id"])
         entry = out.setdefault(key, {"path_id": r["path_id"], "definition": definition, "end": end,
                                      "end_callback_id": None if r["end_callback_id"] < 0 else r["end_callback_id"],
-                                     "end_node": r["end_node"], "end_topic": r["end_topic"], "cases": {}})
-        entry["cases"][r["case"]] = {"count": r["count"], **{k: r[k] for k in percentiles.keys(quartiles=True)}}
+                                     "end_node": r["end_node"], "end_topic": r["end_topic"], "cases": {},
+                                     "left_out": {}})
+        if r["count"]:
+            entry["cases"][r["case"]] = {"count": r["count"], **{k: r[k] for k in percentiles.keys(quartiles=True)}}
+        if r["left_out"]:
+            entry["left_out"][r["case"]] = r["left_out"]
     for entry in out.values():
         entry["cases"] = {c: entry["cases"].get(c) for c in CASES}
+        entry["left_out"] = {c: entry["left_out"][c] for c in CASES if c in entry["left_out"]}
     return list(out.values())

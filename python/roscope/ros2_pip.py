@@ -26,7 +26,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterable
@@ -34,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from roscope.errors import UserError
+from roscope.processes import group
 from roscope.processes.identity import all_pids, cmdline
 
 #: Where `make setup` installs the distros (scripts/ros2_setup.sh), and where roscope's
@@ -50,6 +50,8 @@ HOOK_VAR = "ROSCOPE_RCLPY_HOOK"
 #: How long a process that maps a ROS 2 tracer may take to register with the session daemon
 #: before it is reported.
 REGISTER_GRACE_S = 1.0
+#: How long building roscope's ROS 2 tracer may take (it takes a few seconds).
+BUILD_TIMEOUT_S = 600
 _TRACETOOLS = "libtracetools.so"
 _WAIT = re.compile(r"lttng-ust-wait-(\d+)")
 
@@ -160,13 +162,14 @@ def build_tracer(env: Ros2Env, out: Path) -> dict:
                         f"({INSTRUMENT}) are not here to build it")
     if shutil.which("make") is None:
         raise Ros2Error("building roscope's ROS 2 tracer needs 'make' (and gcc, g++, readelf, liblttng-ust-dev)")
-    p = subprocess.run(["make", "-s", "-C", str(INSTRUMENT), f"ROS2_ENV={env.path}", f"OUT={out}"],
-                       capture_output=True, text=True)
+    p = group.output("make", ["make", "-s", "-C", str(INSTRUMENT), f"ROS2_ENV={env.path}", f"OUT={out}"],
+                     timeout=BUILD_TIMEOUT_S)
     info = _current(out, env) if p.returncode == 0 else None
     if info is None:
         lines = (p.stderr.strip() or p.stdout.strip()).splitlines()
-        raise Ros2Error(f"building roscope's ROS 2 tracer for {env.describe()} failed: "
-                        f"{' / '.join(lines[-3:]) if lines else p.returncode}")
+        how = " / ".join(lines[-3:]) if lines else (f"exit status {p.returncode}" if p.returncode is not None
+                                                  else f"stopped after {BUILD_TIMEOUT_S} s")
+        raise Ros2Error(f"building roscope's ROS 2 tracer for {env.describe()} failed: {how}")
     return info
 
 
@@ -202,8 +205,8 @@ def registered_ros2_pids() -> set[int] | None:
     """The processes that registered ``ros2`` tracepoints with the session daemon
     (``lttng list --userspace``); None when it cannot be asked."""
     try:
-        p = subprocess.run(["lttng", "list", "--userspace"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
+        p = group.output("lttng", ["lttng", "list", "--userspace"], timeout=20)
+    except OSError:
         return None
     if p.returncode != 0:
         return None

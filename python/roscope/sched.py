@@ -20,6 +20,7 @@ import dataclasses
 
 from roscope.errors import InputError
 from roscope.flow import FlowRequest, data_flows
+from roscope.text import names
 
 #: The model's thread of each finished run, as the kernel names it (host, tid).
 _RUNS = """
@@ -61,10 +62,12 @@ _PER_RUN = f"""
 
 #: Who ran on the CPU a thread waited for, piece by piece: each runnable interval
 #: of a thread with runs against the running intervals of that CPU (numbered in
-#: time order; an ASOF join finds the first and last that overlap it).
+#: time order; an ASOF join finds the first and last that overlap it), with the
+#: names in force then: the running interval's (`by_name`) and its process's main
+#: thread's (`by_procname`: the name of the thread tid = pid at the piece's start).
 _PIECES = """
     WITH onc AS (
-        SELECT host_id, cpu, tid AS by_tid, pid AS by_pid, start_ts, end_ts,
+        SELECT host_id, cpu, tid AS by_tid, pid AS by_pid, name AS by_name, start_ts, end_ts,
                row_number() OVER (PARTITION BY host_id, cpu ORDER BY start_ts) AS k
         FROM thread_states WHERE state = 'running'),
     rq AS (SELECT host_id, tid, cpu, start_ts, end_ts FROM _sched_states
@@ -73,11 +76,14 @@ _PIECES = """
         SELECT q.*, coalesce(f.k, 1) AS k0, l.k AS k1 FROM rq q
         ASOF LEFT JOIN onc f ON f.host_id = q.host_id AND f.cpu = q.cpu AND f.start_ts <= q.start_ts
         ASOF LEFT JOIN onc l ON l.host_id = q.host_id AND l.cpu = q.cpu AND l.start_ts < q.end_ts),
-    x AS (SELECT host_id, tid, cpu, start_ts, end_ts, unnest(range(k0, k1 + 1)) AS k FROM b WHERE k1 IS NOT NULL)
-    SELECT x.host_id, x.tid, o.by_tid, o.by_pid,
-           greatest(x.start_ts, o.start_ts) AS a, least(x.end_ts, o.end_ts) AS z
-    FROM x JOIN onc o ON o.host_id = x.host_id AND o.cpu = x.cpu AND o.k = x.k
-    WHERE least(x.end_ts, o.end_ts) > greatest(x.start_ts, o.start_ts) AND o.by_tid <> x.tid"""
+    x AS (SELECT host_id, tid, cpu, start_ts, end_ts, unnest(range(k0, k1 + 1)) AS k FROM b WHERE k1 IS NOT NULL),
+    pc AS (
+        SELECT x.host_id, x.tid, o.by_tid, o.by_pid, o.by_name,
+               greatest(x.start_ts, o.start_ts) AS a, least(x.end_ts, o.end_ts) AS z
+        FROM x JOIN onc o ON o.host_id = x.host_id AND o.cpu = x.cpu AND o.k = x.k
+        WHERE least(x.end_ts, o.end_ts) > greatest(x.start_ts, o.start_ts) AND o.by_tid <> x.tid)
+    SELECT pc.*, CASE WHEN pc.by_tid = pc.by_pid THEN pc.by_name ELSE m.name END AS by_procname
+    FROM pc ASOF LEFT JOIN thread_states m ON m.host_id = pc.host_id AND m.tid = pc.by_pid AND m.start_ts <= pc.a"""
 
 
 def _assign(points: str, a: str, z: str) -> str:
@@ -121,7 +127,8 @@ def _temp(db, name: str, sql: str) -> None:
     db.within_memory(lambda: db.con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS {sql}'), "scheduling analysis")
 
 
-_CULPRIT = {"tid": "c.by_tid", "pid": "c.by_pid", "name": "k.name", "procname": "k.procname", "ns": "c.ns"}
+_CULPRIT = {"tid": "c.by_tid", "pid": "c.by_pid", "name": "coalesce(c.by_name, k.name)",
+            "procname": "coalesce(c.by_procname, k.procname)", "ns": "c.ns"}
 
 
 def run_sched(db):
@@ -129,14 +136,17 @@ def run_sched(db):
     relation): `on_cpu_ns`, `runnable_ns`, `blocked_ns`, `unknown_ns` (the part of
     the run no state interval of its thread covers), `preemptions`, `migrations`
     (counted within the run), and `culprits`: the threads that ran on the CPU while it
-    was runnable, most time first (tid, pid, name, procname, ns). The per-culprit rows
-    are the temporary table `run_culprits` (run_id, host_id, by_tid, by_pid, ns)."""
+    was runnable, most time first (tid, pid, name, procname, ns), one per name the
+    thread had while it held the CPU (the names in force then: a thread renamed in
+    between is two culprits). The per-culprit rows are the temporary table
+    `run_culprits` (run_id, host_id, by_tid, by_pid, by_name, by_procname, ns)."""
     has_kernel_data(db)
     _temp(db, "_sched_runs", _RUNS)
     _temp(db, "_sched_states", _STATES)
     _temp(db, "run_culprits", f"""
-        SELECT run_id, host_id, by_tid, any_value(by_pid) AS by_pid, sum(ns) AS ns
-        FROM ({_assign(_PIECES, 'a', 'z')}) WHERE ns > 0 GROUP BY run_id, host_id, by_tid""")
+        SELECT run_id, host_id, by_tid, any_value(by_pid) AS by_pid, by_name, arg_max(by_procname, ns) AS by_procname,
+               sum(ns) AS ns
+        FROM ({_assign(_PIECES, 'a', 'z')}) WHERE ns > 0 GROUP BY run_id, host_id, by_tid, by_name""")
     _temp(db, "run_sched", f"""
         WITH base AS ({_PER_RUN}),
         pre AS (SELECT run_id, count(*) AS n FROM ({_assign(
@@ -154,8 +164,9 @@ def run_sched(db):
     return db.con.table("run_sched")
 
 
-#: A callback's readable name, the text `--callback RE` is matched against.
-_LABEL = ("concat_ws(' ', coalesce(c.node, c.procname), coalesce(c.topic, CASE WHEN c.period_ns IS NOT NULL "
+#: A callback's readable name (SQL over `callbacks_info c`), the text `--callback RE` is matched
+#: against: `node topic-or-timer symbol`. Public: `roscope check` selects callbacks by it too.
+CALLBACK_LABEL = ("concat_ws(' ', coalesce(c.node, c.procname), coalesce(c.topic, CASE WHEN c.period_ns IS NOT NULL "
           "THEN 'timer ' || CAST(c.period_ns / 1e6 AS VARCHAR) || ' ms' END, c.kind), c.symbol)")
 
 
@@ -170,6 +181,10 @@ def _check_regex(db, pattern: str | None) -> None:
     except duckdb.Error as exc:
         msg = str(exc).split("\n")[0]
         raise InputError(f"--callback {pattern!r}: not a regular expression ({msg})") from None
+    rows = db.con.execute(f"SELECT {CALLBACK_LABEL} AS label, regexp_matches(label, ?) FROM callbacks_info c ORDER BY label",
+                          [pattern]).fetchall()
+    if rows and not any(m for _l, m in rows):
+        raise InputError(f"no callback matches --callback {pattern!r} (callbacks: {names(r[0] for r in rows)})")
 
 
 def worst_runs(db, callback: str | None = None, top: int = 10) -> dict:
@@ -187,7 +202,7 @@ def worst_runs(db, callback: str | None = None, top: int = 10) -> dict:
         run_sched(db)
     rows = db.records(f"""
         WITH r AS (
-            SELECT x.*, {_LABEL} AS label, c.node, c.topic, c.symbol, c.pid, c.procname, c.hostname
+            SELECT x.*, {CALLBACK_LABEL} AS label, c.node, c.topic, c.symbol, c.pid, c.procname, c.hostname
             FROM {src} x JOIN callbacks_info c USING (callback_id)
             WHERE x.end_ts IS NOT NULL)
         SELECT * FROM r {where} ORDER BY duration_ns DESC, run_id LIMIT {int(top)}""", params)
@@ -351,7 +366,7 @@ def worst_waits(db, callback: str | None = None, top: int = 10) -> list[dict]:
     where = "WHERE regexp_matches(label, ?)" if callback is not None else ""
     rows = db.records(f"""
         WITH x AS (
-            SELECT w.*, {_LABEL} AS label, c.node, c.topic, c.pid, c.procname
+            SELECT w.*, {CALLBACK_LABEL} AS label, c.node, c.topic, c.pid, c.procname
             FROM wait_sched w JOIN callbacks_info c USING (callback_id))
         SELECT * FROM x {where} ORDER BY wait_ns DESC, run_id, publication_id LIMIT {int(top)}""",
                       [callback] if callback is not None else [])
@@ -359,7 +374,7 @@ def worst_waits(db, callback: str | None = None, top: int = 10) -> list[dict]:
     names = {}
     if ids:
         names = {r["callback_id"]: r["label"] for r in db.records(
-            f"SELECT c.callback_id, {_LABEL} AS label FROM callbacks_info c WHERE list_contains(?, c.callback_id)",
+            f"SELECT c.callback_id, {CALLBACK_LABEL} AS label FROM callbacks_info c WHERE list_contains(?, c.callback_id)",
             [ids])}
     for r in rows:
         r.pop("host_id", None)
@@ -430,6 +445,12 @@ def flow_sched(db, request: FlowRequest, path: int | None = None, top: int = 10)
     if not request.all_steps:
         request = dataclasses.replace(request, all_steps=True)
     summary = data_flows(db, request).summary
+    if path is not None:
+        have = [r[0] for r in db.con.execute("SELECT DISTINCT path_id FROM data_flows ORDER BY path_id").fetchall()]
+        if int(path) not in have:
+            shown = ", ".join(map(str, have[:20])) + (", ..." if len(have) > 20 else "")
+            raise InputError(f"--path {path}: no such path among the data flows from {request.from_re!r} to "
+                             f"{request.to_re!r}; their paths are {shown or 'none'} (`roscope flow` lists them)")
     wait_sched(db)
     where, params = ("WHERE f.path_id = ?", [int(path)]) if path is not None else ("", [])
     _temp(db, "_sched_flows", "SELECT 1 AS flow_id WHERE false")
@@ -456,8 +477,26 @@ def flow_sched(db, request: FlowRequest, path: int | None = None, top: int = 10)
         FROM _sched_flows f LEFT JOIN t USING (flow_id) LEFT JOIN w USING (flow_id)
         ORDER BY f.latency_ns DESC, f.flow_id""")
     for r in rows:
+        if not kernel:  # not measured: unknown (all of it is in unknown_ns), never zeros
+            r.update(on_cpu_ns=None, runnable_ns=None, blocked_ns=None)
         r["explanation"] = explain_flow(r, kernel)
     return {"kernel": kernel, "flows": rows, "summary": summary}
+
+
+def why_no_waits(db, callback: str | None = None) -> str:
+    """Why `worst_waits` found no input wait, in words, from the cheapest facts."""
+    q = lambda sql: db.con.execute(sql).fetchall()[0][0]  # noqa: E731
+    if not q("SELECT count(*) FROM links"):
+        if not q("SELECT count(*) FROM takes"):
+            return ("the trace has no take events, so no publication is linked to the callback run it fed "
+                    "(ros2_tracing records takes from Humble on; `roscope stats` warns about it too)")
+        return "no take of the trace is linked to its publication (nothing in the trace identifies the messages)"
+    if not q("SELECT count(*) FROM links WHERE run_id IS NOT NULL"):
+        return ("no transport link reaches a callback run (the trace has takes but no callback events): "
+                "`roscope stats` shows their transport latency, publication to take")
+    if callback is not None:
+        return f"no callback matching --callback {callback!r} received a linked message"
+    return "no linked message reached a finished callback run"
 
 
 def explain_flow(r: dict, kernel: bool) -> str:

@@ -21,6 +21,7 @@ executor sees, and install roscope on the executors (docs/dataset.md).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import time
@@ -50,8 +51,18 @@ def check() -> None:
                                "(`make setup` installs Debian's openjdk-17-jre-headless)")
 
 
+#: The master URLs Spark understands (its docs' "Master URLs"): anything else makes its Java
+#: process exit before Python hears why.
+MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|local-cluster\[[1-9]\d*,[1-9]\d*,[1-9]\d*\]|yarn"
+                    r"|spark://[^\s/,:]+(:\d+)?(,[^\s/,:]+(:\d+)?)*|(mesos|k8s)://\S+")
+
+
 def session(master: str = "local[2]", app: str = "roscope", conf: dict | None = None):
-    """A SparkSession for roscope's jobs (`getOrCreate`: an existing session is reused)."""
+    """A SparkSession for roscope's jobs (`getOrCreate`: an existing session is reused).
+    A master URL Spark does not know, or a Spark that does not start, is a UserError."""
+    if not isinstance(master, str) or not MASTER.fullmatch(master):
+        raise InputError(f"--master {master!r}: not a Spark master URL; give local[N], local[*], spark://HOST:PORT, "
+                         "yarn, k8s://URL or mesos://URL")
     check()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -71,7 +82,12 @@ def session(master: str = "local[2]", app: str = "roscope", conf: dict | None = 
          .config("spark.sql.session.timeZone", "UTC"))
     for k, v in (conf or {}).items():
         b = b.config(k, v)
-    spark = b.getOrCreate()
+    from pyspark.errors import PySparkRuntimeError
+
+    try:
+        spark = b.getOrCreate()
+    except PySparkRuntimeError as exc:  # e.g. JAVA_GATEWAY_EXITED: Java printed why on stderr
+        raise UserError(f"Spark did not start with --master {master} ({exc}); see Spark's own messages above") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -147,7 +163,7 @@ def load(traces: Sequence[str], dataset: str, run_ids: Sequence[str] | None = No
     if dup:
         raise InputError(f"run ids given twice: {', '.join(dup)} (name the runs with --run-id)")
     dataset = os.path.abspath(dataset)
-    ds.create_dataset(dataset)  # once, on the driver: the tasks only add runs
+    ds.create_dataset(dataset, traces)  # once, on the driver: the tasks only add runs
     jobs = [{"traces": [t], "dataset": dataset, "run_id": r, "config": config, "commit": commit, "force": force}
             for t, r in zip(traces, run_ids)]
     spark = spark or session(master)

@@ -103,15 +103,30 @@ def _latencies(db: Database, window=None) -> dict[str, dict]:
                          "heuristic_links": r["heuristic_links"]} for r in rows}
 
 
+_TRANSPORT_KEYS = keys(prefix="transport_")
+
+
+def _transports(db: Database, window=None) -> dict[str, dict]:
+    """Per topic: the transport latency, publication to take, of each link with a take
+    (`transport_count` and the `transport_` statistics): what a trace without callback
+    events (or a take whose callback run is not known) still measures; `window`: the
+    links whose publication is in it."""
+    rows = grouped(db, "SELECT topic, take_ts - publish_ts AS x FROM links_info "
+                       f"WHERE take_ts IS NOT NULL AND {_within('publish_ts', window)}",
+                   ["topic"], extra="count(*) AS n", what="topic statistics")
+    return {r["topic"]: {"transport_count": r["n"], **{k: r[s] for k, s in zip(_TRANSPORT_KEYS, keys())}} for r in rows}
+
+
 def topics(db: Database, window=None):
-    """Per topic; `window`: only the publications, takes and deliveries (by their
-    publication) in it (see `_within`); drops are then not counted (None)."""
+    """Per topic; `window`: only the publications, takes, deliveries and transports (by
+    their publication) in it (see `_within`); drops are then not counted (None)."""
     first, last = window or trace_span(db)
     span_s = max(last - first, 1) / 1e9
     where = {"pub": _within("publish_ts", window), "pubi": _within("pi.publish_ts", window), "take": _within("t.ts", window)}
     pubs, linked, tk = ({r.pop("topic"): r for r in db.records(q.format(**where))} for q in _TOPIC_PARTS[:3])
     dr = {r.pop("topic"): r for r in db.records(_TOPIC_PARTS[3])} if window is None else {}
     lat = _latencies(db, window)
+    trans = _transports(db, window)
     rows = []
     for t in db.records("SELECT topic, publishers, subscriptions FROM topics"):
         name, none = t["topic"], {}
@@ -121,6 +136,8 @@ def topics(db: Database, window=None):
             **t, "publications": n, "rate_hz": n / span_s,
             "takes": tk.get(name, none).get("takes", 0), "deliveries": la.get("deliveries", 0),
             **{k: la.get(k) for k in _LAT_KEYS}, "heuristic_links": la.get("heuristic_links", 0),
+            "transport_count": trans.get(name, none).get("transport_count", 0),
+            **{k: trans.get(name, none).get(k) for k in _TRANSPORT_KEYS},
             "unmatched_publications": linked.get(name, none).get("unmatched_publications", 0) if t["subscriptions"] > 0 else None,
             "unmatched_takes": tk.get(name, none).get("unmatched_takes", 0), "drops": dr.get(name, none).get("drops"),
         })
@@ -185,6 +202,44 @@ def nodes(db: Database):
         FROM cb LEFT JOIN pb USING (node, pid)
         ORDER BY cb.busy_ns DESC, cb.node, cb.pid"""
     )
+
+
+def warnings(s: dict, topic_rows: list[dict]) -> list[str]:
+    """What a reader of `summary` `s` and the topic rows (`topics`) must know to read
+    them: a trace without take events, with takes but no transport link, or without
+    callback events, and topics whose publications were all left unmatched; each says
+    what the "unmatched" columns then mean."""
+    out = []
+    subscribed = [t for t in topic_rows if t["subscriptions"] and t["publications"]]
+    unm = sum(t["unmatched_publications"] or 0 for t in subscribed)
+    if s["publications"] and not s["takes"]:
+        out.append(
+            f"the trace has no take events (rmw_take/rcl_take, or a ROS 1 tracer's): publications are matched to the "
+            f"callbacks that received them only where something else links them ({s['links']:,} transport links), so "
+            f"'unm pubs' ({unm:,} on subscribed topics) counts publications roscope could not match, not lost messages, "
+            "and a topic without links has no delivery latency (ros2_tracing records takes from Humble on)")
+    elif s["takes"] and not s["links"]:
+        out.append(
+            f"the trace has {s['takes']:,} takes but no transport link: nothing in it says which publication each take "
+            "received (a DDS source timestamp, CARET's stamps, a ROS 1 connection and sequence number), so 'unm pubs' "
+            f"({unm:,}) and 'unm takes' ({s['takes']:,}) count messages roscope could not match, not lost messages; "
+            "there are no latencies")
+    elif unm:
+        none = [t["topic"] for t in subscribed if t["unmatched_publications"] == t["publications"]]
+        if none:
+            out.append(
+                f"{len(none)} subscribed topic{'s have' if len(none) != 1 else ' has'} no publication matched to a take "
+                f"({', '.join(none[:5])}{', ...' if len(none) > 5 else ''}): their subscribers may be untraced (another "
+                "host, a process outside the session) or their takes not matchable; 'unm pubs' counts publications that "
+                "no traced take received, not necessarily lost messages")
+    if s["publications"] and not s["callback_runs"] and not s["incomplete_runs"]:
+        n = sum(t["transport_count"] for t in topic_rows)
+        out.append(
+            "the trace has no callback events (callback_start/callback_end: an rclpy system without roscope's hook, "
+            "or a recording without them): there are no callback durations and no delivery latency (publication to "
+            f"callback start); the topics' transport latency (publication to take) is shown instead ({n:,} links)"
+            if n else "the trace has no callback events: there are no callback durations and no delivery latency")
+    return out
 
 
 def summary(db: Database) -> dict:

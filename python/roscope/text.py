@@ -1,5 +1,6 @@
 """Text for people and JSON for machines, safe whatever a trace holds: control
-characters shown visibly (`escape`, `cell`, `TextOut`) and values made JSON-ready
+characters shown visibly (`escape`, `cell`, `TextOut`, `names`: the names that exist, for
+an error saying a selection matched nothing) and values made JSON-ready
 (`clean`). Every verb's output and the report go through these (the CLI's
 `commands._common` hands them to the verbs)."""
 from __future__ import annotations
@@ -35,6 +36,14 @@ def cell(v, width: int) -> str:
     """A table cell: '-' for None, escaped, cut to `width` characters with '…'."""
     s = "-" if v is None else escape(v)
     return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def names(values, limit: int = 20) -> str:
+    """The names that exist, for an error saying a selection matched nothing: the
+    first `limit`, escaped and comma-separated, then ', ... (N in all)'."""
+    vals = [escape(v) for v in values if v is not None]
+    more = f", ... ({len(vals):,} in all)" if len(vals) > limit else ""
+    return ", ".join(vals[:limit]) + more
 
 
 class TextOut:

@@ -12,6 +12,7 @@ The runs' storage is `roscope.dataset`'s.
 """
 from __future__ import annotations
 
+import math
 import re
 import statistics as pystats
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from roscope import dataset as ds
 from roscope.dataset_queries import stat_columns
 from roscope.errors import InputError
 from roscope.flow import FlowRequest, data_flows, path_stats
+from roscope.text import names
 
 # DuckDB is imported in the functions that use it: the CLI's parser (every command's
 # defaults, `roscope --help`) and `roscope info` start without it.
@@ -30,7 +32,7 @@ TREND_STATS = ("count", "min", "mean", "std", "p50", "p90", "p99", "max")
 TREND_WINDOW = 5
 TREND_THRESHOLD = 0.10
 
-_CALLBACKS = r"""
+_CB = r"""
     WITH cb AS (
         SELECT c.run, c.callback_id, c.symbol, s.name AS topic,
                CASE WHEN n.name IS NULL THEN NULL
@@ -38,7 +40,8 @@ _CALLBACKS = r"""
                     ELSE rtrim(n.namespace, '/') || '/' || n.name END AS node
         FROM callbacks c
         LEFT JOIN nodes n ON n.run = c.run AND n.node_id = c.node_id
-        LEFT JOIN subscriptions s ON c.kind = 'subscription' AND s.run = c.run AND s.subscription_id = c.owner_id),
+        LEFT JOIN subscriptions s ON c.kind = 'subscription' AND s.run = c.run AND s.subscription_id = c.owner_id)"""
+_CALLBACKS = _CB + r""",
     sel AS (
         SELECT run, callback_id FROM cb
         WHERE (node IS NOT NULL AND regexp_matches(node, $re)) OR (symbol IS NOT NULL AND regexp_matches(symbol, $re))
@@ -58,6 +61,17 @@ _TOPICS = r"""
     JOIN callback_runs cr ON cr.run = l.run AND cr.run_id = l.run_id"""
 
 
+#: Per kind of metric: the names its regular expression is matched against, each with
+#: whether it matches (a metric that matches nothing in any run is an error).
+_NAMES = {
+    "callback": _CB + r"""
+        SELECT DISTINCT x AS name, regexp_matches(x, $re) AS hit
+        FROM (SELECT unnest([node, symbol, topic]) AS x FROM cb) WHERE x IS NOT NULL ORDER BY name""",
+    "topic": r"""SELECT DISTINCT name, regexp_matches(name, $re) AS hit FROM publishers WHERE name IS NOT NULL
+        ORDER BY name""",
+}
+
+
 def parse_metric(text: str) -> tuple[str, str, str | None]:
     """``callback:RE``, ``topic:RE`` or ``path:FROM->TO`` as (kind, RE or FROM, TO or None)."""
     kind, sep, rest = text.partition(":")
@@ -68,13 +82,30 @@ def parse_metric(text: str) -> tuple[str, str, str | None]:
         rest, sep, to = rest.partition("->")
         if not sep or not rest or not to:
             raise InputError(f"metric {text!r}: a path is path:FROM_REGEX->TO_REGEX")
-    for r in (rest, to):
-        if r is not None:
+    if kind == "path":  # the data-flow search matches topics with Python's regexes
+        for r in (rest, to):
             try:
                 re.compile(r)
             except re.error as exc:
                 raise InputError(f"metric {text!r}: bad regular expression {r!r}: {exc}") from None
+    else:
+        _check_re2(text, rest)
     return kind, rest, to
+
+
+def _check_re2(metric: str, regex: str) -> None:
+    """Callback and topic metrics are matched by DuckDB's regexp_matches: RE2 syntax
+    (docs/dataset.md), e.g. \\pL or \\Q...\\E, which Python's `re` refuses."""
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SELECT regexp_matches('', ?)", [regex]).fetchall()
+    except duckdb.InvalidInputException as exc:
+        raise InputError(f"metric {metric!r}: bad regular expression {regex!r} (RE2 syntax): "
+                         f"{str(exc).removeprefix('Invalid Input Error: ')}") from None
+    finally:
+        con.close()
 
 
 def _stats_sql(source: str) -> str:
@@ -115,6 +146,9 @@ def _path_values(dataset: str, run_ids_: Sequence[str], request: FlowRequest) ->
         values[r] = res["latency"]
         if res["note"]:
             notes[r] = res["note"]
+    unmatched = [n for n in notes.values() if n.startswith("no topic matches")]
+    if run_ids_ and len(unmatched) == len(run_ids_):  # a selection that matches nothing in any run
+        raise InputError(f"in none of the {len(run_ids_)} run(s): {unmatched[-1]}")
     return values, notes
 
 
@@ -141,6 +175,12 @@ def metric_values(dataset: str, metric: str, runs_: Sequence[str] | str | None =
             raise ds.read_error(exc, [f for t in need for f in ds.table_files(dataset, t, ids)], dataset) from None
         cols = [d[0] for d in cur.description]
         values = {row[0]: dict(zip(cols[1:], row[1:])) for row in cur.fetchall()}
+        if not values:
+            seen = con.execute(_NAMES[kind], {"re": a}).fetchall()
+            if not any(hit for _n, hit in seen):
+                what = "callback (node, symbol or topic)" if kind == "callback" else "published topic"
+                raise InputError(f"metric {metric!r}: no {what} of the {len(ids)} run(s) matches {a!r} "
+                                 f"({kind}s: {names(n for n, _h in seen) or 'none'})")
     finally:
         con.close()
     return chosen, values, {}
@@ -157,6 +197,9 @@ def trend(dataset: str, metric: str, stat: str = "p50", runs_: Sequence[str] | s
     runs: [{run_id, recorded_at, commit, config, count, value, baseline, change, flagged, note}]}."""
     if stat not in TREND_STATS:
         raise InputError(f"statistic {stat!r}: one of {', '.join(TREND_STATS)}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < math.inf:
+        raise InputError(f"--threshold {threshold}: give a finite share of 0 or more (0.1 flags a run that changed "
+                         "by more than 10%)")
     chosen, values, notes = metric_values(dataset, metric, runs_)
     key = "count" if stat == "count" else f"{stat}_ns"
     out, seen = [], []

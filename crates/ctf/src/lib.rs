@@ -15,6 +15,7 @@ pub mod columns;
 pub mod error;
 pub mod json;
 pub mod metadata;
+pub mod meter;
 pub mod reader;
 pub mod stream;
 pub mod summary;

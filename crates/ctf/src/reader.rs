@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::error::{CtfError, Result, Warning};
 use crate::metadata::{self, Metadata};
+use crate::meter::Meter;
 use crate::stream::{StreamIdentity, StreamReader};
 
 pub struct Trace {
@@ -36,6 +37,9 @@ pub struct TraceSet {
     pub traces: Vec<Trace>,
     pub streams: Vec<StreamReader>,
     pub warnings: Vec<Warning>,
+    /// Where a reader of the whole set (the model builder) says how far it got:
+    /// bytes read of the total, and events (`Meter`); None: nobody asks.
+    pub meter: Option<Arc<Meter>>,
     heap: BinaryHeap<Reverse<(i64, u32)>>,
     pending: Option<u32>,
     started: bool,
@@ -245,7 +249,7 @@ impl TraceSet {
     /// once, with a warning.
     /// A set of no traces (the start of an incremental model build).
     pub fn empty() -> TraceSet {
-        TraceSet { traces: vec![], streams: vec![], warnings: vec![], heap: BinaryHeap::new(), pending: None, started: false }
+        TraceSet { traces: vec![], streams: vec![], warnings: vec![], meter: None, heap: BinaryHeap::new(), pending: None, started: false }
     }
 
     pub fn open<P: AsRef<Path>>(paths: &[P]) -> Result<TraceSet> {
@@ -296,7 +300,7 @@ impl TraceSet {
             }
         }
         let streams = dedup_streams(&traces, streams, &mut warnings);
-        Ok(TraceSet { traces, streams, warnings, heap: BinaryHeap::new(), pending: None, started: false })
+        Ok(TraceSet { traces, streams, warnings, meter: None, heap: BinaryHeap::new(), pending: None, started: false })
     }
 
     #[inline]

@@ -5,6 +5,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
+use std::sync::Arc;
+
+use roscope_model::Meter;
 
 use crate::index::Index;
 use crate::model::{takes_input, Model, NONE};
@@ -256,6 +259,9 @@ pub struct FlowOptions {
     pub overlaps: HashSet<(i64, i64, i64)>,
     /// Leave out the `uncertain` flows (counted in `FlowResult::uncertain_dropped`).
     pub drop_uncertain: bool,
+    /// Where the search says how far it got, once per output message: `done`
+    /// output messages searched, `found` flows, `work` candidate flows (`Meter`).
+    pub meter: Option<Arc<Meter>>,
 }
 
 impl FlowOptions {
@@ -274,6 +280,7 @@ impl FlowOptions {
             window: Window::all(),
             overlaps: HashSet::new(),
             drop_uncertain: false,
+            meter: None,
         }
     }
 
@@ -923,6 +930,8 @@ pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow
             }
         }
         r.candidates += out.len();
+        let flows_before = r.flows;
+        let candidates = out.len() as u64;
         let mut found: Vec<DataFlow> = out.into_iter().map(|steps| breakdown(&s, steps)).collect();
         if !o.all_paths {
             r.duplicates_dropped += one_flow_per_pair(&mut found);
@@ -942,6 +951,9 @@ pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow
                 r.stopped_at = Some(p);
                 break 'outputs;
             }
+        }
+        if let Some(m) = o.meter.as_ref() {
+            m.add(1, (r.flows - flows_before) as u64, candidates);
         }
     }
     r.cache_hits = s.cache_hits;

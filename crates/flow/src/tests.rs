@@ -637,6 +637,25 @@ fn a_race_makes_a_flow_uncertain_and_it_can_be_dropped() {
     assert_eq!(ints(&t.flows, "uncertain"), [1, 0]);
 }
 
+#[test]
+fn the_meter_counts_what_the_result_counts() {
+    // Progress is read from the meter while the search runs: once per output, it
+    // must add up to the result's outputs, flows and candidates.
+    let m = planner(true).model();
+    let meter = std::sync::Arc::new(roscope_model::Meter::default());
+    for all_paths in [false, true] {
+        let before = meter.read();
+        let o = FlowOptions { meter: Some(meter.clone()), all_paths, ..opts(&m, &["/lidar"], &["/cmd"], Implicit::Auto) };
+        let (_, res) = run_search(&m, &o);
+        let after = meter.read();
+        assert_eq!(
+            [after[0] - before[0], after[2] - before[2], after[3] - before[3]],
+            [res.outputs as u64, res.flows as u64, res.candidates as u64]
+        );
+        assert!(res.outputs > 0 && res.flows > 0);
+    }
+}
+
 /// A service call on a flow: node /s's timer publishes [/in]; node /p's subscription
 /// sends a request ([/svc:request], its client's pseudo-topic), node /m's service
 /// callback handles it and responds ([/svc:response], published just after its run),

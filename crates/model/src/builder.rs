@@ -2,7 +2,7 @@
 //!
 //! For each event, `Builder::run_event` finds its process instance and thread
 //! (with pid reuse), then `dispatch` hands it to the handler of its event
-//! family: `ros2.rs` (ROS 2 core), `caret.rs`, `executor.rs`,
+//! family: `ros2.rs` (ROS 2 core), `caret.rs`, `executor.rs`, `groups.rs`,
 //! `ros1_bosch.rs`, `ros1_roscope.rs`, `annotations.rs`. Handlers read the
 //! event's fields by name through `Event`. At the end, `link.rs` matches
 //! publications to takes and `tables.rs` emits the tables.
@@ -19,6 +19,7 @@ use roscope_ctf::TraceSet;
 
 use crate::caret::CaretState;
 use crate::events::{classify, Ev, Field, MAX_FIELDS};
+use crate::groups::Groups;
 use crate::link::Linker;
 use crate::objects::{Annotation, ExecState, LeftOut, Objects, Proc, Publication, Run, Take, Thread};
 use crate::ros1_bosch::BoschState;
@@ -31,6 +32,8 @@ use crate::{Model, Options, Scope};
 
 /// Progress is shown on stderr every this many events (with `Options::progress`).
 const PROGRESS_EVERY_EVENTS: u64 = 1 << 20;
+/// The trace set's `Meter` (if any) is updated every this many events.
+const METER_EVERY_EVENTS: u64 = 1 << 14;
 
 /// A streaming build emits what left the window every this many events
 /// (unless `Options::flush_every` says otherwise).
@@ -277,6 +280,8 @@ pub struct Builder {
     pub ros2: Ros2State,
     pub svc: ServiceState,
     pub caret: CaretState,
+    /// CARET's executors and callback groups (groups.rs).
+    pub groups: Groups,
     pub bosch: BoschState,
     pub r1: RoscopeState,
     pub annotations: Vec<Annotation>,
@@ -286,6 +291,8 @@ pub struct Builder {
     pub exec_states: Vec<ExecState>,
     /// Streaming: the publications that takes may still match.
     linker: Linker,
+    /// Streaming a set of several hosts whose clocks are synchronized (`sync.rs`).
+    pub(crate) two_pass: crate::sync::TwoPass,
     pub counts: Counts,
     /// The index, in `info`, of each trace of the set being read (the next
     /// chunk of a live session is a new set: `feed`).
@@ -306,6 +313,7 @@ impl Builder {
             ros2: Ros2State::default(),
             svc: ServiceState::default(),
             caret: CaretState::default(),
+            groups: Groups::default(),
             bosch: BoschState::default(),
             r1: RoscopeState::default(),
             annotations: vec![],
@@ -314,6 +322,7 @@ impl Builder {
             takes: Rows::default(),
             exec_states: vec![],
             linker: Linker::default(),
+            two_pass: crate::sync::TwoPass::default(),
             counts: Counts::default(),
             tmap: (0..set.traces.len()).collect(),
         }
@@ -408,6 +417,9 @@ impl Builder {
     pub fn open_run(&mut self, th: usize, c: usize, ts: u64, intra: bool) -> usize {
         let parent = self.current_run(th);
         let depth = self.threads[th].stack.len() as u32;
+        if depth == 0 {
+            self.exec_run_start(th, ts);
+        }
         let r = self.runs.push(Run { cb: c, thread: th, start: ts, end: None, intra, depth, parent });
         self.threads[th].stack.push(r);
         r
@@ -488,6 +500,9 @@ impl Builder {
         }
         e.th = self.thread(p, tid, ts);
         self.dispatch(&e);
+        if !matches!(e.ev, Ev::ExecWait | Ev::ExecGetNext | Ev::ExecExecute) {
+            self.exec_note(e.th, ts);
+        }
     }
 
     /// An event the model does not read (e.g. `roscope_ros1:queue_call_start`),
@@ -606,6 +621,17 @@ impl Builder {
             CaretDispatch => self.caret_dispatch(e),
             // rclcpp executors (executor.rs).
             ExecWait | ExecGetNext | ExecExecute => self.executor_event(e),
+            // CARET's executors and callback groups (groups.rs).
+            ConstructExecutor
+            | ConstructStaticExecutor
+            | CollectorToExecutor
+            | AddCbGroup
+            | AddCbGroupStatic
+            | CbGroupToCollector
+            | CbGroupAddTimer
+            | CbGroupAddSub
+            | CbGroupAddService
+            | CbGroupAddClient => self.executor_structure(e),
             // Causal-link annotations (annotations.rs).
             MsgLinkPeriodic | MsgLinkPartial => self.annotation(e),
             // ROS 1, Bosch ros1_tracetools (ros1_bosch.rs).
@@ -658,7 +684,9 @@ impl Builder {
         let pubs = self.publications.drain(|p| old(p.ts, p.thread, 1), |_| true);
         let takes = self.takes.drain(|t| old(t.ts, t.thread, 2), |_| true);
         self.emit(runs, pubs, takes, sink);
-        self.linker.prune(now.saturating_sub(w.saturating_mul(2)).saturating_sub(crate::link::LINK_WINDOW_NS as i64));
+        let forget = now.saturating_sub(w.saturating_mul(2)).saturating_sub(crate::link::LINK_WINDOW_NS as i64);
+        self.linker.prune(forget);
+        self.two_pass.prune(forget);
     }
 
     /// A record's time in the merged order's terms: plus its trace's clock offset.
@@ -666,26 +694,45 @@ impl Builder {
         merged(&self.info.offsets, &self.procs, &self.threads, ts, thread)
     }
 
-    /// Emits drained records as chunks, and the links of the takes.
-    fn emit(&mut self, runs: Vec<(usize, Run)>, pubs: Vec<(usize, Publication)>, takes: Vec<(usize, Take)>, sink: &mut dyn FnMut(Table)) {
-        let exec = std::mem::take(&mut self.exec_states);
-        if !exec.is_empty() {
-            sink(crate::tables::executor_table(&exec));
-        }
-        if !runs.is_empty() {
-            sink(crate::tables::run_table(runs.iter().map(|(i, r)| (*i, r))));
+    /// Emits drained records as chunks, and the links of the takes (their times
+    /// mapped onto the reference clock when the clock maps are known; while they
+    /// are being found, no tables: only the message pairs, `sync.rs`).
+    pub(crate) fn emit(
+        &mut self,
+        mut runs: Vec<(usize, Run)>,
+        mut pubs: Vec<(usize, Publication)>,
+        mut takes: Vec<(usize, Take)>,
+        sink: &mut dyn FnMut(Table),
+    ) {
+        let mut exec = std::mem::take(&mut self.exec_states);
+        let collecting = self.two_pass.collecting();
+        if !collecting {
+            self.map_leaving(&mut exec, &mut runs, &mut pubs, &mut takes);
+            if !exec.is_empty() {
+                sink(crate::tables::executor_table(&exec));
+            }
+            if !runs.is_empty() {
+                sink(crate::tables::run_table(runs.iter().map(|(i, r)| (*i, r))));
+            }
         }
         let mut lk = std::mem::take(&mut self.linker);
         for (i, p) in &pubs {
             self.add_publication(&mut lk, *i, p);
         }
-        if !pubs.is_empty() {
+        if collecting {
+            self.note_publications(&pubs);
+        } else if !pubs.is_empty() {
             sink(crate::tables::publication_table(pubs.iter().map(|(i, p)| (*i, p))));
         }
         if !takes.is_empty() {
+            // Links are made on raw times (the publications the linker holds are raw).
             let links: Vec<_> = takes.iter().filter_map(|(i, t)| self.link_take(&lk, *i, t)).collect();
-            sink(crate::tables::take_table(takes.iter().map(|(i, t)| (*i, t))));
-            sink(crate::tables::link_table(&links));
+            if collecting {
+                self.note_pairs(&links, &takes);
+            } else {
+                sink(crate::tables::take_table(takes.iter().map(|(i, t)| (*i, t))));
+                sink(crate::tables::link_table(&links));
+            }
         }
         self.linker = lk;
     }
@@ -699,18 +746,19 @@ impl Builder {
     /// tables. A streaming build hands its last chunks to `sink`; the model
     /// then holds the object tables and empty instance tables.
     pub fn finish(mut self, set: &TraceSet, sink: Option<&mut dyn FnMut(Table)>) -> Model {
-        for (ti, t) in self.threads.iter_mut().enumerate() {
-            if let Some((state, start, handle)) = t.exec.take() {
-                self.exec_states.push(ExecState { thread: ti, state, start, end: t.last, handle });
-            }
-            self.counts.unmatched_starts += t.stack.len() as u64;
+        for ti in 0..self.threads.len() {
+            self.end_exec_state(ti, self.threads[ti].last);
+            self.counts.unmatched_starts += self.threads[ti].stack.len() as u64;
         }
         let (links, syncs) = match sink {
             Some(sink) if self.opts.window_ns.is_some() => {
                 self.note_peak();
                 let (runs, pubs, takes) = (self.runs.drain_all(), self.publications.drain_all(), self.takes.drain_all());
                 self.emit(runs, pubs, takes, sink);
-                (vec![], vec![])
+                // The clock maps found by a first pass: the records still here are mapped now.
+                let syncs = self.two_pass.take_syncs();
+                self.apply_clock_maps(&syncs);
+                (vec![], syncs)
             }
             _ => {
                 let links = self.link();
@@ -824,13 +872,42 @@ pub fn build(set: &mut TraceSet, opts: Options, scope: Scope) -> Model {
 /// has several hosts whose clocks are to be synchronized: that needs every
 /// message pair first, so such a build holds its records to the end. The
 /// returned model holds the tables not yet handed to `sink`.
-pub fn build_streaming(set: &mut TraceSet, opts: Options, scope: Scope, mut sink: Option<&mut dyn FnMut(Table)>) -> Model {
-    let every = if opts.flush_every > 0 { opts.flush_every } else { FLUSH_EVERY_EVENTS };
+pub fn build_streaming(set: &mut TraceSet, opts: Options, scope: Scope, sink: Option<&mut dyn FnMut(Table)>) -> Model {
     let mut b = Builder::new(set, opts, scope);
     if sink.is_none() || (opts.sync && b.hosts().len() > 1) {
         b.opts.window_ns = None;
     }
-    let streaming = b.opts.window_ns.is_some();
+    run(b, set, sink)
+}
+
+/// The first pass of a synchronized streaming build (`sync::clock_pass`):
+/// every event into `b`, streamed without tables; returns the builder with
+/// what it found.
+pub(crate) fn run_pass(mut b: Builder, set: &mut TraceSet, sink: &mut dyn FnMut(Table)) -> Builder {
+    let every = if b.opts.flush_every > 0 { b.opts.flush_every } else { FLUSH_EVERY_EVENTS };
+    let mut n: u64 = 0;
+    while let Some(i) = set.next() {
+        b.run_event(set, i);
+        n += 1;
+        if n.is_multiple_of(every) {
+            let s = &set.streams[i];
+            b.flush(set.traces[s.trace].offset_ns.wrapping_add(s.cur_ts as i64), sink);
+        }
+    }
+    for ti in 0..b.threads.len() {
+        b.end_exec_state(ti, b.threads[ti].last);
+    }
+    let (runs, pubs, takes) = (b.runs.drain_all(), b.publications.drain_all(), b.takes.drain_all());
+    b.emit(runs, pubs, takes, sink);
+    b
+}
+
+/// Reads every event of `set` into `b` (streaming through `sink` if `b` has a
+/// window), then finishes the model.
+pub(crate) fn run(mut b: Builder, set: &mut TraceSet, mut sink: Option<&mut dyn FnMut(Table)>) -> Model {
+    let opts = b.opts;
+    let every = if opts.flush_every > 0 { opts.flush_every } else { FLUSH_EVERY_EVENTS };
+    let streaming = b.opts.window_ns.is_some() && sink.is_some();
     let t0 = std::time::Instant::now();
     let mut n: u64 = 0;
     while let Some(i) = set.next() {
@@ -842,10 +919,25 @@ pub fn build_streaming(set: &mut TraceSet, opts: Options, scope: Scope, mut sink
                 b.flush(set.traces[s.trace].offset_ns.wrapping_add(s.cur_ts as i64), *sink);
             }
         }
-        if opts.progress && n.is_multiple_of(PROGRESS_EVERY_EVENTS) {
-            let (done, total) = set.progress();
-            eprint!("\rroscope: {:>6.1}%  {} events  {:.1} s", 100.0 * done as f64 / total.max(1) as f64, n, t0.elapsed().as_secs_f64());
+        if n.is_multiple_of(METER_EVERY_EVENTS) {
+            if let Some(m) = set.meter.as_ref() {
+                let (done, total) = set.progress();
+                m.set(done, total, n);
+            }
+            if opts.progress && n.is_multiple_of(PROGRESS_EVERY_EVENTS) {
+                let (done, total) = set.progress();
+                eprint!(
+                    "\rroscope: {:>6.1}%  {} events  {:.1} s",
+                    100.0 * done as f64 / total.max(1) as f64,
+                    n,
+                    t0.elapsed().as_secs_f64()
+                );
+            }
         }
+    }
+    if let Some(m) = set.meter.as_ref() {
+        let (_, total) = set.progress();
+        m.set(total, total, n);
     }
     if opts.progress && n >= PROGRESS_EVERY_EVENTS {
         eprintln!("\rroscope: 100.0%  {} events  {:.1} s", n, t0.elapsed().as_secs_f64());

@@ -39,6 +39,8 @@ const ANNOTATION: &[&str] = &["ros2", "ros2_caret", "roscope_ros1"];
 const SERVICE_EVENTS: &[&str] = &["ros2", "roscope_ros2"];
 /// roscope's own ROS 2 events (instrument/ros2: its tracer library and rclpy hook).
 const ROSCOPE_ROS2: &[&str] = &["roscope_ros2"];
+/// CARET's own events (its hook library, caret_trace): the executor structure.
+const CARET: &[&str] = &["ros2_caret"];
 
 const fn max_len(lens: &[usize]) -> usize {
     let mut m = 0;
@@ -217,6 +219,40 @@ events! {
         /// of the rmw service or client `rmw_handle`.
         R2CallbackInput callback_input { CALLBACK = "callback", RMW_HANDLE = "rmw_handle", SEQUENCE_NUMBER = "sequence_number" }
     }
+    caret_exec (CARET) {
+        /// An executor is constructed: its address and type (`single_threaded_executor`, ...).
+        ConstructExecutor construct_executor { EXECUTOR = "executor_addr", TYPE = "executor_type_name" }
+        /// A static executor is constructed, with its entities collector.
+        ConstructStaticExecutor construct_static_executor {
+            EXECUTOR = "executor_addr",
+            COLLECTOR = "entities_collector_addr",
+            TYPE = "executor_type_name",
+        }
+        /// A callback group is added to an executor: its type (`mutually_exclusive`, `reentrant`).
+        AddCbGroup add_callback_group { EXECUTOR = "executor_addr", GROUP = "callback_group_addr", TYPE = "group_type_name" }
+        /// A callback group is added to a static executor (through its entities collector).
+        AddCbGroupStatic add_callback_group_static_executor {
+            COLLECTOR = "entities_collector_addr",
+            GROUP = "callback_group_addr",
+            TYPE = "group_type_name",
+        }
+        /// Jazzy: a callback group is added to an executor's entities collector.
+        CbGroupToCollector callback_group_to_executor_entity_collector {
+            COLLECTOR = "entities_collector_addr",
+            GROUP = "callback_group_addr",
+            TYPE = "group_type_name",
+        }
+        /// Jazzy: the executor an entities collector belongs to.
+        CollectorToExecutor executor_entity_collector_to_executor { EXECUTOR = "executor_addr", COLLECTOR = "entities_collector_addr" }
+        /// A timer (rcl handle) joins a callback group.
+        CbGroupAddTimer callback_group_add_timer { GROUP = "callback_group_addr", HANDLE = "timer_handle" }
+        /// A subscription (rcl handle) joins a callback group.
+        CbGroupAddSub callback_group_add_subscription { GROUP = "callback_group_addr", HANDLE = "subscription_handle" }
+        /// A service (rcl handle) joins a callback group.
+        CbGroupAddService callback_group_add_service { GROUP = "callback_group_addr", HANDLE = "service_handle" }
+        /// A client (rcl handle) joins a callback group.
+        CbGroupAddClient callback_group_add_client { GROUP = "callback_group_addr", HANDLE = "client_handle" }
+    }
     annotation (ANNOTATION) {
         /// A periodic asynchronous causal link (fields `subs`, `pubs` are read as sequences).
         MsgLinkPeriodic message_link_periodic_async {}
@@ -340,6 +376,9 @@ mod tests {
         assert_eq!(classify("roscope_ros2:process_init"), Some(Ev::R2ProcessInit));
         assert_eq!(classify("roscope_ros1:process_init"), Some(Ev::R1ProcessInit));
         assert_eq!(classify("rcl_init"), None);
+        assert_eq!(classify("ros2_caret:construct_executor"), Some(Ev::ConstructExecutor));
+        assert_eq!(classify("ros2:construct_executor"), None);
+        assert_eq!(classify("ros2_caret:callback_group_add_client"), Some(Ev::CbGroupAddClient));
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! - `builder`: the pass over the events (processes and threads with pid
 //!   reuse, callback run stacks, progress), dispatching each event to its
 //!   family: `ros2`, `services` (ROS 2 services and actions), `caret`,
-//!   `executor`, `annotations`, `ros1_bosch`, `ros1_roscope`;
+//!   `executor`, `groups` (CARET's executors and callback groups),
+//!   `annotations`, `ros1_bosch`, `ros1_roscope`;
 //! - `registry`: handle lookups per process instance, with lifetimes;
 //! - `objects`: the records kept while reading;
 //! - `link`: transport links (publication -> take / callback run);
@@ -27,6 +28,8 @@ mod caret;
 pub mod clock;
 pub mod events;
 mod executor;
+mod groups;
+pub mod kernel;
 pub mod link;
 mod objects;
 mod registry;
@@ -41,6 +44,8 @@ pub mod table;
 mod tables;
 
 pub use builder::{build, build_streaming, Builder};
+pub use roscope_ctf::meter::Meter;
+pub use sync::{build_streaming_synced, clock_pass, needs_clock_pass, Synced};
 use table::Table;
 
 #[derive(Clone, Copy, Debug, Default)]

@@ -56,6 +56,9 @@ pub struct Thread {
     pub pending_take: Option<usize>,
     /// The executor state in progress: (state, since, handle executed).
     pub exec: Option<(ExecutorState, u64, Option<u64>)>,
+    /// The end of the last outermost callback run of the executing state in
+    /// progress (executor.rs).
+    pub exec_done: Option<u64>,
     /// ROS 1 (Bosch): queue-level spans open on this thread.
     pub queue_depth: u32,
     /// The data of the DDS write in progress (`dds:write_pre`, Fast DDS's layout).
@@ -74,6 +77,7 @@ impl Thread {
             pending_pub: None,
             pending_take: None,
             exec: None,
+            exec_done: None,
             queue_depth: 0,
             dds_data: None,
         }

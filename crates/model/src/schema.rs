@@ -130,7 +130,7 @@ macro_rules! codes {
 
 codes! {
     /// What a callback belongs to.
-    pub enum CallbackKind = "callback_kind", "What a callback belongs to.", used in ["callbacks.kind"] {
+    pub enum CallbackKind = "callback_kind", "What a callback belongs to.", used in ["callbacks.kind", "callback_group_members.kind"] {
         Timer = 0, "timer", "a timer's callback (`owner_id` is a `timers` row)";
         Subscription = 1, "subscription", "a subscription's callback (`owner_id` is a `subscriptions` row)";
         Service = 2, "service", "a service's callback (`owner_id` is a `services` row)";
@@ -214,9 +214,9 @@ codes! {
 codes! {
     /// What an executor thread is doing (rclcpp executor events).
     pub enum ExecutorState = "executor_state", "What an executor thread is doing.", used in ["executor_states.state"] {
-        Waiting = 0, "waiting", "from `rclcpp_executor_wait_for_work`: waiting for work";
+        Waiting = 0, "waiting", "from `rclcpp_executor_wait_for_work`, or from the end of an execution to the next executor event (a multi-threaded executor's threads share one wait): waiting for work";
         Selecting = 1, "selecting", "from `rclcpp_executor_get_next_ready`: choosing what to execute";
-        Executing = 2, "executing", "from `rclcpp_executor_execute`: executing the entity `handle`";
+        Executing = 2, "executing", "from `rclcpp_executor_execute` (or an outermost callback's start in another state: a waitable) to the thread's last event inside it (its callback's end): executing the entity `handle`";
     }
 }
 
@@ -420,12 +420,39 @@ table!(ANNOTATION_MEMBERS = "annotation_members", Model, "One row per subscripti
     "publisher_id": BigInt = "the publisher with that handle, for the role `publisher`",
 ]);
 
-table!(EXECUTOR_STATES = "executor_states", Model, "One row per interval of an executor thread's state, from one executor event to the next on its thread (the last one ends with the thread's last event).", [
+table!(EXECUTOR_STATES = "executor_states", Model, "One row per interval of an executor thread's state, from one executor event to the next on its thread (the last one ends with the thread's last event); `executing` ends at the thread's last event inside it (its outermost callback's end), the rest until the next executor event is `waiting`.", [
     "thread_id": BigInt = "the executor thread",
     "state": Varchar = "code table `executor_state`",
     "start_ts": BigInt = "its start",
     "end_ts": BigInt = "its end",
     "handle": UBigInt = "`executing`: the rcl handle executed",
+]);
+
+table!(EXECUTORS = "executors", Model, "One row per executor, from CARET's executor structure events (`ros2_caret:construct_executor`, `construct_static_executor`; ros2_tracing has none); empty without them. A repeated event for the same address and type (CARET re-emits its init events when tracing starts after the application) is the same executor.", [
+    "executor_id": BigInt = "row id",
+    "proc_id": BigInt = "its process instance",
+    "handle": UBigInt = "the executor's address (`executor_addr`)",
+    "collector_handle": UBigInt = "its entities collector's address (`entities_collector_addr`: static executors; Jazzy's `executor_entity_collector_to_executor`)",
+    "type": Varchar = "the type CARET names (`executor_type_name`): `single_threaded_executor`, `multi_threaded_executor`, `static_single_threaded_executor`, ...",
+    "init_ts": BigInt = "its construct event",
+]);
+
+table!(CALLBACK_GROUPS = "callback_groups", Model, "One row per callback group added to an executor (`ros2_caret:add_callback_group`, `add_callback_group_static_executor`, Jazzy's `callback_group_to_executor_entity_collector`), or named only by a `callback_group_add_*` event; empty without CARET's executor structure events.", [
+    "group_id": BigInt = "row id",
+    "proc_id": BigInt = "its process instance",
+    "executor_id": BigInt = "the executor it was added to (NULL: not known)",
+    "handle": UBigInt = "the group's address (`callback_group_addr`)",
+    "type": Varchar = "the type CARET names (`group_type_name`): `mutually_exclusive` or `reentrant` (NULL: not known)",
+    "init_ts": BigInt = "the first event that named it",
+]);
+
+table!(CALLBACK_GROUP_MEMBERS = "callback_group_members", Model, "One row per timer, subscription, service or client a callback group holds (`ros2_caret:callback_group_add_timer`, `_subscription`, `_service`, `_client`), each once.", [
+    "group_id": BigInt = "the callback group",
+    "kind": Varchar = "code table `callback_kind` (`timer`, `subscription`, `service`, `client`)",
+    "handle": UBigInt = "the member's rcl handle, as the event gives it",
+    "owner_id": BigInt = "the `timers`, `subscriptions`, `services` or `clients` row with that handle (NULL: its init event is not in the trace)",
+    "callback_id": BigInt = "the member's callback (`callbacks` row whose `owner_id` is it; NULL: none recorded)",
+    "ts": BigInt = "the event",
 ]);
 
 table!(CLOCK_SYNC = "clock_sync", Model, "One row per host but the reference host of a trace of several hosts: its clock's map onto the reference host's clock, estimated from the messages between them (a message is never received before it is sent; convex hulls, after Trace Compass). Every timestamp of the host's rows in the model is mapped (`t_ref = ref_at_x0_ns + slope * (t_raw - x0_ns)`, so raw times are `x0_ns + (t - ref_at_x0_ns) / slope`); empty with one host or `--no-sync`.", [
@@ -514,7 +541,7 @@ table!(KERNEL_THREADS = "kernel_threads", Load, "One row per thread the kernel s
     "host_id": BigInt = "the host of the trace the kernel data belongs to",
     "tid": BigInt = "the thread (kernel tid)",
     "pid": BigInt = "its process (perf: the sample's pid; LTTng: the UST threads' process, else NULL)",
-    "name": Varchar = "its last name (`comm`)",
+    "name": Varchar = "its last name (`comm`); the name in force at a time is `thread_states.name`",
     "procname": Varchar = "the name of its process's main thread (tid = pid), else its own",
 ]);
 
@@ -523,6 +550,7 @@ table!(THREAD_STATES = "thread_states", Load, "One row per interval of a thread'
     "tid": BigInt = "the thread (kernel tid)",
     "pid": BigInt = "its process (`kernel_threads.pid`)",
     "state": Varchar = "code table `thread_state`",
+    "name": Varchar = "the thread's name (`comm`) in force: the one the event that started the interval reported; a rename (exec, prctl(PR_SET_NAME)) starts a new interval",
     "cpu": BigInt = "`running`: the CPU; `runnable`: the CPU it then ran on (NULL if it did not run again); `blocked`: NULL",
     "start_ts": BigInt = "its start (ns of CLOCK_MONOTONIC, the UST events' clock)",
     "end_ts": BigInt = "its end",
@@ -569,6 +597,9 @@ pub const TABLES: &[TableSpec] = &[
     ANNOTATIONS,
     ANNOTATION_MEMBERS,
     EXECUTOR_STATES,
+    EXECUTORS,
+    CALLBACK_GROUPS,
+    CALLBACK_GROUP_MEMBERS,
     CLOCK_SYNC,
     META,
     CODES,

@@ -5,11 +5,26 @@
 //! each map, so raw times can be recovered). Links are made on raw times: they
 //! match stamps, and the heuristic compares a host's times with its own wall
 //! clock.
+//!
+//! A whole build finds the maps at the end from its links. A streaming build
+//! of several hosts reads the set twice (`clock_pass`, then
+//! `build_streaming_synced`): the first pass streams without tables and keeps
+//! only each message between hosts as a pair of times (and, for as long as a
+//! take may still link to it, each publication's time and host); the maps are
+//! estimated from those pairs, in the whole build's order; the second pass
+//! streams the tables with every record's times mapped as it leaves memory.
+
+use std::collections::VecDeque;
+
+use roscope_ctf::TraceSet;
+use rustc_hash::FxHashMap;
 
 use crate::builder::Builder;
 use crate::clock::{self, ClockMap, Sync};
-use crate::objects::{Link, Obj};
+use crate::objects::{ExecState, Link, Obj, Publication, Run, Take};
 use crate::registry::Registry;
+use crate::table::Table;
+use crate::{Model, Options, Scope};
 
 /// The estimate for one host, as the `clock_sync` table shows it.
 pub struct HostSync {
@@ -50,18 +65,27 @@ impl Builder {
     /// that exchanged messages with the most others, then the first) from the
     /// links between hosts. Empty with one host, or with `Options::sync` off.
     pub(crate) fn synchronize(&mut self, links: &[Link]) -> Vec<HostSync> {
+        let mut sent = Vec::new();
+        for l in links {
+            let Some(ti) = l.take else { continue };
+            let (pb, tk) = (&self.publications[l.publication], &self.takes[ti]);
+            sent.push((self.host_of_thread(pb.thread), self.host_of_thread(tk.thread), pb.ts, tk.ts));
+        }
+        self.synchronize_pairs(sent)
+    }
+
+    /// The estimates from (sender host, receiver host, send ts, receive ts) of
+    /// every transport link, raw clocks, in the order of the takes.
+    fn synchronize_pairs(&self, sent: Vec<(usize, usize, u64, u64)>) -> Vec<HostSync> {
         let n = self.hosts().len();
         if n < 2 || !self.opts.sync {
             return Vec::new();
         }
         // (sender host, receiver host) -> [(send ts, receive ts)], raw clocks.
         let mut pairs: Vec<Vec<Vec<(u64, u64)>>> = vec![vec![Vec::new(); n]; n];
-        for l in links {
-            let Some(ti) = l.take else { continue };
-            let (pb, tk) = (&self.publications[l.publication], &self.takes[ti]);
-            let (a, b) = (self.host_of_thread(pb.thread), self.host_of_thread(tk.thread));
+        for (a, b, s, r) in sent {
             if a != b {
-                pairs[a][b].push((pb.ts, tk.ts));
+                pairs[a][b].push((s, r));
             }
         }
         let peers = |h: usize| (0..n).filter(|&o| o != h && (!pairs[h][o].is_empty() || !pairs[o][h].is_empty())).count();
@@ -182,4 +206,155 @@ impl Builder {
         }
         w
     }
+}
+
+/// A streaming build's part in synchronizing several hosts' clocks.
+#[derive(Default)]
+pub(crate) struct TwoPass {
+    /// First pass: the message pairs are being found (no tables).
+    pairs: Option<Pairs>,
+    /// Second pass: the maps found (per host), applied to the records as they
+    /// leave, and the estimates, for the `clock_sync` table.
+    maps: Option<Vec<Option<ClockMap>>>,
+    syncs: Vec<HostSync>,
+}
+
+/// The first pass's findings: the publications a take may still link to, and
+/// every message between hosts.
+#[derive(Default)]
+struct Pairs {
+    /// Publication -> (time, host), and (merged time, publication) to forget them.
+    pubs: FxHashMap<usize, (u64, usize)>,
+    added: VecDeque<(i64, usize)>,
+    /// (take, sender host, receiver host, send ts, receive ts), raw clocks.
+    sent: Vec<(usize, usize, usize, u64, u64)>,
+}
+
+/// The clock maps of a set of several hosts, found by `clock_pass`.
+pub struct Synced(Vec<HostSync>);
+
+impl TwoPass {
+    pub(crate) fn collecting(&self) -> bool {
+        self.pairs.is_some()
+    }
+
+    /// Forgets the publications older than `before` (merged order), as the linker does.
+    pub(crate) fn prune(&mut self, before: i64) {
+        if let Some(p) = &mut self.pairs {
+            while p.added.front().is_some_and(|(t, _)| *t < before) {
+                if let Some((_, i)) = p.added.pop_front() {
+                    p.pubs.remove(&i);
+                }
+            }
+        }
+    }
+
+    /// The estimates of the second pass (once).
+    pub(crate) fn take_syncs(&mut self) -> Vec<HostSync> {
+        std::mem::take(&mut self.syncs)
+    }
+}
+
+impl Builder {
+    /// First pass: what the pairs of the takes linked later need of these publications.
+    pub(crate) fn note_publications(&mut self, pubs: &[(usize, Publication)]) {
+        let hosts: Vec<(usize, u64, usize, i64)> =
+            pubs.iter().map(|(i, p)| (*i, p.ts, self.host_of_thread(p.thread), self.merged_ts(p.ts, p.thread))).collect();
+        if let Some(pp) = &mut self.two_pass.pairs {
+            for (i, ts, host, merged) in hosts {
+                pp.pubs.insert(i, (ts, host));
+                pp.added.push_back((merged, i));
+            }
+        }
+    }
+
+    /// First pass: the pairs of the links of these takes.
+    pub(crate) fn note_pairs(&mut self, links: &[Link], takes: &[(usize, Take)]) {
+        let take_of: FxHashMap<usize, (u64, usize)> = takes.iter().map(|(i, t)| (*i, (t.ts, self.host_of_thread(t.thread)))).collect();
+        let Some(pp) = &mut self.two_pass.pairs else { return };
+        for l in links {
+            let Some(ti) = l.take else { continue };
+            let (Some(&(pts, a)), Some(&(tts, b))) = (pp.pubs.get(&l.publication), take_of.get(&ti)) else { continue };
+            pp.sent.push((ti, a, b, pts, tts));
+        }
+    }
+
+    /// Second pass: maps the times of the records leaving memory onto the reference clock.
+    pub(crate) fn map_leaving(
+        &self,
+        exec: &mut [ExecState],
+        runs: &mut [(usize, Run)],
+        pubs: &mut [(usize, Publication)],
+        takes: &mut [(usize, Take)],
+    ) {
+        let Some(maps) = &self.two_pass.maps else { return };
+        let m = |th: usize| maps[self.host_of_thread(th)].as_ref();
+        for e in exec.iter_mut() {
+            if let Some(m) = m(e.thread) {
+                map_ts(m, &mut e.start);
+                map_ts(m, &mut e.end);
+            }
+        }
+        for (_, r) in runs.iter_mut() {
+            if let Some(m) = m(r.thread) {
+                map_ts(m, &mut r.start);
+                map_opt(m, &mut r.end);
+            }
+        }
+        for (_, p) in pubs.iter_mut() {
+            if let Some(m) = m(p.thread) {
+                map_ts(m, &mut p.ts);
+                for t in [&mut p.rclcpp_ts, &mut p.rcl_ts, &mut p.rmw_ts] {
+                    map_opt(m, t);
+                }
+            }
+        }
+        for (_, k) in takes.iter_mut() {
+            if let Some(m) = m(k.thread) {
+                map_ts(m, &mut k.ts);
+                for t in [&mut k.rmw_ts, &mut k.rcl_ts, &mut k.rclcpp_ts] {
+                    map_opt(m, t);
+                }
+            }
+        }
+    }
+}
+
+/// Whether a streaming build of `set` needs the clock pass first: several
+/// hosts, and `opts.sync`.
+pub fn needs_clock_pass(set: &TraceSet, opts: Options) -> bool {
+    if !opts.sync || opts.window_ns.is_none() {
+        return false;
+    }
+    let mut hosts: Vec<&str> = set.traces.iter().map(|t| t.md.hostname().unwrap_or("unknown")).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    hosts.len() > 1
+}
+
+/// The first pass over a set of several hosts: streams the model without
+/// tables, keeping only the message pairs between hosts, and estimates each
+/// host's clock map from them as a whole build does.
+pub fn clock_pass(set: &mut TraceSet, opts: Options, scope: Scope) -> Synced {
+    let mut b = Builder::new(set, Options { progress: false, ..opts }, scope);
+    b.two_pass.pairs = Some(Pairs::default());
+    let mut ignore = |_: Table| {};
+    let mut b = crate::builder::run_pass(b, set, &mut ignore);
+    let mut sent = b.two_pass.pairs.take().map(|p| p.sent).unwrap_or_default();
+    sent.sort_by_key(|x| x.0);
+    Synced(b.synchronize_pairs(sent.into_iter().map(|(_, a, h, s, r)| (a, h, s, r)).collect()))
+}
+
+/// The second pass: streams the model through `sink` with every record's
+/// times mapped by the clock maps of `synced` (from `clock_pass` over the same
+/// traces), as a whole build maps them.
+pub fn build_streaming_synced(set: &mut TraceSet, opts: Options, scope: Scope, sink: &mut dyn FnMut(Table), synced: Synced) -> Model {
+    let mut b = Builder::new(set, opts, scope);
+    let mut maps: Vec<Option<ClockMap>> = vec![None; b.hosts().len()];
+    for s in &synced.0 {
+        maps[s.host] = s.sync.as_ref().map(|x| x.map);
+    }
+    b.two_pass.maps = Some(maps);
+    b.two_pass.syncs = synced.0;
+    crate::builder::run(b, set, Some(sink))
 }

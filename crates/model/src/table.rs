@@ -84,6 +84,23 @@ impl Table {
         t
     }
 
+    /// Room for `rows` more rows in every column (text: their offsets, and
+    /// `text_bytes` bytes), so that a table filled to a known size does not
+    /// grow by doubling.
+    pub fn reserve_rows(&mut self, rows: usize, text_bytes: usize) {
+        for c in &mut self.cols {
+            match &mut c.data {
+                Data::I64(v) => v.reserve_exact(rows),
+                Data::U64(v) => v.reserve_exact(rows),
+                Data::F64(v) => v.reserve_exact(rows),
+                Data::Str(b, o) => {
+                    o.reserve_exact(rows);
+                    b.reserve_exact(text_bytes);
+                }
+            }
+        }
+    }
+
     /// An empty table with ad-hoc columns (name, kind: `i` int64, `u` uint64,
     /// `f` float64, `s` text), for tables the schema does not declare (e.g.
     /// partial tables in tests). The model's tables use `new`.

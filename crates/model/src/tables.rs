@@ -95,6 +95,7 @@ impl Builder {
         out.push(self.service_call_table());
         out.extend(self.annotation_tables());
         out.push(executor_table(&self.exec_states));
+        out.extend(self.group_tables());
         out.push(clock_table(&syncs));
         let mut warnings = self.scope_warnings();
         warnings.extend(self.sync_warnings(&syncs));

@@ -171,6 +171,67 @@ fn executor_states_run_from_one_event_to_the_next_and_the_last_to_the_threads_en
     assert_eq!(ints(&m, "executor_states", "thread_id"), vec![Some(0); 5]);
 }
 
+/// Two threads of one multi-threaded executor: executing ends at the thread's
+/// last event inside the execution (a callback's end, or a take that found
+/// nothing), and the gap up to its next executor event (its turn at the shared
+/// wait) is waiting. A callback run while selecting (an intra-process waitable,
+/// which has no execute event) is executing.
+#[test]
+fn executing_ends_at_the_last_event_of_the_execution_and_the_rest_is_waiting() {
+    let mut w = TraceWriter::new("host-a");
+    ros2_classes(&mut w, "ros2", true);
+    talker_listener(&mut w);
+    let a = LISTENER_EXEC;
+    let b = ctx(200, 202, "listener");
+    w.event(100, a, "ros2:rclcpp_executor_get_next_ready", &[]);
+    w.event(110, a, "ros2:rclcpp_executor_execute", &[U(0x4000)]);
+    w.event(120, a, "ros2:rmw_take", &[U(0x4001), U(0xBBB), I(1), U(1)]);
+    w.event(130, a, "ros2:callback_start", &[U(0x4200), U(0)]);
+    w.event(135, a, "ros2:callback_start", &[U(0x4300), U(0)]); // nested: inside the outer run
+    w.event(140, a, "ros2:callback_end", &[U(0x4300)]);
+    w.event(150, b, "ros2:rclcpp_executor_get_next_ready", &[]);
+    w.event(160, b, "ros2:rclcpp_executor_wait_for_work", &[I(-1)]);
+    w.event(200, a, "ros2:callback_end", &[U(0x4200)]);
+    w.event(400, b, "ros2:rclcpp_executor_get_next_ready", &[]);
+    w.event(410, b, "ros2:rclcpp_executor_execute", &[U(0x4000)]);
+    w.event(420, b, "ros2:rmw_take", &[U(0x4001), U(0xCCC), I(0), U(0)]); // nothing to take
+    w.event(430, a, "ros2:rclcpp_executor_get_next_ready", &[]);
+    w.event(440, a, "ros2:callback_start", &[U(0x4500), U(1)]); // a waitable: no execute event
+    w.event(480, a, "ros2:callback_end", &[U(0x4500)]);
+    w.event(490, a, "ros2:callback_start", &[U(0x4500), U(1)]); // and another run in the same execution
+    w.event(500, a, "ros2:callback_end", &[U(0x4500)]);
+    w.event(700, b, "ros2:rclcpp_executor_get_next_ready", &[]);
+    w.event(720, a, "ros2:rclcpp_executor_get_next_ready", &[]);
+    w.event(730, a, "ros2:rclcpp_executor_execute", &[U(0x3000)]);
+    w.event(760, a, "ros2:rclcpp_executor_get_next_ready", &[]); // an execution with no event inside
+    let m = build(&w);
+    let (tid, th) = (ints(&m, "threads", "tid"), ints(&m, "executor_states", "thread_id"));
+    let (start, end, state) =
+        (ints(&m, "executor_states", "start_ts"), ints(&m, "executor_states", "end_ts"), strs(&m, "executor_states", "state"));
+    let mut got: Vec<(i64, i64, i64, &str)> = (0..state.len())
+        .map(|i| (tid[th[i].unwrap() as usize].unwrap(), start[i].unwrap(), end[i].unwrap(), state[i].as_deref().unwrap()))
+        .collect();
+    got.sort();
+    let want: Vec<(i64, i64, i64, &str)> = vec![
+        (201, 100, 110, "selecting"),
+        (201, 110, 200, "executing"),
+        (201, 200, 430, "waiting"),
+        (201, 430, 440, "selecting"),
+        (201, 440, 500, "executing"),
+        (201, 500, 720, "waiting"),
+        (201, 720, 730, "selecting"),
+        (201, 730, 760, "executing"),
+        (201, 760, 760, "selecting"),
+        (202, 150, 160, "selecting"),
+        (202, 160, 400, "waiting"),
+        (202, 400, 410, "selecting"),
+        (202, 410, 420, "executing"),
+        (202, 420, 700, "waiting"),
+        (202, 700, 700, "selecting"),
+    ];
+    assert_eq!(got, want);
+}
+
 #[test]
 fn annotation_members_resolve_to_subscriptions_by_rcl_or_rclcpp_handle_in_their_process() {
     let mut w = TraceWriter::new("host-a");

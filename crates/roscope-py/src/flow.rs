@@ -211,13 +211,20 @@ impl FlowSearch {
     /// A data-flow search with `options` (`SearchOptions`). `model`: the model or any
     /// slice of it (its callbacks and topics name things); `facts`: the whole trace's
     /// (`Facts`), which the implicit-edge rules read (`roscope_flow::Facts`); None:
-    /// `model`'s own, when it is the whole model.
+    /// `model`'s own, when it is the whole model. `meter` (`Meter`): where the search
+    /// counts, once per output message, outputs searched, flows and candidate flows.
     #[new]
-    #[pyo3(signature = (model, options, facts=None))]
-    fn new(model: PyRef<'_, FlowModel>, options: PyRef<'_, SearchOptions>, facts: Option<PyRef<'_, Facts>>) -> PyResult<Self> {
+    #[pyo3(signature = (model, options, facts=None, meter=None))]
+    fn new(
+        model: PyRef<'_, FlowModel>,
+        options: PyRef<'_, SearchOptions>,
+        facts: Option<PyRef<'_, Facts>>,
+        meter: Option<PyRef<'_, crate::Meter>>,
+    ) -> PyResult<Self> {
         let m = &model.m;
         let facts = facts.map(|f| roscope_flow::Facts::from_counts(m, &f.runs, &f.pairs));
-        let o = options.options(m, facts.as_ref())?;
+        let mut o = options.options(m, facts.as_ref())?;
+        o.meter = meter.map(|x| x.m.clone());
         Ok(FlowSearch {
             search: Some(roscope_flow::FlowSearch::new(options.all_steps, options.chunk_rows)),
             max_flows: o.max_flows,

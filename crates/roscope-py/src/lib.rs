@@ -21,7 +21,10 @@ mod arrow;
 use arrow::ArrowTable;
 mod flow;
 mod live;
+mod kernel;
 mod search;
+
+use std::sync::Arc;
 
 use roscope_ctf::columns::ColumnReader;
 use roscope_ctf::{json, summary, CtfError, TraceSet};
@@ -174,11 +177,34 @@ fn losses(set: &TraceSet) -> Vec<(String, u64, u64)> {
         .collect()
 }
 
+/// Counters a long job in the core updates while it runs (`roscope_ctf::meter`),
+/// for a thread that shows progress: `read()` gives (done, total, found, work),
+/// whose meaning is the job's (the model builder: bytes read, bytes in all,
+/// events; a data-flow search: outputs searched, -, flows, candidate flows).
+/// Reading it needs no lock and does not wait for the job.
+#[pyclass(module = "roscope._core", frozen)]
+pub struct Meter {
+    pub(crate) m: Arc<roscope_model::Meter>,
+}
+
+#[pymethods]
+impl Meter {
+    #[new]
+    fn new() -> Self {
+        Meter { m: Arc::new(roscope_model::Meter::default()) }
+    }
+
+    fn read(&self) -> (u64, u64, u64, u64) {
+        let [a, b, c, d] = self.m.read();
+        (a, b, c, d)
+    }
+}
+
 /// Builds the execution model of the traces under `paths`; with `sync`, the
 /// clocks of several hosts are synchronized from the messages between them.
 /// Returns (tables, stats, warnings, losses): tables is a list of (name, ArrowTable).
 #[pyfunction]
-#[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None, sync=true))]
+#[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None, sync=true, meter=None))]
 fn build_model(
     py: Python<'_>,
     paths: Vec<String>,
@@ -186,8 +212,10 @@ fn build_model(
     progress: bool,
     record_ids: Option<Vec<String>>,
     sync: bool,
+    meter: Option<PyRef<'_, Meter>>,
 ) -> PyResult<PyObject> {
     let mut set = TraceSet::open(&paths).map_err(err)?;
+    set.meter = meter.map(|m| m.m.clone());
     let model = py.allow_threads(|| {
         roscope_model::build(
             &mut set,
@@ -228,6 +256,8 @@ impl BuildEnd {
 enum Msg {
     Chunk(roscope_model::table::Table),
     Done(Box<BuildEnd>),
+    /// The traces could not be read again for the second pass.
+    Failed(String),
 }
 
 /// A streaming build: the model builder runs in its own thread and hands
@@ -245,7 +275,7 @@ struct ModelStream {
 #[pymethods]
 impl ModelStream {
     #[new]
-    #[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None, sync=true, window_ns=1_000_000_000, queue=2, flush_every=0))]
+    #[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None, sync=true, window_ns=1_000_000_000, queue=2, flush_every=0, meter=None))]
     #[expect(clippy::too_many_arguments, reason = "the Python constructor's keyword arguments")]
     fn new(
         paths: Vec<String>,
@@ -256,8 +286,10 @@ impl ModelStream {
         window_ns: u64,
         queue: usize,
         flush_every: u64,
+        meter: Option<PyRef<'_, Meter>>,
     ) -> PyResult<Self> {
         let mut set = TraceSet::open(&paths).map_err(err)?;
+        set.meter = meter.map(|m| m.m.clone());
         let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(queue.max(1));
         let opts = roscope_model::Options { heuristics, progress, sync, window_ns: Some(window_ns.max(1)), flush_every };
         let scope = roscope_model::Scope { record_ids: record_ids.unwrap_or_default() };
@@ -268,7 +300,26 @@ impl ModelStream {
                     // A reader that went away (an error, Ctrl-C) drops the rest.
                     let _ = tx.send(Msg::Chunk(t));
                 };
-                let model = roscope_model::build_streaming(&mut set, opts, scope, Some(&mut sink));
+                // Several hosts whose clocks are synchronized: a first pass finds the clock
+                // maps from the messages between them, the second streams the mapped tables.
+                let model = if roscope_model::needs_clock_pass(&set, opts) {
+                    let synced = roscope_model::clock_pass(&mut set, opts, scope.clone());
+                    // The second pass reports its progress on the same meter (from 0 again).
+                    let meter = set.meter.take();
+                    set = match TraceSet::open(&paths) {
+                        Ok(mut s) => {
+                            s.meter = meter;
+                            s
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Msg::Failed(e.to_string()));
+                            return;
+                        }
+                    };
+                    roscope_model::build_streaming_synced(&mut set, opts, scope, &mut sink, synced)
+                } else {
+                    roscope_model::build_streaming(&mut set, opts, scope, Some(&mut sink))
+                };
                 let _ = tx.send(Msg::Done(Box::new(BuildEnd::new(&set, model))));
             })
             .map_err(|e| PyOSError::new_err(format!("cannot start the model builder: {e}")))?;
@@ -294,6 +345,7 @@ impl ModelStream {
                     self.end = Some(end);
                     return Ok(None);
                 }
+                Ok(Msg::Failed(m)) => return Err(TraceError::new_err(m)),
                 Err(RecvTimeoutError::Timeout) => py.check_signals()?,
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(PyRuntimeError::new_err("the model builder stopped without finishing (an internal error: see above)"))
@@ -325,6 +377,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Trace>()?;
     m.add_class::<ModelStream>()?;
     m.add_class::<live::LiveModel>()?;
+    m.add_class::<Meter>()?;
     m.add_function(wrap_pyfunction!(build_model, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_class::<flow::FlowModel>()?;
@@ -333,6 +386,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flow::overlapping_runs, m)?)?;
     search::register(m)?;
     m.add_class::<ArrowTable>()?;
+    kernel::register(m)?;
     m.add("TraceError", m.py().get_type_bound::<TraceError>())?;
     Ok(())
 }

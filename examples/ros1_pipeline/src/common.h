@@ -14,6 +14,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <mutex>
 #include <string>
@@ -127,6 +128,22 @@ inline Msg make_msg(uint64_t id, const std::vector<uint64_t>& inputs, size_t pad
 inline double param_rate(const char* env, double def) {
   const char* v = getenv(env);
   return v && *v ? atof(v) : def;
+}
+
+// $PIPELINE_SLOW=CALLBACK:MS: the callback named CALLBACK (the name it passes here, e.g.
+// planner.onTimer; examples/ros1_pipeline/README.md lists them) spins MS milliseconds longer in each run, as
+// CPU work, before it does anything else, and logs each spin as a "slow" line of the ground truth
+// (its start and end). For latency budgets: a known slowdown of one named callback. Read on each
+// call (no static state: `roscope deps` sees no state shared by the callbacks).
+inline void slow(GroundTruth& gt, const char* name) {
+  const char* spec = getenv("PIPELINE_SLOW");
+  const char* colon = spec ? strrchr(spec, ':') : nullptr;
+  if (!colon || size_t(colon - spec) != strlen(name) || strncmp(spec, name, colon - spec) != 0) return;
+  const int64_t ns = int64_t(atof(colon + 1) * 1e6);
+  const int64_t t0 = mono_ns();
+  while (mono_ns() - t0 < ns) {
+  }
+  gt.line("{\"ev\":\"slow\",\"cb\":\"%s\",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 "}", name, t0, mono_ns());
 }
 
 }  // namespace pipeline

@@ -21,15 +21,29 @@ class Monitor {
     client_ = nh_.serviceClient<std_srvs::Trigger>("/planner/get_status");
     timer_ = nh_.createTimer(ros::Duration(0.5), &Monitor::onTimer, this);
   }
-  void onLidar(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/lidar", *in); }
-  void onFiltered(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/lidar_filtered", *in); }
-  void onPlan(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/plan", *in); }
-  void onCameraPy(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/camera_py", *in); }
+  void onLidar(const Msg::ConstPtr& in) {
+    slow(gt_, "monitor.onLidar");
+    gt_.recv(nh_.getNamespace(), "/lidar", *in);
+  }
+  void onFiltered(const Msg::ConstPtr& in) {
+    slow(gt_, "monitor.onFiltered");
+    gt_.recv(nh_.getNamespace(), "/lidar_filtered", *in);
+  }
+  void onPlan(const Msg::ConstPtr& in) {
+    slow(gt_, "monitor.onPlan");
+    gt_.recv(nh_.getNamespace(), "/plan", *in);
+  }
+  void onCameraPy(const Msg::ConstPtr& in) {
+    slow(gt_, "monitor.onCameraPy");
+    gt_.recv(nh_.getNamespace(), "/camera_py", *in);
+  }
   void onBurst(const Msg::ConstPtr& in) {
+    slow(gt_, "monitor.onBurst");
     gt_.recv(nh_.getNamespace(), "/burst", *in);
     ros::WallDuration(0.03).sleep();
   }
   void onTimer(const ros::TimerEvent&) {
+    slow(gt_, "monitor.onTimer");
     gt_.timer(nh_.getNamespace(), 0.5);
     std_srvs::Trigger t;
     bool ok = client_.exists() && client_.call(t);

@@ -20,6 +20,7 @@ class Filter {
     sub_ = nh_.subscribe("/lidar", 100, &Filter::onLidar, this);
   }
   void onLidar(const Msg::ConstPtr& in) {
+    slow(gt_, "filter.onLidar");
     gt_.recv(nh_.getNamespace(), "/lidar", *in);
     slowDown();
     boost::shared_ptr<Msg> out = boost::make_shared<Msg>(make_msg(ids_.next(), {in->data[0]}, 1024));
@@ -59,11 +60,13 @@ class Fusion {
     roscope::message_link_partial_sync({&sub_lidar_, &sub_imu_}, {&pub_});
   }
   void onLidar(const Msg::ConstPtr& in) {
+    slow(gt_, "fusion.onLidar");
     gt_.recv(nh_.getNamespace(), "/lidar_filtered", *in);
     lidar_ = in;
     maybePublish();
   }
   void onImu(const Msg::ConstPtr& in) {
+    slow(gt_, "fusion.onImu");
     gt_.recv(nh_.getNamespace(), "/imu", *in);
     imu_ = in;
     maybePublish();
@@ -94,12 +97,16 @@ class Localizer {
     timer_ = nh_.createTimer(ros::Duration(1.0 / param_rate("PIPELINE_TF_HZ", 25)), &Localizer::onTimer, this);
   }
   void onTimer(const ros::TimerEvent& e) {
+    slow(gt_, "localizer.onTimer");
     gt_.timer(nh_.getNamespace(), (e.current_expected - e.last_expected).toSec());
     Msg m = make_msg(ids_.next(), {}, 0);
     gt_.pub(nh_.getNamespace(), pub_, m);
     pub_.publish(m);
   }
-  void onTf(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/tf_like", *in); }
+  void onTf(const Msg::ConstPtr& in) {
+    slow(gt_, "localizer.onTf");
+    gt_.recv(nh_.getNamespace(), "/tf_like", *in);
+  }
 
  private:
   GroundTruth& gt_;

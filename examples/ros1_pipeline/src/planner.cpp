@@ -21,17 +21,23 @@ class Planner {
     roscope::message_link_periodic_async({&sub_fused_, &sub_camera_}, {&pub_});
   }
   void onFused(const Msg::ConstPtr& in) {
+    slow(gt_, "planner.onFused");
     gt_.recv(nh_.getNamespace(), "/fused", *in);
     std::lock_guard<std::mutex> g(mu_);
     fused_ = in->data[0];
   }
   void onCamera(const Msg::ConstPtr& in) {
+    slow(gt_, "planner.onCamera");
     gt_.recv(nh_.getNamespace(), "/camera", *in);
     std::lock_guard<std::mutex> g(mu_);
     camera_ = in->data[0];
   }
-  void onTf(const Msg::ConstPtr& in) { gt_.recv(nh_.getNamespace(), "/tf_like", *in); }
+  void onTf(const Msg::ConstPtr& in) {
+    slow(gt_, "planner.onTf");
+    gt_.recv(nh_.getNamespace(), "/tf_like", *in);
+  }
   void onTimer(const ros::TimerEvent&) {
+    slow(gt_, "planner.onTimer");
     gt_.timer(nh_.getNamespace(), 0.1);
     std::vector<uint64_t> inputs;
     {
@@ -44,6 +50,7 @@ class Planner {
     pub_.publish(m);
   }
   bool onStatus(std_srvs::Trigger::Request&, std_srvs::Trigger::Response& res) {
+    slow(gt_, "planner.onStatus");
     gt_.service(nh_.getNamespace(), "/planner/get_status", "srv", true);
     res.success = true;
     res.message = "ok";

@@ -10,12 +10,13 @@ class SensorNode {
  public:
   SensorNode(GroundTruth& gt, const std::string& ns, const std::string& topic, double hz, uint32_t code,
              size_t padding)
-      : gt_(gt), nh_(ns), ids_(code), padding_(padding), period_(1.0 / hz) {
+      : gt_(gt), nh_(ns), ids_(code), padding_(padding), period_(1.0 / hz), slow_name_(ns.substr(ns.rfind('/') + 1) + ".onTimer") {
     pub_ = nh_.advertise<Msg>(topic, 100);
     timer_ = nh_.createTimer(ros::Duration(period_), &SensorNode::onTimer, this);
   }
 
   void onTimer(const ros::TimerEvent&) {
+    slow(gt_, slow_name_.c_str());
     gt_.timer(nh_.getNamespace(), period_);
     // PIPELINE_CRASH_AFTER_S: crash on purpose (tests record a crashing command).
     static const double crash_after = param_rate("PIPELINE_CRASH_AFTER_S", 0);
@@ -34,6 +35,7 @@ class SensorNode {
   IdSource ids_;
   size_t padding_;
   double period_;
+  std::string slow_name_;  // lidar.onTimer, imu.onTimer, camera.onTimer
 };
 
 // A bursty source: 3 messages back to back, with a publisher queue of 1, so
@@ -45,6 +47,7 @@ class BurstNode {
     timer_ = nh_.createTimer(ros::Duration(0.2), &BurstNode::onTimer, this);
   }
   void onTimer(const ros::TimerEvent&) {
+    slow(gt_, "burst.onTimer");
     gt_.timer(nh_.getNamespace(), 0.2);
     for (int i = 0; i < 3; ++i) {
       Msg m = make_msg(ids_.next(), {}, 8192);

@@ -6,13 +6,22 @@ Arguments (argparse):
                                   with databases=True, one DB written by `roscope load`) -> args.inputs
     add_json(parser)              ``--json``                      -> args.json
     add_heuristics(parser)        ``--no-heuristics``             -> args.no_heuristics
+    add_progress(parser)          ``--progress``/``--no-progress`` -> args.progress
+    add_wide(parser)              ``--wide``: text tables with whole names -> args.wide;
+                                  width(rows, key, default, wide) sizes a column of names
     int_range(lo, hi)             argparse ``type=`` for a bounded integer option
 
 Opening:
     open_inputs(args, writable=False) -> roscope.database.Database
         trace directories are loaded in memory; one .duckdb file is opened
         read-only unless `writable` (several databases, or a database mixed with
-        traces, is an InputError).
+        traces, is an InputError); a trace directory holding several separate
+        recordings is refused unless --merge (check_recordings(args), roscope.recordings).
+
+Progress (stderr, roscope.progress):
+    progress(args, verb)          `with C.progress(args, "flow") as p:` around the work: the
+                                  phase, how far, elapsed and left on a terminal (unless --json),
+                                  or wherever --progress asks; closed (line cleared) before output
 
 Reporting (stderr, the same for every verb; call it whether or not the verb failed):
     report(warnings, losses)      ``roscope: warning: ...`` lines for the trace's warnings
@@ -39,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -46,8 +56,8 @@ from collections.abc import Iterable
 from roscope.errors import InputError
 from roscope.text import TextOut, cell, clean, escape
 
-__all__ = ["TextOut", "add_heuristics", "add_inputs", "add_json", "cell", "clean", "escape", "int_range", "ms",
-           "open_inputs", "pct", "print_json", "report", "report_from", "show", "size", "warn"]
+__all__ = ["TextOut", "add_heuristics", "add_inputs", "add_json", "add_progress", "add_wide", "cell", "check_recordings", "clean", "escape", "int_range",
+           "ms", "open_inputs", "pct", "print_json", "progress", "report", "report_from", "show", "size", "warn", "width"]
 
 PROG = "roscope"
 
@@ -56,7 +66,7 @@ PROG = "roscope"
 
 
 def add_inputs(parser: argparse.ArgumentParser, databases: bool = True, help: str | None = None,  # noqa: A002
-               memory: int = 256 << 20) -> None:
+               memory: int = 256 << 20, merge: bool = True) -> None:
     """Positional inputs: one or more trace directories (or one database when `databases`), and
     with `databases` the run selection and `--memory`, whose default budget (`memory`, bytes; the verb sets
     it with `set_defaults`; default `memory.MEMORY_BUDGET`, not imported here to keep `info`'s start
@@ -65,6 +75,10 @@ def add_inputs(parser: argparse.ArgumentParser, databases: bool = True, help: st
         help = ("trace directories (any directory above 'metadata' files), or one database written by "
                 "`roscope load`") if databases else "trace directories (any directory above 'metadata' files)"
     parser.add_argument("inputs", nargs="+", metavar="TRACE|DB" if databases else "TRACE", help=help)
+    if merge:
+        parser.add_argument("--merge", action="store_true",
+                            help="analyse a directory holding several separate recordings as one (refused without: "
+                                 "each recording's name is listed; several hosts of one recording load as one)")
     if databases:
         sel = parser.add_mutually_exclusive_group()
         sel.add_argument("--run", metavar="ID", help="with a dataset (`roscope load --dataset`): the run to analyse")
@@ -104,6 +118,38 @@ def add_heuristics(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-sync", action="store_true",
                         help="keep every host's raw clock (for traces of several hosts; by default their clocks are "
                              "synchronized from the messages between them, see the clock_sync table)")
+
+
+def add_wide(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--wide", action="store_true",
+                        help="text tables with every name whole (columns as wide as their longest name), "
+                             "instead of names cut with '…' to fit about 200 columns")
+
+
+def width(rows, key, default: int, wide: bool) -> int:
+    """The width of a text column of names: `default`, or with `wide` the longest of
+    `key(row)` (escaped) over `rows`, at least the default's header room (4)."""
+    if not wide:
+        return default
+    return max([4] + [len(escape("-" if key(r) is None else key(r))) for r in rows])
+
+
+def add_progress(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("--progress", dest="progress", action="store_true", default=None,
+                   help="show progress on stderr (phase, how far, flows so far, elapsed, time left) even with --json "
+                        "or when stderr is not a terminal (then a line every few seconds)")
+    g.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="never show progress (by default it is shown on a terminal, unless --json)")
+
+
+def progress(args, verb: str):
+    """The progress display of a verb (`roscope.progress.Progress`), to use as `with`:
+    shown as `add_progress` says; its watchers (e.g. a data-flow search that looks huge)
+    speak even when it is not shown."""
+    from roscope import progress as pg
+
+    return pg.Progress(pg.wanted(getattr(args, "progress", None), getattr(args, "json", False)), verb)
 
 
 def int_range(lo: int, hi: int):
@@ -160,8 +206,26 @@ def open_inputs(args, writable: bool = False):
         if getattr(args, "no_heuristics", False):
             warn(f"{dbs[0]}: --no-heuristics has no effect on a database (its links were made by `roscope load`)")
         return opening.open(dbs[0], read_only=not writable, memory=getattr(args, "memory", None))
+    check_recordings(args)
     return opening.open(paths, heuristics=not getattr(args, "no_heuristics", False), memory=getattr(args, "memory", None),
                     sync=not getattr(args, "no_sync", False))
+
+
+def check_recordings(args) -> None:
+    """Refuses an input directory that holds several separate recordings (roscope.recordings)
+    unless --merge: one line per recording, so that the user can pick one."""
+    if getattr(args, "merge", False):
+        return
+    from roscope import recordings
+
+    for p in args.inputs:
+        if not os.path.isdir(p):
+            continue
+        groups = recordings.separate([p])
+        if groups:
+            shown = "; ".join(" + ".join(s.label() for s in g) for g in groups[:10])
+            raise InputError(f"{escape(p)} holds {len(groups)} separate recordings: {escape(shown)}"
+                             f"{'; ...' if len(groups) > 10 else ''}. Give one of them, or --merge to analyse them as one")
 
 
 # ---------------------------------------------------------------- reporting

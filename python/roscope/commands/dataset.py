@@ -24,6 +24,7 @@ def register(sub) -> None:
     s.add_argument("dataset", metavar="DATASET")
     s.add_argument("--runs", metavar="GLOB", action="append", help="only these runs (ids or shell patterns; repeatable)")
     C.add_json(s)
+    C.add_wide(s)
     s.set_defaults(func=run_stats)
 
 
@@ -44,21 +45,26 @@ def run_runs(args) -> int:
     return 0
 
 
-def render_stats(d: dict, out=None) -> None:
-    """The rows of the callbacks and topics queries as text tables (ms)."""
+def render_stats(d: dict, out=None, wide: bool = False) -> None:
+    """The rows of the callbacks and topics queries as text tables (ms); `wide`: names whole."""
     w = C.TextOut(out or sys.stdout).write
     stats = ("min", "mean", "std", "p50", "p90", "p99", "max")
     head = "".join(f" {s:>9}" for s in stats)
+    node = lambda r: r["node_name"] if r["node_namespace"] in (None, "/") else f"{r['node_namespace']}/{r['node_name']}"  # noqa: E731
+    cbs, tps = d["callbacks"], d["topics"]
+    rw = C.width(cbs + tps, lambda r: r["run"], 24, wide)
+    nw, tw = C.width(cbs, node, 28, wide), C.width(cbs + tps, lambda r: r.get("topic"), 36, wide)
+    sw = C.width(cbs, lambda r: r["symbol"], 50, wide)
     w(f"Callback durations per run (ms){' on ' + d['engine'] if d.get('engine') else ''}\n")
-    w(f"  {'run':<24} {'id':>5} {'node':<28} {'kind':<12} {'count':>8}{head}  symbol\n")
-    for r in d["callbacks"]:
-        node = r["node_name"] if r["node_namespace"] in (None, "/") else f"{r['node_namespace']}/{r['node_name']}"
-        w(f"  {C.cell(r['run'], 24):<24} {r['callback_id']:>5} {C.cell(node, 28):<28} {C.cell(r['kind'], 12):<12} "
-          f"{r['count']:>8,}" + "".join(f" {C.ms(r[f'{s}_ns']):>9}" for s in stats) + f"  {C.cell(r['symbol'], 50)}\n")
+    w(f"  {'run':<{rw}} {'id':>5} {'node':<{nw}} {'kind':<12} {'topic':<{tw}} {'count':>8}{head}  symbol\n")
+    for r in cbs:
+        w(f"  {C.cell(r['run'], rw):<{rw}} {r['callback_id']:>5} {C.cell(node(r), nw):<{nw}} {C.cell(r['kind'], 12):<12} "
+          f"{C.cell(r.get('topic'), tw):<{tw}} {r['count']:>8,}" + "".join(f" {C.ms(r[f'{s}_ns']):>9}" for s in stats)
+          + f"  {C.cell(r['symbol'], sw)}\n")
     w("\nTopic latency per run (publication to callback start, ms)\n")
-    w(f"  {'run':<24} {'topic':<36} {'count':>8}{head}\n")
-    for r in d["topics"]:
-        w(f"  {C.cell(r['run'], 24):<24} {C.cell(r['topic'], 36):<36} {r['lat_count']:>8,}"
+    w(f"  {'run':<{rw}} {'topic':<{tw}} {'count':>8}{head}\n")
+    for r in tps:
+        w(f"  {C.cell(r['run'], rw):<{rw}} {C.cell(r['topic'], tw):<{tw}} {r['lat_count']:>8,}"
           + "".join(f" {C.ms(r[f'lat_{s}_ns']):>9}" for s in stats) + "\n")
     if d.get("seconds") is not None:
         w(f"\n{d['runs']} runs in {d['seconds']:.2f} s\n")
@@ -71,5 +77,5 @@ def run_stats(args) -> int:
     t0 = time.perf_counter()
     res = Q.run_duckdb(args.dataset, runs=args.runs)
     d = {"engine": "duckdb", "runs": len(ds.select(args.dataset, args.runs)), "seconds": time.perf_counter() - t0, **res}
-    C.show(args, d, render_stats)
+    C.show(args, d, lambda r: render_stats(r, wide=args.wide))
     return 0

@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 
+from roscope import files
 from roscope.commands import _common as C
 from roscope.errors import InputError
 
@@ -31,7 +32,9 @@ def register(sub) -> None:
     )
     p.add_argument("sources", nargs="*", metavar="SOURCE", help="C++ sources (or headers) of the nodes")
     p.add_argument("-p", "--build-dir", metavar="BUILD_DIR", help="directory holding compile_commands.json")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the dependency file (JSON) here")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the dependency file (JSON) here (never over an "
+                   "existing file without --force)")
+    p.add_argument("--force", action="store_true", help="replace FILE if it exists (only a regular file)")
     p.add_argument("-j", "--jobs", type=C.int_range(1, 256), default=None, metavar="N",
                    help="parse N sources at a time (default: one per CPU)")
     p.add_argument("--ignore-state", action="append", default=[], metavar="NAME",
@@ -86,6 +89,9 @@ def run(args) -> int:
     from roscope import deps
 
     sources, flags = _split(args)
+    inputs = [*sources, *([os.path.join(args.build_dir, "compile_commands.json")] if args.build_dir else [])]
+    if args.output is not None:
+        files.check(args.output, force=args.force, inputs=inputs, what="dependency file")  # before the analysis
 
     def progress(source, seconds, errors):
         for e in errors:
@@ -93,8 +99,8 @@ def run(args) -> int:
 
     doc = deps.analyze(sources, build_dir=args.build_dir, flags=flags, progress=progress, jobs=args.jobs,
                        ignore_state=args.ignore_state, keep_state=args.keep_state)
-    if args.output:
-        deps.write(doc, args.output)
+    if args.output is not None:
+        deps.write(doc, args.output, force=args.force, inputs=inputs)
     for u in doc["undecided"]:
         C.warn(f"{u['at']}: {u['callback']}: {u['state'] or 'callback'}: undecided: {u['why']}")
     C.show(args, doc, lambda d: render(d, args.output, C.TextOut(sys.stdout)))

@@ -16,7 +16,7 @@ def register(sub) -> None:
         help="every event as one JSON line in time order (docs/dump-format.md)",
         description="Print every event of the traces as JSON lines: ts, name, trace, stream, context, payload.",
     )
-    C.add_inputs(p, databases=False)
+    C.add_inputs(p, databases=False, merge=False)
     p.add_argument("-n", "--limit", type=C.int_range(0, MAX_LIMIT), default=None, metavar="N", help="stop after N events")
     p.set_defaults(func=run)
 

@@ -1,10 +1,12 @@
-"""`roscope export TRACE...|DB --perfetto FILE`: the execution model as a Perfetto
-trace (TrackEvent protobuf) for the Perfetto UI (docs/report.md)."""
+"""`roscope export TRACE...|DB -o FILE [--format perfetto]` (or `--perfetto FILE`): the
+execution model as a Perfetto trace (TrackEvent protobuf) for the Perfetto UI
+(docs/report.md). The format comes from `--format`, else from FILE's extension."""
 from __future__ import annotations
 
 import os
 import sys
 
+from roscope import files
 from roscope.commands import _common as C
 from roscope.errors import InputError
 
@@ -18,31 +20,64 @@ def register(sub) -> None:
         "instants, transport and causal links as flow arrows, lost-event gaps as slices.",
     )
     C.add_inputs(p)
-    p.add_argument("--perfetto", required=True, metavar="FILE", help="the .pftrace file to write")
+    out = p.add_mutually_exclusive_group(required=True)
+    out.add_argument("-o", "--output", metavar="FILE",
+                     help="the file to write, in the format of its extension (" + ", ".join(
+                         f"{e}: {f}" for e, f in FORMATS.items()) + ") or of --format")
+    out.add_argument("--perfetto", metavar="FILE", help="a Perfetto trace to write (as -o FILE --format perfetto)")
+    p.add_argument("--format", choices=sorted(set(FORMATS.values())), help="the output's format, whatever its extension")
     p.add_argument("--no-causal", action="store_true", help="draw only transport links (no causal-link arrows)")
     p.add_argument("--force", action="store_true", help="replace FILE if it exists")
     C.add_heuristics(p)
+    C.add_progress(p)
     p.set_defaults(func=run)
+
+
+#: File extensions and the format each means.
+FORMATS = {".pftrace": "perfetto", ".perfetto-trace": "perfetto", ".perfetto": "perfetto"}
+
+
+def output_of(args) -> tuple[str, str]:
+    """(the file to write, its format) from -o/--perfetto and --format."""
+    if args.perfetto is not None:
+        if args.format not in (None, "perfetto"):
+            raise InputError(f"--perfetto {C.escape(args.perfetto)} writes a Perfetto trace, not --format {args.format}")
+        return args.perfetto, "perfetto"
+    if args.format:
+        return args.output, args.format
+    ext = os.path.splitext(args.output)[1].lower()
+    if ext not in FORMATS:
+        raise InputError(f"{C.escape(args.output)}: no format known for {C.escape(ext or 'a file without extension')} "
+                         f"(extensions: {', '.join(FORMATS)}); name one with --format "
+                         f"({', '.join(sorted(set(FORMATS.values())))})")
+    return args.output, FORMATS[ext]
 
 
 def run(args) -> int:
     from roscope.export import perfetto
 
-    if os.path.lexists(args.perfetto) and not args.force:
-        raise InputError(f"{C.escape(args.perfetto)}: already exists (roscope never overwrites; pass --force to replace it)")
-    db = C.open_inputs(args)
-    try:
-        causal = None
-        if not args.no_causal:
-            from roscope import flow as fl
+    path, _fmt = output_of(args)  # one format today: perfetto
+    files.check(path, force=args.force, inputs=args.inputs, what="Perfetto file")  # before any work
+    with C.progress(args, "export") as prog:
+        prog.phase("opening")
+        db = C.open_inputs(args)
+        try:
+            causal = None
+            if not args.no_causal:
+                from roscope import flow as fl
 
-            t = fl.causal_links(db)
-            causal = {k: t.column(k).to_numpy(zero_copy_only=False) for k in ("in_run_id", "out_publication_id")}
-        res = perfetto.export(db, args.perfetto, causal=causal, force=args.force)
-    finally:
-        C.report_from(db)
-    print(f"perfetto: {C.escape(args.perfetto)}: {res['slices']:,} callback runs, {res['publications']:,} publications, "
+                prog.phase("causal links")
+                t = fl.causal_links(db)
+                causal = {k: t.column(k).to_numpy(zero_copy_only=False) for k in ("in_run_id", "out_publication_id")}
+            prog.phase("writing the Perfetto trace")
+            res = perfetto.export(db, path, causal=causal, force=args.force, inputs=args.inputs)
+        except BaseException:
+            prog.close()
+            C.report_from(db)
+            raise
+    C.report_from(db)
+    print(f"perfetto: {C.escape(path)}: {res['slices']:,} callback runs, {res['publications']:,} publications, "
           f"{res['takes']:,} takes, {res['transport_flows']:,} transport and {res['causal_flows']:,} causal flows, "
           f"{res['bytes'] / 1e6:.1f} MB", file=sys.stderr)
-    print(C.escape(os.path.abspath(args.perfetto)))
+    print(C.escape(os.path.abspath(path)))
     return 0

@@ -25,11 +25,21 @@ def register(sub) -> None:
         description="Data flows from topics matching --from to topics matching --to (regexes), grouped by path, "
         "with end-to-end latency split into communication, idle and computation; or, with --message, the "
         "flow graph of one publication, forward and backward. Text in milliseconds, JSON in nanoseconds "
-        "(docs/analyses.md). Nothing is written into a database unless --store.",
+        "(docs/analyses.md). Nothing is written into a database unless --store. A broad selection on a large trace "
+        "can mean millions of candidate flows: narrow it with a narrower --to (anchor it: '^/control/cmd$'), "
+        "--exclude RE for topics and nodes no flow should pass through (e.g. /tf, /diagnostics, a simulator), or "
+        "--max-flows N; progress (outputs searched, flows, time left) shows on a terminal, and a search whose pace "
+        "makes it huge says so in its first seconds. --paths FILE takes named paths (docs/paths.md).",
     )
     C.add_inputs(p, memory=fl_memory())
     p.add_argument("--from", dest="from_re", help="regex of input topics")
     p.add_argument("--to", dest="to_re", help="regex of output topics")
+    p.add_argument("--paths", metavar="FILE",
+                   help="named paths instead of --from/--to: a paths file (YAML: each path's topics in order, optional "
+                        "callbacks, per-node input/output contexts, exclusions) or CARET's architecture file "
+                        "(named_paths, message_contexts); each path's flows from its first to its last topic, the "
+                        "paths through its topics in order (docs/paths.md)")
+    p.add_argument("--path-name", action="append", metavar="NAME", help="with --paths: only this named path (repeatable)")
     p.add_argument("--message", type=C.int_range(0, 2**63 - 1), metavar="ID",
                    help="publication_id of the message whose flow graph to build")
     p.add_argument("--implicit", choices=["auto", "all", "annotations", "none"], default="auto",
@@ -80,6 +90,8 @@ def register(sub) -> None:
                         "as tables in the database, which must be a file written by `roscope load`, writable")
     C.add_heuristics(p)
     C.add_json(p)
+    C.add_wide(p)
+    C.add_progress(p)
     # A smaller DuckDB budget than the other verbs': the flow's results spill to disk.
     p.set_defaults(func=run, memory=fl_memory())
 
@@ -103,16 +115,38 @@ def fl_caps() -> tuple[int, int]:
     return fl.MAX_FLOWS_PER_OUTPUT, fl.MAX_FLOWS
 
 
-def request(args):
-    """The `roscope.flow.FlowRequest` of the arguments (InputError for a wrong combination)."""
+def request_options(args) -> dict:
+    """The `roscope.flow.FlowRequest` fields of the arguments other than --from/--to."""
     from roscope import flow as fl
 
-    return fl.FlowRequest(
-        args.from_re, args.to_re, implicit=args.implicit, fallback=args.fallback or fl.FALLBACK_RULE, deps=args.deps,
+    return dict(
+        implicit=args.implicit, fallback=args.fallback or fl.FALLBACK_RULE, deps=args.deps,
         exact_links=not args.no_exact_links, all_paths=args.all_paths, exclude=tuple(args.exclude),
         max_flows_per_output=args.max_flows_per_output or None, max_flows=args.max_flows or None,
         slice_publications=args.slice or None, store=args.store, definition=args.definition, end=args.end,
         memory=args.memory, uncertain=args.uncertain)
+
+
+def request(args):
+    """The `roscope.flow.FlowRequest` of the arguments (InputError for a wrong combination)."""
+    from roscope import flow as fl
+
+    return fl.FlowRequest(args.from_re, args.to_re, **request_options(args))
+
+
+def _run_named(args) -> int:
+    with C.progress(args, "flow") as prog:
+        prog.phase("opening")
+        db = open_for(args)
+        try:
+            d = _named(args, prog, db)
+        except BaseException:
+            prog.close()
+            C.report_from(db)
+            raise
+    C.show(args, d, lambda r: _named_text(r, wide=args.wide))
+    C.report(d["named_paths"][0]["warnings"] if d["named_paths"] else db.warnings, db.losses)
+    return 0
 
 
 def open_for(args):
@@ -143,7 +177,7 @@ def _head(cols) -> str:
     return "".join(f" {c:>9}" for c in cols)
 
 
-def render_text(d: dict, out=None) -> None:
+def render_text(d: dict, out=None, wide: bool = False) -> None:
     w = C.TextOut(out or sys.stdout).write
     s = d["summary"]
     w(f"{s['flows']:,} data flows on {s['paths']} paths from {s['outputs']:,} of {s['outputs_total']:,} output messages "
@@ -186,9 +220,10 @@ def render_text(d: dict, out=None) -> None:
         if not comps[key]:
             continue
         extra = key == "computation_by_callback"
-        w(f"\n{title} (ms)\n  {'':<50} {'count':>7}" + _head(_COMP_STATS) + (f" {'cb mean':>9}" if extra else "") + "\n")
+        nw = C.width(comps[key], name, 50, wide)
+        w(f"\n{title} (ms)\n  {'':<{nw}} {'count':>7}" + _head(_COMP_STATS) + (f" {'cb mean':>9}" if extra else "") + "\n")
         for r in comps[key]:
-            w(f"  {C.cell(name(r), 50):<50} {r['count']:>7,}" + "".join(f" {C.ms(r[f'{k}_ns']):>9}" for k in _COMP_STATS)
+            w(f"  {C.cell(name(r), nw):<{nw}} {r['count']:>7,}" + "".join(f" {C.ms(r[f'{k}_ns']):>9}" for k in _COMP_STATS)
               + (f" {C.ms(r['callback_mean_ns']):>9}" if extra else "") + "\n")
 
 
@@ -206,35 +241,82 @@ def _response_text(rts, w) -> None:
         for case, st in r["cases"].items():
             if st:
                 w(f"    {case:<20} {st['count']:>7,}" + "".join(f" {C.ms(st[f'{k}_ns']):>9}" for k in _STATS) + "\n")
+        if r.get("left_out"):
+            w("    left out (the first output: its cycle may begin before the trace): "
+              + ", ".join(f"{case} {n:,}" for case, n in r["left_out"].items()) + "\n")
+
+
+def _named(args, prog, db) -> dict:
+    """`--paths FILE`: per named path, `analyse` of its request with only the paths that
+    go through its topics (and callbacks), and how many others the search found."""
+    from roscope import flow as fl
+    from roscope import paths as P
+
+    pf = P.load(args.paths)
+    base = request_options(args)
+    out = {"paths_file": pf.source, "format": pf.format, "named_paths": []}
+    for named, req in P.requests(pf, db, args.path_name, **base):
+        prog.phase(f"named path {named.name}")
+        d = fl.analyse(db, req)
+        kept = [p for p in d["paths"] if P.matches(named, p["path"])]
+        d["other_paths"] = len(d["paths"]) - len(kept)
+        d["paths"] = kept
+        out["named_paths"].append({"name": named.name, "topics": list(named.topics), "callbacks": list(named.callbacks),
+                                   "from_re": req.from_re, "to_re": req.to_re, **d})
+    return C.clean(out)
+
+
+def _named_text(d: dict, out=None, wide: bool = False) -> None:
+    w = C.TextOut(out or sys.stdout).write
+    for n in d["named_paths"]:
+        w(f"named path {C.escape(n['name'])} ({d['format']} file): {' -> '.join(C.escape(t) for t in n['topics'])}"
+          + (f"; callbacks {', '.join(C.escape(c) for c in n['callbacks'])}" if n["callbacks"] else "")
+          + f"; {len(n['paths'])} path(s) through them"
+          + (f", {n['other_paths']} other path(s) between its ends left out" if n["other_paths"] else "") + "\n")
+        render_text(n, out, wide)
+        w("\n")
 
 
 def run(args) -> int:
-    from roscope import flow as fl
-
+    if args.paths is not None:
+        if args.from_re is not None or args.to_re is not None or args.message is not None:
+            raise InputError("--paths names the paths: leave out --from, --to and --message")
+        return _run_named(args)
+    if args.path_name:
+        raise InputError("--path-name chooses among the paths of --paths FILE")
     if args.message is None and (args.from_re is None or args.to_re is None):
         raise InputError("give --from and --to (topic regexes), or --message ID")
     if args.message is not None and (args.from_re is not None or args.to_re is not None):
         raise InputError("--message draws one message's graph: leave out --from and --to")
-    req = request(args) if args.message is None else None
-    db = open_for(args)
-    try:
-        if req is None:
-            g = fl.message_graph(db, args.message, slice_publications=args.slice or None)
-            if args.json:
-                C.print_json(g)
+    with C.progress(args, "flow") as prog:
+        # Started before the library is imported: the first line shows at once.
+        from roscope import flow as fl
+
+        req = request(args) if args.message is None else None
+        prog.phase("opening")
+        db = open_for(args)
+        try:
+            if req is None:
+                prog.phase("one message's graph")
+                g = fl.message_graph(db, args.message, slice_publications=args.slice or None)
             else:
-                _graph_text(g, C.TextOut(sys.stdout).write)
+                window = None
+                if args.window:
+                    from roscope import stats as st
+                    from roscope.commands.stats import parse_window
+                    window = parse_window(args.window, st.trace_span(db)[0])
+                d = C.clean(fl.analyse(db, req, window))
+        except BaseException:
+            prog.close()
             C.report_from(db)
-            return 0
-        window = None
-        if args.window:
-            from roscope import stats as st
-            from roscope.commands.stats import parse_window
-            window = parse_window(args.window, st.trace_span(db)[0])
-        d = C.clean(fl.analyse(db, req, window))
-    except BaseException:
+            raise
+    if req is None:
+        if args.json:
+            C.print_json(g)
+        else:
+            _graph_text(g, C.TextOut(sys.stdout).write)
         C.report_from(db)
-        raise
-    C.show(args, d, render_text)
+        return 0
+    C.show(args, d, lambda r: render_text(r, wide=args.wide))
     C.report(d["warnings"], d["losses"])
     return 0

@@ -16,7 +16,7 @@ def register(sub) -> None:
         "database written by `roscope load` (its sources, versions, tables and load statistics). "
         "ROS processes come first; processes that did nothing ROS-related are folded into one line.",
     )
-    C.add_inputs(p, databases=False, help="trace directories (any directory above 'metadata' files), or one database written by "
+    C.add_inputs(p, databases=False, merge=False, help="trace directories (any directory above 'metadata' files), or one database written by "
                          "`roscope load`")
     C.add_json(p)
     p.set_defaults(func=run)

@@ -43,12 +43,11 @@ def register(sub) -> None:
                         "whole trace, then write")
     p.add_argument("--force", action="store_true", help="replace an existing output")
     C.add_json(p)
+    C.add_progress(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from roscope.loading import write
-
     if args.dataset:
         return _run_dataset(args)
     if args.output is None:
@@ -59,8 +58,13 @@ def run(args) -> int:
     if args.window is not None and not 0 <= args.window < 1e6:
         raise InputError(f"--window {args.window}: give a number of seconds, from 0 to 1e6")
     window_ns = None if args.window is None else int(args.window * 1e9)
-    res = write(args.inputs, args.output, heuristics=not args.no_heuristics, parquet_dir=args.parquet, force=args.force,
-                sync=not args.no_sync, memory=args.memory, window_ns=window_ns, kernel=not args.no_kernel)
+    C.check_recordings(args)
+    with C.progress(args, "load"):
+        from roscope.loading import write  # after the progress starts: DuckDB's import takes a while
+
+        res = write(args.inputs, args.output, heuristics=not args.no_heuristics, parquet_dir=args.parquet,
+                    force=args.force, sync=not args.no_sync, memory=args.memory, window_ns=window_ns,
+                    kernel=not args.no_kernel)
     dt = time.perf_counter() - t0
     try:
         if args.json:
@@ -77,14 +81,17 @@ def run(args) -> int:
 
 
 def _run_dataset(args) -> int:
-    from roscope import dataset
-
     if args.output or args.parquet:
         raise InputError("--dataset writes a dataset: leave out -o and --parquet")
     t0 = time.perf_counter()
-    row, res = dataset.append(args.inputs, args.dataset, run_id=args.run_id, config=dataset.parse_config(args.config),
-                              commit=args.commit, recorded_at=args.recorded_at, force=args.force,
-                              heuristics=not args.no_heuristics, sync=not args.no_sync)
+    C.check_recordings(args)
+    with C.progress(args, "load"):
+        from roscope import dataset
+
+        row, res = dataset.append(args.inputs, args.dataset, run_id=args.run_id,
+                                  config=dataset.parse_config(args.config), commit=args.commit,
+                                  recorded_at=args.recorded_at, force=args.force, heuristics=not args.no_heuristics,
+                                  sync=not args.no_sync)
     dt = time.perf_counter() - t0
     try:
         if args.json:

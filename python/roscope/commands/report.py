@@ -9,6 +9,7 @@ import os
 import sys
 import time
 
+from roscope import files
 from roscope.commands import _common as C
 from roscope.errors import InputError
 
@@ -28,10 +29,14 @@ def register(sub) -> None:
                    help="regex of input topics of a data-flow pair; repeat with --to for several pairs "
                         "(default: sources and sinks found automatically)")
     p.add_argument("--to", dest="to_re", action="append", default=[], metavar="RE", help="regex of output topics of a pair")
+    p.add_argument("--paths", metavar="FILE",
+                   help="named paths (a paths file or CARET's architecture file, docs/paths.md) as the data-flow pairs, "
+                        "instead of --from/--to or the automatic sources and sinks")
     p.add_argument("--window", metavar="START:END",
                    help="the timeline's window, in seconds from the trace's start (default: a window in the middle)")
     p.add_argument("--force", action="store_true", help="replace FILE if it exists")
     C.add_heuristics(p)
+    C.add_progress(p)
     p.set_defaults(func=run)
 
 
@@ -42,20 +47,34 @@ def run(args) -> int:
 
     if len(args.from_re) != len(args.to_re):
         raise InputError(f"give --from and --to in pairs ({len(args.from_re)} --from, {len(args.to_re)} --to)")
+    if args.paths is not None and args.from_re:
+        raise InputError("--paths names the data-flow pairs: leave out --from and --to")
     requests = [FlowRequest(a, b) for a, b in zip(args.from_re, args.to_re)]
-    if os.path.lexists(args.output) and not args.force:
-        raise InputError(f"{C.escape(args.output)}: already exists (roscope never overwrites; pass --force to replace it)")
+    named = None
+    if args.paths is not None:
+        from roscope import paths
+
+        named = paths.load(args.paths)  # read before the trace: a wrong file fails at once
+    files.check(args.output, force=args.force, inputs=args.inputs, what="HTML file")  # before any work
     t0 = time.monotonic()
-    db = C.open_inputs(args)
-    try:
-        window = None
-        if args.window:
-            first, last = stats.trace_span(db)
-            window = queries.parse_window(args.window, first, last)
-        res = report.write(db, args.output, force=args.force, flows=requests, window=window,
-                           sources=list(args.inputs))
-    finally:
-        C.report_from(db)
+    with C.progress(args, "report") as prog:
+        prog.phase("opening")
+        db = C.open_inputs(args)
+        try:
+            window = None
+            if args.window:
+                first, last = stats.trace_span(db)
+                window = queries.parse_window(args.window, first, last)
+            if named is not None:
+                requests = [req for _named, req in paths.requests(named, db)]
+            prog.phase("building the report")
+            res = report.write(db, args.output, force=args.force, inputs=args.inputs, flows=requests, window=window,
+                               sources=list(args.inputs))
+        except BaseException:
+            prog.close()
+            C.report_from(db)
+            raise
+    C.report_from(db)
     print(f"report: {C.escape(res['path'])} ({res['bytes'] / 1e6:.1f} MB, {time.monotonic() - t0:.1f} s)", file=sys.stderr)
     print(C.escape(os.path.abspath(res["path"])))
     return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import time
 
+from roscope import files
 from roscope.commands import _common as C
 from roscope.errors import InputError
 
@@ -82,10 +83,12 @@ def _per_run(args, work):
 
 
 def run_flow(args) -> int:
+    from roscope import dataset as ds
     from roscope import spark
     from roscope.flow import FlowRequest
 
     req = FlowRequest(args.from_re, args.to_re)
+    ds.select(args.dataset, args.runs)  # a damaged dataset is refused before Spark starts
     res, dt, failed = _per_run(args, lambda sp: spark.flows(args.dataset, req, args.runs, spark=sp))
     if not args.json:
         w = C.TextOut(sys.stdout).write
@@ -109,6 +112,7 @@ def run_load(args) -> int:
     if args.run_id and len(args.run_id) != len(args.traces):
         raise InputError(f"{len(args.run_id)} --run-id for {len(args.traces)} traces: give one per trace, in order")
     config = ds.parse_config(args.config)
+    files.check(args.dataset, directory=True, inputs=args.traces, what="dataset directory")  # before Spark starts
     res, dt, failed = _per_run(args, lambda sp: spark.load(args.traces, args.dataset, args.run_id, spark=sp, config=config,
                                                            commit=args.commit, force=args.force))
     if not args.json:

@@ -21,13 +21,16 @@ def register(sub) -> None:
     p = sub.add_parser(
         "stats",
         help="per-callback, per-topic and per-node statistics",
-        description="Callback durations, timer periods and jitter, CPU shares, topic rates and "
-        "publication-to-callback latencies, from traces or a database written by `roscope load`. "
-        "Text in milliseconds, JSON in nanoseconds (docs/analyses.md).",
+        description="Callback durations, timer periods and jitter, CPU shares, topic rates, publication-to-callback "
+        "(delivery) and publication-to-take (transport) latencies, from traces or a database written by `roscope "
+        "load`. Text in milliseconds, JSON in nanoseconds (docs/analyses.md). What the trace lacks (take events, "
+        "transport links, callback events) is said in the warnings, with what the unmatched counts then mean.",
     )
     C.add_inputs(p)
     C.add_json(p)
+    C.add_wide(p)
     C.add_heuristics(p)
+    C.add_progress(p)
     p.add_argument("--window", metavar="START:END",
                    help="only the callback runs, publications, takes and deliveries that start in [START, END), in "
                         "seconds from the trace's first event (exact to the ns, e.g. what `roscope watch --json` "
@@ -38,16 +41,25 @@ def register(sub) -> None:
 def collect(db: Database, window=None) -> dict:
     """Everything `roscope stats` shows, as JSON-ready data (durations in ns);
     `window`: (start, end) ns, the callbacks and topics of that window only."""
+    from roscope import progress
     from roscope import stats as st
 
+    prog = progress.current()
+    prog.phase("summary")
+    summary = st.summary(db)
+    prog.phase("callback statistics")
+    callbacks = st.callbacks(db, window)
+    prog.phase("topic statistics")
+    topics = st.topics(db, window)
+    prog.phase("node statistics")
     return C.clean({
-        "summary": st.summary(db),
+        "summary": summary,
         **({"window": {"start_ns": window[0], "end_ns": window[1]}} if window else {}),
-        "callbacks": st.callbacks(db, window),
-        "topics": st.topics(db, window),
+        "callbacks": callbacks,
+        "topics": topics,
         "services": st.services(db),
         "nodes": st.nodes(db),
-        "warnings": db.warnings,
+        "warnings": db.warnings + st.warnings(summary, topics),
         "losses": db.losses,
     })
 
@@ -74,57 +86,73 @@ def _summary(s: dict, w) -> None:
           "statistics near those gaps are incomplete\n")
 
 
-def _callbacks(rows: list[dict], w) -> None:
+def _callbacks(rows: list[dict], w, wide: bool = False) -> None:
+    what = lambda c: c["topic"] if c["topic"] else (  # noqa: E731
+        f"{c['timer_period_ns'] / 1e6:g} ms" if c.get("timer_period_ns") else None)
+    nw = C.width(rows, lambda c: c["node"] or c["procname"], 28, wide)
+    tw = C.width(rows, what, 26, wide)
+    sw = C.width(rows, lambda c: c["symbol"], 60, wide)
     w("\nCallbacks (durations, timer period and jitter in ms)\n")
-    w(f"  {'node':<28} {'kind':<12} {'topic / period':<26} {'count':>7}" + _head(_STATS)
+    w(f"  {'node':<{nw}} {'kind':<12} {'topic / period':<{tw}} {'count':>7}" + _head(_STATS)
       + f" {'period':>9} {'jitter':>9} {'cpu%':>6}  symbol\n")
     for c in rows:
-        what = c["topic"] if c["topic"] else (f"{c['timer_period_ns'] / 1e6:g} ms" if c.get("timer_period_ns") else None)
-        w(f"  {C.cell(c['node'] or c['procname'], 28):<28} {C.cell(c['kind'], 12):<12} {C.cell(what, 26):<26} "
+        w(f"  {C.cell(c['node'] or c['procname'], nw):<{nw}} {C.cell(c['kind'], 12):<12} {C.cell(what(c), tw):<{tw}} "
           f"{_count(c['count']):>7}" + _stats(c)
           + f" {C.ms(c['period_mean_ns']):>9} {C.ms(c['period_jitter_ns']):>9} {C.pct(c['cpu_share'] or 0):>6}"
-          f"  {C.cell(c['symbol'], 60)}\n")
+          f"  {C.cell(c['symbol'], sw)}\n")
 
 
-def _topics(rows: list[dict], w) -> None:
-    w("\nTopics (latency = publication to callback start, ms; unmatched: publications that no subscription "
-      "received, takes matched to no publication)\n")
-    w(f"  {'topic':<36} {'pubs':>5} {'subs':>5} {'msgs':>7} {'rate Hz':>8} {'deliv':>7}" + _head(_STATS)
+def _topics(rows: list[dict], w, wide: bool = False) -> None:
+    tw = C.width(rows, lambda t: t["topic"], 36, wide)
+    w("\nTopics (latency = delivery, publication to callback start, ms; unmatched: publications that no traced "
+      "take received, takes matched to no publication)\n")
+    w(f"  {'topic':<{tw}} {'pubs':>5} {'subs':>5} {'msgs':>7} {'rate Hz':>8} {'deliv':>7}" + _head(_STATS)
       + f" {'unm pubs':>9} {'unm takes':>9} {'drops':>6}\n")
     for t in rows:
-        w(f"  {C.cell(t['topic'], 36):<36} {t['publishers']:>5} {t['subscriptions']:>5} {t['publications']:>7} "
+        w(f"  {C.cell(t['topic'], tw):<{tw}} {t['publishers']:>5} {t['subscriptions']:>5} {t['publications']:>7} "
           f"{t['rate_hz']:>8.2f} {t['deliveries']:>7}" + _stats(t, "lat_")
           + f" {_count(t['unmatched_publications']):>9} {_count(t['unmatched_takes']):>9} {_count(t['drops']):>6}\n")
+    trans = [t for t in rows if t.get("transport_count")]
+    if trans:
+        w("\nTopics' transport latency (publication to take, ms; beside the delivery latency above)\n")
+        w(f"  {'topic':<{tw}} {'takes':>7} {'linked':>7}" + _head(_STATS) + "\n")
+        for t in trans:
+            w(f"  {C.cell(t['topic'], tw):<{tw}} {t['takes']:>7} {t['transport_count']:>7}" + _stats(t, "transport_")
+              + "\n")
 
 
-def _services(rows: list[dict], w) -> None:
+def _services(rows: list[dict], w, wide: bool = False) -> None:
     if not rows:
         return
+    sw = C.width(rows, lambda s: s["service"], 36, wide)
+    nw = C.width(rows, lambda s: s["server_node"], 20, wide)
     w("\nServices (server = request taken to response sent, at the server; round trip = request sent to response "
       "taken, at the client; ms)\n")
-    w(f"  {'service':<36} {'server node':<20} {'calls':>6} {'answ':>6} {'what':<6}" + _head(_STATS) + "\n")
+    w(f"  {'service':<{sw}} {'server node':<{nw}} {'calls':>6} {'answ':>6} {'what':<6}" + _head(_STATS) + "\n")
     for s in rows:
         for what, prefix in (("server", "server_"), ("rtt", "rtt_")):
-            head = (f"  {C.cell(s['service'], 36):<36} {C.cell(s['server_node'], 20):<20} {s['calls']:>6} {s['answered']:>6}"
-                    if what == "server" else f"  {'':<36} {'':<20} {'':>6} {'':>6}")
+            head = (f"  {C.cell(s['service'], sw):<{sw}} {C.cell(s['server_node'], nw):<{nw}} {s['calls']:>6} {s['answered']:>6}"
+                    if what == "server" else f"  {'':<{sw}} {'':<{nw}} {'':>6} {'':>6}")
             w(head + f" {what:<6}" + _stats(s, prefix) + "\n")
 
 
-def _nodes(rows: list[dict], w) -> None:
+def _nodes(rows: list[dict], w, wide: bool = False) -> None:
+    nw = C.width(rows, lambda n: n["node"], 40, wide)
+    hw = C.width(rows, lambda n: n["hostname"], 14, wide)
     w("\nNodes (busy = time in callbacks, ms)\n")
-    w(f"  {'node':<40} {'host':<14} {'pid':>8} {'callbacks':>9} {'runs':>8} {'busy':>12} {'cpu%':>6} {'pubs':>7}\n")
+    w(f"  {'node':<{nw}} {'host':<{hw}} {'pid':>8} {'callbacks':>9} {'runs':>8} {'busy':>12} {'cpu%':>6} {'pubs':>7}\n")
     for n in rows:
-        w(f"  {C.cell(n['node'], 40):<40} {C.cell(n['hostname'], 14):<14} {n['pid']:>8} {n['callbacks']:>9} {n['runs']:>8} "
-          f"{C.ms(n['busy_ns']):>12} {C.pct(n['cpu_share'] or 0):>6} {n['publications']:>7}\n")
+        w(f"  {C.cell(n['node'], nw):<{nw}} {C.cell(n['hostname'], hw):<{hw}} {n['pid']:>8} {n['callbacks']:>9} "
+          f"{n['runs']:>8} {C.ms(n['busy_ns']):>12} {C.pct(n['cpu_share'] or 0):>6} {n['publications']:>7}\n")
 
 
-def render_text(d: dict, out=None) -> None:
+def render_text(d: dict, out=None, wide: bool = False) -> None:
     w = C.TextOut(out or sys.stdout).write
     _summary(d["summary"], w)
-    _callbacks(d["callbacks"], w)
-    _topics(d["topics"], w)
-    _services(d.get("services", []), w)
-    _nodes(d["nodes"], w)
+    _callbacks(d["callbacks"], w, wide)
+    _topics(d["topics"], w, wide)
+    _services(d.get("services", []), w, wide)
+    _nodes(d["nodes"], w, wide)
 
 
 def parse_window(text: str, first: int) -> tuple[int, int]:
@@ -144,10 +172,19 @@ def parse_window(text: str, first: int) -> tuple[int, int]:
 def run(args) -> int:
     from roscope import stats as st
 
-    db = C.open_inputs(args)
+    with C.progress(args, "stats") as prog:
+        prog.phase("opening")
+        db = C.open_inputs(args)
+        try:
+            window = parse_window(args.window, st.trace_span(db)[0]) if args.window else None
+            d = collect(db, window)
+        except BaseException:
+            prog.close()
+            C.report_from(db)
+            raise
     try:
-        window = parse_window(args.window, st.trace_span(db)[0]) if args.window else None
-        C.show(args, collect(db, window), render_text)
+        C.show(args, d, lambda r: render_text(r, wide=args.wide))
     finally:
-        C.report_from(db)
+        # the trace's warnings (the database's) and what the statistics must be read with
+        C.report(d["warnings"], d["losses"])
     return 0

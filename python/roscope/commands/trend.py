@@ -33,26 +33,28 @@ def register(sub) -> None:
     p.add_argument("--window", type=C.int_range(1, 1000), default=trend.TREND_WINDOW, metavar="N",
                    help="a run's baseline is the median of the N runs before it (default %(default)s)")
     C.add_json(p)
+    C.add_wide(p)
     p.set_defaults(func=run)
 
 
-def render_text(d: dict, out=None) -> None:
+def render_text(d: dict, out=None, wide: bool = False) -> None:
     w = C.TextOut(out or sys.stdout).write
+    rw = C.width(d["runs"], lambda r: r["run_id"], 28, wide)
     unit = "" if d["stat"] == "count" else " (ms)"
     w(f"{C.escape(d['metric'])}: {d['stat']}{unit} per run, in recorded-time order; * = changed by more than "
       f"{100 * d['threshold']:g}% from the median of the {d['window']} runs before\n")
-    w(f"  {'run':<28} {'recorded':<20} {'commit':<16} {'count':>8} {d['stat']:>11} {'baseline':>11} {'change':>8}\n")
+    w(f"  {'run':<{rw}} {'recorded':<20} {'commit':<16} {'count':>8} {d['stat']:>11} {'baseline':>11} {'change':>8}\n")
     for r in d["runs"]:
         fmt = (lambda v: "-" if v is None else f"{int(v):,}") if d["stat"] == "count" else C.ms
         change = "-" if r["change"] is None else f"{100 * r['change']:+.1f}%"
-        w(f"{'*' if r['flagged'] else ' '} {C.cell(r['run_id'], 28):<28} {C.cell((r['recorded_at'] or '')[:19], 20):<20} "
+        w(f"{'*' if r['flagged'] else ' '} {C.cell(r['run_id'], rw):<{rw}} {C.cell((r['recorded_at'] or '')[:19], 20):<20} "
           f"{C.cell(r['commit'], 16):<16} {r['count']:>8,} {fmt(r['value']):>11} {fmt(r['baseline']):>11} {change:>8}"
-          + (f"  ({C.escape(r['note'])[:100]})" if r["note"] else "") + "\n")
+          + (f"  ({C.escape(r['note']) if wide else C.escape(r['note'])[:100]})" if r["note"] else "") + "\n")
 
 
 def run(args) -> int:
     from roscope import trend
 
     d = trend.trend(args.dataset, args.metric, args.stat, args.runs, threshold=args.threshold, window=args.window)
-    C.show(args, d, render_text)
+    C.show(args, d, lambda r: render_text(r, wide=args.wide))
     return 0

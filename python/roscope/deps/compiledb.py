@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 from collections.abc import Sequence
 
 from roscope.errors import InputError
+from roscope.processes import group
 
 #: Extensions of C/C++ headers and sources (what `roscope deps --flags` takes as a source).
 HEADER_EXT = (".h", ".hh", ".hpp", ".hxx", ".h++", ".ipp", ".inl")
@@ -58,11 +58,11 @@ def _compiler_include(compiler: str) -> str | None:
     if compiler not in _INTERNAL_INCLUDE:
         d = None
         try:
-            p = subprocess.run([compiler, "-print-file-name=include"], capture_output=True, text=True, timeout=20)
+            p = group.output("compiler", [compiler, "-print-file-name=include"], timeout=20)
             cand = p.stdout.strip()
             if p.returncode == 0 and os.path.isfile(os.path.join(cand, "stddef.h")):
                 d = cand
-        except (OSError, subprocess.SubprocessError):
+        except OSError:
             pass
         _INTERNAL_INCLUDE[compiler] = d
     return _INTERNAL_INCLUDE[compiler]

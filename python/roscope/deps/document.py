@@ -13,8 +13,7 @@ from roscope.deps.closure import Closure, callback_events
 from roscope.deps.matching import FORMAT, FORMAT_VERSION
 from roscope.deps.paths import conflict, display, generic, norm_root
 from roscope.deps.unit import UnitData
-from roscope.errors import InputError
-from roscope.files import atomic_write
+from roscope.files import write_file
 from roscope.version import __version__
 
 
@@ -251,11 +250,8 @@ def _left_out(every: list[dict], kept: list[dict]) -> list[dict]:
 
 
 
-def write(doc: dict, path: str) -> None:
-    """Writes the dependency document atomically (a temporary file, then a rename)."""
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise InputError(f"{path}: its directory does not exist")
-    if os.path.isdir(path):
-        raise InputError(f"{path}: is a directory")
-    atomic_write(path, json.dumps(doc, indent=1) + "\n")
+def write(doc: dict, path: str, *, force: bool = False, inputs: Iterable[str] = ()) -> None:
+    """Writes the dependency document by roscope.files' rules (a new temporary file
+    beside `path`, renamed when complete; an existing file replaced only with
+    `force`, and only a regular file; never one of `inputs`)."""
+    write_file(path, json.dumps(doc, indent=1) + "\n", force=force, inputs=inputs)

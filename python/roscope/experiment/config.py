@@ -16,6 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from roscope import yamlfile
 from roscope.errors import InputError
 
 SCENARIO_KINDS = ("cpu_load", "msg_load", "cpuset")
@@ -296,72 +297,10 @@ def _sweep_param(path: Path, where: str, p, sc: dict) -> None:
         raise _err(path, where, f"{p!r} sweeps {p.split('.')[0]}, which this scenario does not have")
 
 
-def _expanded_size(node) -> int | None:
-    """How many values a YAML node graph holds once its aliases are expanded (an alias is a
-    second reference to a node: counted again each time); None if an alias refers to a node
-    that holds it (a recursive value). Iterative; memoized per node."""
-    size: dict[int, int] = {}
-    open_: set[int] = set()
-    stack = [(node, False)]
-    while stack:
-        n, done = stack.pop()
-        if isinstance(n.value, list):
-            kids = [x for pair in n.value for x in pair] if n.value and isinstance(n.value[0], tuple) else n.value
-        else:
-            kids = []
-        if done:
-            size[id(n)] = 1 + sum(size[id(k)] for k in kids)
-            open_.discard(id(n))
-            continue
-        if id(n) in size:
-            continue
-        if id(n) in open_:
-            return None
-        open_.add(id(n))
-        stack.append((n, True))
-        for k in kids:
-            if id(k) in open_:
-                return None
-            if id(k) not in size:
-                stack.append((k, False))
-    return size[id(node)]
-
-
 def read_yaml(path: Path):
-    """The YAML document of `path`, read as UTF-8 text of at most MAX_FILE_BYTES, with at most
-    MAX_VALUES values once its aliases are expanded (checked on the node graph, before any
-    value is built). Every failure is an InputError naming the file."""
-    import yaml
-
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-    except OSError as e:
-        raise InputError(f"cannot read the experiment file {path}: {e.strerror or e}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise InputError(f"{path}: larger than {MAX_FILE_BYTES} bytes: not an experiment file")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})") from None
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        n = _expanded_size(node)
-        if n is None:
-            raise InputError(f"{path}: a YAML alias (*name) refers to a value that holds it: not an experiment file")
-        if n > MAX_VALUES:
-            raise InputError(f"{path}: holds {n} values once its YAML aliases (*name) are expanded; at most "
-                             f"{MAX_VALUES} are read (write the values out, or use fewer aliases)")
-        return loader.construct_document(node)
-    except yaml.YAMLError as e:
-        raise InputError(f"{path}: not valid YAML: {str(e).splitlines()[0] if str(e) else e}") from None
-    except RecursionError:
-        raise InputError(f"{path}: nested too deeply to be an experiment file") from None
-    finally:
-        loader.dispose()
+    """The YAML document of `path` (roscope.yamlfile: at most MAX_FILE_BYTES, MAX_VALUES values once
+    its aliases are expanded). Every failure is an InputError naming the file."""
+    return yamlfile.read(path, "experiment file", max_bytes=MAX_FILE_BYTES, max_values=MAX_VALUES)
 
 
 def load(path) -> Experiment:

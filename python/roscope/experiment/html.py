@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from roscope.errors import InputError
+from roscope import files
 from roscope.experiment import output
 from roscope.experiment.analysis import report
 from roscope.report.html import Col, Page, esc, table
@@ -95,8 +95,10 @@ def build(run_dir) -> str:
 
 
 def write(run_dir, out) -> Path:
-    out = Path(out)
-    if os.path.lexists(out):
-        raise InputError(f"{out}: already exists (roscope never overwrites)")
-    output.atomic_write(out, build(run_dir))
-    return out
+    """Writes the HTML report of the results directory `run_dir` to `out` (roscope.files'
+    rules; never over an existing file, nor over a file of the results it reads)."""
+    run = Path(run_dir)
+    inputs = [p for p in run.iterdir() if p.is_file()] + [run / "trials"] if run.is_dir() else []
+    files.check(out, force=None, inputs=inputs, what="HTML file")
+    files.write_file(out, build(run_dir), force=None, inputs=inputs)
+    return Path(out)

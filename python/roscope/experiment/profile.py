@@ -5,7 +5,6 @@ inferno-collapse-perf, inferno-flamegraph) or Brendan Gregg's FlameGraph scripts
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -63,10 +62,10 @@ def finish(perf: group.Started | None, tdir: Path) -> dict:
         res["note"] = "no flame graph tool on PATH: 'cargo install inferno' (or FlameGraph's scripts), then: " \
                       "perf script -i perf.data | inferno-collapse-perf | inferno-flamegraph > flame.svg"
         return res
-    script = subprocess.run(["perf", "script", "-i", str(data)], capture_output=True, timeout=300)
-    folded = subprocess.run([tools[0]], input=script.stdout, capture_output=True, timeout=300)
-    svg = subprocess.run([tools[1], "--title", f"roscope experiment: {tdir.name}"], input=folded.stdout,
-                         capture_output=True, timeout=300)
+    script = group.output("perf-script", ["perf", "script", "-i", str(data)], timeout=300, text=False)
+    folded = group.output("flamegraph", [tools[0]], timeout=300, input=script.stdout, text=False)
+    svg = group.output("flamegraph", [tools[1], "--title", f"roscope experiment: {tdir.name}"], timeout=300,
+                       input=folded.stdout, text=False)
     if svg.returncode != 0 or not svg.stdout:
         res["note"] = f"{tools[1]} failed: {svg.stderr.decode(errors='replace')[:300]}"
         return res

@@ -10,11 +10,11 @@ import os
 import platform
 import resource
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from roscope import files
 from roscope.errors import InputError, user_message
 from roscope.experiment import driver_output, output, procs
 from roscope.experiment import profile as prof
@@ -40,29 +40,30 @@ def _now() -> str:
 
 def _version(argv: list[str]) -> str | None:
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=5)
+        r = group.output("version", argv, timeout=5)
         return (r.stdout or r.stderr).strip().splitlines()[0] if (r.stdout or r.stderr).strip() else None
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:
         return None
 
 
 def _dpkg_version(package: str) -> str | None:
     try:
-        r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
+        r = group.output("dpkg-query", ["dpkg-query", "-W", "-f=${Version}", package], timeout=5)
+    except OSError:
         return None
     return r.stdout.strip() or None if r.returncode == 0 else None
 
 
 def _git(cwd: Path) -> dict | None:
     try:
-        head = subprocess.run(["git", "-C", str(cwd), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        head = group.output("git", ["git", "-C", str(cwd), "rev-parse", "HEAD"], timeout=5)
         if head.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "-C", str(cwd), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
+        dirty = group.output("git", ["git", "-C", str(cwd), "status", "--porcelain", "--untracked-files=no"], timeout=10)
+        if dirty.returncode != 0:
+            return None
         return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:
         return None
 
 
@@ -86,8 +87,7 @@ def prepare(exp: Experiment, out: str | None, resume: bool) -> Path:
             raise InputError("--resume needs -o DIR (the results directory to complete)")
         out = f"experiment-{exp.name}-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}"
     run = Path(out)
-    if run.is_symlink() or (run.exists() and not run.is_dir()):
-        raise InputError(f"{run}: exists and is not a directory")
+    files.check(run, directory=True, inputs=[exp.path], what="results directory")
     if resume:
         man = output.read_json(run / output.MANIFEST)
         if man is None:
@@ -186,7 +186,7 @@ class Runner:
         env = {**self.sut.env, **d["env"], "ROSCOPE_TRIAL_ID": tid, "ROSCOPE_TRIAL_INDEX": str(index),
                "ROSCOPE_TRIAL_DIR": str(tdir.resolve())}
         cpus = self.sut.cpus if ("cpuset" in cond.params and cond.params["cpuset"]["driver"]) else None
-        with open(tdir / "driver.stdout", "wb") as so, open(tdir / "driver.stderr", "wb") as se:
+        with files.new_file(tdir / "driver.stdout") as so, files.new_file(tdir / "driver.stderr") as se:
             t0 = time.monotonic()
             drv = self.driver = group.start("driver", d["command"], cwd=self.exp.base_dir / d["cwd"], env=env,
                                             stdout=so, stderr=se, cpus=cpus)
@@ -240,7 +240,7 @@ class Runner:
             n = 1
             while (self.run / "trials" / f"{tid}.aborted-{n}").exists():
                 n += 1
-            tdir.rename(self.run / "trials" / f"{tid}.aborted-{n}")
+            files.rename_new(tdir, self.run / "trials" / f"{tid}.aborted-{n}")
         tdir.mkdir(parents=True)
         self.say(f"trial {tid}")
         r = {"trial_id": tid, "scenario": cond.scenario, "condition": cond.id, "level": cond.level,

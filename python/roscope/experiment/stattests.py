@@ -27,14 +27,32 @@ def describe(values) -> dict:
     return out
 
 
+#: Above this many draws per sample (resamples x values), the bootstrap draws its resamples
+#: in chunks of rows, so that memory stays bounded (a few tens of MB) whatever the sample's size.
+BOOTSTRAP_CHUNK_CELLS = 4_000_000
+
+
+def _resample_means(rng, x: np.ndarray, resamples: int) -> np.ndarray:
+    """The means of `resamples` resamples of `x` (with replacement): in one draw when it is
+    small (experiment trials), else in chunks of rows (the same distribution)."""
+    if resamples * x.size <= BOOTSTRAP_CHUNK_CELLS:
+        return x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
+    rows = max(1, BOOTSTRAP_CHUNK_CELLS // x.size)
+    out = np.empty(resamples)
+    for i in range(0, resamples, rows):
+        k = min(rows, resamples - i)
+        out[i:i + k] = x[rng.integers(0, x.size, size=(k, x.size))].mean(axis=1)
+    return out
+
+
 def bootstrap_diff_ci(a, b, *, level: float = 0.95, resamples: int = 10000, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of mean(b) - mean(a), resampling each sample with replacement."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.size == 0 or b.size == 0:
         raise ValueError("bootstrap needs two non-empty samples")
     rng = np.random.default_rng(seed)
-    ma = a[rng.integers(0, a.size, size=(resamples, a.size))].mean(axis=1)
-    mb = b[rng.integers(0, b.size, size=(resamples, b.size))].mean(axis=1)
+    ma = _resample_means(rng, a, resamples)
+    mb = _resample_means(rng, b, resamples)
     d = mb - ma
     alpha = (1 - level) / 2
     return float(np.quantile(d, alpha)), float(np.quantile(d, 1 - alpha))

@@ -19,7 +19,9 @@ What is written (docs/report.md, "Perfetto export"):
 
 Timestamps are the trace's (CLOCK_MONOTONIC ns), written on Perfetto's default
 clock. Packets are encoded column by column (roscope.export.protowire): no
-Python object per event.
+Python object per event; `encode` writes them in chunks of bounded bytes, so that
+an event with thousands of flow arrows (a timer run inferred to cause every later
+publication) does not widen a whole chunk's matrices.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from roscope import files
 from roscope.export import protowire as w
 
 if TYPE_CHECKING:
@@ -41,6 +44,11 @@ SLICE_BEGIN, SLICE_END, INSTANT = 1, 2, 3
 PROCESS_TRACK, THREAD_TRACK, EXECUTOR_TRACK, LOST_TRACK = 1 << 40, 2 << 40, 3 << 40, 4 << 40
 #: Packets encoded at once (bounds the encoder's matrices).
 CHUNK = 200_000
+#: ... and at most this many bytes of row matrices (rows as wide as the chunk's widest).
+CHUNK_BYTES = 32 << 20
+#: A packet's bytes besides its flow ids (timestamp, type, track, name, keys and
+#: lengths: at most 11 + 2 + 11 + 11 + 11 + 11 + 4), and one flow id (a 2-byte key + fixed64).
+_ROW_BYTES, _FLOW_ITEM = 64, 10
 # Order of events at equal timestamps: ends of slices that lasted, begins
 # (outer first), instants, ends of empty slices (inner first).
 _END, _BEGIN, _INSTANT, _END_EMPTY = 0, 1, 2, 3
@@ -263,8 +271,20 @@ def _flows(con, ev: Events, runs, pubs, takes, causal) -> dict[str, int]:
 # ---------------------------------------------------------------- encoding
 
 
-def _encode(cols: dict, out) -> int:
-    """Writes the event packets in time order, CHUNK at a time; returns their count."""
+def _chunk_rows(fc: np.ndarray, tc: np.ndarray) -> int:
+    """How many of the next rows (their flow and terminating-flow counts `fc`, `tc`) one
+    chunk encodes: at most CHUNK, and at most CHUNK_BYTES of row matrices. Every row of a
+    chunk is as wide as its widest (the pieces are matrices): one run with hundreds of
+    causal arrows would otherwise make 200,000 rows hundreds of items wide (issue 30: 6.5 GB
+    for a 99k-event trace)."""
+    width = _ROW_BYTES + _FLOW_ITEM * (np.maximum.accumulate(fc) + np.maximum.accumulate(tc))
+    cost = width * np.arange(1, len(fc) + 1, dtype=np.int64)
+    return max(1, int(np.searchsorted(cost, CHUNK_BYTES, side="right")))
+
+
+def encode(cols: dict, out) -> int:
+    """Writes the event packets in time order, a chunk at a time (`_chunk_rows`); returns
+    their count. The bytes do not depend on where the chunks end."""
     n = len(cols["ts"])
     order = np.lexsort((cols["depth"], cols["order"], cols["ts"]))
     rank = np.empty(n, np.int64)
@@ -274,11 +294,12 @@ def _encode(cols: dict, out) -> int:
     tpos, tval = rank[cols["term_ev"]], cols["term_id"]
     fo, to = np.argsort(fpos, kind="stable"), np.argsort(tpos, kind="stable")
     fpos, fval, tpos, tval = fpos[fo], fval[fo], tpos[to], tval[to]
-    for lo in range(0, n, CHUNK):
-        idx = order[lo:lo + CHUNK]
-        k = len(idx)
-        fc = np.bincount(fpos[(fpos >= lo) & (fpos < lo + k)] - lo, minlength=k)
-        tc = np.bincount(tpos[(tpos >= lo) & (tpos < lo + k)] - lo, minlength=k)
+    fcount, tcount = np.bincount(fpos, minlength=n), np.bincount(tpos, minlength=n)
+    lo = 0
+    while lo < n:
+        k = _chunk_rows(fcount[lo:lo + CHUNK], tcount[lo:lo + CHUNK])
+        idx = order[lo:lo + k]
+        fc, tc = fcount[lo:lo + k], tcount[lo:lo + k]
         fv = fval[np.searchsorted(fpos, lo):np.searchsorted(fpos, lo + k)]
         tv = tval[np.searchsorted(tpos, lo):np.searchsorted(tpos, lo + k)]
         name = cols["name"][idx]
@@ -295,6 +316,7 @@ def _encode(cols: dict, out) -> int:
             w.const(w.field_varint(10, SEQ) + w.field_varint(13, SEQ_NEEDS_INCREMENTAL_STATE), k),
         ]
         out.write(w.flatten(w.concat(w.message_pieces(1, packet))))
+        lo += k
     return n
 
 
@@ -304,12 +326,12 @@ def _interned(names: Names) -> bytes:
                          + w.field_bytes(12, body))
 
 
-def export(db: Database, out_path: str, *, causal=None, force: bool = False) -> dict:
-    """Writes `db`'s model to `out_path` as a Perfetto trace (atomically: a
-    temporary file renamed at the end). `causal`: the causal links to draw, a
+def export(db: Database, out_path: str, *, causal=None, force: bool = False, inputs=()) -> dict:
+    """Writes `db`'s model to `out_path` as a Perfetto trace (by roscope.files' rules:
+    a new temporary file renamed at the end; never a file unless `force`, never
+    anything but a regular file, never one of `inputs`). `causal`: the causal links to draw, a
     dict of arrays `in_run_id`, `out_publication_id` (None: none). Returns counts."""
-    if os.path.exists(out_path) and not force:
-        raise FileExistsError(f"{out_path}: already exists (roscope never overwrites; pass --force to replace it)")
+    files.check(out_path, force=force, inputs=inputs, what="Perfetto file")
     con = db.con
     names = Names()
     descriptors, track_names = _track_packets(con)
@@ -327,17 +349,10 @@ def export(db: Database, out_path: str, *, causal=None, force: bool = False) -> 
         WHERE t.taken = 1 AND t.thread_id IS NOT NULL ORDER BY t.take_id""", "take")
     _lost(con, ev, names)
     counts = _flows(con, ev, runs, pubs, takes, causal)
-    tmp = f"{out_path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(_interned(names))
-            f.write(b"".join(descriptors))
-            counts["packets"] = _encode(ev.cols(), f) + len(descriptors) + 1
-        os.replace(tmp, out_path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    with files.open_output(out_path, force=force, inputs=inputs) as f:
+        f.write(_interned(names))
+        f.write(b"".join(descriptors))
+        counts["packets"] = encode(ev.cols(), f) + len(descriptors) + 1
     counts.update({"tracks": len(track_names), "slices": int(len(runs[0])), "publications": int(len(pubs[0])),
                    "takes": int(len(takes[0])), "bytes": os.path.getsize(out_path)})
     return counts

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from roscope import response_time
+from roscope import progress, response_time
 from roscope.flow.links import causal_link_table
 from roscope.flow.request import FlowRequest
 from roscope.flow.search import data_flows
@@ -32,8 +32,13 @@ def analyse(db: Database, request: FlowRequest, window: tuple[int, int] | None =
     summary = dict(data_flows(db, request))
     db.renew()
     flow_warnings = summary.pop("warnings")
-    out = {"summary": summary, "causal_links": links["links"], "paths": path_stats(db, window),
+    prog = progress.current()
+    prog.phase("path statistics")
+    paths = path_stats(db, window)
+    prog.phase("component statistics")
+    out = {"summary": summary, "causal_links": links["links"], "paths": paths,
            "components": component_stats(db), "warnings": db.warnings + flow_warnings, "losses": db.losses}
     if request.definition:
+        prog.phase("response times")
         out["response_times"] = response_time.response_times(db, request.definition, request.end, store=request.store)
     return out

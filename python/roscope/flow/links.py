@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from roscope import _core
+from roscope import _core, progress
 from roscope.errors import InputError
 from roscope.flow.request import SLICE_PUBLICATIONS, SLICE_REACH_NS
 from roscope.flow.slices import ONE_SLICE, FlowContext, context, over_slices, sliced
@@ -38,15 +38,19 @@ def causal_link_table(db: Database, infer: bool = True, *, store: bool = False,
     the connection over the scratch file, `results.Appender`, or a stored table with `store`) and never held whole: over slices
     of the model on a database with more than `slice_publications` publications (as
     `data_flows`). Returns {"links": count, "slices": what the slicing did}."""
+    in_slices = slice_publications is not None and sliced(db, slice_publications)
+    prog = progress.current()
+    prog.phase("causal links", unit="slices")
     with Appender(db, ["causal_links"], store) as out:
         search = _core.CausalSearch(infer)
 
         def run(model: _core.FlowModel, ids: _core.Ids, window: _core.Window | None, _answers=None) -> _core.Uncertain | None:
             links, uncertain = search.run(model, ids, window)
             out.append("causal_links", table_from_core(links))
+            prog.step()
             return uncertain
 
-        if slice_publications is not None and sliced(db, slice_publications):
+        if in_slices:
             slices = over_slices(db, run, slice_publications, reach_ns)
             slices.pop("rest_from")
         else:

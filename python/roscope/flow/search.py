@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from roscope import _core
+from roscope import _core, progress
 from roscope.deps.matching import trace_edges
 from roscope.deps.matching import warnings as deps_warnings
 from roscope.errors import InputError
@@ -173,11 +173,13 @@ def data_flows(db: Database, request: FlowRequest | str, to_re: str | None = Non
         max_flows_per_output=req.max_flows_per_output, max_flows=req.max_flows, all_paths=req.all_paths,
         all_steps=req.all_steps, excluded_topics=ex_t, excluded_callbacks=ex_c, deps=edges,
         deps_callbacks=deps_callbacks, overlaps=overlaps, drop_uncertain=req.uncertain == "drop")
+    meter = _core.Meter()
+    _show_progress(db, req, topics, is_in, is_out, ex_t, ex_c, meter)
     with Appender(db, FLOW_TABLES, req.store) as out:
         def sink(name: str, table: _core.ArrowTable) -> None:
             out.append(name, table_from_core(table))
 
-        search = _core.FlowSearch(ctx.model, options, facts(db) if in_slices else None)
+        search = _core.FlowSearch(ctx.model, options, facts(db) if in_slices else None, meter=meter)
         if in_slices:
             slices = over_slices(db, lambda m, ids, w, ans: search.run(m, ids, w, sink, ans), per_slice, req.reach_ns,
                                  History(db, topics), stopped=lambda: search.stopped)
@@ -196,6 +198,50 @@ def data_flows(db: Database, request: FlowRequest | str, to_re: str | None = Non
     summary = _summary(req, stats, paths.num_rows, topics, is_in, is_out, excluded, deps_report, slices)
     summary["warnings"] = _flow_warnings(db, summary, is_in, is_out, ctx)
     return DataFlows(summary, db)
+
+
+#: A search whose estimate (from the pace of its first outputs) exceeds this many
+#: seconds is said to be huge while it runs, with how to narrow it.
+HUGE_SEARCH_S = 120
+
+
+def _show_progress(db: Database, req: FlowRequest, topics: list[str], is_in, is_out, ex_t, ex_c, meter) -> None:
+    """The search's phase in the current progress (`roscope.progress`): output
+    messages searched of all those on the --to topics, flows so far; and a watcher
+    that says, in the search's first seconds, when its pace makes it huge."""
+    prog = progress.current()
+    total = _outputs_from(db, -(2**62), topics, is_out, ex_t, ex_c)
+    prog.phase("data-flow search", total=total, unit="output messages", meter=meter, found="flows")
+    if not total:
+        return
+    counts = dict(db.con.execute("SELECT topic, count(*) FROM publications_info WHERE topic IS NOT NULL "
+                                 "GROUP BY topic").fetchall())
+    to = sorted(((counts.get(t, 0), t) for t, m in zip(topics, is_out) if m), reverse=True)
+    others = {t for t, i, o in zip(topics, is_in, is_out) if not i and not o}
+    busy = sorted(((n, t) for t, n in counts.items() if t in others), reverse=True)[:3]
+    prog.watch(lambda s: huge_search_warning(s, req, to, busy))
+
+
+def huge_search_warning(s: progress.State, req: FlowRequest, to: list[tuple[int, str]], busy: list[tuple[int, str]]) -> str | None:
+    """The warning of a search whose pace so far makes it huge (`HUGE_SEARCH_S`), or None."""
+    if s.phase != "data-flow search" or not s.total or s.done >= s.total or s.elapsed < 1.0:
+        return None
+    if s.done == 0:
+        if s.elapsed < 3.0:
+            return None
+        left = s.elapsed * s.total  # not one output in 3 s: at least this
+    else:
+        left = s.elapsed * (s.total - s.done) / s.done
+    if left < HUGE_SEARCH_S:
+        return None
+    per = f"{s.work / s.done:,.0f} candidate flows per output message so far" if s.done else "no output message done yet"
+    tos = ", ".join(f"{t} ({n:,})" for n, t in to[:4]) + (", ..." if len(to) > 4 else "")
+    narrow = ("--exclude RE for topics or nodes no flow should pass through" +
+              (f" (the busiest others: {', '.join(t for _n, t in busy)})" if busy else ""))
+    cap = f"now {req.max_flows:,}" if req.max_flows else "now no cap"
+    return (f"this search looks huge: {s.total:,} output messages on the --to topics {tos}, {per}; at this pace it "
+            f"takes {'more than ' if s.done == 0 else 'about '}{progress.duration(left)}. Narrow it: a narrower --to "
+            f"(e.g. '^{to[0][1]}$'), {narrow}, or --max-flows N to stop after N candidate flows ({cap})")
 
 
 def _summary(req: FlowRequest, stats: dict, n_paths: int, topics: list[str], is_in: list[bool], is_out: list[bool],

@@ -1,8 +1,8 @@
 """Statistics of the data flows of the last `data_flows` (docs/analyses.md): per
 path (`path_stats`: end-to-end latency and each of its parts) and per component
 (`component_stats`: communication per topic, idle per node, computation per
-callback, like the data-flow paper's Tables II-IV). Exact percentiles, also of a
-path too large for DuckDB's budget (`roscope.percentiles.grouped`).
+callback, like the data-flow paper's Tables II-IV). Exact percentiles by selection,
+in little memory whatever a path's size (`roscope.percentiles.grouped`).
 """
 from __future__ import annotations
 
@@ -39,8 +39,7 @@ COMPONENT_SOURCES = {
 def path_stats(db: Database, window: tuple[int, int] | None = None) -> list[dict]:
     """Per path (of the last `data_flows`): flow count, and for the end-to-end latency
     and each of its parts the standard statistics (count, min_ns ... max_ns, with
-    quartiles). One query per part; exact percentiles of a path too large for
-    DuckDB's budget come from a sort spilled to disk (`percentiles.grouped`).
+    quartiles). One `percentiles.grouped` per part (exact percentiles by selection).
     `window` (start, end) ns: only the flows that end (their output's publication) in
     [start, end), and the paths with such flows; `flows` counts those."""
     source = PATH_SOURCE if window is None else \

@@ -21,6 +21,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from roscope.files import write_control
 from roscope.processes.identity import stat
 
 PREFIX = "roscope-"
@@ -115,8 +116,7 @@ def make(parent: Path, name: str) -> Path:
 
 def join_self(cg: Path) -> None:
     """Moves the calling process into `cg` (used in the child, before exec)."""
-    with open(cg / "cgroup.procs", "w") as f:
-        f.write("0")
+    write_control(cg / "cgroup.procs", "0")
 
 
 def probe(parent: Path) -> bool:
@@ -154,7 +154,7 @@ def holds(cg: Path, pid: int) -> bool:
 def kill_all(cg: Path) -> bool:
     """SIGKILL to every process of the cgroup at once (cgroup.kill, Linux 5.14); False if absent."""
     try:
-        (cg / "cgroup.kill").write_text("1")
+        write_control(cg / "cgroup.kill", "1")
         return True
     except OSError:
         return False

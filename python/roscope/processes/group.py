@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from roscope.files import log_file
 from roscope.processes import cgroup, signals
 from roscope.processes.identity import Stat, boot_id, cmdline, identity, identity_of, live_stats, stat
 from roscope.processes.tracking import tracking
@@ -108,7 +109,7 @@ def start(name: str, argv: list[str], *, cwd=None, env=None, log: Path | None = 
             os.sched_setaffinity(0, cpus)
     fh = None
     if log is not None:
-        fh = open(log, "ab")
+        fh = log_file(log)
         stdout = stderr = fh
     try:
         # Registered before Ctrl-C can cut in: whatever happens next, stop_everything finds it.
@@ -144,6 +145,40 @@ def run(name: str, argv: list[str], timeout: float, **kw) -> int | None:
         rc = None
     stop(s, 1.0)
     return rc
+
+
+@dataclass
+class Output:
+    """What a short command printed, and how it ended (``returncode`` None: stopped at its
+    time limit, or could not be waited for)."""
+    returncode: int | None
+    stdout: str | bytes
+    stderr: str | bytes
+
+
+def output(name: str, argv: list[str], timeout: float | None = None, *, input: str | bytes | None = None,
+           text: bool = True, cwd=None, env=None) -> Output:
+    """Runs a short command to its end like ``start`` (tracked: what it forks is stopped
+    with it), its output captured; after `timeout` seconds it and all it made are stopped.
+    With `text`, input and output are str (undecodable bytes replaced). A program that
+    cannot be run raises OSError, as ``subprocess.run`` does."""
+    s = start(name, argv, cwd=cwd, env=env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    data = input.encode() if isinstance(input, str) else input
+    rc = None
+    try:
+        try:
+            out, err = s.popen.communicate(input=data, timeout=timeout)
+            rc = s.popen.returncode
+        except subprocess.TimeoutExpired:
+            pass
+    finally:
+        stop(s, 1.0)   # also on Ctrl-C: nothing it started outlives it
+    if rc is None:
+        out, err = s.popen.communicate()   # what it wrote before it was stopped
+    if text:
+        return Output(rc, out.decode(errors="replace"), err.decode(errors="replace"))
+    return Output(rc, out, err)
 
 
 def _describe(st: Stat, group: str) -> dict:

@@ -8,8 +8,9 @@ import json
 import os
 from pathlib import Path
 
+from roscope.files import claim_file
 from roscope.processes.identity import same_process
-from roscope.record.manifest import write_json
+from roscope.record.manifest import json_text
 from roscope.record.options import RecordError
 
 
@@ -76,15 +77,11 @@ def name_taken(name: str, path: Path) -> RecordError:
 
 
 def claim(name: str, state: dict) -> Path:
-    """Creates the state file of `name` only if absent (link(2) of a complete file): the
+    """Creates the state file of `name` only if absent (roscope.files.claim_file: link(2) of a complete file): the
     name's claim. Returns its path; a RecordError saying who holds the name otherwise."""
     path = state_path(name)
-    tmp = path.with_name(f".{name}.{os.getpid()}.claim")
-    write_json(tmp, state)
     try:
-        os.link(tmp, path)
+        claim_file(path, json_text(state))
     except FileExistsError:
         raise name_taken(name, path) from None
-    finally:
-        tmp.unlink(missing_ok=True)
     return path

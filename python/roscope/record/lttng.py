@@ -5,21 +5,21 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from roscope.processes import group
 from roscope.processes.tracking import tracking
 from roscope.record.options import DEFAULT_CHANNEL, DEFAULT_CONTEXTS, RecordError, RecordOptions
 
 
-def lttng(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+def lttng(*args: str, check: bool = True) -> group.Output:
     """Runs `lttng ARGS`; with `check`, a failure is a RecordError quoting LTTng's last lines."""
     if shutil.which("lttng") is None:
         raise RecordError("the 'lttng' command was not found; install lttng-tools")
-    p = subprocess.run(["lttng", *args], capture_output=True, text=True)
+    p = group.output("lttng", ["lttng", *args])
     if check and p.returncode != 0:
         msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
         raise RecordError(f"'lttng {' '.join(args)}' failed: {' / '.join(msg[-3:]) if msg else p.returncode}")
@@ -28,7 +28,7 @@ def lttng(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 def ensure_sessiond() -> bool:
     """Start a user-space lttng-sessiond if none answers. Returns True if one was started."""
-    if subprocess.run(["pgrep", "-x", "lttng-sessiond"], capture_output=True).returncode == 0:
+    if group.output("pgrep", ["pgrep", "-x", "lttng-sessiond"], timeout=10).returncode == 0:
         return False
     if shutil.which("lttng-sessiond") is None:
         raise RecordError("no lttng-sessiond is running and the 'lttng-sessiond' command was not found")
@@ -47,7 +47,7 @@ def lttng_sessions() -> dict[str, str]:
     """{session name: output path} of the LTTng sessions the session daemon knows ({} if none answers)."""
     if shutil.which("lttng") is None:
         return {}
-    p = subprocess.run(["lttng", "--mi", "xml", "list"], capture_output=True, text=True)
+    p = group.output("lttng", ["lttng", "--mi", "xml", "list"])
     if p.returncode != 0:
         return {}
     try:
@@ -128,7 +128,7 @@ def count_discarded(trace_dir: Path) -> dict:
     for py in (sys.executable, "/usr/bin/python3"):
         if not py or not os.path.exists(py):
             continue
-        p = subprocess.run([py, "-c", _COUNT_SCRIPT, str(trace_dir)], capture_output=True, text=True)
+        p = group.output("babeltrace2-count", [py, "-c", _COUNT_SCRIPT, str(trace_dir)])
         if p.returncode == 0:
             try:
                 return json.loads(p.stdout.strip().splitlines()[-1])

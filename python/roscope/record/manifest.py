@@ -13,6 +13,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from roscope.files import atomic_write
 from roscope.record.lttng import count_discarded, lttng_version
 from roscope.record.options import DEFAULT_CHANNEL, DEFAULT_CONTEXTS, RecordError, RecordOptions
 from roscope.record.tracer import rospy_hook_dir
@@ -33,13 +34,18 @@ def now() -> tuple[str, int]:
 
 def _failed_setup_leftover(out: Path) -> bool:
     """`out` holds only the manifest of a recording whose setup failed."""
-    names = {x.name for x in out.iterdir()}
-    if not names <= {MANIFEST_NAME, MANIFEST_NAME + ".tmp"} or MANIFEST_NAME not in names:
+    names = {x.name for x in out.iterdir() if not _manifest_temp(x.name)}
+    if not names <= {MANIFEST_NAME} or MANIFEST_NAME not in names:
         return False
     try:
         return json.loads((out / MANIFEST_NAME).read_text()).get("state") == "failed"
     except (OSError, ValueError, AttributeError):
         return False
+
+
+def _manifest_temp(name: str) -> bool:
+    """A temporary file of a manifest's write (`files.atomic_write`, or older versions' NAME.tmp)."""
+    return name == MANIFEST_NAME + ".tmp" or (name.startswith(f".{MANIFEST_NAME}.") and name.endswith(".tmp"))
 
 
 def prepare_output(output: str | None, name: str) -> Path:
@@ -54,15 +60,19 @@ def prepare_output(output: str | None, name: str) -> Path:
             out = Path(f"{base}-{n}")
     else:
         out = Path(output).expanduser().absolute()
-    if out.exists() or out.is_symlink():
+    if out.is_symlink():
+        raise RecordError(f"output {out} is a symbolic link; give the path of the directory itself "
+                          "(roscope never writes through a link)")
+    if out.exists():
         if not out.is_dir():
             raise RecordError(f"output {out} exists and is not a directory; refusing to overwrite it")
         if any(out.iterdir()):
             if not _failed_setup_leftover(out):
                 raise RecordError(f"output directory {out} is not empty; roscope record never overwrites "
                                   f"an existing trace (choose another -o)")
-            for leftover in (MANIFEST_NAME, MANIFEST_NAME + ".tmp"):
-                (out / leftover).unlink(missing_ok=True)
+            for leftover in out.iterdir():
+                if leftover.name == MANIFEST_NAME or _manifest_temp(leftover.name):
+                    leftover.unlink(missing_ok=True)
     else:
         try:
             out.mkdir(parents=True)
@@ -74,15 +84,14 @@ def prepare_output(output: str | None, name: str) -> Path:
 
 
 def write_json(path: Path, obj: dict) -> Path:
-    """Atomically: a temporary file beside `path`, synced, then renamed."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Atomically (roscope.files: a new temporary file beside `path`, synced, then
+    renamed; never through a link or over anything but a regular file)."""
+    atomic_write(path, json_text(obj))
     return path
+
+
+def json_text(obj: dict) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True) + "\n"
 
 
 def write_manifest(out: Path, manifest: dict) -> Path:

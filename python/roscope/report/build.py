@@ -306,8 +306,42 @@ def threads(R: Report, window: tuple[int, int] | None) -> None:
                                   Col("nodes", "nodes"), Col("runs", "runs", "int"), Col("busy_share", "busy %", "pct"),
                                   Col("executing_share", "executing %", "pct"), Col("selecting_share", "selecting %", "pct"),
                                   Col("waiting_share", "waiting %", "pct")], ths, row_id="thread_id", limit=R.budget["table_rows"]))
+    body += executor_table(R)
+    body += executor_groups(R)
     body += input_waits(R)
     R.page.add("threads", "Executors and threads", body)
+
+
+def executor_table(R: Report) -> str:
+    """The callbacks each executor thread ran (`roscope executor`'s table), folded."""
+    ths = executor.executor_callbacks(R.db)
+    rows = [{"thread": f"{t['procname']} {t['tid']}" + (" · executor events" if t["executor_events"] else ""),
+             "callback": " ".join(x for x in (c["node"], c["kind"], c["topic"]) if x), "runs": c["runs"],
+             "busy_ns": c["busy_ns"], "share": c["share"]} for t in ths for c in t["callbacks"]]
+    if not rows:
+        return ""
+    return fold(f"Callbacks per executor thread ({plural(len(ths), 'thread')})", table(
+        "executor_callbacks", [Col("thread", "thread"), Col("callback", "callback"), Col("runs", "runs", "int"),
+                               Col("busy_ns", "busy ms", "ns", "time in outermost runs"),
+                               Col("share", "share %", "pct", "of the thread's busy time")],
+        rows, limit=R.budget["table_rows"]))
+
+
+def executor_groups(R: Report) -> str:
+    """The executor objects, their callback groups and each group's callbacks (CARET's executor events), folded;
+    nothing without those events."""
+    xs = executor.executor_objects(R.db)
+    rows = [{"executor": (f"{x['procname']} {x['pid']} · {x['type'] or '?'} 0x{x['handle']:x}"
+                          if x["executor_id"] is not None else "executor not in the trace"),
+             "group": f"{g['type'] or '?'} 0x{g['handle']:x}",
+             "callback": " ".join(str(v) for v in (m["node"], m["kind"], m["topic"]) if v), "runs": m["runs"],
+             "busy_ns": m["busy_ns"]} for x in xs for g in x["groups"] for m in g["members"]]
+    if not rows:
+        return ""
+    return fold(f"Executors and callback groups ({plural(len(xs), 'executor')}, CARET's executor events)", table(
+        "executor_groups", [Col("executor", "executor"), Col("group", "callback group"), Col("callback", "callback"),
+                            Col("runs", "runs", "int"), Col("busy_ns", "busy ms", "ns", "time in outermost runs")],
+        rows, limit=R.budget["table_rows"]))
 
 
 def input_waits(R: Report) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import html as _html
 import math
 
+from roscope.report import names
 from roscope.text import escape
 
 KIND_COLOURS = {"communication": "#4c78a8", "computation": "#f58518", "idle": "#bab0ac"}
@@ -28,8 +29,8 @@ TOP_PX, BOTTOM_PX = 60, 60
 
 
 def t(s, limit: int | None = None) -> str:
-    """A trace string made safe for a Plotly label or hover."""
-    s = "-" if s is None else escape(s)
+    """A trace string made safe for a Plotly label or hover (a long one cut: report.names)."""
+    s = "-" if s is None else escape(names.cut(s) if isinstance(s, str) else s)
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
     return _html.escape(s, quote=False)

@@ -14,10 +14,10 @@ it (`textLength`), so no two labels overlap whatever the browser's font.
 from __future__ import annotations
 
 import json
+import os
 import shutil
-import tempfile
-from pathlib import Path
 
+from roscope import files
 from roscope.processes import group
 from roscope.report.html import esc
 from roscope.text import escape
@@ -130,15 +130,20 @@ def layout(source: str) -> dict:
     dot = shutil.which("dot")
     if dot is None:
         raise LayoutError("Graphviz is not installed (the `dot` program; Debian: apt-get install graphviz)")
-    with tempfile.TemporaryDirectory(prefix="roscope-dot-") as d:
-        src, out = Path(d) / "graph.dot", Path(d) / "graph.json"
-        src.write_text(source, encoding="utf-8")
-        with open(src, "rb") as fin, open(out, "wb") as fout:
+    d = files.private_dir(files.temp_root(), "roscope-dot-")  # dot's files, made by roscope.files' rules
+    try:
+        src, out = os.path.join(d, "graph.dot"), os.path.join(d, "graph.json")
+        with files.new_file(src) as f:
+            f.write(source.encode("utf-8"))
+        with open(src, "rb") as fin, files.new_file(out) as fout:
             rc = group.run("graphviz-dot", [dot, "-Tjson"], DOT_TIMEOUT_S, stdin=fin, stdout=fout)
         if rc != 0:
             raise LayoutError(f"Graphviz dot failed (exit status {rc})" if rc is not None else
                               f"Graphviz dot did not finish within {DOT_TIMEOUT_S} s")
-        return json.loads(out.read_text(encoding="utf-8"))
+        with open(out, encoding="utf-8") as f:
+            return json.load(f)
+    finally:
+        files.remove_private_dir(d)
 
 
 def _f(v: float) -> str:

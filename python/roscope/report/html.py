@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass, field
 
 from roscope.errors import UserError
+from roscope.report import names
 from roscope.text import clean, escape
 
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
@@ -25,8 +26,9 @@ CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 
 
 
 def esc(s) -> str:
-    """A trace string (or anything) as HTML text: control characters shown, markup escaped."""
-    return _html.escape(escape("-" if s is None else s), quote=True)
+    """A trace string (or anything) as HTML text: control characters shown, markup escaped
+    (a long one cut while the report is built: report.names)."""
+    return _html.escape(escape("-" if s is None else names.cut(s) if isinstance(s, str) else s), quote=True)
 
 
 def plotly_js() -> str:

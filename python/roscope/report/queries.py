@@ -220,11 +220,12 @@ def parse_window(text: str, first: int, last: int) -> tuple[int, int]:
         m = None
     if not m:
         raise InputError(f"--window {text!r}: give START:END in seconds from the trace's start, e.g. 1.5:2")
-    lo, hi = first + int(a * 1e9), first + int(b * 1e9)
-    if not (0 <= a < b) or lo > last:
+    span = (last - first) / 1e9
+    if not (0 <= a < b) or a > span:  # also NaN and infinite START (1e309 is inf)
         raise InputError(f"--window {text!r}: the window must start at or after 0, end after its start, and start within "
-                         f"the trace ({(last - first) / 1e9:.3f} s long)")
-    return lo, min(hi, last)
+                         f"the trace ({span:.3f} s long)")
+    lo, hi = first + int(a * 1e9), first + int(min(b, span) * 1e9)
+    return min(lo, last), min(hi, last)
 
 
 # ---------------------------------------------------------------- data flows

@@ -1,0 +1,187 @@
+"""roscope's pytest plugin (entry point `pytest11`: installed with roscope; docs/ci.md, "pytest").
+
+Fixtures:
+- `roscope_recording`: a `roscope record start` recording (roscope.record.session, as the
+  CLI's) for the test's duration. Start the system under test with `recording.env()` as
+  its environment; `recording.stop()` ends it (`roscope record stop`) and returns the
+  `Trace` (also done at teardown). Options: marker `roscope_record(kernel=True, ros2=ENV)`,
+  or `--roscope-kernel`, `--roscope-ros2 ENV`.
+- `roscope_trace`: a given trace, database or dataset run instead: marker
+  `roscope_trace(PATH, run=ID)` or `--roscope-trace PATH`.
+
+Assertions read like the budgets (roscope.check.api): `trace.callback(RE).duration.max <=
+ms(5)`; a failing one says the measured value, the limit, the `why` split and the path of
+the HTML report written in `--roscope-reports` (default `roscope-reports/`).
+
+Marker `roscope_budgets(FILE)` (or `--roscope-budgets FILE`): after the test, every budget
+of FILE is checked on the test's trace as `roscope check` does; a failing or unevaluable
+budget fails the test.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import pytest
+
+from roscope.check.units import hz, ms, ns, pct, s, us
+
+#: The units of the assertion API, importable from here too (light: the analyses, DuckDB and
+#: the core are imported only when a test uses a fixture).
+__all__ = ["ms", "us", "s", "ns", "hz", "pct"]
+_UNITS = (hz, ms, ns, pct, s, us)
+
+
+def pytest_addoption(parser) -> None:
+    g = parser.getgroup("roscope", "roscope: latency budgets on traces")
+    g.addoption("--roscope-trace", metavar="PATH", help="the trace, database or dataset run the roscope_trace fixture loads")
+    g.addoption("--roscope-run", metavar="ID", help="with a dataset: the run roscope_trace loads")
+    g.addoption("--roscope-budgets", metavar="FILE", help="check this budgets file on every test's roscope trace")
+    g.addoption("--roscope-reports", metavar="DIR", default="roscope-reports",
+                help="where a failing roscope assertion writes the trace's HTML report (default roscope-reports)")
+    g.addoption("--roscope-kernel", action="store_true", help="roscope_recording records kernel scheduling data too")
+    g.addoption("--roscope-ros2", metavar="ENV", help="roscope_recording traces this pip-installed ROS 2")
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "roscope_budgets(FILE): check the budgets of FILE on the test's roscope trace")
+    config.addinivalue_line("markers", "roscope_trace(PATH, run=None): the trace the roscope_trace fixture loads")
+    config.addinivalue_line("markers", "roscope_record(kernel=False, ros2=None): roscope_recording's options")
+
+
+_CURRENT: dict = {}
+
+
+def _report_name(item) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid).strip("_")[:150] or "test"
+
+
+def _report_dir(config) -> str:
+    d = config.getoption("--roscope-reports")
+    return d if os.path.isabs(d) else os.path.join(str(config.invocation_params.dir), d)
+
+
+class Recording:
+    """A `roscope record start` recording for one test."""
+
+    def __init__(self, config, output: str, kernel: bool, ros2: str | None):
+        from roscope.record.options import RecordOptions
+        from roscope.record.session import start_session
+
+        self.config = config
+        self.state = start_session(RecordOptions(output=output, kernel=kernel, ros2=ros2))
+        self.trace = None
+
+    @property
+    def output(self) -> str:
+        return self.state["output"]
+
+    def env(self, base: dict | None = None) -> dict:
+        """`base` (default os.environ) with what the processes to trace need (the tracer preloaded...)."""
+        out = dict(os.environ if base is None else base)
+        add = {}
+        if self.state.get("tracer"):
+            add = {"LD_PRELOAD": self.state["tracer"], "ROSCOPE_RECORD_ID": self.state["name"]}
+            if self.state.get("rospy_hook"):
+                add["PYTHONPATH"] = self.state["rospy_hook"]
+        add.update(self.state.get("ros2_environment") or {})
+        for k, v in add.items():
+            keep = out.get(k) if k in ("LD_PRELOAD", "PYTHONPATH") else None
+            out[k] = f"{v}{':' if k == 'PYTHONPATH' else ' '}{keep}" if keep else v
+        return out
+
+    def stop(self):
+        """Ends the recording (`roscope record stop`) and returns its Trace (once)."""
+        if self.trace is None:
+            from roscope.check.api import Trace
+            from roscope.record.session import stop_session
+
+            stop_session(self.state["name"])
+            self.trace = Trace(self.output, report_dir=_report_dir(self.config))
+        return self.trace
+
+
+@pytest.fixture
+def roscope_recording(request, tmp_path):
+    """A recording for this test (see the module's doc); stopped at teardown if the test did not."""
+    m = request.node.get_closest_marker("roscope_record")
+    kw = dict(m.kwargs) if m else {}
+    rec = Recording(request.config, str(tmp_path / "roscope-trace"),
+                    bool(kw.get("kernel", request.config.getoption("--roscope-kernel"))),
+                    kw.get("ros2", request.config.getoption("--roscope-ros2")))
+    request.node.stash[_TRACES] = rec
+    try:
+        yield rec
+    finally:
+        t = rec.stop()
+        t.close()
+
+
+@pytest.fixture
+def roscope_trace(request):
+    """The given trace (marker roscope_trace(PATH, run=ID) or --roscope-trace PATH) as a Trace."""
+    from roscope.check.api import Trace
+
+    m = request.node.get_closest_marker("roscope_trace")
+    path = m.args[0] if m and m.args else request.config.getoption("--roscope-trace")
+    run = (m.kwargs.get("run") if m else None) or request.config.getoption("--roscope-run")
+    if not path:
+        pytest.fail("roscope_trace: give the trace with @pytest.mark.roscope_trace(PATH) or --roscope-trace PATH",
+                    pytrace=False)
+    t = Trace(path, run=run, report_dir=_report_dir(request.config))
+    request.node.stash[_TRACES] = t
+    try:
+        yield t
+    finally:
+        t.close()
+
+
+_TRACES = pytest.StashKey()
+
+
+def _budgets_file(item) -> str | None:
+    m = item.get_closest_marker("roscope_budgets")
+    if m is not None:
+        if not m.args:
+            raise pytest.UsageError(f"{item.nodeid}: roscope_budgets needs the budgets file: roscope_budgets(FILE)")
+        f = os.fspath(m.args[0])
+        return f if os.path.isabs(f) else os.path.join(os.path.dirname(str(item.path)), f)
+    return item.config.getoption("--roscope-budgets")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    _CURRENT["item"] = item
+    try:
+        outcome = yield
+    finally:
+        _CURRENT.pop("item", None)
+    budgets_file = _budgets_file(item)
+    if budgets_file is None or outcome.excinfo is not None:
+        return
+    held = item.stash.get(_TRACES, None)
+    if held is None:
+        raise pytest.UsageError(f"{item.nodeid}: roscope budgets need a roscope_recording or roscope_trace fixture")
+    trace = held.stop() if hasattr(held, "stop") else held
+    from roscope.check import budgets, measure, output
+
+    lines = measure.evaluate(trace.db, budgets.load(budgets_file).budgets, trace.ctx)
+    bad = [x for x in lines if x.status != measure.PASS]
+    if bad:
+        path = trace.write_report(_report_name(item))
+        text = "\n".join(output.verdict(x) for x in bad)
+        for x in bad:
+            why = trace.why_text(x) if x.status == measure.FAIL else None
+            if why:
+                text += f"\n  {output.head(x)}: {why}"
+        outcome.force_exception(AssertionError(f"roscope budgets {budgets_file}: {len(bad)} of {len(lines)} lines "
+                                               f"not met\n{text}" + (f"\nreport of the trace: {path}" if path else "")))
+
+
+def pytest_assertrepr_compare(config, op, left, right):
+    api = sys.modules.get("roscope.check.api")  # loaded if a measure was made
+    if api is None or not (isinstance(left, api.Measured) or isinstance(right, api.Measured)):
+        return None
+    item = _CURRENT.get("item")
+    return api.explain(left, op, right, _report_name(item) if item is not None else "assertion")

@@ -1,0 +1,149 @@
+"""Reading a user's YAML file (an experiment file, a budgets file) safely, and with
+the line of every value, so that an error can name the file, the line and the key.
+
+- ``read(path, what)``: the document, read as UTF-8 text of at most `max_bytes`,
+  with at most `max_values` values once its aliases are expanded (checked on the
+  node graph, before any value is built: an alias bomb is refused, as is an alias
+  that refers to a value holding it); every failure is an InputError naming the
+  file (and the line, where YAML says which). With ``lines=True`` mappings are
+  `LineMap`s and sequences `LineList`s: a dict and a list that also know the line of
+  each key and item.
+- ``expanded_size(node)``: how many values a composed YAML node graph holds once
+  its aliases are expanded.
+"""
+from __future__ import annotations
+
+from roscope.errors import InputError
+
+#: Defaults: a user's YAML file is read up to this size (bytes) and this many values.
+MAX_FILE_BYTES = 1 << 20
+MAX_VALUES = 100_000
+
+
+def _a(what: str) -> str:
+    return f"{'an' if what[:1] in 'aeiou' else 'a'} {what}"
+
+
+class LineMap(dict):
+    """A YAML mapping as a dict, with `line` (where it starts, 1-based) and
+    `lines` (the line of each key)."""
+
+    line: int = 0
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.lines: dict = {}
+
+    def line_of(self, key) -> int:
+        """The line of `key` (of the mapping when it has no such key)."""
+        return self.lines.get(key, self.line)
+
+
+class LineList(list):
+    """A YAML sequence as a list, with `line` and `lines` (the line of each item)."""
+
+    line: int = 0
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.lines: list[int] = []
+
+    def line_of(self, index: int) -> int:
+        return self.lines[index] if 0 <= index < len(self.lines) else self.line
+
+
+def expanded_size(node) -> int | None:
+    """How many values a YAML node graph holds once its aliases are expanded (an alias is a
+    second reference to a node: counted again each time); None if an alias refers to a node
+    that holds it (a recursive value). Iterative; memoized per node."""
+    size: dict[int, int] = {}
+    open_: set[int] = set()
+    stack = [(node, False)]
+    while stack:
+        n, done = stack.pop()
+        if isinstance(n.value, list):
+            kids = [x for pair in n.value for x in pair] if n.value and isinstance(n.value[0], tuple) else n.value
+        else:
+            kids = []
+        if done:
+            size[id(n)] = 1 + sum(size[id(k)] for k in kids)
+            open_.discard(id(n))
+            continue
+        if id(n) in size:
+            continue
+        if id(n) in open_:
+            return None
+        open_.add(id(n))
+        stack.append((n, True))
+        for k in kids:
+            if id(k) in open_:
+                return None
+            if id(k) not in size:
+                stack.append((k, False))
+    return size[id(node)]
+
+
+def _line_loader(text: str):
+    """A SafeLoader over `text` whose mappings and sequences are LineMap and LineList."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader, node):
+        data = LineMap()
+        data.line = node.start_mark.line + 1
+        yield data
+        data.update(yaml.SafeLoader.construct_mapping(loader, node))  # merges (<<) and checks keys
+        for k_node, _v in node.value:  # node.value holds the merged pairs now
+            key = loader.construct_object(k_node)
+            data.lines.setdefault(key, k_node.start_mark.line + 1)
+
+    def sequence(loader, node):
+        data = LineList()
+        data.line = node.start_mark.line + 1
+        yield data
+        data.extend(loader.construct_sequence(node))
+        data.lines = [n.start_mark.line + 1 for n in node.value]
+
+    Loader.add_constructor("tag:yaml.org,2002:map", mapping)
+    Loader.add_constructor("tag:yaml.org,2002:seq", sequence)
+    return Loader(text)
+
+
+def read(path, what: str, *, lines: bool = False, max_bytes: int = MAX_FILE_BYTES, max_values: int = MAX_VALUES):
+    """The YAML document of `path` (a `what`, e.g. "experiment file", for the messages), or
+    None for an empty one. See the module's doc."""
+    import yaml
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError as e:
+        raise InputError(f"cannot read the {what} {path}: {e.strerror or e}") from None
+    if len(data) > max_bytes:
+        raise InputError(f"{path}: larger than {max_bytes} bytes: not {_a(what)}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})") from None
+    loader = _line_loader(text) if lines else yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        n = expanded_size(node)
+        if n is None:
+            raise InputError(f"{path}: a YAML alias (*name) refers to a value that holds it: not {_a(what)}")
+        if n > max_values:
+            raise InputError(f"{path}: holds {n} values once its YAML aliases (*name) are expanded; at most "
+                             f"{max_values} are read (write the values out, or use fewer aliases)")
+        return loader.construct_document(node)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else f"{path}"
+        raise InputError(f"{where}: not valid YAML: {str(e).splitlines()[0] if str(e) else e}") from None
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply to be {_a(what)}") from None
+    finally:
+        loader.dispose()

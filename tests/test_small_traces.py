@@ -1,0 +1,66 @@
+"""Small traces start fast (issue 29): a trace of at most `loading.SMALL_TRACE_BYTES`
+is stored straight from the core's Arrow streams, without pyarrow, and its kernel
+tables, when it has no kernel source, are made from the schema. What `roscope stats`
+shows, and every table of the database, must equal what the pyarrow path (the one
+every trace took before, and larger traces still take) gives on the same trace: the
+shared real traces, one of them with an LTTng kernel trace beside it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import duckdb
+import pytest
+from conftest import shared_traces_dir
+from roscope import loading, opening
+from roscope.commands import stats as stats_command
+
+TRACES = shared_traces_dir()
+DEFAULT_THREADS = duckdb.connect().execute("SELECT current_setting('threads')").fetchone()[0]
+SMALL = ["ros2/pingpong-rolling-2021", "ros2/caret-end-to-end-cyclonedds", "ros2/caret-intra-process-galactic",
+         "ros2/caret-talker-listener-galactic", "ros1/nodes-pipeline-melodic"]
+
+
+def _tables(db) -> dict:
+    """Every table of the database: its column names and types, and its rows in order."""
+    names = [r[0] for r in db.con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall()]
+    out = {}
+    for n in names:
+        if n == "meta":  # the creation time differs
+            continue
+        cols = db.con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
+                              "ORDER BY column_index", [n]).fetchall()
+        out[n] = (cols, db.con.table(n).fetchall())
+    return out
+
+
+@pytest.mark.parametrize("trace", SMALL)
+def test_a_small_trace_gives_what_the_pyarrow_path_gives(trace, monkeypatch):
+    path = os.path.join(TRACES, trace)
+    assert loading.trace_bytes([path], loading.SMALL_TRACE_BYTES) <= loading.SMALL_TRACE_BYTES
+    got = {}
+    for small in (True, False):
+        monkeypatch.setattr(loading, "SMALL_TRACE_BYTES", loading.SMALL_TRACE_BYTES if small else -1)
+        with opening.open(path) as db:
+            got[small] = (json.dumps(stats_command.collect(db), sort_keys=True), _tables(db), db.meta["stats"])
+            threads = db.con.execute("SELECT current_setting('threads')").fetchone()[0]
+            assert threads == (1 if small else DEFAULT_THREADS)  # one thread for a small trace
+    assert got[True][0] == got[False][0]
+    assert got[True][1].keys() == got[False][1].keys() and "thread_states" in got[True][1]
+    for name in got[True][1]:
+        assert got[True][1][name] == got[False][1][name], name
+    assert got[True][2] == got[False][2]
+
+
+def test_stats_on_a_small_trace_imports_neither_pyarrow_nor_numpy():
+    """In a fresh interpreter, `roscope stats --json` on a small ROS 2 trace prints the
+    statistics and has imported neither pyarrow nor numpy (0.3 s and 40 MB of start-up)."""
+    code = ("import sys; from roscope import cli; rc = cli.main(['stats', sys.argv[1], '--json']); "
+            "print([m for m in ('pyarrow', 'numpy', 'pandas') if m in sys.modules], file=sys.stderr); sys.exit(rc)")
+    p = subprocess.run([sys.executable, "-c", code, os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.strip().splitlines()[-1] == "[]"
+    assert json.loads(p.stdout)["summary"]["callback_runs"] > 0
