@@ -15,8 +15,10 @@ import subprocess
 import sys
 import time
 
+import bt2
 import pytest
 import roscope
+from oracle import find_traces
 from roscope import stats
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros1]
@@ -161,6 +163,19 @@ def test_watched_trace_loads_without_spurious_losses(watched):
     assert len(list((watched["trace"] / "archives").iterdir())) >= 5
     db = roscope.open(str(watched["trace"]))
     assert db.losses == []
+
+
+def test_manifest_counts_are_watchs_own_and_right(watched):
+    """The manifest's counts come from watch's own reading (no second pass over the trace
+    at its end): the events babeltrace2 decodes from every chunk, none discarded."""
+    n = 0
+    for t in find_traces(str(watched["trace"])):
+        for msg in bt2.TraceCollectionMessageIterator(t):
+            n += type(msg) is bt2._EventMessageConst
+    m = json.loads((watched["trace"] / "roscope-manifest.json").read_text())
+    assert m["state"] == "complete"
+    assert n > 1000 and m["events_recorded"] == n
+    assert m["events_discarded"] == 0 and m["packets_lost"] == 0
 
 
 def test_ctrl_c_exits_130_and_leaves_the_trace(lttng_ready, roscope_cmd, tmp_path):

@@ -91,6 +91,9 @@ class LiveModel:
     def feed(self, paths: Sequence[str]) -> tuple[list[tuple[str, ArrowTable]], int | None, int, int]:
         """Reads the next chunk: (final records as (table, rows), its last event's time or
         None, events discarded and packets lost in it)."""
+    @property
+    def events(self) -> int:
+        """Events read so far, over every chunk fed (as babeltrace2 counts a trace's)."""
     def objects(self) -> list[tuple[str, ArrowTable]]:
         """The objects known so far (hosts ... callbacks), as (table, rows)."""
     def close(self) -> list[tuple[str, ArrowTable]]:

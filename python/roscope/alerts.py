@@ -4,16 +4,19 @@ a line on stderr, a JSON line (with --json), and the `--on-miss` action.
 An action is either a command (its argv, as the user wrote it, split like a shell
 would but run without one; the alert's facts are passed as environment variables
 `ROSCOPE_MISS_*`, never in its argv or in any shell text; started through
-`roscope.processes`, not waited for) or the name of a built-in action: `ACTIONS`
+`roscope.processes`, not waited for, from a thread of its own so that starting it
+never holds up the next chunk's check) or the name of a built-in action: `ACTIONS`
 maps names to functions of (alert, trace directory). Issue 32's flight recorder adds
 `snapshot` there.
 """
 from __future__ import annotations
 
 import os
+import queue
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -58,6 +61,8 @@ class OnMiss:
         self.action = None
         self.argv: list[str] | None = None
         self.started: list[group.Started] = []
+        self._queue: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
         if not text:
             return
         if text in RESERVED and text not in ACTIONS:
@@ -72,21 +77,38 @@ class OnMiss:
         if not self.argv:
             raise InputError("--on-miss: give a command or an action name")
 
-    def __call__(self, alert: dict, trace: Path) -> None:
+    @staticmethod
+    def tell(alert: dict) -> None:
+        """The alert's line on stderr."""
         print(f"roscope: DEADLINE MISS {escape(alert['path'])}: flow ending at {alert['end_s']:.3f} s took "
               f"{alert['latency_ns'] / 1e6:.3f} ms > {alert['deadline_ns'] / 1e6:g} ms ({escape(alert['route'])})",
               file=sys.stderr, flush=True)
+
+    def __call__(self, alert: dict, trace: Path) -> None:
+        """Runs the action for `alert` (a command: started from the action thread, not
+        waited for)."""
         if self.action is not None:
             self.action(alert, trace)
         elif self.argv is not None:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._starter, name="roscope-on-miss", daemon=True)
+                self._thread.start()
+            self._queue.put((alert, trace))
+
+    def _starter(self) -> None:
+        while (item := self._queue.get()) is not None:
             try:
-                self.started.append(group.start("on-miss", self.argv, env=environment(alert, trace)))
+                self.started.append(group.start("on-miss", self.argv, env=environment(*item)))
             except OSError as e:
                 print(f"roscope: warning: --on-miss {escape(self.argv[0])}: {e.strerror or e}", file=sys.stderr)
 
     def finish(self, grace_s: float = 5.0) -> None:
         """Lets the commands started still running finish within `grace_s`, then stops them
         (`roscope.processes`)."""
+        if self._thread is not None:   # every command queued is started first
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
         deadline = time.monotonic() + grace_s
         for s in self.started:
             try:

@@ -20,7 +20,7 @@ from roscope import _core, stats
 from roscope.database import Database, columns_sql, create_views
 from roscope.errors import InputError
 from roscope.flow import FlowRequest, data_flows, path_stats
-from roscope.loading import table_from_core
+from roscope.trace import table_from_core
 
 #: Tables `_core.LiveModel.feed` hands over in chunks, and the column of each that
 #: says when its record happened (what leaves the database once the window passed).
@@ -29,12 +29,17 @@ INSTANCES = {"callback_runs": "start_ts", "publications": "ts", "takes": "ts", "
 
 #: How long (ns of trace time) the core holds records that may still change before
 #: handing them over: a take waits for 2 of these (its link), a run for 1 (a run still
-#: open at the end of a chunk waits until it ends).
-HOLD_NS = 100_000_000
+#: open at the end of a chunk waits until it ends). A record's layers and its run come
+#: within microseconds of its start; this is the margin for a thread preempted between
+#: them. A window (and a deadline check) waits for 2 of these after its end.
+HOLD_NS = 40_000_000
 
 #: How far before a window's start the records stay when paths are watched: a flow
 #: that ends in the window and started up to this much earlier is found whole.
 REACH_NS = 2_000_000_000
+
+#: Further from 0 than any record's time (the open end of a range).
+_END = 2**62
 
 
 class WatchedPath:
@@ -82,8 +87,12 @@ class LiveWindows:
         self._tables = [t["name"] for t in json.loads(_core.schema())["tables"]]
         for name in self._tables:
             self.con.execute(f'CREATE TABLE "{name}" ({columns_sql(name)})').fetchall()
-        self._objects: set[str] = set()   # the tables `_core.LiveModel.objects` fills
+        #: The tables `_core.LiveModel.objects` fills, as last inserted (a table that did
+        #: not change is not written again), and how many times any of them changed.
+        self._objects: dict = {}
+        self._objects_version = 0
         self._fdb: Database | None = None
+        self._fdb_objects = -1     # the `_objects_version` the flow database's objects are of
         create_views(self.con)
         self.db = Database(self.con, ":memory:", meta={"live": True})
         #: The first event's time (the trace's start, as `roscope stats` counts it).
@@ -104,11 +113,16 @@ class LiveWindows:
         """Reads one archived chunk (a trace directory)."""
         chunks, last, discarded, packets = self.model.feed([chunk_dir])
         self._put(chunks)
-        # The objects known so far replace the previous ones (a few rows per object).
+        # The objects known so far replace the previous ones (a few rows per object), where
+        # they changed.
         for name, tbl in self.model.objects():
-            self._objects.add(name)
+            tbl = table_from_core(tbl)
+            if name in self._objects and self._objects[name].equals(tbl):
+                continue
+            self._objects[name] = tbl
+            self._objects_version += 1
             self.con.execute(f'DELETE FROM "{name}"').fetchall()
-            self.con.from_arrow(table_from_core(tbl)).insert_into(name)
+            self.con.from_arrow(tbl).insert_into(name)
         self.lost_events += discarded
         self.lost_packets += packets
         if last is not None:
@@ -117,6 +131,11 @@ class LiveWindows:
             if self.first is None:
                 self.first = self.con.execute("SELECT min(first_ts) FROM threads").fetchall()[0][0]
             self.complete_until = last - 2 * HOLD_NS
+
+    @property
+    def events(self) -> int:
+        """Events read so far (every event of every chunk)."""
+        return self.model.events
 
     def close(self) -> None:
         """After the last chunk: everything the core still held."""
@@ -142,55 +161,71 @@ class LiveWindows:
         return out
 
     def step(self, final: bool = False, on_alert=None) -> tuple[list[dict], list[dict]]:
-        """The windows now complete, each with its statistics (`window_stats`), and the
-        deadline misses of the flows that ended since the last step (`_misses`). The
-        paths with a deadline are searched first, and each miss goes to `on_alert` as
-        soon as it is found, before the windows' work."""
-        bounds = self.ready(final)
+        """`check`, then `windows`: the deadline misses of the flows that ended since the
+        last check, and the windows now complete with their statistics."""
+        alerts = self.check(on_alert)
+        return self.windows(final), alerts
+
+    def check(self, on_alert=None) -> list[dict]:
+        """The deadline misses of the flows that ended since the last check (`_misses`),
+        found by a search of the paths with a deadline over the records of the last
+        `REACH_NS` before those flows only (work that does not grow with the window);
+        they go to `on_alert` (a list) at once."""
         alerts: list[dict] = []
+        if not self.paths or self.complete_until is None:
+            return alerts
+        since = self.checked_until if self.checked_until is not None else self.first
+        watched = [p for p in self.paths if p.deadline_ns is not None]
+        if watched and since < self.complete_until:
+            self.fdb = self._flow_db(since - REACH_NS)
+            for p in watched:
+                if self._search(p):
+                    alerts += self._misses(p, since, self.complete_until)
+            if alerts and on_alert is not None:
+                on_alert(alerts)
+        self.checked_until = self.complete_until
+        return alerts
+
+    def windows(self, final: bool = False) -> list[dict]:
+        """The windows now complete (`ready`), each with its statistics (`window_stats`)
+        and its paths' entries (a search over every record held); then the records no
+        later window counts leave (`prune`)."""
+        bounds = self.ready(final)
         entries: dict[int, list] = {}
-        self.fdb = None
-        if self.paths and self.complete_until is not None:
-            since = self.checked_until if self.checked_until is not None else self.first
-            for k, p in sorted(enumerate(self.paths), key=lambda x: x[1].deadline_ns is None):
-                if not self._search(p):
-                    continue
-                if p.deadline_ns is not None:
-                    for a in self._misses(p, since, self.complete_until):
-                        alerts.append(a)
-                        if on_alert is not None:
-                            on_alert(a)
-                entries[k] = [self._path_entry(p, lo, hi) for lo, hi in bounds]
-            self.checked_until = self.complete_until
-        windows = []
+        if self.paths and bounds:
+            self.fdb = self._flow_db(None)
+            for k, p in enumerate(self.paths):
+                if self._search(p):
+                    entries[k] = [self._path_entry(p, lo, hi) for lo, hi in bounds]
+        out = []
         for i, (lo, hi) in enumerate(bounds):
             w = self.window_stats(lo, hi)
             w["paths"] = [entries[k][i] for k in sorted(entries)]
-            windows.append(w)
+            out.append(w)
         self.prune()
-        return windows, alerts
+        return out
 
     def _search(self, p: WatchedPath) -> bool:
-        """The data flows of `p` over the records in the database, into `self.fdb` (False:
-        its topics not seen yet)."""
-        if self.fdb is None:
-            self.fdb = self._flow_db()
+        """The data flows of `p` over the records in `self.fdb` (False: its topics not
+        seen yet)."""
         try:
             data_flows(self.fdb, p.request)
         except InputError:
             return False
         return True
 
-    def _flow_db(self) -> Database:
-        """The records held, in a database of their own with dense ids (the flow's model
-        wants ids 0..n; the window's records are a run of ids, with gaps where the core
-        still holds a record): the same records, times and objects, ids renumbered.
-        Made once, refilled at each step."""
+    def _flow_db(self, since: int | None) -> Database:
+        """The records held (those from `since` on, with it), in a database of their own
+        with dense ids (the flow's model wants ids 0..n; the window's records are a run of
+        ids, with gaps where the core still holds a record): the same records, times and
+        objects, ids renumbered. Made once, refilled at each search; its objects are
+        written again only when they changed."""
         con = self.con
-        for name, (table, col) in {"_rm": ("callback_runs", "run_id"), "_pm": ("publications", "publication_id"),
-                                   "_tm": ("takes", "take_id")}.items():
+        for name, (table, col, ts) in {"_rm": ("callback_runs", "run_id", "start_ts"),
+                                       "_pm": ("publications", "publication_id", "ts"),
+                                       "_tm": ("takes", "take_id", "ts")}.items():
             con.execute(f'CREATE OR REPLACE TEMP TABLE {name} AS SELECT {col}, row_number() OVER (ORDER BY {col}) - 1 '
-                        f'AS nid FROM "{table}"').fetchall()
+                        f'AS nid FROM "{table}" WHERE {ts} >= {int(since) if since is not None else -_END}').fetchall()
         if self._fdb is None:
             fcon = duckdb.connect(":memory:")
             for name in self._tables:
@@ -198,8 +233,10 @@ class LiveWindows:
             create_views(fcon)
             self._fdb = Database(fcon, ":memory:", meta={"live": True})
         fcon = self._fdb.con
+        objects = self._fdb_objects != self._objects_version
+        self._fdb_objects = self._objects_version
         for name in self._tables:
-            if name in _DENSE or name in self._objects:
+            if name in _DENSE or (objects and name in self._objects):
                 fcon.execute(f'DELETE FROM "{name}"').fetchall()
                 fcon.from_arrow(con.sql(_DENSE.get(name, f'SELECT * FROM "{name}"')).to_arrow_table()).insert_into(name)
         return self._fdb

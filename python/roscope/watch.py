@@ -27,6 +27,9 @@ from roscope.record.session import Recording
 #: much after its timer fired (LTTng's default, 1 s, made alerts 0.5 s later).
 MONITOR_TIMER_US = 100_000
 
+#: How often the archive directory is looked at for a new chunk (a directory listing).
+POLL_S = 0.02
+
 
 @dataclass
 class WatchOptions:
@@ -73,63 +76,71 @@ class Watch:
         self.windows = 0
 
     def _read_new(self) -> None:
-        new = False
-        for c in chunks(self.rec.out):
-            if c.name not in self.seen:
-                new = True
+        """Feeds the chunks archived since the last look and checks the deadlines at
+        once; the windows' work waits until no chunk is waiting (it never holds up the
+        next chunk's check)."""
+        fed = False
+        while True:
+            new = [c for c in chunks(self.rec.out) if c.name not in self.seen]
+            if not new:
+                break
+            for c in new:
                 self.seen.add(c.name)
-                self.live.feed(str(c))
-        if new:   # nothing new: nothing to step
+                if next(c.rglob("metadata"), None) is not None:   # else no process wrote into it
+                    self.live.feed(str(c))
+                    fed = True
+            self.live.check(self._alert)
+        if fed:   # nothing new: nothing to step
             self._show(final=False)
 
     def _show(self, final: bool) -> None:
-        windows, _alerts = self.live.step(final, self._alert)
-        for w in windows:
+        if final:
+            self.live.check(self._alert)
+        for w in self.live.windows(final):
             self.show(w)
             self.windows += 1
 
-    def _alert(self, a: dict) -> None:
-        """One deadline miss, told at once."""
-        # when it was told (CLOCK_MONOTONIC: LTTng's clock, the trace's times)
-        a["alerted_ns"] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        self.misses += 1
-        if self.alert is not None:
-            self.alert({"alert": "deadline_miss", **a})
-        self.on_miss(a, self.rec.out)
+    def _alert(self, misses: list[dict]) -> None:
+        """The deadline misses of one check, told at once: every line first, then their
+        --on-miss commands (starting one takes longer than printing a line)."""
+        for a in misses:
+            # when it was told (CLOCK_MONOTONIC: LTTng's clock, the trace's times)
+            a["alerted_ns"] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            self.misses += 1
+            if self.alert is not None:
+                self.alert({"alert": "deadline_miss", **a})
+            self.on_miss.tell(a)
+        for a in misses:
+            self.on_miss(a, self.rec.out)
+
+    def _last_chunks(self) -> dict:
+        """After the session's end: the chunks not read yet, then every event read and
+        lost (LTTng's counters) for the manifest."""
+        self._read_new()
+        self.live.close()
+        return {"events": self.live.events, "discarded_events": self.live.lost_events,
+                "packets_lost": self.live.lost_packets}
 
     def run(self) -> int:
         """Watches until the command ends, --duration passes, or Ctrl-C; returns the exit code."""
         rec = self.rec
         rec.setup()
-        # The processes of this recording only, as `roscope load` on its output counts them.
-        self.live = LiveWindows(int(self.opts.window_s * 1e9), int(self.opts.step_s * 1e9), self.opts.heuristics,
-                                record_ids([str(rec.out)]), [WatchedPath(a, b, d) for a, b, d in self.opts.paths])
+        # Attached (no command), the recording gives the signals back after its setup:
+        # SIGTERM and SIGHUP end the watch as Ctrl-C does, the session stopped.
+        old = {} if rec.command is not None else {s: signal.signal(s, _interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
         waiter = None
-        if rec.command is not None:
-            def wait():
-                rc, _left = rec.wait()
-                self.result["exit_code"] = rc
-            waiter = threading.Thread(target=wait, name="roscope-watch-wait", daemon=True)
-            waiter.start()
-        t0 = time.monotonic()
         interrupted = False
         try:
-            while True:
-                self._read_new()
-                if waiter is not None and not waiter.is_alive():
-                    break
-                if rec.interrupted:
-                    interrupted = True
-                    if waiter is None:
-                        break
-                if self.opts.duration_s is not None and time.monotonic() - t0 >= self.opts.duration_s:
-                    if waiter is None:
-                        break
-                    if rec.child is not None:
-                        group.signal_all(rec.child, signal.SIGINT)
-                    waiter.join()
-                    break
-                time.sleep(0.1)
+            # The processes of this recording only, as `roscope load` on its output counts them.
+            self.live = LiveWindows(int(self.opts.window_s * 1e9), int(self.opts.step_s * 1e9), self.opts.heuristics,
+                                    record_ids([str(rec.out)]), [WatchedPath(a, b, d) for a, b, d in self.opts.paths])
+            if rec.command is not None:
+                def wait():
+                    rc, _left = rec.wait()
+                    self.result["exit_code"] = rc
+                waiter = threading.Thread(target=wait, name="roscope-watch-wait", daemon=True)
+                waiter.start()
+            interrupted = self._loop(waiter)
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -138,9 +149,14 @@ class Watch:
                     group.signal_all(rec.child, signal.SIGINT)
                 waiter.join()
             self.result["interrupted"] = interrupted or bool(rec.interrupted)
-            rec.finish(self.result)   # destroys the session: the last chunk is archived
-        self._read_new()
-        self.live.close()
+            # destroys the session (the last chunk is archived), then reads the rest: the
+            # manifest's counts are watch's own (no second pass over the trace)
+            rec.finish(self.result, counts=self._last_chunks if self.live is not None else None)
+            for s, h in old.items():
+                signal.signal(s, h)
+        if self.live is None:   # interrupted before the first chunk
+            print(f"roscope: trace written to {rec.out} (interrupted at its start)", file=sys.stderr)
+            return 130
         self._show(final=True)
         self.on_miss.finish()
         print(f"roscope: trace written to {rec.out} ({len(self.seen)} chunks, {self.windows} windows shown"
@@ -148,3 +164,30 @@ class Watch:
         if self.misses:
             print(f"roscope: {self.misses} flows missed their deadline", file=sys.stderr)
         return 130 if self.result["interrupted"] else EXIT_MISSED if self.misses else 0
+
+    def _loop(self, waiter: threading.Thread | None) -> bool:
+        """Reads chunks as they come until the command ends, --duration passes or a
+        signal; returns whether it was interrupted."""
+        rec = self.rec
+        t0 = time.monotonic()
+        interrupted = False
+        while True:
+            self._read_new()
+            if waiter is not None and not waiter.is_alive():
+                return interrupted
+            if rec.interrupted:
+                interrupted = True
+                if waiter is None:
+                    return True
+            if self.opts.duration_s is not None and time.monotonic() - t0 >= self.opts.duration_s:
+                if waiter is None:
+                    return interrupted
+                if rec.child is not None:
+                    group.signal_all(rec.child, signal.SIGINT)
+                waiter.join()
+                return interrupted
+            time.sleep(POLL_S)
+
+
+def _interrupt(signum, _frame) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)

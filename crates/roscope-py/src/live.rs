@@ -22,6 +22,8 @@ pub struct LiveModel {
     /// discarded-events counter and packet sequence number last seen; both run
     /// on across chunks, so each chunk's losses are the increase.
     seen: HashMap<(String, String), (u64, Option<u64>)>,
+    /// Events read so far (every event of every chunk, as babeltrace2 counts a trace's).
+    events: u64,
 }
 
 type Chunks = Vec<(String, ArrowTable)>;
@@ -37,7 +39,7 @@ impl LiveModel {
     fn new(heuristics: bool, record_ids: Option<Vec<String>>, window_ns: u64) -> Self {
         let opts = roscope_model::Options { heuristics, progress: false, sync: false, window_ns: Some(window_ns.max(1)), flush_every: 0 };
         let scope = roscope_model::Scope { record_ids: record_ids.unwrap_or_default() };
-        LiveModel { b: Some(roscope_model::Builder::incremental(opts, scope)), seen: HashMap::new() }
+        LiveModel { b: Some(roscope_model::Builder::incremental(opts, scope)), seen: HashMap::new(), events: 0 }
     }
 
     /// Reads the chunk under `paths` (later than every chunk fed before).
@@ -55,7 +57,14 @@ impl LiveModel {
                 Ok((out, last, chunk_losses(&set, seen)))
             })
             .map_err(err)?;
+        self.events = b.counts.events;
         Ok((to_py(tables)?, last, lost.0, lost.1))
+    }
+
+    /// Events read so far, over every chunk fed.
+    #[getter]
+    fn events(&self) -> u64 {
+        self.events
     }
 
     /// The objects known so far (hosts, processes, threads, nodes, publishers,
