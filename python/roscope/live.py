@@ -38,6 +38,11 @@ HOLD_NS = 40_000_000
 #: that ends in the window and started up to this much earlier is found whole.
 REACH_NS = 2_000_000_000
 
+#: How often (ns of trace time) the records held move into a fresh DuckDB instance
+#: (`_renew`): DuckDB keeps the memory of deleted rows and of the flow database's
+#: refills until its instance closes (the RSS of a soak grew for minutes without it).
+RENEW_NS = 30_000_000_000
+
 #: Further from 0 than any record's time (the open end of a range).
 _END = 2**62
 
@@ -83,18 +88,16 @@ class LiveWindows:
         #: The records with dense ids, for the data-flow search of one step (`_flow_db`).
         self.fdb: Database | None = None
         self.model = _core.LiveModel(heuristics, record_ids or None, HOLD_NS)
-        self.con = duckdb.connect(":memory:")
         self._tables = [t["name"] for t in json.loads(_core.schema())["tables"]]
-        for name in self._tables:
-            self.con.execute(f'CREATE TABLE "{name}" ({columns_sql(name)})').fetchall()
+        self.con = self._new_con()
         #: The tables `_core.LiveModel.objects` fills, as last inserted (a table that did
         #: not change is not written again), and how many times any of them changed.
         self._objects: dict = {}
         self._objects_version = 0
         self._fdb: Database | None = None
         self._fdb_objects = -1     # the `_objects_version` the flow database's objects are of
-        create_views(self.con)
         self.db = Database(self.con, ":memory:", meta={"live": True})
+        self._renewed: int | None = None  # the trace time of the last `_renew`
         #: The first event's time (the trace's start, as `roscope stats` counts it).
         self.first: int | None = None
         #: Records that start before this are all in the database.
@@ -104,6 +107,28 @@ class LiveWindows:
         self.lost_events = 0
         self.lost_packets = 0
         self.lost_in_window: list[tuple[int, int]] = []   # (chunk's last event time, events discarded)
+
+    def _new_con(self) -> duckdb.DuckDBPyConnection:
+        """A DuckDB instance in memory with the model's tables and views."""
+        con = duckdb.connect(":memory:")
+        for name in self._tables:
+            con.execute(f'CREATE TABLE "{name}" ({columns_sql(name)})').fetchall()
+        create_views(con)
+        return con
+
+    def _renew(self) -> None:
+        """Moves the records held into a fresh DuckDB instance and closes the old one
+        (and the flow database, made again at the next search): what DuckDB kept of
+        deleted rows goes with it."""
+        old, con = self.con, self._new_con()
+        for name in self._tables:
+            con.from_arrow(old.sql(f'SELECT * FROM "{name}"').to_arrow_table()).insert_into(name)
+        self.con = con
+        self.db = Database(con, ":memory:", meta={"live": True})
+        old.close()
+        if self._fdb is not None:
+            self._fdb.con.close()
+            self._fdb, self.fdb, self._fdb_objects = None, None, -1
 
     def _put(self, chunks) -> None:
         for name, tbl in chunks:
@@ -172,7 +197,7 @@ class LiveWindows:
         `REACH_NS` before those flows only (work that does not grow with the window);
         they go to `on_alert` (a list) at once."""
         alerts: list[dict] = []
-        if not self.paths or self.complete_until is None:
+        if not self.paths or self.complete_until is None or self.first is None:
             return alerts
         since = self.checked_until if self.checked_until is not None else self.first
         watched = [p for p in self.paths if p.deadline_ns is not None]
@@ -227,11 +252,7 @@ class LiveWindows:
             con.execute(f'CREATE OR REPLACE TEMP TABLE {name} AS SELECT {col}, row_number() OVER (ORDER BY {col}) - 1 '
                         f'AS nid FROM "{table}" WHERE {ts} >= {int(since) if since is not None else -_END}').fetchall()
         if self._fdb is None:
-            fcon = duckdb.connect(":memory:")
-            for name in self._tables:
-                fcon.execute(f'CREATE TABLE "{name}" ({columns_sql(name)})').fetchall()
-            create_views(fcon)
-            self._fdb = Database(fcon, ":memory:", meta={"live": True})
+            self._fdb = Database(self._new_con(), ":memory:", meta={"live": True})
         fcon = self._fdb.con
         objects = self._fdb_objects != self._objects_version
         self._fdb_objects = self._objects_version
@@ -287,6 +308,11 @@ class LiveWindows:
                 self.con.execute(f'DELETE FROM "{name}" WHERE "{col}" < ?', [keep - 2 * HOLD_NS]).fetchall()
         self.con.execute("DELETE FROM links WHERE publication_id NOT IN (SELECT publication_id FROM publications)").fetchall()
         self.lost_in_window = [x for x in self.lost_in_window if x[0] >= keep]
+        if self._renewed is None:
+            self._renewed = self.next_end
+        elif self.next_end - self._renewed >= RENEW_NS:
+            self._renewed = self.next_end
+            self._renew()
 
 
 def _seconds(ns: int) -> str:

@@ -29,6 +29,8 @@ MONITOR_TIMER_US = 100_000
 
 #: How often the archive directory is looked at for a new chunk (a directory listing).
 POLL_S = 0.02
+#: The archive directory is listed at least this often (s), whatever its mtime says.
+LIST_S = 0.5
 
 
 @dataclass
@@ -74,11 +76,15 @@ class Watch:
         self.seen: set[str] = set()
         self.result: dict = {}
         self.windows = 0
+        self._mtime: int | None = None   # the archive directory's, at the last listing
+        self._listed = 0.0               # time.monotonic() of the last listing
 
-    def _read_new(self) -> None:
+    def _read_new(self, force: bool = False) -> None:
         """Feeds the chunks archived since the last look and checks the deadlines at
         once; the windows' work waits until no chunk is waiting (it never holds up the
         next chunk's check)."""
+        if not force and not self._archive_changed():
+            return
         fed = False
         while True:
             new = [c for c in chunks(self.rec.out) if c.name not in self.seen]
@@ -92,6 +98,21 @@ class Watch:
             self.live.check(self._alert)
         if fed:   # nothing new: nothing to step
             self._show(final=False)
+
+    def _archive_changed(self) -> bool:
+        """Whether a chunk may have been archived since the last listing: the archive
+        directory's mtime moved, or LIST_S passed (a rename within the same clock tick
+        as the last listing leaves the mtime as it was). Listing the directory every
+        poll costs as much as the chunks it holds."""
+        try:
+            mtime = (self.rec.out / "archives").stat().st_mtime_ns
+        except OSError:
+            return False
+        now = time.monotonic()
+        if mtime == self._mtime and now - self._listed < LIST_S:
+            return False
+        self._mtime, self._listed = mtime, now
+        return True
 
     def _show(self, final: bool) -> None:
         if final:
@@ -116,7 +137,7 @@ class Watch:
     def _last_chunks(self) -> dict:
         """After the session's end: the chunks not read yet, then every event read and
         lost (LTTng's counters) for the manifest."""
-        self._read_new()
+        self._read_new(force=True)
         self.live.close()
         return {"events": self.live.events, "discarded_events": self.live.lost_events,
                 "packets_lost": self.live.lost_packets}
