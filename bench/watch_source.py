@@ -47,6 +47,7 @@ EMIT = os.path.join(REPO, "tests", "fixtures", "build", "fx_emit")
 CASES = {
     "rotate-1s": ("rotate", 1_000_000),
     "rotate-500ms": ("rotate", 500_000),
+    "rotate-250ms": ("rotate", 250_000),
     "live-1s": ("live", 1_000_000),
     "live-100ms": ("live", 100_000),
 }

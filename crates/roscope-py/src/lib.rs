@@ -20,8 +20,8 @@ use pyo3::types::PyList;
 mod arrow;
 use arrow::ArrowTable;
 mod flow;
-mod live;
 mod kernel;
+mod live;
 mod search;
 
 use std::sync::Arc;
