@@ -304,7 +304,7 @@ def test_full_disk(capfd, tmp_path):
 
 @pytest.mark.parametrize("exc", [RuntimeError("boom"), ValueError("boom"), KeyError("boom")])
 def test_bug_prints_traceback_and_exit_70(exc, capfd, monkeypatch):
-    def broken(db):
+    def broken(db, *_window):
         raise exc
 
     monkeypatch.setattr(roscope.stats, "callbacks", broken)
@@ -315,7 +315,7 @@ def test_bug_prints_traceback_and_exit_70(exc, capfd, monkeypatch):
 
 
 def test_ctrl_c(capfd, monkeypatch):
-    def interrupted(db):
+    def interrupted(db, *_window):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(roscope.stats, "callbacks", interrupted)

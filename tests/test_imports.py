@@ -223,8 +223,8 @@ LAYERS = [
                  "roscope.opening", "roscope"]),
     ("analysis helpers", ["roscope.percentiles", "roscope.results", "roscope.overlaps", "roscope.deps.matching"]),
     ("analyses", ["roscope.flow", "roscope.stats", "roscope.executor", "roscope.response_time", "roscope.sched",
-                  "roscope.trend", "roscope.dataset_queries", "roscope.deps", "roscope.info", "roscope.paths"]),
-    ("reports and jobs", ["roscope.report", "roscope.experiment", "roscope.export", "roscope.spark", "roscope.check",
+                  "roscope.trend", "roscope.dataset_queries", "roscope.deps", "roscope.info", "roscope.paths", "roscope.live"]),
+    ("reports and jobs", ["roscope.report", "roscope.experiment", "roscope.export", "roscope.spark", "roscope.check", "roscope.watch", "roscope.alerts",
                           "roscope.pytest_plugin"]),
     ("CLI", ["roscope.cli", "roscope.__main__", "roscope.commands"]),
 ]

@@ -81,6 +81,24 @@ class ModelStream:
     def finish(self) -> tuple[list[tuple[str, ArrowTable]], list[tuple[str, int]], list[str], list[tuple[str, int, int]]]:
         """After the last chunk: the other tables, stats, warnings, losses, as `build_model`."""
 
+class LiveModel:
+    """The model of a live session, fed chunk by chunk (the traces a rotating LTTng
+    session archives): objects, open runs and pending links persist across chunks."""
+
+    def __init__(self, heuristics: bool = True, record_ids: Sequence[str] | None = None,
+                 window_ns: int = 1_000_000_000) -> None:
+        """`window_ns`: records are handed over once older than this before a chunk's last event."""
+    def feed(self, paths: Sequence[str]) -> tuple[list[tuple[str, ArrowTable]], int | None, int, int]:
+        """Reads the next chunk: (final records as (table, rows), its last event's time or
+        None, events discarded and packets lost in it)."""
+    @property
+    def events(self) -> int:
+        """Events read so far, over every chunk fed (as babeltrace2 counts a trace's)."""
+    def objects(self) -> list[tuple[str, ArrowTable]]:
+        """The objects known so far (hosts ... callbacks), as (table, rows)."""
+    def close(self) -> list[tuple[str, ArrowTable]]:
+        """After the last chunk: every record still held."""
+
 class PerfUnsupported(ValueError):
     """A perf.data the core's reader does not handle: read it with `perf script`."""
 

@@ -16,6 +16,17 @@ if TYPE_CHECKING:
 # Callback runs that count: complete (start and end seen).
 _RUNS = "SELECT * FROM callback_runs WHERE end_ts IS NOT NULL"
 
+# A window of the trace (`roscope stats --window`, `roscope watch`): (start, end) in ns
+# of the trace clock; a record is in it when its start (a run's start, a publication's
+# earliest layer time, a take's time) is in [start, end). Rates are per second of it.
+
+
+def _within(col: str, window) -> str:
+    """SQL condition: `col` in the window (integers only: never text from input)."""
+    if window is None:
+        return "TRUE"
+    return f"({col} >= {int(window[0])} AND {col} < {int(window[1])})"
+
 
 def trace_span(db: Database) -> tuple[int, int]:
     """(first, last) event time over all threads, ns."""
@@ -23,20 +34,22 @@ def trace_span(db: Database) -> tuple[int, int]:
     return (int(r[0] or 0), int(r[1] or 0))
 
 
-def callbacks(db: Database):
-    first, last = trace_span(db)
+def callbacks(db: Database, window=None):
+    """Per callback; `window`: only the runs that start in it (see `_within`)."""
+    first, last = window or trace_span(db)
     span = max(last - first, 1)
+    runs = f"SELECT * FROM ({_RUNS}) WHERE {_within('start_ts', window)}"
     # Durations per callback through `percentiles.grouped`: its exact percentiles fall
     # back to a sort that spills when a callback's runs do not fit DuckDB's budget.
     durations = {r["callback_id"]: r for r in grouped(
-        db, f"SELECT callback_id, duration_ns AS x FROM ({_RUNS})", ["callback_id"],
+        db, f"SELECT callback_id, duration_ns AS x FROM ({runs})", ["callback_id"],
         extra="count(*) AS runs, sum(x) AS busy_ns", what="callback statistics")}
     # The periods of each callback's runs, on their own: joined with callbacks_info in
     # one statement they did not fit a budget (32 MiB, 6M runs) that each part fits.
     periods = {r.pop("callback_id"): r for r in db.records(f"""
         SELECT callback_id, avg(period) AS period_mean_ns, stddev_samp(period) AS period_jitter_ns FROM (
             SELECT callback_id, start_ts - lag(start_ts) OVER (PARTITION BY callback_id ORDER BY start_ts) AS period
-            FROM ({_RUNS}))
+            FROM ({runs}))
         WHERE period IS NOT NULL GROUP BY callback_id""")}
     info = db.records("SELECT hostname, pid, procname, node, callback_id, handle, symbol, kind, topic, "
                       "period_ns AS timer_period_ns FROM callbacks_info")
@@ -61,29 +74,29 @@ _CALLBACK_KEYS = (*keys(), "busy_ns")
 # needed more than the 256 MiB budget, while each part alone fits in it.
 _TOPIC_PARTS = (
     # publications
-    "SELECT topic, count(*) AS publications FROM publications_info WHERE topic IS NOT NULL GROUP BY topic",
+    "SELECT topic, count(*) AS publications FROM publications_info WHERE topic IS NOT NULL AND {pub} GROUP BY topic",
     # (deliveries and their latency: `_latencies`)
     # publications without a link
     """SELECT pi.topic, count(*) FILTER (WHERE l.publication_id IS NULL) AS unmatched_publications
         FROM publications_info pi LEFT JOIN (SELECT DISTINCT publication_id FROM links) l USING (publication_id)
-        WHERE pi.topic IS NOT NULL GROUP BY pi.topic""",
+        WHERE pi.topic IS NOT NULL AND {pubi} GROUP BY pi.topic""",
     # takes, and those without a link
     """SELECT s.name AS topic, count(*) AS takes, count(*) FILTER (WHERE l.take_id IS NULL) AS unmatched_takes
         FROM takes t JOIN subscriptions s USING (subscription_id)
         LEFT JOIN (SELECT DISTINCT take_id FROM links WHERE take_id IS NOT NULL) l USING (take_id)
-        WHERE t.taken = 1 AND s.name IS NOT NULL GROUP BY s.name""",
+        WHERE t.taken = 1 AND s.name IS NOT NULL AND {take} GROUP BY s.name""",
     # drops
     "SELECT topic, sum(dropped) AS drops FROM subscription_drops GROUP BY topic",
 )
 _LAT_KEYS = keys(prefix="lat_")
 
 
-def _latencies(db: Database) -> dict[str, dict]:
+def _latencies(db: Database, window=None) -> dict[str, dict]:
     """Per topic: deliveries, their latency statistics (`lat_` keys) and how many
     rest on a heuristic link; through `percentiles.grouped`, whose exact percentiles
     fall back to a sort that spills when a topic's deliveries do not fit the budget."""
     rows = grouped(db, "SELECT topic, callback_start_ts - publish_ts AS x, heuristic FROM links_info "
-                       "WHERE callback_start_ts IS NOT NULL", ["topic"],
+                       f"WHERE callback_start_ts IS NOT NULL AND {_within('publish_ts', window)}", ["topic"],
                    extra="count(*) AS deliveries, count(*) FILTER (WHERE heuristic = 1) AS heuristic_links",
                    what="topic statistics")
     return {r["topic"]: {"deliveries": r["deliveries"], **{k: r[s] for k, s in zip(_LAT_KEYS, keys())},
@@ -93,21 +106,27 @@ def _latencies(db: Database) -> dict[str, dict]:
 _TRANSPORT_KEYS = keys(prefix="transport_")
 
 
-def _transports(db: Database) -> dict[str, dict]:
+def _transports(db: Database, window=None) -> dict[str, dict]:
     """Per topic: the transport latency, publication to take, of each link with a take
     (`transport_count` and the `transport_` statistics): what a trace without callback
-    events (or a take whose callback run is not known) still measures."""
-    rows = grouped(db, "SELECT topic, take_ts - publish_ts AS x FROM links_info WHERE take_ts IS NOT NULL",
+    events (or a take whose callback run is not known) still measures; `window`: the
+    links whose publication is in it."""
+    rows = grouped(db, "SELECT topic, take_ts - publish_ts AS x FROM links_info "
+                       f"WHERE take_ts IS NOT NULL AND {_within('publish_ts', window)}",
                    ["topic"], extra="count(*) AS n", what="topic statistics")
     return {r["topic"]: {"transport_count": r["n"], **{k: r[s] for k, s in zip(_TRANSPORT_KEYS, keys())}} for r in rows}
 
 
-def topics(db: Database):
-    first, last = trace_span(db)
+def topics(db: Database, window=None):
+    """Per topic; `window`: only the publications, takes, deliveries and transports (by
+    their publication) in it (see `_within`); drops are then not counted (None)."""
+    first, last = window or trace_span(db)
     span_s = max(last - first, 1) / 1e9
-    pubs, linked, tk, dr = ({r.pop("topic"): r for r in db.records(q)} for q in _TOPIC_PARTS)
-    lat = _latencies(db)
-    trans = _transports(db)
+    where = {"pub": _within("publish_ts", window), "pubi": _within("pi.publish_ts", window), "take": _within("t.ts", window)}
+    pubs, linked, tk = ({r.pop("topic"): r for r in db.records(q.format(**where))} for q in _TOPIC_PARTS[:3])
+    dr = {r.pop("topic"): r for r in db.records(_TOPIC_PARTS[3])} if window is None else {}
+    lat = _latencies(db, window)
+    trans = _transports(db, window)
     rows = []
     for t in db.records("SELECT topic, publishers, subscriptions FROM topics"):
         name, none = t["topic"], {}

@@ -247,6 +247,11 @@ impl TraceSet {
     /// A trace found twice (the same path given twice, or a path inside
     /// another) and a stream present twice (a copied stream file) are read
     /// once, with a warning.
+    /// A set of no traces (the start of an incremental model build).
+    pub fn empty() -> TraceSet {
+        TraceSet { traces: vec![], streams: vec![], warnings: vec![], meter: None, heap: BinaryHeap::new(), pending: None, started: false }
+    }
+
     pub fn open<P: AsRef<Path>>(paths: &[P]) -> Result<TraceSet> {
         let mut traces = Vec::new();
         let mut warnings = Vec::new();
@@ -343,10 +348,22 @@ impl TraceSet {
     /// files (LTTng's tracefile rotation): files of one trace with the same
     /// stream class and stream instance id are one stream, whose counters run
     /// on across them. Reports what was read so far.
+    ///
+    /// The chunks of a rotated LTTng session (`lttng rotate`, `roscope watch`)
+    /// are one trace each, with the same trace UUID and layout: a stream's
+    /// counters run on across them too, so its files in every trace of that
+    /// UUID and relative layout are one stream (counted under the first trace).
     pub fn losses(&self) -> Vec<StreamLoss> {
+        let chunk_of = |t: usize| {
+            let (u, layout) = (self.traces[t].md.uuid, self.traces[t].rel.rsplit_once("/ust/").map(|x| x.1));
+            self.traces
+                .iter()
+                .position(|o| u.is_some() && layout.is_some() && o.md.uuid == u && o.rel.rsplit_once("/ust/").map(|x| x.1) == layout)
+                .unwrap_or(t)
+        };
         let mut groups: Vec<(usize, u64, Option<u64>, Vec<usize>)> = Vec::new();
         for (i, s) in self.streams.iter().enumerate() {
-            let key = (s.trace, s.stream_class_id, s.stream_instance_id);
+            let key = (chunk_of(s.trace), s.stream_class_id, s.stream_instance_id);
             match groups.iter_mut().find(|g| key.2.is_some() && (g.0, g.1, g.2) == key) {
                 Some(g) => g.3.push(i),
                 None => groups.push((key.0, key.1, key.2, vec![i])),

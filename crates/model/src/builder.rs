@@ -161,6 +161,8 @@ struct TraceInfo {
     r1: Vec<Vec<bool>>,
     hosts: Vec<String>,
     trace_host: Vec<usize>,
+    /// Per trace: `signature` (to match the traces of a live session's next chunk).
+    sigs: Vec<u64>,
 }
 
 impl TraceInfo {
@@ -196,8 +198,56 @@ impl TraceInfo {
             trace_host.push(idx);
         }
         let r1 = set.traces.iter().map(|t| t.md.events.iter().map(|ec| ec.name.starts_with("roscope_ros1:")).collect()).collect();
-        TraceInfo { offsets: set.traces.iter().map(|t| t.offset_ns).collect(), classes, ctx: context_positions(set), r1, hosts, trace_host }
+        let ctx = context_positions(set);
+        let sigs = set.traces.iter().zip(&ctx).map(|(t, c)| signature(t, c)).collect();
+        TraceInfo { offsets: set.traces.iter().map(|t| t.offset_ns).collect(), classes, ctx, r1, hosts, trace_host, sigs }
     }
+
+    /// Adds the traces of another set (the next chunk of a live session) and
+    /// returns, per trace of the set, its index here: a trace whose metadata
+    /// reads as one already here (same host, clock offset, event classes and
+    /// context layout: the next chunk of the same buffers) keeps that index,
+    /// so the info stays as large as the session's distinct traces.
+    fn append(&mut self, set: &TraceSet) -> Vec<usize> {
+        let more = TraceInfo::new(set);
+        let mut map = Vec::with_capacity(set.traces.len());
+        for (i, t) in set.traces.iter().enumerate() {
+            let sig = signature(t, &more.ctx[i]);
+            if let Some(j) = self.sigs.iter().position(|x| *x == sig) {
+                map.push(j);
+                continue;
+            }
+            let name = &more.hosts[more.trace_host[i]];
+            let idx = match self.hosts.iter().position(|x| x == name) {
+                Some(h) => h,
+                None => {
+                    self.hosts.push(name.clone());
+                    self.hosts.len() - 1
+                }
+            };
+            map.push(self.offsets.len());
+            self.trace_host.push(idx);
+            self.offsets.push(more.offsets[i]);
+            self.classes.push(more.classes[i].clone());
+            self.ctx.push(more.ctx[i].clone());
+            self.r1.push(more.r1[i].clone());
+            self.sigs.push(sig);
+        }
+        map
+    }
+}
+
+/// What makes two chunks' traces one: host, clock offset, event classes, context layout.
+fn signature(t: &roscope_ctf::reader::Trace, ctx: &[[Option<usize>; 3]]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    t.md.hostname().hash(&mut h);
+    t.offset_ns.hash(&mut h);
+    for ec in &t.md.events {
+        ec.name.hash(&mut h);
+    }
+    ctx.hash(&mut h);
+    h.finish()
 }
 
 /// Counters reported in `meta.stats`.
@@ -244,6 +294,9 @@ pub struct Builder {
     /// Streaming a set of several hosts whose clocks are synchronized (`sync.rs`).
     pub(crate) two_pass: crate::sync::TwoPass,
     pub counts: Counts,
+    /// The index, in `info`, of each trace of the set being read (the next
+    /// chunk of a live session is a new set: `feed`).
+    tmap: Vec<usize>,
 }
 
 impl Builder {
@@ -271,6 +324,7 @@ impl Builder {
             linker: Linker::default(),
             two_pass: crate::sync::TwoPass::default(),
             counts: Counts::default(),
+            tmap: (0..set.traces.len()).collect(),
         }
     }
 
@@ -409,22 +463,22 @@ impl Builder {
     /// The event's (host, pid, tid, procname) from its stream's context; the
     /// name as its bytes up to a NUL (see `process`).
     fn context<'s>(&self, s: &'s StreamReader) -> (usize, i64, i64, &'s [u8]) {
-        let [pp, tp, np] = self.info.ctx[s.trace][s.sc];
+        let [pp, tp, np] = self.info.ctx[self.tmap[s.trace]][s.sc];
         let pid = pp.and_then(|i| as_i64(s.tape.get(i))).unwrap_or(-1);
         let tid = tp.and_then(|i| as_i64(s.tape.get(i))).unwrap_or(pid);
         let procname = match np.and_then(|i| s.tape.get(i)) {
             Some(Val::Str(off, len)) => roscope_ctf::json::bytes_at(s.data(), *off, *len),
             _ => &[][..],
         };
-        (self.info.trace_host[s.trace], pid, tid, procname)
+        (self.info.trace_host[self.tmap[s.trace]], pid, tid, procname)
     }
 
     /// Reads one event (stream `si` of `set`, at its current event).
     pub fn run_event(&mut self, set: &TraceSet, si: usize) {
         let s = &set.streams[si];
         self.counts.events += 1;
-        let r1 = self.info.r1[s.trace][s.cur_class];
-        let Some(ci) = self.info.classes[s.trace][s.cur_class] else {
+        let r1 = self.info.r1[self.tmap[s.trace]][s.cur_class];
+        let Some(ci) = self.info.classes[self.tmap[s.trace]][s.cur_class] else {
             if !self.scope.record_ids.is_empty() {
                 self.unread_event_scope(s, r1);
             }
@@ -432,7 +486,7 @@ impl Builder {
         };
         let (host, pid, tid, procname) = self.context(s);
         let ts = s.cur_ts;
-        let p = self.process(host, s.trace, pid, tid, procname, ts, ci.ev.starts_process());
+        let p = self.process(host, self.tmap[s.trace], pid, tid, procname, ts, ci.ev.starts_process());
         let mut e = Event { ev: ci.ev, ts, p, th: 0, caret: ci.caret, s, ix: ci.ix };
         let rid = match ci.ev {
             _ if self.scope.record_ids.is_empty() => None,
@@ -460,7 +514,7 @@ impl Builder {
         match self.proc_of.get(&(host, pid)) {
             Some(&p) => self.in_scope(p, None, false),
             None if r1 => {
-                let p = self.process(host, s.trace, pid, tid, procname, s.cur_ts, false);
+                let p = self.process(host, self.tmap[s.trace], pid, tid, procname, s.cur_ts, false);
                 self.in_scope(p, None, true)
             }
             None => true,
@@ -738,6 +792,73 @@ fn pending<'a, T>(slot: &mut Option<usize>, rows: &'a mut Rows<T>, late: &mut u6
 /// Time `ts` of thread `th` in the merged order's terms: plus its trace's clock offset.
 fn merged(offsets: &[i64], procs: &[Proc], threads: &[Thread], ts: u64, th: usize) -> i64 {
     offsets[procs[threads[th].proc].trace].wrapping_add(ts as i64)
+}
+
+impl Builder {
+    /// An incremental build (a live session read chunk by chunk): no traces
+    /// yet; each `feed` adds one set. Objects, open runs and the publications
+    /// takes may still match persist from one set to the next.
+    pub fn incremental(opts: Options, scope: Scope) -> Self {
+        let mut b = Builder::new(&TraceSet::empty(), opts, scope);
+        b.opts.window_ns = Some(opts.window_ns.unwrap_or(1_000_000_000).max(1));
+        b
+    }
+
+    /// Reads every event of `set` (the next chunk, later than the ones fed
+    /// before) and hands to `sink` the records older than the window before
+    /// its last event (`flush`). Returns the last event's time (its clock's, as the tables' times).
+    pub fn feed(&mut self, set: &mut TraceSet, sink: &mut dyn FnMut(Table)) -> Option<i64> {
+        self.tmap = self.info.append(set);
+        let every = if self.opts.flush_every > 0 { self.opts.flush_every } else { FLUSH_EVERY_EVENTS };
+        let (mut n, mut last) = (0u64, None);
+        while let Some(i) = set.next() {
+            self.run_event(set, i);
+            n += 1;
+            let s = &set.streams[i];
+            let now = set.traces[s.trace].offset_ns.wrapping_add(s.cur_ts as i64);
+            last = Some((now, s.cur_ts as i64));
+            if n.is_multiple_of(every) {
+                self.flush(now, sink);
+            }
+        }
+        let (now, raw) = last?;
+        self.flush(now, sink);
+        Some(raw)
+    }
+
+    /// The objects known so far, as tables (`hosts`, `processes`, `threads`,
+    /// the object tables, `callbacks`): what names the records `feed` emits.
+    pub fn object_tables(&self) -> Vec<Table> {
+        let o = &self.objs;
+        let mut hosts = Table::new(&crate::schema::HOSTS);
+        for (i, h) in self.hosts().iter().enumerate() {
+            hosts.row().i(Some(i as i64)).s(Some(h)).done();
+        }
+        vec![
+            hosts,
+            self.process_table(),
+            self.thread_table(),
+            crate::tables::objects(&crate::schema::NODES, &o.nodes),
+            crate::tables::objects(&crate::schema::PUBLISHERS, &o.pubs),
+            crate::tables::objects(&crate::schema::SUBSCRIPTIONS, &o.subs),
+            crate::tables::objects(&crate::schema::TIMERS, &o.timers),
+            crate::tables::objects(&crate::schema::SERVICES, &o.services),
+            crate::tables::objects(&crate::schema::CLIENTS, &o.clients),
+            self.callback_table(),
+        ]
+    }
+
+    /// After the last `feed`: closes the runs still open at each thread's
+    /// last event, and hands every record still held to `sink`.
+    pub fn close(&mut self, sink: &mut dyn FnMut(Table)) {
+        for (ti, t) in self.threads.iter_mut().enumerate() {
+            if let Some((state, start, handle)) = t.exec.take() {
+                self.exec_states.push(ExecState { thread: ti, state, start, end: t.last, handle });
+            }
+        }
+        let (runs, pubs, takes) = (self.runs.drain_all(), self.publications.drain_all(), self.takes.drain_all());
+        self.emit(runs, pubs, takes, sink);
+    }
 }
 
 /// Builds the model from every event of `set`, in time order.

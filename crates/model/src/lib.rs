@@ -43,7 +43,7 @@ mod sync;
 pub mod table;
 mod tables;
 
-pub use builder::{build, build_streaming};
+pub use builder::{build, build_streaming, Builder};
 pub use roscope_ctf::meter::Meter;
 pub use sync::{build_streaming_synced, clock_pass, needs_clock_pass, Synced};
 use table::Table;

@@ -25,7 +25,7 @@ fn ts(t: Option<u64>) -> Option<i64> {
     t.map(|x| x as i64)
 }
 
-fn object_table(spec: &'static TableSpec, list: &Registry<Obj>) -> Table {
+pub(crate) fn objects(spec: &'static TableSpec, list: &Registry<Obj>) -> Table {
     let mut t = Table::new(spec);
     for (i, o) in list.iter().enumerate() {
         t.row()
@@ -80,12 +80,12 @@ impl Builder {
         out.push(self.process_table());
         out.push(self.thread_table());
         let o = &self.objs;
-        out.push(object_table(&schema::NODES, &o.nodes));
-        out.push(object_table(&schema::PUBLISHERS, &o.pubs));
-        out.push(object_table(&schema::SUBSCRIPTIONS, &o.subs));
-        out.push(object_table(&schema::TIMERS, &o.timers));
-        out.push(object_table(&schema::SERVICES, &o.services));
-        out.push(object_table(&schema::CLIENTS, &o.clients));
+        out.push(objects(&schema::NODES, &o.nodes));
+        out.push(objects(&schema::PUBLISHERS, &o.pubs));
+        out.push(objects(&schema::SUBSCRIPTIONS, &o.subs));
+        out.push(objects(&schema::TIMERS, &o.timers));
+        out.push(objects(&schema::SERVICES, &o.services));
+        out.push(objects(&schema::CLIENTS, &o.clients));
         out.push(self.callback_table());
         // Each record set is freed once its table is made.
         out.push(run_table(std::mem::take(&mut self.runs).iter()));
@@ -151,7 +151,7 @@ impl Builder {
         vec![hosts, traces, lost]
     }
 
-    fn process_table(&self) -> Table {
+    pub(crate) fn process_table(&self) -> Table {
         let mut t = Table::new(&schema::PROCESSES);
         for (i, p) in self.procs.iter().enumerate().filter(|(_, p)| p.included()) {
             t.row()
@@ -168,7 +168,7 @@ impl Builder {
         t
     }
 
-    fn thread_table(&self) -> Table {
+    pub(crate) fn thread_table(&self) -> Table {
         let mut t = Table::new(&schema::THREADS);
         for (i, th) in self.threads.iter().enumerate() {
             t.row()
@@ -183,7 +183,7 @@ impl Builder {
         t
     }
 
-    fn callback_table(&self) -> Table {
+    pub(crate) fn callback_table(&self) -> Table {
         let o = &self.objs;
         let mut t = Table::new(&schema::CALLBACKS);
         for (i, c) in o.cbs.iter().enumerate() {

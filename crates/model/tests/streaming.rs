@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use roscope_ctf::testing::{Ctx, TempDir, TraceWriter};
+use roscope_ctf::testing::{Ctx, TempDir, TraceWriter, Value};
 use roscope_ctf::TraceSet;
 use roscope_model::table::{Data, Table};
 use roscope_model::{build, build_streaming, Options, Scope};
@@ -111,4 +111,87 @@ fn two_hosts_with_different_boot_times_stream_like_the_whole_build() {
     }
     let late = streamed.stats.iter().find(|s| s.0 == "late_updates").map(|s| s.1);
     assert_eq!(late, Some(0));
+}
+
+/// One host's events written as `n` consecutive chunks (the traces a rotating LTTng
+/// session archives: same host, same clock, each a complete trace), and as one trace.
+fn chunked(root: &TempDir, n: usize) -> (Vec<std::path::PathBuf>, std::path::PathBuf) {
+    let (g1, g100) = (gid(1), gid(100));
+    let mut events: Vec<(u64, Ctx, &str, Vec<Value>)> = vec![
+        (A0, TALKER, "ros2:rcl_init", vec![U(1), S("4.1.0")]),
+        (A0 + 1, TALKER, "ros2:rcl_node_init", vec![U(0x1000), U(0x1001), S("talker"), S("/")]),
+        (A0 + 2, TALKER, "ros2:rmw_publisher_init", vec![U(0x2001), B(&g1)]),
+        (A0 + 3, TALKER, "ros2:rcl_publisher_init", vec![U(0x2000), U(0x1000), U(0x2001), S("/chatter"), U(10)]),
+        (A0 + 4, TALKER, "ros2:rcl_timer_init", vec![U(0x3000), I(PERIOD as i64)]),
+        (A0 + 5, TALKER, "ros2:rclcpp_timer_callback_added", vec![U(0x3000), U(0x3100)]),
+        (A0 + 10, LISTENER, "ros2:rcl_init", vec![U(1), S("4.1.0")]),
+        (A0 + 11, LISTENER, "ros2:rcl_node_init", vec![U(0x1000), U(0x1002), S("listener"), S("/")]),
+        (A0 + 12, LISTENER, "ros2:rmw_subscription_init", vec![U(0x4001), B(&g100)]),
+        (A0 + 13, LISTENER, "ros2:rcl_subscription_init", vec![U(0x4000), U(0x1000), U(0x4001), S("/chatter"), U(5)]),
+        (A0 + 14, LISTENER, "ros2:rclcpp_subscription_init", vec![U(0x4000), U(0x4100)]),
+        (A0 + 15, LISTENER, "ros2:rclcpp_subscription_callback_added", vec![U(0x4100), U(0x4200)]),
+    ];
+    for k in 0..MSGS {
+        // Taken 7 ms after it was published, in a run of 4 ms: some messages and
+        // runs straddle a chunk's end.
+        let t = A0 + 1_000_000 + k * PERIOD;
+        let (msg, stamp) = (0xA000 + k, (t + 300) as i64);
+        events.push((t, TALKER, "ros2:callback_start", vec![U(0x3100), U(0)]));
+        events.push((t + 100, TALKER, "ros2:rclcpp_publish", vec![U(0x2000), U(msg)]));
+        events.push((t + 200, TALKER, "ros2:rcl_publish", vec![U(0x2000), U(msg)]));
+        events.push((t + 300, TALKER, "ros2:rmw_publish", vec![U(0x2001), U(msg), I(stamp)]));
+        events.push((t + 1000, TALKER, "ros2:callback_end", vec![U(0x3100)]));
+        events.push((t + 7_000_000, LISTENER, "ros2:rmw_take", vec![U(0x4001), U(0xB000 + k), I(stamp), U(1)]));
+        events.push((t + 7_000_100, LISTENER, "ros2:callback_start", vec![U(0x4200), U(0)]));
+        events.push((t + 11_000_000, LISTENER, "ros2:callback_end", vec![U(0x4200)]));
+    }
+    events.sort_by_key(|e| e.0);
+    let end = events.last().unwrap().0 + 1;
+    let write = |dir: std::path::PathBuf, lo: u64, hi: u64| {
+        let mut w = TraceWriter::new("host-a");
+        ros2_classes(&mut w, "ros2", true);
+        for (ts, ctx, name, vals) in events.iter().filter(|e| lo <= e.0 && e.0 < hi) {
+            w.event(*ts, *ctx, name, vals);
+        }
+        w.write(&dir);
+        dir
+    };
+    // chunk boundaries 1 ms after a publication: its take and its listener's run are in the next chunk
+    let cuts: Vec<u64> = (0..=n).map(|i| if i == n { end } else { A0 + (i as u64 * MSGS / n as u64) * PERIOD + 1_000_400 }).collect();
+    let mut dirs = vec![];
+    let mut lo = 0;
+    for (i, &hi) in cuts.iter().enumerate().skip(1) {
+        dirs.push(write(root.path().join(format!("chunk-{i}")), lo, hi));
+        lo = hi;
+    }
+    (dirs, write(root.path().join("whole"), 0, end))
+}
+
+#[test]
+fn chunks_fed_one_by_one_give_the_whole_build() {
+    let root = TempDir::new("incremental");
+    let (dirs, whole_dir) = chunked(&root, 5);
+    let opts = Options { heuristics: true, progress: false, sync: false, window_ns: None, flush_every: 0 };
+    let whole = build(&mut TraceSet::open(&[whole_dir]).unwrap(), opts, Scope::default());
+    let mut chunks: Vec<Table> = vec![];
+    let mut b = roscope_model::Builder::incremental(Options { window_ns: Some(20_000_000), ..opts }, Scope::default());
+    let mut fed = vec![];
+    for d in &dirs {
+        let mut sink = |t: Table| chunks.push(t);
+        fed.push(b.feed(&mut TraceSet::open(&[d]).unwrap(), &mut sink));
+        // records already handed over while later chunks still come
+    }
+    let before_close = chunks.iter().filter(|c| c.name == "callback_runs").map(|c| c.rows).sum::<usize>();
+    assert!(before_close > MSGS as usize, "runs were handed over chunk by chunk: {before_close}");
+    let mut sink = |t: Table| chunks.push(t);
+    b.close(&mut sink);
+    assert!(fed.iter().all(|t| t.is_some()));
+    assert_eq!(rows(&[table(&whole, "links")]).len(), MSGS as usize, "every message linked in the whole build");
+    for name in ["callback_runs", "publications", "takes", "links"] {
+        let parts: Vec<&Table> = chunks.iter().filter(|c| c.name == name).collect();
+        assert_eq!(rows(&parts), rows(&[table(&whole, name)]), "table {name}");
+    }
+    for t in b.object_tables() {
+        assert_eq!(rows(&[&t]), rows(&[table(&whole, t.name)]), "table {}", t.name);
+    }
 }

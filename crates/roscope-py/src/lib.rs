@@ -21,6 +21,7 @@ mod arrow;
 use arrow::ArrowTable;
 mod flow;
 mod kernel;
+mod live;
 mod search;
 
 use std::sync::Arc;
@@ -32,7 +33,7 @@ create_exception!(_core, TraceError, PyValueError, "A trace cannot be read: the 
 
 const CHUNK: usize = 1 << 20;
 
-fn err(e: CtfError) -> PyErr {
+pub(crate) fn err(e: CtfError) -> PyErr {
     TraceError::new_err(e.to_string())
 }
 
@@ -375,6 +376,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Trace>()?;
     m.add_class::<ModelStream>()?;
+    m.add_class::<live::LiveModel>()?;
     m.add_class::<Meter>()?;
     m.add_function(wrap_pyfunction!(build_model, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;

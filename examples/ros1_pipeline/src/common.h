@@ -87,6 +87,11 @@ class GroundTruth {
     line("{\"ev\":\"timer\",\"node\":\"%s\",\"period_s\":%g,\"mono_ns\":%" PRId64 "}", node.c_str(), period_s,
          mono_ns());
   }
+  // A deliberate slow-down (ROS1_PIPELINE_SLOW): when it began and ended, CLOCK_MONOTONIC.
+  void slow(const std::string& node, int ms, int64_t begin_ns, int64_t end_ns) {
+    line("{\"ev\":\"slow\",\"node\":\"%s\",\"ms\":%d,\"begin_ns\":%" PRId64 ",\"mono_ns\":%" PRId64 "}",
+         node.c_str(), ms, begin_ns, end_ns);
+  }
   void service(const std::string& node, const std::string& name, const char* side, bool ok) {
     line("{\"ev\":\"%s\",\"node\":\"%s\",\"service\":\"%s\",\"ok\":%s,\"mono_ns\":%" PRId64 "}", side, node.c_str(),
          name.c_str(), ok ? "true" : "false", mono_ns());

@@ -22,17 +22,33 @@ class Filter {
   void onLidar(const Msg::ConstPtr& in) {
     slow(gt_, "filter.onLidar");
     gt_.recv(nh_.getNamespace(), "/lidar", *in);
+    slowDown();
     boost::shared_ptr<Msg> out = boost::make_shared<Msg>(make_msg(ids_.next(), {in->data[0]}, 1024));
     gt_.pub(nh_.getNamespace(), pub_, *out);
     pub_.publish(out);
   }
 
  private:
+  // ROS1_PIPELINE_SLOW=MS@FROM-TO: each run that starts FROM to TO seconds after the
+  // node started sleeps MS ms before it publishes (logged as "slow" in the ground truth).
+  void slowDown() {
+    const char* v = getenv("ROS1_PIPELINE_SLOW");
+    int ms = 0;
+    double from = 0, to = 0;
+    if (!v || sscanf(v, "%d@%lf-%lf", &ms, &from, &to) != 3 || ms <= 0) return;
+    int64_t now = mono_ns();
+    double t = (now - start_ns_) / 1e9;
+    if (t < from || t >= to) return;
+    struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&d, nullptr);
+    gt_.slow(nh_.getNamespace(), ms, now, mono_ns());
+  }
   GroundTruth& gt_;
   ros::NodeHandle nh_;
   ros::Publisher pub_;
   ros::Subscriber sub_;
   IdSource ids_;
+  int64_t start_ns_ = mono_ns();
 };
 
 class Fusion {

@@ -31,11 +31,16 @@ def register(sub) -> None:
     C.add_wide(p)
     C.add_heuristics(p)
     C.add_progress(p)
+    p.add_argument("--window", metavar="START:END",
+                   help="only the callback runs, publications, takes and deliveries that start in [START, END), in "
+                        "seconds from the trace's first event (exact to the ns, e.g. what `roscope watch --json` "
+                        "prints as stats_window); rates per second of the window, no drops")
     p.set_defaults(func=run)
 
 
-def collect(db: Database) -> dict:
-    """Everything `roscope stats` shows, as JSON-ready data (durations in ns)."""
+def collect(db: Database, window=None) -> dict:
+    """Everything `roscope stats` shows, as JSON-ready data (durations in ns);
+    `window`: (start, end) ns, the callbacks and topics of that window only."""
     from roscope import progress
     from roscope import stats as st
 
@@ -43,12 +48,13 @@ def collect(db: Database) -> dict:
     prog.phase("summary")
     summary = st.summary(db)
     prog.phase("callback statistics")
-    callbacks = st.callbacks(db)
+    callbacks = st.callbacks(db, window)
     prog.phase("topic statistics")
-    topics = st.topics(db)
+    topics = st.topics(db, window)
     prog.phase("node statistics")
     return C.clean({
         "summary": summary,
+        **({"window": {"start_ns": window[0], "end_ns": window[1]}} if window else {}),
         "callbacks": callbacks,
         "topics": topics,
         "services": st.services(db),
@@ -149,12 +155,29 @@ def render_text(d: dict, out=None, wide: bool = False) -> None:
     _nodes(d["nodes"], w, wide)
 
 
+def parse_window(text: str, first: int) -> tuple[int, int]:
+    """'START:END' (seconds from `first`, decimal, exact to the ns) -> (start, end) ns."""
+    from decimal import Decimal, InvalidOperation
+
+    from roscope.errors import InputError
+    try:
+        a, b = (int(Decimal(x.strip()) * 1_000_000_000) for x in text.split(":"))
+    except (ValueError, InvalidOperation):
+        raise InputError(f"--window {text!r}: give START:END in seconds from the trace's start, e.g. 1.5:2") from None
+    if not 0 <= a < b:
+        raise InputError(f"--window {text!r}: the window must start at or after 0 and end after its start")
+    return first + a, first + b
+
+
 def run(args) -> int:
+    from roscope import stats as st
+
     with C.progress(args, "stats") as prog:
         prog.phase("opening")
         db = C.open_inputs(args)
         try:
-            d = collect(db)
+            window = parse_window(args.window, st.trace_span(db)[0]) if args.window else None
+            d = collect(db, window)
         except BaseException:
             prog.close()
             C.report_from(db)

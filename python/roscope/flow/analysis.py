@@ -17,11 +17,12 @@ if TYPE_CHECKING:
     from roscope.database import Database
 
 
-def analyse(db: Database, request: FlowRequest) -> dict:
+def analyse(db: Database, request: FlowRequest, window: tuple[int, int] | None = None) -> dict:
     """What `roscope flow` shows for `request`: {summary, causal_links (their count),
     paths (`path_stats`), components (`component_stats`), warnings (the database's,
     then the search's), losses, and with `request.definition` response_times}.
-    Durations in ns.
+    Durations in ns. `window` (start, end) ns: the paths' statistics over the flows
+    that end in it (`path_stats`).
 
     The causal links and the search both run over slices of the model on a long
     trace (docs/analyses.md, "Slices"). After each step that inserts many rows, the
@@ -36,7 +37,7 @@ def analyse(db: Database, request: FlowRequest) -> dict:
     flow_warnings = summary.pop("warnings")
     prog = progress.current()
     prog.phase("path statistics")
-    paths = path_stats(db)
+    paths = path_stats(db, window)
     prog.phase("component statistics")
     out = {"summary": summary, "causal_links": links["links"], "paths": paths,
            "components": component_stats(db), "warnings": db.warnings + flow_warnings, "losses": db.losses}

@@ -36,21 +36,30 @@ COMPONENT_SOURCES = {
 }
 
 
-def path_stats(db: Database) -> list[dict]:
+def path_stats(db: Database, window: tuple[int, int] | None = None) -> list[dict]:
     """Per path (of the last `data_flows`): flow count, and for the end-to-end latency
     and each of its parts the standard statistics (count, min_ns ... max_ns, with
-    quartiles). One `percentiles.grouped` per part (exact percentiles by selection)."""
+    quartiles). One `percentiles.grouped` per part (exact percentiles by selection).
+    `window` (start, end) ns: only the flows that end (their output's publication) in
+    [start, end), and the paths with such flows; `flows` counts those."""
+    source = PATH_SOURCE if window is None else \
+        f"{PATH_SOURCE} WHERE end_ts >= {int(window[0])} AND end_ts < {int(window[1])}"
     out = {r["path_id"]: {"path_id": r["path_id"], "flows": r["flows"], "path": r["path"],
                           "fallback_edges": r["fallback_edges"]}
            for r in db.records("SELECT path_id, flows, path, fallback_edges FROM paths "
                                "WHERE flows > 0 ORDER BY flows DESC, path_id")}
+    seen = set()
     for c in COMPONENTS:
-        rows = percentiles.grouped(db, PATH_SOURCE.format(c=c), ["path_id"], quartiles=True,
-                                  what="per-path latency statistics")
+        rows = percentiles.grouped(db, source.format(c=c), ["path_id"], quartiles=True,
+                                   what="per-path latency statistics")
         for r in rows:
             if r["path_id"] in out:
                 out[r["path_id"]][c] = {"count": r["count"], **{k: r[k] for k in percentiles.keys(quartiles=True)}}
-    return list(out.values())
+                seen.add(r["path_id"])
+    if window is None:
+        return list(out.values())
+    rows = [{**p, "flows": p["latency"]["count"]} for k, p in out.items() if k in seen]
+    return sorted(rows, key=lambda p: (-p["flows"], p["path_id"]))
 
 
 def component_stats(db: Database) -> dict:

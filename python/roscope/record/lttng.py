@@ -72,14 +72,17 @@ def create_session(name: str, out: Path) -> None:
 
 def configure_and_start(name: str, opts: RecordOptions) -> None:
     """The channel, events and contexts of a created session, then 'lttng start'."""
+    timer = [f"--monitor-timer={int(opts.monitor_timer_us)}"] if opts.monitor_timer_us else []
     lttng("enable-channel", "--userspace", DEFAULT_CHANNEL, f"--subbuf-size={opts.subbuf_size}",
-          f"--num-subbuf={opts.num_subbuf}", f"--session={name}")
+          f"--num-subbuf={opts.num_subbuf}", *timer, f"--session={name}")
     for ev in opts.events:
         lttng("enable-event", "--userspace", ev, f"--channel={DEFAULT_CHANNEL}", f"--session={name}")
     ctx = []
     for c in DEFAULT_CONTEXTS:
         ctx += ["-t", c]
     lttng("add-context", "--userspace", f"--channel={DEFAULT_CHANNEL}", f"--session={name}", *ctx)
+    if opts.rotate_us:
+        lttng("enable-rotation", f"--session={name}", f"--timer={int(opts.rotate_us)}us")
     lttng("start", name)
 
 

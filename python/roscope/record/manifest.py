@@ -188,15 +188,18 @@ def base_manifest(out: Path, name: str, opts: RecordOptions, tracer: Path | None
     }
 
 
-def finish_manifest(out: Path, manifest: dict, extra: dict) -> dict:
-    """Completes the manifest: `extra`, the end time, babeltrace2's counts of events and losses."""
+def finish_manifest(out: Path, manifest: dict, extra: dict, counts: dict | None = None) -> dict:
+    """Completes the manifest: `extra`, the end time, the counts of events and losses:
+    `counts` ({events, discarded_events, packets_lost} from a reader that already read
+    the whole trace, e.g. `roscope watch`'s), else babeltrace2's (`count_discarded`)."""
     iso, ns = now()
     manifest.update(extra)
     manifest["end_time"] = iso
     manifest["end_time_ns"] = ns
     if isinstance(manifest.get("start_time_ns"), int):
         manifest["duration_s"] = round((ns - manifest["start_time_ns"]) / 1e9, 6)
-    counts = count_discarded(out)
+    if counts is None:
+        counts = count_discarded(out)
     manifest["events_recorded"] = counts.get("events")
     manifest["events_discarded"] = counts.get("discarded_events")
     manifest["packets_lost"] = counts.get("packets_lost")

@@ -36,3 +36,9 @@ class RecordOptions:
     #: A pip-installed ROS 2 to trace with roscope's ROS 2 tracer (a path or a distro name);
     #: None: the one the command runs with, if any (roscope.ros2_pip).
     ros2: str | None = None
+    #: Rotate the session into a trace chunk every this many microseconds (`roscope watch`
+    #: reads each chunk as it is archived); None: no rotation.
+    rotate_us: int | None = None
+    #: The channel's monitor timer (us; LTTng's default when None): how often the consumer
+    #: samples its buffers, which paces a rotation's completion.
+    monitor_timer_us: int | None = None

@@ -261,8 +261,13 @@ class Recording:
         left["left"] += strays["left"]
         return rc, left
 
-    def finish(self, result: dict) -> dict:
-        """Stops perf and the session, completes the manifest, releases the name."""
+    def finish(self, result: dict, counts=None) -> dict:
+        """Stops perf and the session, completes the manifest, releases the name.
+        `counts`: called once the session is destroyed (its last chunk archived), gives
+        the trace's counts of events and losses for the manifest ({events,
+        discarded_events, packets_lost}: `roscope watch` read every event already);
+        without it babeltrace2 counts them. If it raises, the manifest is still written
+        (with the error) and the exception goes on."""
         try:
             if self.perf is not None:
                 self.manifest["kernel"].update(perf.stop_perf(self.perf, self.out))
@@ -273,7 +278,14 @@ class Recording:
             result["state"] = "complete"
             ros2.warn(self.ros2.finish([st.pid for st in self.child.members()] if self.child is not None else []))
             result["ros2"] = self.ros2.manifest()
-            finish_manifest(self.out, self.manifest, result)
+            failed = None
+            try:
+                known = counts() if counts is not None else None
+            except BaseException as e:   # the manifest first, then the exception
+                failed, known = e, {"error": f"{type(e).__name__}: {e}"}
+            finish_manifest(self.out, self.manifest, result, known)
+            if failed is not None:
+                raise failed
         finally:
             self.restore_signals()
             if self.state_file is not None:

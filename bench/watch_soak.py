@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Soak of `roscope watch` (docs/watch.md, "Soak"): --duration seconds (default 1800) of
+the real ROS 1 example examples/ros1_pipeline plus tests/fixtures fx_emit emitting R
+roscope_fx:tick events per second (default 50,000, paced every ms), both under one
+`roscope watch --json --event roscope_fx:*` in command mode.
+
+Every 10 s it samples the watch process's RSS (/proc/PID/status VmRSS) and CPU time
+(utime + stime of /proc/PID/stat); at the end it reports: RSS at 60 s, the lowest and
+highest after 60 s and the spread relative to the 60 s value; CPU per second of run
+(percent of one core), overall and after 60 s; the windows printed; events lost as
+LTTng counted them (the last window's lost_events_total), and the emitted count.
+Results into bench/results/watch_soak.json.
+
+    PYTHONPATH=python python3 bench/watch_soak.py [--duration 1800] [--rate 50000]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(BENCH)
+EMIT = os.path.join(REPO, "tests", "fixtures", "build", "fx_emit")
+SYSTEM = os.path.join(REPO, "examples", "ros1_pipeline", "system.sh")
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def sample(pid: int) -> tuple[int, float]:
+    """(RSS in KiB, CPU seconds) of `pid`."""
+    with open(f"/proc/{pid}/status") as f:
+        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return rss, (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--duration", type=int, default=1800)
+    ap.add_argument("--rate", type=int, default=50_000)
+    a = ap.parse_args()
+    subprocess.run(["make", "-s", "-C", os.path.join(REPO, "tests", "fixtures")], check=True)
+    subprocess.run(["make", "-s", "-C", os.path.dirname(SYSTEM)], check=True)
+    work = tempfile.mkdtemp(prefix="watch-soak-")
+    out = os.path.join(work, "trace")
+    # A fixed script (no data in it): the example in the background, the emitter in front.
+    script = '"$1" -d "$2" -g "$3" & "$4" rate "$5" "$2"; wait'
+    cmd = [sys.executable, "-m", "roscope", "watch", "--json", "--event", "roscope_fx:*", "-o", out, "--",
+           "bash", "-c", script, "soak", SYSTEM, str(a.duration), os.path.join(work, "gt"), EMIT, str(a.rate)]
+    env = {**os.environ, "PYTHONPATH": os.path.join(REPO, "python")}
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(os.path.join(work, "watch.err"), "w"), env=env)
+    lines: list[dict] = []
+
+    def read():
+        for line in p.stdout:
+            d = json.loads(line)
+            lines.append({"end_s": d["window"]["end_s"], "lost": d["lost_events_total"],
+                          "packets_lost": d["packets_lost_total"], "callbacks": len(d["callbacks"])})
+    th = threading.Thread(target=read, daemon=True)
+    th.start()
+    t0 = time.monotonic()
+    samples = []
+    while p.poll() is None:
+        try:
+            rss, cpu = sample(p.pid)
+        except (OSError, StopIteration):
+            break
+        samples.append((time.monotonic() - t0, rss, cpu))
+        time.sleep(10)
+    p.wait()
+    th.join(30)
+    after = [s for s in samples if s[0] >= 60]
+    base = after[0] if after else samples[-1]
+    last = samples[-1]
+    res = {
+        "duration_s": a.duration, "rate": a.rate, "exit_code": p.returncode, "windows": len(lines),
+        "rss_kib_at_60s": base[1], "rss_kib_min_after_60s": min(s[1] for s in after) if after else None,
+        "rss_kib_max_after_60s": max(s[1] for s in after) if after else None,
+        "rss_spread_after_60s": ((max(s[1] for s in after) - min(s[1] for s in after)) / base[1]) if after else None,
+        "cpu_percent": 100 * last[2] / max(last[0], 1e-9),
+        "cpu_percent_after_60s": 100 * (last[2] - base[2]) / max(last[0] - base[0], 1e-9),
+        "lost_events_total": lines[-1]["lost"] if lines else None,
+        "packets_lost_total": lines[-1]["packets_lost"] if lines else None,
+        "emitted_fx_events": a.rate * a.duration, "load_average": os.getloadavg(), "work_dir": work,
+        "samples": samples,
+    }
+    os.makedirs(os.path.join(BENCH, "results"), exist_ok=True)
+    with open(os.path.join(BENCH, "results", "watch_soak.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    print(json.dumps({k: v for k, v in res.items() if k != "samples"}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+//! `LiveModel`: the execution model of a live session, built chunk by chunk
+//! (LTTng session rotation: each chunk is a complete CTF trace). The model
+//! builder persists across chunks (objects from init events, open runs, the
+//! publications takes may still match); each `feed` hands back the records
+//! that became final, as Arrow tables, and the events the tracer discarded
+//! in that chunk.
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use std::collections::HashMap;
+
+use roscope_ctf::TraceSet;
+use roscope_model::table::Table;
+
+use crate::arrow::ArrowTable;
+use crate::err;
+
+#[pyclass(module = "roscope._core")]
+pub struct LiveModel {
+    b: Option<roscope_model::Builder>,
+    /// Per stream ((trace's relative directory, file name)): the tracer's
+    /// discarded-events counter and packet sequence number last seen; both run
+    /// on across chunks, so each chunk's losses are the increase.
+    seen: HashMap<(String, String), (u64, Option<u64>)>,
+    /// Events read so far (every event of every chunk, as babeltrace2 counts a trace's).
+    events: u64,
+}
+
+type Chunks = Vec<(String, ArrowTable)>;
+
+fn to_py(tables: Vec<Table>) -> PyResult<Chunks> {
+    tables.into_iter().map(|t| Ok((t.name.to_string(), ArrowTable::from_table(t)?))).collect()
+}
+
+#[pymethods]
+impl LiveModel {
+    #[new]
+    #[pyo3(signature = (heuristics=true, record_ids=None, window_ns=1_000_000_000))]
+    fn new(heuristics: bool, record_ids: Option<Vec<String>>, window_ns: u64) -> Self {
+        let opts = roscope_model::Options { heuristics, progress: false, sync: false, window_ns: Some(window_ns.max(1)), flush_every: 0 };
+        let scope = roscope_model::Scope { record_ids: record_ids.unwrap_or_default() };
+        LiveModel { b: Some(roscope_model::Builder::incremental(opts, scope)), seen: HashMap::new(), events: 0 }
+    }
+
+    /// Reads the chunk under `paths` (later than every chunk fed before).
+    /// Returns (tables, last event time or None, events discarded, packets
+    /// lost): tables are the records older than the window before the
+    /// chunk's last event, a list of (name, ArrowTable).
+    fn feed(&mut self, py: Python<'_>, paths: Vec<String>) -> PyResult<(Chunks, Option<i64>, u64, u64)> {
+        let b = self.b.as_mut().ok_or_else(|| PyRuntimeError::new_err("feed() after close()"))?;
+        let seen = &mut self.seen;
+        let (tables, last, lost) = py
+            .allow_threads(|| -> Result<_, roscope_ctf::CtfError> {
+                let mut set = TraceSet::open(&paths)?;
+                let mut out = Vec::new();
+                let last = b.feed(&mut set, &mut |t| out.push(t));
+                Ok((out, last, chunk_losses(&set, seen)))
+            })
+            .map_err(err)?;
+        self.events = b.counts.events;
+        Ok((to_py(tables)?, last, lost.0, lost.1))
+    }
+
+    /// Events read so far, over every chunk fed.
+    #[getter]
+    fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The objects known so far (hosts, processes, threads, nodes, publishers,
+    /// subscriptions, timers, services, clients, callbacks), as (name, ArrowTable).
+    fn objects(&self) -> PyResult<Chunks> {
+        let b = self.b.as_ref().ok_or_else(|| PyRuntimeError::new_err("objects() after close()"))?;
+        to_py(b.object_tables())
+    }
+
+    /// After the last chunk: every record still held.
+    fn close(&mut self, py: Python<'_>) -> PyResult<Chunks> {
+        let Some(mut b) = self.b.take() else { return Ok(vec![]) };
+        let tables = py.allow_threads(|| {
+            let mut out = Vec::new();
+            b.close(&mut |t| out.push(t));
+            out
+        });
+        to_py(tables)
+    }
+}
+
+/// (events discarded, packets lost) in this chunk, from the counters of the
+/// packets it holds against the last ones seen of the same stream.
+fn chunk_losses(set: &TraceSet, seen: &mut HashMap<(String, String), (u64, Option<u64>)>) -> (u64, u64) {
+    let (mut events, mut packets) = (0u64, 0u64);
+    for s in &set.streams {
+        let file = std::path::Path::new(&s.path).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let key = (set.traces[s.trace].rel.clone(), file);
+        let st = seen.entry(key).or_insert((0, None));
+        for pk in &s.packet_log {
+            if let Some(d) = pk.events_discarded {
+                events += d.saturating_sub(st.0);
+                st.0 = st.0.max(d);
+            }
+            if let Some(q) = pk.seq_num {
+                packets += match st.1 {
+                    Some(p) if q > p + 1 => q - p - 1,
+                    None if q > 0 => q,
+                    _ => 0,
+                };
+                st.1 = Some(q);
+            }
+        }
+    }
+    (events, packets)
+}

@@ -1,0 +1,109 @@
+"""`roscope watch [-- COMMAND...]`: a live view of a running system, one window per
+second (roscope.watch; docs/watch.md). JSON lines with `--json`, else a terminal view
+drawn with rich."""
+from __future__ import annotations
+
+import json
+import sys
+
+from roscope.commands import _common as C
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "watch",
+        help="live per-callback and per-topic statistics of a running system",
+        description="Records the running system (or COMMAND) with LTTng, rotating the session into a trace "
+        "chunk every --rotate-ms, and shows every second the statistics of the last --window seconds: per "
+        "callback rate, p50, p99, max duration; per topic rate and delivery latency; lost events. The "
+        "definitions are roscope stats' (roscope stats TRACE --window START:END gives the same numbers). "
+        "Ctrl-C stops it (exit 130) and leaves the trace in -o DIR (docs/watch.md).",
+    )
+    p.add_argument("-o", "--output", help="the trace directory (default: a new one as roscope record makes)")
+    p.add_argument("--window", type=float, default=5.0, metavar="SECONDS", help="the sliding window (default 5 s)")
+    p.add_argument("--rotate-ms", type=C.int_range(100, 60_000), default=250,
+                   help="LTTng rotation period, ms (default 250; docs/watch.md: why rotation)")
+    p.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
+    p.add_argument("--event", action="append", default=[], metavar="PATTERN",
+                   help="also record these LTTng user-space events (repeatable; roscope's and ROS's are always on)")
+    p.add_argument("--from", dest="from_re", metavar="REGEX", help="watch the data flows from these topics ...")
+    p.add_argument("--to", dest="to_re", metavar="REGEX", help="... to these (end-to-end latency p50/p99/max per window)")
+    p.add_argument("--deadline", action="append", default=[], metavar="FROM->TO=MS",
+                   help="alert the moment a flow from FROM to TO (topic regexes) takes longer than MS (repeatable); "
+                        "watch then exits 3 at its end (docs/watch.md)")
+    p.add_argument("--on-miss", metavar="COMMAND",
+                   help="on each miss, run COMMAND (split like a shell would, run without one; the miss's facts in "
+                        "ROSCOPE_MISS_* environment variables)")
+    C.add_json(p)
+    C.add_heuristics(p)
+    p.add_argument("command", nargs="*", help="a command to run and watch (after --); none: attach to what runs")
+    p.set_defaults(func=run)
+
+
+def _json(d: dict) -> None:
+    """One window as one JSON line."""
+    sys.stdout.write(json.dumps(C.clean(d), separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+class _View:
+    """The terminal view: rich's Live display, redrawn each window."""
+
+    def __init__(self):
+        from rich.console import Console
+        from rich.live import Live
+        self.live = Live(console=Console(), auto_refresh=False)
+        self.live.start()
+
+    def __call__(self, d: dict) -> None:
+        from rich.console import Group
+        from rich.table import Table
+        w = d["window"]
+        span = max(w["end_s"] - w["start_s"], 1e-9)
+        cb = Table(title=f"callbacks, window {w['start_s']:.1f}-{w['end_s']:.1f} s (durations ms)")
+        for col in ("node", "kind", "topic / period", "rate Hz", "p50", "p99", "max"):
+            cb.add_column(col, justify="right" if col[0] in "rpm" else "left")
+        for c in d["callbacks"]:
+            what = c["topic"] or (f"{c['timer_period_ns'] / 1e6:g} ms" if c.get("timer_period_ns") else "")
+            cb.add_row(C.cell(c["node"] or c["procname"], 32), c["kind"], C.cell(what, 30), f"{c['count'] / span:.1f}",
+                       C.ms(c["p50_ns"]), C.ms(c["p99_ns"]), C.ms(c["max_ns"]))
+        tp = Table(title="topics (latency: publication to callback start, ms)")
+        for col in ("topic", "rate Hz", "deliveries", "p50", "p99", "max"):
+            tp.add_column(col, justify="left" if col == "topic" else "right")
+        for t in d["topics"]:
+            tp.add_row(C.cell(t["topic"], 40), f"{t['rate_hz']:.1f}", str(t["deliveries"]), C.ms(t["lat_p50_ns"]),
+                       C.ms(t["lat_p99_ns"]), C.ms(t["lat_max_ns"]))
+        parts = [cb, tp]
+        if d["paths"]:
+            pt = Table(title="paths (end-to-end latency, ms; misses: flows over the deadline)")
+            for col in ("path", "route", "flows", "p50", "p99", "max", "misses"):
+                pt.add_column(col, justify="left" if col in ("path", "route") else "right")
+            for p in d["paths"]:
+                for r in p["routes"]:
+                    pt.add_row(C.cell(p["path"], 30), C.cell(r["route"], 70), str(r["flows"]), C.ms(r["p50_ns"]),
+                               C.ms(r["p99_ns"]), C.ms(r["max_ns"]), "-" if r["misses"] is None else str(r["misses"]))
+            parts.append(pt)
+        parts.append(f"lost events: {d['lost_events']} in the window, {d['lost_events_total']} in all")
+        self.live.update(Group(*parts), refresh=True)
+
+    def stop(self) -> None:
+        self.live.stop()
+
+
+def run(args) -> int:
+    from roscope.alerts import parse_deadline
+    from roscope.errors import InputError
+    from roscope.watch import Watch, WatchOptions
+    if (args.from_re is None) != (args.to_re is None):
+        raise InputError("give both --from and --to, or neither")
+    paths = [parse_deadline(d) for d in args.deadline]
+    if args.from_re is not None:
+        paths.insert(0, (args.from_re, args.to_re, None))
+    opts = WatchOptions(paths=paths, on_miss=args.on_miss, output=args.output, window_s=args.window, rotate_ms=args.rotate_ms, duration_s=args.duration,
+                        heuristics=not args.no_heuristics, events=list(args.event))
+    view = None if args.json else _View()
+    try:
+        return Watch(args.command or None, opts, _json if args.json else view, _json if args.json else None).run()
+    finally:
+        if view is not None:
+            view.stop()

@@ -1,0 +1,214 @@
+"""`roscope watch`: a live view of a running system (docs/watch.md).
+
+An LTTng session (the one `roscope record` makes, through `roscope.record`) rotates
+into a trace chunk every `rotate_ms`; each chunk archived under OUT/archives is fed
+to `roscope.live.LiveWindows` (the core's incremental model builder) as soon as it
+appears, and every window whose records are all in is handed to `show` (JSON lines
+or the terminal view). The session is tracked and destroyed like a recording's, and
+the chunks stay on disk: OUT is a complete trace that `roscope load` reads.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from roscope.alerts import EXIT_MISSED, OnMiss
+from roscope.live import LiveWindows, WatchedPath
+from roscope.loading import record_ids
+from roscope.processes import group
+from roscope.record.options import DEFAULT_EVENTS, RecordOptions
+from roscope.record.session import Recording
+
+#: The channel's monitor timer under watch (us): a rotation completes within about this
+#: much after its timer fired (LTTng's default, 1 s, made alerts 0.5 s later).
+MONITOR_TIMER_US = 100_000
+
+#: How often the archive directory is looked at for a new chunk (a directory listing).
+POLL_S = 0.02
+#: The archive directory is listed at least this often (s), whatever its mtime says.
+LIST_S = 0.5
+
+
+@dataclass
+class WatchOptions:
+    output: str | None = None
+    window_s: float = 5.0
+    step_s: float = 1.0
+    rotate_ms: int = 250
+    duration_s: float | None = None
+    heuristics: bool = True
+    #: LTTng event patterns recorded besides roscope's and ROS's (`DEFAULT_EVENTS`).
+    events: list[str] = field(default_factory=list)
+    #: Watched paths: (from regex, to regex, deadline ns or None).
+    paths: list[tuple[str, str, int | None]] = field(default_factory=list)
+    on_miss: str | None = None
+
+
+def chunks(out: Path) -> list[Path]:
+    """The archived chunks of a session writing into `out`, in order."""
+    arch = out / "archives"
+    if not arch.is_dir():
+        return []
+
+    def index(p: Path) -> int:
+        tail = p.name.rsplit("-", 1)[-1]
+        return int(tail) if tail.isdigit() else -1
+    return sorted((p for p in arch.iterdir() if p.is_dir()), key=index)
+
+
+class Watch:
+    """One watch: its recording, its live model, what it has read."""
+
+    def __init__(self, command: list[str] | None, opts: WatchOptions, show, alert=None):
+        self.opts = opts
+        self.show = show
+        self.alert = alert            # each miss, as a dict (a JSON line), or None
+        self.on_miss = OnMiss(opts.on_miss)
+        self.misses = 0
+        self.rec = Recording(RecordOptions(output=opts.output, rotate_us=int(opts.rotate_ms) * 1000, monitor_timer_us=MONITOR_TIMER_US,
+                                               events=[*DEFAULT_EVENTS, *opts.events]),
+                             list(command) if command else None, "watch")
+        self.live: LiveWindows | None = None
+        self.seen: set[str] = set()
+        self.result: dict = {}
+        self.windows = 0
+        self._mtime: int | None = None   # the archive directory's, at the last listing
+        self._listed = 0.0               # time.monotonic() of the last listing
+
+    def _read_new(self, force: bool = False) -> None:
+        """Feeds the chunks archived since the last look and checks the deadlines at
+        once; the windows' work waits until no chunk is waiting (it never holds up the
+        next chunk's check)."""
+        if not force and not self._archive_changed():
+            return
+        fed = False
+        while True:
+            new = [c for c in chunks(self.rec.out) if c.name not in self.seen]
+            if not new:
+                break
+            for c in new:
+                self.seen.add(c.name)
+                if next(c.rglob("metadata"), None) is not None:   # else no process wrote into it
+                    self.live.feed(str(c))
+                    fed = True
+            self.live.check(self._alert)
+        if fed:   # nothing new: nothing to step
+            self._show(final=False)
+
+    def _archive_changed(self) -> bool:
+        """Whether a chunk may have been archived since the last listing: the archive
+        directory's mtime moved, or LIST_S passed (a rename within the same clock tick
+        as the last listing leaves the mtime as it was). Listing the directory every
+        poll costs as much as the chunks it holds."""
+        try:
+            mtime = (self.rec.out / "archives").stat().st_mtime_ns
+        except OSError:
+            return False
+        now = time.monotonic()
+        if mtime == self._mtime and now - self._listed < LIST_S:
+            return False
+        self._mtime, self._listed = mtime, now
+        return True
+
+    def _show(self, final: bool) -> None:
+        if final:
+            self.live.check(self._alert)
+        for w in self.live.windows(final):
+            self.show(w)
+            self.windows += 1
+
+    def _alert(self, misses: list[dict]) -> None:
+        """The deadline misses of one check, told at once: every line first, then their
+        --on-miss commands (starting one takes longer than printing a line)."""
+        for a in misses:
+            # when it was told (CLOCK_MONOTONIC: LTTng's clock, the trace's times)
+            a["alerted_ns"] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            self.misses += 1
+            if self.alert is not None:
+                self.alert({"alert": "deadline_miss", **a})
+            self.on_miss.tell(a)
+        for a in misses:
+            self.on_miss(a, self.rec.out)
+
+    def _last_chunks(self) -> dict:
+        """After the session's end: the chunks not read yet, then every event read and
+        lost (LTTng's counters) for the manifest."""
+        self._read_new(force=True)
+        self.live.close()
+        return {"events": self.live.events, "discarded_events": self.live.lost_events,
+                "packets_lost": self.live.lost_packets}
+
+    def run(self) -> int:
+        """Watches until the command ends, --duration passes, or Ctrl-C; returns the exit code."""
+        rec = self.rec
+        rec.setup()
+        # Attached (no command), the recording gives the signals back after its setup:
+        # SIGTERM and SIGHUP end the watch as Ctrl-C does, the session stopped.
+        old = {} if rec.command is not None else {s: signal.signal(s, _interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+        waiter = None
+        interrupted = False
+        try:
+            # The processes of this recording only, as `roscope load` on its output counts them.
+            self.live = LiveWindows(int(self.opts.window_s * 1e9), int(self.opts.step_s * 1e9), self.opts.heuristics,
+                                    record_ids([str(rec.out)]), [WatchedPath(a, b, d) for a, b, d in self.opts.paths])
+            if rec.command is not None:
+                def wait():
+                    rc, _left = rec.wait()
+                    self.result["exit_code"] = rc
+                waiter = threading.Thread(target=wait, name="roscope-watch-wait", daemon=True)
+                waiter.start()
+            interrupted = self._loop(waiter)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            if waiter is not None and waiter.is_alive():
+                if rec.child is not None:
+                    group.signal_all(rec.child, signal.SIGINT)
+                waiter.join()
+            self.result["interrupted"] = interrupted or bool(rec.interrupted)
+            # destroys the session (the last chunk is archived), then reads the rest: the
+            # manifest's counts are watch's own (no second pass over the trace)
+            rec.finish(self.result, counts=self._last_chunks if self.live is not None else None)
+            for s, h in old.items():
+                signal.signal(s, h)
+        if self.live is None:   # interrupted before the first chunk
+            print(f"roscope: trace written to {rec.out} (interrupted at its start)", file=sys.stderr)
+            return 130
+        self._show(final=True)
+        self.on_miss.finish()
+        print(f"roscope: trace written to {rec.out} ({len(self.seen)} chunks, {self.windows} windows shown"
+              f", {self.live.lost_events} events lost)", file=sys.stderr)
+        if self.misses:
+            print(f"roscope: {self.misses} flows missed their deadline", file=sys.stderr)
+        return 130 if self.result["interrupted"] else EXIT_MISSED if self.misses else 0
+
+    def _loop(self, waiter: threading.Thread | None) -> bool:
+        """Reads chunks as they come until the command ends, --duration passes or a
+        signal; returns whether it was interrupted."""
+        rec = self.rec
+        t0 = time.monotonic()
+        interrupted = False
+        while True:
+            self._read_new()
+            if waiter is not None and not waiter.is_alive():
+                return interrupted
+            if rec.interrupted:
+                interrupted = True
+                if waiter is None:
+                    return True
+            if self.opts.duration_s is not None and time.monotonic() - t0 >= self.opts.duration_s:
+                if waiter is None:
+                    return interrupted
+                if rec.child is not None:
+                    group.signal_all(rec.child, signal.SIGINT)
+                waiter.join()
+                return interrupted
+            time.sleep(POLL_S)
+
+
+def _interrupt(signum, _frame) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
