@@ -28,6 +28,13 @@ def _load():
         pub = lib.roscope_ros1_py_publish
     except (OSError, AttributeError):
         return None
+    # The preloaded library traces a process only once asked (or when it has roscpp):
+    # this loads the tracepoint provider with liblttng-ust and emits process_init. (An
+    # older library, without it, traced every process from its load.)
+    enable = getattr(lib, "roscope_ros1_py_enable", None)
+    if enable is not None:
+        enable.argtypes, enable.restype = [], None
+        enable()
     u64, cp, i64 = ctypes.c_uint64, ctypes.c_char_p, ctypes.c_int64
     ev.argtypes = [ctypes.c_int, u64, u64, u64, u64, cp, cp, cp, cp, i64, i64]
     ev.restype = None

@@ -1,4 +1,5 @@
-/* Instantiates the roscope_ros1 tracepoint probes inside the tracer library. */
+/* The roscope_ros1 tracepoint probe provider (libroscope_ros1_tp.so), linked with
+ * liblttng-ust. The preloaded tracer defines the tracepoints with dynamic probe
+ * linkage and loads this library only in processes it traces (roscpp or rospy). */
 #define LTTNG_UST_TRACEPOINT_CREATE_PROBES
-#define LTTNG_UST_TRACEPOINT_DEFINE
 #include "roscope_ros1_tp.h"

@@ -5,6 +5,14 @@
 // events of provider roscope_ros1 and calls the original via dlsym(RTLD_NEXT).
 // Design and event reference: docs/ros1-tracer.md.
 //
+// `roscope record` preloads it into every process of a launch (shells, sleeps,
+// ...). It links neither liblttng-ust nor libroscpp: its tracepoints use dynamic
+// probe linkage, and only a process that has roscpp loaded (checked at load
+// time) or whose rospy hook asks for it (roscope_ros1_py_enable) loads the
+// probe provider libroscope_ros1_tp.so beside it, which brings liblttng-ust
+// (its registration with the session daemon and its listener threads). In any
+// other process it does nothing.
+//
 // Hot-path rules: no syscalls, no allocation, no locks beyond LTTng's own.
 // Hot-path state is one relaxed atomic counter and initial-exec thread-locals.
 // Everything that allocates (names, symbols, socket addresses) runs at
@@ -39,7 +47,25 @@
 #include <cstring>
 #include <string>
 
+#define LTTNG_UST_TRACEPOINT_DEFINE
+#define LTTNG_UST_TRACEPOINT_PROBE_DYNAMIC_LINKAGE
 #include "roscope_ros1_tp.h"
+
+// The roscpp functions this library calls (not the interposed ones: those it
+// resolves with dlsym). They are weak, so that loading it into a process without
+// roscpp never fails (even with LD_BIND_NOW); only roscpp's own calls into the
+// interposed functions, hence only processes with roscpp, reach them. (An
+// assembler directive: `#pragma weak` does not reach C++ mangled names.)
+__asm__(
+    ".weak _ZN3ros10SubscriberD1Ev\n"
+    ".weak _ZN3ros13ServiceServerD1Ev\n"
+    ".weak _ZN3ros5TimerD1Ev\n"
+    ".weak _ZN3ros9PublisherD1Ev\n"
+    ".weak _ZN3ros9this_node7getNameB5cxx11Ev\n"
+    ".weak _ZNK3ros10Subscriber8getTopicB5cxx11Ev\n"
+    ".weak _ZNK3ros13ServiceServer10getServiceB5cxx11Ev\n"
+    ".weak _ZNK3ros6Header8getValueERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEERS6_\n"
+    ".weak _ZNK3ros9Publisher8getTopicB5cxx11Ev\n");
 
 #define ROSCOPE_TRACER_VERSION "roscope_ros1 0.1"
 #define EXPORT __attribute__((visibility("default")))
@@ -97,21 +123,47 @@ static void* resolve(const char* sym) {
   return p;
 }
 
-__attribute__((constructor)) static void resolve_all() {
+static void resolve_all() {
 #define RESOLVE(n, s) n = resolve(s);
   ROSCOPE_ORIGINALS(RESOLVE)
 #undef RESOLVE
 }
 }  // namespace orig
 
-// After liblttng-ust's own constructor (a dependency, so it ran first and
-// registered with the session daemon).
-__attribute__((constructor)) static void announce_process() {
+// Loads the probe provider (and with it liblttng-ust, whose constructor registers
+// with the session daemon before dlopen returns), then says which process this is.
+// Once per process.
+static std::atomic<int> g_tracing{0};
+
+static void start_tracing() {
+  int no = 0;
+  if (!g_tracing.compare_exchange_strong(no, 1)) return;
+  Dl_info me;
+  std::string path = "libroscope_ros1_tp.so";
+  if (dladdr(reinterpret_cast<void*>(&start_tracing), &me) && me.dli_fname && strchr(me.dli_fname, '/')) {
+    path = me.dli_fname;
+    path = path.substr(0, path.rfind('/') + 1) + "libroscope_ros1_tp.so";
+  }
+  if (!dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+    fprintf(stderr, "roscope_ros1: cannot load the tracepoint provider %s (%s): this process is not traced\n",
+            path.c_str(), dlerror());
+    return;
+  }
   const char* id = getenv("ROSCOPE_RECORD_ID");
   char exe[512] = {0};
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n < 0) exe[0] = 0;
   lttng_ust_tracepoint(roscope_ros1, process_init, id ? id : "", exe);
+}
+
+// At load, after the tracepoint registration constructors above (same
+// translation unit, defined earlier): a process with roscpp (the first original
+// resolves) is traced; any other process is left alone.
+__attribute__((constructor)) static void init_if_roscpp() {
+  if (!dlsym(RTLD_NEXT, "_ZN3ros4initERKSt3mapINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEES6_St4lessIS6_ESaISt4pairIKS6_S6_EEERSA_j"))
+    return;
+  orig::resolve_all();
+  start_tracing();
 }
 
 template <typename F>
@@ -539,6 +591,10 @@ enum RospyEvent {
 
 static inline const void* P(uint64_t v) { return reinterpret_cast<const void*>(static_cast<uintptr_t>(v)); }
 static inline const char* S(const char* s) { return s ? s : ""; }
+
+// The rospy hook calls this once rospy is imported: a Python process is traced
+// from then on (a Python process that never imports rospy is left alone).
+extern "C" EXPORT void roscope_ros1_py_enable() { start_tracing(); }
 
 extern "C" EXPORT uint64_t roscope_ros1_py_publish(uint64_t publisher) {
   uint64_t id = g_message_counter.fetch_add(1, std::memory_order_relaxed) + 1;
