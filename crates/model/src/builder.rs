@@ -58,6 +58,8 @@ pub struct Event<'a> {
     pub th: usize,
     /// Emitted by CARET (`ros2_caret:*`): an init event may repeat an earlier one.
     pub caret: bool,
+    /// Part of a state dump (`dump.rs`): an init event that may repeat an earlier one.
+    pub dump: bool,
     s: &'a StreamReader,
     ix: [Option<usize>; MAX_FIELDS],
 }
@@ -213,6 +215,8 @@ pub struct Counts {
     /// Streaming: the most records (runs, publications, takes, and the
     /// publications the linker holds) in memory at once.
     pub peak_records: u64,
+    /// State dumps read (`dump.rs`).
+    pub state_dumps: u64,
 }
 
 pub struct Builder {
@@ -237,6 +241,8 @@ pub struct Builder {
     /// Streaming: the publications that takes may still match.
     linker: Linker,
     pub counts: Counts,
+    /// The threads in a state dump: (host, pid, tid) (`dump.rs`).
+    pub dumping: Vec<(usize, i64, i64)>,
 }
 
 impl Builder {
@@ -262,6 +268,7 @@ impl Builder {
             exec_states: vec![],
             linker: Linker::default(),
             counts: Counts::default(),
+            dumping: vec![],
         }
     }
 
@@ -420,16 +427,22 @@ impl Builder {
         };
         let (host, pid, tid, procname) = self.context(s);
         let ts = s.cur_ts;
-        let p = self.process(host, s.trace, pid, tid, procname, ts, ci.ev.starts_process());
-        let mut e = Event { ev: ci.ev, ts, p, th: 0, caret: ci.caret, s, ix: ci.ix };
+        let dump = !self.dumping.is_empty() && self.dumping.contains(&(host, pid, tid));
+        // A process's state dump names the process instance that runs, never a new one.
+        let p = self.process(host, s.trace, pid, tid, procname, ts, ci.ev.starts_process() && !dump);
+        let mut e = Event { ev: ci.ev, ts, p, th: 0, caret: ci.caret, dump, s, ix: ci.ix };
         let rid = match ci.ev {
             _ if self.scope.record_ids.is_empty() => None,
+            _ if dump && self.scope.attach => None,
             Ev::R1ProcessInit => Some(e.text(crate::events::roscope_ros1::process_init::RECORD_ID).unwrap_or_default()),
             Ev::R2ProcessInit => Some(e.text(crate::events::roscope_ros2::process_init::RECORD_ID).unwrap_or_default()),
             _ => None,
         };
         let first = self.procs[p].events == 1;
-        if !self.in_scope(p, rid, r1 && first) {
+        if dump && self.scope.attach && matches!(ci.ev, Ev::R1ProcessInit | Ev::R2ProcessInit) {
+            self.procs[p].left_out = None; // attached: it ran when the session started
+        }
+        if !self.in_scope(p, rid, r1 && first && !self.scope.attach) {
             return;
         }
         e.th = self.thread(p, tid, ts);
@@ -446,7 +459,7 @@ impl Builder {
             Some(&p) => self.in_scope(p, None, false),
             None if r1 => {
                 let p = self.process(host, s.trace, pid, tid, procname, s.cur_ts, false);
-                self.in_scope(p, None, true)
+                self.in_scope(p, None, !self.scope.attach)
             }
             None => true,
         };
@@ -464,7 +477,8 @@ impl Builder {
         }
         let pr = &mut self.procs[p];
         if let Some(rid) = rid {
-            pr.left_out = (!self.scope.record_ids.contains(&rid)).then_some(LeftOut::OtherRecording);
+            let ours = self.scope.record_ids.contains(&rid) || (self.scope.attach && rid.is_empty());
+            pr.left_out = (!ours).then_some(LeftOut::OtherRecording);
         } else if r1_first {
             pr.left_out = Some(LeftOut::NoProcessInit);
         }
@@ -544,6 +558,8 @@ impl Builder {
             // ROS 2 services and actions, roscope's rclpy events (services.rs).
             SendRequest | TakeRequest | SendResponse | TakeResponse | R2ClientCbAdded | R2CallbackInput => self.dispatch_service(e),
             R2ProcessInit => {}
+            R1StateDumpBegin | R2StateDumpBegin => self.dump_begin(e),
+            R1StateDumpEnd | R2StateDumpEnd => self.dump_end(e),
             // CARET (caret.rs).
             CaretBindStamp => self.caret_bind_stamp(e),
             DdsWrite => self.dds_write(e),

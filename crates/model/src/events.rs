@@ -211,6 +211,8 @@ events! {
     roscope_ros2 (ROSCOPE_ROS2) {
         /// roscope record's recording name, announced by each process its ROS 2 tracer is in.
         R2ProcessInit process_init { RECORD_ID = "record_id", EXE = "exe" }
+        R2StateDumpBegin state_dump_begin { OBJECTS = "objects" }
+        R2StateDumpEnd state_dump_end { OBJECTS = "objects" }
         /// A client's response callback (rclpy: a done callback of its request futures).
         R2ClientCbAdded client_callback_added { CLIENT_HANDLE = "client_handle", CALLBACK = "callback" }
         /// The next run of `callback` on this thread handles request/response `sequence_number`
@@ -302,13 +304,16 @@ events! {
         R1LinkRxInit link_rx_init { LINK = "link", TOPIC = "topic", LOCAL_ADDR = "local_addr", REMOTE_ADDR = "remote_addr" }
         R1Publish publish { PUBLISHER = "publisher", MESSAGE_ID = "message_id", MESSAGE = "message" }
         R1PublishBuffer publish_buffer { MESSAGE_ID = "message_id", BUFFER = "buffer" }
-        R1LinkTxWrite link_tx_write { LINK = "link", BUFFER = "buffer" }
+        R1LinkTxWrite link_tx_write { LINK = "link", BUFFER = "buffer", INDEX = "index" }
         R1LinkRxMessage link_rx_message { LINK = "link", BUFFER = "buffer", SIZE = "size", INDEX = "index" }
         R1MessageQueue message_queue { DESERIALIZER = "deserializer", CALLBACK = "callback", BUFFER = "buffer", MESSAGE = "message" }
         R1CallbackStart callback_start { CALLBACK = "callback", DESERIALIZER = "deserializer" }
         R1CallbackEnd callback_end { CALLBACK = "callback" }
         /// roscope record's recording name, announced by each traced process.
         R1ProcessInit process_init { RECORD_ID = "record_id", EXE = "exe" }
+        /// A state dump: the init events of a running process's live objects follow, in this thread.
+        R1StateDumpBegin state_dump_begin { OBJECTS = "objects" }
+        R1StateDumpEnd state_dump_end { OBJECTS = "objects" }
     }
 }
 

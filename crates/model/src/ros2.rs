@@ -49,6 +49,7 @@ impl Builder {
             name: e.text(NODE_NAME),
             ns: e.text(NAMESPACE),
             ts: Some(e.ts),
+            dumped: e.dump,
             ..Default::default()
         };
         self.objs.nodes.init(o, e.caret);
@@ -110,6 +111,7 @@ impl Builder {
             depth: f.depth,
             gid,
             ts: Some(e.ts),
+            dumped: e.dump,
             ..Default::default()
         };
         let list = if e.ev == Ev::PubInit { &mut self.objs.pubs } else { &mut self.objs.subs };
@@ -138,7 +140,7 @@ impl Builder {
     pub(crate) fn subscription_callback_added(&mut self, e: &Event) {
         use rclcpp_subscription_callback_added::*;
         let sub = self.sub_of_rclcpp(e.p, e.u(SUBSCRIPTION).unwrap_or(0));
-        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Subscription, sub, e.ts);
+        self.cb_added(e, e.u(CALLBACK).unwrap_or(0), CallbackKind::Subscription, sub, e.ts);
     }
 
     pub(crate) fn service_or_client_init(&mut self, e: &Event) {
@@ -152,7 +154,17 @@ impl Builder {
         let p = e.p;
         let node = node.map(|n| self.objs.nodes.get(p, n));
         let gid = rmw.and_then(|r| self.objs.gids.get(p, r).cloned());
-        let o = Obj { proc: p, node, handle: handle.unwrap_or(0), rmw_handle: rmw, name, gid, ts: Some(e.ts), ..Default::default() };
+        let o = Obj {
+            proc: p,
+            node,
+            handle: handle.unwrap_or(0),
+            rmw_handle: rmw,
+            name,
+            gid,
+            ts: Some(e.ts),
+            dumped: e.dump,
+            ..Default::default()
+        };
         let list = if e.ev == Ev::SrvInit { &mut self.objs.services } else { &mut self.objs.clients };
         let i = list.init(o, e.caret);
         if let Some(r) = rmw {
@@ -163,19 +175,26 @@ impl Builder {
     pub(crate) fn service_callback_added(&mut self, e: &Event) {
         use rclcpp_service_callback_added::*;
         let sv = self.objs.services.get(e.p, e.u(SERVICE_HANDLE).unwrap_or(0));
-        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Service, sv, e.ts);
+        self.cb_added(e, e.u(CALLBACK).unwrap_or(0), CallbackKind::Service, sv, e.ts);
     }
 
     pub(crate) fn timer_init(&mut self, e: &Event) {
         use rcl_timer_init::*;
-        let o = Obj { proc: e.p, handle: e.u(TIMER_HANDLE).unwrap_or(0), period: e.i(PERIOD), ts: Some(e.ts), ..Default::default() };
+        let o = Obj {
+            proc: e.p,
+            handle: e.u(TIMER_HANDLE).unwrap_or(0),
+            period: e.i(PERIOD),
+            ts: Some(e.ts),
+            dumped: e.dump,
+            ..Default::default()
+        };
         self.objs.timers.init(o, e.caret);
     }
 
     pub(crate) fn timer_callback_added(&mut self, e: &Event) {
         use rclcpp_timer_callback_added::*;
         let t = self.objs.timers.get(e.p, e.u(TIMER_HANDLE).unwrap_or(0));
-        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Timer, t, e.ts);
+        self.cb_added(e, e.u(CALLBACK).unwrap_or(0), CallbackKind::Timer, t, e.ts);
     }
 
     pub(crate) fn timer_link_node(&mut self, e: &Event) {
@@ -189,6 +208,7 @@ impl Builder {
         use rclcpp_callback_register::*;
         let c = self.objs.cbs.get(e.p, e.u(CALLBACK).unwrap_or(0));
         let cb = &mut self.objs.cbs[c];
+        cb.dumped |= e.dump && !cb.known;
         cb.symbol = e.text(SYMBOL);
         cb.known = true;
         cb.ts.get_or_insert(e.ts);

@@ -158,7 +158,7 @@ impl Builder {
     pub(crate) fn client_callback_added(&mut self, e: &Event) {
         use roscope_ros2::client_callback_added::*;
         let c = self.objs.clients.get(e.p, e.u(CLIENT_HANDLE).unwrap_or(0));
-        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Client, c, e.ts);
+        self.cb_added(e, e.u(CALLBACK).unwrap_or(0), CallbackKind::Client, c, e.ts);
     }
 
     pub(crate) fn send_request(&mut self, e: &Event) {

@@ -177,7 +177,7 @@ fn losses(set: &TraceSet) -> Vec<(String, u64, u64)> {
 /// clocks of several hosts are synchronized from the messages between them.
 /// Returns (tables, stats, warnings, losses): tables is a list of (name, ArrowTable).
 #[pyfunction]
-#[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None, sync=true))]
+#[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None, sync=true, attach=false))]
 fn build_model(
     py: Python<'_>,
     paths: Vec<String>,
@@ -185,13 +185,14 @@ fn build_model(
     progress: bool,
     record_ids: Option<Vec<String>>,
     sync: bool,
+    attach: bool,
 ) -> PyResult<PyObject> {
     let mut set = TraceSet::open(&paths).map_err(err)?;
     let model = py.allow_threads(|| {
         roscope_model::build(
             &mut set,
             roscope_model::Options { heuristics, progress, sync, window_ns: None, flush_every: 0 },
-            roscope_model::Scope { record_ids: record_ids.unwrap_or_default() },
+            roscope_model::Scope { record_ids: record_ids.unwrap_or_default(), attach },
         )
     });
     py.check_signals()?;
@@ -244,7 +245,7 @@ struct ModelStream {
 #[pymethods]
 impl ModelStream {
     #[new]
-    #[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None, sync=true, window_ns=1_000_000_000, queue=2, flush_every=0))]
+    #[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None, sync=true, window_ns=1_000_000_000, queue=2, flush_every=0, attach=false))]
     #[expect(clippy::too_many_arguments, reason = "the Python constructor's keyword arguments")]
     fn new(
         paths: Vec<String>,
@@ -255,11 +256,12 @@ impl ModelStream {
         window_ns: u64,
         queue: usize,
         flush_every: u64,
+        attach: bool,
     ) -> PyResult<Self> {
         let mut set = TraceSet::open(&paths).map_err(err)?;
         let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(queue.max(1));
         let opts = roscope_model::Options { heuristics, progress, sync, window_ns: Some(window_ns.max(1)), flush_every };
-        let scope = roscope_model::Scope { record_ids: record_ids.unwrap_or_default() };
+        let scope = roscope_model::Scope { record_ids: record_ids.unwrap_or_default(), attach };
         std::thread::Builder::new()
             .name("roscope-model".into())
             .spawn(move || {

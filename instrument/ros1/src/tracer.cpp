@@ -39,17 +39,24 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #define LTTNG_UST_TRACEPOINT_DEFINE
 #define LTTNG_UST_TRACEPOINT_PROBE_DYNAMIC_LINKAGE
 #include "roscope_ros1_tp.h"
+#include "roscope/roscope_attach_tp.h"
 
 // The roscpp functions this library calls (not the interposed ones: those it
 // resolves with dlsym). They are weak, so that loading it into a process without
@@ -134,6 +141,7 @@ static void resolve_all() {
 // with the session daemon before dlopen returns), then says which process this is.
 // Once per process.
 static std::atomic<int> g_tracing{0};
+static void start_dump_watch();
 
 static void start_tracing() {
   int no = 0;
@@ -154,6 +162,7 @@ static void start_tracing() {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n < 0) exe[0] = 0;
   lttng_ust_tracepoint(roscope_ros1, process_init, id ? id : "", exe);
+  start_dump_watch();
 }
 
 // At load, after the tracepoint registration constructors above (same
@@ -175,6 +184,184 @@ static std::atomic<uint64_t> g_message_counter{0};
 static TLS uint64_t tl_message_id = 0;            // set while inside Publisher::publish
 static TLS const void* tl_tx_link = nullptr;     // set while inside startMessageWrite
 static TLS const void* tl_deserializer = nullptr;  // last MessageDeserializer::deserialize on this thread
+
+// ---------------------------------------------------------------------------
+// State dump (docs/ros1-tracer.md, "Attaching"). Every init event is also kept
+// here, in the rospy entry point's form (one record per live object, keyed by
+// kind and handle: a handle reused by a new object replaces the old record).
+// When `roscope record --attach` starts a session while the process runs, it
+// turns roscope_attach:request on for a moment (roscope/roscope_attach_tp.h);
+// the first hook call (callback start, publish, rospy event) or the watch thread
+// (every 50 ms) that sees the change has the dump made: the init events are
+// re-emitted between state_dump_begin and state_dump_end.
+enum RospyEvent {
+  PY_NODE_INIT = 0, PY_PUBLISHER_INIT, PY_SUBSCRIPTION_INIT, PY_TIMER_INIT, PY_SERVICE_INIT,
+  PY_CALLBACK_REGISTER, PY_LINK_TX_INIT, PY_LINK_RX_INIT, PY_PUBLISH_BUFFER, PY_LINK_TX_WRITE,
+  PY_LINK_RX_MESSAGE, PY_MESSAGE_QUEUE, PY_CALLBACK_START, PY_CALLBACK_END
+};
+
+namespace {
+struct InitRecord {
+  int which;
+  uint64_t a, b;
+  std::string s1, s2, s3, s4;
+  int64_t i1, i2;
+  uint64_t seq;
+};
+std::mutex g_init_mu;
+std::map<std::pair<int, uint64_t>, InitRecord> g_init;  // (which, handle) -> record
+uint64_t g_init_seq = 0;
+std::atomic<int> g_dump_last{0};  // the enabled state last seen
+std::mutex g_dump_mu;
+}  // namespace
+
+static inline const void* P(uint64_t v) { return reinterpret_cast<const void*>(static_cast<uintptr_t>(v)); }
+
+// Init-time only (allocates).
+static void remember(int which, uint64_t a, uint64_t b, const char* s1, const char* s2, const char* s3,
+                     const char* s4, int64_t i1, int64_t i2) {
+  std::lock_guard<std::mutex> lock(g_init_mu);
+  InitRecord& r = g_init[{which, a}];
+  r = InitRecord{which, a, b, s1 ? s1 : "", s2 ? s2 : "", s3 ? s3 : "", s4 ? s4 : "", i1, i2, ++g_init_seq};
+}
+
+static void emit_init(const InitRecord& r) {
+  switch (r.which) {
+    case PY_NODE_INIT:
+      lttng_ust_tracepoint(roscope_ros1, node_init, r.s1.c_str(), r.s2.c_str());
+      break;
+    case PY_PUBLISHER_INIT:
+      lttng_ust_tracepoint(roscope_ros1, publisher_init, P(r.a), r.s1.c_str(), r.s2.c_str(), r.s3.c_str(),
+                           r.s4.c_str(), (uint32_t)r.i1, (int)r.i2);
+      break;
+    case PY_SUBSCRIPTION_INIT:
+      lttng_ust_tracepoint(roscope_ros1, subscription_init, P(r.a), P(r.b), r.s1.c_str(), r.s2.c_str(),
+                           r.s3.c_str(), r.s4.c_str(), (uint32_t)r.i1);
+      break;
+    case PY_TIMER_INIT:
+      lttng_ust_tracepoint(roscope_ros1, timer_init, P(r.a), P(r.b), r.s1.c_str(), r.s2.c_str(), r.i1, (int)r.i2);
+      break;
+    case PY_SERVICE_INIT:
+      lttng_ust_tracepoint(roscope_ros1, service_init, P(r.a), P(r.b), r.s1.c_str(), r.s2.c_str(), r.s3.c_str(),
+                           r.s4.c_str());
+      break;
+    case PY_CALLBACK_REGISTER:
+      lttng_ust_tracepoint(roscope_ros1, callback_register, P(r.a), r.s1.c_str(), r.s2.c_str());
+      break;
+    case PY_LINK_TX_INIT:
+      lttng_ust_tracepoint(roscope_ros1, link_tx_init, P(r.a), r.s1.c_str(), r.s2.c_str(), r.s3.c_str());
+      break;
+    case PY_LINK_RX_INIT:
+      lttng_ust_tracepoint(roscope_ros1, link_rx_init, P(r.a), r.s1.c_str(), r.s2.c_str(), r.s3.c_str());
+      break;
+    default:
+      break;
+  }
+}
+
+static void state_dump() {
+  std::vector<InitRecord> recs;
+  {
+    std::lock_guard<std::mutex> lock(g_init_mu);
+    for (const auto& kv : g_init) recs.push_back(kv.second);
+  }
+  std::sort(recs.begin(), recs.end(), [](const InitRecord& x, const InitRecord& y) { return x.seq < y.seq; });
+  lttng_ust_tracepoint(roscope_ros1, state_dump_begin, (uint32_t)recs.size());
+  const char* id = getenv("ROSCOPE_RECORD_ID");
+  char exe[512] = {0};
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n < 0) exe[0] = 0;
+  lttng_ust_tracepoint(roscope_ros1, process_init, id ? id : "", exe);
+  for (const InitRecord& r : recs) emit_init(r);
+  lttng_ust_tracepoint(roscope_ros1, state_dump_end, (uint32_t)recs.size());
+}
+
+// LTTng-UST turns a tracepoint on when the session daemon enables its event in
+// this process, a moment before it starts the session there: events emitted
+// in between are dropped. So the dump comes kDumpDelayNs after the change is
+// first seen (by a hook call or the watch thread, whichever comes first).
+static constexpr int64_t kDumpDelayNs = 50 * 1000 * 1000;
+static std::atomic<int64_t> g_dump_pending{0};  // when the change was first seen (0: none)
+
+static int64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// The slow path of check_dump: the enabled state changed.
+__attribute__((noinline)) static void dump_state_changed() {
+  int now = lttng_ust_tracepoint_enabled(roscope_attach, request) ? 1 : 0;
+  if (!now) {
+    g_dump_pending.store(0);
+    g_dump_last.store(0);
+    return;
+  }
+  int64_t t = mono_ns();
+  int64_t since = 0;
+  if (g_dump_pending.compare_exchange_strong(since, t) || t - since < kDumpDelayNs) return;
+  std::lock_guard<std::mutex> lock(g_dump_mu);
+  if (g_dump_last.load() == 1) return;
+  state_dump();
+  g_dump_pending.store(0);
+  g_dump_last.store(1);
+}
+
+// Hot path: one load of the tracepoint's state and one relaxed load.
+static inline void check_dump() {
+  int now = lttng_ust_tracepoint_enabled(roscope_attach, request) ? 1 : 0;
+  if (__builtin_expect(now != g_dump_last.load(std::memory_order_relaxed), 0)) dump_state_changed();
+}
+
+static void start_dump_watch() {
+  // The state when tracing starts: a session asking for a dump now sees this
+  // process's own init events, so no dump for it.
+  g_dump_last.store(lttng_ust_tracepoint_enabled(roscope_attach, request) ? 1 : 0);
+  std::thread([] {
+    for (;;) {
+      usleep(50 * 1000);
+      check_dump();
+    }
+  }).detach();
+}
+
+// Positions of writes per publisher-side link: a lock-free open-addressing table
+// (no allocation on the hot path), so that link_tx_write carries its index.
+namespace {
+constexpr size_t kTxSlots = 1 << 14;
+struct TxSlot {
+  std::atomic<uintptr_t> link{0};
+  std::atomic<uint64_t> writes{0};
+};
+TxSlot g_tx[kTxSlots];
+}  // namespace
+
+static TxSlot* tx_slot(const void* link, bool create) {
+  uintptr_t key = reinterpret_cast<uintptr_t>(link);
+  if (!key) return nullptr;
+  size_t h = (size_t)((key >> 4) * 0x9E3779B97F4A7C15ull >> 50);
+  for (size_t i = 0; i < kTxSlots; ++i) {
+    TxSlot& s = g_tx[(h + i) & (kTxSlots - 1)];
+    uintptr_t k = s.link.load(std::memory_order_acquire);
+    if (k == key) return &s;
+    if (k == 0) {
+      if (!create) return nullptr;
+      uintptr_t zero = 0;
+      if (s.link.compare_exchange_strong(zero, key) || zero == key) return &s;
+    }
+  }
+  return nullptr;
+}
+
+// A new link (or a new object at a reused address): its writes count from 0.
+static void tx_link_new(const void* link) {
+  if (TxSlot* s = tx_slot(link, true)) s->writes.store(0, std::memory_order_relaxed);
+}
+
+static inline uint64_t tx_next_index(const void* link) {
+  TxSlot* s = tx_slot(link, false);
+  return s ? s->writes.fetch_add(1, std::memory_order_relaxed) : UINT64_MAX;
+}
 
 // ---------------------------------------------------------------------------
 // Init-time helpers (allocate freely).
@@ -316,6 +503,7 @@ namespace {
 struct CallbackSpan {
   const void* cb;
   CallbackSpan(const void* c, const void* deser) : cb(c) {
+    check_dump();
     lttng_ust_tracepoint(roscope_ros1, callback_start, c, deser);
   }
   ~CallbackSpan() { lttng_ust_tracepoint(roscope_ros1, callback_end, cb); }
@@ -379,6 +567,7 @@ void wrap_init_map(const ros::M_string& remappings, const std::string& name, uin
 void wrap_init_map(const ros::M_string& remappings, const std::string& name, uint32_t options) {
   as<void (*)(const ros::M_string&, const std::string&, uint32_t)>(orig::init_map)(remappings, name, options);
   lttng_ust_tracepoint(roscope_ros1, node_init, ros::this_node::getName().c_str(), ROSCOPE_TRACER_VERSION);
+  remember(PY_NODE_INIT, 0, 0, ros::this_node::getName().c_str(), ROSCOPE_TRACER_VERSION, nullptr, nullptr, 0, 0);
 }
 
 ros::Publisher wrap_advertise(ros::NodeHandle* nh, ros::AdvertiseOptions& ops)
@@ -389,6 +578,8 @@ ros::Publisher wrap_advertise(ros::NodeHandle* nh, ros::AdvertiseOptions& ops) {
     lttng_ust_tracepoint(roscope_ros1, publisher_init, impl_of(&pub), ros::this_node::getName().c_str(),
                          nh->getNamespace().c_str(), pub.getTopic().c_str(), ops.datatype.c_str(),
                          ops.queue_size, ops.latch ? 1 : 0);
+    remember(PY_PUBLISHER_INIT, (uint64_t)(uintptr_t)impl_of(&pub), 0, ros::this_node::getName().c_str(),
+             nh->getNamespace().c_str(), pub.getTopic().c_str(), ops.datatype.c_str(), ops.queue_size, ops.latch ? 1 : 0);
   }
   return pub;
 }
@@ -409,6 +600,11 @@ ros::Subscriber wrap_subscribe(ros::NodeHandle* nh, ros::SubscribeOptions& ops) 
                          ros::this_node::getName().c_str(), nh->getNamespace().c_str(),
                          sub.getTopic().c_str(), ops.datatype.c_str(), ops.queue_size);
     lttng_ust_tracepoint(roscope_ros1, callback_register, traced.get(), "subscription", symbol.c_str());
+    remember(PY_SUBSCRIPTION_INIT, (uint64_t)(uintptr_t)impl_of(&sub), (uint64_t)(uintptr_t)traced.get(),
+             ros::this_node::getName().c_str(), nh->getNamespace().c_str(), sub.getTopic().c_str(),
+             ops.datatype.c_str(), ops.queue_size, 0);
+    remember(PY_CALLBACK_REGISTER, (uint64_t)(uintptr_t)traced.get(), 0, "subscription", symbol.c_str(), nullptr,
+             nullptr, 0, 0);
   }
   return sub;
 }
@@ -429,6 +625,10 @@ ros::Timer wrap_create_timer(const ros::NodeHandle* nh, ros::TimerOptions& ops) 
     lttng_ust_tracepoint(roscope_ros1, timer_init, impl_of(&t), cb.get(), ros::this_node::getName().c_str(),
                          nh->getNamespace().c_str(), (int64_t)ops.period.toNSec(), ops.oneshot ? 1 : 0);
     lttng_ust_tracepoint(roscope_ros1, callback_register, cb.get(), "timer", symbol.c_str());
+    remember(PY_TIMER_INIT, (uint64_t)(uintptr_t)impl_of(&t), (uint64_t)(uintptr_t)cb.get(),
+             ros::this_node::getName().c_str(), nh->getNamespace().c_str(), nullptr, nullptr,
+             (int64_t)ops.period.toNSec(), ops.oneshot ? 1 : 0);
+    remember(PY_CALLBACK_REGISTER, (uint64_t)(uintptr_t)cb.get(), 0, "timer", symbol.c_str(), nullptr, nullptr, 0, 0);
   }
   return t;
 }
@@ -450,6 +650,11 @@ ros::ServiceServer wrap_advertise_service(ros::NodeHandle* nh, ros::AdvertiseSer
                          ros::this_node::getName().c_str(), nh->getNamespace().c_str(),
                          srv.getService().c_str(), ops.datatype.c_str());
     lttng_ust_tracepoint(roscope_ros1, callback_register, traced.get(), "service", symbol.c_str());
+    remember(PY_SERVICE_INIT, (uint64_t)(uintptr_t)impl_of(&srv), (uint64_t)(uintptr_t)traced.get(),
+             ros::this_node::getName().c_str(), nh->getNamespace().c_str(), srv.getService().c_str(),
+             ops.datatype.c_str(), 0, 0);
+    remember(PY_CALLBACK_REGISTER, (uint64_t)(uintptr_t)traced.get(), 0, "service", symbol.c_str(), nullptr, nullptr,
+             0, 0);
   }
   return srv;
 }
@@ -461,6 +666,7 @@ void wrap_publisher_publish(const ros::Publisher* self, const boost::function<ro
     ROSCOPE_SYMBOL("_ZNK3ros9Publisher7publishERKN5boost8functionIFNS_17SerializedMessageEvEEERS3_");
 void wrap_publisher_publish(const ros::Publisher* self, const boost::function<ros::SerializedMessage()>& serfunc,
                             ros::SerializedMessage& m) {
+  check_dump();
   uint64_t id = g_message_counter.fetch_add(1, std::memory_order_relaxed) + 1;
   lttng_ust_tracepoint(roscope_ros1, publish, impl_of(self), id, m.message.get());
   uint64_t saved = tl_message_id;
@@ -494,7 +700,7 @@ void wrap_connection_write(ros::Connection* self, const boost::shared_array<uint
 void wrap_connection_write(ros::Connection* self, const boost::shared_array<uint8_t>& buffer, uint32_t size,
                            const ros::WriteFinishedFunc& cb, bool immediate) {
   if (tl_tx_link) {
-    lttng_ust_tracepoint(roscope_ros1, link_tx_write, tl_tx_link, buffer.get(), size);
+    lttng_ust_tracepoint(roscope_ros1, link_tx_write, tl_tx_link, buffer.get(), size, tx_next_index(tl_tx_link));
     tl_tx_link = nullptr;  // only the message write issued by startMessageWrite
   }
   as<void (*)(ros::Connection*, const boost::shared_array<uint8_t>&, uint32_t, const ros::WriteFinishedFunc&, bool)>(
@@ -509,7 +715,9 @@ bool wrap_tsl_handle_header(ros::TransportSubscriberLink* self, const ros::Heade
   std::string topic, local, remote;
   header.getValue("topic", topic);
   connection_addrs(self->getConnection(), local, remote);
+  tx_link_new(self);
   lttng_ust_tracepoint(roscope_ros1, link_tx_init, self, topic.c_str(), local.c_str(), remote.c_str());
+  remember(PY_LINK_TX_INIT, (uint64_t)(uintptr_t)self, 0, topic.c_str(), local.c_str(), remote.c_str(), nullptr, 0, 0);
   return as<bool (*)(ros::TransportSubscriberLink*, const ros::Header&)>(orig::tsl_handle_header)(self, header);
 }
 
@@ -520,6 +728,7 @@ bool wrap_tpl_on_header(ros::TransportPublisherLink* self, const ros::Connection
   header.getValue("topic", topic);
   connection_addrs(conn, local, remote);
   lttng_ust_tracepoint(roscope_ros1, link_rx_init, self, topic.c_str(), local.c_str(), remote.c_str());
+  remember(PY_LINK_RX_INIT, (uint64_t)(uintptr_t)self, 0, topic.c_str(), local.c_str(), remote.c_str(), nullptr, 0, 0);
   return as<bool (*)(ros::TransportPublisherLink*, const ros::ConnectionPtr&, const ros::Header&)>(orig::tpl_on_header)(
       self, conn, header);
 }
@@ -583,13 +792,7 @@ extern "C" EXPORT int roscope_ros1_message_link(int kind, const void* const* sub
 // Entry points for the rospy hook (instrument/ros1/rospy/roscope_rospy.py),
 // called through ctypes when this library is preloaded into a Python process.
 // Same events as for roscpp; handles are Python object ids.
-enum RospyEvent {
-  PY_NODE_INIT = 0, PY_PUBLISHER_INIT, PY_SUBSCRIPTION_INIT, PY_TIMER_INIT, PY_SERVICE_INIT,
-  PY_CALLBACK_REGISTER, PY_LINK_TX_INIT, PY_LINK_RX_INIT, PY_PUBLISH_BUFFER, PY_LINK_TX_WRITE,
-  PY_LINK_RX_MESSAGE, PY_MESSAGE_QUEUE, PY_CALLBACK_START, PY_CALLBACK_END
-};
-
-static inline const void* P(uint64_t v) { return reinterpret_cast<const void*>(static_cast<uintptr_t>(v)); }
+// (RospyEvent: above, with the state dump, which keeps init events in this form.)
 static inline const char* S(const char* s) { return s ? s : ""; }
 
 // The rospy hook calls this once rospy is imported: a Python process is traced
@@ -597,6 +800,7 @@ static inline const char* S(const char* s) { return s ? s : ""; }
 extern "C" EXPORT void roscope_ros1_py_enable() { start_tracing(); }
 
 extern "C" EXPORT uint64_t roscope_ros1_py_publish(uint64_t publisher) {
+  check_dump();
   uint64_t id = g_message_counter.fetch_add(1, std::memory_order_relaxed) + 1;
   lttng_ust_tracepoint(roscope_ros1, publish, P(publisher), id, nullptr);
   return id;
@@ -605,6 +809,7 @@ extern "C" EXPORT uint64_t roscope_ros1_py_publish(uint64_t publisher) {
 extern "C" EXPORT void roscope_ros1_py_event(int which, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
                                              const char* s1, const char* s2, const char* s3, const char* s4,
                                              int64_t i1, int64_t i2) {
+  check_dump();
   switch (which) {
     case PY_NODE_INIT:
       lttng_ust_tracepoint(roscope_ros1, node_init, S(s1), ROSCOPE_TRACER_VERSION " (rospy)");
@@ -625,6 +830,7 @@ extern "C" EXPORT void roscope_ros1_py_event(int which, uint64_t a, uint64_t b, 
       lttng_ust_tracepoint(roscope_ros1, callback_register, P(a), S(s1), S(s2));
       break;
     case PY_LINK_TX_INIT:
+      tx_link_new(P(a));
       lttng_ust_tracepoint(roscope_ros1, link_tx_init, P(a), S(s1), S(s2), S(s3));
       break;
     case PY_LINK_RX_INIT:
@@ -634,7 +840,7 @@ extern "C" EXPORT void roscope_ros1_py_event(int which, uint64_t a, uint64_t b, 
       lttng_ust_tracepoint(roscope_ros1, publish_buffer, a, P(b), (uint32_t)i1);
       break;
     case PY_LINK_TX_WRITE:
-      lttng_ust_tracepoint(roscope_ros1, link_tx_write, P(a), P(b), (uint32_t)i1);
+      lttng_ust_tracepoint(roscope_ros1, link_tx_write, P(a), P(b), (uint32_t)i1, tx_next_index(P(a)));
       break;
     case PY_LINK_RX_MESSAGE:
       lttng_ust_tracepoint(roscope_ros1, link_rx_message, P(a), P(b), (uint32_t)i1, (uint64_t)i2);
@@ -647,6 +853,17 @@ extern "C" EXPORT void roscope_ros1_py_event(int which, uint64_t a, uint64_t b, 
       break;
     case PY_CALLBACK_END:
       lttng_ust_tracepoint(roscope_ros1, callback_end, P(a));
+      break;
+    default:
+      break;
+  }
+  switch (which) {
+    case PY_NODE_INIT:
+      remember(which, 0, 0, s1, ROSCOPE_TRACER_VERSION " (rospy)", nullptr, nullptr, 0, 0);
+      break;
+    case PY_PUBLISHER_INIT: case PY_SUBSCRIPTION_INIT: case PY_TIMER_INIT: case PY_SERVICE_INIT:
+    case PY_CALLBACK_REGISTER: case PY_LINK_TX_INIT: case PY_LINK_RX_INIT:
+      remember(which, a, b, s1, s2, s3, s4, i1, i2);
       break;
     default:
       break;

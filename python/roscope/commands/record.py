@@ -52,6 +52,13 @@ def _add_recording_options(p: argparse.ArgumentParser) -> None:
                    help="preload no tracer: neither the ROS 1 tracer nor roscope's ROS 2 tracer for a pip-installed "
                         "ROS 2 (whose own tracer then records nothing: roscope says so)")
     p.add_argument("--tracer", metavar="LIB", help="path of libroscope_ros1.so (default: found automatically)")
+    p.add_argument("--attach", action="store_true",
+                   help="include the processes already running: roscope's tracers in them re-emit their objects "
+                        "when the session starts (a state dump), so they are named as if traced from their start "
+                        "(docs/ros1-tracer.md, Attaching)")
+    p.add_argument("--pid", action="append", metavar="PID[,PID...]",
+                   help="record only these processes and their descendants running when the session starts "
+                        "(LTTng's vpid tracking; repeatable)")
 
 
 def register(sub) -> None:
@@ -146,10 +153,16 @@ def _options(args) -> RecordOptions:
         events += [e.strip() for e in item.split(",") if e.strip()]
     if args.num_subbuf < 2:
         raise RecordError("--num-subbuf must be at least 2")
+    pids = []
+    for item in args.pid or []:
+        for w in item.split(","):
+            if not w.strip().isdigit() or int(w) <= 0:
+                raise RecordError(f"--pid: not a process id: {C.escape(w.strip())!r}")
+            pids.append(int(w))
     return RecordOptions(output=args.output, name=args.name, kernel=args.kernel,
                          events=events or list(DEFAULT_EVENTS), subbuf_size=args.subbuf_size,
                          num_subbuf=args.num_subbuf, preload=not args.no_preload, tracer=args.tracer,
-                         ros2=args.ros2)
+                         ros2=args.ros2, attach=args.attach, pids=pids)
 
 
 def _start(args) -> int:

@@ -36,3 +36,7 @@ class RecordOptions:
     #: A pip-installed ROS 2 to trace with roscope's ROS 2 tracer (a path or a distro name);
     #: None: the one the command runs with, if any (roscope.ros2_pip).
     ros2: str | None = None
+    #: Include the processes already running (their tracers' state dumps name their objects).
+    attach: bool = False
+    #: Record only these processes and their descendants (LTTng's vpid tracking), if any.
+    pids: list[int] = field(default_factory=list)
