@@ -9,7 +9,7 @@ use crate::builder::{Builder, Event};
 use crate::events::ros2::*;
 use crate::events::Ev;
 use crate::objects::{Obj, Publication, StampSource, Take};
-use crate::registry::{HandleMap, Layer};
+use crate::registry::{HandleMap, Layer, Registry};
 use crate::schema::{CallbackKind, LinkMethod};
 
 /// What only ROS 2 intra-process matching needs.
@@ -37,6 +37,21 @@ struct Endpoint {
     rmw: Option<u64>,
     topic: Option<String>,
     depth: Option<i64>,
+}
+
+/// An init event for an rcl handle not seen yet, whose rmw handle already names an
+/// object known only by it (runtime events came first: a state dump comes after the
+/// session started): that object is the one being named, not a new one.
+fn adopt_unknown(list: &mut Registry<Obj>, p: usize, handle: u64, rmw: Option<u64>) {
+    let Some(r) = rmw else { return };
+    if list.find(Layer::Rcl, p, handle).is_some() {
+        return;
+    }
+    if let Some(i) = list.find(Layer::Rmw, p, r) {
+        if !list[i].known {
+            list.name(Layer::Rcl, p, handle, i);
+        }
+    }
 }
 
 impl Builder {
@@ -115,6 +130,7 @@ impl Builder {
             ..Default::default()
         };
         let list = if e.ev == Ev::PubInit { &mut self.objs.pubs } else { &mut self.objs.subs };
+        adopt_unknown(list, p, f.handle, f.rmw);
         let i = list.init(o, e.caret);
         if let Some(r) = f.rmw {
             list.name(Layer::Rmw, p, r, i);
@@ -166,6 +182,7 @@ impl Builder {
             ..Default::default()
         };
         let list = if e.ev == Ev::SrvInit { &mut self.objs.services } else { &mut self.objs.clients };
+        adopt_unknown(list, p, handle.unwrap_or(0), rmw);
         let i = list.init(o, e.caret);
         if let Some(r) = rmw {
             list.name(Layer::Rmw, p, r, i);
@@ -292,14 +309,6 @@ impl Builder {
             _ => (e.u(rclcpp_intra_publish::PUBLISHER_HANDLE), e.u(rclcpp_intra_publish::MESSAGE), None),
         };
         let msg = msg.unwrap_or(0);
-        let pubs = &mut self.objs.pubs;
-        let publisher = pubh.map(|h| {
-            if ev == Ev::RmwPublish {
-                pubs.find_or_unknown(Layer::Rmw, p, h, |o| o.rmw_handle = Some(h))
-            } else {
-                pubs.get(p, h)
-            }
-        });
         let cont = self.threads[th].pending_pub.filter(|&pi| {
             let Some(pb) = self.publications.get(pi) else { return false };
             pb.message == msg
@@ -309,6 +318,21 @@ impl Builder {
                     Ev::RclPublish => pb.rcl_ts.is_none() && pb.rmw_ts.is_none(),
                     _ => pb.rmw_ts.is_none(),
                 }
+        });
+        // An rmw handle seen first here, below an rcl layer whose publisher is known: the
+        // same publisher (its init event may come later, in a state dump).
+        let above = cont.and_then(|pi| self.publications.get(pi)).and_then(|pb| pb.publisher);
+        let pubs = &mut self.objs.pubs;
+        let publisher = pubh.map(|h| match ev {
+            Ev::RmwPublish => match (pubs.find(Layer::Rmw, p, h), above) {
+                (Some(i), _) => i,
+                (None, Some(v)) => {
+                    pubs.name(Layer::Rmw, p, h, v);
+                    v
+                }
+                (None, None) => pubs.find_or_unknown(Layer::Rmw, p, h, |o| o.rmw_handle = Some(h)),
+            },
+            _ => pubs.get(p, h),
         });
         let pi = match cont {
             Some(pi) => pi,

@@ -50,7 +50,7 @@ fn trace() -> TraceWriter {
 }
 
 fn scoped(ids: &[&str]) -> roscope_model::Model {
-    let scope = Scope { record_ids: ids.iter().map(|x| x.to_string()).collect() };
+    let scope = Scope { record_ids: ids.iter().map(|x| x.to_string()).collect(), attach: false };
     build_with(&trace(), Options { heuristics: true, progress: false, sync: true, window_ns: None, flush_every: 0 }, scope)
 }
 

@@ -38,6 +38,7 @@
 #include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -317,12 +318,17 @@ static void start_dump_watch() {
   // The state when tracing starts: a session asking for a dump now sees this
   // process's own init events, so no dump for it.
   g_dump_last.store(lttng_ust_tracepoint_enabled(roscope_attach, request) ? 1 : 0);
+  // The watch thread takes no signal: the program's own threads must get them.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
   std::thread([] {
     for (;;) {
       usleep(50 * 1000);
       check_dump();
     }
   }).detach();
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 // Positions of writes per publisher-side link: a lock-free open-addressing table
@@ -700,7 +706,10 @@ void wrap_connection_write(ros::Connection* self, const boost::shared_array<uint
 void wrap_connection_write(ros::Connection* self, const boost::shared_array<uint8_t>& buffer, uint32_t size,
                            const ros::WriteFinishedFunc& cb, bool immediate) {
   if (tl_tx_link) {
-    lttng_ust_tracepoint(roscope_ros1, link_tx_write, tl_tx_link, buffer.get(), size, tx_next_index(tl_tx_link));
+    // Counted whether or not a session records it (the tracepoint's arguments are only
+    // evaluated when it does): positions are the link's own, as on the receiving side.
+    uint64_t index = tx_next_index(tl_tx_link);
+    lttng_ust_tracepoint(roscope_ros1, link_tx_write, tl_tx_link, buffer.get(), size, index);
     tl_tx_link = nullptr;  // only the message write issued by startMessageWrite
   }
   as<void (*)(ros::Connection*, const boost::shared_array<uint8_t>&, uint32_t, const ros::WriteFinishedFunc&, bool)>(
@@ -839,9 +848,11 @@ extern "C" EXPORT void roscope_ros1_py_event(int which, uint64_t a, uint64_t b, 
     case PY_PUBLISH_BUFFER:
       lttng_ust_tracepoint(roscope_ros1, publish_buffer, a, P(b), (uint32_t)i1);
       break;
-    case PY_LINK_TX_WRITE:
-      lttng_ust_tracepoint(roscope_ros1, link_tx_write, P(a), P(b), (uint32_t)i1, tx_next_index(P(a)));
+    case PY_LINK_TX_WRITE: {
+      uint64_t index = tx_next_index(P(a));  // counted with or without a session (see above)
+      lttng_ust_tracepoint(roscope_ros1, link_tx_write, P(a), P(b), (uint32_t)i1, index);
       break;
+    }
     case PY_LINK_RX_MESSAGE:
       lttng_ust_tracepoint(roscope_ros1, link_rx_message, P(a), P(b), (uint32_t)i1, (uint64_t)i2);
       break;
