@@ -86,6 +86,11 @@ def configure_and_start(name: str, opts: RecordOptions) -> None:
         lttng("track", "--userspace", f"--session={name}", "--vpid=" + ",".join(str(p) for p in tracked))
         opts.pids = tracked
     lttng("start", name)
+    after_start(name, opts)
+
+
+def after_start(name: str, opts: RecordOptions) -> None:
+    """What follows the start of session `name`: with --attach, the request for state dumps."""
     if opts.attach:
         request_state_dump(name)
 

@@ -40,3 +40,8 @@ class RecordOptions:
     attach: bool = False
     #: Record only these processes and their descendants (LTTng's vpid tracking), if any.
     pids: list[int] = field(default_factory=list)
+    #: Flight recorder (roscope.record.flight): snapshot-mode sessions keeping `keep` seconds
+    #: at about `rate` events/s.
+    flight: bool = False
+    keep: float = 10.0
+    rate: float = 20000.0

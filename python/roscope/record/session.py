@@ -20,7 +20,7 @@ from pathlib import Path
 from roscope.processes import group
 from roscope.processes.identity import identity, identity_of, printable
 from roscope.processes.tracking import tracking
-from roscope.record import claims, lttng, perf, ros2
+from roscope.record import claims, flight, lttng, perf, ros2
 from roscope.record.manifest import (
     SETUP_OUTPUTS,
     base_manifest,
@@ -67,6 +67,7 @@ class Recording:
         self.interrupted: list[int] = []
         self._old_handlers: dict = {}
         self._setting_up = False
+        self.snapshots: list[int] = []        # SIGUSR1s to a flight recorder, to be served
 
     # -- checks that create nothing (a failure leaves nothing behind)
     def check(self) -> None:
@@ -100,15 +101,23 @@ class Recording:
         try:
             for s in self.SIGNALS:
                 self._old_handlers[s] = signal.signal(s, self._on_signal)
+            if self.opts.flight and self.command is not None:
+                self._old_handlers[signal.SIGUSR1] = signal.signal(signal.SIGUSR1,
+                                                                   lambda s, _f: self.snapshots.append(s))
             self.manifest = base_manifest(self.out, self.name, self.opts, self.tracer, self.command)
             self.manifest["ros2"] = self.ros2.manifest()
             self.manifest.update(mode=self.mode, owner=identity(os.getpid()))
             write_manifest(self.out, self.manifest)
             self._claim_name()
             lttng.ensure_sessiond()
-            lttng.create_session(self.name, self.out)
             self.session = True
-            lttng.configure_and_start(self.name, self.opts)
+            if self.opts.flight:
+                self.state["flight"] = True
+                flight.create(self.name, self.out, self.opts)
+                lttng.after_start(self.name, self.opts)
+            else:
+                lttng.create_session(self.name, self.out)
+                lttng.configure_and_start(self.name, self.opts)
             if self.opts.kernel:
                 self._start_perf()
             if self.command is not None:
@@ -184,7 +193,7 @@ class Recording:
         problems = []
         group.stop_everything(0.0)   # the command and perf, if they were started
         if self.session:
-            problems += lttng.destroy_session(self.name)
+            problems += self._destroy()
             self.session = False
         if self.out is not None:
             for n in SETUP_OUTPUTS:
@@ -197,6 +206,19 @@ class Recording:
             self.state_file.unlink(missing_ok=True)
             self.state_file = None
         return problems
+
+    def _destroy(self) -> list[str]:
+        """Destroys the LTTng session(s) of this recording (a flight recorder has two)."""
+        names = flight.sessions(self.name) if self.opts.flight else [self.name]
+        return [p for n in names if n in lttng.lttng_sessions() for p in lttng.destroy_session(n)]
+
+    def snapshot(self, trigger: str) -> None:
+        """A flight recorder's snapshot (SIGUSR1); a failure is printed, the recording goes on."""
+        try:
+            dest = flight.snapshot({"name": self.name, "output": str(self.out)}, trigger=trigger)
+            print(f"roscope: snapshot written to {dest}", file=sys.stderr)
+        except RecordError as e:
+            print(f"roscope: snapshot failed: {e}", file=sys.stderr)
 
     def _fail(self, exc: BaseException):
         if isinstance(exc, KeyboardInterrupt):
@@ -242,6 +264,9 @@ class Recording:
                 break
             except subprocess.TimeoutExpired:
                 pass
+            while self.snapshots:
+                self.snapshots.pop(0)
+                self.snapshot("SIGUSR1")
             if len(self.interrupted) > forwarded:   # SIGINT to all its processes (ROS nodes stop cleanly)
                 forwarded = len(self.interrupted)
                 group.signal_all(child, signal.SIGINT)
@@ -266,7 +291,7 @@ class Recording:
         try:
             if self.perf is not None:
                 self.manifest["kernel"].update(perf.stop_perf(self.perf, self.out))
-            problems = lttng.destroy_session(self.name)
+            problems = self._destroy()
             self.session = False
             if problems:
                 result["lttng_problems"] = problems
@@ -353,7 +378,8 @@ def stop_session(name: str | None) -> dict:
     if manifest.get("kernel"):
         manifest["kernel"]["perf_ok"] = perf.perf_ok(out)
     unreachable = ros2.check_at_stop(manifest)
-    problems = lttng.destroy_session(state["name"])
+    names = flight.sessions(state["name"]) if state.get("flight") else [state["name"]]
+    problems = [p for n in names for p in lttng.destroy_session(n)]
     if problems:
         extra["lttng_problems"] = problems
     if unreachable:
