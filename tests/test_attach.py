@@ -203,8 +203,8 @@ def test_callback_runs_in_the_window_are_named_and_are_the_logged_ones(attached)
             checked += 1
     assert checked > 500 and set(logged) <= set(runs)
     for (node, cb), (sym, _kind, _what) in T.CALLBACKS.items():
-        pid = next(r["pid"] for r in attached["gt"] if r["ev"] == "run" and r["node"] == node and r["cb"] == cb)
-        if logged.get((pid, node)):
+        pid = next((r["pid"] for r in attached["gt"] if r["ev"] == "run" and r["node"] == node and r["cb"] == cb), None)
+        if pid is not None and logged.get((pid, node)):
             assert sym in {x for _, _, x in runs[(pid, node)]}, (node, cb)
 
 

@@ -131,7 +131,7 @@ def _locate(recording: str | dict) -> tuple[str, Path]:
 _WINDOW = r"""
 import json, sys
 import bt2
-first, last, per = None, None, {}
+first, last, per, end = None, None, {}, {}
 lost = 0
 for m in bt2.TraceCollectionMessageIterator(sys.argv[1]):
     t = type(m)
@@ -141,23 +141,26 @@ for m in bt2.TraceCollectionMessageIterator(sys.argv[1]):
         key = (m.event.packet.stream.trace.name if m.event.packet else "", s,
                m.event.packet.context_field.get("cpu_id") if m.event.packet and m.event.packet.context_field else None)
         per.setdefault(str(key), ts)
+        end[str(key)] = ts
         first = ts if first is None else min(first, ts)
         last = ts if last is None else max(last, ts)
     elif t is bt2._DiscardedPacketsMessageConst:
         lost += m.count or 0
 print(json.dumps({"first_ns": first, "last_ns": last, "complete_from_ns": max(per.values()) if per else None,
+                  "complete_until_ns": min(end.values()) if end else None,
                   "packets_overwritten_between": lost}))
 """
 
 
 def window(trace: Path) -> dict:
     """The window a snapshot's runtime trace covers (monotonic ns): its first and last event,
-    and the time from which every CPU's ring still holds its events (before it, some rings had
-    already wrapped); babeltrace2 reads it."""
+    and the span in which every CPU's ring holds all its events (`complete_from_ns`: before it,
+    some rings had already wrapped; `complete_until_ns`: after it, some ring's last events were
+    not yet in a sub-buffer the snapshot could take); babeltrace2 reads it."""
     p = subprocess.run(["/usr/bin/python3", "-c", _WINDOW, str(trace)], capture_output=True, text=True)
     if p.returncode != 0:
         return {"window_error": (p.stderr.strip().splitlines() or ["?"])[-1]}
     w = json.loads(p.stdout.strip().splitlines()[-1])
     if w["first_ns"] is not None:
-        w["window_s"] = round((w["last_ns"] - w["complete_from_ns"]) / 1e9, 3)
+        w["window_s"] = round((w["complete_until_ns"] - w["complete_from_ns"]) / 1e9, 3)
     return w
