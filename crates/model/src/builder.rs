@@ -243,6 +243,9 @@ pub struct Builder {
     pub counts: Counts,
     /// The threads in a state dump: (host, pid, tid) (`dump.rs`).
     pub dumping: Vec<(usize, i64, i64)>,
+    /// Per trace: its first event's time, and its first runtime event's (`dump.rs`: runtime
+    /// events recorded only from a later moment than init events, a dual session).
+    pub spans: Vec<(u64, u64)>,
 }
 
 impl Builder {
@@ -269,6 +272,7 @@ impl Builder {
             linker: Linker::default(),
             counts: Counts::default(),
             dumping: vec![],
+            spans: vec![(u64::MAX, u64::MAX); set.traces.len()],
         }
     }
 
@@ -418,6 +422,12 @@ impl Builder {
     pub fn run_event(&mut self, set: &TraceSet, si: usize) {
         let s = &set.streams[si];
         self.counts.events += 1;
+        let runtime = self.info.classes[s.trace][s.cur_class].is_none_or(|ci| !ci.ev.is_init());
+        let span = &mut self.spans[s.trace];
+        span.0 = span.0.min(s.cur_ts);
+        if runtime {
+            span.1 = span.1.min(s.cur_ts);
+        }
         let r1 = self.info.r1[s.trace][s.cur_class];
         let Some(ci) = self.info.classes[s.trace][s.cur_class] else {
             if !self.scope.record_ids.is_empty() {

@@ -5,6 +5,8 @@
 //! events: an object already known from its own init event stays one object;
 //! one named only by the dump is marked `dumped`.
 
+use roscope_ctf::TraceSet;
+
 use crate::builder::{Builder, Event};
 use crate::schema::CallbackKind;
 
@@ -32,6 +34,38 @@ impl Builder {
     pub(crate) fn dumping(&self, p: usize) -> bool {
         let pr = &self.procs[p];
         self.dumping.iter().any(|&(h, pid, _)| h == pr.host && pid == pr.pid)
+    }
+
+    /// A host whose runtime events were recorded only from a moment well after its first
+    /// init events, e.g. ros2_tracing's dual-session `snapshot/` (init events from launch) and
+    /// `runtime/` (from a later moment): one warning per host, with the gap (nothing but init
+    /// events was recorded in it).
+    pub(crate) fn gap_warnings(&self, set: &TraceSet) -> Vec<String> {
+        let mut first: rustc_hash::FxHashMap<usize, (u64, usize, u64, usize)> = Default::default();
+        for t in 0..set.traces.len() {
+            let (any, rt) = self.spans[t];
+            let e = first.entry(self.trace_host(t)).or_insert((u64::MAX, t, u64::MAX, t));
+            if any < e.0 {
+                (e.0, e.1) = (any, t);
+            }
+            if rt < e.2 {
+                (e.2, e.3) = (rt, t);
+            }
+        }
+        let mut out = vec![];
+        for (init, ti, rt, tr) in first.into_values() {
+            if rt != u64::MAX && ti != tr && rt > init + 1_000_000_000 {
+                out.push(format!(
+                    "runtime events were recorded only from {:.3} s after the first init event (trace {} has the \
+                     init events from then on, trace {} the runtime events: a dual session, e.g. ros2_tracing's \
+                     snapshot/ and runtime/): the callback runs and messages before then are not in the recording",
+                    (rt - init) as f64 / 1e9,
+                    set.traces[ti].rel,
+                    set.traces[tr].rel
+                ));
+            }
+        }
+        out
     }
 
     /// A `*_callback_added` event (see `Registry<Cb>::added`); a callback

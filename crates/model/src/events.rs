@@ -323,6 +323,48 @@ impl Ev {
     pub fn starts_process(self) -> bool {
         matches!(self, Ev::RclInit | Ev::Ros1InitNode | Ev::R1ProcessInit | Ev::R2ProcessInit)
     }
+
+    /// Init events (they name objects; ros2_tracing's dual-session mode keeps them in its
+    /// snapshot session), as opposed to runtime events.
+    pub fn is_init(self) -> bool {
+        use Ev::*;
+        matches!(
+            self,
+            RclInit
+                | NodeInit
+                | RmwPubInit
+                | RmwSubInit
+                | RmwClientInit
+                | PubInit
+                | SubInit
+                | RclcppSubInit
+                | SubCbAdded
+                | SrvInit
+                | ClientInit
+                | SrvCbAdded
+                | TimerInit
+                | TimerCbAdded
+                | TimerLinkNode
+                | CbRegister
+                | IpbToSub
+                | BufferToIpb
+                | R2ProcessInit
+                | R2ClientCbAdded
+                | R2StateDumpBegin
+                | R2StateDumpEnd
+                | R1ProcessInit
+                | R1NodeInit
+                | R1PubInit
+                | R1SubInit
+                | R1TimerInit
+                | R1SrvInit
+                | R1CbRegister
+                | R1LinkTxInit
+                | R1LinkRxInit
+                | R1StateDumpBegin
+                | R1StateDumpEnd
+        )
+    }
 }
 
 #[cfg(test)]

@@ -99,6 +99,7 @@ impl Builder {
         out.push(clock_table(&syncs));
         let mut warnings = self.scope_warnings();
         warnings.extend(self.unnamed_warning());
+        warnings.extend(self.gap_warnings(set));
         warnings.extend(self.sync_warnings(&syncs));
         if self.counts.late_updates > 0 {
             warnings.push(format!(
@@ -289,7 +290,9 @@ impl Builder {
             let by = |r: &crate::registry::Registry<crate::objects::Obj>| r.iter().filter(|x| !x.known).count();
             let cbs = o.cbs.iter().filter(|x| !x.known).count();
             format!(
-                "{n} objects are known only by their handles, without names (their init events are not in the trace:                  the session started after them and their tracer has no state dump): {} nodes, {} publishers, {}                  subscriptions, {} timers, {} services, {} clients, {cbs} callbacks",
+                "{n} objects are known only by their handles, without names (their init events are not in the trace: \
+                 the session started after them and their tracer has no state dump): {} nodes, {} publishers, {} \
+                 subscriptions, {} timers, {} services, {} clients, {cbs} callbacks",
                 by(&o.nodes),
                 by(&o.pubs),
                 by(&o.subs),
