@@ -110,7 +110,7 @@ def main() -> int:
     flight = run(["--flight-recorder", "--keep", str(a.keep), "--rate", str(a.rate), "-o", str(tmp / "flight"), "--",
                   *system, "-g", str(tmp / "gt-flight")], fenv, a.seconds, trigger)
     man = json.loads((tmp / "flight" / "roscope-manifest.json").read_text())
-    opts = man["options"]
+    opts = man["lttng"]
     ncpu = os.cpu_count() or 1
     snap = next((tmp / "flight" / "snapshots").iterdir())
     sm = json.loads((snap / "roscope-snapshot.json").read_text())

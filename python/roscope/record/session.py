@@ -114,6 +114,9 @@ class Recording:
             if self.opts.flight:
                 self.state["flight"] = True
                 flight.create(self.name, self.out, self.opts)
+                self.manifest["lttng"].update(subbuf_size=self.opts.subbuf_size, num_subbuf=self.opts.num_subbuf,
+                                              mode="snapshot", sessions=flight.sessions(self.name))
+                self.manifest["options"].update(subbuf_size=self.opts.subbuf_size, num_subbuf=self.opts.num_subbuf)
                 lttng.after_start(self.name, self.opts)
             else:
                 lttng.create_session(self.name, self.out)
