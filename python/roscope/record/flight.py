@@ -62,12 +62,14 @@ def ring_size(keep_s: float, rate: float, cpus: int | None = None) -> tuple[int,
     return SUBBUF, max(4, 2 ** math.ceil(math.log2(max(1.0, need / SUBBUF))))
 
 
-def create(name: str, out: Path, opts: RecordOptions) -> None:
-    """Creates and starts the two snapshot-mode sessions (the caller destroys both if this fails)."""
+def create(name: str, out: Path, opts: RecordOptions, made: list[str]) -> None:
+    """Creates and starts the two snapshot-mode sessions, adding each to `made` once it exists
+    (the caller destroys those if this fails)."""
     init = name + INIT_SUFFIX
     subbuf, num = ring_size(opts.keep, opts.rate)
     for sess, sb, n in ((init, INIT_SUBBUF, INIT_NUM_SUBBUF), (name, subbuf, num)):
         lttng("create", sess, "--snapshot", f"--output={out / '.lttng' / sess}")
+        made.append(sess)
         lttng("enable-channel", "--userspace", DEFAULT_CHANNEL, f"--subbuf-size={sb}", f"--num-subbuf={n}",
               "--overwrite", f"--session={sess}")
         ctx = [a for c in DEFAULT_CONTEXTS for a in ("-t", c)]

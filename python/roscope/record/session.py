@@ -60,7 +60,7 @@ class Recording:
         self.manifest: dict = {}
         self.state: dict = {}
         self.state_file: Path | None = None   # set once this recording holds its name
-        self.session = False                  # the LTTng session exists (this recording made it)
+        self.made: list[str] = []             # the LTTng sessions this recording made (and not yet destroyed)
         self.perf: group.Started | None = None
         self.child: group.Started | None = None
         self.members: dict[int, dict] = {}    # every process of the command seen: pid -> identity
@@ -110,16 +110,16 @@ class Recording:
             write_manifest(self.out, self.manifest)
             self._claim_name()
             lttng.ensure_sessiond()
-            self.session = True
             if self.opts.flight:
                 self.state["flight"] = True
-                flight.create(self.name, self.out, self.opts)
+                flight.create(self.name, self.out, self.opts, self.made)
                 self.manifest["lttng"].update(subbuf_size=self.opts.subbuf_size, num_subbuf=self.opts.num_subbuf,
                                               mode="snapshot", sessions=flight.sessions(self.name))
                 self.manifest["options"].update(subbuf_size=self.opts.subbuf_size, num_subbuf=self.opts.num_subbuf)
                 lttng.after_start(self.name, self.opts)
             else:
                 lttng.create_session(self.name, self.out)
+                self.made.append(self.name)
                 lttng.configure_and_start(self.name, self.opts)
             if self.opts.kernel:
                 self._start_perf()
@@ -195,9 +195,7 @@ class Recording:
         """Undoes what setup created; returns what could not be undone."""
         problems = []
         group.stop_everything(0.0)   # the command and perf, if they were started
-        if self.session:
-            problems += self._destroy()
-            self.session = False
+        problems += self._destroy()
         if self.out is not None:
             for n in SETUP_OUTPUTS:
                 p = self.out / n
@@ -211,9 +209,11 @@ class Recording:
         return problems
 
     def _destroy(self) -> list[str]:
-        """Destroys the LTTng session(s) of this recording (a flight recorder has two)."""
-        names = flight.sessions(self.name) if self.opts.flight else [self.name]
-        return [p for n in names if n in lttng.lttng_sessions() for p in lttng.destroy_session(n)]
+        """Destroys the LTTng sessions this recording made (a flight recorder makes two), never
+        one it did not (e.g. another tool's of the same name)."""
+        problems = [p for n in self.made for p in lttng.destroy_session(n)]
+        self.made = []
+        return problems
 
     def snapshot(self, trigger: str) -> None:
         """A flight recorder's snapshot (SIGUSR1); a failure is printed, the recording goes on."""
@@ -295,7 +295,6 @@ class Recording:
             if self.perf is not None:
                 self.manifest["kernel"].update(perf.stop_perf(self.perf, self.out))
             problems = self._destroy()
-            self.session = False
             if problems:
                 result["lttng_problems"] = problems
             result["state"] = "complete"
