@@ -21,6 +21,17 @@ from pathlib import Path
 BUNDLED = re.compile(r"^liblttng-ust-[0-9a-f]{6,}\.so(\.\d+)*$")
 
 
+def sources_sha256(here: Path) -> str:
+    """A hash of the tracer's sources (python/roscope/ros2_pip.py computes the same, to tell
+    a build of other sources, e.g. another checkout's, from its own)."""
+    h = hashlib.sha256()
+    files = sorted((here / "src").glob("*")) + [here / "gen_tracetools.py",
+                                               here.parent / "include" / "roscope" / "roscope_attach_tp.h"]
+    for f in files:
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
 def needed(lib: Path) -> list[str]:
     p = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True)
     return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", p.stdout)
@@ -49,6 +60,7 @@ def main(argv: list[str]) -> int:
         "env": str(env.resolve()),
         "tracetools_version": version.group(1) if version else None,
         "tp_call_sha256": hashlib.sha256((headers / "tp_call.h").read_bytes()).hexdigest(),
+        "sources_sha256": sources_sha256(Path(__file__).resolve().parent),
         "lttng_ust": lttng or None,
         "library": "libtracetools.so",
         "rclpy_fast": next((p.name for p in sorted(out.glob("_roscope_rclpy_fast*.so"))), None),

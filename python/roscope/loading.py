@@ -60,6 +60,13 @@ def record_ids(paths: Sequence[str]) -> list[str]:
     return ids
 
 
+def attached(paths: Sequence[str]) -> bool:
+    """Whether a `roscope record --attach` manifest is at, above or inside the given paths:
+    the processes that were running when its session started belong to the recording
+    (their state dumps name them; docs/ros1-tracer.md, "Attaching")."""
+    return any(isinstance(man, dict) and man.get("attach") is True for _m, man in manifest.find(paths, below=True))
+
+
 #: A streaming build keeps the records of this much trace time (ns) in memory:
 #: older ones that nothing will change go to the database in chunks (docs/model.md).
 WINDOW_NS = 1_000_000_000
@@ -117,10 +124,11 @@ def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None =
     try:
         if put is None:
             tables, stats, warnings, losses = _core.build_model(list(paths), heuristics, progress, record_ids(paths) or None,
-                                                                sync, meter=meter)
+                                                                sync, meter=meter, attach=attached(paths))
         else:
             stream = _core.ModelStream(list(paths), heuristics, progress, record_ids(paths) or None, sync, window_ns,
-                                       flush_every=flush_every, queue=STREAM_QUEUE, meter=meter)
+                                       flush_every=flush_every, queue=STREAM_QUEUE, meter=meter,
+                                       attach=attached(paths))
             warm.join()
             while (chunk := stream.next_chunk()) is not None:
                 put(chunk[0], convert(chunk[1]))

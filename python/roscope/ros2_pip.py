@@ -134,10 +134,27 @@ def _build_info(d: Path) -> dict | None:
     return info if isinstance(info, dict) and info.get("format") == "roscope-ros2-tracer" else None
 
 
+def sources_sha256() -> str:
+    """A hash of the tracer's sources, as instrument/ros2/standins.py records it in a build."""
+    h = hashlib.sha256()
+    files = sorted((INSTRUMENT / "src").glob("*")) + [INSTRUMENT / "gen_tracetools.py",
+                                                      INSTRUMENT.parent / "include" / "roscope" / "roscope_attach_tp.h"]
+    for f in files:
+        try:
+            h.update(f.name.encode() + b"\0" + f.read_bytes())
+        except OSError:
+            return ""
+    return h.hexdigest()
+
+
 def _current(d: Path, env: Ros2Env) -> dict | None:
-    """The build in `d`, if complete and made from the environment's current headers."""
+    """The build in `d`, if complete and made from the environment's current headers and
+    this checkout's tracer sources (when they are here)."""
     info = _build_info(d)
     if info is None or not (d / info.get("library", _TRACETOOLS)).is_file():
+        return None
+    mine = sources_sha256() if (INSTRUMENT / "src").is_dir() else None
+    if mine and info.get("sources_sha256") != mine:
         return None
     try:
         sha = hashlib.sha256((env.headers / "tracetools" / "tp_call.h").read_bytes()).hexdigest()
@@ -151,8 +168,10 @@ def _current(d: Path, env: Ros2Env) -> dict | None:
 
 
 def _cache_dir(env: Ros2Env) -> Path:
+    """The user's cache of builds for `env`, one per version of the tracer's sources."""
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "roscope" / "ros2-tracer"
-    return base / hashlib.sha256(str(env.path.resolve()).encode()).hexdigest()[:16]
+    key = str(env.path.resolve()) + "\0" + (sources_sha256() if (INSTRUMENT / "src").is_dir() else "")
+    return base / hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def build_tracer(env: Ros2Env, out: Path) -> dict:

@@ -61,6 +61,8 @@ pub struct Event<'a> {
     pub th: usize,
     /// Emitted by CARET (`ros2_caret:*`): an init event may repeat an earlier one.
     pub caret: bool,
+    /// Part of a state dump (`dump.rs`): an init event that may repeat an earlier one.
+    pub dump: bool,
     s: &'a StreamReader,
     ix: [Option<usize>; MAX_FIELDS],
 }
@@ -266,6 +268,8 @@ pub struct Counts {
     /// Streaming: the most records (runs, publications, takes, and the
     /// publications the linker holds) in memory at once.
     pub peak_records: u64,
+    /// State dumps read (`dump.rs`).
+    pub state_dumps: u64,
 }
 
 pub struct Builder {
@@ -296,7 +300,12 @@ pub struct Builder {
     pub counts: Counts,
     /// The index, in `info`, of each trace of the set being read (the next
     /// chunk of a live session is a new set: `feed`).
-    tmap: Vec<usize>,
+    pub(crate) tmap: Vec<usize>,
+    /// The threads in a state dump: (host, pid, tid) (`dump.rs`).
+    pub dumping: Vec<(usize, i64, i64)>,
+    /// Per trace: its first event's time, and its first runtime event's (`dump.rs`: runtime
+    /// events recorded only from a later moment than init events, a dual session).
+    pub spans: Vec<(u64, u64)>,
 }
 
 impl Builder {
@@ -325,6 +334,8 @@ impl Builder {
             two_pass: crate::sync::TwoPass::default(),
             counts: Counts::default(),
             tmap: (0..set.traces.len()).collect(),
+            dumping: vec![],
+            spans: vec![(u64::MAX, u64::MAX); set.traces.len()],
         }
     }
 
@@ -477,6 +488,12 @@ impl Builder {
     pub fn run_event(&mut self, set: &TraceSet, si: usize) {
         let s = &set.streams[si];
         self.counts.events += 1;
+        let runtime = self.info.classes[self.tmap[s.trace]][s.cur_class].is_none_or(|ci| !ci.ev.is_init());
+        let span = &mut self.spans[self.tmap[s.trace]];
+        span.0 = span.0.min(s.cur_ts);
+        if runtime {
+            span.1 = span.1.min(s.cur_ts);
+        }
         let r1 = self.info.r1[self.tmap[s.trace]][s.cur_class];
         let Some(ci) = self.info.classes[self.tmap[s.trace]][s.cur_class] else {
             if !self.scope.record_ids.is_empty() {
@@ -486,16 +503,22 @@ impl Builder {
         };
         let (host, pid, tid, procname) = self.context(s);
         let ts = s.cur_ts;
-        let p = self.process(host, self.tmap[s.trace], pid, tid, procname, ts, ci.ev.starts_process());
-        let mut e = Event { ev: ci.ev, ts, p, th: 0, caret: ci.caret, s, ix: ci.ix };
+        let dump = !self.dumping.is_empty() && self.dumping.contains(&(host, pid, tid));
+        // A process's state dump names the process instance that runs, never a new one.
+        let p = self.process(host, self.tmap[s.trace], pid, tid, procname, ts, ci.ev.starts_process() && !dump);
+        let mut e = Event { ev: ci.ev, ts, p, th: 0, caret: ci.caret, dump, s, ix: ci.ix };
         let rid = match ci.ev {
             _ if self.scope.record_ids.is_empty() => None,
+            _ if dump && self.scope.attach => None,
             Ev::R1ProcessInit => Some(e.text(crate::events::roscope_ros1::process_init::RECORD_ID).unwrap_or_default()),
             Ev::R2ProcessInit => Some(e.text(crate::events::roscope_ros2::process_init::RECORD_ID).unwrap_or_default()),
             _ => None,
         };
         let first = self.procs[p].events == 1;
-        if !self.in_scope(p, rid, r1 && first) {
+        if dump && self.scope.attach && matches!(ci.ev, Ev::R1ProcessInit | Ev::R2ProcessInit) {
+            self.procs[p].left_out = None; // attached: it ran when the session started
+        }
+        if !self.in_scope(p, rid, r1 && first && !self.scope.attach) {
             return;
         }
         e.th = self.thread(p, tid, ts);
@@ -515,7 +538,7 @@ impl Builder {
             Some(&p) => self.in_scope(p, None, false),
             None if r1 => {
                 let p = self.process(host, self.tmap[s.trace], pid, tid, procname, s.cur_ts, false);
-                self.in_scope(p, None, true)
+                self.in_scope(p, None, !self.scope.attach)
             }
             None => true,
         };
@@ -533,7 +556,8 @@ impl Builder {
         }
         let pr = &mut self.procs[p];
         if let Some(rid) = rid {
-            pr.left_out = (!self.scope.record_ids.contains(&rid)).then_some(LeftOut::OtherRecording);
+            let ours = self.scope.record_ids.contains(&rid) || (self.scope.attach && rid.is_empty());
+            pr.left_out = (!ours).then_some(LeftOut::OtherRecording);
         } else if r1_first {
             pr.left_out = Some(LeftOut::NoProcessInit);
         }
@@ -613,6 +637,8 @@ impl Builder {
             // ROS 2 services and actions, roscope's rclpy events (services.rs).
             SendRequest | TakeRequest | SendResponse | TakeResponse | R2ClientCbAdded | R2CallbackInput => self.dispatch_service(e),
             R2ProcessInit => {}
+            R1StateDumpBegin | R2StateDumpBegin => self.dump_begin(e),
+            R1StateDumpEnd | R2StateDumpEnd => self.dump_end(e),
             // CARET (caret.rs).
             CaretBindStamp => self.caret_bind_stamp(e),
             DdsWrite => self.dds_write(e),
@@ -809,6 +835,10 @@ impl Builder {
     /// its last event (`flush`). Returns the last event's time (its clock's, as the tables' times).
     pub fn feed(&mut self, set: &mut TraceSet, sink: &mut dyn FnMut(Table)) -> Option<i64> {
         self.tmap = self.info.append(set);
+        let n = self.tmap.iter().max().map_or(0, |m| m + 1);
+        if self.spans.len() < n {
+            self.spans.resize(n, (u64::MAX, u64::MAX));
+        }
         let every = if self.opts.flush_every > 0 { self.opts.flush_every } else { FLUSH_EVERY_EVENTS };
         let (mut n, mut last) = (0u64, None);
         while let Some(i) = set.next() {

@@ -213,6 +213,8 @@ events! {
     roscope_ros2 (ROSCOPE_ROS2) {
         /// roscope record's recording name, announced by each process its ROS 2 tracer is in.
         R2ProcessInit process_init { RECORD_ID = "record_id", EXE = "exe" }
+        R2StateDumpBegin state_dump_begin { OBJECTS = "objects" }
+        R2StateDumpEnd state_dump_end { OBJECTS = "objects" }
         /// A client's response callback (rclpy: a done callback of its request futures).
         R2ClientCbAdded client_callback_added { CLIENT_HANDLE = "client_handle", CALLBACK = "callback" }
         /// The next run of `callback` on this thread handles request/response `sequence_number`
@@ -338,13 +340,16 @@ events! {
         R1LinkRxInit link_rx_init { LINK = "link", TOPIC = "topic", LOCAL_ADDR = "local_addr", REMOTE_ADDR = "remote_addr" }
         R1Publish publish { PUBLISHER = "publisher", MESSAGE_ID = "message_id", MESSAGE = "message" }
         R1PublishBuffer publish_buffer { MESSAGE_ID = "message_id", BUFFER = "buffer" }
-        R1LinkTxWrite link_tx_write { LINK = "link", BUFFER = "buffer" }
+        R1LinkTxWrite link_tx_write { LINK = "link", BUFFER = "buffer", INDEX = "index" }
         R1LinkRxMessage link_rx_message { LINK = "link", BUFFER = "buffer", SIZE = "size", INDEX = "index" }
         R1MessageQueue message_queue { DESERIALIZER = "deserializer", CALLBACK = "callback", BUFFER = "buffer", MESSAGE = "message" }
         R1CallbackStart callback_start { CALLBACK = "callback", DESERIALIZER = "deserializer" }
         R1CallbackEnd callback_end { CALLBACK = "callback" }
         /// roscope record's recording name, announced by each traced process.
         R1ProcessInit process_init { RECORD_ID = "record_id", EXE = "exe" }
+        /// A state dump: the init events of a running process's live objects follow, in this thread.
+        R1StateDumpBegin state_dump_begin { OBJECTS = "objects" }
+        R1StateDumpEnd state_dump_end { OBJECTS = "objects" }
     }
 }
 
@@ -353,6 +358,48 @@ impl Ev {
     /// callbacks or published is then a new process).
     pub fn starts_process(self) -> bool {
         matches!(self, Ev::RclInit | Ev::Ros1InitNode | Ev::R1ProcessInit | Ev::R2ProcessInit)
+    }
+
+    /// Init events (they name objects; ros2_tracing's dual-session mode keeps them in its
+    /// snapshot session), as opposed to runtime events.
+    pub fn is_init(self) -> bool {
+        use Ev::*;
+        matches!(
+            self,
+            RclInit
+                | NodeInit
+                | RmwPubInit
+                | RmwSubInit
+                | RmwClientInit
+                | PubInit
+                | SubInit
+                | RclcppSubInit
+                | SubCbAdded
+                | SrvInit
+                | ClientInit
+                | SrvCbAdded
+                | TimerInit
+                | TimerCbAdded
+                | TimerLinkNode
+                | CbRegister
+                | IpbToSub
+                | BufferToIpb
+                | R2ProcessInit
+                | R2ClientCbAdded
+                | R2StateDumpBegin
+                | R2StateDumpEnd
+                | R1ProcessInit
+                | R1NodeInit
+                | R1PubInit
+                | R1SubInit
+                | R1TimerInit
+                | R1SrvInit
+                | R1CbRegister
+                | R1LinkTxInit
+                | R1LinkRxInit
+                | R1StateDumpBegin
+                | R1StateDumpEnd
+        )
     }
 }
 

@@ -26,6 +26,7 @@ mod annotations;
 mod builder;
 mod caret;
 pub mod clock;
+mod dump;
 pub mod events;
 mod executor;
 mod groups;
@@ -73,9 +74,17 @@ pub struct Options {
 /// trace (they started before the recording's session, so it did not start
 /// them); processes without roscope's tracer (no `roscope_ros1` events) stay.
 /// Both are counted in the stats and in one warning per reason.
+///
+/// `attach` (a recording of a running system, `roscope record --attach`): a
+/// process whose `process_init` comes in a state dump (it was running when the
+/// session started) belongs to the recording whatever record id it names, as
+/// does one that names none; only processes that name another recording's
+/// id are left out, and a `roscope_ros1` event before a process's
+/// `process_init` does not leave it out (its dump may come a moment later).
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
     pub record_ids: Vec<String>,
+    pub attach: bool,
 }
 
 pub struct Model {

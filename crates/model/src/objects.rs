@@ -101,6 +101,8 @@ pub struct Obj {
     pub period: Option<i64>,
     pub ts: Option<u64>,
     pub known: bool,
+    /// Named by a state dump (the process was running when the session started).
+    pub dumped: bool,
 }
 
 impl Unknown for Obj {
@@ -112,8 +114,9 @@ impl Unknown for Obj {
 impl Registry<Obj> {
     /// An init event: a new object, unless it completes one seen before its
     /// init event, or repeats the one already known for this handle (`repeat`:
-    /// CARET re-emits init events).
+    /// CARET re-emits init events; so does a state dump, `o.dumped`).
     pub fn init(&mut self, o: Obj, repeat: bool) -> usize {
+        let repeat = repeat || o.dumped;
         if let Some(i) = self.find(Layer::Rcl, o.proc, o.handle) {
             let old = &mut self.items[i];
             if !old.known {
@@ -148,11 +151,13 @@ pub struct Cb {
     pub owner: Option<usize>,
     pub ts: Option<u64>,
     pub known: bool,
+    /// Registered by a state dump (see `Obj::dumped`).
+    pub dumped: bool,
 }
 
 impl Unknown for Cb {
     fn unknown(proc: usize, handle: u64) -> Self {
-        Cb { proc, handle, symbol: None, kind: CallbackKind::Unknown, owner: None, ts: None, known: false }
+        Cb { proc, handle, symbol: None, kind: CallbackKind::Unknown, owner: None, ts: None, known: false, dumped: false }
     }
 }
 

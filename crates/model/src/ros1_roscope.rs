@@ -31,9 +31,11 @@ pub struct RoscopeState {
     rx_link: HandleMap<(String, String)>,
     /// Publisher-side link by (local, remote) addresses: (process, link), latest.
     tx_by_addr: FxHashMap<(String, String), (usize, u64)>,
-    /// The publications written on each publisher-side link, in order
-    /// (None: a write whose message is unknown, which still takes its place).
-    tx_writes: HandleMap<Vec<Option<usize>>>,
+    /// The publications written on each publisher-side link, in order from
+    /// position `.0` (None: a write whose message is unknown, which still
+    /// takes its place). Writes that carry their position (`index`) go there,
+    /// so a link whose first writes came before the session still matches.
+    tx_writes: HandleMap<(u64, Vec<Option<usize>>)>,
     pub_by_id: HandleMap<usize>,
     /// The latest source of a buffer in a process.
     buf: HandleMap<Source>,
@@ -52,7 +54,8 @@ impl RoscopeState {
         let (p, l, k) = self.rx[rx];
         let (local, remote) = self.rx_link.get(p, l)?;
         let &(tp, tl) = self.tx_by_addr.get(&(remote.clone(), local.clone()))?;
-        *self.tx_writes.get(tp, tl)?.get(k as usize)?
+        let (base, w) = self.tx_writes.get(tp, tl)?;
+        *w.get(k.checked_sub(*base)? as usize)?
     }
 }
 
@@ -72,7 +75,8 @@ impl Builder {
         if let Some(&n) = self.r1.node_of.get(&(p, name.clone())) {
             return n;
         }
-        let n = self.objs.nodes.push(Obj { proc: p, name: Some(name.clone()), ts: Some(ts), known: true, ..Default::default() });
+        let dumped = self.dumping(p);
+        let n = self.objs.nodes.push(Obj { proc: p, name: Some(name.clone()), ts: Some(ts), known: true, dumped, ..Default::default() });
         self.r1.node_of.insert((p, name), n);
         n
     }
@@ -85,7 +89,16 @@ impl Builder {
         use publisher_init::*;
         let node = node_name(e.text(NH_NAMESPACE), e.text(NODE_NAME)).map(|n| self.r1_node(e.p, n, e.ts));
         let handle = e.u(PUBLISHER).unwrap_or(0);
-        let o = Obj { proc: e.p, node, handle, name: e.text(TOPIC), depth: e.i(QUEUE_SIZE), ts: Some(e.ts), ..Default::default() };
+        let o = Obj {
+            proc: e.p,
+            node,
+            handle,
+            name: e.text(TOPIC),
+            depth: e.i(QUEUE_SIZE),
+            ts: Some(e.ts),
+            dumped: e.dump,
+            ..Default::default()
+        };
         self.objs.pubs.init(o, false);
     }
 
@@ -93,33 +106,59 @@ impl Builder {
         use subscription_init::*;
         let node = node_name(e.text(NH_NAMESPACE), e.text(NODE_NAME)).map(|n| self.r1_node(e.p, n, e.ts));
         let handle = e.u(SUBSCRIPTION).unwrap_or(0);
-        let o = Obj { proc: e.p, node, handle, name: e.text(TOPIC), depth: e.i(QUEUE_SIZE), ts: Some(e.ts), ..Default::default() };
+        let o = Obj {
+            proc: e.p,
+            node,
+            handle,
+            name: e.text(TOPIC),
+            depth: e.i(QUEUE_SIZE),
+            ts: Some(e.ts),
+            dumped: e.dump,
+            ..Default::default()
+        };
         let sub = self.objs.subs.init(o, false);
-        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Subscription, sub, e.ts);
+        self.cb_added(e, e.u(CALLBACK).unwrap_or(0), CallbackKind::Subscription, sub, e.ts);
     }
 
     pub(crate) fn r1_timer_init(&mut self, e: &Event) {
         use timer_init::*;
         let node = node_name(e.text(NH_NAMESPACE), e.text(NODE_NAME)).map(|n| self.r1_node(e.p, n, e.ts));
-        let o = Obj { proc: e.p, node, handle: e.u(TIMER).unwrap_or(0), period: e.i(PERIOD), ts: Some(e.ts), ..Default::default() };
+        let o = Obj {
+            proc: e.p,
+            node,
+            handle: e.u(TIMER).unwrap_or(0),
+            period: e.i(PERIOD),
+            ts: Some(e.ts),
+            dumped: e.dump,
+            ..Default::default()
+        };
         let t = self.objs.timers.init(o, false);
-        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Timer, t, e.ts);
+        self.cb_added(e, e.u(CALLBACK).unwrap_or(0), CallbackKind::Timer, t, e.ts);
     }
 
     pub(crate) fn r1_service_init(&mut self, e: &Event) {
         use service_init::*;
         let node = node_name(e.text(NH_NAMESPACE), e.text(NODE_NAME)).map(|n| self.r1_node(e.p, n, e.ts));
-        let o =
-            Obj { proc: e.p, node, handle: e.u(SERVICE).unwrap_or(0), name: e.text(SERVICE_NAME), ts: Some(e.ts), ..Default::default() };
+        let o = Obj {
+            proc: e.p,
+            node,
+            handle: e.u(SERVICE).unwrap_or(0),
+            name: e.text(SERVICE_NAME),
+            ts: Some(e.ts),
+            dumped: e.dump,
+            ..Default::default()
+        };
         let sv = self.objs.services.init(o, false);
-        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Service, sv, e.ts);
+        self.cb_added(e, e.u(CALLBACK).unwrap_or(0), CallbackKind::Service, sv, e.ts);
     }
 
     pub(crate) fn r1_callback_register(&mut self, e: &Event) {
         use callback_register::*;
         let c = self.objs.cbs.get(e.p, e.u(CALLBACK).unwrap_or(0));
-        self.objs.cbs[c].symbol = e.text(SYMBOL);
-        self.objs.cbs[c].known = true;
+        let cb = &mut self.objs.cbs[c];
+        cb.dumped |= e.dump && !cb.known;
+        cb.symbol = e.text(SYMBOL);
+        cb.known = true;
     }
 
     /// One side of a TCP connection, with its addresses.
@@ -136,7 +175,9 @@ impl Builder {
         if tx {
             self.r1.tx_link.insert(e.p, l, (local.clone(), remote.clone()));
             self.r1.tx_by_addr.insert((local, remote), (e.p, l));
-            self.r1.tx_writes.insert(e.p, l, Vec::new());
+            if !(e.dump && self.r1.tx_writes.contains(e.p, l)) {
+                self.r1.tx_writes.insert(e.p, l, (0, Vec::new()));
+            }
         } else {
             self.r1.rx_link.insert(e.p, l, (local, remote));
         }
@@ -174,12 +215,34 @@ impl Builder {
     pub(crate) fn r1_link_tx_write(&mut self, e: &Event) {
         use link_tx_write::*;
         let (Some(l), Some(b)) = (e.u(LINK), e.u(BUFFER)) else { return };
-        let src = self.r1.buf.get(e.p, b).copied();
-        if let Some(w) = self.r1.tx_writes.get_mut(e.p, l) {
-            w.push(match src {
-                Some(Source::Publication(pi)) => Some(pi),
-                _ => None,
-            });
+        let src = match self.r1.buf.get(e.p, b) {
+            Some(Source::Publication(pi)) => Some(*pi),
+            _ => None,
+        };
+        let index = e.u(INDEX);
+        if index == Some(u64::MAX) {
+            return; // the tracer's table of links was full: position unknown
+        }
+        if index.is_some() && !self.r1.tx_writes.contains(e.p, l) {
+            // A link whose init event comes later (in a state dump).
+            self.r1.tx_writes.insert(e.p, l, (0, Vec::new()));
+        }
+        if let Some((base, w)) = self.r1.tx_writes.get_mut(e.p, l) {
+            match index {
+                Some(k) if w.is_empty() => {
+                    *base = k;
+                    w.push(src);
+                }
+                Some(k) if k >= *base => {
+                    let at = (k - *base) as usize;
+                    if at >= w.len() {
+                        w.resize(at + 1, None);
+                    }
+                    w[at] = src;
+                }
+                Some(_) => {}
+                None => w.push(src),
+            }
         }
     }
 

@@ -9,7 +9,7 @@ use crate::builder::{Builder, Event};
 use crate::events::ros2::*;
 use crate::events::Ev;
 use crate::objects::{Obj, Publication, StampSource, Take};
-use crate::registry::{HandleMap, Layer};
+use crate::registry::{HandleMap, Layer, Registry};
 use crate::schema::{CallbackKind, LinkMethod};
 
 /// What only ROS 2 intra-process matching needs.
@@ -39,6 +39,21 @@ struct Endpoint {
     depth: Option<i64>,
 }
 
+/// An init event for an rcl handle not seen yet, whose rmw handle already names an
+/// object known only by it (runtime events came first: a state dump comes after the
+/// session started): that object is the one being named, not a new one.
+fn adopt_unknown(list: &mut Registry<Obj>, p: usize, handle: u64, rmw: Option<u64>) {
+    let Some(r) = rmw else { return };
+    if list.find(Layer::Rcl, p, handle).is_some() {
+        return;
+    }
+    if let Some(i) = list.find(Layer::Rmw, p, r) {
+        if !list[i].known {
+            list.name(Layer::Rcl, p, handle, i);
+        }
+    }
+}
+
 impl Builder {
     pub(crate) fn node_init(&mut self, e: &Event) {
         use rcl_node_init::*;
@@ -49,6 +64,7 @@ impl Builder {
             name: e.text(NODE_NAME),
             ns: e.text(NAMESPACE),
             ts: Some(e.ts),
+            dumped: e.dump,
             ..Default::default()
         };
         self.objs.nodes.init(o, e.caret);
@@ -110,9 +126,11 @@ impl Builder {
             depth: f.depth,
             gid,
             ts: Some(e.ts),
+            dumped: e.dump,
             ..Default::default()
         };
         let list = if e.ev == Ev::PubInit { &mut self.objs.pubs } else { &mut self.objs.subs };
+        adopt_unknown(list, p, f.handle, f.rmw);
         let i = list.init(o, e.caret);
         if let Some(r) = f.rmw {
             list.name(Layer::Rmw, p, r, i);
@@ -138,7 +156,7 @@ impl Builder {
     pub(crate) fn subscription_callback_added(&mut self, e: &Event) {
         use rclcpp_subscription_callback_added::*;
         let sub = self.sub_of_rclcpp(e.p, e.u(SUBSCRIPTION).unwrap_or(0));
-        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Subscription, sub, e.ts);
+        self.cb_added(e, e.u(CALLBACK).unwrap_or(0), CallbackKind::Subscription, sub, e.ts);
     }
 
     pub(crate) fn service_or_client_init(&mut self, e: &Event) {
@@ -152,8 +170,19 @@ impl Builder {
         let p = e.p;
         let node = node.map(|n| self.objs.nodes.get(p, n));
         let gid = rmw.and_then(|r| self.objs.gids.get(p, r).cloned());
-        let o = Obj { proc: p, node, handle: handle.unwrap_or(0), rmw_handle: rmw, name, gid, ts: Some(e.ts), ..Default::default() };
+        let o = Obj {
+            proc: p,
+            node,
+            handle: handle.unwrap_or(0),
+            rmw_handle: rmw,
+            name,
+            gid,
+            ts: Some(e.ts),
+            dumped: e.dump,
+            ..Default::default()
+        };
         let list = if e.ev == Ev::SrvInit { &mut self.objs.services } else { &mut self.objs.clients };
+        adopt_unknown(list, p, handle.unwrap_or(0), rmw);
         let i = list.init(o, e.caret);
         if let Some(r) = rmw {
             list.name(Layer::Rmw, p, r, i);
@@ -163,19 +192,26 @@ impl Builder {
     pub(crate) fn service_callback_added(&mut self, e: &Event) {
         use rclcpp_service_callback_added::*;
         let sv = self.objs.services.get(e.p, e.u(SERVICE_HANDLE).unwrap_or(0));
-        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Service, sv, e.ts);
+        self.cb_added(e, e.u(CALLBACK).unwrap_or(0), CallbackKind::Service, sv, e.ts);
     }
 
     pub(crate) fn timer_init(&mut self, e: &Event) {
         use rcl_timer_init::*;
-        let o = Obj { proc: e.p, handle: e.u(TIMER_HANDLE).unwrap_or(0), period: e.i(PERIOD), ts: Some(e.ts), ..Default::default() };
+        let o = Obj {
+            proc: e.p,
+            handle: e.u(TIMER_HANDLE).unwrap_or(0),
+            period: e.i(PERIOD),
+            ts: Some(e.ts),
+            dumped: e.dump,
+            ..Default::default()
+        };
         self.objs.timers.init(o, e.caret);
     }
 
     pub(crate) fn timer_callback_added(&mut self, e: &Event) {
         use rclcpp_timer_callback_added::*;
         let t = self.objs.timers.get(e.p, e.u(TIMER_HANDLE).unwrap_or(0));
-        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Timer, t, e.ts);
+        self.cb_added(e, e.u(CALLBACK).unwrap_or(0), CallbackKind::Timer, t, e.ts);
     }
 
     pub(crate) fn timer_link_node(&mut self, e: &Event) {
@@ -189,6 +225,7 @@ impl Builder {
         use rclcpp_callback_register::*;
         let c = self.objs.cbs.get(e.p, e.u(CALLBACK).unwrap_or(0));
         let cb = &mut self.objs.cbs[c];
+        cb.dumped |= e.dump && !cb.known;
         cb.symbol = e.text(SYMBOL);
         cb.known = true;
         cb.ts.get_or_insert(e.ts);
@@ -272,14 +309,6 @@ impl Builder {
             _ => (e.u(rclcpp_intra_publish::PUBLISHER_HANDLE), e.u(rclcpp_intra_publish::MESSAGE), None),
         };
         let msg = msg.unwrap_or(0);
-        let pubs = &mut self.objs.pubs;
-        let publisher = pubh.map(|h| {
-            if ev == Ev::RmwPublish {
-                pubs.find_or_unknown(Layer::Rmw, p, h, |o| o.rmw_handle = Some(h))
-            } else {
-                pubs.get(p, h)
-            }
-        });
         let cont = self.threads[th].pending_pub.filter(|&pi| {
             let Some(pb) = self.publications.get(pi) else { return false };
             pb.message == msg
@@ -289,6 +318,21 @@ impl Builder {
                     Ev::RclPublish => pb.rcl_ts.is_none() && pb.rmw_ts.is_none(),
                     _ => pb.rmw_ts.is_none(),
                 }
+        });
+        // An rmw handle seen first here, below an rcl layer whose publisher is known: the
+        // same publisher (its init event may come later, in a state dump).
+        let above = cont.and_then(|pi| self.publications.get(pi)).and_then(|pb| pb.publisher);
+        let pubs = &mut self.objs.pubs;
+        let publisher = pubh.map(|h| match ev {
+            Ev::RmwPublish => match (pubs.find(Layer::Rmw, p, h), above) {
+                (Some(i), _) => i,
+                (None, Some(v)) => {
+                    pubs.name(Layer::Rmw, p, h, v);
+                    v
+                }
+                (None, None) => pubs.find_or_unknown(Layer::Rmw, p, h, |o| o.rmw_handle = Some(h)),
+            },
+            _ => pubs.get(p, h),
         });
         let pi = match cont {
             Some(pi) => pi,

@@ -313,6 +313,7 @@ macro_rules! object_table {
             "period_ns": BigInt = "the period (timers only)",
             "init_ts": BigInt = "its init event (or the first event that named it)",
             "known": BigInt = "1 when its init event was recorded; 0 when only runtime events name it",
+            "dumped": BigInt = "1 when only a state dump named it (the process ran before the session started; docs/ros1-tracer.md, Attaching)",
         ]);
     };
 }
@@ -342,6 +343,7 @@ table!(CALLBACKS = "callbacks", Model, "One row per callback.", [
     "node_id": BigInt = "its owner's node",
     "init_ts": BigInt = "its registration (or first run)",
     "known": BigInt = "1 when its registration was recorded",
+    "dumped": BigInt = "1 when only a state dump registered it (see the object tables' `dumped`)",
 ]);
 
 table!(CALLBACK_RUNS = "callback_runs", Model, "One row per callback run (see Callback runs).", [

@@ -116,13 +116,27 @@ impl Builder {
             gid: o.gid.clone(),
             ts: o.ts,
             known: o.known,
+            dumped: o.dumped,
             ..Default::default()
         }
+    }
+
+    /// Endpoints made while their client or service was known only by a handle take its
+    /// names once its init event came (e.g. in a state dump).
+    fn refresh_pseudo(&mut self, o: &Obj, ep: (usize, usize), client: bool) {
+        let (pubw, subw) = if client { ("request", "response") } else { ("response", "request") };
+        let (pb, sb) = if client { (ep.0, ep.1) } else { (ep.1, ep.0) };
+        self.objs.pubs[pb] = Self::pseudo(o, pubw);
+        self.objs.subs[sb] = Self::pseudo(o, subw);
     }
 
     /// (request publisher, response subscription) of client `c`, made on first use.
     fn client_endpoints(&mut self, c: usize) -> (usize, usize) {
         if let Some(&ep) = self.svc.client_ep.get(&c) {
+            if self.objs.clients[c].known && !(self.objs.pubs[ep.0].known && self.objs.subs[ep.1].known) {
+                let o = self.objs.clients[c].clone();
+                self.refresh_pseudo(&o, ep, true);
+            }
             return ep;
         }
         let o = self.objs.clients[c].clone();
@@ -134,6 +148,10 @@ impl Builder {
     /// (request subscription, response publisher) of service `s`, made on first use.
     fn service_endpoints(&mut self, s: usize) -> (usize, usize) {
         if let Some(&ep) = self.svc.service_ep.get(&s) {
+            if self.objs.services[s].known && !(self.objs.subs[ep.0].known && self.objs.pubs[ep.1].known) {
+                let o = self.objs.services[s].clone();
+                self.refresh_pseudo(&o, ep, false);
+            }
             return ep;
         }
         let o = self.objs.services[s].clone();
@@ -158,7 +176,7 @@ impl Builder {
     pub(crate) fn client_callback_added(&mut self, e: &Event) {
         use roscope_ros2::client_callback_added::*;
         let c = self.objs.clients.get(e.p, e.u(CLIENT_HANDLE).unwrap_or(0));
-        self.objs.cbs.added(e.p, e.u(CALLBACK).unwrap_or(0), CallbackKind::Client, c, e.ts);
+        self.cb_added(e, e.u(CALLBACK).unwrap_or(0), CallbackKind::Client, c, e.ts);
     }
 
     pub(crate) fn send_request(&mut self, e: &Event) {

@@ -42,6 +42,7 @@ pub(crate) fn objects(spec: &'static TableSpec, list: &Registry<Obj>) -> Table {
             .i(o.period)
             .i(ts(o.ts))
             .i(Some(o.known as i64))
+            .i(Some(o.dumped as i64))
             .done();
     }
     t
@@ -98,6 +99,8 @@ impl Builder {
         out.extend(self.group_tables());
         out.push(clock_table(&syncs));
         let mut warnings = self.scope_warnings();
+        warnings.extend(self.unnamed_warning());
+        warnings.extend(self.gap_warnings(set));
         warnings.extend(self.sync_warnings(&syncs));
         if self.counts.late_updates > 0 {
             warnings.push(format!(
@@ -204,6 +207,7 @@ impl Builder {
                 .i(opt_id(node))
                 .i(ts(c.ts))
                 .i(Some(c.known as i64))
+                .i(Some(c.dumped as i64))
                 .done();
         }
         t
@@ -262,7 +266,42 @@ impl Builder {
             ("processes_without_process_init".to_string(), self.left_out(LeftOut::NoProcessInit)),
             ("late_updates".to_string(), c.late_updates as i64),
             ("peak_records_in_memory".to_string(), c.peak_records as i64),
+            ("state_dumps".to_string(), c.state_dumps as i64),
+            ("objects_dumped".to_string(), self.object_count(true)),
+            ("objects_unnamed".to_string(), self.object_count(false)),
         ]
+    }
+
+    /// Objects (nodes, endpoints, timers, services, clients, callbacks) named
+    /// by a state dump (`dumped`), or else known only by handles (their init
+    /// event is not in the trace).
+    pub(crate) fn object_count(&self, dumped: bool) -> i64 {
+        let o = &self.objs;
+        let objs = [&o.nodes, &o.pubs, &o.subs, &o.timers, &o.services, &o.clients];
+        let n = objs.iter().flat_map(|r| r.iter()).filter(|x| if dumped { x.dumped } else { !x.known }).count();
+        let c = o.cbs.iter().filter(|x| if dumped { x.dumped } else { !x.known }).count();
+        (n + c) as i64
+    }
+
+    /// The warning about objects known only by handles, if any.
+    pub(crate) fn unnamed_warning(&self) -> Option<String> {
+        let n = self.object_count(false);
+        (n > 0).then(|| {
+            let o = &self.objs;
+            let by = |r: &crate::registry::Registry<crate::objects::Obj>| r.iter().filter(|x| !x.known).count();
+            let cbs = o.cbs.iter().filter(|x| !x.known).count();
+            format!(
+                "{n} objects are known only by their handles, without names (their init events are not in the trace: \
+                 the session started after them and their tracer has no state dump): {} nodes, {} publishers, {} \
+                 subscriptions, {} timers, {} services, {} clients, {cbs} callbacks",
+                by(&o.nodes),
+                by(&o.pubs),
+                by(&o.subs),
+                by(&o.timers),
+                by(&o.services),
+                by(&o.clients)
+            )
+        })
     }
 }
 

@@ -50,7 +50,7 @@ fn trace() -> TraceWriter {
 }
 
 fn scoped(ids: &[&str]) -> roscope_model::Model {
-    let scope = Scope { record_ids: ids.iter().map(|x| x.to_string()).collect() };
+    let scope = Scope { record_ids: ids.iter().map(|x| x.to_string()).collect(), attach: false };
     build_with(&trace(), Options { heuristics: true, progress: false, sync: true, window_ns: None, flush_every: 0 }, scope)
 }
 
@@ -65,7 +65,11 @@ fn a_process_without_process_init_is_left_out_when_the_trace_is_scoped() {
     assert_eq!(stat(&m, "events_of_other_recordings"), 3);
     assert_eq!(stat(&m, "processes_without_process_init"), 1);
     assert_eq!(stat(&m, "events_without_process_init"), 5);
-    assert_eq!(m.warnings.len(), 2, "{:?}", m.warnings);
+    // The scope's two warnings, then the one about the early process's callback, which only its
+    // runs name (they are left out; its registration is not in the trace either).
+    assert_eq!(m.warnings.len(), 3, "{:?}", m.warnings);
+    assert_eq!(stat(&m, "objects_unnamed"), 1);
+    assert!(m.warnings[2].starts_with("1 objects are known only by their handles"), "{}", m.warnings[2]);
     let other = &m.warnings[0];
     assert!(other.starts_with("left out 1 process (3 events) of other recordings"), "{other}");
     assert!(other.contains("(rec-b)") && other.ends_with("pids: 20 sensors"), "{other}");
@@ -88,7 +92,7 @@ fn another_recording_sees_this_one_as_other() {
 }
 
 #[test]
-fn without_record_ids_every_process_stays_and_nothing_is_warned() {
+fn without_record_ids_every_process_stays_and_nothing_about_scopes_is_warned() {
     let m = scoped(&[]);
     assert_eq!(ints(&m, "processes", "pid"), vec![Some(30), Some(10), Some(20), Some(40)]);
     assert_eq!(ints(&m, "callback_runs", "start_ts").len(), 3);
@@ -97,5 +101,8 @@ fn without_record_ids_every_process_stays_and_nothing_is_warned() {
     {
         assert_eq!(stat(&m, k), 0, "{k}");
     }
-    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    // Nothing about scopes; only that two callbacks have no registration in the trace.
+    assert_eq!(stat(&m, "objects_unnamed"), 2);
+    assert!(m.warnings.iter().all(|w| w.starts_with("2 objects are known only by their handles")), "{:?}", m.warnings);
+    assert_eq!(m.warnings.len(), 1, "{:?}", m.warnings);
 }

@@ -204,7 +204,7 @@ impl Meter {
 /// clocks of several hosts are synchronized from the messages between them.
 /// Returns (tables, stats, warnings, losses): tables is a list of (name, ArrowTable).
 #[pyfunction]
-#[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None, sync=true, meter=None))]
+#[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None, sync=true, meter=None, attach=false))]
 fn build_model(
     py: Python<'_>,
     paths: Vec<String>,
@@ -213,6 +213,7 @@ fn build_model(
     record_ids: Option<Vec<String>>,
     sync: bool,
     meter: Option<PyRef<'_, Meter>>,
+    attach: bool,
 ) -> PyResult<PyObject> {
     let mut set = TraceSet::open(&paths).map_err(err)?;
     set.meter = meter.map(|m| m.m.clone());
@@ -220,7 +221,7 @@ fn build_model(
         roscope_model::build(
             &mut set,
             roscope_model::Options { heuristics, progress, sync, window_ns: None, flush_every: 0 },
-            roscope_model::Scope { record_ids: record_ids.unwrap_or_default() },
+            roscope_model::Scope { record_ids: record_ids.unwrap_or_default(), attach },
         )
     });
     py.check_signals()?;
@@ -275,7 +276,7 @@ struct ModelStream {
 #[pymethods]
 impl ModelStream {
     #[new]
-    #[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None, sync=true, window_ns=1_000_000_000, queue=2, flush_every=0, meter=None))]
+    #[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None, sync=true, window_ns=1_000_000_000, queue=2, flush_every=0, meter=None, attach=false))]
     #[expect(clippy::too_many_arguments, reason = "the Python constructor's keyword arguments")]
     fn new(
         paths: Vec<String>,
@@ -287,12 +288,13 @@ impl ModelStream {
         queue: usize,
         flush_every: u64,
         meter: Option<PyRef<'_, Meter>>,
+        attach: bool,
     ) -> PyResult<Self> {
         let mut set = TraceSet::open(&paths).map_err(err)?;
         set.meter = meter.map(|m| m.m.clone());
         let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(queue.max(1));
         let opts = roscope_model::Options { heuristics, progress, sync, window_ns: Some(window_ns.max(1)), flush_every };
-        let scope = roscope_model::Scope { record_ids: record_ids.unwrap_or_default() };
+        let scope = roscope_model::Scope { record_ids: record_ids.unwrap_or_default(), attach };
         std::thread::Builder::new()
             .name("roscope-model".into())
             .spawn(move || {

@@ -23,9 +23,23 @@ class Filter {
     slow(gt_, "filter.onLidar");
     gt_.recv(nh_.getNamespace(), "/lidar", *in);
     slowDown();
+    slow_once();
     boost::shared_ptr<Msg> out = boost::make_shared<Msg>(make_msg(ids_.next(), {in->data[0]}, 1024));
     gt_.pub(nh_.getNamespace(), pub_, *out);
     pub_.publish(out);
+  }
+
+  // ROS1_PIPELINE_SLOW_FILTER=MS@SECONDS: the first run SECONDS after the node started sleeps
+  // MS more, once (logged as {"ev":"slow",...}): a known slow run for the flight recorder's test.
+  void slow_once() {
+    if (slowed_) return;
+    const char* v = getenv("ROS1_PIPELINE_SLOW_FILTER");
+    double ms = 0, at = 0;
+    if (!v || sscanf(v, "%lf@%lf", &ms, &at) != 2 || (ros::WallTime::now() - started_).toSec() < at) return;
+    slowed_ = true;
+    gt_.line("{\"ev\":\"slow\",\"node\":\"%s\",\"ms\":%g,\"mono_ns\":%" PRId64 "}", nh_.getNamespace().c_str(), ms,
+             mono_ns());
+    ros::WallDuration(ms / 1000.0).sleep();
   }
 
  private:
@@ -49,6 +63,8 @@ class Filter {
   ros::Subscriber sub_;
   IdSource ids_;
   int64_t start_ns_ = mono_ns();
+  ros::WallTime started_ = ros::WallTime::now();
+  bool slowed_ = false;
 };
 
 class Fusion {

@@ -29,6 +29,20 @@ LTTNG_UST_TRACEPOINT_EVENT(roscope_ros1, process_init,
     lttng_ust_field_string(record_id, record_id)
     lttng_ust_field_string(exe, exe)))
 
+/* State dump (docs/ros1-tracer.md, "Attaching"): when a session starts while the
+ * process runs, the tracer re-emits the init events of every live object between
+ * these two, in one thread. state_dump_begin's enabled state is also how the tracer
+ * sees a session start. */
+LTTNG_UST_TRACEPOINT_EVENT(roscope_ros1, state_dump_begin,
+  LTTNG_UST_TP_ARGS(uint32_t, objects),
+  LTTNG_UST_TP_FIELDS(
+    lttng_ust_field_integer(uint32_t, objects, objects)))
+
+LTTNG_UST_TRACEPOINT_EVENT(roscope_ros1, state_dump_end,
+  LTTNG_UST_TP_ARGS(uint32_t, objects),
+  LTTNG_UST_TP_FIELDS(
+    lttng_ust_field_integer(uint32_t, objects, objects)))
+
 LTTNG_UST_TRACEPOINT_EVENT(roscope_ros1, node_init,
   LTTNG_UST_TP_ARGS(const char *, node_name, const char *, tracer_version),
   LTTNG_UST_TP_FIELDS(
@@ -138,12 +152,15 @@ LTTNG_UST_TRACEPOINT_EVENT(roscope_ros1, publish_buffer,
     lttng_ust_field_integer_hex(uint64_t, buffer, (uint64_t)(uintptr_t)buffer)
     lttng_ust_field_integer(uint32_t, size, size)))
 
+/* index: the write's position on the link (0, 1, ...; as link_rx_message.index on the
+ * other side), UINT64_MAX if the tracer's table of links is full. */
 LTTNG_UST_TRACEPOINT_EVENT(roscope_ros1, link_tx_write,
-  LTTNG_UST_TP_ARGS(const void *, link, const void *, buffer, uint32_t, size),
+  LTTNG_UST_TP_ARGS(const void *, link, const void *, buffer, uint32_t, size, uint64_t, index),
   LTTNG_UST_TP_FIELDS(
     lttng_ust_field_integer_hex(uint64_t, link, (uint64_t)(uintptr_t)link)
     lttng_ust_field_integer_hex(uint64_t, buffer, (uint64_t)(uintptr_t)buffer)
-    lttng_ust_field_integer(uint32_t, size, size)))
+    lttng_ust_field_integer(uint32_t, size, size)
+    lttng_ust_field_integer(uint64_t, index, index)))
 
 LTTNG_UST_TRACEPOINT_EVENT(roscope_ros1, link_rx_message,
   LTTNG_UST_TP_ARGS(const void *, link, const void *, buffer, uint32_t, size, uint64_t, index),

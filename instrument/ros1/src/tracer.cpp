@@ -50,6 +50,24 @@
 #define LTTNG_UST_TRACEPOINT_DEFINE
 #define LTTNG_UST_TRACEPOINT_PROBE_DYNAMIC_LINKAGE
 #include "roscope_ros1_tp.h"
+#include "roscope/roscope_attach_tp.h"
+#include "state.h"
+
+// The roscpp functions this library calls (not the interposed ones: those it
+// resolves with dlsym). They are weak, so that loading it into a process without
+// roscpp never fails (even with LD_BIND_NOW); only roscpp's own calls into the
+// interposed functions, hence only processes with roscpp, reach them. (An
+// assembler directive: `#pragma weak` does not reach C++ mangled names.)
+__asm__(
+    ".weak _ZN3ros10SubscriberD1Ev\n"
+    ".weak _ZN3ros13ServiceServerD1Ev\n"
+    ".weak _ZN3ros5TimerD1Ev\n"
+    ".weak _ZN3ros9PublisherD1Ev\n"
+    ".weak _ZN3ros9this_node7getNameB5cxx11Ev\n"
+    ".weak _ZNK3ros10Subscriber8getTopicB5cxx11Ev\n"
+    ".weak _ZNK3ros13ServiceServer10getServiceB5cxx11Ev\n"
+    ".weak _ZNK3ros6Header8getValueERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEERS6_\n"
+    ".weak _ZNK3ros9Publisher8getTopicB5cxx11Ev\n");
 
 // The roscpp functions this library calls (not the interposed ones: those it
 // resolves with dlsym). They are weak, so that loading it into a process without
@@ -154,6 +172,17 @@ static void start_tracing() {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n < 0) exe[0] = 0;
   lttng_ust_tracepoint(roscope_ros1, process_init, id ? id : "", exe);
+  roscope_state::start_dump_watch();
+}
+
+// At load, after the tracepoint registration constructors above (same
+// translation unit, defined earlier): a process with roscpp (the first original
+// resolves) is traced; any other process is left alone.
+__attribute__((constructor)) static void init_if_roscpp() {
+  if (!dlsym(RTLD_NEXT, "_ZN3ros4initERKSt3mapINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEES6_St4lessIS6_ESaISt4pairIKS6_S6_EEERSA_j"))
+    return;
+  orig::resolve_all();
+  start_tracing();
 }
 
 // At load, after the tracepoint registration constructors above (same
@@ -175,6 +204,16 @@ static std::atomic<uint64_t> g_message_counter{0};
 static TLS uint64_t tl_message_id = 0;            // set while inside Publisher::publish
 static TLS const void* tl_tx_link = nullptr;     // set while inside startMessageWrite
 static TLS const void* tl_deserializer = nullptr;  // last MessageDeserializer::deserialize on this thread
+
+// ---------------------------------------------------------------------------
+// State dump and write positions: state.cpp.
+using namespace roscope_state;
+
+// Hot path: one load of the tracepoint's state and one relaxed load.
+static inline void check_dump() {
+  int now = lttng_ust_tracepoint_enabled(roscope_attach, request) ? 1 : 0;
+  if (__builtin_expect(now != g_dump_last.load(std::memory_order_relaxed), 0)) dump_state_changed();
+}
 
 // ---------------------------------------------------------------------------
 // Init-time helpers (allocate freely).
@@ -316,6 +355,7 @@ namespace {
 struct CallbackSpan {
   const void* cb;
   CallbackSpan(const void* c, const void* deser) : cb(c) {
+    check_dump();
     lttng_ust_tracepoint(roscope_ros1, callback_start, c, deser);
   }
   ~CallbackSpan() { lttng_ust_tracepoint(roscope_ros1, callback_end, cb); }
@@ -379,6 +419,7 @@ void wrap_init_map(const ros::M_string& remappings, const std::string& name, uin
 void wrap_init_map(const ros::M_string& remappings, const std::string& name, uint32_t options) {
   as<void (*)(const ros::M_string&, const std::string&, uint32_t)>(orig::init_map)(remappings, name, options);
   lttng_ust_tracepoint(roscope_ros1, node_init, ros::this_node::getName().c_str(), ROSCOPE_TRACER_VERSION);
+  remember(PY_NODE_INIT, 0, 0, ros::this_node::getName().c_str(), ROSCOPE_TRACER_VERSION, nullptr, nullptr, 0, 0);
 }
 
 ros::Publisher wrap_advertise(ros::NodeHandle* nh, ros::AdvertiseOptions& ops)
@@ -389,6 +430,8 @@ ros::Publisher wrap_advertise(ros::NodeHandle* nh, ros::AdvertiseOptions& ops) {
     lttng_ust_tracepoint(roscope_ros1, publisher_init, impl_of(&pub), ros::this_node::getName().c_str(),
                          nh->getNamespace().c_str(), pub.getTopic().c_str(), ops.datatype.c_str(),
                          ops.queue_size, ops.latch ? 1 : 0);
+    remember(PY_PUBLISHER_INIT, (uint64_t)(uintptr_t)impl_of(&pub), 0, ros::this_node::getName().c_str(),
+             nh->getNamespace().c_str(), pub.getTopic().c_str(), ops.datatype.c_str(), ops.queue_size, ops.latch ? 1 : 0);
   }
   return pub;
 }
@@ -409,6 +452,11 @@ ros::Subscriber wrap_subscribe(ros::NodeHandle* nh, ros::SubscribeOptions& ops) 
                          ros::this_node::getName().c_str(), nh->getNamespace().c_str(),
                          sub.getTopic().c_str(), ops.datatype.c_str(), ops.queue_size);
     lttng_ust_tracepoint(roscope_ros1, callback_register, traced.get(), "subscription", symbol.c_str());
+    remember(PY_SUBSCRIPTION_INIT, (uint64_t)(uintptr_t)impl_of(&sub), (uint64_t)(uintptr_t)traced.get(),
+             ros::this_node::getName().c_str(), nh->getNamespace().c_str(), sub.getTopic().c_str(),
+             ops.datatype.c_str(), ops.queue_size, 0);
+    remember(PY_CALLBACK_REGISTER, (uint64_t)(uintptr_t)traced.get(), 0, "subscription", symbol.c_str(), nullptr,
+             nullptr, 0, 0);
   }
   return sub;
 }
@@ -429,6 +477,10 @@ ros::Timer wrap_create_timer(const ros::NodeHandle* nh, ros::TimerOptions& ops) 
     lttng_ust_tracepoint(roscope_ros1, timer_init, impl_of(&t), cb.get(), ros::this_node::getName().c_str(),
                          nh->getNamespace().c_str(), (int64_t)ops.period.toNSec(), ops.oneshot ? 1 : 0);
     lttng_ust_tracepoint(roscope_ros1, callback_register, cb.get(), "timer", symbol.c_str());
+    remember(PY_TIMER_INIT, (uint64_t)(uintptr_t)impl_of(&t), (uint64_t)(uintptr_t)cb.get(),
+             ros::this_node::getName().c_str(), nh->getNamespace().c_str(), nullptr, nullptr,
+             (int64_t)ops.period.toNSec(), ops.oneshot ? 1 : 0);
+    remember(PY_CALLBACK_REGISTER, (uint64_t)(uintptr_t)cb.get(), 0, "timer", symbol.c_str(), nullptr, nullptr, 0, 0);
   }
   return t;
 }
@@ -450,6 +502,11 @@ ros::ServiceServer wrap_advertise_service(ros::NodeHandle* nh, ros::AdvertiseSer
                          ros::this_node::getName().c_str(), nh->getNamespace().c_str(),
                          srv.getService().c_str(), ops.datatype.c_str());
     lttng_ust_tracepoint(roscope_ros1, callback_register, traced.get(), "service", symbol.c_str());
+    remember(PY_SERVICE_INIT, (uint64_t)(uintptr_t)impl_of(&srv), (uint64_t)(uintptr_t)traced.get(),
+             ros::this_node::getName().c_str(), nh->getNamespace().c_str(), srv.getService().c_str(),
+             ops.datatype.c_str(), 0, 0);
+    remember(PY_CALLBACK_REGISTER, (uint64_t)(uintptr_t)traced.get(), 0, "service", symbol.c_str(), nullptr, nullptr,
+             0, 0);
   }
   return srv;
 }
@@ -461,6 +518,7 @@ void wrap_publisher_publish(const ros::Publisher* self, const boost::function<ro
     ROSCOPE_SYMBOL("_ZNK3ros9Publisher7publishERKN5boost8functionIFNS_17SerializedMessageEvEEERS3_");
 void wrap_publisher_publish(const ros::Publisher* self, const boost::function<ros::SerializedMessage()>& serfunc,
                             ros::SerializedMessage& m) {
+  check_dump();
   uint64_t id = g_message_counter.fetch_add(1, std::memory_order_relaxed) + 1;
   lttng_ust_tracepoint(roscope_ros1, publish, impl_of(self), id, m.message.get());
   uint64_t saved = tl_message_id;
@@ -494,7 +552,10 @@ void wrap_connection_write(ros::Connection* self, const boost::shared_array<uint
 void wrap_connection_write(ros::Connection* self, const boost::shared_array<uint8_t>& buffer, uint32_t size,
                            const ros::WriteFinishedFunc& cb, bool immediate) {
   if (tl_tx_link) {
-    lttng_ust_tracepoint(roscope_ros1, link_tx_write, tl_tx_link, buffer.get(), size);
+    // Counted whether or not a session records it (the tracepoint's arguments are only
+    // evaluated when it does): positions are the link's own, as on the receiving side.
+    uint64_t index = tx_next_index(tl_tx_link);
+    lttng_ust_tracepoint(roscope_ros1, link_tx_write, tl_tx_link, buffer.get(), size, index);
     tl_tx_link = nullptr;  // only the message write issued by startMessageWrite
   }
   as<void (*)(ros::Connection*, const boost::shared_array<uint8_t>&, uint32_t, const ros::WriteFinishedFunc&, bool)>(
@@ -509,7 +570,9 @@ bool wrap_tsl_handle_header(ros::TransportSubscriberLink* self, const ros::Heade
   std::string topic, local, remote;
   header.getValue("topic", topic);
   connection_addrs(self->getConnection(), local, remote);
+  tx_link_new(self);
   lttng_ust_tracepoint(roscope_ros1, link_tx_init, self, topic.c_str(), local.c_str(), remote.c_str());
+  remember(PY_LINK_TX_INIT, (uint64_t)(uintptr_t)self, 0, topic.c_str(), local.c_str(), remote.c_str(), nullptr, 0, 0);
   return as<bool (*)(ros::TransportSubscriberLink*, const ros::Header&)>(orig::tsl_handle_header)(self, header);
 }
 
@@ -520,6 +583,7 @@ bool wrap_tpl_on_header(ros::TransportPublisherLink* self, const ros::Connection
   header.getValue("topic", topic);
   connection_addrs(conn, local, remote);
   lttng_ust_tracepoint(roscope_ros1, link_rx_init, self, topic.c_str(), local.c_str(), remote.c_str());
+  remember(PY_LINK_RX_INIT, (uint64_t)(uintptr_t)self, 0, topic.c_str(), local.c_str(), remote.c_str(), nullptr, 0, 0);
   return as<bool (*)(ros::TransportPublisherLink*, const ros::ConnectionPtr&, const ros::Header&)>(orig::tpl_on_header)(
       self, conn, header);
 }
@@ -583,13 +647,7 @@ extern "C" EXPORT int roscope_ros1_message_link(int kind, const void* const* sub
 // Entry points for the rospy hook (instrument/ros1/rospy/roscope_rospy.py),
 // called through ctypes when this library is preloaded into a Python process.
 // Same events as for roscpp; handles are Python object ids.
-enum RospyEvent {
-  PY_NODE_INIT = 0, PY_PUBLISHER_INIT, PY_SUBSCRIPTION_INIT, PY_TIMER_INIT, PY_SERVICE_INIT,
-  PY_CALLBACK_REGISTER, PY_LINK_TX_INIT, PY_LINK_RX_INIT, PY_PUBLISH_BUFFER, PY_LINK_TX_WRITE,
-  PY_LINK_RX_MESSAGE, PY_MESSAGE_QUEUE, PY_CALLBACK_START, PY_CALLBACK_END
-};
-
-static inline const void* P(uint64_t v) { return reinterpret_cast<const void*>(static_cast<uintptr_t>(v)); }
+// (RospyEvent: above, with the state dump, which keeps init events in this form.)
 static inline const char* S(const char* s) { return s ? s : ""; }
 
 // The rospy hook calls this once rospy is imported: a Python process is traced
@@ -597,6 +655,7 @@ static inline const char* S(const char* s) { return s ? s : ""; }
 extern "C" EXPORT void roscope_ros1_py_enable() { start_tracing(); }
 
 extern "C" EXPORT uint64_t roscope_ros1_py_publish(uint64_t publisher) {
+  check_dump();
   uint64_t id = g_message_counter.fetch_add(1, std::memory_order_relaxed) + 1;
   lttng_ust_tracepoint(roscope_ros1, publish, P(publisher), id, nullptr);
   return id;
@@ -605,6 +664,7 @@ extern "C" EXPORT uint64_t roscope_ros1_py_publish(uint64_t publisher) {
 extern "C" EXPORT void roscope_ros1_py_event(int which, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
                                              const char* s1, const char* s2, const char* s3, const char* s4,
                                              int64_t i1, int64_t i2) {
+  check_dump();
   switch (which) {
     case PY_NODE_INIT:
       lttng_ust_tracepoint(roscope_ros1, node_init, S(s1), ROSCOPE_TRACER_VERSION " (rospy)");
@@ -625,6 +685,7 @@ extern "C" EXPORT void roscope_ros1_py_event(int which, uint64_t a, uint64_t b, 
       lttng_ust_tracepoint(roscope_ros1, callback_register, P(a), S(s1), S(s2));
       break;
     case PY_LINK_TX_INIT:
+      tx_link_new(P(a));
       lttng_ust_tracepoint(roscope_ros1, link_tx_init, P(a), S(s1), S(s2), S(s3));
       break;
     case PY_LINK_RX_INIT:
@@ -633,9 +694,11 @@ extern "C" EXPORT void roscope_ros1_py_event(int which, uint64_t a, uint64_t b, 
     case PY_PUBLISH_BUFFER:
       lttng_ust_tracepoint(roscope_ros1, publish_buffer, a, P(b), (uint32_t)i1);
       break;
-    case PY_LINK_TX_WRITE:
-      lttng_ust_tracepoint(roscope_ros1, link_tx_write, P(a), P(b), (uint32_t)i1);
+    case PY_LINK_TX_WRITE: {
+      uint64_t index = tx_next_index(P(a));  // counted with or without a session (see above)
+      lttng_ust_tracepoint(roscope_ros1, link_tx_write, P(a), P(b), (uint32_t)i1, index);
       break;
+    }
     case PY_LINK_RX_MESSAGE:
       lttng_ust_tracepoint(roscope_ros1, link_rx_message, P(a), P(b), (uint32_t)i1, (uint64_t)i2);
       break;
@@ -647,6 +710,17 @@ extern "C" EXPORT void roscope_ros1_py_event(int which, uint64_t a, uint64_t b, 
       break;
     case PY_CALLBACK_END:
       lttng_ust_tracepoint(roscope_ros1, callback_end, P(a));
+      break;
+    default:
+      break;
+  }
+  switch (which) {
+    case PY_NODE_INIT:
+      remember(which, 0, 0, s1, ROSCOPE_TRACER_VERSION " (rospy)", nullptr, nullptr, 0, 0);
+      break;
+    case PY_PUBLISHER_INIT: case PY_SUBSCRIPTION_INIT: case PY_TIMER_INIT: case PY_SERVICE_INIT:
+    case PY_CALLBACK_REGISTER: case PY_LINK_TX_INIT: case PY_LINK_RX_INIT:
+      remember(which, a, b, s1, s2, s3, s4, i1, i2);
       break;
     default:
       break;

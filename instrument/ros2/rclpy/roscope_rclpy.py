@@ -24,8 +24,9 @@ subscription of an action server or client are found through the rcl_action hand
 implementation's first members), each checked by name with rcl's getters before use.
 
 Handles of Python objects (callbacks, the rclpy subscription) are their ``id()``: unique while
-they live, and kept alive here. Every init event emitted is also kept (``_INIT``) so that
-``dump_state()`` can re-emit them, e.g. when a session starts after the process (issue 28).
+they live, and kept alive here. The tracer library keeps every init event it is given (these
+and rcl's) and re-emits them when `roscope record --attach` asks (its state dump,
+docs/ros1-tracer.md "Attaching"), so this module keeps none.
 The per-run calls (callback start/end and input, executor events) go through the tracer's C
 extension (`_roscope_rclpy_fast`, its `Traced` wrapper around each callback) when it is built,
 else through ctypes. Without the preloaded library this module does nothing. See
@@ -46,9 +47,6 @@ _lib = None
 _rcl = None
 #: Whether this module emits the service events itself (the rmw has none: Jazzy).
 _own_service_events = False
-#: Init events emitted so far, as (function, args), for dump_state().
-_INIT: list = []
-_init_lock = threading.Lock()
 #: Objects whose id() is a handle in the trace: kept alive so that the id is not reused.
 _keep: list = []
 
@@ -134,20 +132,8 @@ def _rcl_lib():
 
 
 def _init_event(fn, *args) -> None:
-    """Emits an init event and keeps it for dump_state()."""
-    with _init_lock:
-        _INIT.append((fn, args))
+    """Emits an init event (the tracer library keeps it for its state dump)."""
     fn(*args)
-
-
-def dump_state() -> int:
-    """Re-emits every init event this module emitted (callbacks and what they serve);
-    returns how many."""
-    with _init_lock:
-        events = list(_INIT)
-    for fn, args in events:
-        fn(*args)
-    return len(events)
 
 
 # --------------------------------------------------------------------------

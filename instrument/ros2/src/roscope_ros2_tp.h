@@ -17,6 +17,16 @@
 /* GIDs as in Kilted's tracetools (RMW_GID_STORAGE_SIZE 16). */
 #define ROSCOPE_ROS2_GID_SIZE 16
 
+/* A state dump (roscope_ros2_dump.h): the init events of a running process's live objects
+ * follow, in this thread, until state_dump_end. */
+TRACEPOINT_EVENT(roscope_ros2, state_dump_begin,
+  TP_ARGS(uint32_t, objects),
+  TP_FIELDS(ctf_integer(uint32_t, objects, objects)))
+
+TRACEPOINT_EVENT(roscope_ros2, state_dump_end,
+  TP_ARGS(uint32_t, objects),
+  TP_FIELDS(ctf_integer(uint32_t, objects, objects)))
+
 /* The process was started by `roscope record` (record_id: the recording's name). */
 TRACEPOINT_EVENT(roscope_ros2, process_init,
   TP_ARGS(const char *, record_id_arg, const char *, exe_arg),

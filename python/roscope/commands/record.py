@@ -21,13 +21,15 @@ from roscope.record import (
     DEFAULT_SUBBUF_SIZE,
     RecordError,
     RecordOptions,
+    active_sessions,
     record_command,
     recover,
+    snapshot,
     start_session,
     stop_session,
 )
 
-SUBCOMMANDS = ("start", "stop", "recover")
+SUBCOMMANDS = ("start", "stop", "recover", "snapshot")
 
 
 def _add_recording_options(p: argparse.ArgumentParser) -> None:
@@ -52,6 +54,22 @@ def _add_recording_options(p: argparse.ArgumentParser) -> None:
                    help="preload no tracer: neither the ROS 1 tracer nor roscope's ROS 2 tracer for a pip-installed "
                         "ROS 2 (whose own tracer then records nothing: roscope says so)")
     p.add_argument("--tracer", metavar="LIB", help="path of libroscope_ros1.so (default: found automatically)")
+    p.add_argument("--attach", action="store_true",
+                   help="include the processes already running: roscope's tracers in them re-emit their objects "
+                        "when the session starts (a state dump), so they are named as if traced from their start "
+                        "(docs/ros1-tracer.md, Attaching)")
+    p.add_argument("--flight-recorder", action="store_true",
+                   help="keep only the last --keep seconds in memory (LTTng snapshot mode) and write them when asked: "
+                        "'roscope record snapshot [--name N] [LABEL]', or SIGUSR1 to 'roscope record' "
+                        "(docs/flight-recorder.md)")
+    p.add_argument("--keep", type=float, default=10.0, metavar="SECONDS",
+                   help="flight recorder: seconds the rings keep (default 10)")
+    p.add_argument("--rate", type=float, default=20000.0, metavar="EVENTS_PER_S",
+                   help="flight recorder: the event rate the rings are sized for (default 20000; the examples "
+                        "emit 2000-4000)")
+    p.add_argument("--pid", action="append", metavar="PID[,PID...]",
+                   help="record only these processes and their descendants running when the session starts "
+                        "(LTTng's vpid tracking; repeatable)")
 
 
 def register(sub) -> None:
@@ -88,6 +106,8 @@ SUBCOMMAND_HELP = {
     "start": "Start a recording that runs until 'roscope record stop' (for systems started elsewhere: "
              "export the printed variables in their shells).",
     "stop": "Stop a recording made with 'roscope record start' and complete its manifest.",
+    "snapshot": "Write a snapshot of a running flight recorder (--flight-recorder): DIR/snapshots/LABEL/ with "
+                "the last seconds it kept and a manifest (docs/flight-recorder.md).",
     "recover": "Finish recordings whose roscope record was killed (kill -9, a crash): destroy their LTTng "
                "session, stop the perf they started (and with --kill-children the processes of their command "
                "that can be proven to be its own: by cgroup, or exact PID, start time and boot id) and complete "
@@ -102,6 +122,9 @@ def _subcommand_parser(verb: str) -> argparse.ArgumentParser:
         _add_recording_options(p)
     elif verb == "stop":
         p.add_argument("--name", metavar="N", help="the recording to stop")
+    elif verb == "snapshot":
+        p.add_argument("--name", metavar="N", help="the flight recording (default: the only one running)")
+        p.add_argument("label", nargs="?", metavar="LABEL", help="the snapshot's name (default: the time)")
     else:
         p.add_argument("--dry-run", action="store_true", help="only list what would be done")
         p.add_argument("--kill-children", action="store_true",
@@ -131,11 +154,11 @@ def split_words(args) -> tuple[str, list[str]]:
     sub.set_defaults(**{k: getattr(args, k, v) for k, v in vars(sub.parse_args([])).items()})
     for k, v in vars(sub.parse_args(words[1:])).items():
         setattr(args, k, v)
-    if verb in ("stop", "recover"):
-        allowed = {"name"} if verb == "stop" else set()
+    if verb in ("stop", "recover", "snapshot"):
+        allowed = {"name"} if verb in ("stop", "snapshot") else set()
         extra = [k for k, v in _recording_defaults().items() if k not in allowed and getattr(args, k) != v]
         if extra:
-            takes = "--name" if verb == "stop" else "--dry-run, --kill-children and DIRs"
+            takes = "--name" if verb in ("stop", "snapshot") else "--dry-run, --kill-children and DIRs"
             sub.error(f"takes only {takes} (also given: {', '.join('--' + k.replace('_', '-') for k in extra)})")
     return verb, []
 
@@ -146,10 +169,21 @@ def _options(args) -> RecordOptions:
         events += [e.strip() for e in item.split(",") if e.strip()]
     if args.num_subbuf < 2:
         raise RecordError("--num-subbuf must be at least 2")
+    if not (0 < args.keep <= 3600) or not (0 < args.rate <= 1e8):
+        raise RecordError("--keep must be in (0, 3600] seconds and --rate in (0, 1e8] events/s")
+    if args.flight_recorder and (args.pid or args.kernel):
+        raise RecordError("--flight-recorder takes neither --pid nor --kernel (yet)")
+    pids = []
+    for item in args.pid or []:
+        for w in item.split(","):
+            if not w.strip().isdigit() or int(w) <= 0:
+                raise RecordError(f"--pid: not a process id: {C.escape(w.strip())!r}")
+            pids.append(int(w))
     return RecordOptions(output=args.output, name=args.name, kernel=args.kernel,
                          events=events or list(DEFAULT_EVENTS), subbuf_size=args.subbuf_size,
                          num_subbuf=args.num_subbuf, preload=not args.no_preload, tracer=args.tracer,
-                         ros2=args.ros2)
+                         ros2=args.ros2, attach=args.attach, pids=pids, flight=args.flight_recorder,
+                         keep=args.keep, rate=args.rate)
 
 
 def _start(args) -> int:
@@ -194,6 +228,16 @@ def _recover(args) -> int:
     return 1 if failed else 0
 
 
+def _flight_name(name: str | None) -> str:
+    """The flight recording to snapshot: `name`, or the only one running."""
+    if name:
+        return name
+    names = [s["name"] for s in active_sessions() if s.get("flight")]
+    if len(names) != 1:
+        raise RecordError(f"give --name: running flight recordings: {', '.join(names) or 'none'}")
+    return names[0]
+
+
 def run(args) -> int:
     """Errors of the recording are RecordError (a UserError): the CLI prints them, exit 1."""
     verb, command = split_words(args)
@@ -201,6 +245,10 @@ def run(args) -> int:
         return _start(args)
     if verb == "recover":
         return _recover(args)
+    if verb == "snapshot":
+        dest = snapshot(_flight_name(args.name), args.label, trigger="roscope record snapshot")
+        print(f"roscope: snapshot written to {dest}")
+        return 0
     if verb == "stop":
         m = stop_session(args.name)
         print(f"roscope: trace written to {m['trace_dir']} "

@@ -26,12 +26,15 @@ The parts, lowest first:
 - ``perf``: the kernel's sched events (``--kernel``);
 - ``session``: ``Recording`` (setup with one cleanup path that marks the manifest
   ``"failed"``), ``record_command``, ``start_session``, ``stop_session``;
-- ``recover``: recordings whose roscope was killed.
+- ``recover``: recordings whose roscope was killed;
+- ``flight``: the flight recorder's sessions and ``snapshot`` (also for callers such as a
+  deadline watcher: ``roscope.record.snapshot(name, label, trigger=...)``).
 
 This package does not import roscope._core: it works before the Rust core is built.
 """
 from __future__ import annotations
 
+from roscope.record.flight import snapshot
 from roscope.record.lttng import count_discarded, ensure_sessiond, lttng_sessions
 from roscope.record.manifest import MANIFEST_FORMAT, MANIFEST_NAME, MANIFEST_VERSION, prepare_output, write_manifest
 from roscope.record.options import (
@@ -51,6 +54,6 @@ __all__ = [
     "DEFAULT_CHANNEL", "DEFAULT_CONTEXTS", "DEFAULT_EVENTS", "DEFAULT_NUM_SUBBUF", "DEFAULT_SUBBUF_SIZE",
     "MANIFEST_FORMAT", "MANIFEST_NAME", "MANIFEST_VERSION", "TRACER_ENV", "TRACER_NAME",
     "RecordError", "RecordOptions", "Recording", "active_sessions", "count_discarded", "ensure_sessiond",
-    "find_tracer", "lttng_sessions", "prepare_output", "record_command", "recover", "rospy_hook_dir",
+    "find_tracer", "lttng_sessions", "prepare_output", "record_command", "recover", "rospy_hook_dir", "snapshot",
     "start_session", "stop_session", "write_manifest",
 ]

@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from roscope.processes import group
+from roscope.processes.identity import live_stats
 from roscope.processes.tracking import tracking
 from roscope.record.options import DEFAULT_CHANNEL, DEFAULT_CONTEXTS, RecordError, RecordOptions
 
@@ -83,7 +84,52 @@ def configure_and_start(name: str, opts: RecordOptions) -> None:
     lttng("add-context", "--userspace", f"--channel={DEFAULT_CHANNEL}", f"--session={name}", *ctx)
     if opts.rotate_us:
         lttng("enable-rotation", f"--session={name}", f"--timer={int(opts.rotate_us)}us")
+    if opts.pids:
+        tracked = process_tree(opts.pids)
+        lttng("track", "--userspace", f"--session={name}", "--vpid=" + ",".join(str(p) for p in tracked))
+        opts.pids = tracked
     lttng("start", name)
+    after_start(name, opts)
+
+
+def after_start(name: str, opts: RecordOptions) -> None:
+    """What follows the start of session `name`: with --attach, the request for state dumps."""
+    if opts.attach:
+        request_state_dump(name)
+
+
+#: roscope's tracers make their state dump 50 ms after they see the request, checking every
+#: 50 ms (instrument/include/roscope/roscope_attach_tp.h); this leaves room for a loaded machine.
+STATE_DUMP_WAIT_S = 1.0
+STATE_DUMP_REQUEST = "roscope_attach:request"
+
+
+def request_state_dump(name: str) -> None:
+    """Asks the processes that already run for their objects: turns roscope_attach:request on
+    in session `name` for STATE_DUMP_WAIT_S, then off again (so that the next session that
+    asks turns it on anew)."""
+    lttng("enable-event", "--userspace", STATE_DUMP_REQUEST, f"--channel={DEFAULT_CHANNEL}", f"--session={name}")
+    time.sleep(STATE_DUMP_WAIT_S)
+    lttng("disable-event", "--userspace", STATE_DUMP_REQUEST, f"--channel={DEFAULT_CHANNEL}", f"--session={name}")
+
+
+def process_tree(pids: list[int]) -> list[int]:
+    """The given processes and their descendants that run now (sorted); a RecordError
+    if one of the given ones does not run."""
+    stats = live_stats()
+    missing = [p for p in pids if p not in stats]
+    if missing:
+        raise RecordError(f"--pid: no running process {', '.join(str(p) for p in missing)}")
+    children: dict[int, list[int]] = {}
+    for st in stats.values():
+        children.setdefault(st.ppid, []).append(st.pid)
+    out, todo = set(), list(pids)
+    while todo:
+        p = todo.pop()
+        if p not in out:
+            out.add(p)
+            todo.extend(children.get(p, []))
+    return sorted(out)
 
 
 def destroy_session(name: str) -> list[str]:

@@ -170,6 +170,8 @@ def base_manifest(out: Path, name: str, opts: RecordOptions, tracer: Path | None
         # Processes started under this recording emit roscope_ros1:process_init with this id;
         # LTTng also records any other traced process of the machine during the session.
         "record_id": name,
+        # --attach: the processes running when the session started belong to it too.
+        "attach": bool(opts.attach),
         "trace_dir": str(out),
         "lttng": {
             "version": lttng_version(),

@@ -42,3 +42,12 @@ class RecordOptions:
     #: The channel's monitor timer (us; LTTng's default when None): how often the consumer
     #: samples its buffers, which paces a rotation's completion.
     monitor_timer_us: int | None = None
+    #: Include the processes already running (their tracers' state dumps name their objects).
+    attach: bool = False
+    #: Record only these processes and their descendants (LTTng's vpid tracking), if any.
+    pids: list[int] = field(default_factory=list)
+    #: Flight recorder (roscope.record.flight): snapshot-mode sessions keeping `keep` seconds
+    #: at about `rate` events/s.
+    flight: bool = False
+    keep: float = 10.0
+    rate: float = 20000.0

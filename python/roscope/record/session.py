@@ -20,7 +20,7 @@ from pathlib import Path
 from roscope.processes import group
 from roscope.processes.identity import identity, identity_of, printable
 from roscope.processes.tracking import tracking
-from roscope.record import claims, lttng, perf, ros2
+from roscope.record import claims, flight, lttng, perf, ros2
 from roscope.record.manifest import (
     SETUP_OUTPUTS,
     base_manifest,
@@ -60,13 +60,14 @@ class Recording:
         self.manifest: dict = {}
         self.state: dict = {}
         self.state_file: Path | None = None   # set once this recording holds its name
-        self.session = False                  # the LTTng session exists (this recording made it)
+        self.made: list[str] = []             # the LTTng sessions this recording made (and not yet destroyed)
         self.perf: group.Started | None = None
         self.child: group.Started | None = None
         self.members: dict[int, dict] = {}    # every process of the command seen: pid -> identity
         self.interrupted: list[int] = []
         self._old_handlers: dict = {}
         self._setting_up = False
+        self.snapshots: list[int] = []        # SIGUSR1s to a flight recorder, to be served
 
     # -- checks that create nothing (a failure leaves nothing behind)
     def check(self) -> None:
@@ -100,15 +101,26 @@ class Recording:
         try:
             for s in self.SIGNALS:
                 self._old_handlers[s] = signal.signal(s, self._on_signal)
+            if self.opts.flight and self.command is not None:
+                self._old_handlers[signal.SIGUSR1] = signal.signal(signal.SIGUSR1,
+                                                                   lambda s, _f: self.snapshots.append(s))
             self.manifest = base_manifest(self.out, self.name, self.opts, self.tracer, self.command)
             self.manifest["ros2"] = self.ros2.manifest()
             self.manifest.update(mode=self.mode, owner=identity(os.getpid()))
             write_manifest(self.out, self.manifest)
             self._claim_name()
             lttng.ensure_sessiond()
-            lttng.create_session(self.name, self.out)
-            self.session = True
-            lttng.configure_and_start(self.name, self.opts)
+            if self.opts.flight:
+                self.state["flight"] = True
+                flight.create(self.name, self.out, self.opts, self.made)
+                self.manifest["lttng"].update(subbuf_size=self.opts.subbuf_size, num_subbuf=self.opts.num_subbuf,
+                                              mode="snapshot", sessions=flight.sessions(self.name))
+                self.manifest["options"].update(subbuf_size=self.opts.subbuf_size, num_subbuf=self.opts.num_subbuf)
+                lttng.after_start(self.name, self.opts)
+            else:
+                lttng.create_session(self.name, self.out)
+                self.made.append(self.name)
+                lttng.configure_and_start(self.name, self.opts)
             if self.opts.kernel:
                 self._start_perf()
             if self.command is not None:
@@ -183,9 +195,7 @@ class Recording:
         """Undoes what setup created; returns what could not be undone."""
         problems = []
         group.stop_everything(0.0)   # the command and perf, if they were started
-        if self.session:
-            problems += lttng.destroy_session(self.name)
-            self.session = False
+        problems += self._destroy()
         if self.out is not None:
             for n in SETUP_OUTPUTS:
                 p = self.out / n
@@ -197,6 +207,21 @@ class Recording:
             self.state_file.unlink(missing_ok=True)
             self.state_file = None
         return problems
+
+    def _destroy(self) -> list[str]:
+        """Destroys the LTTng sessions this recording made (a flight recorder makes two), never
+        one it did not (e.g. another tool's of the same name)."""
+        problems = [p for n in self.made for p in lttng.destroy_session(n)]
+        self.made = []
+        return problems
+
+    def snapshot(self, trigger: str) -> None:
+        """A flight recorder's snapshot (SIGUSR1); a failure is printed, the recording goes on."""
+        try:
+            dest = flight.snapshot({"name": self.name, "output": str(self.out)}, trigger=trigger)
+            print(f"roscope: snapshot written to {dest}", file=sys.stderr)
+        except RecordError as e:
+            print(f"roscope: snapshot failed: {e}", file=sys.stderr)
 
     def _fail(self, exc: BaseException):
         if isinstance(exc, KeyboardInterrupt):
@@ -242,6 +267,9 @@ class Recording:
                 break
             except subprocess.TimeoutExpired:
                 pass
+            while self.snapshots:
+                self.snapshots.pop(0)
+                self.snapshot("SIGUSR1")
             if len(self.interrupted) > forwarded:   # SIGINT to all its processes (ROS nodes stop cleanly)
                 forwarded = len(self.interrupted)
                 group.signal_all(child, signal.SIGINT)
@@ -271,8 +299,7 @@ class Recording:
         try:
             if self.perf is not None:
                 self.manifest["kernel"].update(perf.stop_perf(self.perf, self.out))
-            problems = lttng.destroy_session(self.name)
-            self.session = False
+            problems = self._destroy()
             if problems:
                 result["lttng_problems"] = problems
             result["state"] = "complete"
@@ -365,7 +392,8 @@ def stop_session(name: str | None) -> dict:
     if manifest.get("kernel"):
         manifest["kernel"]["perf_ok"] = perf.perf_ok(out)
     unreachable = ros2.check_at_stop(manifest)
-    problems = lttng.destroy_session(state["name"])
+    names = flight.sessions(state["name"]) if state.get("flight") else [state["name"]]
+    problems = [p for n in names for p in lttng.destroy_session(n)]
     if problems:
         extra["lttng_problems"] = problems
     if unreachable:
