@@ -185,16 +185,6 @@ __attribute__((constructor)) static void init_if_roscpp() {
   start_tracing();
 }
 
-// At load, after the tracepoint registration constructors above (same
-// translation unit, defined earlier): a process with roscpp (the first original
-// resolves) is traced; any other process is left alone.
-__attribute__((constructor)) static void init_if_roscpp() {
-  if (!dlsym(RTLD_NEXT, "_ZN3ros4initERKSt3mapINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEES6_St4lessIS6_ESaISt4pairIKS6_S6_EEERSA_j"))
-    return;
-  orig::resolve_all();
-  start_tracing();
-}
-
 template <typename F>
 static inline F as(void* p) { return reinterpret_cast<F>(p); }
 
