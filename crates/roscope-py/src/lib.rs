@@ -204,6 +204,7 @@ impl Meter {
 /// clocks of several hosts are synchronized from the messages between them.
 /// Returns (tables, stats, warnings, losses): tables is a list of (name, ArrowTable).
 #[pyfunction]
+#[allow(clippy::too_many_arguments)] // the Python signature: keywords with defaults
 #[pyo3(signature = (paths, heuristics=true, progress=false, record_ids=None, sync=true, meter=None, attach=false))]
 fn build_model(
     py: Python<'_>,
