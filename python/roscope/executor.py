@@ -24,6 +24,7 @@ stored as a table of that name with `store`.
 from __future__ import annotations
 
 from roscope import percentiles
+from roscope.database import Database
 from roscope.results import publish_query
 
 #: Per delivered message (transport link to a callback run): the wait from
@@ -76,7 +77,7 @@ RUN_INPUT_WAITS_SQL = """
     FROM waits w WHERE EXISTS (SELECT 1 FROM tangled t WHERE t.thread_id = w.thread_id)"""
 
 
-def threads(db) -> list[dict]:
+def threads(db: Database) -> list[dict]:
     """Per thread with executor states: traced time in each state (ns), executions
     (callbacks executed) and utilization (executing share of the traced time)."""
     rows = db.records("""
@@ -95,7 +96,7 @@ def threads(db) -> list[dict]:
     return rows
 
 
-def run_input_waits(db, *, store: bool = False):
+def run_input_waits(db: Database, *, store: bool = False):
     """The per-message waits (see `RUN_INPUT_WAITS_SQL`), visible to SQL as
     `run_input_waits` (a temporary view; a table of the database with `store`);
     returns it as a DuckDB relation."""
@@ -103,7 +104,7 @@ def run_input_waits(db, *, store: bool = False):
     return db.con.table("run_input_waits")
 
 
-def input_waits(db, *, store: bool = False) -> list[dict]:
+def input_waits(db: Database, *, store: bool = False) -> list[dict]:
     """Per subscription callback: count and statistics of its input waits (ns, from
     publication to callback start), and the mean and max time the executor thread was
     busy with other callbacks during a wait."""
@@ -115,7 +116,7 @@ def input_waits(db, *, store: bool = False) -> list[dict]:
         GROUP BY ALL ORDER BY mean_ns DESC""")
 
 
-def executor_callbacks(db) -> list[dict]:
+def executor_callbacks(db: Database) -> list[dict]:
     """Per thread that ran callbacks: {thread_id, tid, pid, procname, hostname,
     executor_events (it has executor states), runs, busy_ns (outermost runs' time),
     callbacks: [{callback_id, node, kind, topic, period_ns, symbol, runs, busy_ns,
@@ -178,7 +179,7 @@ GROUP_MEMBERS_SQL = """
 _MEMBER_KEYS = ("kind", "handle", "owner_id", "callback_id", "node", "topic", "period_ns", "symbol", "runs", "busy_ns")
 
 
-def executor_objects(db) -> list[dict]:
+def executor_objects(db: Database) -> list[dict]:
     """Per executor object (CARET's executor structure events; `[]` without them):
     {executor_id, pid, procname, hostname, handle, collector_handle, type, init_ts,
     tids (threads its callbacks ran on), runs, busy_ns, groups: [{group_id, handle,
@@ -219,7 +220,7 @@ def executor_objects(db) -> list[dict]:
     return list(out.values())
 
 
-def executor(db, *, store: bool = False) -> dict:
+def executor(db: Database, *, store: bool = False) -> dict:
     """Executor states per thread, the callbacks each executor thread ran, the executor objects with their
     callback groups (where the trace has them), and input waits per callback."""
     return {"threads": threads(db), "executors": executor_callbacks(db), "executor_objects": executor_objects(db),

@@ -45,6 +45,7 @@ case, input_publication_id, response_ns, left_out).
 from __future__ import annotations
 
 from roscope import percentiles
+from roscope.database import Database
 from roscope.errors import InputError
 from roscope.results import publish_query
 
@@ -101,7 +102,7 @@ def _query(definition: str, end: str) -> str:
     FROM c JOIN inputs i ON i.publication_id = c.prev_input"""
 
 
-def response_times(db, definition: str = "dataflow", end: str | None = None, *, store: bool = False) -> list[dict]:
+def response_times(db: Database, definition: str = "dataflow", end: str | None = None, *, store: bool = False) -> list[dict]:
     """Per (path, end callback) of the last `data_flows`: the statistics of each case
     (count, min_ns ... max_ns with quartiles). See the module's doc."""
     if definition not in DEFINITIONS:

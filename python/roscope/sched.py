@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from roscope.database import Database
 from roscope.errors import InputError
 from roscope.flow import FlowRequest, data_flows
 from roscope.text import names
@@ -98,7 +99,7 @@ def _assign(points: str, a: str, z: str) -> str:
         WHERE r.end_ts > p.{a}"""
 
 
-def has_kernel_data(db) -> bool:
+def has_kernel_data(db: Database) -> bool:
     """Whether the database has kernel scheduling data (raises InputError for a
     database written before roscope had the kernel tables)."""
     have = {r[0] for r in db.con.execute(
@@ -131,7 +132,7 @@ _CULPRIT = {"tid": "c.by_tid", "pid": "c.by_pid", "name": "coalesce(c.by_name, k
             "procname": "coalesce(c.by_procname, k.procname)", "ns": "c.ns"}
 
 
-def run_sched(db):
+def run_sched(db: Database):
     """Per finished callback run (temporary table `run_sched`, returned as a DuckDB
     relation): `on_cpu_ns`, `runnable_ns`, `blocked_ns`, `unknown_ns` (the part of
     the run no state interval of its thread covers), `preemptions`, `migrations`
@@ -187,7 +188,7 @@ def _check_regex(db, pattern: str | None) -> None:
         raise InputError(f"no callback matches --callback {pattern!r} (callbacks: {names(r[0] for r in rows)})")
 
 
-def worst_runs(db, callback: str | None = None, top: int = 10) -> dict:
+def worst_runs(db: Database, callback: str | None = None, top: int = 10) -> dict:
     """The `top` longest finished callback runs (of the callbacks whose name, `node
     topic-or-timer symbol`, matches the regular expression `callback`), each with its
     scheduling breakdown (`run_sched`) when the database has kernel data. Returns
@@ -322,7 +323,7 @@ def _c_rq(alias: str, t: str) -> str:
 _BEHIND = {"callback_id": "callback_id", "ns": "ns"}
 
 
-def wait_sched(db) -> object:
+def wait_sched(db: Database) -> object:
     """Per input wait (temporary table `wait_sched`, returned as a DuckDB relation):
     `wait_ns` split into `transport_ns`, `queued_ns` (other callbacks of the
     executor thread, named in `behind`: callback ids with the ns each took),
@@ -357,7 +358,7 @@ def wait_sched(db) -> object:
     return db.con.table("wait_sched")
 
 
-def worst_waits(db, callback: str | None = None, top: int = 10) -> list[dict]:
+def worst_waits(db: Database, callback: str | None = None, top: int = 10) -> list[dict]:
     """The `top` longest input waits (publication to callback start) of the callbacks
     matching `callback`, each split (`wait_sched`) with the callbacks it queued behind
     named, and in plain words. Durations in ns."""
@@ -434,7 +435,7 @@ _FLOW_WAITS = """
     WHERE st.is_run = 0 AND st.n_is_run = 1"""
 
 
-def flow_sched(db, request: FlowRequest, path: int | None = None, top: int = 10) -> dict:
+def flow_sched(db: Database, request: FlowRequest, path: int | None = None, top: int = 10) -> dict:
     """The `top` slowest data flows of `request` (of path `path` if given), each with
     the scheduling split of its segments summed: over its computation and idle
     segments, the time its threads were on a CPU, runnable and blocked; over its
@@ -483,7 +484,7 @@ def flow_sched(db, request: FlowRequest, path: int | None = None, top: int = 10)
     return {"kernel": kernel, "flows": rows, "summary": summary}
 
 
-def why_no_waits(db, callback: str | None = None) -> str:
+def why_no_waits(db: Database, callback: str | None = None) -> str:
     """Why `worst_waits` found no input wait, in words, from the cheapest facts."""
     q = lambda sql: db.con.execute(sql).fetchall()[0][0]  # noqa: E731
     if not q("SELECT count(*) FROM links"):
