@@ -114,6 +114,12 @@ def warnings_of(err: str) -> list[str]:
     return [x for x in err.splitlines() if x.startswith("roscope: warning: ")]
 
 
+def warnings_but_unnamed(err: str) -> list[str]:
+    """The warnings, but the one every verb gives for objects known only by their handles
+    (pingpong's session started after some of its publishers: issue 28)."""
+    return [x for x in warnings_of(err) if "known only by their handles" not in x]
+
+
 @pytest.fixture(scope="module")
 def pp_db(tmp_path_factory, roscope_cmd) -> str:
     """pingpong's database, written by `roscope load`; checked against babeltrace2."""
@@ -598,7 +604,10 @@ def test_trend_takes_the_re2_syntax_the_docs_promise(pp_ds, roscope_cmd):
     ping, pong = count("topic:^/ping$")["a"], count("topic:^/pong$")["a"]
     assert ping > 0 and pong > 0
     assert count(r"topic:/pi.g")["a"] == ping
-    assert count(r"topic:\Q/pi.g\E")["a"] == 0
+    # the literal "/pi.g" is no topic: read as RE2 (no regex error), it matches nothing, which
+    # is exit 1 naming the topics there are (issue 30)
+    p = run(roscope_cmd, "trend", pp_ds, "--metric", r"topic:\Q/pi.g\E", "--json")
+    assert p.returncode == 1 and "no published topic" in p.stderr and "/ping" in p.stderr, p.stderr
     assert count(r"topic:\Q/ping\E")["a"] == ping
     assert count(r"topic:^/\pL{4}$")["a"] == ping + pong
 
@@ -614,7 +623,7 @@ def test_stats_counts_a_trace_given_twice_once(second, roscope_cmd):
     assert p.returncode == 0, p.stderr
     summary = json.loads(p.stdout)["summary"]
     assert summary["callback_runs"] == bt2_runs(PINGPONG) == 44
-    said = warnings_of(p.stderr)
+    said = warnings_but_unnamed(p.stderr)
     assert len(said) == 1 and "read once" in said[0], p.stderr
 
 
@@ -623,7 +632,7 @@ def test_load_counts_a_trace_given_twice_once(tmp_path, roscope_cmd):
     p = run(roscope_cmd, "load", PINGPONG, os.path.join(PINGPONG, "ust"), "-o", out)
     assert p.returncode == 0, p.stderr
     assert db_count(out) == bt2_runs(PINGPONG)
-    assert len(warnings_of(p.stderr)) == 1 and "read once" in p.stderr
+    assert len(warnings_but_unnamed(p.stderr)) == 1 and "read once" in p.stderr
 
 
 def test_a_copied_stream_file_is_counted_once(tmp_path, roscope_cmd):
@@ -638,7 +647,7 @@ def test_a_copied_stream_file_is_counted_once(tmp_path, roscope_cmd):
     assert_no_crash(p)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["summary"]["callback_runs"] == bt2_runs(PINGPONG)
-    said = warnings_of(p.stderr)
+    said = warnings_but_unnamed(p.stderr)
     assert sorted(re.search(r"/(ros2_\d+_copy): holds the same stream as", x).group(1) for x in said) == \
         sorted(f"{n}_copy" for n in streams), p.stderr
     assert all("read once" in x for x in said)
@@ -656,7 +665,7 @@ def test_a_channel_without_metadata_is_reported(tmp_path, roscope_cmd):
     assert_no_crash(p)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["events"] == bt2_reading(os.path.join(ROS1, "kernel")).n_events == 2260
-    assert warnings_of(p.stderr) == [f"roscope: warning: {ust}: holds CTF stream files, but no 'metadata' file: "
+    assert warnings_but_unnamed(p.stderr) == [f"roscope: warning: {ust}: holds CTF stream files, but no 'metadata' file: "
                                      "its streams are not read"]
 
 
@@ -1048,7 +1057,10 @@ def test_error_exits_under_cpu_load(tmp_path, pp_db, trunc_meta, roscope_cmd):
         for k in range(0, len(runs), 10):
             wave = [(argv, subprocess.Popen([*roscope_cmd, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                             text=True)) for argv in runs[k:k + 10]]
-            results += [(argv, p.wait(timeout=300), p.communicate()[1]) for argv, p in wave]
+            # pingpong's unnamed objects (issue 28) are warned of before any later error
+            results += [(argv, p.wait(timeout=300), "".join(
+                x for x in p.communicate()[1].splitlines(keepends=True) if "known only by their handles" not in x))
+                for argv, p in wave]
     finally:
         for h in hogs:
             h.kill()

@@ -20,10 +20,10 @@ import json
 import math
 import os
 import re
-import subprocess
 import time
 from pathlib import Path
 
+from roscope.processes import group
 from roscope.record import claims
 from roscope.record.lttng import lttng
 from roscope.record.manifest import write_json
@@ -159,7 +159,7 @@ def window(trace: Path) -> dict:
     and the span in which every CPU's ring holds all its events (`complete_from_ns`: before it,
     some rings had already wrapped; `complete_until_ns`: after it, some ring's last events were
     not yet in a sub-buffer the snapshot could take); babeltrace2 reads it."""
-    p = subprocess.run(["/usr/bin/python3", "-c", _WINDOW, str(trace)], capture_output=True, text=True)
+    p = group.output("babeltrace2-window", ["/usr/bin/python3", "-c", _WINDOW, str(trace)])
     if p.returncode != 0:
         return {"window_error": (p.stderr.strip().splitlines() or ["?"])[-1]}
     w = json.loads(p.stdout.strip().splitlines()[-1])
