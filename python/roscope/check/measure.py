@@ -303,7 +303,9 @@ def path_values(db: Database, b: Budget) -> str:
     if not p.get("definition"):
         return "SELECT 1 AS g, latency_ns AS x FROM data_flows"
     case = next(c for c in response_time.CASES if c == p.get("case", "best"))  # one of roscope's own names
-    return f"SELECT 1 AS g, response_ns AS x FROM response_times WHERE \"case\" = '{case}'"
+    # the cases `roscope flow --definition` leaves out of its statistics (a path's first output,
+    # whose cycle may begin before the trace) are left out here too
+    return f"SELECT 1 AS g, response_ns AS x FROM response_times WHERE \"case\" = '{case}' AND NOT left_out"
 
 
 #: flow_sched's `top` that keeps every flow.
