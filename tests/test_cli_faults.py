@@ -1140,8 +1140,9 @@ def test_callback_and_topic_percentiles_beyond_the_budget_come_by_selection(tmp_
     their percentiles through percentiles.grouped: a callback with millions of runs
     never needs its runs whole in memory (quantile_cont), nor a sort of them. The real CARET
     end-to-end trace with its busiest callback's runs and its busiest topic's links
-    each repeated to 6M: under 32 MiB every row, without a warning, equals the one
-    quantile_cont gives under DuckDB's own budget."""
+    each repeated to 6M: under 48 MiB every row, without a warning, equals the one
+    quantile_cont gives under DuckDB's own budget. (48 MiB, not 32: the transport latency of
+    issue 30 joins every link with its take, whose hash join alone needs more than 32.)"""
     import roscope
     from roscope import stats
 
@@ -1165,21 +1166,21 @@ def test_callback_and_topic_percentiles_beyond_the_budget_come_by_selection(tmp_
                     "callback_start_ts FROM links_info) i USING (publication_id, run_id), range(1, $k) t(k) "
                     "WHERE i.topic = $topic AND i.callback_start_ts IS NOT NULL", {"topic": topic, "k": n // links})
     rows, warned = {}, {}
-    for budget in (0, 32 << 20):
+    for budget in (0, 48 << 20):
         with roscope.open(db_path) as db:
             db.limit_memory(budget) if budget else db.con.execute("RESET memory_limit")
             rows[budget] = (stats.callbacks(db), stats.topics(db))
             warned[budget] = [w for w in db.warnings if "statistics" in w]
-    assert warned == {0: [], 32 << 20: []}
+    assert warned == {0: [], 48 << 20: []}
     callbacks, topics = rows[0]
     assert {r["callback_id"]: r["count"] for r in callbacks}[cb] == runs * (n // runs) > n // 2
     assert {r["topic"]: r["deliveries"] for r in topics}[topic] == links * (n // links) > n // 2
     # Equal, but for standard deviations: DuckDB sums their squares in another order.
-    for small, whole in zip(rows[32 << 20], rows[0]):
+    for small, whole in zip(rows[48 << 20], rows[0]):
         assert len(small) == len(whole) > 1
         for a, b in zip(small, whole):
             assert list(a) == list(b)
-            inexact = [k for k in a if k in ("std_ns", "lat_std_ns", "period_jitter_ns") and a[k] is not None]
+            inexact = [k for k in a if k in ("std_ns", "lat_std_ns", "transport_std_ns", "period_jitter_ns") and a[k] is not None]
             assert {k: v for k, v in a.items() if k not in inexact} == {k: v for k, v in b.items() if k not in inexact}
             assert all(a[k] == pytest.approx(b[k], rel=1e-12) for k in inexact)
 
