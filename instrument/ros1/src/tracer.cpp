@@ -69,22 +69,6 @@ __asm__(
     ".weak _ZNK3ros6Header8getValueERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEERS6_\n"
     ".weak _ZNK3ros9Publisher8getTopicB5cxx11Ev\n");
 
-// The roscpp functions this library calls (not the interposed ones: those it
-// resolves with dlsym). They are weak, so that loading it into a process without
-// roscpp never fails (even with LD_BIND_NOW); only roscpp's own calls into the
-// interposed functions, hence only processes with roscpp, reach them. (An
-// assembler directive: `#pragma weak` does not reach C++ mangled names.)
-__asm__(
-    ".weak _ZN3ros10SubscriberD1Ev\n"
-    ".weak _ZN3ros13ServiceServerD1Ev\n"
-    ".weak _ZN3ros5TimerD1Ev\n"
-    ".weak _ZN3ros9PublisherD1Ev\n"
-    ".weak _ZN3ros9this_node7getNameB5cxx11Ev\n"
-    ".weak _ZNK3ros10Subscriber8getTopicB5cxx11Ev\n"
-    ".weak _ZNK3ros13ServiceServer10getServiceB5cxx11Ev\n"
-    ".weak _ZNK3ros6Header8getValueERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEERS6_\n"
-    ".weak _ZNK3ros9Publisher8getTopicB5cxx11Ev\n");
-
 #define ROSCOPE_TRACER_VERSION "roscope_ros1 0.1"
 #define EXPORT __attribute__((visibility("default")))
 #define TLS __thread __attribute__((tls_model("initial-exec")))
