@@ -18,6 +18,7 @@
 #define LTTNG_UST_TRACEPOINT_PROBE_DYNAMIC_LINKAGE
 #include "roscope_ros1_tp.h"
 #include "roscope/roscope_attach_tp.h"
+#include "roscope/attach_ack.h"
 
 namespace roscope_state {
 
@@ -113,6 +114,7 @@ static void state_dump() {
 // first seen (by a hook call or the watch thread, whichever comes first).
 static constexpr int64_t kDumpDelayNs = 50 * 1000 * 1000;
 static std::atomic<int64_t> g_dump_pending{0};  // when the change was first seen (0: none)
+static unsigned long g_dumps = 0;  // dumps made (under g_dump_mu), for roscope/attach_ack.h
 
 static int64_t mono_ns() {
   timespec ts;
@@ -136,6 +138,7 @@ void dump_state_changed() {
   state_dump();
   g_dump_pending.store(0);
   g_dump_last.store(1);
+  roscope_attach_ack(++g_dumps);
 }
 
 
@@ -143,6 +146,7 @@ void start_dump_watch() {
   // The state when tracing starts: a session asking for a dump now sees this
   // process's own init events, so no dump for it.
   g_dump_last.store(lttng_ust_tracepoint_enabled(roscope_attach, request) ? 1 : 0);
+  roscope_attach_ack(0);
   // The watch thread takes no signal: the program's own threads must get them.
   sigset_t all, old;
   sigfillset(&all);

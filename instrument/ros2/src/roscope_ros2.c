@@ -9,6 +9,7 @@
 #define TRACEPOINT_DEFINE
 #include "roscope_ros2_tp.h"
 #include "roscope/roscope_attach_tp.h"
+#include "roscope/attach_ack.h"
 #include "roscope_ros2_dump.h"
 
 #include <pthread.h>
@@ -36,6 +37,7 @@ static struct roscope_ros2_rec *rec_head, *rec_tail;  /* in the order kept */
 static pthread_mutex_t dump_mu = PTHREAD_MUTEX_INITIALIZER;
 static int dump_last;           /* the request's state last seen */
 static int64_t dump_pending;    /* when its change was first seen (0: none) */
+static unsigned long dumps_made; /* under dump_mu, for roscope/attach_ack.h */
 /* As in the ROS 1 tracer: LTTng-UST turns a tracepoint on a moment before it starts the
  * session in this process, so the dump comes this long after the change is first seen. */
 #define DUMP_DELAY_NS (50 * 1000 * 1000)
@@ -99,6 +101,7 @@ static __attribute__((noinline)) void dump_state_changed(void) {
     state_dump();
     __atomic_store_n(&dump_pending, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&dump_last, 1, __ATOMIC_RELAXED);
+    roscope_attach_ack(++dumps_made);
   }
   pthread_mutex_unlock(&dump_mu);
 }
@@ -121,6 +124,7 @@ __attribute__((constructor)) static void roscope_ros2_announce(void) {
   announce();
   /* A session asking for a dump now sees this process's own init events. */
   dump_last = tracepoint_enabled(roscope_attach, request) ? 1 : 0;
+  roscope_attach_ack(0);
   /* The watch thread takes no signal: the process's own threads must get them (a node
    * may block them everywhere but in one thread of its own, which this one predates). */
   sigset_t all, old;

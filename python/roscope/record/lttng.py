@@ -95,22 +95,80 @@ def configure_and_start(name: str, opts: RecordOptions) -> None:
 def after_start(name: str, opts: RecordOptions) -> None:
     """What follows the start of session `name`: with --attach, the request for state dumps."""
     if opts.attach:
-        request_state_dump(name)
+        late = request_state_dump(name, opts.pids or None)
+        if late:
+            listed = ", ".join(f"{pid} ({st.comm})" for pid, st in late)
+            print(f"roscope: warning: no state dump within {STATE_DUMP_LIMIT_S:g} s from {listed}: "
+                  "objects made before the recording may be unnamed there", file=sys.stderr)
 
 
 #: roscope's tracers make their state dump 50 ms after they see the request, checking every
-#: 50 ms (instrument/include/roscope/roscope_attach_tp.h); this leaves room for a loaded machine.
+#: 50 ms (instrument/include/roscope/roscope_attach_tp.h). The request stays on at least
+#: STATE_DUMP_WAIT_S (for tracers that do not answer, attach_ack.h) and at most
+#: STATE_DUMP_LIMIT_S, until every tracked process with a tracer has answered: the session
+#: daemon may set a session up in a process seconds after 'lttng start' returned.
 STATE_DUMP_WAIT_S = 1.0
+STATE_DUMP_LIMIT_S = 20.0
 STATE_DUMP_REQUEST = "roscope_attach:request"
+#: Where the tracers answer: ACK_DIR/ACK_PREFIX<PID> (instrument/include/roscope/attach_ack.h).
+ACK_DIR = Path("/dev/shm")
+ACK_PREFIX = "roscope-attach-"
 
 
-def request_state_dump(name: str) -> None:
+def tracer_dumps(pids: list[int] | None) -> dict[int, int]:
+    """{pid: state dumps made} of the processes among `pids` (every one if None) that run
+    one of roscope's tracers, from their answer files; a file left by a process that is gone
+    (or by an older one with the same PID) is removed."""
+    stats = live_stats()
+    wanted = None if pids is None else set(pids)
+    out = {}
+    try:
+        names = os.listdir(ACK_DIR)
+    except OSError:
+        return {}
+    for fname in names:
+        if not fname.startswith(ACK_PREFIX) or not fname[len(ACK_PREFIX):].isdigit():
+            continue
+        pid = int(fname[len(ACK_PREFIX):])
+        path = ACK_DIR / fname
+        try:
+            fields = path.read_text().split()
+            ticks, dumps = int(fields[0]), int(fields[1])
+        except (OSError, ValueError, IndexError):
+            continue  # being written, or not ours to read
+        st = stats.get(pid)
+        if st is None or st.start_ticks != ticks:
+            try:
+                if path.lstat().st_uid == os.getuid():
+                    path.unlink()
+            except OSError:
+                pass
+            continue
+        if wanted is None or pid in wanted:
+            out[pid] = dumps
+    return out
+
+
+def request_state_dump(name: str, pids: list[int] | None = None) -> list:
     """Asks the processes that already run for their objects: turns roscope_attach:request on
-    in session `name` for STATE_DUMP_WAIT_S, then off again (so that the next session that
-    asks turns it on anew)."""
+    in session `name` until every process among `pids` (every one if None) that runs one of
+    roscope's tracers has made one more state dump, then off again (so that the next session
+    that asks turns it on anew). Returns [(pid, Stat)] of those that made none in time."""
+    before = tracer_dumps(pids)
     lttng("enable-event", "--userspace", STATE_DUMP_REQUEST, f"--channel={DEFAULT_CHANNEL}", f"--session={name}")
-    time.sleep(STATE_DUMP_WAIT_S)
-    lttng("disable-event", "--userspace", STATE_DUMP_REQUEST, f"--channel={DEFAULT_CHANNEL}", f"--session={name}")
+    start = time.monotonic()
+    waiting = dict(before)
+    try:
+        time.sleep(STATE_DUMP_WAIT_S)
+        while waiting and time.monotonic() - start < STATE_DUMP_LIMIT_S:
+            now = tracer_dumps(list(waiting))
+            waiting = {p: n for p, n in waiting.items() if p in now and now[p] <= n}
+            if waiting:
+                time.sleep(0.05)
+    finally:
+        lttng("disable-event", "--userspace", STATE_DUMP_REQUEST, f"--channel={DEFAULT_CHANNEL}", f"--session={name}")
+    stats = live_stats()
+    return [(p, stats[p]) for p in sorted(waiting) if p in stats]
 
 
 def process_tree(pids: list[int]) -> list[int]:
@@ -133,12 +191,14 @@ def process_tree(pids: list[int]) -> list[int]:
 
 
 def destroy_session(name: str) -> list[str]:
-    """'lttng stop' and 'lttng destroy'; returns what failed (nothing raised)."""
+    """'lttng stop' and 'lttng destroy'; returns what failed (nothing raised). The tracers'
+    answer files of processes that are gone are removed on the way."""
     problems = []
     for args in (("stop", name), ("destroy", name)):
         p = lttng(*args, check=False)
         if p.returncode != 0:
             problems.append(f"lttng {' '.join(args)}: {p.stderr.strip()}")
+    tracer_dumps([])
     return problems
 
 
