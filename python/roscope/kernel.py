@@ -427,6 +427,7 @@ def _read_sources(kb, inputs: Sequence[str], arrow: dict, warnings: list[str], p
         mine = [r for r in rows if r["path"] in dirs]
         host = mine[0]["host_id"]
         m = maps.get(host)  # a host whose clock the model maps onto the reference host's
+        missed = kb.missed_switches
         try:
             if not READ_PERF:
                 raise _core.PerfUnsupported("the core's reader is off")
@@ -449,10 +450,22 @@ def _read_sources(kb, inputs: Sequence[str], arrow: dict, warnings: list[str], p
         _check_aligned(perf, facts["span"], _ust_range(arrow, {r["trace_id"] for r in mine}), facts["clock"])
         warnings += [f"{perf}: perf lost events while recording ({w}): thread states near the gaps may be "
                      "wrong" if " lost " in w else f"{perf}: perf: {w}" for w in facts["warnings"]]
+        _warn_missed(warnings, perf, kb.missed_switches - missed)
     for path, host in _kernel_trace_dirs(arrow):
+        missed = kb.missed_switches
         kb.add_lttng(path, host, maps.get(host), put)
+        _warn_missed(warnings, path, kb.missed_switches - missed)
         found = True
     return found
+
+
+def _warn_missed(warnings: list[str], path: str, n: int) -> None:
+    """The warning for `n` switch-outs in `path` of a thread its CPU had not switched in
+    (the data misses those switches, without a loss record): those runs' starts are estimated."""
+    if n:
+        warnings.append(f"{path}: {n} context switch{'es' if n > 1 else ''} missing (a thread switched out "
+                        "that the data never switched in, and no loss was recorded): the start of "
+                        "each of those runs is estimated")
 
 
 def _ust_threads(arrow: dict):

@@ -154,6 +154,13 @@ impl KernelBuilder {
         Ok(d.into())
     }
 
+    /// How many switch-outs so far named a thread that was not its CPU's current one (the
+    /// data misses a switch; that run's start is estimated).
+    #[getter]
+    fn missed_switches(&mut self) -> PyResult<u64> {
+        Ok(self.inner()?.missed_switches)
+    }
+
     /// Reads the LTTng kernel trace under `path`; returns how many sched events.
     #[pyo3(signature = (path, host, map, put))]
     fn add_lttng(&mut self, py: Python<'_>, path: &str, host: i64, map: Option<(i64, i64, f64)>, put: PyObject) -> PyResult<u64> {

@@ -337,6 +337,9 @@ pub struct KernelBuilder {
     out: Out,
     /// Events taken.
     pub events: u64,
+    /// Switch-outs of a thread that was not the CPU's current one: the data misses the
+    /// switch-in (perf wrote no loss record for it); the run is estimated.
+    pub missed_switches: u64,
 }
 
 impl Default for KernelBuilder {
@@ -352,7 +355,14 @@ impl KernelBuilder {
 
     /// A builder handing out chunks of about `chunk_rows` rows.
     pub fn with_chunk_rows(chunk_rows: usize) -> Self {
-        KernelBuilder { hosts: FxHashMap::default(), names: Names::default(), seq: 0, out: Out::new(chunk_rows), events: 0 }
+        KernelBuilder {
+            hosts: FxHashMap::default(),
+            names: Names::default(),
+            seq: 0,
+            out: Out::new(chunk_rows),
+            events: 0,
+            missed_switches: 0,
+        }
     }
 
     /// The process of thread `tid` of host `host` by its UST events: its process
@@ -422,6 +432,7 @@ impl KernelBuilder {
             let st = if e.prev_runnable { St::Runnable } else { St::Blocked };
             // The switch-out names another thread than the CPU's current one: a missed switch.
             if let Some((t0, was)) = before.filter(|&(_, was)| was != prev) {
+                self.missed_switches += 1;
                 let ran_from = th.last_nonrename.map_or(t0, |l| l.max(t0));
                 push(th, Row { ts: ran_from, seq, sub: -1, st: St::Running, cpu: Some(e.cpu), comm: Some(pc) });
                 if was != 0 {
