@@ -160,9 +160,10 @@ def runs(tmp_path_factory, ros2sim_run):
     R = {
         'humble_async': simulate(str(base / 'humble_async'), 'humble', 1.5, preset='mfa_fig6a_periodic_async'),
         'humble_stress': simulate(str(base / 'humble_stress'), 'humble', 1.5, system=str(stress)),
-        'jazzy_direct': simulate(str(base / 'jazzy_direct'), 'jazzy', 1.0, preset='mfa_fig5_direct'),
         'jazzy_intra': simulate(str(base / 'jazzy_intra'), 'jazzy', 1.0, preset='intra_process_pipeline'),
-        # the same run as test_flow.py's (tests/conftest.py's ros2sim_run: once per session)
+        # the same runs as test_flow.py's (tests/conftest.py's ros2sim_run: once per session);
+        # Jazzy's layouts are those of jazzy_intra and jazzy_autoware
+        'rolling_direct': Run(str(ros2sim_run('mfa_fig5_direct', 'rolling', 1.5))),
         'rolling_sync': Run(str(ros2sim_run('mfa_fig6b_partial_sync', 'rolling', 1.5))),
         'rolling_hosts': simulate(str(base / 'rolling_hosts'), 'rolling', 1.0, system=str(hosts)),
         'jazzy_autoware': simulate(str(base / 'jazzy_autoware'), 'jazzy', 1.0, preset='autoware_reference_system',
@@ -380,7 +381,7 @@ def check_messages(run):
 
 
 @pytest.mark.lttng
-@pytest.mark.parametrize('name', ['humble_async', 'humble_stress', 'jazzy_direct', 'jazzy_intra', 'rolling_sync',
+@pytest.mark.parametrize('name', ['humble_async', 'humble_stress', 'rolling_direct', 'jazzy_intra', 'rolling_sync',
                                   'rolling_hosts', 'jazzy_autoware'])
 def test_ground_truth_agrees_with_trace(runs, name):
     run = runs[name]
@@ -450,7 +451,7 @@ def _taken(run):
 
 @pytest.mark.lttng
 def test_direct_links_match_trace(runs):
-    run = runs['jazzy_direct']
+    run = runs['rolling_direct']
     msgs, taken = _msgs(run), _taken(run)
     links = collections.defaultdict(list)
     for l in run.gt['links']:
