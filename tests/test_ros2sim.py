@@ -43,14 +43,26 @@ def _field_kind(fc):
     return (type(fc).__name__,)
 
 
+def _stream_files(path) -> int:
+    """How many CTF data stream files (one bt2 stream each) the traces under `path` hold."""
+    return sum(1 for root, _dirs, files in os.walk(path) if 'metadata' in files
+               for f in files if f != 'metadata' and not f.startswith('.'))
+
+
 def layouts(path):
-    """{event name: [(field name, kind), ...]} from the trace's event classes."""
+    """{event name: [(field name, kind), ...]} from the trace's event classes: those of
+    every stream's class, read from the streams' beginnings (the reading stops once every
+    stream file has begun, instead of going through the events: 684k of them in Autoware's)."""
     out = {}
+    n, begun = _stream_files(path), 0
     for m in bt2.TraceCollectionMessageIterator(path):
         if type(m) is bt2._StreamBeginningMessageConst:
             for ec in m.stream.cls.values():
                 p = ec.payload_field_class
                 out[ec.name] = [(k, _field_kind(v.field_class)) for k, v in p.items()] if p is not None else []
+            begun += 1
+            if begun == n:
+                break
     return out
 
 
