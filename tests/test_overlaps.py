@@ -16,6 +16,15 @@ ORACLE = """
                FROM callback_runs r JOIN callbacks c USING (callback_id) WHERE r.end_ts IS NOT NULL)
     SELECT DISTINCT a.callback_id, b.callback_id, b.start_ts FROM r a JOIN r b
     ON a.proc_id = b.proc_id AND a.thread_id <> b.thread_id AND a.start_ts < b.end_ts AND b.start_ts < a.end_ts"""
+#: ORACLE's rows (a, b, t) with a <> b, both callbacks of one (known) node: the same self-join
+#: with that condition in its ON clause, so that DuckDB joins by node first (ORACLE over the
+#: Autoware trace, then filtered, took 40 s).
+ORACLE_SAME_NODE = """
+    WITH r AS (SELECT c.proc_id, c.node_id, r.thread_id, r.callback_id, r.start_ts, r.end_ts
+               FROM callback_runs r JOIN callbacks c USING (callback_id) WHERE r.end_ts IS NOT NULL AND c.node_id IS NOT NULL)
+    SELECT DISTINCT a.callback_id, b.callback_id, b.start_ts FROM r a JOIN r b
+    ON a.proc_id = b.proc_id AND a.node_id = b.node_id AND a.callback_id <> b.callback_id
+       AND a.thread_id <> b.thread_id AND a.start_ts < b.end_ts AND b.start_ts < a.end_ts"""
 
 
 @pytest.mark.parametrize("trace, multi_threaded", [
@@ -61,10 +70,7 @@ def autoware(shared_traces):
     from roscope.overlaps import overlapping_runs
 
     db = roscope.open(os.path.join(shared_traces, "ros2/autoware-carla-galactic"))
-    same_node = {tuple(r) for r in db.con.execute(f"""
-        SELECT DISTINCT o.* FROM ({ORACLE}) o (a, b, t)
-        JOIN callbacks ca ON ca.callback_id = o.a JOIN callbacks cb ON cb.callback_id = o.b
-        WHERE o.a <> o.b AND ca.node_id IS NOT NULL AND ca.node_id = cb.node_id""").fetchall()}
+    same_node = {tuple(r) for r in db.con.execute(ORACLE_SAME_NODE).fetchall()}
     return db, context(db).model, same_node, len(overlapping_runs(db))
 
 
