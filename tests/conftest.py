@@ -22,6 +22,8 @@
 * ``pipeline_deps``      -- `roscope deps` on examples/ros1_pipeline's sources
                             (compile_commands.json from its Makefile), once per
                             session: test_deps and test_flow_truth read it.
+* ``unannotated_deps``   -- the same for examples/ros1_unannotated, once per session:
+                            test_deps and test_flow_truth read it.
 * ``ros2_pipeline_run``  -- factory: ros2_pipeline_run(distro) records the real
                             ROS 2 example examples/ros2_pipeline under that distro
                             from PyPI (.ros2/<distro>, `make setup`) with
@@ -240,6 +242,15 @@ def pipeline_deps(tmp_path_factory) -> dict:
     import flow_truth
 
     return flow_truth.dependency_run("ros1_pipeline", tmp_path_factory.mktemp("pipeline_deps"), argv=roscope_argv())
+
+
+@pytest.fixture(scope="session")
+def unannotated_deps(tmp_path_factory) -> dict:
+    """pipeline_deps for examples/ros1_unannotated (the same run of `roscope deps`, the same
+    dict), once per session: test_deps and test_flow_truth read it."""
+    import flow_truth
+
+    return flow_truth.dependency_run("ros1_unannotated", tmp_path_factory.mktemp("unannotated_deps"), argv=roscope_argv())
 
 
 class _Recording(dict):

@@ -595,14 +595,15 @@ UNANNOTATED_TRUTH = {
 @needs_roscpp
 @pytest.mark.slow
 @pytest.mark.skipif(not (UNANNOTATED / "src").is_dir(), reason="examples/ros1_unannotated is not there")
-def test_unannotated_example_edges_precision_recall():
-    t0 = time.perf_counter()
-    doc = deps.analyze(sorted(str(s) for s in (UNANNOTATED / "src").glob("*.cpp")),
-                       flags=["-I", str(REPO / "instrument" / "include")])
+def test_unannotated_example_edges_precision_recall(unannotated_deps):
+    """`roscope deps` on the example's sources with a compile_commands.json made from its
+    Makefile (once per test session: tests/conftest.py's unannotated_deps, which
+    test_flow_truth.py reads too)."""
+    doc = unannotated_deps["doc"]
     found = {(e["from"], e["to"]) for e in doc["edges"]}
     precision, recall = prf(found, UNANNOTATED_TRUTH)
     print(f"examples/ros1_unannotated: {len(found)} edges, precision {precision:.3f}, recall {recall:.3f}, "
-          f"{time.perf_counter() - t0:.1f} s")
+          f"roscope deps {unannotated_deps['seconds']:.1f} s")
     assert (precision, recall) == (1.0, 1.0), found
     assert doc["undecided"] == []
     gateway = node_doc(doc, "main")

@@ -195,15 +195,14 @@ def test_default_fallback_rule_is_the_measured_best(system):
         assert not any(default["false_pairs_by_output_topic"].get(t) for t in gateway), default
 
 
-def test_with_the_sources_dependencies_flows_are_exact(system, request, tmp_path):
+def test_with_the_sources_dependencies_flows_are_exact(system, request):
     """`roscope deps` on the system's own sources (a compile_commands.json from its
     Makefile), then `data_flows(deps=...)`: precision and recall 1.0, no pair twice,
     exact latency (issue 10's goal; examples/ros1_pipeline with its annotations removed).
-    examples/ros1_pipeline's file is made once per session (tests/conftest.py's pipeline_deps)."""
-    if system["name"] == "ros1_pipeline":
-        deps = request.getfixturevalue("pipeline_deps")["path"]
-    else:
-        deps = ft.dependency_file(system["name"], tmp_path / "deps")
+    Both files are made once per session (tests/conftest.py's pipeline_deps and
+    unannotated_deps: test_deps.py reads them too)."""
+    assert system["name"] in ("ros1_pipeline", "ros1_unannotated")
+    deps = request.getfixturevalue("pipeline_deps" if system["name"] == "ros1_pipeline" else "unannotated_deps")["path"]
     r = ft.measure(system["db"], system["truth"], implicit="auto", deps=str(deps))
     r["system"], r["implicit"] = system["name"], "auto+deps"
     print(f"\n{ft.table([r])}")
