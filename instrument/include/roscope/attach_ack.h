@@ -47,4 +47,12 @@ static void roscope_attach_ack(unsigned long dumps) {
   close(fd);
 }
 
+/* At the process's exit (a destructor of each tracer): the file goes with it. A process that
+ * is killed leaves it; roscope removes such files when a session ends. */
+static void roscope_attach_ack_remove(void) {
+  char path[64];
+  snprintf(path, sizeof path, "/dev/shm/roscope-attach-%ld", (long)getpid());
+  unlink(path);
+}
+
 #endif

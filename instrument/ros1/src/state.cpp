@@ -142,6 +142,8 @@ void dump_state_changed() {
 }
 
 
+__attribute__((destructor)) static void remove_dump_answer() { roscope_attach_ack_remove(); }
+
 void start_dump_watch() {
   // The state when tracing starts: a session asking for a dump now sees this
   // process's own init events, so no dump for it.

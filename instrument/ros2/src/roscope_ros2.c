@@ -120,6 +120,8 @@ static void *dump_watch(void *unused) {
   return NULL;
 }
 
+__attribute__((destructor)) static void roscope_ros2_remove_answer(void) { roscope_attach_ack_remove(); }
+
 __attribute__((constructor)) static void roscope_ros2_announce(void) {
   announce();
   /* A session asking for a dump now sees this process's own init events. */
