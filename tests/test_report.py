@@ -8,7 +8,11 @@ and path tables equal `roscope stats --json` and `roscope flow --json` on the sa
 input (each cell keeps its exact value in data-v). Inputs: the CARET end-to-end
 trace, a database written by `roscope load` from it, the Autoware trace, a fresh
 recording of the ROS 1 example (examples/ros1_pipeline/run.sh, the test session's
-recording: tests/conftest.py's ros1_pipeline_run), and a 10M-event ros2sim trace (slow).
+recording: tests/conftest.py's ros1_pipeline_run), and a 10M-event ros2sim trace (slow;
+loaded into a database once, the report and its reference numbers read from there). The
+pages of the CARET end-to-end and Autoware traces are made once per session
+(conftest.py's report_page) and read by test_report_layout, test_report_pairs and
+test_report_why too.
 
 Set ROSCOPE_REPORT_SCREENSHOTS=DIR to keep the screenshots the test takes (docs/
 holds the ones committed).
@@ -176,11 +180,11 @@ def flow_pair(o: Opened, i: int = 0) -> tuple[str, str]:
     return tuple(o.page.evaluate("i => { const h = document.getElementById(`flows-${i}`); return [h.dataset.from, h.dataset.to]; }", i))
 
 
-def test_caret_end_to_end(browser, tmp_path):
+def test_caret_end_to_end(browser, report_page):
     trace = TRACES / "ros2" / "caret-end-to-end-cyclonedds"
     if not trace.is_dir():
         pytest.skip(f"{trace} is not there")
-    o = open_report(browser, make_report(trace, tmp_path / "e2e.html", [E2E_PAIR]))
+    o = open_report(browser, report_page(trace, [E2E_PAIR]))  # conftest.py: test_report_layout opens the same page
     check_page(o, {"callbacks": 3, "topics": 2, "threads": 2, "flows": 4})
     check_stats(o, trace)
     fl = check_flow(o, trace, E2E_PAIR)
@@ -205,11 +209,11 @@ def test_database_input_is_not_written(browser, tmp_path):
 
 
 @pytest.mark.slow
-def test_autoware_with_pairs_found_automatically(browser, tmp_path):
+def test_autoware_with_pairs_found_automatically(browser, report_page):
     trace = TRACES / "ros2" / "autoware-carla-galactic"
     if not trace.is_dir():
         pytest.skip(f"{trace} is not there")
-    path = make_report(trace, tmp_path / "aw.html")
+    path = report_page(trace)  # the page test_report_layout and test_report_pairs read too (conftest.py)
     assert path.stat().st_size < 15_000_000
     o = open_report(browser, path)
     check_page(o, {"callbacks": 3, "topics": 1, "threads": 1, "flows": 4})
