@@ -70,6 +70,17 @@ def browser(tmp_path_factory):
         ctx.close()
 
 
+@pytest.fixture(autouse=True)
+def close_pages(request):
+    """Closes the pages a test opened in `browser` when it ends: left open (the Autoware and
+    10M-event pages, every plot drawn), they kept Chromium busy and slowed the next tests' pages."""
+    yield
+    ctx = request.node.funcargs.get("browser")
+    if ctx is not None:
+        for pg in ctx.pages[1:]:  # the first: the blank page the context opened with
+            pg.close()
+
+
 class Opened:
     def __init__(self, page, errors, requests):
         self.page, self.errors, self.requests = page, errors, requests

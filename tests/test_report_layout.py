@@ -60,11 +60,14 @@ def e2e(wide, report_page):
     return trace, path, open_report(wide, path)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def autoware(wide, report_page):
+    """Its page is closed after the test: left open with every plot drawn, it slowed the next tests' pages."""
     trace = _trace("autoware-carla-galactic")
     path = report_page(trace)  # test_report's and test_report_pairs' page (conftest.py: made once per session)
-    return trace, path, open_report(wide, path)
+    o = open_report(wide, path)
+    yield trace, path, o
+    o.page.close()
 
 
 def annotated(trace: Path) -> bool:

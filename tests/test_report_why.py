@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_report import TRACES, browser, check_page, make_report, open_report, roscope, same  # noqa: F401
+from test_report import TRACES, browser, check_page, close_pages, make_report, open_report, roscope, same  # noqa: F401
 from test_sched import oracle_culprits, overlap, recorded, recording, timehist  # noqa: F401
 
 TOP = 10  # the report's budget "why_rows"
