@@ -36,6 +36,10 @@
                             returns its output directory (traces/, ground_truth/):
                             test_flow, test_flow_reference and test_ros2sim
                             simulate some of the same ones.
+* ``chromium``           -- Debian's chromium, headless, driven by playwright,
+                            launched once per session: test_report,
+                            test_report_layout and test_report_why open their
+                            pages in offline contexts of it.
 * ``report_page``        -- factory: report_page(input, pairs=()) runs `roscope
                             report INPUT [--from A --to B]...` once per session for
                             those arguments and returns the page's path:
@@ -378,3 +382,22 @@ def report_page(roscope_cmd, tmp_path_factory):
         return made[key]
 
     return make
+
+
+#: Debian's chromium (never `playwright install`) and its flags for the report tests.
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """The browser (playwright's Browser) the report tests open their pages in, each module in a
+    context of its own (`chromium.new_context(offline=True, viewport=...)`): launched once."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (pip install playwright) drives the browser")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"chromium is not installed ({CHROMIUM}; apt-get install chromium)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

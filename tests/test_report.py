@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,9 +34,6 @@ pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = Path(shared_traces_dir())
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
 SECTIONS = ("overview", "callbacks", "topics", "threads", "why", "flows", "method")
 E2E_PAIR = ("^/topic1$", "^/topic3$")
 ROS1_PAIR = ("^/(lidar|imu|camera)$", "^/plan$")
@@ -59,15 +55,11 @@ def make_report(inp, out: Path, pairs=(), extra=()) -> Path:
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"chromium is not installed ({CHROMIUM}; apt-get install chromium)")
-    with sync_api.sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True, args=ARGS,
-            offline=True, viewport={"width": 1300, "height": 1000})
-        yield ctx
-        ctx.close()
+def browser(chromium):
+    """An offline context of the session's chromium (conftest.py), 1300 px wide."""
+    ctx = chromium.new_context(offline=True, viewport={"width": 1300, "height": 1000})
+    yield ctx
+    ctx.close()
 
 
 @pytest.fixture(autouse=True)
@@ -77,7 +69,7 @@ def close_pages(request):
     yield
     ctx = request.node.funcargs.get("browser")
     if ctx is not None:
-        for pg in ctx.pages[1:]:  # the first: the blank page the context opened with
+        for pg in ctx.pages:
             pg.close()
 
 

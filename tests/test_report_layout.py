@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 
 import pytest
-from test_report import ARGS, CHROMIUM, E2E_PAIR, TRACES, Opened, make_report, open_report, unfold
+from test_report import E2E_PAIR, TRACES, Opened, make_report, open_report, unfold
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (pip install playwright) drives the browser")
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) say which events the trace has")
@@ -35,15 +35,11 @@ MAX_HEIGHT = 12_000
 
 
 @pytest.fixture(scope="module")
-def wide(tmp_path_factory):
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"chromium is not installed ({CHROMIUM})")
-    with sync_api.sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-wide")), executable_path=CHROMIUM, headless=True, args=ARGS,
-            offline=True, viewport={"width": WIDTH, "height": 1000})
-        yield ctx
-        ctx.close()
+def wide(chromium):
+    """An offline context of the session's chromium (conftest.py), WIDTH px wide."""
+    ctx = chromium.new_context(offline=True, viewport={"width": WIDTH, "height": 1000})
+    yield ctx
+    ctx.close()
 
 
 def _trace(name: str) -> Path:
