@@ -38,6 +38,16 @@
                             returns its output directory (traces/, ground_truth/):
                             test_flow, test_flow_reference and test_ros2sim
                             simulate some of the same ones.
+* ``chromium``           -- Debian's chromium, headless, driven by playwright,
+                            launched once per session: test_report,
+                            test_report_layout and test_report_why open their
+                            pages in offline contexts of it.
+* ``report_page``        -- factory: report_page(input, pairs=()) runs `roscope
+                            report INPUT [--from A --to B]...` once per session for
+                            those arguments and returns the page's path:
+                            test_report, test_report_layout, test_report_pairs and
+                            test_report_why read the same pages of the CARET
+                            end-to-end and Autoware traces.
 
 Shared recordings and files are read-only for the tests: a test that changes
 one works on its own copy (a database loaded in memory, a copied directory).
@@ -359,3 +369,46 @@ def ros2sim_run(tmp_path_factory):
         return made[key]
 
     return run
+
+
+@pytest.fixture(scope="session")
+def report_page(roscope_cmd, tmp_path_factory):
+    """Factory: report_page(input, pairs=()) -> the HTML file written by the CLI's `roscope report
+    INPUT -o FILE [--from A --to B]...` (`pairs`: the (A, B) regexes), made on the first call with
+    those arguments (the command's stdout must be the file's path) and shared by every later one."""
+    base = tmp_path_factory.mktemp("reports")
+    made: dict = {}
+
+    def make(inp, pairs=()):
+        key = (os.path.abspath(str(inp)), tuple(tuple(p) for p in pairs))
+        if key not in made:
+            out = base / f"{len(made)}-{os.path.basename(key[0])}.html"
+            args = [*roscope_cmd, "report", str(inp), "-o", str(out)]
+            for a, b in pairs:
+                args += ["--from", a, "--to", b]
+            p = subprocess.run(args, capture_output=True, text=True, timeout=900)
+            assert p.returncode == 0, f"roscope report {inp} failed:\n{p.stderr}"
+            assert p.stdout.strip() == str(out.resolve())
+            made[key] = out
+        return made[key]
+
+    return make
+
+
+#: Debian's chromium (never `playwright install`) and its flags for the report tests.
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """The browser (playwright's Browser) the report tests open their pages in, each module in a
+    context of its own (`chromium.new_context(offline=True, viewport=...)`): launched once."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (pip install playwright) drives the browser")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"chromium is not installed ({CHROMIUM}; apt-get install chromium)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

@@ -7,10 +7,15 @@ addresses, unique within a process only.
 
     g = read("/path/to/trace")
     g.sources_and_sinks()   # the documented rule, on babeltrace2's events
+
+read() decodes a trace once per test session (the Autoware trace's 684k events take
+babeltrace2 tens of seconds): the Graph it returns is shared, read-only.
 """
 from __future__ import annotations
 
 import collections
+import functools
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -54,7 +59,13 @@ class Graph:
         return {t for t in starts - both if not NOT_SOURCES.search(t)}, ends - both, both
 
 
-def read(path: str) -> Graph:
+def read(path) -> Graph:
+    """The graph of the trace at `path` (shared: do not change it)."""
+    return _read(os.path.abspath(str(path)))
+
+
+@functools.cache
+def _read(path: str) -> Graph:
     g = Graph()
     for msg in bt2.TraceCollectionMessageIterator(str(path)):
         if type(msg) is not bt2._EventMessageConst:

@@ -8,7 +8,10 @@ and path tables equal `roscope stats --json` and `roscope flow --json` on the sa
 input (each cell keeps its exact value in data-v). Inputs: the CARET end-to-end
 trace, a database written by `roscope load` from it, the Autoware trace, a fresh
 recording of the ROS 1 example (examples/ros1_pipeline/run.sh, the test session's
-recording: tests/conftest.py's ros1_pipeline_run), and a 10M-event ros2sim trace (slow).
+recording: tests/conftest.py's ros1_pipeline_run), and a 10M-event ros2sim trace (slow). The
+pages of the CARET end-to-end and Autoware traces are made once per session
+(conftest.py's report_page) and read by test_report_layout, test_report_pairs and
+test_report_why too.
 
 Set ROSCOPE_REPORT_SCREENSHOTS=DIR to keep the screenshots the test takes (docs/
 holds the ones committed).
@@ -18,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,9 +33,6 @@ pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = Path(shared_traces_dir())
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
 SECTIONS = ("overview", "callbacks", "topics", "threads", "why", "flows", "method")
 E2E_PAIR = ("^/topic1$", "^/topic3$")
 ROS1_PAIR = ("^/(lidar|imu|camera)$", "^/plan$")
@@ -55,15 +54,22 @@ def make_report(inp, out: Path, pairs=(), extra=()) -> Path:
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"chromium is not installed ({CHROMIUM}; apt-get install chromium)")
-    with sync_api.sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True, args=ARGS,
-            offline=True, viewport={"width": 1300, "height": 1000})
-        yield ctx
-        ctx.close()
+def browser(chromium):
+    """An offline context of the session's chromium (conftest.py), 1300 px wide."""
+    ctx = chromium.new_context(offline=True, viewport={"width": 1300, "height": 1000})
+    yield ctx
+    ctx.close()
+
+
+@pytest.fixture(autouse=True)
+def close_pages(request):
+    """Closes the pages a test opened in `browser` when it ends: left open (the Autoware and
+    10M-event pages, every plot drawn), they kept Chromium busy and slowed the next tests' pages."""
+    yield
+    ctx = request.node.funcargs.get("browser")
+    if ctx is not None:
+        for pg in ctx.pages:
+            pg.close()
 
 
 class Opened:
@@ -176,11 +182,11 @@ def flow_pair(o: Opened, i: int = 0) -> tuple[str, str]:
     return tuple(o.page.evaluate("i => { const h = document.getElementById(`flows-${i}`); return [h.dataset.from, h.dataset.to]; }", i))
 
 
-def test_caret_end_to_end(browser, tmp_path):
+def test_caret_end_to_end(browser, report_page):
     trace = TRACES / "ros2" / "caret-end-to-end-cyclonedds"
     if not trace.is_dir():
         pytest.skip(f"{trace} is not there")
-    o = open_report(browser, make_report(trace, tmp_path / "e2e.html", [E2E_PAIR]))
+    o = open_report(browser, report_page(trace, [E2E_PAIR]))  # conftest.py: test_report_layout opens the same page
     check_page(o, {"callbacks": 3, "topics": 2, "threads": 2, "flows": 4})
     check_stats(o, trace)
     fl = check_flow(o, trace, E2E_PAIR)
@@ -205,11 +211,11 @@ def test_database_input_is_not_written(browser, tmp_path):
 
 
 @pytest.mark.slow
-def test_autoware_with_pairs_found_automatically(browser, tmp_path):
+def test_autoware_with_pairs_found_automatically(browser, report_page):
     trace = TRACES / "ros2" / "autoware-carla-galactic"
     if not trace.is_dir():
         pytest.skip(f"{trace} is not there")
-    path = make_report(trace, tmp_path / "aw.html")
+    path = report_page(trace)  # the page test_report_layout and test_report_pairs read too (conftest.py)
     assert path.stat().st_size < 15_000_000
     o = open_report(browser, path)
     check_page(o, {"callbacks": 3, "topics": 1, "threads": 1, "flows": 4})

@@ -23,25 +23,23 @@ import os
 from pathlib import Path
 
 import pytest
-from test_report import ARGS, CHROMIUM, E2E_PAIR, TRACES, Opened, make_report, open_report, unfold
+from test_report import E2E_PAIR, TRACES, Opened, make_report, open_report, unfold
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (pip install playwright) drives the browser")
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) say which events the trace has")
+
+import ros_graph  # noqa: E402  (needs bt2)
 
 WIDTH = 1400
 MAX_HEIGHT = 12_000
 
 
 @pytest.fixture(scope="module")
-def wide(tmp_path_factory):
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"chromium is not installed ({CHROMIUM})")
-    with sync_api.sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-wide")), executable_path=CHROMIUM, headless=True, args=ARGS,
-            offline=True, viewport={"width": WIDTH, "height": 1000})
-        yield ctx
-        ctx.close()
+def wide(chromium):
+    """An offline context of the session's chromium (conftest.py), WIDTH px wide."""
+    ctx = chromium.new_context(offline=True, viewport={"width": WIDTH, "height": 1000})
+    yield ctx
+    ctx.close()
 
 
 def _trace(name: str) -> Path:
@@ -52,25 +50,26 @@ def _trace(name: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def e2e(wide, tmp_path_factory):
+def e2e(wide, report_page):
     trace = _trace("caret-end-to-end-cyclonedds")
-    path = make_report(trace, tmp_path_factory.mktemp("e2e") / "e2e.html", [E2E_PAIR])
+    path = report_page(trace, [E2E_PAIR])  # test_report's page (conftest.py: made once per session)
     return trace, path, open_report(wide, path)
 
 
-@pytest.fixture(scope="module")
-def autoware(wide, tmp_path_factory):
+@pytest.fixture
+def autoware(wide, report_page):
+    """Its page is closed after the test: left open with every plot drawn, it slowed the next tests' pages."""
     trace = _trace("autoware-carla-galactic")
-    path = make_report(trace, tmp_path_factory.mktemp("aw") / "aw.html")
-    return trace, path, open_report(wide, path)
+    path = report_page(trace)  # test_report's and test_report_pairs' page (conftest.py: made once per session)
+    o = open_report(wide, path)
+    yield trace, path, o
+    o.page.close()
 
 
 def annotated(trace: Path) -> bool:
-    """Whether the trace has causal-link annotation events (babeltrace2)."""
-    for msg in bt2.TraceCollectionMessageIterator(str(trace)):
-        if type(msg) is bt2._EventMessageConst and "message_link" in msg.event.name:
-            return True
-    return False
+    """Whether the trace has causal-link annotation events (babeltrace2's event names: tests/ros_graph.py's
+    decoding, which test_report_pairs reads too, made once per session)."""
+    return any("message_link" in name for name in ros_graph.read(trace).events)
 
 
 # ---------------------------------------------------------------- checks

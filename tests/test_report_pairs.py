@@ -38,13 +38,6 @@ REPO = Path(__file__).resolve().parents[1]
 INFRA = re.compile(r"^/(rosout|rosout_agg|parameter_events|clock)$|^/caret/")
 
 
-def report(trace, out: Path) -> str:
-    p = subprocess.run([sys.executable, "-m", "roscope", "report", str(trace), "-o", str(out)], capture_output=True, text=True,
-                       timeout=900)
-    assert p.returncode == 0, p.stderr
-    return out.read_text(encoding="utf-8")
-
-
 class _Lists(HTMLParser):
     """The <code> texts inside each span#auto-* of the page."""
 
@@ -91,11 +84,11 @@ def check_pairs(html: str, trace) -> dict[str, set[str]]:
     return got
 
 
-def test_caret_end_to_end(tmp_path):
+def test_caret_end_to_end(report_page):
     trace = TRACES / "ros2" / "caret-end-to-end-cyclonedds"
     if not trace.is_dir():
         pytest.skip(f"{trace} is not there")
-    html = report(trace, tmp_path / "e2e.html")
+    html = report_page(trace).read_text(encoding="utf-8")
     got = check_pairs(html, trace)
     assert got["sources"] and got["sinks"]
     assert "/parameter_events" in got["infra"]
@@ -103,11 +96,11 @@ def test_caret_end_to_end(tmp_path):
 
 
 @pytest.mark.slow
-def test_autoware(tmp_path):
+def test_autoware(report_page):
     trace = TRACES / "ros2" / "autoware-carla-galactic"
     if not trace.is_dir():
         pytest.skip(f"{trace} is not there")
-    html = report(trace, tmp_path / "aw.html")
+    html = report_page(trace).read_text(encoding="utf-8")
     got = check_pairs(html, trace)
     g = ros_graph.read(trace)
     # /control/command/control_cmd: subscribed to, but nothing in this trace publishes it (no
@@ -145,14 +138,14 @@ def cart(lttng_ready, tmp_path_factory):
 
 
 @pytest.mark.lttng
-def test_cart_shape(cart):
+def test_cart_shape(cart, report_page):
     import roscope
     from roscope.report.pairs import auto_pairs
 
     trace, base = cart
     g = ros_graph.read(trace)
     assert g.topic_messages()["/beforeSOMEIP"] > 10 and g.topic_messages()["/caret/status"] > 5
-    html = report(trace, base / "cart.html")
+    html = report_page(trace).read_text(encoding="utf-8")
     got = check_pairs(html, trace)
     # The only candidate pair was a timer publishing /beforeSOMEIP, and CARET's /caret/status:
     # /beforeSOMEIP would be both source and sink, /caret/status is infrastructure: no pair.

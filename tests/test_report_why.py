@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_report import TRACES, browser, check_page, make_report, open_report, roscope, same  # noqa: F401
+from test_report import TRACES, browser, check_page, close_pages, make_report, open_report, roscope, same  # noqa: F401
 from test_sched import oracle_culprits, overlap, recorded, recording, timehist  # noqa: F401
 
 TOP = 10  # the report's budget "why_rows"
@@ -82,11 +82,11 @@ def test_why_section_with_kernel_data(browser, recording, tmp_path):  # noqa: F8
     assert "record --kernel" not in o.page.inner_text("#why")
 
 
-def test_why_section_without_kernel_data(browser, tmp_path):  # noqa: F811
+def test_why_section_without_kernel_data(browser, report_page):  # noqa: F811
     trace = TRACES / "ros2" / "caret-end-to-end-cyclonedds"
     if not trace.is_dir():
         pytest.skip(f"{trace} is not there")
-    o = open_report(browser, make_report(trace, tmp_path / "e2e.html"))
+    o = open_report(browser, report_page(trace))  # test_report_pairs' page (conftest.py: made once per session)
     check_page(o, {"why": 1})
     notes = o.page.evaluate("() => [...document.querySelectorAll('#why p.note')].map(p => p.textContent)")
     assert len(notes) == 1 and "roscope record --kernel" in notes[0]
