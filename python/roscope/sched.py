@@ -17,6 +17,7 @@ database: the results are temporary tables of the connection (`run_sched`,
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from roscope.database import Database
 from roscope.errors import InputError
@@ -287,7 +288,7 @@ _WAITS = """
         SELECT l.run_id, l.publication_id, r.callback_id, r.thread_id, r.host_id, r.tid, li.publish_ts,
                r.start_ts, r.start_ts - li.publish_ts AS wait_ns,
                CASE WHEN l.method = 'ros1_roscope' AND tk.ts BETWEEN li.publish_ts AND r.start_ts THEN tk.ts END AS arrival_ts
-        FROM links l JOIN _sched_runs r ON r.run_id = l.run_id
+        FROM links l {pick} JOIN _sched_runs r ON r.run_id = l.run_id
         JOIN links_info li ON li.publication_id = l.publication_id AND li.take_id IS NOT DISTINCT FROM l.take_id
                           AND li.run_id = l.run_id
         LEFT JOIN takes tk ON tk.take_id = l.take_id),
@@ -323,19 +324,29 @@ def _c_rq(alias: str, t: str) -> str:
 _BEHIND = {"callback_id": "callback_id", "ns": "ns"}
 
 
-def wait_sched(db: Database) -> object:
+def wait_sched(db: Database, pick: str | None = None, params: Sequence = ()) -> object:
     """Per input wait (temporary table `wait_sched`, returned as a DuckDB relation):
     `wait_ns` split into `transport_ns`, `queued_ns` (other callbacks of the
     executor thread, named in `behind`: callback ids with the ns each took),
-    `wakeup_ns` (the thread waiting for a CPU) and `rest_ns`; see `_WAITS`."""
+    `wakeup_ns` (the thread waiting for a CPU) and `rest_ns`; see `_WAITS`.
+
+    With `pick` (a query over the tables of `run_sched`, e.g. `_sched_runs`, with its
+    `params`, giving (run_id, publication_id)), only those waits are split: each the
+    same row as in the whole table, at a cost that does not grow with the trace's
+    waits (the ones `worst_waits` and `flow_sched` show are a handful)."""
     kernel = has_kernel_data(db)
     run_sched(db)
+    if pick is not None:
+        db.within_memory(lambda: db.con.execute(f'CREATE OR REPLACE TEMP TABLE "_sched_pick" AS {pick}', list(params)),
+                         "scheduling analysis")
     # One statement per step: each has DuckDB's whole budget (as one statement, the
     # waits of a 10M-event trace did not always fit in 256 MiB).
     _temp(db, "_sched_outer", _OUTER)
     sql = _WAITS.format(c_w0=_c_rq("s0", "w2.w0"), c_start=_c_rq("s1", "w2.start_ts"),
                         c_a_start=_c_rq("sa", "a.start_ts"), c_b_start=_c_rq("sb", "b.start_ts"),
-                        kernel="TRUE" if kernel else "FALSE")
+                        kernel="TRUE" if kernel else "FALSE",
+                        pick="" if pick is None else
+                        "SEMI JOIN _sched_pick pk ON pk.run_id = l.run_id AND pk.publication_id = l.publication_id")
     _temp(db, "_sched_waits", sql)
     _temp(db, "_sched_behind", f"""
         WITH x AS (
@@ -353,9 +364,23 @@ def wait_sched(db: Database) -> object:
                w.wait_ns - coalesce(w.transport_ns, 0) - w.queued_ns - coalesce(w.wakeup_ns, 0) AS rest_ns,
                coalesce(bl.behind, []) AS behind
         FROM _sched_waits w LEFT JOIN _sched_behind bl USING (run_id, publication_id)""")
-    for name in ("_sched_outer", "_sched_waits", "_sched_behind"):
+    for name in ("_sched_outer", "_sched_waits", "_sched_behind", "_sched_pick"):
         db.con.execute(f'DROP TABLE IF EXISTS temp."{name}"')
     return db.con.table("wait_sched")
+
+
+#: The input waits `worst_waits` shows, before their split: the `top` longest of the callbacks
+#: matching its regex (`where`), in its order (a wait's length depends on its run and
+#: publication only, so the rows of these pairs are the whole table's first ones).
+_WORST_PICK = """
+    WITH w AS (
+        SELECT DISTINCT l.run_id, l.publication_id, r.start_ts - li.publish_ts AS wait_ns
+        FROM links l JOIN _sched_runs r ON r.run_id = l.run_id
+        JOIN links_info li ON li.publication_id = l.publication_id AND li.take_id IS NOT DISTINCT FROM l.take_id
+                          AND li.run_id = l.run_id
+        JOIN callbacks_info c ON c.callback_id = r.callback_id
+        WHERE li.publish_ts <= r.start_ts {where})
+    SELECT run_id, publication_id FROM w ORDER BY wait_ns DESC, run_id, publication_id LIMIT {top}"""
 
 
 def worst_waits(db: Database, callback: str | None = None, top: int = 10) -> list[dict]:
@@ -363,7 +388,9 @@ def worst_waits(db: Database, callback: str | None = None, top: int = 10) -> lis
     matching `callback`, each split (`wait_sched`) with the callbacks it queued behind
     named, and in plain words. Durations in ns."""
     _check_regex(db, callback)
-    wait_sched(db)
+    pick = _WORST_PICK.format(where=f"AND regexp_matches({CALLBACK_LABEL}, ?)" if callback is not None else "",
+                              top=int(top))
+    wait_sched(db, pick, [callback] if callback is not None else [])
     where = "WHERE regexp_matches(label, ?)" if callback is not None else ""
     rows = db.records(f"""
         WITH x AS (
@@ -435,6 +462,15 @@ _FLOW_WAITS = """
     WHERE st.is_run = 0 AND st.n_is_run = 1"""
 
 
+#: The input waits of the flows `flow_sched` shows (`_FLOW_WAITS` joins them).
+_FLOW_PICK = """
+    WITH st AS (
+        SELECT s.id, s.is_run, lead(s.is_run) OVER w AS n_is_run, lead(s.id) OVER w AS n_id
+        FROM data_flow_steps s SEMI JOIN _sched_flows f USING (flow_id)
+        WINDOW w AS (PARTITION BY s.flow_id ORDER BY s.step))
+    SELECT DISTINCT n_id AS run_id, id AS publication_id FROM st WHERE is_run = 0 AND n_is_run = 1"""
+
+
 def flow_sched(db: Database, request: FlowRequest, path: int | None = None, top: int = 10) -> dict:
     """The `top` slowest data flows of `request` (of path `path` if given), each with
     the scheduling split of its segments summed: over its computation and idle
@@ -452,12 +488,12 @@ def flow_sched(db: Database, request: FlowRequest, path: int | None = None, top:
             shown = ", ".join(map(str, have[:20])) + (", ..." if len(have) > 20 else "")
             raise InputError(f"--path {path}: no such path among the data flows from {request.from_re!r} to "
                              f"{request.to_re!r}; their paths are {shown or 'none'} (`roscope flow` lists them)")
-    wait_sched(db)
     where, params = ("WHERE f.path_id = ?", [int(path)]) if path is not None else ("", [])
     _temp(db, "_sched_flows", "SELECT 1 AS flow_id WHERE false")
     db.con.execute('CREATE OR REPLACE TEMP TABLE "_sched_flows" AS SELECT f.*, p.path FROM data_flows f '
                    f"LEFT JOIN paths p USING (path_id) {where} ORDER BY f.latency_ns DESC, f.flow_id LIMIT {int(top)}",
                    params)
+    wait_sched(db, _FLOW_PICK)  # the waits of these flows only
     seg_sql = _FLOW_SEGMENTS.format(
         on_a=_upto("sa", "running", "g.a"), on_b=_upto("sb", "running", "g.b"),
         rq_a=_upto("sa", "runnable", "g.a"), rq_b=_upto("sb", "runnable", "g.b"),
