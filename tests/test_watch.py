@@ -19,7 +19,7 @@ import bt2
 import pytest
 import roscope
 from oracle import find_traces
-from roscope import stats
+from roscope import _core, live, stats, watch
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros1]
 
@@ -190,3 +190,41 @@ def test_ctrl_c_exits_130_and_leaves_the_trace(lttng_ready, roscope_cmd, tmp_pat
     assert p.returncode == 130, err
     assert (out / "roscope-manifest.json").is_file()
     assert json.loads((out / "roscope-manifest.json").read_text())["state"] == "complete"
+
+
+#: roscope_ros1 events whose state the ROS 1 message matching keeps (crates/model/src/ros1_roscope.rs).
+_R1_HELD = ("roscope_ros1:publish", "roscope_ros1:link_rx_message", "roscope_ros1:link_tx_write")
+
+
+def test_live_model_forgets_old_ros1_messages(lttng_ready, roscope_cmd, tmp_path):
+    """A live model fed the chunks of an 18 s watch of the example holds, after the last one,
+    the ROS 1 message state (publications, receptions, writes on connections) of the last 10 s
+    + 2 holds only (`LINK_WINDOW_NS`: the linker's horizon), as babeltrace2 counts those events
+    in the chunks; it held every message of the run before (a soak's RSS grew ~17 KiB/s)."""
+    subprocess.run(["make", "-s", "-C", os.path.join(REPO, "instrument", "ros1")], check=True)
+    subprocess.run(["make", "-s", "-C", os.path.dirname(SYSTEM)], check=True)
+    out = tmp_path / "trace"
+    p = subprocess.run([*roscope_cmd, "watch", "--json", "-o", str(out), "--", SYSTEM, "-d", "18", "-g", str(tmp_path / "gt")],
+                       capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    model = _core.LiveModel(True, None, live.HOLD_NS)
+    fed = [c for c in watch.chunks(out) if next(c.rglob("metadata"), None) is not None]
+    for c in fed:
+        model.feed([str(c)])
+    times: dict[str, list[int]] = {n: [] for n in _R1_HELD}
+    last = 0
+    for c in fed:
+        for t in find_traces(str(c)):
+            for msg in bt2.TraceCollectionMessageIterator(t):
+                if type(msg) is bt2._EventMessageConst:
+                    ts = msg.default_clock_snapshot.ns_from_origin
+                    last = max(last, ts)
+                    if msg.event.name in times:
+                        times[msg.event.name].append(ts)
+    horizon = last - 2 * live.HOLD_NS - 10_000_000_000
+    recent = {n: sum(ts >= horizon for ts in v) for n, v in times.items()}
+    # per publication: its entry, its message id and its message object; per reception and write one
+    bound = 3 * recent["roscope_ros1:publish"] + recent["roscope_ros1:link_rx_message"] + recent["roscope_ros1:link_tx_write"]
+    whole = 3 * len(times["roscope_ros1:publish"]) + len(times["roscope_ros1:link_rx_message"]) + len(times["roscope_ros1:link_tx_write"])
+    assert recent["roscope_ros1:link_rx_message"] > 1000 and whole > 1.4 * bound  # long enough to tell
+    assert 0 < model.held_messages <= bound, (model.held_messages, bound, whole)

@@ -713,6 +713,7 @@ impl Builder {
         let forget = now.saturating_sub(w.saturating_mul(2)).saturating_sub(crate::link::LINK_WINDOW_NS as i64);
         self.linker.prune(forget);
         self.two_pass.prune(forget);
+        self.r1.prune(forget);
     }
 
     /// A record's time in the merged order's terms: plus its trace's clock offset.

@@ -46,6 +46,18 @@ impl<V> HandleMap<V> {
     pub fn remove(&mut self, proc: usize, handle: u64) {
         self.0.remove(&(proc, handle));
     }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
+        self.0.values_mut()
+    }
+    pub fn values(&self) -> impl Iterator<Item = &V> {
+        self.0.values()
+    }
 }
 
 /// Which handle of an object a lookup uses.

@@ -67,6 +67,14 @@ impl LiveModel {
         self.events
     }
 
+    /// Entries the matching of ROS 1 messages to their publications holds
+    /// (publications, receptions, writes on connections): bounded by the
+    /// messages of the last `LINK_WINDOW_NS` (10 s), not by the run.
+    #[getter]
+    fn held_messages(&self) -> usize {
+        self.b.as_ref().map_or(0, |b| b.r1.held())
+    }
+
     /// The objects known so far (hosts, processes, threads, nodes, publishers,
     /// subscriptions, timers, services, clients, callbacks), as (name, ArrowTable).
     fn objects(&self) -> PyResult<Chunks> {
