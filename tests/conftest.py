@@ -351,23 +351,46 @@ def ros2_pipeline_dataset(ros2_pipeline_run, ros2_pipeline_slowed, tmp_path_fact
 def ros2sim_run(tmp_path_factory):
     """Factory: ros2sim_run(preset, distro, seconds) -> the directory of `ros2sim.py run
     --preset PRESET --distro DISTRO --duration SECONDS` (traces/, ground_truth/), made on
-    the first call with those arguments and shared by every later one."""
+    the first call with those arguments and shared by every later one;
+    ros2sim_run.many([(preset, distro, seconds), ...]) -> their directories, the missing ones
+    made a few at a time."""
     sim = os.path.join(REPO_DIR, "tools", "ros2sim")
     subprocess.run(["make", "-s", "-C", sim], check=True, stdout=subprocess.DEVNULL)
     base = tmp_path_factory.mktemp("ros2sim-runs")
     made: dict = {}
 
-    def run(preset: str, distro: str, seconds: float):
-        key = (preset, distro, float(seconds))
-        if key not in made:
-            out = base / f"{preset}-{distro}-{seconds:g}s"
-            r = subprocess.run([sys.executable, os.path.join(sim, "ros2sim.py"), "run", "--preset", preset, "--distro",
-                                distro, "--duration", str(seconds), "--out", str(out)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
-            assert r.returncode == 0, r.stdout
-            made[key] = out
-        return made[key]
+    def start(key) -> tuple:
+        preset, distro, seconds = key
+        out = base / f"{preset}-{distro}-{seconds:g}s"
+        p = subprocess.Popen([sys.executable, os.path.join(sim, "ros2sim.py"), "run", "--preset", preset, "--distro",
+                              distro, "--duration", str(seconds), "--out", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return key, out, p
 
+    def finish(job) -> None:
+        key, out, p = job
+        text, _ = p.communicate(timeout=240)
+        assert p.returncode == 0, text
+        made[key] = out
+
+    def many(specs, parallel: int = 3) -> list:
+        """The runs of [(preset, distro, seconds)], those not made yet made `parallel` at a
+        time: each host of a ros2sim run has its own namespaces and session daemon, so runs
+        at once do not see each other (a run is mostly LTTng's set-up and its start delay)."""
+        keys = [(p, d, float(s)) for p, d, s in specs]
+        running: list = []
+        for key in dict.fromkeys(k for k in keys if k not in made):
+            if len(running) >= parallel:
+                finish(running.pop(0))
+            running.append(start(key))
+        for job in running:
+            finish(job)
+        return [made[k] for k in keys]
+
+    def run(preset: str, distro: str, seconds: float):
+        return many([(preset, distro, seconds)])[0]
+
+    run.many = many
     return run
 
 

@@ -55,15 +55,11 @@ def sims(tmp_path_factory, ros2sim_run):
     of the same runs), the drops system here."""
     subprocess.run(["make", "-s", "-C", str(REPO / "tools" / "ros2sim")], check=True, stdout=subprocess.DEVNULL)
     base = tmp_path_factory.mktemp("flowsims")
-    runs = {}
-    for preset, distro, dur in [("mfa_fig5_direct", "rolling", 1.5), ("mfa_fig6a_periodic_async", "rolling", 1.5),
-                                ("mfa_fig6b_partial_sync", "rolling", 1.5), ("mfa_fig6a_periodic_async", "jazzy", 1.5),
-                                ("mfa_fig6b_partial_sync", "jazzy", 1.5), ("autoware_reference_system", "rolling", 2.0),
-                                ("drops", "jazzy", 1.5)]:
-        if preset == "drops":
-            runs[(preset, distro)] = simulate(base / f"{preset}-{distro}", preset, distro, dur)
-        else:
-            runs[(preset, distro)] = ros2sim_run(preset, distro, dur)
+    presets = [("mfa_fig5_direct", "rolling", 1.5), ("mfa_fig6a_periodic_async", "rolling", 1.5),
+               ("mfa_fig6b_partial_sync", "rolling", 1.5), ("mfa_fig6a_periodic_async", "jazzy", 1.5),
+               ("mfa_fig6b_partial_sync", "jazzy", 1.5), ("autoware_reference_system", "rolling", 2.0)]
+    runs = {(p, d): out for (p, d, _), out in zip(presets, ros2sim_run.many(presets))}
+    runs[("drops", "jazzy")] = simulate(base / "drops-jazzy", "drops", "jazzy", 1.5)
     return runs
 
 

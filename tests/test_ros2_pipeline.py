@@ -325,13 +325,22 @@ def test_why_and_report_on_the_real_stack(rec, tmp_path, run_roscope):
     the CPU or waiting for it: not looked into further); `report` writes its page with the
     service path."""
     from roscope.commands import why
+    from test_sched import missed_switches
 
-    d = why.collect(rec.db, callback="Controller.execute", top=5)
-    assert d["kernel"] and len(d["runs"]) == 5
+    # perf on this machine drops some switches (no loss record): a run whose thread lost one has
+    # its sleep estimated as running (tests/test_sched.py); the check needs runs perf saw whole.
+    missed = missed_switches(rec.trace / "perf" / "perf.data")
+    d = why.collect(rec.db, callback="Controller.execute", top=10)
+    assert d["kernel"] and len(d["runs"]) == 10
+    whole = 0
     for r in d["runs"]:
         assert r["symbol"] == "__main__.Controller.execute"
-        assert r["blocked_ns"] >= 1_000_000 and r["preemptions"] >= 0, r["explanation"]
         assert r["on_cpu_ns"] + r["runnable_ns"] + r["blocked_ns"] + r["unknown_ns"] == r["duration_ns"]
+        if any(a < r["end_ts"] and b > r["start_ts"] for a, b in missed.get(r["tid"], [])):
+            continue
+        whole += 1
+        assert r["blocked_ns"] >= 1_000_000 and r["preemptions"] >= 0, r["explanation"]
+    assert whole >= 3, f"only {whole} of 10 runs without a switch perf missed"
     out = tmp_path / "report.html"
     p = run_roscope("report", str(rec.trace), "-o", str(out), "--from", "^/(lidar|imu)$", "--to", "^/cmd$")
     assert p.returncode == 0, p.stderr

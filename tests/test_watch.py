@@ -34,9 +34,14 @@ ON_MISS = ("import os, sys; e = os.environ; open(os.path.join(sys.argv[1], e['RO
            ".write(e['ROSCOPE_MISS_LATENCY_NS'] + ' ' + e['ROSCOPE_MISS_PATH'])")
 
 
+#: How long the watched example runs (s): long enough for the live model to forget its oldest
+#: ROS 1 messages (test_live_model_forgets_old_ros1_messages: 10 s + 2 holds, and more).
+WATCH_S = 18
+
+
 @pytest.fixture(scope="module")
 def watched(lttng_ready, roscope_cmd, tmp_path_factory) -> dict:
-    """`roscope watch --json --window 2` of examples/ros1_pipeline (6 s) in command mode,
+    """`roscope watch --json --window 2` of examples/ros1_pipeline (`WATCH_S`) in command mode,
     a path watched and a deadline on another, with the filter slowed down (`SLOW`)."""
     subprocess.run(["make", "-s", "-C", os.path.join(REPO, "instrument", "ros1")], check=True)
     subprocess.run(["make", "-s", "-C", os.path.dirname(SYSTEM)], check=True)
@@ -45,7 +50,7 @@ def watched(lttng_ready, roscope_cmd, tmp_path_factory) -> dict:
     on_miss = shlex.join([sys.executable, "-c", ON_MISS, str(d / "misses")])
     p = subprocess.run([*roscope_cmd, "watch", "--json", "--window", "2", "-o", str(d / "trace"),
                         "--from", "^/lidar$", "--to", "^/fused$", "--deadline", DEADLINE, "--on-miss", on_miss, "--",
-                        SYSTEM, "-d", "6", "-g", str(d / "gt")], capture_output=True, text=True, timeout=180,
+                        SYSTEM, "-d", str(WATCH_S), "-g", str(d / "gt")], capture_output=True, text=True, timeout=180,
                        env={**os.environ, "ROS1_PIPELINE_SLOW": SLOW})
     lines = [json.loads(line) for line in p.stdout.splitlines()]
     return {"trace": d / "trace", "gt": d / "gt", "windows": [x for x in lines if "window" in x],
@@ -196,17 +201,12 @@ def test_ctrl_c_exits_130_and_leaves_the_trace(lttng_ready, roscope_cmd, tmp_pat
 _R1_HELD = ("roscope_ros1:publish", "roscope_ros1:link_rx_message", "roscope_ros1:link_tx_write")
 
 
-def test_live_model_forgets_old_ros1_messages(lttng_ready, roscope_cmd, tmp_path):
-    """A live model fed the chunks of an 18 s watch of the example holds, after the last one,
+def test_live_model_forgets_old_ros1_messages(watched):
+    """A live model fed the chunks of the module's watch of the example holds, after the last one,
     the ROS 1 message state (publications, receptions, writes on connections) of the last 10 s
     + 2 holds only (`LINK_WINDOW_NS`: the linker's horizon), as babeltrace2 counts those events
     in the chunks; it held every message of the run before (a soak's RSS grew ~17 KiB/s)."""
-    subprocess.run(["make", "-s", "-C", os.path.join(REPO, "instrument", "ros1")], check=True)
-    subprocess.run(["make", "-s", "-C", os.path.dirname(SYSTEM)], check=True)
-    out = tmp_path / "trace"
-    p = subprocess.run([*roscope_cmd, "watch", "--json", "-o", str(out), "--", SYSTEM, "-d", "18", "-g", str(tmp_path / "gt")],
-                       capture_output=True, text=True, timeout=180)
-    assert p.returncode == 0, p.stderr
+    out = watched["trace"]
     model = _core.LiveModel(True, None, live.HOLD_NS)
     fed = [c for c in watch.chunks(out) if next(c.rglob("metadata"), None) is not None]
     for c in fed:

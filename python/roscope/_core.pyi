@@ -96,6 +96,10 @@ class LiveModel:
         """Events read so far, over every chunk fed (as babeltrace2 counts a trace's)."""
     def objects(self) -> list[tuple[str, ArrowTable]]:
         """The objects known so far (hosts ... callbacks), as (table, rows)."""
+    @property
+    def held_messages(self) -> int:
+        """Entries the ROS 1 message matching holds (publications, receptions, writes on
+        connections, message ids and objects): those older than the linker's horizon are gone."""
     def close(self) -> list[tuple[str, ArrowTable]]:
         """After the last chunk: every record still held."""
 
@@ -122,6 +126,9 @@ class KernelBuilder:
         """An LTTng kernel trace's sched events; returns how many."""
     def add_batch(self, batch: ArrowStream, host: int, put: Callable[[str, ArrowTable], object]) -> None:
         """Events in kernel.py's normalized layout, times already mapped."""
+    @property
+    def missed_switches(self) -> int:
+        """Switch-outs so far of a thread its CPU had not switched in (the data misses a switch)."""
     def finish(self, put: Callable[[str, ArrowTable], object]) -> None: ...
 
 def schema() -> str:
