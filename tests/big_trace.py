@@ -34,6 +34,7 @@ def ensure_trace(duration: float = DEFAULT_DURATION) -> str:
     subprocess.run(["make", "-s", "-C", os.path.join(REPO, "tools", "ros2sim")], check=True)
     subprocess.run(["/usr/bin/python3", os.path.join(REPO, "tools", "ros2sim", "ros2sim.py"), "run",
                     "--preset", "autoware_reference_system_mp", "--distro", "rolling", "--scale", "100",
-                    "--duration", f"{duration:g}", "--subbuf-size", "4M", "--num-subbuf", "8", "--out", trace_dir(duration)],
+                    "--duration", f"{duration:g}", "--subbuf-size", "4M", "--num-subbuf", "8", "--no-ground-truth",
+                    "--out", trace_dir(duration)],
                    check=True)
     return traces

@@ -682,7 +682,8 @@ def run(args):
             statuses, t_start, t_end = _run_in_namespaces(R, out, args, host_specs, sockdir)
     finally:
         shutil.rmtree(sockdir, ignore_errors=True)
-    counts = merge_ground_truth(R, os.path.join(out, 'run', 'gt'), os.path.join(out, 'ground_truth'))
+    counts = None if args.no_ground_truth else \
+        merge_ground_truth(R, os.path.join(out, 'run', 'gt'), os.path.join(out, 'ground_truth'))
     elapsed = time.time() - t0_wall
     manifest = {
         'tool': 'ros2sim', 'distro': args.distro, 'tracetools_version': DISTROS[args.distro], 'caret': args.caret,
@@ -695,7 +696,8 @@ def run(args):
             'mode': 'discard' if args.discard else 'blocking (no loss: applications wait for buffer space)',
             'buffering': 'per-uid', 'context': ['vpid', 'vtid', 'procname'],
             'events': _events(args)},
-        'hosts': [], 'processes': [], 'ground_truth': {k: f'ground_truth/{k}.csv' for k in GT_HEADERS},
+        'hosts': [], 'processes': [],
+        'ground_truth': None if args.no_ground_truth else {k: f'ground_truth/{k}.csv' for k in GT_HEADERS},
         'ground_truth_rows': counts, 'wall_time_s': round(elapsed, 3),
     }
     manifest['ok'] = ok = _manifest_hosts(R, manifest, host_specs, statuses)
@@ -708,8 +710,9 @@ def run(args):
         raise RuntimeError(f'run failed: {"; ".join(errs)} {"processes failed: " + ", ".join(bad) if bad else ""} '
                            f'(see {out}/logs)')
     disc = [h['discarded_events'] for h in manifest['hosts']]
-    print(f'ros2sim: {out}: {sum(1 for h in manifest["hosts"] if h["trace"])} trace(s), {counts["messages"]} messages, '
-          f'{counts["callbacks"]} callback runs, discarded events {disc}, {elapsed:.1f} s')
+    truth = 'no ground truth' if counts is None else f'{counts["messages"]} messages, {counts["callbacks"]} callback runs'
+    print(f'ros2sim: {out}: {sum(1 for h in manifest["hosts"] if h["trace"])} trace(s), {truth}, '
+          f'discarded events {disc}, {elapsed:.1f} s')
     return out
 
 
@@ -772,6 +775,8 @@ def main(argv=None):
     r.add_argument('--duration', type=float, default=3.0, help='seconds of simulated system time')
     r.add_argument('--scale', type=float, default=1.0, help='divide timer periods and work times by K')
     r.add_argument('--seed', type=int, default=1)
+    r.add_argument('--no-ground-truth', action='store_true',
+                   help='do not write ground_truth/ (a trace for scale, whose truth nothing reads)')
     r.add_argument('--subbuf-size', default='1M')
     r.add_argument('--num-subbuf', type=int, default=8)
     r.add_argument('--discard', action='store_true',
