@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from roscope.processes import group
-from roscope.processes.identity import live_stats
+from roscope.processes.identity import live_stats, stat
 from roscope.processes.tracking import tracking
 from roscope.record.options import DEFAULT_CHANNEL, DEFAULT_CONTEXTS, RecordError, RecordOptions
 
@@ -119,7 +119,6 @@ def tracer_dumps(pids: list[int] | None) -> dict[int, int]:
     """{pid: state dumps made} of the processes among `pids` (every one if None) that run
     one of roscope's tracers, from their answer files; a file left by a process that is gone
     (or by an older one with the same PID) is removed."""
-    stats = live_stats()
     wanted = None if pids is None else set(pids)
     out = {}
     try:
@@ -136,7 +135,7 @@ def tracer_dumps(pids: list[int] | None) -> dict[int, int]:
             ticks, dumps = int(fields[0]), int(fields[1])
         except (OSError, ValueError, IndexError):
             continue  # being written, or not ours to read
-        st = stats.get(pid)
+        st = stat(pid)
         if st is None or st.start_ticks != ticks:
             try:
                 if path.lstat().st_uid == os.getuid():
@@ -167,8 +166,8 @@ def request_state_dump(name: str, pids: list[int] | None = None) -> list:
                 time.sleep(0.05)
     finally:
         lttng("disable-event", "--userspace", STATE_DUMP_REQUEST, f"--channel={DEFAULT_CHANNEL}", f"--session={name}")
-    stats = live_stats()
-    return [(p, stats[p]) for p in sorted(waiting) if p in stats]
+    late = [(p, stat(p)) for p in sorted(waiting)]
+    return [(p, st) for p, st in late if st is not None]
 
 
 def process_tree(pids: list[int]) -> list[int]:
