@@ -35,11 +35,16 @@ static unsigned long long roscope_attach_start_ticks(void) {
   return ticks;
 }
 
+/* This process's answer file, /dev/shm/roscope-attach-PID (record/lttng.py reads it). */
+static void roscope_attach_path(char *path, size_t size) {
+  snprintf(path, size, "/dev/shm/roscope-attach-%ld", (long)getpid());
+}
+
 static void roscope_attach_ack(unsigned long dumps) {
   static unsigned long long ticks;
   if (!ticks) ticks = roscope_attach_start_ticks();
   char path[64], text[64];
-  snprintf(path, sizeof path, "/dev/shm/roscope-attach-%ld", (long)getpid());
+  roscope_attach_path(path, sizeof path);
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return;
   int n = snprintf(text, sizeof text, "%llu %lu\n", ticks, dumps);
@@ -51,7 +56,7 @@ static void roscope_attach_ack(unsigned long dumps) {
  * is killed leaves it; roscope removes such files when a session ends. */
 static void roscope_attach_ack_remove(void) {
   char path[64];
-  snprintf(path, sizeof path, "/dev/shm/roscope-attach-%ld", (long)getpid());
+  roscope_attach_path(path, sizeof path);
   unlink(path);
 }
 

@@ -148,6 +148,12 @@ def tracer_dumps(pids: list[int] | None) -> dict[int, int]:
     return out
 
 
+def remove_stale_answers() -> None:
+    """Removes the answer files of processes that are gone (`tracer_dumps` does it on its
+    way through them)."""
+    tracer_dumps([])
+
+
 def request_state_dump(name: str, pids: list[int] | None = None) -> list:
     """Asks the processes that already run for their objects: turns roscope_attach:request on
     in session `name` until every process among `pids` (every one if None) that runs one of
@@ -197,7 +203,7 @@ def destroy_session(name: str) -> list[str]:
         p = lttng(*args, check=False)
         if p.returncode != 0:
             problems.append(f"lttng {' '.join(args)}: {p.stderr.strip()}")
-    tracer_dumps([])
+    remove_stale_answers()
     return problems
 
 
