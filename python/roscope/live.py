@@ -16,7 +16,7 @@ import json
 
 import duckdb
 
-from roscope import _core, stats
+from roscope import _core, memory, stats
 from roscope.database import Database, columns_sql, create_views
 from roscope.errors import InputError
 from roscope.flow import FlowRequest, data_flows, path_stats
@@ -111,6 +111,7 @@ class LiveWindows:
     def _new_con(self) -> duckdb.DuckDBPyConnection:
         """A DuckDB instance in memory with the model's tables and views."""
         con = duckdb.connect(":memory:")
+        memory.hand_back_freed(con)   # each step deletes rows: RSS flat over hours
         for name in self._tables:
             con.execute(f'CREATE TABLE "{name}" ({columns_sql(name)})').fetchall()
         create_views(con)

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from roscope import _core, files, kernel, manifest
+from roscope import _core, files, kernel, manifest, memory
 from roscope import progress as progress_shown
 from roscope.database import SCHEMA_VERSION, Database, columns_sql, connect, create_views
 from roscope.errors import DatabaseError, database_error, interrupted
@@ -206,7 +206,7 @@ def _fill_small(con, paths: Sequence[str], early: _EarlyBuild, with_kernel: bool
     closed (bench/startup.py: peak 116 -> 103 MiB on a 170k-event trace).
     Returns (names, rows, stats, warnings, losses, kernel rows)."""
     con.execute("SET threads = 1")
-    con.execute("SET allocator_bulk_deallocation_flush_threshold = '1MB'")
+    memory.hand_back_freed(con)
     chunks, arrow, stats, warnings, losses = early.result()
     rows: dict[str, int] = {}
 
