@@ -200,10 +200,9 @@ def _fill_small(con, paths: Sequence[str], early: _EarlyBuild, with_kernel: bool
     from the core's Arrow streams; the kernel tables as `kernel.store` makes them, or,
     when there is no kernel source, empty and made from the schema (no pyarrow
     either). DuckDB then runs on one thread: on so few rows a second one only holds
-    more memory (about 10 MB of `roscope stats`'s peak). And DuckDB's allocator gives
-    back what a query freed when it ends, not from 512 MB of frees on: the statistics
-    queries that follow kept about 13 MB of freed memory resident until the connection
-    closed (bench/startup.py: peak 116 -> 103 MiB on a 170k-event trace).
+    more memory (about 10 MB of `roscope stats`'s peak). And DuckDB's allocator hands
+    back what the statistics queries that follow free (`memory.hand_back_freed`): it
+    kept about 13 MB of it resident until the connection closed.
     Returns (names, rows, stats, warnings, losses, kernel rows)."""
     con.execute("SET threads = 1")
     memory.hand_back_freed(con)
