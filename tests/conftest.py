@@ -65,6 +65,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -75,6 +76,16 @@ REPO_DIR = os.path.dirname(TESTS_DIR)
 FIXTURES_DIR = os.path.join(TESTS_DIR, "fixtures")
 if TESTS_DIR not in sys.path:
     sys.path.insert(0, TESTS_DIR)
+
+
+def pytest_configure(config):
+    """A suite started as a background job of a non-interactive shell (`make test &`,
+    `nohup`) inherits SIGINT ignored, and so would every roscope the tests start: roscope
+    keeps an inherited "ignore" (cli.py), so the tests that interrupt it would wait for
+    nothing. Given Python's own handler here, the processes the tests start get SIGINT's
+    default, as at a terminal."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _load_recordings():
