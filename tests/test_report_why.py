@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from test_report import TRACES, browser, check_page, close_pages, make_report, open_report, roscope, same  # noqa: F401
-from test_sched import missed_switches, oracle_culprits, overlap, recorded, recording, timehist  # noqa: F401
+from test_sched import missed_switches, oracle_culprits, overlap, perf_saw_whole, recorded, recording, timehist  # noqa: F401
 
 TOP = 10  # the report's budget "why_rows"
 
@@ -69,7 +69,7 @@ def test_why_section_with_kernel_data(browser, recording, tmp_path):  # noqa: F8
     compared = 0
     for r in d["runs"]:
         row, tid, span = runs[str(r["run_id"])], r["tid"], [(r["start_ts"], r["end_ts"])]
-        if any(a < r["end_ts"] and b > r["start_ts"] for a, b in missed.get(tid, [])):
+        if not perf_saw_whole(missed, tid, r["start_ts"], r["end_ts"]):
             continue
         compared += 1
         running = overlap([(s, e) for _c, s, e in th[tid]["running"]], span)

@@ -325,7 +325,7 @@ def test_why_and_report_on_the_real_stack(rec, tmp_path, run_roscope):
     the CPU or waiting for it: not looked into further); `report` writes its page with the
     service path."""
     from roscope.commands import why
-    from test_sched import missed_switches
+    from test_sched import missed_switches, perf_saw_whole
 
     # perf on this machine drops some switches (no loss record): a run whose thread lost one has
     # its sleep estimated as running (tests/test_sched.py); the check needs runs perf saw whole.
@@ -336,7 +336,7 @@ def test_why_and_report_on_the_real_stack(rec, tmp_path, run_roscope):
     for r in d["runs"]:
         assert r["symbol"] == "__main__.Controller.execute"
         assert r["on_cpu_ns"] + r["runnable_ns"] + r["blocked_ns"] + r["unknown_ns"] == r["duration_ns"]
-        if any(a < r["end_ts"] and b > r["start_ts"] for a, b in missed.get(r["tid"], [])):
+        if not perf_saw_whole(missed, r["tid"], r["start_ts"], r["end_ts"]):
             continue
         whole += 1
         assert r["blocked_ns"] >= 1_000_000 and r["preemptions"] >= 0, r["explanation"]

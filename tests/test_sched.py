@@ -172,6 +172,12 @@ def missed_switches(perf_data: Path) -> dict[int, list[tuple[int, int]]]:
     return dict(missed)
 
 
+def perf_saw_whole(missed: dict[int, list[tuple[int, int]]], tid: int, start: int, end: int) -> bool:
+    """Whether no window of `missed_switches` of thread `tid` meets [start, end): perf's
+    data holds every switch of that thread in the span."""
+    return not any(a < end and b > start for a, b in missed.get(tid, []))
+
+
 def overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
     """Total length of the intersection of two lists of disjoint intervals."""
     a, b = sorted(a), sorted(b)
