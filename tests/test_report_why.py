@@ -66,23 +66,41 @@ def test_why_section_with_kernel_data(browser, recording, tmp_path):  # noqa: F8
     # timehist and roscope each estimate when it started running, differently
     th = timehist(out / "perf" / "perf.data")
     missed = missed_switches(out / "perf" / "perf.data")
-    compared = 0
-    for r in d["runs"]:
-        row, tid, span = runs[str(r["run_id"])], r["tid"], [(r["start_ts"], r["end_ts"])]
+
+    def agrees(r: dict) -> bool:
+        """Whether run `r`'s on-CPU and runnable times and top culprit equal timehist's;
+        False (not compared) when perf missed a switch of its thread in the run."""
+        tid, span = r["tid"], [(r["start_ts"], r["end_ts"])]
         if not perf_saw_whole(missed, tid, r["start_ts"], r["end_ts"]):
-            continue
-        compared += 1
+            return False
         running = overlap([(s, e) for _c, s, e in th[tid]["running"]], span)
         runnable = overlap(th[tid]["runnable"], span)
         # within 1 %, or the µs to which timehist cuts each of the run's few intervals
-        assert int(row["on_cpu_ns"]) == pytest.approx(running, rel=0.01, abs=5_000), r["label"]
-        assert int(row["runnable_ns"]) == pytest.approx(runnable, rel=0.01, abs=5_000), r["label"]
+        assert int(r["on_cpu_ns"]) == pytest.approx(running, rel=0.01, abs=5_000), r["label"]
+        assert int(r["runnable_ns"]) == pytest.approx(runnable, rel=0.01, abs=5_000), r["label"]
         want = oracle_culprits(th, tid, span[0])
         if sum(want.values()) >= 200_000:
             (first, a), (_, b) = (want.most_common(2) + [(None, 0)])[:2]
             if a - b >= 20_000:
-                assert int(row["top_culprit_tid"]) == first, r["label"]
-    assert compared >= 3, f"only {compared} of {TOP} runs without a switch perf missed"
+                assert int(r["top_culprit_tid"] or 0) == first, r["label"]
+        return True
+
+    # the rows shown, as the page shows them (those perf saw whole)
+    shown = [{**r, **{k: runs[str(r["run_id"])][k] for k in ("on_cpu_ns", "runnable_ns", "top_culprit_tid")}}
+             for r in d["runs"]]
+    compared = sum(agrees(r) for r in shown)
+    # the ten longest runs are the monitor's 30 ms bursts, where perf most often misses a switch
+    # (CI once had 2 of 10 whole): the same check on the next runs of `why` (whose rows the page
+    # shows, `same` above) so that at least three are compared
+    more = json.loads(roscope("why", str(db), "--top", "60", "--json").stdout)["runs"]
+    seen = {r["run_id"] for r in d["runs"]}
+    for r in more:
+        if compared >= 6:
+            break
+        if r["run_id"] not in seen:
+            top = r["culprits"][0]["tid"] if r["culprits"] else None
+            compared += agrees({**r, "top_culprit_tid": top})
+    assert compared >= 3, f"only {compared} of 60 runs without a switch perf missed"
     # not a comparison of zeros (the longest runs are the monitor's 30 ms bursts, mostly blocked: how long each
     # was on a CPU, and which of them waited for one, depends on what else the machine ran)
     assert all(int(runs[str(r["run_id"])]["on_cpu_ns"]) > 10_000 for r in d["runs"])

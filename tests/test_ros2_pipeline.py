@@ -330,8 +330,9 @@ def test_why_and_report_on_the_real_stack(rec, tmp_path, run_roscope):
     # perf on this machine drops some switches (no loss record): a run whose thread lost one has
     # its sleep estimated as running (tests/test_sched.py); the check needs runs perf saw whole.
     missed = missed_switches(rec.trace / "perf" / "perf.data")
-    d = why.collect(rec.db, callback="Controller.execute", top=10)
-    assert d["kernel"] and len(d["runs"]) == 10
+    # up to the 40 slowest (the pipeline makes ~35), not 10: the slowest are where perf most often misses a switch
+    d = why.collect(rec.db, callback="Controller.execute", top=40)
+    assert d["kernel"] and len(d["runs"]) >= 10
     whole = 0
     for r in d["runs"]:
         assert r["symbol"] == "__main__.Controller.execute"
@@ -340,7 +341,7 @@ def test_why_and_report_on_the_real_stack(rec, tmp_path, run_roscope):
             continue
         whole += 1
         assert r["blocked_ns"] >= 1_000_000 and r["preemptions"] >= 0, r["explanation"]
-    assert whole >= 3, f"only {whole} of 10 runs without a switch perf missed"
+    assert whole >= 3, f"only {whole} of {len(d['runs'])} runs without a switch perf missed"
     out = tmp_path / "report.html"
     p = run_roscope("report", str(rec.trace), "-o", str(out), "--from", "^/(lidar|imu)$", "--to", "^/cmd$")
     assert p.returncode == 0, p.stderr
