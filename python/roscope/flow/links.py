@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from roscope import _core, progress
 from roscope.errors import InputError
-from roscope.flow.request import SLICE_PUBLICATIONS, SLICE_REACH_NS
+from roscope.memory import at_most
+from roscope.flow.request import SEARCH_MEMORY, SLICE_PUBLICATIONS, SLICE_REACH_NS
 from roscope.flow.slices import ONE_SLICE, FlowContext, context, over_slices, sliced
 from roscope.results import Appender, publish
 from roscope.trace import table_from_core
@@ -37,7 +38,15 @@ def causal_link_table(db: Database, infer: bool = True, *, store: bool = False,
     """Every causal link, made visible to SQL as `causal_links` (a temporary view of
     the connection over the scratch file, `results.Appender`, or a stored table with `store`) and never held whole: over slices
     of the model on a database with more than `slice_publications` publications (as
-    `data_flows`). Returns {"links": count, "slices": what the slicing did}."""
+    `data_flows`, and like it with DuckDB's budget at most `SEARCH_MEMORY`: it reads
+    slices and appends, what it would keep beyond is a cache of blocks; at 136M events
+    it filled flow's whole budget, the peak of `flow`). Returns {"links": count,
+    "slices": what the slicing did}."""
+    with at_most(db.con, SEARCH_MEMORY):
+        return _causal_link_table(db, infer, store, slice_publications, reach_ns)
+
+
+def _causal_link_table(db: Database, infer: bool, store: bool, slice_publications: int | None, reach_ns: int) -> dict:
     in_slices = slice_publications is not None and sliced(db, slice_publications)
     prog = progress.current()
     prog.phase("causal links", unit="slices")
