@@ -1,9 +1,11 @@
 """Small traces start fast (issue 29): a trace of at most `loading.SMALL_TRACE_BYTES`
 is stored straight from the core's Arrow streams, without pyarrow, and its kernel
 tables, when it has no kernel source, are made from the schema. What `roscope stats`
-shows, and every table of the database, must equal what the pyarrow path (the one
-every trace took before, and larger traces still take) gives on the same trace: the
-shared real traces, one of them with an LTTng kernel trace beside it."""
+shows, and every table of the database, must equal what the streaming path (the one
+larger traces take, through `_Inserts`) gives on the same trace: the shared real
+traces, one of them with an LTTng kernel trace beside it. Neither path imports
+pyarrow unless the load has kernel data (the streaming path did until stop 37: its
+libraries were 37 MiB of a 136M-event load's peak)."""
 from __future__ import annotations
 
 import json
@@ -37,7 +39,7 @@ def _tables(db) -> dict:
 
 
 @pytest.mark.parametrize("trace", SMALL)
-def test_a_small_trace_gives_what_the_pyarrow_path_gives(trace, monkeypatch):
+def test_a_small_trace_gives_what_the_streaming_path_gives(trace, monkeypatch):
     path = os.path.join(TRACES, trace)
     assert loading.trace_bytes([path], loading.SMALL_TRACE_BYTES) <= loading.SMALL_TRACE_BYTES
     got = {}
@@ -67,10 +69,31 @@ def test_stats_on_a_small_trace_imports_neither_pyarrow_nor_numpy():
 
 
 
-def test_an_error_of_a_small_traces_build_is_the_error_of_the_pyarrow_path(tmp_path, monkeypatch):
+def test_a_streamed_load_imports_neither_pyarrow_nor_numpy(tmp_path):
+    """In a fresh interpreter, `roscope load` of a trace taken as large (the streaming
+    path, `_Inserts`) writes the database without importing pyarrow or numpy, and the
+    database holds the trace's callback runs (as many as callback_end events,
+    babeltrace2's count)."""
+    trace = os.path.join(TRACES, "ros2", "autoware-carla-galactic")
+    if not os.path.isdir(trace):
+        pytest.skip(f"{trace} is not there")
+    out = tmp_path / "big.duckdb"
+    code = ("import sys; from roscope import cli, loading; loading.SMALL_TRACE_BYTES = -1; "
+            "rc = cli.main(['load', sys.argv[1], '-o', sys.argv[2]]); "
+            "print([m for m in ('pyarrow', 'numpy', 'pandas') if m in sys.modules], file=sys.stderr); sys.exit(rc)")
+    p = subprocess.run([sys.executable, "-c", code, trace, str(out)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.strip().splitlines()[-1] == "[]"
+    bt = subprocess.run(["babeltrace2", trace], capture_output=True, text=True, check=True).stdout
+    ends = sum(1 for line in bt.splitlines() if " ros2:callback_end: " in line)
+    with duckdb.connect(str(out), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM callback_runs WHERE end_ts IS NOT NULL").fetchone()[0] == ends > 1000
+
+
+def test_an_error_of_a_small_traces_build_is_the_error_of_the_streaming_path(tmp_path, monkeypatch):
     """A small trace is built in a thread while DuckDB starts (`loading`): a trace whose
     metadata is cut short still raises, from `open`, the error naming the metadata
-    file that the pyarrow path raises (the CLI's one-line message), and leaves no
+    file that the streaming path raises (the CLI's one-line message), and leaves no
     thread behind."""
     import shutil
     import threading

@@ -22,6 +22,12 @@ class ArrowTable:
 
     @property
     def num_rows(self) -> int: ...
+    @property
+    def nbytes(self) -> int:
+        """Bytes of its data (as pyarrow's `Table.nbytes`)."""
+    @staticmethod
+    def concat(tables: list[ArrowTable]) -> ArrowTable:
+        """The tables' batches, in order, as one table (no copy; equal schemas only)."""
     def __arrow_c_schema__(self) -> object: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
     def __arrow_c_array__(self, requested_schema: object | None = None) -> tuple[object, object]:

@@ -222,14 +222,20 @@ def _fill_small(con, paths: Sequence[str], early: _EarlyBuild, with_kernel: bool
     for name in names:
         put(name, arrow.pop(name))
     con.commit()
+    return names, rows, stats, warnings, losses, _kernel_tables(con, paths, needs, warnings, with_kernel)
+
+
+def _kernel_tables(con, paths: Sequence[str], needs: dict, warnings: list[str], with_kernel: bool) -> dict[str, int]:
+    """The kernel tables, once the model's are stored: as `kernel.store` makes them
+    (`needs`: the model's tables it reads, as the core's Arrow streams), or, when there
+    is no kernel source, empty and made from the schema, without importing pyarrow.
+    Returns their row counts."""
     traces = con.execute("SELECT path, domain FROM traces").fetchall()
     if with_kernel and (any(d == "kernel" for _p, d in traces) or kernel.find_perf(paths, [p for p, _d in traces])):
-        kernel_rows = kernel.store(con, paths, {k: table_from_core(v) for k, v in needs.items()}, warnings)
-    else:
-        for name in kernel.TABLES:  # the schema's own names and types (no text from a trace)
-            con.execute(f"CREATE TABLE {name} ({columns_sql(name)})")
-        kernel_rows = dict.fromkeys(kernel.TABLES, 0)
-    return names, rows, stats, warnings, losses, kernel_rows
+        return kernel.store(con, paths, {k: table_from_core(v) for k, v in needs.items()}, warnings)
+    for name in kernel.TABLES:  # the schema's own names and types (no text from a trace)
+        con.execute(f"CREATE TABLE {name} ({columns_sql(name)})")
+    return dict.fromkeys(kernel.TABLES, 0)
 
 
 class _Inserts:
@@ -260,8 +266,6 @@ class _Inserts:
             self._store(max(self.sizes, key=self.sizes.__getitem__))
 
     def _store(self, name: str) -> None:
-        import pyarrow as pa  # imported while the core builds (`build`): not at start-up
-
         chunks = self.pending.pop(name)
         n = self.sizes.pop(name)
         self.size -= n
@@ -271,10 +275,12 @@ class _Inserts:
         if not self.in_transaction:
             self.con.begin()
             self.in_transaction = True
-        # The chunks as one stream: DuckDB reads them where they are (no concatenated copy).
-        stream = pa.RecordBatchReader.from_batches(chunks[0].schema, [b for t in chunks for b in t.to_batches()])
+        # The chunks (the core's Arrow tables) as one: DuckDB reads them where they are
+        # (no concatenated copy), and pyarrow is not imported (its libraries: 37 MiB of
+        # `load`'s peak).
+        table = _core.ArrowTable.concat(chunks)
         del chunks
-        _put(self.con, name, stream, name in self.created)
+        _put(self.con, name, table, name in self.created)
         self.created.add(name)
         self.uncommitted += n
         if self.uncommitted >= COMMIT_BYTES:
@@ -428,7 +434,7 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
             ins = _Inserts(con)
             # window_ns=0: the whole trace in memory, then stored (no streaming).
             arrow, stats, warnings, losses = build(paths, heuristics, sync=sync, put=ins.put if window_ns != 0 else None,
-                                                   window_ns=WINDOW_NS if window_ns is None else window_ns)
+                                                   window_ns=WINDOW_NS if window_ns is None else window_ns, core=True)
             # The model's tables go in first (and the ones held to the end are freed); then
             # the kernel tables are made in the database itself, under its memory limit.
             names = list(arrow)
@@ -439,7 +445,7 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
             ins.close()
             rows = ins.rows
             progress_shown.current().phase("kernel scheduling data")
-            kernel_rows = kernel.store(con, paths, needs, warnings, enabled=with_kernel)
+            kernel_rows = _kernel_tables(con, paths, needs, warnings, with_kernel)
         meta = {
             "schema_version": SCHEMA_VERSION,
             "roscope_version": __version__,

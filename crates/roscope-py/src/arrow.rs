@@ -92,6 +92,37 @@ impl ArrowTable {
         self.batches.iter().map(|b| b.num_rows()).sum()
     }
 
+    /// Bytes of the table's data (its buffers as far as its rows use them, as
+    /// pyarrow's `Table.nbytes`).
+    #[getter]
+    fn nbytes(&self) -> PyResult<usize> {
+        let mut n = 0;
+        for b in &self.batches {
+            for c in b.columns() {
+                n += c.to_data().get_slice_memory_size().map_err(arrow_err)?;
+            }
+        }
+        Ok(n)
+    }
+
+    /// The batches of `tables`, in order, as one table (no copy): chunks of one
+    /// table of the model, stored by one insert. Their schemas must be equal.
+    #[staticmethod]
+    fn concat(tables: Vec<PyRef<'_, ArrowTable>>) -> PyResult<ArrowTable> {
+        let Some(first) = tables.first() else {
+            return Err(PyValueError::new_err("no table to concatenate"));
+        };
+        let schema = first.schema.clone();
+        let mut batches = Vec::with_capacity(tables.iter().map(|t| t.batches.len()).sum());
+        for t in &tables {
+            if t.schema != schema {
+                return Err(PyValueError::new_err("tables of different schemas cannot be concatenated"));
+            }
+            batches.extend(t.batches.iter().cloned());
+        }
+        Ok(ArrowTable { schema, batches })
+    }
+
     /// The schema, as an `arrow_schema` capsule.
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
         let s = FFI_ArrowSchema::try_from(self.schema.as_ref()).map_err(arrow_err)?;
