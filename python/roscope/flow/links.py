@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from roscope import _core, progress
 from roscope.errors import InputError
-from roscope.memory import at_most
 from roscope.flow.request import SEARCH_MEMORY, SLICE_PUBLICATIONS, SLICE_REACH_NS
 from roscope.flow.slices import ONE_SLICE, FlowContext, context, over_slices, sliced
+from roscope.memory import at_most
 from roscope.results import Appender, publish
 from roscope.trace import table_from_core
 
