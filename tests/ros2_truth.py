@@ -55,17 +55,25 @@ def env_of(distro: str) -> Path:
 def record(distro: str, out: Path, seconds: float = 8.0, extra: list[str] | None = None, timeout: float = 300) -> dict:
     """`roscope record [extra] -o out/trace -- python3 launch.py -d seconds -g out/gt`, with the
     distro's environment first on PATH (activated). Returns {"trace", "gt", "stderr", "rc"}."""
+    gt = out / "gt"
+    r = record_command(distro, out / "trace", ["python3", str(EXAMPLE / "launch.py"), "-d", str(seconds), "-g", str(gt)],
+                       extra, timeout)
+    return {**r, "gt": gt}
+
+
+def record_command(distro: str, trace: Path, argv: list[str], extra: list[str] | None = None,
+                   timeout: float = 300) -> dict:
+    """`roscope record [extra] -o trace -- argv...`, with the distro's environment first on PATH
+    (activated). Returns {"trace", "stderr", "stdout", "rc"}."""
     env = dict(os.environ)
     venv = env_of(distro)
     env["PATH"] = f"{venv / 'bin'}:{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(venv)
     env["PYTHONPATH"] = str(REPO / "python") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.pop("PYTHONHOME", None)
-    trace, gt = out / "trace", out / "gt"
-    p = subprocess.run([sys.executable, "-m", "roscope", "record", *(extra or []), "-o", str(trace), "--",
-                        "python3", str(EXAMPLE / "launch.py"), "-d", str(seconds), "-g", str(gt)],
+    p = subprocess.run([sys.executable, "-m", "roscope", "record", *(extra or []), "-o", str(trace), "--", *argv],
                        capture_output=True, text=True, env=env, timeout=timeout)
-    return {"trace": trace, "gt": gt, "stderr": p.stderr, "stdout": p.stdout, "rc": p.returncode}
+    return {"trace": trace, "stderr": p.stderr, "stdout": p.stdout, "rc": p.returncode}
 
 
 def read_ground_truth(gtdir: Path) -> list[dict]:
