@@ -412,11 +412,12 @@ def _execute_traced(server, fn, cb: _Callback):
     start, end, inp = F.callback_start_fast, F.callback_end, F.r2_callback_input
     goal_rmw = server._roscope_rmw[0]
 
-    def before(goal_handle) -> None:
+    def before(goal_handle, run: bool = True) -> None:
         seq = server._roscope_goal_seq.pop(bytes(goal_handle.goal_id.uuid), None)
         if seq is not None:
             inp(me, goal_rmw, seq)
-        start(me)
+        if run:
+            start(me)
 
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
@@ -427,6 +428,17 @@ def _execute_traced(server, fn, cb: _Callback):
             finally:
                 end(me)
         return execute_async
+
+    if F.Traced is not None:
+        # The run's start and end from the C wrapper, inside the callback's frame: this
+        # wrapper's own work (the goal's input event) stays outside the run.
+        traced = F.Traced(fn, me)
+
+        @functools.wraps(fn)
+        def execute(goal_handle, *a, **kw):
+            before(goal_handle, run=False)
+            return traced(goal_handle, *a, **kw)
+        return execute
 
     @functools.wraps(fn)
     def execute(goal_handle, *a, **kw):
