@@ -470,3 +470,32 @@ def test_every_process_is_started_through_roscope_processes():
                         (node.module, n) in SPAWNERS for n in names):
                     found.append(f"{rel}:{node.lineno} from {node.module} import {', '.join(sorted(names))}")
     assert not found, "processes started outside roscope.processes:\n" + "\n".join(found)
+
+
+def test_ctrl_c_during_the_tracking_probes_fork_is_not_lost(tmp_path):
+    """The first process roscope starts makes it choose how to track them, with a probe that
+    forks (`cgroup.probe`). A Ctrl-C that came while the fork ran Python's at-fork functions
+    was raised inside one of them, printed as "Exception ignored" and lost: `roscope report`
+    then went on (CI: test_cli_faults' Ctrl-C at 85 % of a report). Here SIGINT is sent from
+    an at-fork function, with a handler that raises as roscope's does: the probe must end
+    with the KeyboardInterrupt, print nothing, and leave no child."""
+    code = ("import os, signal, sys\n"
+            "from roscope.processes import cgroup, tracking\n"
+            "def on_sigint(signum, frame): raise KeyboardInterrupt\n"
+            "signal.signal(signal.SIGINT, on_sigint)\n"
+            "os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGINT))\n"
+            "try:\n"
+            "    t = tracking.tracking()\n"
+            "    print('not interrupted', t.mode)\n"
+            "except KeyboardInterrupt:\n"
+            "    print('interrupted')\n"
+            "print('children', sorted(os.listdir(f'/proc/{os.getpid()}/task')) and "
+            "open(f'/proc/{os.getpid()}/task/{os.getpid()}/children').read().split())\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python")}
+    env.pop("ROSCOPE_PROCESS_TRACKING", None)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    if "not interrupted subreaper" in p.stdout:
+        pytest.skip("no cgroup v2 here: the probe does not run")
+    assert p.stdout.splitlines() == ["interrupted", "children []"], p.stdout + p.stderr
+    assert "Exception ignored" not in p.stderr and "Traceback" not in p.stderr, p.stderr

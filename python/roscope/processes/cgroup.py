@@ -22,6 +22,7 @@ import subprocess
 from pathlib import Path
 
 from roscope.files import write_control
+from roscope.processes import signals
 from roscope.processes.identity import stat
 
 PREFIX = "roscope-"
@@ -122,20 +123,24 @@ def join_self(cg: Path) -> None:
 
 
 def probe(parent: Path) -> bool:
-    """A child can join a cgroup under `parent`, and is then listed in it."""
-    cg = make(parent, "probe")
-    try:
-        p = subprocess.Popen(["sleep", "5"], preexec_fn=lambda: join_self(cg),
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        remove(cg)
-        return False
-    try:
-        return p.pid in members(cg)
-    finally:
-        p.kill()
-        p.wait()
-        remove(cg)
+    """A child can join a cgroup under `parent`, and is then listed in it. Ctrl-C is held
+    back meanwhile (`signals.deferred`), as for every process roscope starts: one that
+    came while the fork ran Python's at-fork functions was lost there, printed as an
+    ignored exception, and the probe's child was left to run."""
+    with signals.deferred():
+        cg = make(parent, "probe")
+        try:
+            p = subprocess.Popen(["sleep", "5"], preexec_fn=lambda: join_self(cg),
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError):
+            remove(cg)
+            return False
+        try:
+            return p.pid in members(cg)
+        finally:
+            p.kill()
+            p.wait()
+            remove(cg)
 
 
 def members(cg: Path) -> list[int]:

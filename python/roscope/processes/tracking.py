@@ -26,7 +26,7 @@ import threading
 from pathlib import Path
 
 from roscope.errors import UserError
-from roscope.processes import cgroup
+from roscope.processes import cgroup, signals
 from roscope.processes.identity import Stat, identity, live_stats
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -79,7 +79,8 @@ class Tracking:
         """Runs a command that leaves a daemon behind on purpose (``lttng-sessiond
         --daemonize``): the daemon is never taken for a stray."""
         before = {st.pid for st in self.adopted()}
-        p = subprocess.run(argv, **kw)
+        with signals.deferred():  # Ctrl-C in the fork is not lost in Python's at-fork functions
+            p = subprocess.run(argv, **kw)
         if self.mode == "subreaper":
             with self.lock:
                 for st in self.adopted():
