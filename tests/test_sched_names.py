@@ -46,10 +46,11 @@ while time.monotonic() < end:
         pass
     time.sleep(0.001)
 """
-#: The subshell: 2 s as bash (a few ms of arithmetic, then a 2 ms timed read of an empty
+#: The subshell: 2-3 s as bash (a few ms of arithmetic, then a 2 ms timed read of an empty
 #: FIFO; every tenth time a `sleep` child instead, a forked bash that execs sleep), then it
-#: execs the Python loop in the same process and thread.
-SUBSHELL = ("exec 3<>{fifo}; k=0; end=$((SECONDS + 2)); while ((SECONDS < end)); do j=0; while ((j++ < 5000)); do :; done; "
+#: execs the Python loop in the same process and thread. (bash's SECONDS counts whole
+#: seconds: `+ 2` was 1-2 s, and once only 2 runs were delayed while it was bash.)
+SUBSHELL = ("exec 3<>{fifo}; k=0; end=$((SECONDS + 3)); while ((SECONDS < end)); do j=0; while ((j++ < 5000)); do :; done; "
             "if ((k++ % 10)); then read -t 0.002 -u 3 || :; else sleep 0.002; fi; done; exec /usr/bin/python3 {hog}")
 
 
