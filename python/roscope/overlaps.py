@@ -57,4 +57,4 @@ def _process_runs(db: Database):
     """The runs of each process whose callbacks ran on more than one thread, one
     Arrow stream per process in the sweep's order."""
     for (proc,) in db.con.execute(_PROCS_SQL).fetchall():
-        yield db.con.sql(_RUNS_SQL, params={"proc": proc}).arrow()
+        yield db.con.sql(_RUNS_SQL, params={"proc": proc})  # read as an Arrow stream by the core

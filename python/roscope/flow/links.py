@@ -55,7 +55,7 @@ def _causal_link_table(db: Database, infer: bool, store: bool, slice_publication
 
         def run(model: _core.FlowModel, ids: _core.Ids, window: _core.Window | None, _answers=None) -> _core.Uncertain | None:
             links, uncertain = search.run(model, ids, window)
-            out.append("causal_links", table_from_core(links))
+            out.append("causal_links", links)
             prog.step()
             return uncertain
 

@@ -23,7 +23,6 @@ from roscope.flow.slices import ONE_SLICE, FlowContext, History, context, facts,
 from roscope.memory import at_most
 from roscope.overlaps import add_overlaps
 from roscope.results import Appender
-from roscope.trace import table_from_core
 
 if TYPE_CHECKING:
     from roscope.database import Database
@@ -186,7 +185,7 @@ def _search(db: Database, req: FlowRequest, ctx: FlowContext | None) -> DataFlow
     _show_progress(db, req, topics, is_in, is_out, ex_t, ex_c, meter)
     with Appender(db, FLOW_TABLES, req.store) as out:
         def sink(name: str, table: _core.ArrowTable) -> None:
-            out.append(name, table_from_core(table))
+            out.append(name, table)  # DuckDB reads the core's Arrow stream: no pyarrow
 
         search = _core.FlowSearch(ctx.model, options, facts(db) if in_slices else None, meter=meter)
         if req.implicit != "none":  # races matter on intra-node edges only
@@ -205,7 +204,7 @@ def _search(db: Database, req: FlowRequest, ctx: FlowContext | None) -> DataFlow
         rest_from = slices.pop("rest_from", None)
         if rest_from is not None:  # stopped at a cap before the last slice: the outputs not searched, counted
             stats["outputs_total"] += _outputs_from(db, rest_from, topics, is_out, ex_t, ex_c)
-        out.append("paths", table_from_core(paths))
+        out.append("paths", paths)
     summary = _summary(req, stats, paths.num_rows, topics, is_in, is_out, excluded, deps_report, slices)
     summary["warnings"] = _flow_warnings(db, summary, is_in, is_out, ctx)
     return DataFlows(summary, db)

@@ -40,8 +40,9 @@ def context(db: Database) -> FlowContext:
     """Reads the tables and columns the flow needs (`_core.FlowModel.inputs()`) out of
     the database as Arrow data, and builds the flow's model from them in Rust."""
     def read(name: str, cols: list[str]):
-        # An Arrow stream of the columns; the core reads it to the end before the next.
-        return db.con.table(name).select(*cols).arrow()
+        # The columns as a DuckDB relation: the core reads it as an Arrow stream
+        # (`__arrow_c_stream__`), to the end before the next, without pyarrow.
+        return db.con.table(name).select(*cols)
 
     return FlowContext(_core.FlowModel(read))
 
@@ -92,28 +93,31 @@ _SLICE_SQL = {
 
 def slice_model(db: Database, a: int, b: int, c: int, d: int, xp=(), xr=(), statics: dict | None = None) -> _core.FlowModel:
     """The flow's model of publications a..b then `xp`, and runs c..d then `xr`
-    (ids rebased to 0, in that order); the other tables whole, read once into
-    `statics` when given (they are the same in every slice). `a == b and c == d`
-    and no extras: no instances (callbacks and topics only)."""
-    import pyarrow as pa
-
+    (ids rebased to 0, in that order); the other tables whole, their relations kept
+    in `statics` when given (they are the same in every slice). `a == b and c == d`
+    and no extras: no instances (callbacks and topics only). Everything is read as
+    DuckDB relations, which the core reads as Arrow streams: no pyarrow (its libraries
+    were 37 MiB of `flow`'s peak)."""
     bounds = {"a": a, "b": b, "c": c, "d": d}
 
     def extra(ids, col: str, first: int):
-        return pa.table({col: pa.array(ids, pa.int64()), "local": pa.array(range(first, first + len(ids)), pa.int64())})
+        """The extra ids, numbered from `first` in the slice, as a relation (`col`, local)."""
+        # Column names from this module only; the ids and `first` are parameters.
+        return db.con.sql(f"SELECT unnest($ids::BIGINT[]) AS {col}, unnest(range($first, $first + len($ids::BIGINT[]))) "
+                          "AS local", params={"ids": [int(i) for i in ids], "first": int(first)})
 
-    db.con.register("_roscope_slice_xp", extra(list(xp), "publication_id", b - a))
-    db.con.register("_roscope_slice_xr", extra(list(xr), "run_id", d - c))
+    db.con.register("_roscope_slice_xp", extra(xp, "publication_id", b - a))
+    db.con.register("_roscope_slice_xr", extra(xr, "run_id", d - c))
 
     def read(name: str, cols: list[str]):
         sql = _SLICE_SQL.get(name)
-        if sql is None and statics is not None:
-            if name not in statics:
-                statics[name] = db.con.table(name).select(*cols).to_arrow_table()
-            return statics[name]
         if sql is None:
-            return db.con.table(name).select(*cols).arrow()
-        return db.con.sql(sql, params={k: v for k, v in bounds.items() if f"${k}" in sql}).to_arrow_table()
+            # The same in every slice: the relation is kept (DuckDB reads these small
+            # tables again for each slice).
+            if statics is None:
+                return db.con.table(name).select(*cols)
+            return statics.setdefault(name, db.con.table(name).select(*cols))
+        return db.con.sql(sql, params={k: v for k, v in bounds.items() if f"${k}" in sql})
 
     try:
         return _core.FlowModel(read)
