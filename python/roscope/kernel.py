@@ -259,29 +259,12 @@ PID_COLUMNS = (("thread_states", "tid", "pid"), ("preemptions", "tid", "pid"), (
 #: Read perf.data with the core's own reader (False: always through `perf script`).
 READ_PERF = True
 
-_PA_TYPES = {"BIGINT": "int64", "VARCHAR": "large_string", "DOUBLE": "float64", "UBIGINT": "uint64"}
-
-
-def _columns(name: str) -> list[tuple[str, str]]:
-    """(column, SQL type) of a kernel table as the model's schema declares it."""
-    import json
-
-    spec = next(t for t in json.loads(_core.schema())["tables"] if t["name"] == name)
-    return [(c["name"], c["type"]) for c in spec["columns"]]
-
-
-def _declared(name: str):
-    import pyarrow as pa
-
-    return pa.schema([(c, getattr(pa, _PA_TYPES[t])()) for c, t in _columns(name)])
-
-
-def empty_tables() -> dict:
-    """The kernel tables with no rows (a trace without kernel data)."""
-    import pyarrow as pa
-
-    # Not Schema.empty_table(): it imports pandas (~0.35 s on every load without kernel data).
-    return {name: pa.Table.from_batches([], schema=_declared(name)) for name in TABLES}
+def create_empty(con) -> dict[str, int]:
+    """The kernel tables with no rows (a load without kernel data), made from the schema's
+    own names and types (no text from a trace, no pyarrow); returns their row counts."""
+    for name in TABLES:
+        con.execute(f'CREATE TABLE "{name}" ({columns_sql(name)})')
+    return dict.fromkeys(TABLES, 0)
 
 
 def _ust_range(arrow: dict, trace_ids: set[int]) -> tuple[int, int] | None:
@@ -478,19 +461,16 @@ def _ust_threads(arrow: dict):
         ["host_id", "tid", "pid"])
 
 
-def store(con, inputs: Sequence[str], arrow: dict, warnings: list[str], enabled: bool = True) -> dict[str, int]:
+def store(con, inputs: Sequence[str], arrow: dict, warnings: list[str]) -> dict[str, int]:
     """Creates the kernel tables (`TABLES`) of a load in the DuckDB connection `con`
     (the database being written) and returns their row counts. Built from the
     perf.data beside the traces and the LTTng kernel traces with sched events (`arrow`:
     the model's tables `traces`, `processes`, `threads`, `clock_sync`) by the core's
     streamed builder, whose rows go chunk by chunk into the tables, so memory stays
     bounded whatever the length of the recording; then the few rows written before
-    their thread's process was known are corrected. Empty when there are none or
-    `enabled` is False (no work then beyond looking for the files)."""
-    if not enabled or not _has_sources(inputs, arrow):
-        for name, tbl in empty_tables().items():
-            con.from_arrow(tbl).create(name)
-        return dict.fromkeys(TABLES, 0)
+    their thread's process was known are corrected. Empty when there are none."""
+    if not _has_sources(inputs, arrow):
+        return create_empty(con)
     rows = RowStore(con)
     try:
         kb = _core.KernelBuilder(CHUNK_ROWS)

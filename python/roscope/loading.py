@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from roscope import _core, files, kernel, manifest, memory
 from roscope import progress as progress_shown
-from roscope.database import SCHEMA_VERSION, Database, columns_sql, connect, create_views
+from roscope.database import SCHEMA_VERSION, Database, connect, create_views
 from roscope.errors import DatabaseError, database_error, interrupted
 from roscope.trace import check_paths, table_from_core
 from roscope.version import __version__
@@ -233,9 +233,7 @@ def _kernel_tables(con, paths: Sequence[str], needs: dict, warnings: list[str], 
     traces = con.execute("SELECT path, domain FROM traces").fetchall()
     if with_kernel and (any(d == "kernel" for _p, d in traces) or kernel.find_perf(paths, [p for p, _d in traces])):
         return kernel.store(con, paths, {k: table_from_core(v) for k, v in needs.items()}, warnings)
-    for name in kernel.TABLES:  # the schema's own names and types (no text from a trace)
-        con.execute(f"CREATE TABLE {name} ({columns_sql(name)})")
-    return dict.fromkeys(kernel.TABLES, 0)
+    return kernel.create_empty(con)
 
 
 class _Inserts:
