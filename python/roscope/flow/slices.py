@@ -91,10 +91,10 @@ _SLICE_SQL = {
 }
 
 
-def slice_model(db: Database, a: int, b: int, c: int, d: int, xp=(), xr=(), statics: dict | None = None) -> _core.FlowModel:
+def slice_model(db: Database, a: int, b: int, c: int, d: int, xp=(), xr=()) -> _core.FlowModel:
     """The flow's model of publications a..b then `xp`, and runs c..d then `xr`
-    (ids rebased to 0, in that order); the other tables whole, their relations kept
-    in `statics` when given (they are the same in every slice). `a == b and c == d`
+    (ids rebased to 0, in that order); the other tables whole (small, the same in
+    every slice: DuckDB reads them again for each). `a == b and c == d`
     and no extras: no instances (callbacks and topics only). Everything is read as
     DuckDB relations, which the core reads as Arrow streams: no pyarrow (its libraries
     were 37 MiB of `flow`'s peak)."""
@@ -112,11 +112,7 @@ def slice_model(db: Database, a: int, b: int, c: int, d: int, xp=(), xr=(), stat
     def read(name: str, cols: list[str]):
         sql = _SLICE_SQL.get(name)
         if sql is None:
-            # The same in every slice: the relation is kept (DuckDB reads these small
-            # tables again for each slice).
-            if statics is None:
-                return db.con.table(name).select(*cols)
-            return statics.setdefault(name, db.con.table(name).select(*cols))
+            return db.con.table(name).select(*cols)
         return db.con.sql(sql, params={k: v for k, v in bounds.items() if f"${k}" in sql})
 
     try:
@@ -426,7 +422,6 @@ def over_slices(db: Database, run, per_slice: int, reach_ns: int, history: Histo
     bl = Blocks(db, min(_BLOCK, max(16, per_slice // 4)))
     anchors = Anchors(db)
     out_from, reach, n, restarts, peak, prev = (_MIN, _MIN), reach_ns, 0, 0, 0, None
-    statics: dict = {}
     rounds, answered = 0, 0
     while True:
         t_a = bl.t_min if out_from[0] == _MIN else out_from[0]
@@ -447,7 +442,7 @@ def over_slices(db: Database, run, per_slice: int, reach_ns: int, history: Histo
             if history is not None:
                 xr = sorted(set(xr) | {r for r in history.runs if not c <= r < d})
                 xp = sorted(set(xp) | {p for p in history.pubs if not a <= p < b})
-        model = slice_model(db, a, b, c, d, xp, xr, statics)
+        model = slice_model(db, a, b, c, d, xp, xr)
         local_from = out_from if out_from[1] == _MIN else (out_from[0], out_from[1] - a)
         answers = history.answers((a, b, c, d), xr, xp) if history is not None and lo != _MIN else None
         ids = _core.Ids(pub_base=a, pub_n=b - a, pub_extra=xp, run_base=c, run_n=d - c, run_extra=xr)
