@@ -412,17 +412,17 @@ def _execute_traced(server, fn, cb: _Callback):
     start, end, inp = F.callback_start_fast, F.callback_end, F.r2_callback_input
     goal_rmw = server._roscope_rmw[0]
 
-    def before(goal_handle, run: bool = True) -> None:
+    def goal_input(goal_handle) -> None:
+        """The run's input event: the goal request that fed it."""
         seq = server._roscope_goal_seq.pop(bytes(goal_handle.goal_id.uuid), None)
         if seq is not None:
             inp(me, goal_rmw, seq)
-        if run:
-            start(me)
 
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def execute_async(goal_handle, *a, **kw):
-            before(goal_handle)
+            goal_input(goal_handle)
+            start(me)
             try:
                 return await fn(goal_handle, *a, **kw)
             finally:
@@ -436,13 +436,14 @@ def _execute_traced(server, fn, cb: _Callback):
 
         @functools.wraps(fn)
         def execute(goal_handle, *a, **kw):
-            before(goal_handle, run=False)
+            goal_input(goal_handle)
             return traced(goal_handle, *a, **kw)
         return execute
 
     @functools.wraps(fn)
     def execute(goal_handle, *a, **kw):
-        before(goal_handle)
+        goal_input(goal_handle)
+        start(me)
         try:
             return fn(goal_handle, *a, **kw)
         finally:
