@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import collections
 import json
-import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,26 +24,6 @@ SCRIPT = Path(__file__).with_name("rclpy_hook_shapes.py")
 CALLS = 30  # each case's calls (the script's loop)
 
 
-def _runs(trace: Path, pid: int) -> dict[int, list[tuple[int, int]]]:
-    """Handle -> [(start, end)] of process `pid` (the session also records any other
-    traced ROS 2 process of the user), from babeltrace2's text."""
-    out = subprocess.run(["babeltrace2", "--clock-cycles", str(trace)], capture_output=True, text=True, check=True).stdout
-    open_at: dict[int, int] = {}
-    runs = collections.defaultdict(list)
-    for line in out.splitlines():
-        m = re.search(r"^\[(\d+)\].* ros2:callback_(start|end): .*\bvpid = (\d+),.*\{ callback = (0x[0-9A-Fa-f]+|\d+)", line)
-        if not m or int(m.group(3)) != pid:
-            continue
-        ts, what, h = int(m.group(1)), m.group(2), int(m.group(4), 0)
-        if what == "start":
-            assert h not in open_at, f"handle {h}: a start inside its own run"
-            open_at[h] = ts
-        else:
-            runs[h].append((open_at.pop(h), ts))
-    assert not open_at, open_at
-    return runs
-
-
 @pytest.mark.parametrize("distro", ["jazzy", "kilted"])
 def test_every_shape_of_callable_is_one_run_around_its_statements(distro, tmp_path, lttng_ready):
     if not (ros2_truth.env_of(distro) / "bin" / "python").exists():
@@ -54,7 +32,9 @@ def test_every_shape_of_callable_is_one_run_around_its_statements(distro, tmp_pa
     r = ros2_truth.record_command(distro, tmp_path / "trace", ["python3", str(SCRIPT), str(log_path)], timeout=120)
     assert r["rc"] == 0, r["stderr"]
     got = json.loads(log_path.read_text())
-    log, runs = got["runs"], _runs(tmp_path / "trace", got["pid"])
+    t = ros2_truth.read_trace(tmp_path / "trace")  # babeltrace2's reading, this recording's processes
+    log = got["runs"]
+    runs = {h: v for (pid, h), v in t.runs.items() if pid == got["pid"]}
     logged = collections.defaultdict(list)
     for x in log:
         logged[x["h"]].append(x)
