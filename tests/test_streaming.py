@@ -127,8 +127,8 @@ def test_stats_and_flow_json_unchanged(path, tmp_path):
         assert floats_only_differ(a, b), verb
 
 
-#: What a run measures of itself: how many records the load held at once (0 for
-#: a whole build; streaming is meant to change it) and the flow search's time.
+#: What a run measures of itself: how many records the load held at once (all of
+#: them in a whole build; streaming is meant to change it) and the flow search's time.
 MEASUREMENTS = {"peak_records_in_memory", "compute_ns", "ns_per_flow"}
 
 

@@ -788,6 +788,8 @@ impl Builder {
                 (vec![], syncs)
             }
             _ => {
+                // A whole build holds every record to the end.
+                self.note_peak();
                 let links = self.link();
                 let syncs = self.synchronize(&links);
                 self.apply_clock_maps(&syncs);

@@ -40,6 +40,7 @@ mod ros2;
 pub mod rows;
 pub mod schema;
 mod services;
+pub mod stats;
 mod sync;
 pub mod table;
 mod tables;
