@@ -301,12 +301,15 @@ def test_flows_from_the_sensors_to_the_controller(rec):
     assert any("[/plan_path:request]" in p and "[/follow/_action/send_goal:request]" in p for p in paths), paths
 
 
-def test_stats_per_service(rec):
+@pytest.mark.parametrize("source", ["database", "core"])
+def test_stats_per_service(rec, source):
     """`roscope stats`' service table: calls, answered, server time and round trip, against
-    the request and response events as babeltrace2 reads them (/plan_path)."""
-    from roscope import stats
+    the request and response events as babeltrace2 reads them (/plan_path); from the
+    database and from the core (a short recording's `roscope stats`, roscope.stats_core)."""
+    from roscope import stats, stats_core
 
-    row = {r["service"]: r for r in stats.services(rec.db)}["/plan_path"]
+    rows = stats.services(rec.db) if source == "database" else stats_core.compute([str(rec.trace)])[0]["services"]
+    row = {r["service"]: r for r in rows}["/plan_path"]
     ev = rec.t.service_events
     assert row["calls"] == row["answered"] == len(rec.gt.of("request"))
     take = {(e["sequence_number"]): e["ts"] for e in ev["rmw_take_request"] if e["pid"] == rec.gt.pids()["mapper"]}

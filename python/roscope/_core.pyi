@@ -71,6 +71,20 @@ def build_model(
     """Builds the execution model (docs/model.md): (tables by name, stats, warnings, losses);
     `sync`: several hosts' clocks synchronized from the messages between them."""
 
+def model_statistics(
+    paths: Sequence[str],
+    heuristics: bool = True,
+    record_ids: Sequence[str] | None = None,
+    sync: bool = True,
+    meter: Meter | None = None,
+    attach: bool = False,
+) -> tuple[dict, list[tuple[str, int]], list[str], list[tuple[str, int, int]]]:
+    """Builds the model as `build_model` does and returns (parts, stats, warnings, losses):
+    `parts`, what roscope.stats reads from a database, computed from the model held in
+    memory (crates/model/src/stats.rs; roscope.stats_core assembles them): span, counts,
+    links_by_method, traces, callback_info, durations, periods, topics, publications,
+    linked, takes, drops, latencies, transports, services, nodes."""
+
 class ModelStream:
     """A streaming build: the builder runs in its own thread and hands over the
     instance tables in chunks while it reads; records older than `window_ns` of

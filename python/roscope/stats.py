@@ -3,6 +3,9 @@
 All computed in SQL (DuckDB) over the model's tables; durations in ns, with the
 standard statistic set of roscope.percentiles (docs/analyses.md defines each
 value). Each function returns a list of dicts (or a dict) and writes nothing.
+Each reads its parts with SQL and assembles them with a function of its own
+(`callback_rows`, `topic_rows`, `node_rows`, `summary_of`), which a short
+recording's statistics computed by the core (`roscope.stats_core`) share.
 """
 from __future__ import annotations
 
@@ -37,22 +40,30 @@ def trace_span(db: Database) -> tuple[int, int]:
 def callbacks(db: Database, window=None):
     """Per callback; `window`: only the runs that start in it (see `_within`)."""
     first, last = window or trace_span(db)
-    span = max(last - first, 1)
     runs = f"SELECT * FROM ({_RUNS}) WHERE {_within('start_ts', window)}"
     # Durations per callback through `percentiles.grouped`: its exact percentiles fall
     # back to a sort that spills when a callback's runs do not fit DuckDB's budget.
-    durations = {r["callback_id"]: r for r in grouped(
-        db, f"SELECT callback_id, duration_ns AS x FROM ({runs})", ["callback_id"],
-        extra="count(*) AS runs, sum(x) AS busy_ns", what="callback statistics")}
+    durations = grouped(db, f"SELECT callback_id, duration_ns AS x FROM ({runs})", ["callback_id"],
+                        extra="count(*) AS runs, sum(x) AS busy_ns", what="callback statistics")
     # The periods of each callback's runs, on their own: joined with callbacks_info in
     # one statement they did not fit a budget (32 MiB, 6M runs) that each part fits.
-    periods = {r.pop("callback_id"): r for r in db.records(f"""
+    periods = db.records(f"""
         SELECT callback_id, avg(period) AS period_mean_ns, stddev_samp(period) AS period_jitter_ns FROM (
             SELECT callback_id, start_ts - lag(start_ts) OVER (PARTITION BY callback_id ORDER BY start_ts) AS period
             FROM ({runs}))
-        WHERE period IS NOT NULL GROUP BY callback_id""")}
+        WHERE period IS NOT NULL GROUP BY callback_id""")
     info = db.records("SELECT hostname, pid, procname, node, callback_id, handle, symbol, kind, topic, "
                       "period_ns AS timer_period_ns FROM callbacks_info")
+    return callback_rows(info, durations, periods, last - first)
+
+
+def callback_rows(info: list[dict], durations: list[dict], periods: list[dict], span: int) -> list[dict]:
+    """`callbacks`' rows from its parts (also the core's, `roscope.stats_core`): `info`,
+    callbacks_info's columns; `durations`, `grouped` rows per callback_id with `runs` and
+    `busy_ns`; `periods`, per callback_id its timer's period mean and jitter; `span`, ns."""
+    span = max(span, 1)
+    durations = {r["callback_id"]: r for r in durations}
+    periods = {r["callback_id"]: r for r in periods}
     rows = []
     for c in info:
         d = durations.get(c["callback_id"])
@@ -91,53 +102,63 @@ _TOPIC_PARTS = (
 _LAT_KEYS = keys(prefix="lat_")
 
 
-def _latencies(db: Database, window=None) -> dict[str, dict]:
-    """Per topic: deliveries, their latency statistics (`lat_` keys) and how many
-    rest on a heuristic link; through `percentiles.grouped`, whose exact percentiles
-    fall back to a sort that spills when a topic's deliveries do not fit the budget."""
-    rows = grouped(db, "SELECT topic, callback_start_ts - publish_ts AS x, heuristic FROM links_info "
+def _latencies(db: Database, window=None) -> list[dict]:
+    """Per topic: deliveries, their latency statistics and how many rest on a heuristic
+    link (`grouped` rows with `deliveries` and `heuristic_links`); through
+    `percentiles.grouped`, whose exact percentiles fall back to a sort that spills when
+    a topic's deliveries do not fit the budget."""
+    return grouped(db, "SELECT topic, callback_start_ts - publish_ts AS x, heuristic FROM links_info "
                        f"WHERE callback_start_ts IS NOT NULL AND {_within('publish_ts', window)}", ["topic"],
                    extra="count(*) AS deliveries, count(*) FILTER (WHERE heuristic = 1) AS heuristic_links",
                    what="topic statistics")
-    return {r["topic"]: {"deliveries": r["deliveries"], **{k: r[s] for k, s in zip(_LAT_KEYS, keys())},
-                         "heuristic_links": r["heuristic_links"]} for r in rows}
 
 
 _TRANSPORT_KEYS = keys(prefix="transport_")
 
 
-def _transports(db: Database, window=None) -> dict[str, dict]:
+def _transports(db: Database, window=None) -> list[dict]:
     """Per topic: the transport latency, publication to take, of each link with a take
-    (`transport_count` and the `transport_` statistics): what a trace without callback
-    events (or a take whose callback run is not known) still measures; `window`: the
-    links whose publication is in it."""
-    rows = grouped(db, "SELECT topic, take_ts - publish_ts AS x FROM links_info "
+    (`grouped` rows with `n`, the links): what a trace without callback events (or a
+    take whose callback run is not known) still measures; `window`: the links whose
+    publication is in it."""
+    return grouped(db, "SELECT topic, take_ts - publish_ts AS x FROM links_info "
                        f"WHERE take_ts IS NOT NULL AND {_within('publish_ts', window)}",
                    ["topic"], extra="count(*) AS n", what="topic statistics")
-    return {r["topic"]: {"transport_count": r["n"], **{k: r[s] for k, s in zip(_TRANSPORT_KEYS, keys())}} for r in rows}
 
 
 def topics(db: Database, window=None):
     """Per topic; `window`: only the publications, takes, deliveries and transports (by
     their publication) in it (see `_within`); drops are then not counted (None)."""
     first, last = window or trace_span(db)
-    span_s = max(last - first, 1) / 1e9
     where = {"pub": _within("publish_ts", window), "pubi": _within("pi.publish_ts", window), "take": _within("t.ts", window)}
-    pubs, linked, tk = ({r.pop("topic"): r for r in db.records(q.format(**where))} for q in _TOPIC_PARTS[:3])
-    dr = {r.pop("topic"): r for r in db.records(_TOPIC_PARTS[3])} if window is None else {}
-    lat = _latencies(db, window)
-    trans = _transports(db, window)
+    pubs, linked, tk = (db.records(q.format(**where)) for q in _TOPIC_PARTS[:3])
+    return topic_rows(db.records("SELECT topic, publishers, subscriptions FROM topics"), pubs, linked, tk,
+                      db.records(_TOPIC_PARTS[3]) if window is None else None, _latencies(db, window),
+                      _transports(db, window), last - first)
+
+
+def topic_rows(topics: list[dict], pubs: list[dict], linked: list[dict], tk: list[dict], drops: list[dict] | None,
+               lat: list[dict], trans: list[dict], span: int) -> list[dict]:
+    """`topics`' rows from its parts (also the core's, `roscope.stats_core`), each a list
+    of rows with a `topic`: the `topics` view; per topic its publications, unmatched
+    publications, takes and unmatched takes, drops (None: not counted), delivery
+    latencies (`_latencies`) and transport latencies (`_transports`); `span`, ns."""
+    def by_topic(rows):
+        return {r["topic"]: r for r in rows}
+
+    pubs, linked, tk, lat, trans = by_topic(pubs), by_topic(linked), by_topic(tk), by_topic(lat), by_topic(trans)
+    dr = by_topic(drops or [])
+    span_s = max(span, 1) / 1e9
     rows = []
-    for t in db.records("SELECT topic, publishers, subscriptions FROM topics"):
+    for t in topics:
         name, none = t["topic"], {}
         n = pubs.get(name, none).get("publications", 0)
-        la = lat.get(name, none)
+        la, tr = lat.get(name, none), trans.get(name, none)
         rows.append({
             **t, "publications": n, "rate_hz": n / span_s,
             "takes": tk.get(name, none).get("takes", 0), "deliveries": la.get("deliveries", 0),
-            **{k: la.get(k) for k in _LAT_KEYS}, "heuristic_links": la.get("heuristic_links", 0),
-            "transport_count": trans.get(name, none).get("transport_count", 0),
-            **{k: trans.get(name, none).get(k) for k in _TRANSPORT_KEYS},
+            **{k: la.get(s) for k, s in zip(_LAT_KEYS, keys())}, "heuristic_links": la.get("heuristic_links", 0),
+            "transport_count": tr.get("n", 0), **{k: tr.get(s) for k, s in zip(_TRANSPORT_KEYS, keys())},
             "unmatched_publications": linked.get(name, none).get("unmatched_publications", 0) if t["subscriptions"] > 0 else None,
             "unmatched_takes": tk.get(name, none).get("unmatched_takes", 0), "drops": dr.get(name, none).get("drops"),
         })
@@ -182,8 +203,7 @@ def services(db: Database):
 
 def nodes(db: Database):
     first, last = trace_span(db)
-    span = max(last - first, 1)
-    return db.records(
+    return node_rows(db.records(
         f"""
         WITH runs AS ({_RUNS}),
         cb AS (
@@ -197,20 +217,27 @@ def nodes(db: Database):
                    p.pid, count(*) AS publications
             FROM publications_info pi JOIN nodes n ON n.node_id = pi.node_id JOIN processes p ON p.proc_id = n.proc_id
             GROUP BY 1, 2)
-        SELECT cb.node, cb.hostname, cb.pid, cb.callbacks, cb.runs, cb.busy_ns, cb.busy_ns / {span}::DOUBLE AS cpu_share,
-               coalesce(pb.publications, 0) AS publications
+        SELECT cb.node, cb.hostname, cb.pid, cb.callbacks, cb.runs, cb.busy_ns, coalesce(pb.publications, 0) AS publications
         FROM cb LEFT JOIN pb USING (node, pid)
         ORDER BY cb.busy_ns DESC, cb.node, cb.pid"""
-    )
+    ), last - first)
 
 
-def warnings(s: dict, topic_rows: list[dict]) -> list[str]:
+def node_rows(rows: list[dict], span: int) -> list[dict]:
+    """`nodes`' rows (node, hostname, pid, callbacks, runs, busy_ns, publications, in
+    their order) with each node's CPU share of `span` (ns)."""
+    span = max(span, 1)
+    return [{**{k: r[k] for k in ("node", "hostname", "pid", "callbacks", "runs", "busy_ns")},
+             "cpu_share": r["busy_ns"] / span, "publications": r["publications"]} for r in rows]
+
+
+def warnings(s: dict, rows: list[dict]) -> list[str]:
     """What a reader of `summary` `s` and the topic rows (`topics`) must know to read
     them: a trace without take events, with takes but no transport link, or without
     callback events, and topics whose publications were all left unmatched; each says
     what the "unmatched" columns then mean."""
     out = []
-    subscribed = [t for t in topic_rows if t["subscriptions"] and t["publications"]]
+    subscribed = [t for t in rows if t["subscriptions"] and t["publications"]]
     unm = sum(t["unmatched_publications"] or 0 for t in subscribed)
     if s["publications"] and not s["takes"]:
         out.append(
@@ -233,7 +260,7 @@ def warnings(s: dict, topic_rows: list[dict]) -> list[str]:
                 "host, a process outside the session) or their takes not matchable; 'unm pubs' counts publications that "
                 "no traced take received, not necessarily lost messages")
     if s["publications"] and not s["callback_runs"] and not s["incomplete_runs"]:
-        n = sum(t["transport_count"] for t in topic_rows)
+        n = sum(t["transport_count"] for t in rows)
         out.append(
             "the trace has no callback events (callback_start/callback_end: an rclpy system without roscope's hook, "
             "or a recording without them): there are no callback durations and no delivery latency (publication to "
@@ -260,18 +287,25 @@ _SUMMARY_COUNTS = {
 
 
 def summary(db: Database) -> dict:
-    first, last = trace_span(db)
     rows = db.con.execute(" UNION ALL ".join(f"SELECT {i} AS i, ({q}) AS n" for i, q in enumerate(_SUMMARY_COUNTS.values()))
                           + " ORDER BY i").fetchall()
-    counts = dict(zip(_SUMMARY_COUNTS, (n for _i, n in rows)))
+    return summary_of(trace_span(db), dict(zip(_SUMMARY_COUNTS, (n for _i, n in rows))),
+                      dict(db.con.execute("SELECT method, count(*) FROM links GROUP BY 1 ORDER BY 1").fetchall()),
+                      db.meta.get("stats", {}))
+
+
+def summary_of(span: tuple[int, int], counts: dict, links_by_method: dict, model_stats: dict) -> dict:
+    """`summary` from its parts (also the core's, `roscope.stats_core`): the trace's span
+    (first, last), the counts of `_SUMMARY_COUNTS`, links per method, the build's stats."""
+    first, last = span
     return {
         "first_ts": first,
         "last_ts": last,
         "duration_ns": last - first,
         **{k: counts[k] for k in ("processes", "nodes", "callbacks", "callback_runs", "incomplete_runs",
                                   "publications", "takes", "links")},
-        "links_by_method": dict(db.con.execute("SELECT method, count(*) FROM links GROUP BY 1 ORDER BY 1").fetchall()),
-        "model_stats": db.meta.get("stats", {}),
+        "links_by_method": links_by_method,
+        "model_stats": model_stats,
         "events_discarded": counts["events_discarded"],
         "packets_lost": counts["packets_lost"],
     }

@@ -23,6 +23,7 @@ mod flow;
 mod kernel;
 mod live;
 mod search;
+mod stats;
 
 use std::sync::Arc;
 
@@ -383,6 +384,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Meter>()?;
     m.add_function(wrap_pyfunction!(build_model, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
+    m.add_function(wrap_pyfunction!(stats::model_statistics, m)?)?;
     m.add_class::<flow::FlowModel>()?;
     m.add_class::<flow::FlowSearch>()?;
     m.add_class::<flow::CausalSearch>()?;

@@ -52,15 +52,26 @@ def collect(db: Database, window=None) -> dict:
     prog.phase("topic statistics")
     topics = st.topics(db, window)
     prog.phase("node statistics")
+    return document(summary=summary, callbacks=callbacks, topics=topics, services=st.services(db), nodes=st.nodes(db),
+                    warnings=db.warnings, losses=db.losses, window=window)
+
+
+def document(*, summary: dict, callbacks: list, topics: list, services: list, nodes: list, warnings: list,
+             losses: list, window=None) -> dict:
+    """`roscope stats`'s JSON document from its parts (from a database, `collect`, or
+    from the core, `roscope.stats_core`): the trace's warnings, then what the
+    statistics must be read with (`stats.warnings`)."""
+    from roscope import stats as st
+
     return C.clean({
         "summary": summary,
         **({"window": {"start_ns": window[0], "end_ns": window[1]}} if window else {}),
         "callbacks": callbacks,
         "topics": topics,
-        "services": st.services(db),
-        "nodes": st.nodes(db),
-        "warnings": db.warnings + st.warnings(summary, topics),
-        "losses": db.losses,
+        "services": services,
+        "nodes": nodes,
+        "warnings": warnings + st.warnings(summary, topics),
+        "losses": losses,
     })
 
 
@@ -171,17 +182,23 @@ def parse_window(text: str, first: int) -> tuple[int, int]:
 
 def run(args) -> int:
     from roscope import stats as st
+    from roscope import stats_core
 
     with C.progress(args, "stats") as prog:
         prog.phase("opening")
-        db = C.open_inputs(args)
-        try:
-            window = parse_window(args.window, st.trace_span(db)[0]) if args.window else None
-            d = collect(db, window)
-        except BaseException:
-            prog.close()
-            C.report_from(db)
-            raise
+        # A short recording: its statistics from the core, without a database.
+        parts = stats_core.parts(args) if stats_core.applies(args) else None
+        if parts is not None:
+            d = document(**parts)
+        else:
+            db = C.open_inputs(args)
+            try:
+                window = parse_window(args.window, st.trace_span(db)[0]) if args.window else None
+                d = collect(db, window)
+            except BaseException:
+                prog.close()
+                C.report_from(db)
+                raise
     try:
         C.show(args, d, lambda r: render_text(r, wide=args.wide))
     finally:

@@ -1,0 +1,71 @@
+"""`roscope stats` of a short recording, without a database.
+
+A trace small enough to be built whole (`loading.SMALL_TRACE_BYTES`, about 400k
+events) needs no DuckDB for its statistics: the core builds its model and computes
+the parts that `roscope.stats` reads with SQL (crates/model/src/stats.rs: the same
+joins, NULLs and groups as the views of `roscope.database`, and DuckDB's arithmetic
+for means and percentiles), and `roscope.stats`'s own functions assemble them. On a
+~100k-event trace `roscope stats` then takes about 20 MB and 0.1 s instead of 100 MB
+and 0.4 s: what CI checks and live windows run on.
+
+    applies(args) -> bool   whether `roscope stats ARGS` can take this path: traces
+                            (not a database or dataset) of at most SMALL_TRACE_BYTES,
+                            no --window
+    parts(args) -> dict | None
+                            the parts of `commands.stats.document`, or None when the
+                            traces hold kernel scheduling data (its tables are made in
+                            DuckDB, with their own warnings): the caller loads them then
+    compute(paths, heuristics=True, sync=True) -> (parts, [(trace path, domain)])
+                            the same for any traces, their kernel data not read
+"""
+from __future__ import annotations
+
+from roscope import _core, kernel
+from roscope import progress as progress_shown
+from roscope import stats as st
+from roscope.commands import _common as C
+from roscope.database import is_db
+from roscope.dataset import is_dataset
+from roscope.loading import SMALL_TRACE_BYTES, attached, record_ids, trace_bytes
+from roscope.trace import check_paths
+
+
+def applies(args) -> bool:
+    paths = list(args.inputs)
+    if getattr(args, "window", None) or any(is_db(p) or is_dataset(p) for p in paths):
+        return False
+    return trace_bytes(paths, SMALL_TRACE_BYTES) <= SMALL_TRACE_BYTES
+
+
+def parts(args) -> dict | None:
+    """The keyword arguments of `commands.stats.document` for the traces of `args`, or
+    None when they hold kernel data. Raises what loading them raises."""
+    C.check_recordings(args)
+    paths = check_paths(list(args.inputs))
+    doc, traces = compute(paths, heuristics=not getattr(args, "no_heuristics", False),
+                          sync=not getattr(args, "no_sync", False))
+    if any(d == "kernel" for _p, d in traces) or kernel.find_perf(paths, [t for t, _d in traces]):
+        return None
+    return doc
+
+
+def compute(paths: list[str], *, heuristics: bool = True, sync: bool = True) -> tuple[dict, list[tuple[str, str]]]:
+    """(the keyword arguments of `commands.stats.document` for the traces under `paths`,
+    each trace's (path, domain)), built and computed by the core; kernel data, if any,
+    is not read."""
+    meter = _core.Meter()
+    progress_shown.current().phase("reading the trace", unit="MB", meter=meter, found="events", scale=1e6)
+    p, stats, warnings, losses = _core.model_statistics(list(paths), heuristics, record_ids(paths) or None, sync,
+                                                        meter=meter, attach=attached(paths))
+    progress_shown.current().phase("statistics")
+    span = p["span"][1] - p["span"][0]
+    return {
+        "summary": st.summary_of(p["span"], p["counts"], p["links_by_method"], dict(stats)),
+        "callbacks": st.callback_rows(p["callback_info"], p["durations"], p["periods"], span),
+        "topics": st.topic_rows(p["topics"], p["publications"], p["linked"], p["takes"], p["drops"], p["latencies"],
+                                p["transports"], span),
+        "services": p["services"],
+        "nodes": st.node_rows(p["nodes"], span),
+        "warnings": list(warnings),
+        "losses": [tuple(x) for x in losses],
+    }, p["traces"]
