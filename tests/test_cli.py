@@ -304,10 +304,11 @@ def test_full_disk(capfd, tmp_path):
 
 @pytest.mark.parametrize("exc", [RuntimeError("boom"), ValueError("boom"), KeyError("boom")])
 def test_bug_prints_traceback_and_exit_70(exc, capfd, monkeypatch):
-    def broken(db, *_window):
+    def broken(*_parts):
         raise exc
 
-    monkeypatch.setattr(roscope.stats, "callbacks", broken)
+    # the callbacks' rows: made from a database's parts or from the core's (a short recording)
+    monkeypatch.setattr(roscope.stats, "callback_rows", broken)
     rc, _, err = run(capfd, "stats", TALKER)
     assert rc == 70, err
     assert "Traceback (most recent call last)" in err and "boom" in err
@@ -315,10 +316,10 @@ def test_bug_prints_traceback_and_exit_70(exc, capfd, monkeypatch):
 
 
 def test_ctrl_c(capfd, monkeypatch):
-    def interrupted(db, *_window):
+    def interrupted(*_parts):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(roscope.stats, "callbacks", interrupted)
+    monkeypatch.setattr(roscope.stats, "callback_rows", interrupted)
     rc, _, err = run(capfd, "stats", TALKER)
     assert rc == 130 and "Traceback" not in err
 

@@ -16,6 +16,7 @@ import shutil
 import statistics
 
 import pytest
+from conftest import floats_only_differ
 from roscope import cli
 from roscope import dataset as ds
 from roscope import dataset_queries as Q
@@ -157,10 +158,16 @@ def test_queries_equal_roscope_stats_of_each_trace(dataset, ref_stats):
 
 
 def test_stats_on_a_run_equals_stats_on_its_trace(dataset, ref_stats, capfd):
-    """`roscope stats DATASET --run X --json` is `roscope stats TRACE --json`, all of it."""
+    """`roscope stats DATASET --run X --json` is `roscope stats TRACE --json`, all of it: the
+    trace's from the core (a short recording, roscope.stats_core), the run's from DuckDB over
+    its Parquet files, so standard deviations to 1e-12 (sums in another order) and the load's
+    measurement of itself (peak_records_in_memory: a whole build holds every record) aside."""
     for rid in ("r01", "r04"):
         got = stats_json(capfd, dataset, "--run", rid)
-        assert got == ref_stats[trace_of(rid)]
+        ref = ref_stats[trace_of(rid)]
+        for doc in (got, ref):
+            doc["summary"]["model_stats"].pop("peak_records_in_memory")
+        assert floats_only_differ(got, ref)
 
 
 def test_flow_on_a_run_equals_flow_on_its_trace(dataset, capfd):

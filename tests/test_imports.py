@@ -157,7 +157,7 @@ def test_storage_is_below_the_analyses():
         above = set(order[i + 1:])
         assert not g[m] & above, f"{m} imports {sorted(g[m] & above)}, above it"
     analyses = {m for m in g if m.startswith(("roscope.flow", "roscope.report", "roscope.experiment", "roscope.check"))} | {
-        "roscope.stats", "roscope.executor", "roscope.sched", "roscope.response_time", "roscope.trend",
+        "roscope.stats", "roscope.stats_core", "roscope.executor", "roscope.sched", "roscope.response_time", "roscope.trend",
         "roscope.percentiles", "roscope.results", "roscope.dataset_queries", "roscope.spark", "roscope.deps"}
     for m in order + ["roscope.kernel"]:
         assert not g[m] & analyses, f"storage module {m} imports {sorted(g[m] & analyses)}"
@@ -222,7 +222,7 @@ LAYERS = [
     ("storage", ["roscope.memory", "roscope.database", "roscope.kernel", "roscope.loading", "roscope.dataset",
                  "roscope.opening", "roscope"]),
     ("analysis helpers", ["roscope.percentiles", "roscope.results", "roscope.overlaps", "roscope.deps.matching"]),
-    ("analyses", ["roscope.flow", "roscope.stats", "roscope.executor", "roscope.response_time", "roscope.sched",
+    ("analyses", ["roscope.flow", "roscope.stats", "roscope.stats_core", "roscope.executor", "roscope.response_time", "roscope.sched",
                   "roscope.trend", "roscope.dataset_queries", "roscope.deps", "roscope.info", "roscope.paths", "roscope.live"]),
     ("reports and jobs", ["roscope.report", "roscope.experiment", "roscope.export", "roscope.spark", "roscope.check", "roscope.watch", "roscope.alerts",
                           "roscope.pytest_plugin"]),

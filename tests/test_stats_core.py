@@ -15,7 +15,6 @@ import os
 import shutil
 import subprocess
 import sys
-from types import SimpleNamespace
 
 import pytest
 from conftest import shared_traces_dir
@@ -116,8 +115,7 @@ def test_a_window_or_kernel_data_take_the_database(tmp_path):
     p = _cli(["stats", trace, "--window", "0:1", "--json"])
     assert p.returncode == 0 and "duckdb" in p.stderr.strip().splitlines()[-1], p.stderr
     kernel = os.path.join(os.path.dirname(__file__), "data", "lttng-kernel-sched")
-    args = SimpleNamespace(inputs=[kernel], window=None, merge=False)
-    assert stats_core.applies(args) and stats_core.parts(args) is None
+    assert stats_core.applies([kernel]) and stats_core.parts([kernel]) is None
     p = _cli(["stats", kernel, "--json"])
     assert p.returncode == 0 and "duckdb" in p.stderr.strip().splitlines()[-1], p.stderr
 
@@ -135,7 +133,7 @@ def test_a_damaged_trace_gives_the_databases_error(tmp_path, monkeypatch, capsys
     said = {}
     for core in (True, False):
         if not core:
-            monkeypatch.setattr(stats_core, "applies", lambda args: False)
+            monkeypatch.setattr(stats_core, "applies", lambda inputs, window=None: False)
         rc = cli.main(["stats", str(trace)])
         said[core] = (rc, capsys.readouterr().err)
     assert said[True] == said[False]
@@ -147,4 +145,4 @@ def test_larger_traces_take_the_database():
     from the database, which streams the build instead of holding it whole."""
     trace = os.path.join(TRACES, "ros2", "autoware-carla-galactic")
     assert loading.trace_bytes([trace], loading.SMALL_TRACE_BYTES) > loading.SMALL_TRACE_BYTES
-    assert not stats_core.applies(SimpleNamespace(inputs=[trace], window=None))
+    assert not stats_core.applies([trace])

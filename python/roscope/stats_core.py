@@ -8,10 +8,12 @@ for means and percentiles), and `roscope.stats`'s own functions assemble them. O
 ~100k-event trace `roscope stats` then takes about 20 MB and 0.1 s instead of 100 MB
 and 0.4 s: what CI checks and live windows run on.
 
-    applies(args) -> bool   whether `roscope stats ARGS` can take this path: traces
-                            (not a database or dataset) of at most SMALL_TRACE_BYTES,
-                            no --window
-    parts(args) -> dict | None
+    applies(inputs, window) -> bool
+                            whether `roscope stats` of these inputs can take this path:
+                            trace directories (not a database, a dataset or another
+                            file: their own checks and messages are `opening`'s) of at
+                            most SMALL_TRACE_BYTES in all, and no --window
+    parts(inputs, heuristics=True, sync=True) -> dict | None
                             the parts of `commands.stats.document`, or None when the
                             traces hold kernel scheduling data (its tables are made in
                             DuckDB, with their own warnings): the caller loads them then
@@ -20,30 +22,28 @@ and 0.4 s: what CI checks and live windows run on.
 """
 from __future__ import annotations
 
+import os
+
 from roscope import _core, kernel
 from roscope import progress as progress_shown
 from roscope import stats as st
-from roscope.commands import _common as C
-from roscope.database import is_db
 from roscope.dataset import is_dataset
 from roscope.loading import SMALL_TRACE_BYTES, attached, record_ids, trace_bytes
 from roscope.trace import check_paths
 
 
-def applies(args) -> bool:
-    paths = list(args.inputs)
-    if getattr(args, "window", None) or any(is_db(p) or is_dataset(p) for p in paths):
+def applies(inputs, window=None) -> bool:
+    paths = list(inputs)
+    if window or not paths or not all(os.path.isdir(p) and not is_dataset(p) for p in paths):
         return False
     return trace_bytes(paths, SMALL_TRACE_BYTES) <= SMALL_TRACE_BYTES
 
 
-def parts(args) -> dict | None:
-    """The keyword arguments of `commands.stats.document` for the traces of `args`, or
-    None when they hold kernel data. Raises what loading them raises."""
-    C.check_recordings(args)
-    paths = check_paths(list(args.inputs))
-    doc, traces = compute(paths, heuristics=not getattr(args, "no_heuristics", False),
-                          sync=not getattr(args, "no_sync", False))
+def parts(inputs, *, heuristics: bool = True, sync: bool = True) -> dict | None:
+    """The keyword arguments of `commands.stats.document` for the traces under `inputs`,
+    or None when they hold kernel data. Raises what loading them raises."""
+    paths = check_paths(list(inputs))
+    doc, traces = compute(paths, heuristics=heuristics, sync=sync)
     if any(d == "kernel" for _p, d in traces) or kernel.find_perf(paths, [t for t, _d in traces]):
         return None
     return doc

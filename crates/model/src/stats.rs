@@ -453,23 +453,36 @@ impl<'a> Pubs<'a> {
 /// The statistics' parts of model `m`.
 pub fn stats(m: &Model) -> Stats {
     let mut s = Stats::default();
+    let runs = T::of(m, "callback_runs");
+    let run_end = runs.col("end_ts");
+    let complete: Vec<usize> = (0..runs.rows()).filter(|&i| run_end.valid(i)).collect();
+    summary(m, &mut s, &runs, &complete);
+    let nodes = Nodes::of(m);
+    s.callback_info = callback_info(m, &nodes);
+    durations_and_periods(&mut s, &runs, &complete);
+    s.topics = topic_names(m);
+    let pubs = Pubs::of(m);
+    let (links, takes) = (T::of(m, "links"), T::of(m, "takes"));
+    counts_per_topic(m, &mut s, &pubs, &links, &takes);
+    let take_at = takes.index("take_id");
+    s.drops = drops(&pubs, &links, &takes, &take_at);
+    latencies(&mut s, &pubs, &links, &takes, &take_at, &runs);
+    s.services = services(m, &nodes);
+    s.nodes = node_rows(m, &nodes, &s.callback_info, &runs, &complete, &pubs);
+    s
+}
+
+/// The span, the traces, the summary's counts and the links per method.
+fn summary(m: &Model, s: &mut Stats, runs: &T, complete: &[usize]) {
     let threads = T::of(m, "threads");
     let (f, l) = (threads.col("first_ts"), threads.col("last_ts"));
     s.span = ((0..threads.rows()).filter_map(|i| f.int(i)).min(), (0..threads.rows()).filter_map(|i| l.int(i)).max());
-
-    let runs = T::of(m, "callback_runs");
-    let (run_cb, run_start, run_end, run_dur) =
-        (runs.col("callback_id"), runs.col("start_ts"), runs.col("end_ts"), runs.col("duration_ns"));
-    let complete: Vec<usize> = (0..runs.rows()).filter(|&i| run_end.valid(i)).collect();
-    let takes = T::of(m, "takes");
-    let (take_id, take_sub, take_ts, taken) = (takes.col("take_id"), takes.col("subscription_id"), takes.col("ts"), takes.col("taken"));
-    let links = T::of(m, "links");
-    let (l_pub, l_take, l_run, l_method, l_heur) =
-        (links.col("publication_id"), links.col("take_id"), links.col("run_id"), links.col("method"), links.col("heuristic"));
     let traces = T::of(m, "traces");
     let (path, domain) = (traces.col("path"), traces.col("domain"));
     s.traces = (0..traces.rows()).map(|i| (path.text(i).map(str::to_owned), domain.text(i).map(str::to_owned))).collect();
     let sum_of = |c: C| -> i128 { (0..traces.rows()).filter_map(|i| c.int(i)).map(|x| x as i128).sum() };
+    let (takes, links) = (T::of(m, "takes"), T::of(m, "links"));
+    let taken = takes.col("taken");
     s.counts = vec![
         ("processes", T::of(m, "processes").rows() as i128),
         ("nodes", T::of(m, "nodes").rows() as i128),
@@ -482,9 +495,10 @@ pub fn stats(m: &Model) -> Stats {
         ("events_discarded", sum_of(traces.col("events_discarded"))),
         ("packets_lost", sum_of(traces.col("packets_lost"))),
     ];
+    let method = links.col("method");
     let mut methods: HashMap<Option<&str>, u64> = HashMap::new();
     for i in 0..links.rows() {
-        *methods.entry(l_method.text(i)).or_default() += 1;
+        *methods.entry(method.text(i)).or_default() += 1;
     }
     let mut methods: Vec<(Option<String>, u64)> = methods.into_iter().map(|(k, n)| (k.map(str::to_owned), n)).collect();
     methods.sort_by(|a, b| match (&a.0, &b.0) {
@@ -492,21 +506,22 @@ pub fn stats(m: &Model) -> Stats {
         (x, y) => x.is_none().cmp(&y.is_none()),
     });
     s.links_by_method = methods;
+}
 
-    let nodes = Nodes::of(m);
-    s.callback_info = callback_info(m, &nodes);
-
-    // Durations and periods of the complete runs, per callback.
+/// Per callback, its complete runs' durations and the periods between their starts.
+fn durations_and_periods(s: &mut Stats, runs: &T, complete: &[usize]) {
+    let (run_cb, run_start, run_dur) = (runs.col("callback_id"), runs.col("start_ts"), runs.col("duration_ns"));
     let mut dur = Gather::new();
     let mut starts: Groups<Option<i64>> = Groups::new();
     let mut start_lists: Vec<Vec<i64>> = Vec::new();
-    for &i in &complete {
+    for &i in complete {
         let cb = run_cb.int(i);
         dur.push(&cb, run_dur.int(i), false);
         let k = starts.slot(&cb);
         if k == start_lists.len() {
             start_lists.push(Vec::new());
         }
+        // lag() over start_ts, NULLs last: a run without a start ends the sequence
         if let Some(t) = run_start.int(i) {
             start_lists[k].push(t);
         }
@@ -525,8 +540,10 @@ pub fn stats(m: &Model) -> Stats {
         }
         s.periods.push(Period { callback_id: cb, mean: duckdb_avg(sum, w.n), jitter: w.std() });
     }
+}
 
-    // Topics: every name a publisher or a subscription has.
+/// The `topics` view: every name a publisher or a subscription has, with their counts.
+fn topic_names(m: &Model) -> Vec<(String, TopicCounts)> {
     let mut topics: Groups<String> = Groups::new();
     let mut counts: Vec<TopicCounts> = Vec::new();
     for (table, is_pub) in [("publishers", true), ("subscriptions", false)] {
@@ -546,9 +563,12 @@ pub fn stats(m: &Model) -> Stats {
             }
         }
     }
-    s.topics = topics.order.into_iter().zip(counts).collect();
+    topics.order.into_iter().zip(counts).collect()
+}
 
-    let pubs = Pubs::of(m);
+/// Per topic: publications and those no link names; takes (taken) and those no link names.
+fn counts_per_topic(m: &Model, s: &mut Stats, pubs: &Pubs, links: &T, takes: &T) {
+    let (l_pub, l_take) = (links.col("publication_id"), links.col("take_id"));
     let linked_pubs: HashSet<i64> = (0..links.rows()).filter_map(|i| l_pub.int(i)).collect();
     let linked_takes: HashSet<i64> = (0..links.rows()).filter_map(|i| l_take.int(i)).collect();
     let mut per: Groups<String> = Groups::new();
@@ -570,12 +590,14 @@ pub fn stats(m: &Model) -> Stats {
         let (id, name) = (subs.col("subscription_id"), subs.col("name"));
         (0..subs.rows()).filter_map(|i| Some((id.int(i)?, name.text(i)))).collect()
     };
+    let (take_id, take_sub, taken) = (takes.col("take_id"), takes.col("subscription_id"), takes.col("taken"));
     let mut per: Groups<String> = Groups::new();
     let mut tc: Vec<(u64, u64)> = Vec::new();
     for i in 0..takes.rows() {
         if taken.int(i) != Some(1) {
             continue;
         }
+        // JOIN subscriptions, WHERE s.name IS NOT NULL
         let Some(Some(name)) = take_sub.int(i).and_then(|s| sub_name.get(&s)) else { continue };
         let k = per.slot(&(*name).to_owned());
         if k == tc.len() {
@@ -585,12 +607,14 @@ pub fn stats(m: &Model) -> Stats {
         tc[k].1 += !take_id.int(i).is_some_and(|id| linked_takes.contains(&id)) as u64;
     }
     s.takes = per.order.into_iter().zip(tc).map(|(t, (n, u))| (t, n, u)).collect();
+}
 
-    let take_at = takes.index("take_id");
+/// `links_info`: the links whose publication exists, with its take and run; per topic,
+/// publication to callback start (delivery) and publication to take (transport).
+fn latencies(s: &mut Stats, pubs: &Pubs, links: &T, takes: &T, take_at: &HashMap<i64, usize>, runs: &T) {
+    let (l_pub, l_take, l_run, l_heur) = (links.col("publication_id"), links.col("take_id"), links.col("run_id"), links.col("heuristic"));
+    let (take_ts, run_start) = (takes.col("ts"), runs.col("start_ts"));
     let run_at = runs.index("run_id");
-    s.drops = drops(&pubs, &links, &takes, &take_at);
-
-    // links_info: the links whose publication exists, with its take and run.
     let mut lat = Gather::new();
     let mut trans = Gather::new();
     for i in 0..links.rows() {
@@ -608,10 +632,6 @@ pub fn stats(m: &Model) -> Stats {
     }
     s.latencies = lat.finish();
     s.transports = trans.finish();
-
-    s.services = services(m, &nodes);
-    s.nodes = node_rows(m, &nodes, &s.callback_info, &runs, &complete, &pubs);
-    s
 }
 
 fn callback_info<'a>(m: &'a Model, nodes: &Nodes) -> Vec<CallbackInfo> {

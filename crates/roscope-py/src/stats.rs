@@ -55,6 +55,14 @@ fn to_py(py: Python<'_>, s: &Stats) -> PyResult<PyObject> {
         methods.set_item(k, v)?;
     }
     out.set_item("links_by_method", methods)?;
+    callback_parts(py, s, &out)?;
+    topic_parts(py, s, &out)?;
+    service_and_node_parts(py, s, &out)?;
+    Ok(out.into_any().unbind())
+}
+
+/// callback_info, durations, periods.
+fn callback_parts(py: Python<'_>, s: &Stats, out: &Bound<'_, PyDict>) -> PyResult<()> {
     out.set_item(
         "callback_info",
         rows(
@@ -100,6 +108,11 @@ fn to_py(py: Python<'_>, s: &Stats) -> PyResult<PyObject> {
             }),
         )?,
     )?;
+    Ok(())
+}
+
+/// topics, publications, linked, takes, drops, latencies, transports.
+fn topic_parts(py: Python<'_>, s: &Stats, out: &Bound<'_, PyDict>) -> PyResult<()> {
     out.set_item(
         "topics",
         rows(
@@ -166,6 +179,11 @@ fn to_py(py: Python<'_>, s: &Stats) -> PyResult<PyObject> {
             }),
         )?,
     )?;
+    Ok(())
+}
+
+/// services, nodes.
+fn service_and_node_parts(py: Python<'_>, s: &Stats, out: &Bound<'_, PyDict>) -> PyResult<()> {
     out.set_item(
         "services",
         rows(
@@ -201,7 +219,7 @@ fn to_py(py: Python<'_>, s: &Stats) -> PyResult<PyObject> {
             }),
         )?,
     )?;
-    Ok(out.into_any().unbind())
+    Ok(())
 }
 
 /// Builds the model of the traces under `paths` (as `build_model`) and returns

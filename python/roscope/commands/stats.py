@@ -187,7 +187,11 @@ def run(args) -> int:
     with C.progress(args, "stats") as prog:
         prog.phase("opening")
         # A short recording: its statistics from the core, without a database.
-        parts = stats_core.parts(args) if stats_core.applies(args) else None
+        parts = None
+        if stats_core.applies(args.inputs, args.window):
+            C.check_recordings(args)
+            parts = stats_core.parts(args.inputs, heuristics=not args.no_heuristics,
+                                     sync=not getattr(args, "no_sync", False))
         if parts is not None:
             d = document(**parts)
         else:
