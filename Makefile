@@ -51,10 +51,18 @@ test-fast: core test-rust
 	$(PY) -m pytest -q $(FAST_TESTS) tests
 
 # In this order (also under make -j): install, lint, Rust tests, every pytest tier.
+# The quick tier (recorded traces only: no live recording, nothing timed) runs on both
+# cores, a file per worker (pytest-xdist); then everything else, which records live
+# systems and measures time, alone. Both run; the target fails if either failed.
 test: setup
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory test-rust
-	$(PY) -m pytest -q --durations=25 tests
+	@st=0; \
+	echo "test: the quick tier on 2 workers"; \
+	  $(PY) -m pytest -q -n 2 --dist loadfile --durations=15 $(FAST_TESTS) tests || st=1; \
+	echo "test: live recordings, ROS 1 and 2, slow tests"; \
+	  $(PY) -m pytest -q --durations=25 -m "lttng or ros1 or ros2 or slow" tests || st=1; \
+	exit $$st
 
 bench: setup
 	$(PY) bench/decode.py
