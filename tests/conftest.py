@@ -68,6 +68,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -101,6 +102,16 @@ recordings = _load_recordings()
 
 def shared_traces_dir() -> str:
     return os.environ.get("ROSCOPE_TRACES", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shared", "traces"))
+
+
+def copy_with_cut_metadata(src: str, dst) -> Path:
+    """A copy of the trace `src` at `dst` whose metadata file is cut in half; returns that
+    file (what a reader of the copy must name in its error)."""
+    shutil.copytree(src, dst)
+    (meta,) = list(Path(dst).rglob("metadata"))
+    meta.chmod(0o644)
+    meta.write_bytes(meta.read_bytes()[:meta.stat().st_size // 2])
+    return meta
 
 
 def floats_only_differ(a, b) -> bool:

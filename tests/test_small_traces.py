@@ -15,7 +15,7 @@ import sys
 
 import duckdb
 import pytest
-from conftest import shared_traces_dir
+from conftest import copy_with_cut_metadata, shared_traces_dir
 from roscope import loading, opening
 from roscope.commands import stats as stats_command
 
@@ -95,16 +95,12 @@ def test_an_error_of_a_small_traces_build_is_the_error_of_the_streaming_path(tmp
     metadata is cut short still raises, from `open`, the error naming the metadata
     file that the streaming path raises (the CLI's one-line message), and leaves no
     thread behind."""
-    import shutil
     import threading
 
     from roscope.errors import user_message
 
     trace = tmp_path / "cut"
-    shutil.copytree(os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds"), trace)
-    (meta,) = list(trace.rglob("metadata"))
-    meta.chmod(0o644)
-    meta.write_bytes(meta.read_bytes()[:meta.stat().st_size // 2])
+    meta = copy_with_cut_metadata(os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds"), trace)
     errors = {}
     for small in (True, False):
         monkeypatch.setattr(loading, "SMALL_TRACE_BYTES", loading.SMALL_TRACE_BYTES if small else -1)

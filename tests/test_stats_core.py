@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
-from conftest import shared_traces_dir
+from conftest import copy_with_cut_metadata, shared_traces_dir
 from roscope import loading, opening, stats_core
 from roscope.commands import stats as stats_command
 
@@ -126,10 +125,7 @@ def test_a_damaged_trace_gives_the_databases_error(tmp_path, monkeypatch, capsys
     from roscope import cli
 
     trace = tmp_path / "cut"
-    shutil.copytree(os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds"), trace)
-    (meta,) = list(trace.rglob("metadata"))
-    meta.chmod(0o644)
-    meta.write_bytes(meta.read_bytes()[:meta.stat().st_size // 2])
+    meta = copy_with_cut_metadata(os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds"), trace)
     said = {}
     for core in (True, False):
         if not core:
