@@ -8,218 +8,97 @@ use pyo3::types::{PyDict, PyList};
 use roscope_ctf::TraceSet;
 use roscope_model::stats::{Describe, Group, Stats};
 
+/// A dict of the given keys and values, in that order (`?` on each insertion).
+macro_rules! dict {
+    ($py:expr, $($k:expr => $v:expr),* $(,)?) => {{
+        let d = PyDict::new_bound($py);
+        $( d.set_item($k, $v)?; )*
+        d
+    }};
+}
+
 /// The statistic set's values under `prefix`: count (when `count` names it),
 /// then min, mean, std, p50, p90, p99, max (`percentiles.keys`).
 fn describe(d: &Bound<'_, PyDict>, x: &Describe, prefix: &str, count: Option<&str>) -> PyResult<()> {
     if let Some(c) = count {
         d.set_item(c, x.count)?;
     }
-    d.set_item(format!("{prefix}min_ns"), x.min)?;
-    d.set_item(format!("{prefix}mean_ns"), x.mean)?;
-    d.set_item(format!("{prefix}std_ns"), x.std)?;
-    d.set_item(format!("{prefix}p50_ns"), x.p50)?;
-    d.set_item(format!("{prefix}p90_ns"), x.p90)?;
-    d.set_item(format!("{prefix}p99_ns"), x.p99)?;
-    d.set_item(format!("{prefix}max_ns"), x.max)?;
+    let k = |name: &str| format!("{prefix}{name}_ns");
+    d.set_item(k("min"), x.min)?;
+    d.set_item(k("mean"), x.mean)?;
+    d.set_item(k("std"), x.std)?;
+    d.set_item(k("p50"), x.p50)?;
+    d.set_item(k("p90"), x.p90)?;
+    d.set_item(k("p99"), x.p99)?;
+    d.set_item(k("max"), x.max)?;
     Ok(())
 }
 
-/// A `percentiles.grouped` row: the key column, count and the statistics; the
-/// extra columns are added by the caller.
-fn group<'py, K: ToPyObject>(py: Python<'py>, key: &str, g: &Group<K>) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new_bound(py);
-    d.set_item(key, g.key.to_object(py))?;
+/// A `percentiles.grouped` row: the key column, count, the statistics, then `extra`.
+fn group<'py, K: ToPyObject>(py: Python<'py>, key: &str, g: &Group<K>, extra: &[(&str, u64)]) -> PyResult<Bound<'py, PyDict>> {
+    let d = dict!(py, key => g.key.to_object(py));
     describe(&d, &g.d, "", Some("count"))?;
+    for (k, v) in extra {
+        d.set_item(*k, *v)?;
+    }
     Ok(d)
 }
 
-fn rows<'py>(py: Python<'py>, items: impl IntoIterator<Item = PyResult<Bound<'py, PyDict>>>) -> PyResult<Bound<'py, PyList>> {
+/// A list of the rows `row` makes of `items`.
+fn rows<'py, T>(py: Python<'py>, items: &[T], row: impl Fn(&T) -> PyResult<Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyList>> {
     let out = PyList::empty_bound(py);
-    for d in items {
-        out.append(d?)?;
+    for x in items {
+        out.append(row(x)?)?;
     }
     Ok(out)
 }
 
 fn to_py(py: Python<'_>, s: &Stats) -> PyResult<PyObject> {
-    let out = PyDict::new_bound(py);
-    out.set_item("traces", s.traces.clone())?;
-    out.set_item("span", (s.span.0.unwrap_or(0), s.span.1.unwrap_or(0)))?;
     let counts = PyDict::new_bound(py);
     for (k, v) in &s.counts {
         counts.set_item(*k, *v)?;
     }
-    out.set_item("counts", counts)?;
     let methods = PyDict::new_bound(py);
     for (k, v) in &s.links_by_method {
         methods.set_item(k, v)?;
     }
-    out.set_item("links_by_method", methods)?;
-    callback_parts(py, s, &out)?;
-    topic_parts(py, s, &out)?;
-    service_and_node_parts(py, s, &out)?;
+    let out = dict!(py,
+        "traces" => s.traces.clone(),
+        "span" => (s.span.0.unwrap_or(0), s.span.1.unwrap_or(0)),
+        "counts" => counts,
+        "links_by_method" => methods,
+        "callback_info" => rows(py, &s.callback_info, |c| Ok(dict!(py,
+            "hostname" => &c.hostname, "pid" => c.pid, "procname" => &c.procname, "node" => &c.node,
+            "callback_id" => c.callback_id, "handle" => c.handle, "symbol" => &c.symbol, "kind" => &c.kind,
+            "topic" => &c.topic, "timer_period_ns" => c.timer_period_ns)))?,
+        "durations" => rows(py, &s.durations, |g| {
+            let d = group(py, "callback_id", g, &[("runs", g.rows)])?;
+            d.set_item("busy_ns", g.sum)?;
+            Ok(d)
+        })?,
+        "periods" => rows(py, &s.periods, |p| Ok(dict!(py,
+            "callback_id" => p.callback_id, "period_mean_ns" => p.mean, "period_jitter_ns" => p.jitter)))?,
+        "topics" => rows(py, &s.topics, |(t, c)| Ok(dict!(py,
+            "topic" => t, "publishers" => c.publishers, "subscriptions" => c.subscriptions)))?,
+        "publications" => rows(py, &s.publications, |(t, n, _)| Ok(dict!(py, "topic" => t, "publications" => n)))?,
+        "linked" => rows(py, &s.publications, |(t, _, u)| Ok(dict!(py, "topic" => t, "unmatched_publications" => u)))?,
+        "takes" => rows(py, &s.takes, |(t, n, u)| Ok(dict!(py, "topic" => t, "takes" => n, "unmatched_takes" => u)))?,
+        "drops" => rows(py, &s.drops, |(t, n)| Ok(dict!(py, "topic" => t, "drops" => n)))?,
+        "latencies" => rows(py, &s.latencies, |g| group(py, "topic", g, &[("deliveries", g.rows), ("heuristic_links", g.heuristic)]))?,
+        "transports" => rows(py, &s.transports, |g| group(py, "topic", g, &[("n", g.rows)]))?,
+        "services" => rows(py, &s.services, |r| {
+            let d = dict!(py, "service" => &r.service, "server_node" => &r.server_node, "calls" => r.calls,
+                          "clients" => r.clients, "answered" => r.answered);
+            describe(&d, &r.server, "server_", Some("server_count"))?;
+            describe(&d, &r.rtt, "rtt_", Some("rtt_count"))?;
+            d.set_item("heuristic_links", r.heuristic_links)?;
+            Ok(d)
+        })?,
+        "nodes" => rows(py, &s.nodes, |n| Ok(dict!(py,
+            "node" => &n.node, "hostname" => &n.hostname, "pid" => n.pid, "callbacks" => n.callbacks,
+            "runs" => n.runs, "busy_ns" => n.busy_ns, "publications" => n.publications)))?,
+    );
     Ok(out.into_any().unbind())
-}
-
-/// callback_info, durations, periods.
-fn callback_parts(py: Python<'_>, s: &Stats, out: &Bound<'_, PyDict>) -> PyResult<()> {
-    out.set_item(
-        "callback_info",
-        rows(
-            py,
-            s.callback_info.iter().map(|c| {
-                let d = PyDict::new_bound(py);
-                d.set_item("hostname", &c.hostname)?;
-                d.set_item("pid", c.pid)?;
-                d.set_item("procname", &c.procname)?;
-                d.set_item("node", &c.node)?;
-                d.set_item("callback_id", c.callback_id)?;
-                d.set_item("handle", c.handle)?;
-                d.set_item("symbol", &c.symbol)?;
-                d.set_item("kind", &c.kind)?;
-                d.set_item("topic", &c.topic)?;
-                d.set_item("timer_period_ns", c.timer_period_ns)?;
-                Ok(d)
-            }),
-        )?,
-    )?;
-    out.set_item(
-        "durations",
-        rows(
-            py,
-            s.durations.iter().map(|g| {
-                let d = group(py, "callback_id", g)?;
-                d.set_item("runs", g.rows)?;
-                d.set_item("busy_ns", g.sum)?;
-                Ok(d)
-            }),
-        )?,
-    )?;
-    out.set_item(
-        "periods",
-        rows(
-            py,
-            s.periods.iter().map(|p| {
-                let d = PyDict::new_bound(py);
-                d.set_item("callback_id", p.callback_id)?;
-                d.set_item("period_mean_ns", p.mean)?;
-                d.set_item("period_jitter_ns", p.jitter)?;
-                Ok(d)
-            }),
-        )?,
-    )?;
-    Ok(())
-}
-
-/// topics, publications, linked, takes, drops, latencies, transports.
-fn topic_parts(py: Python<'_>, s: &Stats, out: &Bound<'_, PyDict>) -> PyResult<()> {
-    out.set_item(
-        "topics",
-        rows(
-            py,
-            s.topics.iter().map(|(t, c)| {
-                let d = PyDict::new_bound(py);
-                d.set_item("topic", t)?;
-                d.set_item("publishers", c.publishers)?;
-                d.set_item("subscriptions", c.subscriptions)?;
-                Ok(d)
-            }),
-        )?,
-    )?;
-    let pairs = |items: &[(String, u64, u64)], a: &str, b: Option<&str>| -> PyResult<Bound<'_, PyList>> {
-        rows(
-            py,
-            items.iter().map(|(t, x, y)| {
-                let d = PyDict::new_bound(py);
-                d.set_item("topic", t)?;
-                d.set_item(a, x)?;
-                if let Some(b) = b {
-                    d.set_item(b, y)?;
-                }
-                Ok(d)
-            }),
-        )
-    };
-    out.set_item("publications", pairs(&s.publications, "publications", None)?)?;
-    let linked: Vec<(String, u64, u64)> = s.publications.iter().map(|(t, _n, u)| (t.clone(), *u, 0)).collect();
-    out.set_item("linked", pairs(&linked, "unmatched_publications", None)?)?;
-    out.set_item("takes", pairs(&s.takes, "takes", Some("unmatched_takes"))?)?;
-    out.set_item(
-        "drops",
-        rows(
-            py,
-            s.drops.iter().map(|(t, n)| {
-                let d = PyDict::new_bound(py);
-                d.set_item("topic", t)?;
-                d.set_item("drops", n)?;
-                Ok(d)
-            }),
-        )?,
-    )?;
-    out.set_item(
-        "latencies",
-        rows(
-            py,
-            s.latencies.iter().map(|g| {
-                let d = group(py, "topic", g)?;
-                d.set_item("deliveries", g.rows)?;
-                d.set_item("heuristic_links", g.heuristic)?;
-                Ok(d)
-            }),
-        )?,
-    )?;
-    out.set_item(
-        "transports",
-        rows(
-            py,
-            s.transports.iter().map(|g| {
-                let d = group(py, "topic", g)?;
-                d.set_item("n", g.rows)?;
-                Ok(d)
-            }),
-        )?,
-    )?;
-    Ok(())
-}
-
-/// services, nodes.
-fn service_and_node_parts(py: Python<'_>, s: &Stats, out: &Bound<'_, PyDict>) -> PyResult<()> {
-    out.set_item(
-        "services",
-        rows(
-            py,
-            s.services.iter().map(|r| {
-                let d = PyDict::new_bound(py);
-                d.set_item("service", &r.service)?;
-                d.set_item("server_node", &r.server_node)?;
-                d.set_item("calls", r.calls)?;
-                d.set_item("clients", r.clients)?;
-                d.set_item("answered", r.answered)?;
-                describe(&d, &r.server, "server_", Some("server_count"))?;
-                describe(&d, &r.rtt, "rtt_", Some("rtt_count"))?;
-                d.set_item("heuristic_links", r.heuristic_links)?;
-                Ok(d)
-            }),
-        )?,
-    )?;
-    out.set_item(
-        "nodes",
-        rows(
-            py,
-            s.nodes.iter().map(|n| {
-                let d = PyDict::new_bound(py);
-                d.set_item("node", &n.node)?;
-                d.set_item("hostname", &n.hostname)?;
-                d.set_item("pid", n.pid)?;
-                d.set_item("callbacks", n.callbacks)?;
-                d.set_item("runs", n.runs)?;
-                d.set_item("busy_ns", n.busy_ns)?;
-                d.set_item("publications", n.publications)?;
-                Ok(d)
-            }),
-        )?,
-    )?;
-    Ok(())
 }
 
 /// Builds the model of the traces under `paths` (as `build_model`) and returns
