@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use roscope_model::schema::node_name;
 use roscope_model::table::{Col, Data, Table};
 
 use crate::model::{parse_code, Annotation, AnnotationKind, CallbackKind, Model, NONE};
@@ -166,15 +167,6 @@ impl<'a> Tab<'a> {
             })
             .collect()
     }
-}
-
-/// A node's full name, as the `callbacks_info.node` view spells it.
-fn node_name(name: Option<&str>, namespace: Option<&str>) -> Option<String> {
-    let name = name?;
-    Some(match namespace {
-        None | Some("/") => format!("/{}", name.trim_start_matches('/')),
-        Some(ns) => format!("{}/{}", ns.trim_end_matches('/'), name),
-    })
 }
 
 impl Model {

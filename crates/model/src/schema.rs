@@ -738,3 +738,27 @@ pub fn markdown() -> String {
     }
     o
 }
+
+/// A node's full name, as the database's views write it (`callbacks_info.node`): none
+/// without a name, '/' + the name in the root namespace, else the namespace (without a
+/// trailing '/') + '/' + the name. `roscope stats` from the core and the flow's node labels.
+pub fn node_name(name: Option<&str>, ns: Option<&str>) -> Option<String> {
+    let name = name?;
+    Some(match ns {
+        None | Some("/") => format!("/{}", name.trim_start_matches('/')),
+        Some(ns) => format!("{}/{}", ns.trim_end_matches('/'), name),
+    })
+}
+
+#[cfg(test)]
+mod node_name_tests {
+    use super::node_name;
+
+    #[test]
+    fn node_names_as_the_views_write_them() {
+        assert_eq!(node_name(Some("talker"), Some("/")).as_deref(), Some("/talker"));
+        assert_eq!(node_name(Some("/talker"), None).as_deref(), Some("/talker"));
+        assert_eq!(node_name(Some("a"), Some("/ns/")).as_deref(), Some("/ns/a"));
+        assert_eq!(node_name(None, Some("/ns")), None);
+    }
+}

@@ -13,6 +13,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::schema::node_name;
 use crate::table::{Col, Data, Table};
 use crate::Model;
 
@@ -173,15 +174,9 @@ impl<'a> C<'a> {
         }
     }
 
+    /// An unsigned column (handles): `int`'s bits, as the column holds them.
     fn uint(&self, i: usize) -> Option<u64> {
-        if !self.valid(i) {
-            return None;
-        }
-        match &self.0?.data {
-            Data::U64(v) => Some(v[i]),
-            Data::I64(v) => Some(v[i] as u64),
-            _ => None,
-        }
+        self.int(i).map(|v| v as u64)
     }
 
     fn text(&self, i: usize) -> Option<&'a str> {
@@ -218,16 +213,6 @@ impl<'a> T<'a> {
         let c = self.col(id);
         (0..self.rows()).filter_map(|i| c.int(i).map(|v| (v, i))).collect()
     }
-}
-
-/// A node's full name, as the views write it: NULL without a name, '/' + the
-/// name in the root namespace, else namespace (without trailing '/') + '/' + name.
-fn node_name(name: Option<&str>, ns: Option<&str>) -> Option<String> {
-    let name = name?;
-    Some(match ns {
-        None | Some("/") => format!("/{}", name.trim_start_matches('/')),
-        Some(ns) => format!("{}/{}", ns.trim_end_matches('/'), name),
-    })
 }
 
 /// The nodes table: full name (`node_name`) and process of each node id.
@@ -347,61 +332,60 @@ pub struct Stats {
     pub nodes: Vec<NodeRow>,
 }
 
-/// Groups in the order their keys first come.
-struct Groups<K> {
-    order: Vec<K>,
+/// A value per key (a GROUP BY's groups), in the order the keys first come.
+struct Groups<K, V> {
+    groups: Vec<(K, V)>,
     at: HashMap<K, usize>,
 }
 
-impl<K: std::hash::Hash + Eq + Clone> Groups<K> {
+impl<K: std::hash::Hash + Eq + Clone, V: Default> Groups<K, V> {
     fn new() -> Self {
-        Groups { order: Vec::new(), at: HashMap::new() }
+        Groups { groups: Vec::new(), at: HashMap::new() }
     }
 
-    fn slot(&mut self, k: &K) -> usize {
-        if let Some(&i) = self.at.get(k) {
-            return i;
-        }
-        self.order.push(k.clone());
-        self.at.insert(k.clone(), self.order.len() - 1);
-        self.order.len() - 1
+    /// The value of `k`'s group, made when `k` first comes.
+    fn entry(&mut self, k: &K) -> &mut V {
+        let i = *self.at.entry(k.clone()).or_insert_with(|| {
+            self.groups.push((k.clone(), V::default()));
+            self.groups.len() - 1
+        });
+        &mut self.groups[i].1
     }
+}
+
+/// A group's x values (not NULL), its rows and its rows with heuristic = 1.
+#[derive(Default)]
+struct Xs {
+    xs: Vec<i64>,
+    rows: u64,
+    heuristic: u64,
 }
 
 /// Values of x per group, with the group's row counts.
-struct Gather<K> {
-    g: Groups<K>,
-    xs: Vec<Vec<i64>>,
-    rows: Vec<u64>,
-    heuristic: Vec<u64>,
-}
+struct Gather<K>(Groups<K, Xs>);
 
 impl<K: std::hash::Hash + Eq + Clone> Gather<K> {
     fn new() -> Self {
-        Gather { g: Groups::new(), xs: Vec::new(), rows: Vec::new(), heuristic: Vec::new() }
+        Gather(Groups::new())
     }
 
     fn push(&mut self, k: &K, x: Option<i64>, heuristic: bool) {
-        let i = self.g.slot(k);
-        if i == self.xs.len() {
-            self.xs.push(Vec::new());
-            self.rows.push(0);
-            self.heuristic.push(0);
-        }
-        self.rows[i] += 1;
-        self.heuristic[i] += heuristic as u64;
+        let g = self.0.entry(k);
+        g.rows += 1;
+        g.heuristic += heuristic as u64;
         if let Some(x) = x {
-            self.xs[i].push(x);
+            g.xs.push(x);
         }
     }
 
     fn finish(self) -> Vec<Group<K>> {
-        let mut out = Vec::with_capacity(self.xs.len());
-        for (((key, xs), rows), heuristic) in self.g.order.into_iter().zip(self.xs).zip(self.rows).zip(self.heuristic) {
-            let sum = (!xs.is_empty()).then(|| xs.iter().map(|&x| x as i128).sum());
-            out.push(Group { key, d: Describe::of(xs), rows, sum, heuristic });
-        }
-        out
+        let groups = self.0.groups.into_iter();
+        groups
+            .map(|(key, g)| {
+                let sum = (!g.xs.is_empty()).then(|| g.xs.iter().map(|&x| x as i128).sum());
+                Group { key, d: Describe::of(g.xs), rows: g.rows, sum, heuristic: g.heuristic }
+            })
+            .collect()
     }
 }
 
@@ -512,22 +496,18 @@ fn summary(m: &Model, s: &mut Stats, runs: &T, complete: &[usize]) {
 fn durations_and_periods(s: &mut Stats, runs: &T, complete: &[usize]) {
     let (run_cb, run_start, run_dur) = (runs.col("callback_id"), runs.col("start_ts"), runs.col("duration_ns"));
     let mut dur = Gather::new();
-    let mut starts: Groups<Option<i64>> = Groups::new();
-    let mut start_lists: Vec<Vec<i64>> = Vec::new();
+    let mut starts: Groups<Option<i64>, Vec<i64>> = Groups::new();
     for &i in complete {
         let cb = run_cb.int(i);
         dur.push(&cb, run_dur.int(i), false);
-        let k = starts.slot(&cb);
-        if k == start_lists.len() {
-            start_lists.push(Vec::new());
-        }
+        let ts = starts.entry(&cb);
         // lag() over start_ts, NULLs last: a run without a start ends the sequence
         if let Some(t) = run_start.int(i) {
-            start_lists[k].push(t);
+            ts.push(t);
         }
     }
     s.durations = dur.finish();
-    for (cb, mut ts) in starts.order.into_iter().zip(start_lists) {
+    for (cb, mut ts) in starts.groups {
         if ts.len() < 2 {
             continue;
         }
@@ -544,26 +524,20 @@ fn durations_and_periods(s: &mut Stats, runs: &T, complete: &[usize]) {
 
 /// The `topics` view: every name a publisher or a subscription has, with their counts.
 fn topic_names(m: &Model) -> Vec<(String, TopicCounts)> {
-    let mut topics: Groups<String> = Groups::new();
-    let mut counts: Vec<TopicCounts> = Vec::new();
+    let mut topics: Groups<String, TopicCounts> = Groups::new();
     for (table, is_pub) in [("publishers", true), ("subscriptions", false)] {
         let t = T::of(m, table);
         let name = t.col("name");
-        for i in 0..t.rows() {
-            if let Some(n) = name.text(i) {
-                let k = topics.slot(&n.to_owned());
-                if k == counts.len() {
-                    counts.push(TopicCounts::default());
-                }
-                if is_pub {
-                    counts[k].publishers += 1;
-                } else {
-                    counts[k].subscriptions += 1;
-                }
+        for n in (0..t.rows()).filter_map(|i| name.text(i)) {
+            let c = topics.entry(&n.to_owned());
+            if is_pub {
+                c.publishers += 1;
+            } else {
+                c.subscriptions += 1;
             }
         }
     }
-    topics.order.into_iter().zip(counts).collect()
+    topics.groups
 }
 
 /// Per topic: publications and those no link names; takes (taken) and those no link names.
@@ -571,19 +545,15 @@ fn counts_per_topic(m: &Model, s: &mut Stats, pubs: &Pubs, links: &T, takes: &T)
     let (l_pub, l_take) = (links.col("publication_id"), links.col("take_id"));
     let linked_pubs: HashSet<i64> = (0..links.rows()).filter_map(|i| l_pub.int(i)).collect();
     let linked_takes: HashSet<i64> = (0..links.rows()).filter_map(|i| l_take.int(i)).collect();
-    let mut per: Groups<String> = Groups::new();
-    let mut pc: Vec<(u64, u64)> = Vec::new();
+    let mut per: Groups<String, (u64, u64)> = Groups::new();
     for i in 0..pubs.n {
         if let Some(t) = pubs.topic(i) {
-            let k = per.slot(&t.to_owned());
-            if k == pc.len() {
-                pc.push((0, 0));
-            }
-            pc[k].0 += 1;
-            pc[k].1 += !pubs.id.int(i).is_some_and(|id| linked_pubs.contains(&id)) as u64;
+            let c = per.entry(&t.to_owned());
+            c.0 += 1;
+            c.1 += !pubs.id.int(i).is_some_and(|id| linked_pubs.contains(&id)) as u64;
         }
     }
-    s.publications = per.order.into_iter().zip(pc).map(|(t, (n, u))| (t, n, u)).collect();
+    s.publications = per.groups.into_iter().map(|(t, (n, u))| (t, n, u)).collect();
 
     let subs = T::of(m, "subscriptions");
     let sub_name: HashMap<i64, Option<&str>> = {
@@ -591,22 +561,18 @@ fn counts_per_topic(m: &Model, s: &mut Stats, pubs: &Pubs, links: &T, takes: &T)
         (0..subs.rows()).filter_map(|i| Some((id.int(i)?, name.text(i)))).collect()
     };
     let (take_id, take_sub, taken) = (takes.col("take_id"), takes.col("subscription_id"), takes.col("taken"));
-    let mut per: Groups<String> = Groups::new();
-    let mut tc: Vec<(u64, u64)> = Vec::new();
+    let mut per: Groups<String, (u64, u64)> = Groups::new();
     for i in 0..takes.rows() {
         if taken.int(i) != Some(1) {
             continue;
         }
         // JOIN subscriptions, WHERE s.name IS NOT NULL
         let Some(Some(name)) = take_sub.int(i).and_then(|s| sub_name.get(&s)) else { continue };
-        let k = per.slot(&(*name).to_owned());
-        if k == tc.len() {
-            tc.push((0, 0));
-        }
-        tc[k].0 += 1;
-        tc[k].1 += !take_id.int(i).is_some_and(|id| linked_takes.contains(&id)) as u64;
+        let c = per.entry(&(*name).to_owned());
+        c.0 += 1;
+        c.1 += !take_id.int(i).is_some_and(|id| linked_takes.contains(&id)) as u64;
     }
-    s.takes = per.order.into_iter().zip(tc).map(|(t, (n, u))| (t, n, u)).collect();
+    s.takes = per.groups.into_iter().map(|(t, (n, u))| (t, n, u)).collect();
 }
 
 /// `links_info`: the links whose publication exists, with its take and run; per topic,
@@ -643,6 +609,7 @@ fn callback_info<'a>(m: &'a Model, nodes: &Nodes) -> Vec<CallbackInfo> {
     let (sub_t, srv_t, cli_t, tim_t) = (T::of(m, "subscriptions"), T::of(m, "services"), T::of(m, "clients"), T::of(m, "timers"));
     let (sub_at, srv_at, cli_at, tim_at) =
         (sub_t.index("subscription_id"), srv_t.index("service_id"), cli_t.index("client_id"), tim_t.index("timer_id"));
+    let (sub_name, srv_name, cli_name, tim_period) = (sub_t.col("name"), srv_t.col("name"), cli_t.col("name"), tim_t.col("period_ns"));
     let (p_pid, p_name, p_host) = (procs.col("pid"), procs.col("procname"), procs.col("host_id"));
     let h_name = hosts.col("hostname");
     let (c_id, c_proc, c_handle, c_symbol, c_kind, c_owner, c_node) = (
@@ -663,13 +630,13 @@ fn callback_info<'a>(m: &'a Model, nodes: &Nodes) -> Vec<CallbackInfo> {
         let own = c_owner.int(i);
         let name_in = |name: C<'a>, at: &HashMap<i64, usize>| own.and_then(|o| at.get(&o)).and_then(|&r| name.text(r));
         let topic = match kind {
-            Some("subscription") => name_in(sub_t.col("name"), &sub_at),
-            Some("service") => name_in(srv_t.col("name"), &srv_at),
-            Some("client") => name_in(cli_t.col("name"), &cli_at),
+            Some("subscription") => name_in(sub_name, &sub_at),
+            Some("service") => name_in(srv_name, &srv_at),
+            Some("client") => name_in(cli_name, &cli_at),
             _ => None,
         };
         let period = match kind {
-            Some("timer") => own.and_then(|o| tim_at.get(&o)).and_then(|&r| tim_t.col("period_ns").int(r)),
+            Some("timer") => own.and_then(|o| tim_at.get(&o)).and_then(|&r| tim_period.int(r)),
             _ => None,
         };
         out.push(CallbackInfo {
@@ -694,8 +661,8 @@ fn callback_info<'a>(m: &'a Model, nodes: &Nodes) -> Vec<CallbackInfo> {
 fn drops(pubs: &Pubs, links: &T, takes: &T, take_at: &HashMap<i64, usize>) -> Vec<(Option<String>, i128)> {
     let (l_pub, l_take, l_heur) = (links.col("publication_id"), links.col("take_id"), links.col("heuristic"));
     let take_sub = takes.col("subscription_id");
-    let mut pairs: Groups<(i64, i64)> = Groups::new();
-    let mut bounds: Vec<(Option<i64>, Option<i64>)> = Vec::new();
+    // per (subscription, publisher): the first and last publish time of its exact links
+    let mut pairs: Groups<(i64, i64), (Option<i64>, Option<i64>)> = Groups::new();
     let mut delivered: HashSet<(i64, i64)> = HashSet::new();
     for i in 0..links.rows() {
         let Some(&t) = l_take.int(i).and_then(|x| take_at.get(&x)) else { continue };
@@ -708,12 +675,8 @@ fn drops(pubs: &Pubs, links: &T, takes: &T, take_at: &HashMap<i64, usize>) -> Ve
         }
         let Some(&p) = l_pub.int(i).and_then(|x| pubs.at.get(&x)) else { continue };
         let (Some(sub), Some(publisher)) = (sub, pubs.publisher.int(p)) else { continue };
-        let k = pairs.slot(&(sub, publisher));
-        if k == bounds.len() {
-            bounds.push((None, None));
-        }
+        let b = pairs.entry(&(sub, publisher));
         if let Some(ts) = pubs.publish_ts(p) {
-            let b = &mut bounds[k];
             b.0 = Some(b.0.map_or(ts, |x| x.min(ts)));
             b.1 = Some(b.1.map_or(ts, |x| x.max(ts)));
         }
@@ -725,24 +688,18 @@ fn drops(pubs: &Pubs, links: &T, takes: &T, take_at: &HashMap<i64, usize>) -> Ve
             by_publisher.entry(p).or_default().push((ts, pubs.id.int(i), i));
         }
     }
-    let mut per: Groups<Option<String>> = Groups::new();
-    let mut sums: Vec<i128> = Vec::new();
-    for ((sub, publisher), (first, last)) in pairs.order.iter().zip(&bounds) {
+    let mut per: Groups<Option<String>, i128> = Groups::new();
+    for ((sub, publisher), (first, last)) in &pairs.groups {
         let (Some(first), Some(last)) = (first, last) else { continue };
         // grouped by (subscription, topic): each candidate's topic is its publication's
         for &(ts, id, row) in by_publisher.get(publisher).map(Vec::as_slice).unwrap_or(&[]) {
             if ts < *first || ts > *last {
                 continue;
             }
-            let topic = pubs.topic(row).map(str::to_owned);
-            let k = per.slot(&topic);
-            if k == sums.len() {
-                sums.push(0);
-            }
-            sums[k] += !id.is_some_and(|id| delivered.contains(&(id, *sub))) as i128;
+            *per.entry(&pubs.topic(row).map(str::to_owned)) += !id.is_some_and(|id| delivered.contains(&(id, *sub))) as i128;
         }
     }
-    per.order.into_iter().zip(sums).collect()
+    per.groups
 }
 
 fn services(m: &Model, nodes: &Nodes) -> Vec<ServiceRow> {
@@ -760,6 +717,7 @@ fn services(m: &Model, nodes: &Nodes) -> Vec<ServiceRow> {
         calls.col("response_publication_id"),
         calls.col("response_take_id"),
     );
+    #[derive(Default)]
     struct Acc {
         server_node: Option<String>,
         calls: u64,
@@ -769,27 +727,15 @@ fn services(m: &Model, nodes: &Nodes) -> Vec<ServiceRow> {
         rtt: Vec<i64>,
         heuristic: u64,
     }
-    let mut g: Groups<String> = Groups::new();
-    let mut acc: Vec<Acc> = Vec::new();
+    let (srv_name, srv_node, cli_name) = (srv.col("name"), srv.col("node_id"), cli.col("name"));
+    let mut g: Groups<String, Acc> = Groups::new();
     for i in 0..calls.rows() {
         let s = c_srv.int(i).and_then(|x| srv_at.get(&x)).copied();
         let c = c_cli.int(i).and_then(|x| cli_at.get(&x)).copied();
-        let name = s.and_then(|r| srv.col("name").text(r)).or_else(|| c.and_then(|r| cli.col("name").text(r)));
+        let name = s.and_then(|r| srv_name.text(r)).or_else(|| c.and_then(|r| cli_name.text(r)));
         let Some(name) = name else { continue };
-        let node = s.and_then(|r| srv.col("node_id").int(r)).and_then(|n| nodes.name(Some(n)));
-        let k = g.slot(&name.to_owned());
-        if k == acc.len() {
-            acc.push(Acc {
-                server_node: None,
-                calls: 0,
-                clients: HashSet::new(),
-                answered: 0,
-                server: Vec::new(),
-                rtt: Vec::new(),
-                heuristic: 0,
-            });
-        }
-        let a = &mut acc[k];
+        let node = s.and_then(|r| srv_node.int(r)).and_then(|n| nodes.name(Some(n)));
+        let a = g.entry(&name.to_owned());
         if a.server_node.is_none() {
             a.server_node = node; // any_value: the first that is not NULL
         }
@@ -811,9 +757,8 @@ fn services(m: &Model, nodes: &Nodes) -> Vec<ServiceRow> {
         a.heuristic += (c_method.text(i) == Some("service_sequence_nearest")) as u64;
     }
     let mut out: Vec<ServiceRow> = g
-        .order
+        .groups
         .into_iter()
-        .zip(acc)
         .map(|(service, a)| ServiceRow {
             service,
             server_node: a.server_node,
@@ -842,15 +787,11 @@ fn node_rows(m: &Model, nodes: &Nodes, info: &[CallbackInfo], runs: &T, complete
         }
     }
     type Key = (String, Option<String>, Option<i64>);
-    let mut g: Groups<Key> = Groups::new();
-    let mut acc: Vec<(HashSet<i64>, u64, i128)> = Vec::new();
+    // per (node, hostname, pid): its callbacks, their complete runs and busy time
+    let mut g: Groups<Key, (HashSet<i64>, u64, i128)> = Groups::new();
     for c in info {
         let Some(node) = &c.node else { continue };
-        let k = g.slot(&(node.clone(), c.hostname.clone(), c.pid));
-        if k == acc.len() {
-            acc.push((HashSet::new(), 0, 0));
-        }
-        let a = &mut acc[k];
+        let a = g.entry(&(node.clone(), c.hostname.clone(), c.pid));
         if let Some(id) = c.callback_id {
             a.0.insert(id);
             if let Some(&(n, busy)) = per_cb.get(&id) {
@@ -875,9 +816,8 @@ fn node_rows(m: &Model, nodes: &Nodes, info: &[CallbackInfo], runs: &T, complete
         }
     }
     let mut out: Vec<NodeRow> = g
-        .order
+        .groups
         .into_iter()
-        .zip(acc)
         .map(|((node, hostname, pid), (cbs, runs, busy))| {
             // USING (node, pid): a NULL pid joins nothing
             let publications = pid.and_then(|p| pb.get(&(node.clone(), Some(p)))).copied().unwrap_or(0);
@@ -917,13 +857,5 @@ mod tests {
         assert_eq!(d.mean, Some(2.5));
         assert!((d.std.unwrap() - 1.2909944487358056).abs() < 1e-15);
         assert_eq!(Describe::of(vec![5]).std, None);
-    }
-
-    #[test]
-    fn node_names_as_the_views_write_them() {
-        assert_eq!(node_name(Some("talker"), Some("/")).as_deref(), Some("/talker"));
-        assert_eq!(node_name(Some("/talker"), None).as_deref(), Some("/talker"));
-        assert_eq!(node_name(Some("a"), Some("/ns/")).as_deref(), Some("/ns/a"));
-        assert_eq!(node_name(None, Some("/ns")), None);
     }
 }
