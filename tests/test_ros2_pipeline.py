@@ -428,7 +428,9 @@ def test_the_example_runs_without_roscope_and_slows_a_callback_on_request(tmp_pa
         pytest.skip("ROS 2 jazzy from PyPI is not installed (make setup)")
     env = dict(os.environ, ROS2_PIPELINE_SLOW="fusion.on_lidar:3")
     env.pop("LD_PRELOAD", None)
-    p = subprocess.run([str(py), str(T.EXAMPLE / "launch.py"), "-d", "3", "-g", str(tmp_path / "gt")],
+    # 5 s: once the processes' start (rclpy's imports, DDS discovery) left a 3-s run 7 of
+    # fusion.on_lidar's 20 Hz runs
+    p = subprocess.run([str(py), str(T.EXAMPLE / "launch.py"), "-d", "5", "-g", str(tmp_path / "gt")],
                        capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode == 0, p.stderr
     assert {f.stem for f in (tmp_path / "gt").glob("*.jsonl")} == {"sensors", "fusion", "planner", "mapper", "controller"}
