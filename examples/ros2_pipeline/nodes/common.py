@@ -7,7 +7,11 @@ written while a callback runs, so that a callback's logged duration is its own w
 are CLOCK_MONOTONIC (time.monotonic_ns), the clock of the trace.
 
 - ``run``: one callback run: node, callback, kind, topic/service/action, start_ns (the
-  callback's first statement), end_ns (its last);
+  callback's first operation), end_ns (its last). A callback reads the clock first thing
+  (``t0 = monotonic_ns()``; a lambda registered as the callback does it before calling the
+  method it wraps) and last thing (``run[2] = monotonic_ns()``, a store into the list
+  ``begin`` made: no allocation, nothing else after the clock read), so that the logged run
+  is the callback's whole run but CPython's entry into the frame and its return;
 - ``pub``: a message published: node, topic, id, inputs (ids of the messages it came from),
   mono_ns (right before publish());
 - ``recv``: a message a subscription callback received: node, topic, id;
@@ -60,7 +64,6 @@ class GroundTruth:
     def __init__(self, process: str):
         self.process = process
         self.rows = []
-        self.runs = self.rows.append
         self.add(ev="start", process=process, pid=os.getpid())
 
     def add(self, **kw) -> None:
@@ -68,16 +71,22 @@ class GroundTruth:
         self.rows.append(kw)  # list.append: atomic under the GIL
 
     def run_key(self, node: str, cb: str, kind: str, what: str):
-        """A callback's key for `runs`: each run is logged as ``runs((key, t0, t1))`` right
-        after its last statement (t1): one tuple, made into a line when written."""
+        """A callback's key for `begin`."""
         return (node, cb, kind, what)
+
+    def begin(self, key, t0: int) -> list:
+        """A run of the callback `key` that started at t0: ``[key, t0, 0]``, logged now; its
+        callback ends it with ``run[2] = monotonic_ns()`` as its last statement."""
+        run = [key, t0, 0]
+        self.rows.append(run)
+        return run
 
     def write(self) -> None:
         self.add(ev="stop")
         d = os.environ.get("ROSCOPE_GT_DIR") or "."
         with open(os.path.join(d, self.process + ".jsonl"), "x") as f:  # never overwrite
             for r in self.rows:
-                if isinstance(r, tuple):
+                if isinstance(r, list):
                     (node, cb, kind, what), t0, t1 = r
                     r = {"ev": "run", "node": node, "cb": cb, "kind": kind, "what": what, "start_ns": t0, "end_ns": t1}
                 f.write(json.dumps(r) + "\n")

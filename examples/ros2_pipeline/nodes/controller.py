@@ -4,6 +4,7 @@
 callback group): each accepted goal is executed in STEPS steps, each publishing a command on
 /cmd and a feedback message, then the goal succeeds with a result."""
 import time
+from time import monotonic_ns
 
 from common import GroundTruth, Ids, Slow, busy, init, spin
 from rclpy.action import ActionServer, GoalResponse
@@ -19,7 +20,7 @@ STEPS = 3
 class Controller(Node):
     def __init__(self, gt: GroundTruth, ids: Ids, slow: Slow):
         super().__init__("controller")
-        self.gt, self.ids, self.slow, self.runs = gt, ids, slow, gt.runs
+        self.gt, self.ids, self.slow, self.begin = gt, ids, slow, gt.begin
         self.k_goal = gt.run_key("/controller", "controller.on_goal", "service", "/follow/_action/send_goal")
         self.k_execute = gt.run_key("/controller", "controller.execute", "service", "/follow/_action/send_goal")
         self.pub = self.create_publisher(UInt64MultiArray, "/cmd", 10)
@@ -27,14 +28,16 @@ class Controller(Node):
                                    callback_group=ReentrantCallbackGroup())
 
     def on_goal(self, goal) -> GoalResponse:
-        t0 = time.monotonic_ns()
+        t0 = monotonic_ns()
+        run = self.begin(self.k_goal, t0)
         self.gt.add(ev="goal_recv", node="/controller", action="/follow", id=goal.nested_field.uint64_value)
-        t1 = time.monotonic_ns()
-        self.runs((self.k_goal, t0, t1))
-        return GoalResponse.ACCEPT
+        accept = GoalResponse.ACCEPT
+        run[2] = monotonic_ns()
+        return accept
 
     def execute(self, goal_handle):
-        t0 = time.monotonic_ns()
+        t0 = monotonic_ns()
+        run = self.begin(self.k_execute, t0)
         goal = goal_handle.request.nested_field.uint64_value
         self.gt.add(ev="execute", node="/controller", action="/follow", id=goal)
         for _ in range(STEPS):
@@ -52,8 +55,7 @@ class Controller(Node):
         result = NestedMessage.Result()
         result.nested_field.uint64_value = self.ids.next("/follow:result")
         self.gt.add(ev="result", node="/controller", action="/follow", id=result.nested_field.uint64_value, inputs=[goal])
-        t1 = time.monotonic_ns()
-        self.runs((self.k_execute, t0, t1))
+        run[2] = monotonic_ns()
         return result
 
 

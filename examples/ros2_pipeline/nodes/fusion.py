@@ -2,7 +2,7 @@
 """Process "fusion": node /fusion fuses each /lidar scan with the newest /imu sample (cached by
 the /imu callback) into /fused; it also listens to the controller's /cmd. A base class holds
 the cache, a subclass the fusion (bound methods of both as callbacks)."""
-import time
+from time import monotonic_ns
 
 from common import GroundTruth, Ids, Slow, busy, init, spin
 from rclpy.executors import SingleThreadedExecutor
@@ -15,19 +15,19 @@ class FusionBase(Node):
 
     def __init__(self, gt: GroundTruth, slow: Slow):
         super().__init__("fusion")
-        self.gt, self.slow, self.imu, self.runs = gt, slow, None, gt.runs
+        self.gt, self.slow, self.imu, self.begin = gt, slow, None, gt.begin
         self.k_imu = gt.run_key("/fusion", "fusion.on_imu", "subscription", "/imu")
         self.k_lidar = gt.run_key("/fusion", "fusion.on_lidar", "subscription", "/lidar")
         self.k_cmd = gt.run_key("/fusion", "fusion.on_cmd", "subscription", "/cmd")
         self.create_subscription(UInt64MultiArray, "/imu", self.on_imu, 10)
 
     def on_imu(self, msg: UInt64MultiArray) -> None:
-        t0 = time.monotonic_ns()
+        t0 = monotonic_ns()
+        run = self.begin(self.k_imu, t0)
         self.gt.add(ev="recv", node="/fusion", topic="/imu", id=msg.data[0])
         self.imu = msg.data[0]
         self.slow("fusion.on_imu")
-        t1 = time.monotonic_ns()
-        self.runs((self.k_imu, t0, t1))
+        run[2] = monotonic_ns()
 
 
 class Fusion(FusionBase):
@@ -39,7 +39,8 @@ class Fusion(FusionBase):
         self.create_subscription(UInt64MultiArray, "/cmd", self.on_cmd, 10)
 
     def on_lidar(self, msg: UInt64MultiArray) -> None:
-        t0 = time.monotonic_ns()
+        t0 = monotonic_ns()
+        run = self.begin(self.k_lidar, t0)
         self.gt.add(ev="recv", node="/fusion", topic="/lidar", id=msg.data[0])
         inputs = [msg.data[0]] + ([self.imu] if self.imu is not None else [])
         busy(300)
@@ -47,15 +48,14 @@ class Fusion(FusionBase):
         self.gt.add(ev="pub", node="/fusion", topic="/fused", id=i, inputs=inputs)
         self.pub.publish(UInt64MultiArray(data=[i, *inputs]))
         self.slow("fusion.on_lidar")
-        t1 = time.monotonic_ns()
-        self.runs((self.k_lidar, t0, t1))
+        run[2] = monotonic_ns()
 
     def on_cmd(self, msg: UInt64MultiArray) -> None:
-        t0 = time.monotonic_ns()
+        t0 = monotonic_ns()
+        run = self.begin(self.k_cmd, t0)
         self.gt.add(ev="recv", node="/fusion", topic="/cmd", id=msg.data[0])
         self.slow("fusion.on_cmd")
-        t1 = time.monotonic_ns()
-        self.runs((self.k_cmd, t0, t1))
+        run[2] = monotonic_ns()
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 """Process "lidar-imu-drv" (renamed): the sensor drivers /sensors/lidar (20 Hz timer -> /lidar)
 and /sensors/imu (50 Hz timer -> /imu), two nodes on one single-threaded executor. Timer
 callbacks are lambdas."""
-import time
+from time import monotonic_ns
 
 from common import GroundTruth, Ids, Slow, init, rename_process, spin
 
@@ -19,18 +19,19 @@ class SensorNode(Node):
         self.gt, self.ids, self.slow, self.topic = gt, ids, slow, topic
         self.cb = f"{name}.tick"
         self.node = self.get_fully_qualified_name()
-        self.runs, self.key = gt.runs, gt.run_key(self.node, self.cb, "timer", topic)
+        self.begin, self.key = gt.begin, gt.run_key(self.node, self.cb, "timer", topic)
         self.pub = self.create_publisher(UInt64MultiArray, topic, 10)
-        self.timer = self.create_timer(period, lambda: self.tick())
+        # The callback is the lambda: the ground truth's first clock read is its first
+        # operation (then it calls the method), not the method's.
+        self.timer = self.create_timer(period, lambda: self.tick(t0) if (t0 := monotonic_ns()) else None)
 
-    def tick(self) -> None:
-        t0 = time.monotonic_ns()
+    def tick(self, t0: int) -> None:
+        run = self.begin(self.key, t0)
         i = self.ids.next(self.topic)
         self.gt.add(ev="pub", node=self.node, topic=self.topic, id=i, inputs=[])
         self.pub.publish(UInt64MultiArray(data=[i]))
         self.slow(self.cb)
-        t1 = time.monotonic_ns()
-        self.runs((self.key, t0, t1))
+        run[2] = monotonic_ns()
 
 
 def main() -> None:

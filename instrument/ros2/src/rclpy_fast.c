@@ -12,6 +12,8 @@
 
 static void (*cb_start)(const void *, bool);
 static void (*cb_end)(const void *);
+static void (*cb_end_now)(const void *); /* callback_end with nothing before its tracepoint */
+static void (*check_dump)(void);
 static void (*cb_input)(const void *, const void *, int64_t);
 static void (*exec_execute)(const void *);
 static void (*exec_wait)(int64_t);
@@ -92,9 +94,49 @@ typedef struct {
  * debugger's or a JIT's): otherwise around the call, as before. */
 #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
 #define IN_FRAME 1
-struct frame_head { /* the first field of CPython 3.11's struct _PyInterpreterFrame */
+struct frame_head { /* the first fields of CPython 3.11's struct _PyInterpreterFrame */
   PyObject *f_func;
+  PyObject *f_globals;
+  PyObject *f_builtins;
+  PyObject *f_locals;
+  PyCodeObject *f_code;
 };
+
+#ifdef ROSCOPE_RCLPY_TIMING
+/* bench/ros2_overhead/excess.py's build only: the hook's own clock reads around each
+ * tracepoint, written to $ROSCOPE_RCLPY_TIMING_DIR/<pid>.bin at exit (5 x u64 per run: handle,
+ * before callback_start, after it, after the frame, after callback_end). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#define TIMING_MAX 100000
+static uint64_t timing[TIMING_MAX][5];
+static size_t timing_n;
+static uint64_t timing_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+static void timing_write(void) {
+  const char *d = getenv("ROSCOPE_RCLPY_TIMING_DIR");
+  char path[4096];
+  if (d == NULL || snprintf(path, sizeof path, "%s/%d.bin", d, (int)getpid()) >= (int)sizeof path) return;
+  FILE *f = fopen(path, "wbx");
+  if (f == NULL) return;
+  fwrite(timing, sizeof timing[0], timing_n, f);
+  fclose(f);
+}
+#define TIMING(i) uint64_t timing_##i = timing_now()
+#define TIMING_ROW(h)                                                                     \
+  if (timing_n < TIMING_MAX) {                                                           \
+    uint64_t *row = timing[timing_n++];                                                  \
+    row[0] = (uint64_t)(uintptr_t)(h), row[1] = timing_a, row[2] = timing_b, row[3] = timing_c, row[4] = timing_d; \
+  }
+#else
+#define TIMING(i)
+#define TIMING_ROW(h)
+#endif
 
 static PyObject *armed_func; /* the function whose frame is the next run (borrowed), or NULL */
 static void *armed_handle;
@@ -105,9 +147,23 @@ static PyObject *in_frame(PyThreadState *ts, struct _PyInterpreterFrame *f, int 
   void *h = armed_handle;
   armed_func = NULL;
   _PyInterpreterState_SetEvalFrameFunc(PyThreadState_GetInterpreter(ts), NULL);
+  /* What the frame's first instructions read, fetched while callback_start is written (its
+   * clock is read first): the code object, its bytecode, the module's globals. */
+  struct frame_head *fh = (struct frame_head *)f;
+  __builtin_prefetch(fh->f_code);
+  __builtin_prefetch(fh->f_code->co_code_adaptive);
+  __builtin_prefetch(fh->f_globals);
+  __builtin_prefetch(((PyDictObject *)fh->f_globals)->ma_keys);
+  TIMING(a);
   cb_start(h, false);
+  TIMING(b);
   PyObject *r = _PyEval_EvalFrameDefault(ts, f, exc);
-  cb_end(h);
+  TIMING(c);
+  /* callback_end's clock first; the attach check (roscope_ros2_check_dump) after it */
+  cb_end_now(h);
+  check_dump();
+  TIMING(d);
+  TIMING_ROW(h);
   return r;
 }
 #else
@@ -222,6 +278,11 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_roscope_rclpy_fast"
 PyMODINIT_FUNC PyInit__roscope_rclpy_fast(void) {
   FIND(cb_start, "ros_trace_callback_start");
   FIND(cb_end, "ros_trace_callback_end");
+  FIND(cb_end_now, "ros_trace_do_callback_end");
+  FIND(check_dump, "roscope_ros2_check_dump");
+#ifdef ROSCOPE_RCLPY_TIMING
+  atexit(timing_write);
+#endif
   FIND(cb_input, "roscope_ros2_callback_input");
   FIND(exec_execute, "ros_trace_rclcpp_executor_execute");
   FIND(exec_wait, "ros_trace_rclcpp_executor_wait_for_work");
