@@ -114,6 +114,10 @@ class Trace:
     owners: dict = field(default_factory=dict)
     #: (pid, callback) -> [(start, end)]
     runs: dict = field(default_factory=lambda: collections.defaultdict(list))
+    #: (pid, callback) -> [(start, end) or None], parallel to `runs`: the times of the run's
+    #: roscope_ros2:callback_frame (the rclpy hook's clock reads at the frame's start and return),
+    #: the event after its callback_end on the thread
+    frames: dict = field(default_factory=lambda: collections.defaultdict(list))
     #: (pid, rcl publisher handle) -> [(ts, start of the run open on the thread or None)]
     pubs: dict = field(default_factory=lambda: collections.defaultdict(list))
     #: service events: name -> [event dict with pid, ts, fields]
@@ -153,7 +157,7 @@ _KEEP = {"rcl_node_init", "rcl_publisher_init", "rcl_subscription_init", "rcl_se
          "rclcpp_timer_callback_added", "rclcpp_timer_link_node", "rclcpp_service_callback_added",
          "rclcpp_callback_register", "client_callback_added", "callback_start", "callback_end", "rcl_publish",
          "rmw_client_init", "rmw_send_request", "rmw_take_request", "rmw_send_response", "rmw_take_response",
-         "process_init"}
+         "process_init", "callback_frame"}
 
 
 def read_trace_layouts(path: Path) -> dict:
@@ -198,6 +202,7 @@ def read_trace(path: Path) -> Trace:
         d = {k: _value(v) for k, v in ev.payload_field.items()} if ev.payload_field is not None else {}
         rows.append((ev.name, pid, tid, int(m.default_clock_snapshot.value), d))
     stacks = collections.defaultdict(list)
+    ended = {}  # (pid, tid) -> (pid, callback) of the run that ended last
     for full, pid, tid, ts, d in rows:
         if pid not in t.pids:
             continue
@@ -240,6 +245,12 @@ def read_trace(path: Path) -> Trace:
             if st:
                 cb, start = st.pop()
                 t.runs[(pid, cb)].append((start, ts))
+                t.frames[(pid, cb)].append(None)
+                ended[(pid, tid)] = (pid, cb)
+        elif name == "callback_frame":
+            key = ended.pop((pid, tid), None)
+            if key == (pid, d["callback"]):
+                t.frames[key][-1] = (d["start"], d["end"])
         elif name == "rcl_publish":
             st = stacks[(pid, tid)]
             t.pubs[(pid, d["publisher_handle"])].append((ts, st[-1][1] if st else None))

@@ -109,43 +109,53 @@ def test_callbacks_registered_with_their_symbols_and_handles(rec):
 
 def test_callback_runs_match_the_ground_truth(rec):
     """Per callback: exactly as many runs as the node logged; each of roscope's runs is the
-    trace's own callback_start/end (babeltrace2), and contains the callback's logged run (its
-    first to its last clock read).
+    trace's own: its roscope_ros2:callback_frame (the hook's clock reads right before the
+    frame's first instruction and after its return), within its callback_start/end
+    (babeltrace2); and it contains the callback's logged run (its first to its last clock read).
 
-    The rest of a traced run: the two tracepoints' own parts (callback_start's write after its
-    clock read, callback_end's call up to its clock read) and the log's blind spots (CPython's
-    entry into the frame up to the first clock read, the last one to the frame's return), at
-    the caches of a callback that runs at 7-50 Hz: p50 ~2.6-3.3 us, 84-93 % of runs within
-    5 us here (bench/ros2_overhead/excess.py splits each run; docs/ros2-pypi.md). Bounds, for
-    a shared 2-core machine: the median of all runs <= 5 us, of each callback's <= 10 us, and
-    every run <= 20 ms (a preemption inside the gap)."""
-    excess, before, after = [], [], []
+    What is left between roscope's run and the log's is the log's own blind spots: CPython's
+    entry into the frame up to the callback's first clock read, its last one to the frame's
+    return, at the caches of a callback that runs at 7-50 Hz (bench/ros2_overhead/excess.py
+    splits each run; docs/ros2-pypi.md): p50 ~1.5-2 us, p99 ~4-5 us here. Between the
+    tracepoints (what another tool reading callback_start/end sees) it is ~1 us more (p50).
+    Bounds, for a shared 2-core machine: 95 % of all runs within 5 us and their median within
+    3 us, each callback's median within 5 us, every run within 20 ms (a pause inside the gap)."""
+    excess, raw, before, after = [], [], [], []
     for (node, name), logged in rec.gt.runs().items():
         key = _cb(rec, node, name)
-        traced = rec.t.runs[key]
+        traced, frames = rec.t.runs[key], rec.t.frames[key]
         mine = _roscope_runs(rec, key)
         assert len(logged) == len(traced) == len(mine), (node, name, len(logged), len(traced), len(mine))
-        assert [(s, e) for _, s, e in mine] == traced, (node, name)
+        assert all(f is not None and s <= f[0] <= f[1] <= e for (s, e), f in zip(traced, frames)), (node, name)
+        assert [(s, e) for _, s, e in mine] == frames, (node, name)
         ex = []
-        for (s, e), g in zip(traced, logged):
-            assert s <= g["start_ns"] <= g["end_ns"] <= e, (node, name, s, e, g)
-            ex.append((e - s) - (g["end_ns"] - g["start_ns"]))
-            before.append(g["start_ns"] - s)
-            after.append(e - g["end_ns"])
+        for (s, e), (fs, fe), g in zip(traced, frames, logged):
+            assert fs <= g["start_ns"] <= g["end_ns"] <= fe, (node, name, fs, fe, g)
+            ex.append((fe - fs) - (g["end_ns"] - g["start_ns"]))
+            raw.append((e - s) - (g["end_ns"] - g["start_ns"]))
+            before.append(g["start_ns"] - fs)
+            after.append(fe - g["end_ns"])
         ex.sort()
-        print(f"\n{rec.distro} {node} {name}: {len(ex)} runs, traced - logged p50 {ex[len(ex) // 2] / US:.2f} us, "
+        print(f"\n{rec.distro} {node} {name}: {len(ex)} runs, roscope - logged p50 {ex[len(ex) // 2] / US:.2f} us, "
               f"max {ex[-1] / US:.2f} us", end="")
-        assert ex[len(ex) // 2] <= 10 * US and ex[-1] <= 20_000 * US, (node, name, ex[len(ex) // 2], ex[-1])
+        assert ex[len(ex) // 2] <= 5 * US and ex[-1] <= 20_000 * US, (node, name, ex[len(ex) // 2], ex[-1])
         excess += ex
     excess.sort()
+    raw.sort()
     n = len(excess)
     within = sum(1 for x in excess if x <= 5 * US) / n
-    print(f"\n{rec.distro}: {n} runs, traced - logged duration: p50 {excess[n // 2] / US:.2f} us, p90 "
-          f"{excess[9 * n // 10] / US:.2f} us, p99 {excess[99 * n // 100] / US:.2f} us; {within:.1%} within 5 us "
-          f"(callback_start to the first statement p50 {sorted(before)[n // 2] / US:.2f} us, the last statement to "
-          f"callback_end p50 {sorted(after)[n // 2] / US:.2f} us)")
+    print(f"\n{rec.distro}: {n} runs, roscope - logged duration: p50 {excess[n // 2] / US:.2f} us, p90 "
+          f"{excess[9 * n // 10] / US:.2f} us, p99 {excess[99 * n // 100] / US:.2f} us, max {excess[-1] / US:.2f} us; "
+          f"{within:.1%} within 5 us (the frame's start to the first clock read p50 {sorted(before)[n // 2] / US:.2f} us, "
+          f"the last one to the frame's return p50 {sorted(after)[n // 2] / US:.2f} us); between callback_start and "
+          f"callback_end: p50 {raw[n // 2] / US:.2f} us, p99 {raw[99 * n // 100] / US:.2f} us, "
+          f"{sum(1 for x in raw if x <= 5 * US) / n:.1%} within 5 us")
     assert n > 1000
-    assert excess[n // 2] <= 5 * US, excess[n // 2]
+    assert excess[n // 2] <= 3 * US and within >= 0.95, (excess[n // 2], within)
+    # Every callback_frame of the recording (babeltrace2) gave a run its times, none was left over.
+    stats = json.loads(rec.db.records("SELECT value FROM meta WHERE key = 'stats'")[0]["value"])
+    assert stats["callback_frames"] == rec.t.events["roscope_ros2:callback_frame"] >= n, stats
+    assert stats["unmatched_callback_frames"] == 0, stats
 
 
 def test_deliveries_and_transport_links_are_exact(rec):

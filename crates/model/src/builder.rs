@@ -270,6 +270,10 @@ pub struct Counts {
     pub peak_records: u64,
     /// State dumps read (`dump.rs`).
     pub state_dumps: u64,
+    /// Runs whose times are their frame's (`roscope_ros2:callback_frame`), and frames that
+    /// fit no run (not the thread's run that ended last, or outside its start and end).
+    pub frames: u64,
+    pub unmatched_frames: u64,
 }
 
 pub struct Builder {
@@ -450,6 +454,7 @@ impl Builder {
                 if let Some(run) = self.runs.get_mut(r) {
                     run.end = Some(ts);
                 }
+                self.threads[th].last_closed = Some(r);
             }
             None => self.counts.unmatched_ends += 1,
         }
@@ -636,6 +641,7 @@ impl Builder {
             RclTake | RclcppTake => self.upper_take(e),
             // ROS 2 services and actions, roscope's rclpy events (services.rs).
             SendRequest | TakeRequest | SendResponse | TakeResponse | R2ClientCbAdded | R2CallbackInput => self.dispatch_service(e),
+            R2CallbackFrame => self.callback_frame(e),
             R2ProcessInit => {}
             R1StateDumpBegin | R2StateDumpBegin => self.dump_begin(e),
             R1StateDumpEnd | R2StateDumpEnd => self.dump_end(e),

@@ -220,6 +220,9 @@ events! {
         /// The next run of `callback` on this thread handles request/response `sequence_number`
         /// of the rmw service or client `rmw_handle`.
         R2CallbackInput callback_input { CALLBACK = "callback", RMW_HANDLE = "rmw_handle", SEQUENCE_NUMBER = "sequence_number" }
+        /// The run of `callback` that just ended on this thread ran from `start` to `end`
+        /// (the rclpy hook's clock reads at its frame's start and return).
+        R2CallbackFrame callback_frame { CALLBACK = "callback", START = "start", END = "end" }
     }
     caret_exec (CARET) {
         /// An executor is constructed: its address and type (`single_threaded_executor`, ...).

@@ -50,6 +50,8 @@ pub struct Thread {
     pub events: u64,
     /// Open callback runs, innermost last.
     pub stack: Vec<usize>,
+    /// The run that ended last (for `roscope_ros2:callback_frame`, which follows its end).
+    pub last_closed: Option<usize>,
     /// The publication in progress (its next layer continues it).
     pub pending_pub: Option<usize>,
     /// The latest take, waiting for the callback run it feeds.
@@ -74,6 +76,7 @@ impl Thread {
             last: ts,
             events: 1,
             stack: vec![],
+            last_closed: None,
             pending_pub: None,
             pending_take: None,
             exec: None,

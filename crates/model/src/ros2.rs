@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use crate::builder::{Builder, Event};
 use crate::events::ros2::*;
 use crate::events::Ev;
-use crate::objects::{Obj, Publication, StampSource, Take};
+use crate::objects::{Obj, Publication, Run, StampSource, Take};
 use crate::registry::{HandleMap, Layer, Registry};
 use crate::schema::{CallbackKind, LinkMethod};
 
@@ -294,6 +294,28 @@ impl Builder {
     pub(crate) fn callback_end(&mut self, e: &Event) {
         let c = self.objs.cbs.get(e.p, e.u(callback_end::CALLBACK).unwrap_or(0));
         self.close_run(e.th, c, e.ts);
+    }
+
+    /// `roscope_ros2:callback_frame` (the rclpy hook, right after a callback_end): the run of
+    /// `callback` that ended last on this thread ran from `start` to `end`, the clock read
+    /// right before its frame's first instruction and right after its return (CLOCK_MONOTONIC,
+    /// the trace's clock). Those become the run's times: what the run spent in the callback,
+    /// without callback_start's write after its clock read and callback_end's call up to its
+    /// clock read. Only within the run's callback_start and callback_end (else counted, and the
+    /// run keeps its events' times: a trace on another clock, say).
+    pub(crate) fn callback_frame(&mut self, e: &Event) {
+        use crate::events::roscope_ros2::callback_frame::*;
+        let c = self.objs.cbs.get(e.p, e.u(CALLBACK).unwrap_or(0));
+        let last = self.threads[e.th].last_closed.take();
+        let fits = |run: &Run, s: u64, t: u64| run.cb == c && run.start <= s && s <= t && run.end.is_some_and(|end| t <= end);
+        match (last.and_then(|r| self.runs.get_mut(r)), e.u(START), e.u(END)) {
+            (Some(run), Some(s), Some(t)) if fits(run, s, t) => {
+                run.start = s;
+                run.end = Some(t);
+                self.counts.frames += 1;
+            }
+            _ => self.counts.unmatched_frames += 1,
+        }
     }
 
     /// One layer of a publication (rclcpp, rcl, rmw, or rclcpp intra-process):

@@ -267,6 +267,8 @@ impl Builder {
             ("late_updates".to_string(), c.late_updates as i64),
             ("peak_records_in_memory".to_string(), c.peak_records as i64),
             ("state_dumps".to_string(), c.state_dumps as i64),
+            ("callback_frames".to_string(), c.frames as i64),
+            ("unmatched_callback_frames".to_string(), c.unmatched_frames as i64),
             ("objects_dumped".to_string(), self.object_count(true)),
             ("objects_unnamed".to_string(), self.object_count(false)),
         ]

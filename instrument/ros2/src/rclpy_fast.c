@@ -9,11 +9,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 static void (*cb_start)(const void *, bool);
 static void (*cb_end)(const void *);
 static void (*cb_end_now)(const void *); /* callback_end with nothing before its tracepoint */
 static void (*check_dump)(void);
+static void (*cb_frame)(const void *, uint64_t, uint64_t);
 static void (*cb_input)(const void *, const void *, int64_t);
 static void (*exec_execute)(const void *);
 static void (*exec_wait)(int64_t);
@@ -85,7 +87,9 @@ typedef struct {
 } Traced;
 
 /* Inside the frame: callback_start as the callback's frame begins, callback_end as it returns,
- * not around CPython's call into it (0.7 us of the median run's excess over the example's own
+ * and roscope_ros2:callback_frame after them with the clock read right before the frame's
+ * first instruction and right after its return (the run's times for roscope, without the
+ * tracepoints' own time); not around CPython's call into it (0.7 us of the median run's excess over the example's own
  * log at cold caches: docs/ros2-pypi.md, "Overhead and accuracy"). For the one
  * call, CPython's frame evaluation function (PEP 523) is set to `in_frame`, which puts itself
  * back at the first frame, the callback's, so that nothing else runs through it: Python-to-Python
@@ -102,22 +106,23 @@ struct frame_head { /* the first fields of CPython 3.11's struct _PyInterpreterF
   PyCodeObject *f_code;
 };
 
-#ifdef ROSCOPE_RCLPY_TIMING
-/* bench/ros2_overhead/excess.py's build only: the hook's own clock reads around each
- * tracepoint, written to $ROSCOPE_RCLPY_TIMING_DIR/<pid>.bin at exit (5 x u64 per run: handle,
- * before callback_start, after it, after the frame, after callback_end). */
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-#include <unistd.h>
-#define TIMING_MAX 100000
-static uint64_t timing[TIMING_MAX][5];
-static size_t timing_n;
-static uint64_t timing_now(void) {
+/* CLOCK_MONOTONIC in ns: LTTng-UST's trace clock (without a clock plug-in). */
+static inline uint64_t now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
+
+#ifdef ROSCOPE_RCLPY_TIMING
+/* bench/ros2_overhead/excess.py's build only: the hook's clock reads around each tracepoint,
+ * written to $ROSCOPE_RCLPY_TIMING_DIR/<pid>.bin at exit (5 x u64 per run: handle, before
+ * callback_start, the frame's start and end (callback_frame's), after callback_end). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#define TIMING_MAX 100000
+static uint64_t timing[TIMING_MAX][5];
+static size_t timing_n;
 static void timing_write(void) {
   const char *d = getenv("ROSCOPE_RCLPY_TIMING_DIR");
   char path[4096];
@@ -127,15 +132,15 @@ static void timing_write(void) {
   fwrite(timing, sizeof timing[0], timing_n, f);
   fclose(f);
 }
-#define TIMING(i) uint64_t timing_##i = timing_now()
-#define TIMING_ROW(h)                                                                     \
+#define TIMING(i) uint64_t timing_##i = now_ns()
+#define TIMING_ROW(h, b, c)                                                               \
   if (timing_n < TIMING_MAX) {                                                           \
     uint64_t *row = timing[timing_n++];                                                  \
-    row[0] = (uint64_t)(uintptr_t)(h), row[1] = timing_a, row[2] = timing_b, row[3] = timing_c, row[4] = timing_d; \
+    row[0] = (uint64_t)(uintptr_t)(h), row[1] = timing_a, row[2] = (b), row[3] = (c), row[4] = timing_d; \
   }
 #else
 #define TIMING(i)
-#define TIMING_ROW(h)
+#define TIMING_ROW(h, b, c)
 #endif
 
 static PyObject *armed_func; /* the function whose frame is the next run (borrowed), or NULL */
@@ -156,14 +161,16 @@ static PyObject *in_frame(PyThreadState *ts, struct _PyInterpreterFrame *f, int 
   __builtin_prefetch(((PyDictObject *)fh->f_globals)->ma_keys);
   TIMING(a);
   cb_start(h, false);
-  TIMING(b);
+  uint64_t start = now_ns();
   PyObject *r = _PyEval_EvalFrameDefault(ts, f, exc);
-  TIMING(c);
-  /* callback_end's clock first; the attach check (roscope_ros2_check_dump) after it */
+  uint64_t end = now_ns();
+  /* callback_end's clock first; callback_frame and the attach check (roscope_ros2_check_dump)
+   * after it */
   cb_end_now(h);
+  cb_frame(h, start, end);
   check_dump();
   TIMING(d);
-  TIMING_ROW(h);
+  TIMING_ROW(h, start, end);
   return r;
 }
 #else
@@ -280,6 +287,7 @@ PyMODINIT_FUNC PyInit__roscope_rclpy_fast(void) {
   FIND(cb_end, "ros_trace_callback_end");
   FIND(cb_end_now, "ros_trace_do_callback_end");
   FIND(check_dump, "roscope_ros2_check_dump");
+  FIND(cb_frame, "roscope_ros2_callback_frame");
 #ifdef ROSCOPE_RCLPY_TIMING
   atexit(timing_write);
 #endif

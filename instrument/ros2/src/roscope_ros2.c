@@ -168,6 +168,10 @@ EXPORT void roscope_ros2_callback_input(const void *callback, const void *rmw_ha
   tracepoint(roscope_ros2, callback_input, callback, rmw_handle, seq);
 }
 
+EXPORT void roscope_ros2_callback_frame(const void *callback, uint64_t start, uint64_t end) {
+  tracepoint(roscope_ros2, callback_frame, callback, start, end);
+}
+
 EXPORT void roscope_ros2_rmw_send_request(const void *client, const void *request, int64_t seq) {
   tracepoint(roscope_ros2, rmw_send_request, client, request, seq);
 }

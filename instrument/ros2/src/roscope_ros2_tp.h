@@ -52,6 +52,17 @@ TRACEPOINT_EVENT(roscope_ros2, callback_input,
     ctf_integer_hex(const void *, rmw_handle, rmw_handle_arg)
     ctf_integer(int64_t, sequence_number, sequence_number_arg)))
 
+/* The run of `callback` that just ended on this thread (its callback_end came last) ran from
+ * `start` to `end`: CLOCK_MONOTONIC (the trace's clock) read by the rclpy hook right before
+ * the callback's frame began and right after it returned, without the two tracepoints' own
+ * time (roscope takes these as the run's times; callback_start/end stay for other tools). */
+TRACEPOINT_EVENT(roscope_ros2, callback_frame,
+  TP_ARGS(const void *, callback_arg, uint64_t, start_arg, uint64_t, end_arg),
+  TP_FIELDS(
+    ctf_integer_hex(const void *, callback, callback_arg)
+    ctf_integer(uint64_t, start, start_arg)
+    ctf_integer(uint64_t, end, end_arg)))
+
 /* Service requests and responses seen by rclpy, for distros whose rmw has no such
  * tracepoints (Jazzy): Kilted's layouts; rmw_take_request adds the request's DDS source
  * timestamp (0 where rclpy does not give it). */
