@@ -118,7 +118,7 @@ def test_callback_runs_match_the_ground_truth(rec):
     return, at the caches of a callback that runs at 7-50 Hz (bench/ros2_overhead/excess.py
     splits each run; docs/ros2-pypi.md): p50 ~1.5-2 us, p99 ~4-5 us here. Between the
     tracepoints (what another tool reading callback_start/end sees) it is ~1 us more (p50).
-    Bounds, for a shared 2-core machine: 95 % of all runs within 5 us and their median within
+    Bounds, for a shared 2-core machine: 98 % of all runs within 5 us and their median within
     3 us, each callback's median within 5 us, every run within 20 ms (a pause inside the gap)."""
     excess, raw, before, after = [], [], [], []
     for (node, name), logged in rec.gt.runs().items():
@@ -151,7 +151,7 @@ def test_callback_runs_match_the_ground_truth(rec):
           f"callback_end: p50 {raw[n // 2] / US:.2f} us, p99 {raw[99 * n // 100] / US:.2f} us, "
           f"{sum(1 for x in raw if x <= 5 * US) / n:.1%} within 5 us")
     assert n > 1000
-    assert excess[n // 2] <= 3 * US and within >= 0.95, (excess[n // 2], within)
+    assert excess[n // 2] <= 3 * US and within >= 0.98, (excess[n // 2], within)
     # Every callback_frame of the recording (babeltrace2) gave a run its times, none was left over.
     stats = json.loads(rec.db.records("SELECT value FROM meta WHERE key = 'stats'")[0]["value"])
     assert stats["callback_frames"] == rec.t.events["roscope_ros2:callback_frame"] >= n, stats
