@@ -89,8 +89,8 @@ typedef struct {
 /* Inside the frame: callback_start as the callback's frame begins, callback_end as it returns,
  * and roscope_ros2:callback_frame after them with the clock read right before the frame's
  * first instruction and right after its return (the run's times for roscope, without the
- * tracepoints' own time); not around CPython's call into it (0.7 us of the median run's excess over the example's own
- * log at cold caches: docs/ros2-pypi.md, "Overhead and accuracy"). For the one
+ * tracepoints' own time); not around CPython's call into it (docs/ros2-pypi.md, "Overhead and
+ * accuracy"). For the one
  * call, CPython's frame evaluation function (PEP 523) is set to `in_frame`, which puts itself
  * back at the first frame, the callback's, so that nothing else runs through it: Python-to-Python
  * calls inside the callback stay inlined. Only with CPython 3.11's frame layout (the wheels'
