@@ -124,6 +124,10 @@ class Trace:
     service_events: dict = field(default_factory=lambda: collections.defaultdict(list))
     #: (pid, rmw client handle) -> client GID (Kilted's rmw_client_init)
     client_gid: dict = field(default_factory=dict)
+    #: rmw publishers and subscriptions: (kind, pid, rmw handle) of each rmw init event, and of
+    #: each rmw_publish / rmw_take
+    rmw_inits: set = field(default_factory=set)
+    rmw_used: set = field(default_factory=set)
     #: event name -> {field name: field class type name}, from the trace's metadata
     layouts: dict = field(default_factory=dict)
 
@@ -157,7 +161,7 @@ _KEEP = {"rcl_node_init", "rcl_publisher_init", "rcl_subscription_init", "rcl_se
          "rclcpp_timer_callback_added", "rclcpp_timer_link_node", "rclcpp_service_callback_added",
          "rclcpp_callback_register", "client_callback_added", "callback_start", "callback_end", "rcl_publish",
          "rmw_client_init", "rmw_send_request", "rmw_take_request", "rmw_send_response", "rmw_take_response",
-         "process_init", "callback_frame"}
+         "process_init", "callback_frame", "rmw_publisher_init", "rmw_subscription_init", "rmw_publish", "rmw_take"}
 
 
 def read_trace_layouts(path: Path) -> dict:
@@ -256,6 +260,13 @@ def read_trace(path: Path) -> Trace:
             t.pubs[(pid, d["publisher_handle"])].append((ts, st[-1][1] if st else None))
         elif name == "rmw_client_init":
             t.client_gid[(pid, d["rmw_client_handle"])] = d["gid"]
+        elif name in ("rmw_publisher_init", "rmw_subscription_init"):
+            kind = name[4:-5]
+            t.rmw_inits.add((kind, pid, d[f"rmw_{kind}_handle"]))
+        elif name == "rmw_publish":
+            t.rmw_used.add(("publisher", pid, d["rmw_publisher_handle"]))
+        elif name == "rmw_take":
+            t.rmw_used.add(("subscription", pid, d["rmw_subscription_handle"]))
         elif name.startswith("rmw_") and ("request" in name or "response" in name):
             t.service_events[name].append({"pid": pid, "tid": tid, "ts": ts, **d})
     return t

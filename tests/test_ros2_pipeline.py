@@ -158,6 +158,20 @@ def test_callback_runs_match_the_ground_truth(rec):
     assert stats["unmatched_callback_frames"] == 0, stats
 
 
+def test_the_rmws_own_endpoints_are_told_apart_from_unnamed_ones(rec):
+    """Fast DDS's rmw makes a publisher and a subscription of its own in each process (its
+    discovery topic): rmw init events and no rcl ones. roscope counts them as the rmw's
+    (`meta.stats.rmw_own_endpoints`: babeltrace2's rmw publishers and subscriptions with an rmw
+    init event, no rcl init event naming their rmw handle, that published or took) and does not
+    warn that objects are unnamed for want of a state dump: every other object is named."""
+    own = {(k, pid, h) for k, pid, h in rec.t.rmw_inits & rec.t.rmw_used if (pid, h) not in rec.t.rmw}
+    stats = json.loads(rec.db.records("SELECT value FROM meta WHERE key = 'stats'")[0]["value"])
+    warnings = json.loads(rec.db.records("SELECT value FROM meta WHERE key = 'warnings'")[0]["value"])
+    assert len(own) >= len(rec.t.pids) - 1 > 0, own  # one each, but launch.py's own process (no rclpy)
+    assert stats["rmw_own_endpoints"] == len(own), (stats, own)
+    assert stats["objects_unnamed"] == 0 and not [w for w in warnings if "known only by their handles" in w], warnings
+
+
 def test_deliveries_and_transport_links_are_exact(rec):
     """Every message a subscription callback logged it received is the publication roscope
     links into that run (recall 1.0), and every link into those runs is one (precision 1.0)."""

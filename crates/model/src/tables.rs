@@ -271,6 +271,7 @@ impl Builder {
             ("unmatched_callback_frames".to_string(), c.unmatched_frames as i64),
             ("objects_dumped".to_string(), self.object_count(true)),
             ("objects_unnamed".to_string(), self.object_count(false)),
+            ("rmw_own_endpoints".to_string(), self.rmw_own_count()),
         ]
     }
 
@@ -280,9 +281,27 @@ impl Builder {
     pub(crate) fn object_count(&self, dumped: bool) -> i64 {
         let o = &self.objs;
         let objs = [&o.nodes, &o.pubs, &o.subs, &o.timers, &o.services, &o.clients];
-        let n = objs.iter().flat_map(|r| r.iter()).filter(|x| if dumped { x.dumped } else { !x.known }).count();
+        let n = objs.iter().flat_map(|r| r.iter()).filter(|x| if dumped { x.dumped } else { self.unnamed(x) }).count();
         let c = o.cbs.iter().filter(|x| if dumped { x.dumped } else { !x.known }).count();
         (n + c) as i64
+    }
+
+    /// An endpoint the rmw made for itself (Fast DDS's `ros_discovery_info` publisher and
+    /// subscription in each process): its rmw init event is in the trace, and no rcl one, ever
+    /// (rcl's init calls the rmw's, so a session that missed one missed both).
+    fn rmw_own(&self, x: &Obj) -> bool {
+        !x.known && x.rmw_handle.is_some_and(|h| self.objs.gids.contains(x.proc, h))
+    }
+
+    /// Known only by its handle: its init events are not in the trace.
+    fn unnamed(&self, x: &Obj) -> bool {
+        !x.known && !self.rmw_own(x)
+    }
+
+    /// The rmw's own endpoints (`rmw_own`) that published or took.
+    pub(crate) fn rmw_own_count(&self) -> i64 {
+        let o = &self.objs;
+        [&o.pubs, &o.subs, &o.services, &o.clients].iter().flat_map(|r| r.iter()).filter(|x| self.rmw_own(x)).count() as i64
     }
 
     /// The warning about objects known only by handles, if any.
@@ -290,7 +309,7 @@ impl Builder {
         let n = self.object_count(false);
         (n > 0).then(|| {
             let o = &self.objs;
-            let by = |r: &crate::registry::Registry<crate::objects::Obj>| r.iter().filter(|x| !x.known).count();
+            let by = |r: &crate::registry::Registry<Obj>| r.iter().filter(|x| self.unnamed(x)).count();
             let cbs = o.cbs.iter().filter(|x| !x.known).count();
             format!(
                 "{n} objects are known only by their handles, without names (their init events are not in the trace: \
