@@ -170,6 +170,9 @@ def test_the_rmws_own_endpoints_are_told_apart_from_unnamed_ones(rec):
     assert len(own) >= len(rec.t.pids) - 1 > 0, own  # one each, but launch.py's own process (no rclpy)
     assert stats["rmw_own_endpoints"] == len(own), (stats, own)
     assert stats["objects_unnamed"] == 0 and not [w for w in warnings if "known only by their handles" in w], warnings
+    # The object tables say the same (`known`, which the report counts).
+    for table in ("nodes", "publishers", "subscriptions", "timers", "services", "clients"):
+        assert rec.db.records(f"SELECT count(*) AS n FROM {table} WHERE known = 0")[0]["n"] == 0, table
 
 
 def test_deliveries_and_transport_links_are_exact(rec):

@@ -868,23 +868,14 @@ impl Builder {
     /// The objects known so far, as tables (`hosts`, `processes`, `threads`,
     /// the object tables, `callbacks`): what names the records `feed` emits.
     pub fn object_tables(&self) -> Vec<Table> {
-        let o = &self.objs;
         let mut hosts = Table::new(&crate::schema::HOSTS);
         for (i, h) in self.hosts().iter().enumerate() {
             hosts.row().i(Some(i as i64)).s(Some(h)).done();
         }
-        vec![
-            hosts,
-            self.process_table(),
-            self.thread_table(),
-            crate::tables::objects(&crate::schema::NODES, &o.nodes),
-            crate::tables::objects(&crate::schema::PUBLISHERS, &o.pubs),
-            crate::tables::objects(&crate::schema::SUBSCRIPTIONS, &o.subs),
-            crate::tables::objects(&crate::schema::TIMERS, &o.timers),
-            crate::tables::objects(&crate::schema::SERVICES, &o.services),
-            crate::tables::objects(&crate::schema::CLIENTS, &o.clients),
-            self.callback_table(),
-        ]
+        let mut out = vec![hosts, self.process_table(), self.thread_table()];
+        out.extend(self.registry_tables());
+        out.push(self.callback_table());
+        out
     }
 
     /// After the last `feed`: closes the runs still open at each thread's

@@ -25,7 +25,8 @@ fn ts(t: Option<u64>) -> Option<i64> {
     t.map(|x| x as i64)
 }
 
-pub(crate) fn objects(spec: &'static TableSpec, list: &Registry<Obj>) -> Table {
+/// An object table; `known`: whether the trace has the object's init event (`Builder::unnamed`).
+pub(crate) fn objects(spec: &'static TableSpec, list: &Registry<Obj>, known: impl Fn(&Obj) -> bool) -> Table {
     let mut t = Table::new(spec);
     for (i, o) in list.iter().enumerate() {
         t.row()
@@ -41,7 +42,7 @@ pub(crate) fn objects(spec: &'static TableSpec, list: &Registry<Obj>) -> Table {
             .s(o.gid.as_deref())
             .i(o.period)
             .i(ts(o.ts))
-            .i(Some(o.known as i64))
+            .i(Some(known(o) as i64))
             .i(Some(o.dumped as i64))
             .done();
     }
@@ -80,13 +81,7 @@ impl Builder {
         let mut out = self.trace_tables(set);
         out.push(self.process_table());
         out.push(self.thread_table());
-        let o = &self.objs;
-        out.push(objects(&schema::NODES, &o.nodes));
-        out.push(objects(&schema::PUBLISHERS, &o.pubs));
-        out.push(objects(&schema::SUBSCRIPTIONS, &o.subs));
-        out.push(objects(&schema::TIMERS, &o.timers));
-        out.push(objects(&schema::SERVICES, &o.services));
-        out.push(objects(&schema::CLIENTS, &o.clients));
+        out.extend(self.registry_tables());
         out.push(self.callback_table());
         // Each record set is freed once its table is made.
         out.push(run_table(std::mem::take(&mut self.runs).iter()));
@@ -293,8 +288,9 @@ impl Builder {
         !x.known && x.rmw_handle.is_some_and(|h| self.objs.gids.contains(x.proc, h))
     }
 
-    /// Known only by its handle: its init events are not in the trace.
-    fn unnamed(&self, x: &Obj) -> bool {
+    /// Known only by its handle: its init events are not in the trace (the object tables'
+    /// `known = 0`, `objects_unnamed`, the warning).
+    pub(crate) fn unnamed(&self, x: &Obj) -> bool {
         !x.known && !self.rmw_own(x)
     }
 
@@ -302,6 +298,20 @@ impl Builder {
     pub(crate) fn rmw_own_count(&self) -> i64 {
         let o = &self.objs;
         [&o.pubs, &o.subs, &o.services, &o.clients].iter().flat_map(|r| r.iter()).filter(|x| self.rmw_own(x)).count() as i64
+    }
+
+    /// The object tables (nodes, publishers, subscriptions, timers, services, clients).
+    pub(crate) fn registry_tables(&self) -> Vec<Table> {
+        let o = &self.objs;
+        let known = |x: &Obj| !self.unnamed(x);
+        vec![
+            objects(&schema::NODES, &o.nodes, known),
+            objects(&schema::PUBLISHERS, &o.pubs, known),
+            objects(&schema::SUBSCRIPTIONS, &o.subs, known),
+            objects(&schema::TIMERS, &o.timers, known),
+            objects(&schema::SERVICES, &o.services, known),
+            objects(&schema::CLIENTS, &o.clients, known),
+        ]
     }
 
     /// The warning about objects known only by handles, if any.
