@@ -74,11 +74,16 @@ def timing_rows(d: Path) -> dict:
 def split_runs(t: T.Trace, gt: T.GroundTruth, rows: dict) -> dict:
     """(node, callback) -> [{part: ns}] per logged run."""
     out = collections.defaultdict(list)
+    by_pid = collections.defaultdict(list)  # pid -> [(start, end, frame)] of its runs, by start
+    for (p, cb), v in t.runs.items():
+        by_pid[p] += [(s, e, f) for (s, e), f in zip(v, t.frames[(p, cb)])]
+    for v in by_pid.values():
+        v.sort()
     for (node, name), logged in gt.runs().items():
         pid = logged[0]["pid"]
         mine = rows.get(pid, [])
         bs = [r[2] for r in mine]
-        traced = sorted((s, e, f) for (p, cb), v in t.runs.items() if p == pid for (s, e), f in zip(v, t.frames[(p, cb)]))
+        traced = by_pid[pid]
         starts = [s for s, _, _ in traced]
         for g in logged:
             t0, t1 = g["start_ns"], g["end_ns"]
