@@ -4,7 +4,7 @@
 # then the master). Ground-truth logs go to GTDIR (must not exist or be empty).
 #
 # usage: system.sh [-d SECONDS] [-p PORT] [-g GTDIR] [-P]
-#   defaults: -d 10, -p a free port, -g ./ground-truth-<timestamp>
+#   defaults: -d 10, -p a free port, -g a new $TMPDIR/ground-truth-<timestamp>-XXXXXX (never the current directory)
 #   -P: also run the rospy nodes py/pyrelay.py and py/pylistener.py
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -31,7 +31,7 @@ if [[ -z "$port" ]]; then
   port="$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 fi
 if [[ -z "$gtdir" ]]; then
-  gtdir="$PWD/ground-truth-$(date +%Y%m%d-%H%M%S)-$$"
+  gtdir="$(mktemp -d "${TMPDIR:-/tmp}/ground-truth-$(date +%Y%m%d-%H%M%S)-XXXXXX")"
 fi
 if [[ -e "$gtdir" && -n "$(ls -A "$gtdir" 2>/dev/null)" ]]; then
   echo "system.sh: ground-truth directory $gtdir exists and is not empty; refusing to overwrite" >&2

@@ -4,7 +4,7 @@
 # then the master). Ground-truth logs go to GTDIR (must not exist or be empty).
 #
 # usage: system.sh [-d SECONDS] [-p PORT] [-g GTDIR]
-#   defaults: -d 5, -p a free port, -g ./ground-truth-<timestamp>
+#   defaults: -d 5, -p a free port, -g a new $TMPDIR/ground-truth-<timestamp>-XXXXXX (never the current directory)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 duration=5
@@ -29,7 +29,7 @@ done
 if [[ -z "$port" ]]; then
   port="$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 fi
-gtdir="${gtdir:-$PWD/ground-truth-$(date +%Y%m%d-%H%M%S)-$$}"
+gtdir="${gtdir:-$(mktemp -d "${TMPDIR:-/tmp}/ground-truth-$(date +%Y%m%d-%H%M%S)-XXXXXX")}"
 if [[ -e "$gtdir" && -n "$(ls -A "$gtdir" 2>/dev/null)" ]]; then
   echo "system.sh: ground-truth directory $gtdir exists and is not empty; refusing to overwrite" >&2
   exit 2

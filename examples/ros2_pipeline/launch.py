@@ -8,7 +8,7 @@ the receiving ends first, waits until each is ready (and 1 s for discovery), sta
 sensors, lets the system run SECONDS (default 10), then stops the processes upstream first, with
 short gaps for what is in flight (SIGINT: each node stops spinning between callbacks and writes
 its ground truth to GTDIR/<process>.jsonl; GTDIR must not exist or be empty; default
-./ros2-ground-truth-<time>).
+a new $TMPDIR/ros2-ground-truth-<time>-XXXXXX).
 The processes talk on ROS_DOMAIN_ID ID (default: one from this process's id, 1..100), on this
 host only. Exits 0 when every process stopped cleanly. No launch package is needed.
 """
@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,7 +34,8 @@ def main(argv=None) -> int:
     ap.add_argument("-g", "--gt-dir", help="directory for the ground-truth logs (must not exist or be empty)")
     ap.add_argument("--domain", type=int, help="ROS_DOMAIN_ID (default: from this process's id)")
     a = ap.parse_args(argv)
-    gt = Path(a.gt_dir or f"ros2-ground-truth-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}").absolute()
+    # never into the caller's current directory: a new temporary one unless told
+    gt = Path(a.gt_dir or tempfile.mkdtemp(prefix=f"ros2-ground-truth-{time.strftime('%Y%m%d-%H%M%S')}-")).absolute()
     if gt.exists() and any(gt.iterdir()):
         print(f"launch.py: {gt} exists and is not empty; refusing to overwrite", file=sys.stderr)
         return 2

@@ -27,7 +27,8 @@ makes inside directories it created itself are made by `new_file` (exclusive) or
 `log_file` (appended to, a regular file only), or rewritten by `atomic_write`.
 `claim_file` makes a file only if absent, complete when it appears. `private_dir`
 makes a locked private directory that `sweep_private_dirs` removes once its
-process is gone. `write_control` writes a kernel control file (cgroup).
+process is gone. `write_control` writes a kernel control file (cgroup). `read_shared` reads
+a small file from a place others can write (`/dev/shm`, caches): no link, no FIFO, capped.
 """
 from __future__ import annotations
 
@@ -374,6 +375,31 @@ def write_control(path: str | os.PathLike, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------- reading from shared places
+
+
+def read_shared(path: str | os.PathLike, limit: int, uid: int | None = None) -> bytes | None:
+    """The bytes of a small file in a place others can write (`/dev/shm`, a cache), or
+    None when it is not one to trust: opened without following a link and without
+    blocking (a FIFO or device planted there never hangs the reader), then it must be a
+    regular file of at most `limit` bytes, owned by `uid` when given; at most `limit`
+    bytes are read. None too when it cannot be opened (gone, not ours to read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit or (uid is not None and st.st_uid != uid):
+            return None
+        data = os.read(fd, limit + 1)
+        return data if len(data) <= limit else None
+    except OSError:
+        return None
     finally:
         os.close(fd)
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from roscope.errors import UserError
+from roscope.files import private_dir, remove_private_dir, temp_root
 from roscope.processes import group
 from roscope.processes.identity import all_pids, cmdline
 
@@ -51,7 +52,9 @@ HOOK_VAR = "ROSCOPE_RCLPY_HOOK"
 #: before it is reported.
 REGISTER_GRACE_S = 1.0
 #: How long building roscope's ROS 2 tracer may take (it takes a few seconds).
-BUILD_TIMEOUT_S = 600
+BUILD_TIMEOUT_S = 300
+#: How long the environment's Python may take to say where its headers are.
+PYTHON_TIMEOUT_S = 15
 _TRACETOOLS = "libtracetools.so"
 _WAIT = re.compile(r"lttng-ust-wait-(\d+)")
 
@@ -174,16 +177,57 @@ def _cache_dir(env: Ros2Env) -> Path:
     return base / hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
+def preloadable(path: Path) -> bool:
+    """Whether ld.so can preload `path` from LD_PRELOAD (which it splits at spaces and colons)."""
+    return not re.search(r"[\s:]", str(path))
+
+
+#: A path make may see: its recipes pass variables through a shell unquoted.
+_MAKE_SAFE = re.compile(r"[A-Za-z0-9/_.+-]+")
+
+
+def _interpreter_facts(env: Ros2Env) -> tuple[str, str]:
+    """(include directory, extension suffix) of the environment's Python, asked with a short
+    time limit (a bin/python that hangs or is not Python is refused here, not in make)."""
+    py = env.path / "bin" / "python"
+    try:
+        p = group.output("ros2-python", [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['include']); "
+                                         "print(sysconfig.get_config_var('EXT_SUFFIX'))"], timeout=PYTHON_TIMEOUT_S)
+    except OSError as e:
+        raise Ros2Error(f"{py}: cannot run it ({e.strerror or e}): not a pip-installed ROS 2 environment") from None
+    lines = p.stdout.split("\n")
+    if p.returncode != 0 or len(lines) < 2 or not lines[1].startswith(".") or not _MAKE_SAFE.fullmatch(lines[0] + lines[1]):
+        how = f"no answer within {PYTHON_TIMEOUT_S:g} s" if p.returncode is None else "not a Python that says where its headers are"
+        raise Ros2Error(f"{py}: {how}: not a pip-installed ROS 2 environment")
+    return lines[0], lines[1]
+
+
 def build_tracer(env: Ros2Env, out: Path) -> dict:
-    """Builds roscope's tracer library for `env` into `out` (make -C instrument/ros2)."""
+    """Builds roscope's tracer library for `env` into `out` (make -C instrument/ros2). make sees
+    no path of the user's: it builds in a private directory of safe name, reaching the
+    environment through a link there, and the result is moved into `out`."""
     if not (INSTRUMENT / "Makefile").is_file():
         raise Ros2Error(f"roscope's ROS 2 tracer is not built for {env.describe()}, and its sources "
                         f"({INSTRUMENT}) are not here to build it")
     if shutil.which("make") is None:
         raise Ros2Error("building roscope's ROS 2 tracer needs 'make' (and gcc, g++, readelf, liblttng-ust-dev)")
-    p = group.output("make", ["make", "-s", "-C", str(INSTRUMENT), f"ROS2_ENV={env.path}", f"OUT={out}"],
-                     timeout=BUILD_TIMEOUT_S)
-    info = _current(out, env) if p.returncode == 0 else None
+    if not _MAKE_SAFE.fullmatch(str(INSTRUMENT)):
+        raise Ros2Error(f"roscope's sources are at {INSTRUMENT}, a path make cannot be given safely "
+                        "(letters, digits and / _ . + - only)")
+    pyinc, ext = _interpreter_facts(env)
+    root = temp_root() if _MAKE_SAFE.fullmatch(temp_root()) else "/tmp"
+    work = Path(private_dir(root, "roscope-ros2-build-"))
+    try:
+        (work / "env").symlink_to(env.path)
+        build = work / "out"
+        p = group.output("make", ["make", "-s", "-C", str(INSTRUMENT), f"ROS2_ENV={work / 'env'}", f"OUT={build}",
+                                  f"PYINC={pyinc}", f"EXT={build}/_roscope_rclpy_fast{ext}"], timeout=BUILD_TIMEOUT_S)
+        if p.returncode == 0 and _current(build, env) is not None:
+            for f in build.iterdir():
+                shutil.move(str(f), out / f.name)
+        info = _current(out, env) if p.returncode == 0 else None
+    finally:
+        remove_private_dir(str(work))
     if info is None:
         lines = (p.stderr.strip() or p.stdout.strip()).splitlines()
         how = " / ".join(lines[-3:]) if lines else (f"exit status {p.returncode}" if p.returncode is not None
@@ -194,12 +238,17 @@ def build_tracer(env: Ros2Env, out: Path) -> dict:
 
 def tracer_for(env: Ros2Env) -> tuple[Path, dict]:
     """(directory, build info) of roscope's tracer library for `env`: the one `make setup`
-    built in ENV/roscope, else one in the user's cache, built now if need be (a few s)."""
+    built in ENV/roscope, else one in the user's cache, built now if need be (a few s). Only
+    a directory ld.so can preload from is taken (an environment whose path has a space is
+    served from the cache)."""
     for d in (env.path / "roscope", _cache_dir(env)):
-        info = _current(d, env)
+        info = _current(d, env) if preloadable(d) else None
         if info is not None:
             return d, info
     out = _cache_dir(env)
+    if not preloadable(out):
+        raise Ros2Error(f"roscope's ROS 2 tracer for {env.describe()} would be built into {out}, a path ld.so cannot "
+                        "preload from (it has a space or ':'): set XDG_CACHE_HOME to a path without them")
     out.mkdir(parents=True, exist_ok=True)
     print(f"roscope: building roscope's ROS 2 tracer for {env.describe()} into {out}", file=sys.stderr)
     return out, build_tracer(env, out)

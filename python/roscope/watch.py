@@ -145,10 +145,9 @@ class Watch:
     def run(self) -> int:
         """Watches until the command ends, --duration passes, or Ctrl-C; returns the exit code."""
         rec = self.rec
+        # The recording's signal handlers stay until its end, with or without a command: SIGINT,
+        # SIGTERM and SIGHUP end the watch (the session stopped), SIGUSR1 is refused in a line.
         rec.setup()
-        # Attached (no command), the recording gives the signals back after its setup:
-        # SIGTERM and SIGHUP end the watch as Ctrl-C does, the session stopped.
-        old = {} if rec.command is not None else {s: signal.signal(s, _interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
         waiter = None
         interrupted = False
         try:
@@ -173,8 +172,6 @@ class Watch:
             # destroys the session (the last chunk is archived), then reads the rest: the
             # manifest's counts are watch's own (no second pass over the trace)
             rec.finish(self.result, counts=self._last_chunks if self.live is not None else None)
-            for s, h in old.items():
-                signal.signal(s, h)
         if self.live is None:   # interrupted before the first chunk
             print(f"roscope: trace written to {rec.out} (interrupted at its start)", file=sys.stderr)
             return 130
@@ -194,6 +191,7 @@ class Watch:
         interrupted = False
         while True:
             self._read_new()
+            rec.serve_snapshots()
             if waiter is not None and not waiter.is_alive():
                 return interrupted
             if rec.interrupted:
@@ -209,6 +207,3 @@ class Watch:
                 return interrupted
             time.sleep(POLL_S)
 
-
-def _interrupt(signum, _frame) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)

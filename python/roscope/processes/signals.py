@@ -81,3 +81,22 @@ def deferred(which=(signal.SIGINT, signal.SIGTERM)):
             signal.signal(s, h)
     if got and not handling:
         raise KeyboardInterrupt(signal.Signals(got[0]).name)
+
+
+@contextlib.contextmanager
+def as_interrupt(which=(signal.SIGTERM, signal.SIGHUP)):
+    """SIGTERM and SIGHUP raise KeyboardInterrupt in the block, as Ctrl-C does, so that what
+    it runs through `group` (a build, say) is stopped on the way out instead of being left
+    behind by a roscope that the signal's default action ended. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, _frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+    old = {s: signal.signal(s, interrupt) for s in which}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

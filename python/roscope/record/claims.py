@@ -41,13 +41,15 @@ def state_files() -> list[tuple[Path, dict | None]]:
     return [(f, read_state(f)) for f in sorted(state_dir().glob("*.json"))]
 
 
-def is_roscope_record(argv: list[str]) -> bool:
-    return "record" in argv and any("roscope" in a for a in argv)
+def is_roscope_recorder(argv: list[str]) -> bool:
+    """Whether a command line is a roscope that records: `roscope record` or `roscope watch`."""
+    return ("record" in argv or "watch" in argv) and any("roscope" in a for a in argv)
 
 
 def owner_alive(state: dict) -> bool:
-    """The roscope that owns the recording still runs (same process, still 'roscope record')."""
-    return same_process(state.get("owner"), is_roscope_record)
+    """The roscope that owns the recording still runs (same process, still 'roscope record'
+    or 'roscope watch')."""
+    return same_process(state.get("owner"), is_roscope_recorder)
 
 
 def detached(state: dict) -> bool:

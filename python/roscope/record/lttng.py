@@ -10,6 +10,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from roscope.files import read_shared
 from roscope.processes import group
 from roscope.processes.identity import live_stats, stat
 from roscope.processes.tracking import tracking
@@ -48,12 +49,8 @@ def lttng_sessions() -> dict[str, str]:
     """{session name: output path} of the LTTng sessions the session daemon knows ({} if none answers)."""
     if shutil.which("lttng") is None:
         return {}
-    p = group.output("lttng", ["lttng", "--mi", "xml", "list"])
-    if p.returncode != 0:
-        return {}
-    try:
-        root = ET.fromstring(p.stdout)
-    except ET.ParseError:
+    root = _mi(["list"])
+    if root is None:
         return {}
     out = {}
     for s in root.iter():
@@ -61,8 +58,30 @@ def lttng_sessions() -> dict[str, str]:
             continue
         kids = {c.tag.rsplit("}", 1)[-1]: (c.text or "") for c in s}
         if kids.get("name"):
-            out[kids["name"]] = kids.get("path", "")
+            path = kids.get("path", "")
+            if not path and kids.get("snapshot_mode") == "1":   # a snapshot session writes where its output says
+                path = snapshot_output(kids["name"])
+            out[kids["name"]] = path
     return out
+
+
+def _mi(args: list[str]) -> ET.Element | None:
+    """`lttng --mi xml ARGS` parsed (None if it fails)."""
+    p = group.output("lttng", ["lttng", "--mi", "xml", *args])
+    if p.returncode != 0:
+        return None
+    try:
+        return ET.fromstring(p.stdout)
+    except ET.ParseError:
+        return None
+
+
+def snapshot_output(name: str) -> str:
+    """The default output path of snapshot session `name` ("" if it has none or cannot be read)."""
+    root = _mi(["snapshot", "list-output", f"--session={name}"])
+    urls = [] if root is None else [e.text or "" for e in root.iter() if e.tag.rsplit("}", 1)[-1] == "ctrl_url"]
+    url = urls[0] if urls else ""
+    return url[len("file://"):] if url.startswith("file://") else url
 
 
 def create_session(name: str, out: Path) -> None:
@@ -115,6 +134,18 @@ ACK_DIR = Path("/dev/shm")
 ACK_PREFIX = "roscope-attach-"
 
 
+#: The answer file is "START_TICKS DUMPS\n": two decimal numbers.
+ACK_LIMIT = 64
+
+
+def _owner(pid: int) -> int:
+    """The user of process `pid` (-1, which owns no file, when it is gone)."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return -1
+
+
 def tracer_dumps(pids: list[int] | None) -> dict[int, int]:
     """{pid: state dumps made} of the processes among `pids` (every one if None) that run
     one of roscope's tracers, from their answer files; a file left by a process that is gone
@@ -130,10 +161,13 @@ def tracer_dumps(pids: list[int] | None) -> dict[int, int]:
             continue
         pid = int(fname[len(ACK_PREFIX):])
         path = ACK_DIR / fname
+        # Anyone can plant a file here: only a small regular file of the process's own user,
+        # never through a link, never blocking (roscope.files.read_shared).
+        data = read_shared(path, ACK_LIMIT, _owner(pid))
         try:
-            fields = path.read_text().split()
+            fields = data.split() if data is not None else []
             ticks, dumps = int(fields[0]), int(fields[1])
-        except (OSError, ValueError, IndexError):
+        except (ValueError, IndexError):
             continue  # being written, or not ours to read
         st = stat(pid)
         if st is None or st.start_ticks != ticks:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from roscope.processes import cgroup, signals
 from roscope.processes.identity import identity_of, live_stats, mismatch, printable, same_process, stat
-from roscope.record import claims, lttng, perf
+from roscope.record import claims, flight, lttng, perf
 from roscope.record.manifest import MANIFEST_NAME, finish_manifest, now, read_manifest
 from roscope.record.options import RecordError
 
@@ -80,6 +80,18 @@ def _same_path(a, b) -> bool:
     return bool(a) and bool(b) and os.path.realpath(a) == os.path.realpath(b)
 
 
+def _sessions_of(name: str | None, out: Path, state: dict | None, manifest: dict) -> dict[str, Path]:
+    """{LTTng session: where it writes} of the recording `name` into `out`: one session into `out`,
+    or a flight recorder's two (roscope.record.flight: the init session's directory and the
+    runtime session's snapshot output)."""
+    if not name:
+        return {}
+    flying = (state or {}).get("flight") or (manifest.get("lttng") or {}).get("mode") == "snapshot"
+    if not flying:
+        return {name: out}
+    return {name + flight.INIT_SUFFIX: flight.init_dir(out, name), name: out / ".lttng" / name}
+
+
 def _candidates(paths) -> list[dict]:
     """The recordings to look at: every state file, and the manifests at `paths`."""
     found: dict[str, dict] = {}
@@ -116,7 +128,7 @@ def _judge(c: dict, sessions: dict[str, str]) -> tuple[str, str]:
         return "done", f"nothing to do: its manifest says {m.get('state')!r}"
     info = state if state is not None else m
     mode = info.get("mode", "start/stop" if state is not None else "command")
-    session_ours = _same_path(sessions.get(c["name"]), out)
+    session_ours = any(_same_path(sessions.get(n), where) for n, where in _sessions_of(c["name"], out, state, m).items())
     if mode == "start/stop" and (state is None or claims.detached(state)):
         if session_ours:
             return "leave", f"a start/stop recording in progress: stop it with 'roscope record stop --name {c['name']}'"
@@ -147,13 +159,24 @@ def _recover_one(c: dict, sessions: dict[str, str], kill_children: bool, dry_run
             actions.append(act("stop", "stopped") + " the command's processes: "
                            + ", ".join(f"PID {p['pid']} ({printable(p['name'])})" for p in procs))
         procs = [p for p in procs if same_process(p)] if not dry_run else []
-    if name in sessions:
-        if _same_path(sessions[name], out):
-            if not dry_run:
-                problems += lttng.destroy_session(name)
-            actions.append(act("destroy", "destroyed") + f" LTTng session {name}")
+    ours = {n: where for n, where in _sessions_of(name, out, state, m).items() if n in sessions}
+    if name in ours and name + flight.INIT_SUFFIX in ours and _same_path(sessions[name], ours[name]):
+        # a flight recorder's rings hold its last seconds: kept as one more snapshot before they go
+        if dry_run:
+            actions.append("would write a last snapshot of the flight recorder's rings")
         else:
-            problems.append(f"LTTng session {name} writes to {sessions[name]}, not to this recording: left alone")
+            try:
+                actions.append(f"wrote a last snapshot, {flight.snapshot({'name': name, 'output': str(out)}, trigger='record recover')}")
+            except RecordError as e:
+                problems.append(f"no last snapshot: {e}")
+    for n, where in ours.items():
+        if _same_path(sessions[n], where):
+            if not dry_run:
+                problems += lttng.destroy_session(n)
+            actions.append(act("destroy", "destroyed") + f" LTTng session {n}")
+        else:
+            problems.append(f"LTTng session {n} writes to {sessions[n] or 'nothing'}, not to this recording "
+                            f"({where}): left alone")
     ident = perf.perf_identity(state, m)
     if same_process(ident, perf.is_perf_of(out)):
         if dry_run:

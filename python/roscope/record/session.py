@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from roscope.processes import group
+from roscope.processes import group, signals
 from roscope.processes.identity import identity, identity_of, printable
 from roscope.processes.tracking import tracking
 from roscope.record import claims, flight, lttng, perf, ros2
@@ -81,13 +81,31 @@ class Recording:
                 raise RecordError("no command to record (usage: roscope record [options] -- COMMAND...)")
             if shutil.which(self.command[0]) is None and not os.path.exists(self.command[0]):
                 raise RecordError(f"command not found: {self.command[0]}")
-        self.tracer, self.ros2 = ros2.tracers(self.opts, self.command)
+        with signals.as_interrupt():   # a tracer may be built here: never left running by a SIGTERM
+            self.tracer, self.ros2 = ros2.tracers(self.opts, self.command)
 
     # -- signals: during setup they abort it (cleanly); once the command runs they stop it
     def _on_signal(self, signum, _frame) -> None:
         if self._setting_up:
             raise KeyboardInterrupt(signal.Signals(signum).name)
         self.interrupted.append(signum)   # the wait loop passes it on (not here: /proc is being read)
+
+    def _on_usr1(self, signum, _frame) -> None:
+        self.snapshots.append(signum)   # served (or refused) by the wait loop or the watch, not here
+
+    def serve_snapshots(self) -> None:
+        """The SIGUSR1s received since the last call: for a flight recorder one snapshot, which
+        serves every request that came before it began (those that come while it is written get
+        the next one); else one line saying none is taken."""
+        got = len(self.snapshots)
+        if not got:
+            return
+        del self.snapshots[:got]   # the watch's loop and its command's waiter both serve them
+        if self.opts.flight:
+            self.snapshot("SIGUSR1")
+        else:
+            print(f"roscope: SIGUSR1 ignored ({got}): only a flight recorder (--flight-recorder) takes snapshots",
+                  file=sys.stderr)
 
     def restore_signals(self) -> None:
         for s, h in self._old_handlers.items():
@@ -101,9 +119,9 @@ class Recording:
         try:
             for s in self.SIGNALS:
                 self._old_handlers[s] = signal.signal(s, self._on_signal)
-            if self.opts.flight and self.command is not None:
-                self._old_handlers[signal.SIGUSR1] = signal.signal(signal.SIGUSR1,
-                                                                   lambda s, _f: self.snapshots.append(s))
+            # SIGUSR1 asks a flight recorder for a snapshot; any other recording says it has none
+            # (its default action would end roscope and leave the session running)
+            self._old_handlers[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, self._on_usr1)
             self.manifest = base_manifest(self.out, self.name, self.opts, self.tracer, self.command)
             self.manifest["ros2"] = self.ros2.manifest()
             self.manifest.update(mode=self.mode, owner=identity(os.getpid()))
@@ -127,7 +145,7 @@ class Recording:
                 print(f"roscope: recording session {self.name} into {self.out}", file=sys.stderr)
                 self._setting_up = False
                 self._spawn()
-            else:
+            elif self.mode == "start/stop":
                 self.state["owner"] = None  # detached: 'roscope record stop' ends it
                 exports = ros2.exports(self.ros2, self.name)
                 if exports:
@@ -138,7 +156,7 @@ class Recording:
             self._fail(exc)
         finally:
             self._setting_up = False
-            if self.command is None:
+            if self.mode == "start/stop":   # its roscope exits now; a watch keeps them until its end
                 self.restore_signals()
 
     def _claim_name(self) -> None:
@@ -267,9 +285,7 @@ class Recording:
                 break
             except subprocess.TimeoutExpired:
                 pass
-            while self.snapshots:
-                self.snapshots.pop(0)
-                self.snapshot("SIGUSR1")
+            self.serve_snapshots()
             if len(self.interrupted) > forwarded:   # SIGINT to all its processes (ROS nodes stop cleanly)
                 forwarded = len(self.interrupted)
                 group.signal_all(child, signal.SIGINT)
