@@ -218,7 +218,8 @@ def test_no_private_name_is_used_outside_its_module():
 LAYERS = [
     ("base", ["roscope._core", "roscope.version", "roscope.errors", "roscope.files", "roscope.manifest",
               "roscope.flavour", "roscope.text", "roscope.trace", "roscope.processes", "roscope.record",
-              "roscope.progress", "roscope.ros2_pip", "roscope.recordings", "roscope.yamlfile"]),
+              "roscope.progress", "roscope.ros2_pip", "roscope.recordings", "roscope.yamlfile", "roscope.numbers",
+              "roscope.regex"]),
     ("storage", ["roscope.memory", "roscope.database", "roscope.kernel", "roscope.loading", "roscope.dataset",
                  "roscope.opening", "roscope"]),
     ("analysis helpers", ["roscope.percentiles", "roscope.results", "roscope.overlaps", "roscope.deps.matching"]),

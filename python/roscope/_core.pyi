@@ -404,3 +404,14 @@ def overlapping_runs(runs: ArrowStream) -> list[tuple[int, int, int]]:
     `runs` has int64 columns proc_id, thread_id, callback_id, start_ts, end_ts, in
     (proc_id, start_ts) order; returns [(overlapping callback, callback, run start)].
     ValueError for a missing column, nulls, or rows out of order."""
+
+
+class Regex:
+    """A user's regular expression on Rust's `regex` engine (linear-time matching;
+    roscope.regex is its one user). ValueError with the engine's reason if it cannot run."""
+
+    def __init__(self, pattern: str) -> None: ...
+    def search(self, text: str) -> bool: ...
+    def mask(self, texts: list[str]) -> list[bool]: ...
+    @property
+    def pattern(self) -> str: ...

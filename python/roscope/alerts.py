@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from roscope import numbers, regex
 from roscope.errors import InputError
 from roscope.processes import group
 from roscope.text import escape
@@ -33,16 +34,26 @@ RESERVED = {"snapshot": "the flight recorder's snapshot (issue 32) is not part o
 EXIT_MISSED = 3
 
 
+#: The range of a deadline (ms): from 1 us to an hour.
+DEADLINE_MS = (0.001, 3_600_000)
+
+
 def parse_deadline(text: str) -> tuple[str, str, int]:
-    """'FROM->TO=MS' -> (from regex, to regex, deadline ns)."""
+    """'FROM->TO=MS' -> (from regex, to regex, deadline ns); InputError naming the part
+    that is wrong (the form, a regex `roscope.regex` cannot run, a number out of range)."""
     path, sep, ms = text.rpartition("=")
     src, arrow, dst = path.partition("->")
+    if not sep or not arrow or not src or not dst:
+        raise InputError(f"--deadline {escape(repr(text))}: give FROM->TO=MS (topic regexes and a deadline in ms)")
+    for what, rx in (("FROM", src), ("TO", dst)):
+        try:
+            regex.compile(rx, None)
+        except InputError as e:
+            raise InputError(f"--deadline {escape(repr(text))}: {what}: {e}") from None
     try:
-        ns = int(round(float(ms) * 1e6))
-    except ValueError:
-        ns = -1
-    if not sep or not arrow or not src or not dst or ns <= 0:
-        raise InputError(f"--deadline {text!r}: give FROM->TO=MS (topic regexes and a deadline in ms > 0)")
+        ns = numbers.duration_ns(ms, "ms", *DEADLINE_MS)
+    except InputError as e:
+        raise InputError(f"--deadline {escape(repr(text))}: the deadline {e}") from None
     return src, dst, ns
 
 

@@ -43,6 +43,10 @@ class InputError(UserError):
     """A path or argument the user gave is wrong (missing, not a trace, bad regex, out of range)."""
 
 
+class NoTopicMatch(InputError):
+    """A topic regex matches none of the trace's topics (yet: `roscope watch` waits for them)."""
+
+
 class DatabaseError(UserError):
     """A database cannot be opened, read or written (locked, corrupt, not roscope's, read-only, disk full)."""
 

@@ -16,9 +16,9 @@ import json
 
 import duckdb
 
-from roscope import _core, memory, stats
+from roscope import _core, memory, regex, stats
 from roscope.database import Database, columns_sql, create_views
-from roscope.errors import InputError
+from roscope.errors import NoTopicMatch
 from roscope.flow import FlowRequest, data_flows, path_stats
 from roscope.trace import table_from_core
 
@@ -51,6 +51,8 @@ class WatchedPath:
     """A watched path: its `FlowRequest`, and a deadline (ns) or None."""
 
     def __init__(self, from_re: str, to_re: str, deadline_ns: int | None = None):
+        regex.compile(from_re, "--from")   # a regex the search cannot run: refused now, not at each search
+        regex.compile(to_re, "--to")
         self.request = FlowRequest(from_re, to_re, slice_publications=None)
         self.deadline_ns = deadline_ns
         self.name = f"{from_re}->{to_re}"
@@ -233,10 +235,11 @@ class LiveWindows:
 
     def _search(self, p: WatchedPath) -> bool:
         """The data flows of `p` over the records in `self.fdb` (False: its topics not
-        seen yet)."""
+        seen yet). Any other error (a bad regex: `WatchedPath` compiles them first) is
+        the user's and ends the watch."""
         try:
             data_flows(self.fdb, p.request)
-        except InputError:
+        except NoTopicMatch:
             return False
         return True
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from roscope import regex
 from roscope.errors import InputError
 from roscope.flow import FlowRequest
 from roscope.text import escape
@@ -97,9 +98,9 @@ def _strings(source: str, where: str, v) -> tuple[str, ...]:
         _fail(source, f"{where}: a list of names")
     for x in v:
         try:
-            re.compile(x)
-        except re.error as exc:
-            _fail(source, f"{where}: bad regular expression {x!r}: {exc}")
+            regex.compile(x, None)
+        except InputError as exc:
+            _fail(source, f"{where}: {exc}")
     return tuple(v)
 
 
@@ -215,4 +216,4 @@ def matches(named: NamedPath, path_text: str) -> bool:
     it = iter(topics)
     if not all(any(t == want for t in it) for want in named.topics):
         return False
-    return all(any(re.search(rx, c) for c in callbacks) for rx in named.callbacks)
+    return all(any(regex.compile(rx, "callbacks").mask(callbacks)) for rx in named.callbacks)

@@ -22,6 +22,7 @@ use arrow::ArrowTable;
 mod flow;
 mod kernel;
 mod live;
+mod user_regex;
 mod search;
 mod stats;
 
@@ -382,6 +383,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ModelStream>()?;
     m.add_class::<live::LiveModel>()?;
     m.add_class::<Meter>()?;
+    m.add_class::<user_regex::Regex>()?;
     m.add_function(wrap_pyfunction!(build_model, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_function(wrap_pyfunction!(stats::model_statistics, m)?)?;

@@ -21,10 +21,9 @@ The same `Budget` is what the pytest assertion API evaluates (roscope.check.api)
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 
-from roscope import yamlfile
+from roscope import regex, yamlfile
 from roscope.check import units
 from roscope.check.units import COUNT, DURATION, RATE, SHARE, UnitError
 from roscope.errors import InputError
@@ -147,9 +146,9 @@ def _regex(f: _File, line: int, key: str, value) -> str:
     if not isinstance(value, str) or not value:
         raise f.error(line, key, f"expected a regular expression (text), got {value!r}")
     try:
-        re.compile(value)
-    except re.error as e:
-        raise f.error(line, key, f"bad regular expression {value!r}: {e}") from None
+        regex.compile(value, None)
+    except InputError as e:
+        raise f.error(line, key, str(e)) from None
     return value
 
 

@@ -21,14 +21,13 @@ cannot be evaluated (nothing selected, no flow, no kernel data for `why`) is an
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from roscope import executor, percentiles, response_time, sched, stats
+from roscope import executor, percentiles, regex, response_time, sched, stats
 from roscope.check.budgets import PATH_STATS, Budget, Limit, Measure
 from roscope.check.units import COUNT
 from roscope.errors import InputError
@@ -198,7 +197,7 @@ def _errors(b: Budget, message: str, subject: str | None = None) -> list[Line]:
 
 
 def _matching(pattern: str, names: Sequence[str]) -> list[int]:
-    rx = re.compile(pattern)
+    rx = regex.compile(pattern, "select")
     return [i for i, n in enumerate(names) if n is not None and rx.search(n)]
 
 
@@ -212,7 +211,8 @@ def _shown(names) -> str:
 def _callback(ctx: Context, b: Budget) -> list[Line]:
     labels = ctx.labels
     rows = {r["callback_id"]: r for r in ctx.callbacks}
-    ids = [cid for cid, lab in labels.items() if re.search(b.select, lab)]
+    rx = regex.compile(b.select, "callback")
+    ids = [cid for cid, lab in labels.items() if rx.search(lab)]
     if not ids:
         return _errors(b, f"no callback matches {b.select!r} (callbacks: {_shown(labels.values())})")
     out = []
@@ -390,7 +390,7 @@ def _executor(ctx: Context, b: Budget) -> list[Line]:
     if not rows:
         return _errors(b, "no executor states in this trace (ros2_tracing records executor events from Humble on; "
                           "ROS 1 has none)")
-    rx = re.compile(b.select)
+    rx = regex.compile(b.select, "executor")
     hit = [t for t in rows if any(rx.search(n) for n in t["nodes"]) or rx.search(t["procname"] or "")]
     if not hit:
         return _errors(b, f"no executor thread runs a node or is a process matching {b.select!r} (nodes: "

@@ -8,12 +8,16 @@ from __future__ import annotations
 import math
 import re
 
+from roscope import numbers
+
 #: The kinds of value a measure has.
 DURATION, RATE, SHARE, COUNT = "duration", "rate", "share", "count"
 
 _DURATION_UNITS = {"ns": 1, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9}
 _RATE_UNITS = {"hz": 1, "khz": 1e3}
 _NUMBER = re.compile(r"\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([^\d\s.][^\s]*)?\s*\Z")
+#: The largest number a budget holds (before its unit: 1e15 ns is 11.6 days).
+_MAX = 1e15
 _EXAMPLES = {DURATION: "e.g. 5 ms, 250 us, 1.5 s", RATE: "e.g. 20 Hz", SHARE: "e.g. 10 %", COUNT: "e.g. 0"}
 
 
@@ -34,9 +38,10 @@ def parse(value, kind: str) -> float:
         m = _NUMBER.match(str(value))
         if not m:
             raise UnitError(f"{value!r} is not a {kind} ({_EXAMPLES[kind]})")
-        number, unit = float(m.group(1)), (m.group(2) or "")
-    if not math.isfinite(number) or number < 0:
-        raise UnitError(f"{value!r}: a {kind} is a finite number >= 0")
+        d = numbers.decimal(m.group(1))   # the one number grammar (roscope.numbers)
+        number, unit = (math.inf if d is None or abs(d) > _MAX else float(d)), (m.group(2) or "")
+    if not math.isfinite(number) or number < 0 or number > _MAX:
+        raise UnitError(f"{value!r}: a {kind} is a finite number from 0 to {_MAX:g}")
     if kind == COUNT:
         if unit or number != int(number):
             raise UnitError(f"{value!r}: a count is a whole number without a unit")

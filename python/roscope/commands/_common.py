@@ -10,6 +10,13 @@ Arguments (argparse):
     add_wide(parser)              ``--wide``: text tables with whole names -> args.wide;
                                   width(rows, key, default, wide) sizes a column of names
     int_range(lo, hi)             argparse ``type=`` for a bounded integer option
+    number(unit, lo, hi)          argparse ``type=`` for every duration (and other real) option:
+                                  roscope.numbers' one parser (finite, decimal, in [lo, hi])
+    window                        argparse ``type=`` for ``--window START:END`` (stats, flow, report):
+                                  (start ns, end ns or None) from the trace's start;
+                                  window_ns(window, db) places it in a database's trace time
+    regex                         argparse ``type=`` for a topic or callback regex: refused
+                                  at once if roscope.regex (Rust's linear-time engine) cannot run it
 
 Opening:
     open_inputs(args, writable=False) -> roscope.database.Database
@@ -52,12 +59,17 @@ import os
 import re
 import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from roscope.errors import InputError
 from roscope.text import TextOut, cell, clean, escape
 
+if TYPE_CHECKING:
+    from roscope.database import Database
+
 __all__ = ["TextOut", "add_heuristics", "add_inputs", "add_json", "add_progress", "add_wide", "cell", "check_recordings", "clean", "escape", "int_range",
-           "ms", "open_inputs", "pct", "print_json", "progress", "report", "report_from", "show", "size", "warn", "width"]
+           "ms", "number", "open_inputs", "pct", "print_json", "progress", "regex", "report", "report_from", "show", "size",
+           "warn", "width", "window", "window_ns"]
 
 PROG = "roscope"
 
@@ -166,6 +178,53 @@ def int_range(lo: int, hi: int):
 
     parse.__name__ = "integer"
     return parse
+
+
+def number(unit: str, lo: float, hi: float, *, lo_open: bool = False, hi_open: bool = False):
+    """An argparse ``type=`` for a number of `unit` (``s``, ``ms``, or a name) in [lo, hi]
+    (open ends with `lo_open`/`hi_open`): `roscope.numbers.number`, the one parser of
+    every duration option."""
+    from roscope import numbers
+
+    def parse(text: str) -> float:
+        try:
+            return numbers.number(text, unit, lo, hi, lo_open=lo_open, hi_open=hi_open)
+        except InputError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    parse.__name__ = "number"
+    return parse
+
+
+def window(text: str) -> tuple[int, int | None]:
+    """An argparse ``type=`` for ``--window START:END`` (seconds from the trace's start, exact
+    to the ns; either side may be empty): `roscope.numbers.window`."""
+    from roscope import numbers
+    try:
+        return numbers.window(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def window_ns(window: tuple[int, int | None] | None, db: Database) -> tuple[int, int] | None:
+    """A ``--window`` (`window`'s value) in `db`'s trace time: (first + START, first + END),
+    END empty: past the last event. None without one."""
+    if window is None:
+        return None
+    from roscope import stats as st
+    first, last = st.trace_span(db)
+    a, b = window
+    return first + a, (first + b if b is not None else last + 1)
+
+
+def regex(text: str) -> str:
+    """An argparse ``type=`` for a regular expression matched against trace strings: the
+    text, once `roscope.regex` (the engine every such match runs on) compiled it."""
+    from roscope import regex as rx
+    try:
+        return rx.compile(text, None).pattern
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 # ---------------------------------------------------------------- opening

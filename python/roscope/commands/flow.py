@@ -57,7 +57,7 @@ def register(sub) -> None:
                         "that received the output")
     p.add_argument("--end", choices=["callback_start", "callback_end"],
                    help="with --definition caret: where a path ends (default callback_start)")
-    p.add_argument("--window", metavar="START:END",
+    p.add_argument("--window", type=C.window, metavar="START:END",
                    help="the paths' statistics over the flows that end (their output's publication) in [START, END), in "
                         "seconds from the trace's first event (as roscope stats --window; what roscope watch prints)")
     p.add_argument("--exclude", action="append", metavar="RE", default=[],
@@ -300,11 +300,7 @@ def run(args) -> int:
                 prog.phase("one message's graph")
                 g = fl.message_graph(db, args.message, slice_publications=args.slice or None)
             else:
-                window = None
-                if args.window:
-                    from roscope import stats as st
-                    from roscope.commands.stats import parse_window
-                    window = parse_window(args.window, st.trace_span(db)[0])
+                window = C.window_ns(args.window, db)
                 d = C.clean(fl.analyse(db, req, window))
         except BaseException:
             prog.close()

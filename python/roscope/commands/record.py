@@ -62,9 +62,9 @@ def _add_recording_options(p: argparse.ArgumentParser) -> None:
                    help="keep only the last --keep seconds in memory (LTTng snapshot mode) and write them when asked: "
                         "'roscope record snapshot [--name N] [LABEL]', or SIGUSR1 to 'roscope record' "
                         "(docs/flight-recorder.md)")
-    p.add_argument("--keep", type=float, default=10.0, metavar="SECONDS",
-                   help="flight recorder: seconds the rings keep (default 10)")
-    p.add_argument("--rate", type=float, default=20000.0, metavar="EVENTS_PER_S",
+    p.add_argument("--keep", type=C.number("s", 0.1, 3600), default=10.0, metavar="SECONDS",
+                   help="flight recorder: seconds the rings keep (default 10; 0.1 to 3600)")
+    p.add_argument("--rate", type=C.number("events per second", 1, 10_000_000), default=20000.0, metavar="EVENTS_PER_S",
                    help="flight recorder: the event rate the rings are sized for (default 20000; the examples "
                         "emit 2000-4000)")
     p.add_argument("--pid", action="append", metavar="PID[,PID...]",

@@ -32,7 +32,7 @@ def register(sub) -> None:
     p.add_argument("--paths", metavar="FILE",
                    help="named paths (a paths file or CARET's architecture file, docs/paths.md) as the data-flow pairs, "
                         "instead of --from/--to or the automatic sources and sinks")
-    p.add_argument("--window", metavar="START:END",
+    p.add_argument("--window", type=C.window, metavar="START:END",
                    help="the timeline's window, in seconds from the trace's start (default: a window in the middle)")
     p.add_argument("--force", action="store_true", help="replace FILE if it exists")
     C.add_heuristics(p)
@@ -64,7 +64,7 @@ def run(args) -> int:
             window = None
             if args.window:
                 first, last = stats.trace_span(db)
-                window = queries.parse_window(args.window, first, last)
+                window = queries.timeline_window(args.window, first, last)
             if named is not None:
                 requests = [req for _named, req in paths.requests(named, db)]
             prog.phase("building the report")

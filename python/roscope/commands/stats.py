@@ -31,10 +31,10 @@ def register(sub) -> None:
     C.add_wide(p)
     C.add_heuristics(p)
     C.add_progress(p)
-    p.add_argument("--window", metavar="START:END",
+    p.add_argument("--window", type=C.window, metavar="START:END",
                    help="only the callback runs, publications, takes and deliveries that start in [START, END), in "
                         "seconds from the trace's first event (exact to the ns, e.g. what `roscope watch --json` "
-                        "prints as stats_window); rates per second of the window, no drops")
+                        "prints as stats_window; either side may be empty); rates per second of the window, no drops")
     p.set_defaults(func=run)
 
 
@@ -166,22 +166,7 @@ def render_text(d: dict, out=None, wide: bool = False) -> None:
     _nodes(d["nodes"], w, wide)
 
 
-def parse_window(text: str, first: int) -> tuple[int, int]:
-    """'START:END' (seconds from `first`, decimal, exact to the ns) -> (start, end) ns."""
-    from decimal import Decimal, InvalidOperation
-
-    from roscope.errors import InputError
-    try:
-        a, b = (int(Decimal(x.strip()) * 1_000_000_000) for x in text.split(":"))
-    except (ValueError, InvalidOperation):
-        raise InputError(f"--window {text!r}: give START:END in seconds from the trace's start, e.g. 1.5:2") from None
-    if not 0 <= a < b:
-        raise InputError(f"--window {text!r}: the window must start at or after 0 and end after its start")
-    return first + a, first + b
-
-
 def run(args) -> int:
-    from roscope import stats as st
     from roscope import stats_core
 
     with C.progress(args, "stats") as prog:
@@ -197,7 +182,7 @@ def run(args) -> int:
         else:
             db = C.open_inputs(args)
             try:
-                window = parse_window(args.window, st.trace_span(db)[0]) if args.window else None
+                window = C.window_ns(args.window, db)
                 d = collect(db, window)
             except BaseException:
                 prog.close()

@@ -3,10 +3,15 @@ second (roscope.watch; docs/watch.md). JSON lines with `--json`, else a terminal
 drawn with rich."""
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
 from roscope.commands import _common as C
+
+#: The ranges of --window and --duration (seconds).
+WINDOW_S = (0.001, 86_400)
+DURATION_S = (0.001, 30 * 86_400)
 
 
 def register(sub) -> None:
@@ -20,15 +25,17 @@ def register(sub) -> None:
         "Ctrl-C stops it (exit 130) and leaves the trace in -o DIR (docs/watch.md).",
     )
     p.add_argument("-o", "--output", help="the trace directory (default: a new one as roscope record makes)")
-    p.add_argument("--window", type=float, default=5.0, metavar="SECONDS", help="the sliding window (default 5 s)")
+    p.add_argument("--window", type=C.number("s", *WINDOW_S), default=5.0, metavar="SECONDS",
+                   help=f"the sliding window (default 5 s; {WINDOW_S[0]:g} to {WINDOW_S[1]:g})")
     p.add_argument("--rotate-ms", type=C.int_range(100, 60_000), default=250,
                    help="LTTng rotation period, ms (default 250; docs/watch.md: why rotation)")
-    p.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
+    p.add_argument("--duration", type=C.number("s", *DURATION_S), metavar="SECONDS",
+                   help=f"stop after this long ({DURATION_S[0]:g} to {DURATION_S[1]:g} s: 30 days)")
     p.add_argument("--event", action="append", default=[], metavar="PATTERN",
                    help="also record these LTTng user-space events (repeatable; roscope's and ROS's are always on)")
-    p.add_argument("--from", dest="from_re", metavar="REGEX", help="watch the data flows from these topics ...")
-    p.add_argument("--to", dest="to_re", metavar="REGEX", help="... to these (end-to-end latency p50/p99/max per window)")
-    p.add_argument("--deadline", action="append", default=[], metavar="FROM->TO=MS",
+    p.add_argument("--from", dest="from_re", type=C.regex, metavar="REGEX", help="watch the data flows from these topics ...")
+    p.add_argument("--to", dest="to_re", type=C.regex, metavar="REGEX", help="... to these (end-to-end latency p50/p99/max per window)")
+    p.add_argument("--deadline", action="append", type=_deadline, default=[], metavar="FROM->TO=MS",
                    help="alert the moment a flow from FROM to TO (topic regexes) takes longer than MS (repeatable); "
                         "watch then exits 3 at its end (docs/watch.md)")
     p.add_argument("--on-miss", metavar="COMMAND",
@@ -38,6 +45,17 @@ def register(sub) -> None:
     C.add_heuristics(p)
     p.add_argument("command", nargs="*", help="a command to run and watch (after --); none: attach to what runs")
     p.set_defaults(func=run)
+
+
+def _deadline(text: str) -> tuple[str, str, int]:
+    """argparse ``type=`` of --deadline: `alerts.parse_deadline` (its regexes and its number
+    checked as every other option's)."""
+    from roscope.alerts import parse_deadline
+    from roscope.errors import InputError
+    try:
+        return parse_deadline(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--deadline ")) from None
 
 
 def _json(d: dict) -> None:
@@ -91,12 +109,11 @@ class _View:
 
 
 def run(args) -> int:
-    from roscope.alerts import parse_deadline
     from roscope.errors import InputError
     from roscope.watch import Watch, WatchOptions
     if (args.from_re is None) != (args.to_re is None):
         raise InputError("give both --from and --to, or neither")
-    paths = [parse_deadline(d) for d in args.deadline]
+    paths = list(args.deadline)
     if args.from_re is not None:
         paths.insert(0, (args.from_re, args.to_re, None))
     opts = WatchOptions(paths=paths, on_miss=args.on_miss, output=args.output, window_s=args.window, rotate_ms=args.rotate_ms, duration_s=args.duration,

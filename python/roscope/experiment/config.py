@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from roscope import yamlfile
+from roscope import regex, yamlfile
 from roscope.errors import InputError
 
 SCENARIO_KINDS = ("cpu_load", "msg_load", "cpuset")
@@ -215,9 +215,9 @@ def _metric(path: Path, name: str, d) -> dict:
 
 def _regex(path: Path, where: str, v) -> str:
     try:
-        re.compile(str(v))
-    except re.error as e:
-        raise _err(path, where, f"bad regular expression {v!r}: {e}") from None
+        regex.compile(str(v), None)
+    except InputError as e:
+        raise _err(path, where, str(e)) from None
     return str(v)
 
 

@@ -5,10 +5,8 @@ utilization or state times (roscope.executor.threads). Values in ms (the trace's
 ns / 1e6); shares and counts as they are."""
 from __future__ import annotations
 
-import re
-
 import roscope
-from roscope import executor, percentiles, stats
+from roscope import executor, percentiles, regex, stats
 from roscope.flow import FlowRequest, data_flows
 
 
@@ -30,7 +28,7 @@ def trace_metrics(trace_dir, metrics: dict) -> tuple[dict, list[str]]:
             if "executor" in m:
                 if ths is None:
                     ths = executor.threads(db)
-                rx = re.compile(m["executor"])
+                rx = regex.compile(m["executor"], f"metric {name}: executor")
                 hit = sorted((t for t in ths if rx.search(f"{t.get('procname') or ''} {t.get('pid')} {t.get('tid')}")),
                              key=lambda t: -(t.get("executing_ns") or 0))
                 if not hit:
@@ -45,7 +43,7 @@ def trace_metrics(trace_dir, metrics: dict) -> tuple[dict, list[str]]:
             if "callback" in m:
                 if cbs is None:
                     cbs = stats.callbacks(db)
-                rx = re.compile(m["callback"])
+                rx = regex.compile(m["callback"], f"metric {name}: callback")
                 hit = [c for c in cbs if rx.search(_label(c))]
                 if not hit:
                     warnings.append(f"metric {name}: no callback matches {m['callback']!r}")

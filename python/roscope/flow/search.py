@@ -9,15 +9,14 @@ database's connection (`results.Appender`) as they are found. It returns a
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from roscope import _core, progress
+from roscope import _core, progress, regex
 from roscope.deps.matching import trace_edges
 from roscope.deps.matching import warnings as deps_warnings
-from roscope.errors import InputError
+from roscope.errors import NoTopicMatch
 from roscope.flow.request import SEARCH_MEMORY, FlowRequest
 from roscope.flow.slices import ONE_SLICE, FlowContext, History, context, facts, over_slices, pub_ts, slice_model, sliced
 from roscope.memory import at_most
@@ -79,25 +78,15 @@ class DataFlows(Mapping):
 
 
 def _topic_mask(topics: list[str], pattern: str, option: str) -> list[bool]:
-    try:
-        rx = re.compile(pattern)
-    except re.error as exc:
-        raise InputError(f"{option}: bad regular expression {pattern!r}: {exc}") from None
-    return [bool(rx.search(t)) for t in topics]
+    return regex.compile(pattern, option).mask(topics)
 
 
-def _regexes(patterns, option: str) -> list[re.Pattern]:
+def _regexes(patterns, option: str) -> list[regex.Regex]:
     if patterns is None:
         return []
     if isinstance(patterns, str):
         patterns = [patterns]
-    out = []
-    for p in patterns:
-        try:
-            out.append(re.compile(p))
-        except re.error as exc:
-            raise InputError(f"{option}: bad regular expression {p!r}: {exc}") from None
-    return out
+    return [regex.compile(p, option) for p in patterns]
 
 
 def _exclusions(ctx: FlowContext, exclude) -> tuple[list[bool] | None, list[bool] | None, dict]:
@@ -171,9 +160,9 @@ def _search(db: Database, req: FlowRequest, ctx: FlowContext | None) -> DataFlow
     # A regex that matches none of the topics is a mistake; a trace without topics
     # (nothing ROS-related) simply has no data flows.
     if topics and not any(is_in):
-        raise InputError(f"no topic matches --from {req.from_re!r} (topics: {shown})")
+        raise NoTopicMatch(f"no topic matches --from {req.from_re!r} (topics: {shown})")
     if topics and not any(is_out):
-        raise InputError(f"no topic matches --to {req.to_re!r} (topics: {shown})")
+        raise NoTopicMatch(f"no topic matches --to {req.to_re!r} (topics: {shown})")
     ex_t, ex_c, excluded = _exclusions(ctx, req.exclude)
     edges, deps_report, deps_callbacks = _deps_edges(db, req.deps)
     options = _core.SearchOptions(

@@ -7,8 +7,6 @@ tables; each returns plain lists/dicts and writes nothing into the database.
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from roscope.errors import InputError
@@ -210,22 +208,15 @@ def timeline(con, lo: int, hi: int, limit: int) -> dict:
     return {"lo": lo, "hi": hi, "states": states[:limit], "runs": runs[:limit], "truncated": truncated}
 
 
-def parse_window(text: str, first: int, last: int) -> tuple[int, int]:
-    """'START:END' in seconds from the trace's start (either side may be empty)."""
-    m = re.fullmatch(r"\s*([0-9.eE+-]*)\s*:\s*([0-9.eE+-]*)\s*", text or "")
-    try:
-        a = float(m.group(1)) if m and m.group(1) else 0.0
-        b = float(m.group(2)) if m and m.group(2) else (last - first) / 1e9
-    except ValueError:
-        m = None
-    if not m:
-        raise InputError(f"--window {text!r}: give START:END in seconds from the trace's start, e.g. 1.5:2")
-    span = (last - first) / 1e9
-    if not (0 <= a < b) or a > span:  # also NaN and infinite START (1e309 is inf)
-        raise InputError(f"--window {text!r}: the window must start at or after 0, end after its start, and start within "
-                         f"the trace ({span:.3f} s long)")
-    lo, hi = first + int(a * 1e9), first + int(min(b, span) * 1e9)
-    return min(lo, last), min(hi, last)
+def timeline_window(window: tuple[int, int | None], first: int, last: int) -> tuple[int, int]:
+    """The timeline's (start, end) ns of a `--window` (`roscope.numbers.window`: ns from the
+    trace's start, END None for its end): it must start within the trace; its end is cut
+    at the trace's end."""
+    a, b = window
+    span = last - first
+    if a > span:
+        raise InputError(f"--window: the window starts at {a / 1e9:g} s, after the trace's end ({span / 1e9:.3f} s long)")
+    return first + a, first + (span if b is None else min(b, span))
 
 
 # ---------------------------------------------------------------- data flows
