@@ -1,5 +1,6 @@
-"""Issue 43 ("Reliability, round 3"), items MEDIUM 2, 3 and 6: the numbers and regular
-expressions a user gives `watch`, `record`, `load`, `stats`, `flow`, `report` and `check`.
+"""Issue 43 ("Reliability, round 3"), items MEDIUM 2, 3, 4 and 6: the numbers and regular
+expressions a user gives `watch`, `record`, `load`, `stats`, `flow`, `report` and `check`,
+and trace names in `watch`'s view.
 docs/reliability.md ("Reliability, round 3") maps each case to its test here.
 
 Every case runs the real `roscope` command on the shared traces (or files made here) and
@@ -12,6 +13,7 @@ nothing on stdout, no traceback. Expected values come from outside roscope: Pyth
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import math
 import os
@@ -180,6 +182,38 @@ def test_stats_window_reads_either_side_empty_exactly(window, lo_s, hi_s, roscop
     assert p.returncode == 0, p.stderr
     got = sum(c["count"] for c in json.loads(p.stdout)["callbacks"])
     assert got == want
+
+
+# ---------------------------------------------------------------- MEDIUM 4: rich markup
+
+
+def test_watch_view_shows_markup_in_names_as_text():
+    """MEDIUM 4: a node or topic named `/ns[/bold]x` or `/t[/]` crashed the view (MarkupError,
+    exit 70, the recording cut short) and `[link=...]`, `[bold red]` styled the names. The
+    view (a real rich Console, with colours, rendering to a string) now shows every name as
+    it is: each appears literally, and the output holds no hyperlink (OSC 8) and no red."""
+    from rich.console import Console
+    from roscope.commands.watch import _View
+
+    names = ["/ns[/bold]x", "/t[/]", "[link=http://evil.example]/n[/link]", "[bold red]/alarm", "/a\\[b]"]
+    buf = io.StringIO()
+    view = _View(Console(file=buf, width=400, height=200, force_terminal=True, color_system="truecolor"))
+    cb = {"procname": "p", "kind": "subscription", "count": 1, "p50_ns": 1e6, "p99_ns": 1e6, "max_ns": 1e6}
+    d = {"window": {"start_s": 0.0, "end_s": 1.0},
+         "callbacks": [{**cb, "node": n, "topic": n} for n in names],
+         "topics": [{"topic": n, "rate_hz": 1.0, "deliveries": 1, "lat_p50_ns": 1, "lat_p99_ns": 1, "lat_max_ns": 1}
+                    for n in names],
+         "paths": [{"path": f"{names[0]}->{names[1]}",
+                    "routes": [{"route": n, "flows": 1, "p50_ns": 1, "p99_ns": 1, "max_ns": 1, "misses": 0} for n in names]}],
+         "lost_events": 0, "lost_events_total": 0}
+    view(d)
+    view.stop()
+    out = buf.getvalue()
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    for n in names:
+        assert plain.count(n) >= 3, f"{n!r} not shown as it is:\n{plain}"
+    assert "\x1b]8;" not in out            # no hyperlink
+    assert not re.search(r"\x1b\[[0-9;]*(31|38;2;128;0;0|91)m", out)   # no red
 
 
 # ---------------------------------------------------------------- MEDIUM 6: ReDoS

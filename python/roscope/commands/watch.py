@@ -65,17 +65,20 @@ def _json(d: dict) -> None:
 
 
 class _View:
-    """The terminal view: rich's Live display, redrawn each window."""
+    """The terminal view: rich's Live display, redrawn each window. Every text from the
+    trace (names, routes) goes in as `rich.text.Text`, never as markup: `/ns[/bold]x` is a
+    name, not a style or an error."""
 
-    def __init__(self):
+    def __init__(self, console=None):
         from rich.console import Console
         from rich.live import Live
-        self.live = Live(console=Console(), auto_refresh=False)
+        self.live = Live(console=console or Console(), auto_refresh=False)
         self.live.start()
 
     def __call__(self, d: dict) -> None:
         from rich.console import Group
         from rich.table import Table
+        from rich.text import Text
         w = d["window"]
         span = max(w["end_s"] - w["start_s"], 1e-9)
         cb = Table(title=f"callbacks, window {w['start_s']:.1f}-{w['end_s']:.1f} s (durations ms)")
@@ -83,13 +86,13 @@ class _View:
             cb.add_column(col, justify="right" if col[0] in "rpm" else "left")
         for c in d["callbacks"]:
             what = c["topic"] or (f"{c['timer_period_ns'] / 1e6:g} ms" if c.get("timer_period_ns") else "")
-            cb.add_row(C.cell(c["node"] or c["procname"], 32), c["kind"], C.cell(what, 30), f"{c['count'] / span:.1f}",
+            cb.add_row(Text(C.cell(c["node"] or c["procname"], 32)), Text(C.cell(c["kind"], 12)), Text(C.cell(what, 30)), f"{c['count'] / span:.1f}",
                        C.ms(c["p50_ns"]), C.ms(c["p99_ns"]), C.ms(c["max_ns"]))
         tp = Table(title="topics (latency: publication to callback start, ms)")
         for col in ("topic", "rate Hz", "deliveries", "p50", "p99", "max"):
             tp.add_column(col, justify="left" if col == "topic" else "right")
         for t in d["topics"]:
-            tp.add_row(C.cell(t["topic"], 40), f"{t['rate_hz']:.1f}", str(t["deliveries"]), C.ms(t["lat_p50_ns"]),
+            tp.add_row(Text(C.cell(t["topic"], 40)), f"{t['rate_hz']:.1f}", str(t["deliveries"]), C.ms(t["lat_p50_ns"]),
                        C.ms(t["lat_p99_ns"]), C.ms(t["lat_max_ns"]))
         parts = [cb, tp]
         if d["paths"]:
@@ -98,10 +101,10 @@ class _View:
                 pt.add_column(col, justify="left" if col in ("path", "route") else "right")
             for p in d["paths"]:
                 for r in p["routes"]:
-                    pt.add_row(C.cell(p["path"], 30), C.cell(r["route"], 70), str(r["flows"]), C.ms(r["p50_ns"]),
+                    pt.add_row(Text(C.cell(p["path"], 30)), Text(C.cell(r["route"], 70)), str(r["flows"]), C.ms(r["p50_ns"]),
                                C.ms(r["p99_ns"]), C.ms(r["max_ns"]), "-" if r["misses"] is None else str(r["misses"]))
             parts.append(pt)
-        parts.append(f"lost events: {d['lost_events']} in the window, {d['lost_events_total']} in all")
+        parts.append(Text(f"lost events: {d['lost_events']} in the window, {d['lost_events_total']} in all"))
         self.live.update(Group(*parts), refresh=True)
 
     def stop(self) -> None:
