@@ -134,7 +134,7 @@ impl Builder {
                 Entry::Occupied(_) => lk.dup_stamp.entry(key).or_default().push(c),
             }
             lk.added_stamp.push_back((self.merged_ts(pb.ts, pb.thread), key));
-        } else if !pb.intra && self.opts.heuristics {
+        } else if (!pb.intra || pb.inter) && self.opts.heuristics {
             let trace = self.procs[self.threads[pb.thread].proc].trace;
             let wall = self.clock_offset(trace).wrapping_add(pb.rmw_ts.unwrap_or(pb.ts) as i64);
             let key = (self.host_of(pb.thread), topic);

@@ -106,6 +106,11 @@ pub struct Obj {
     pub known: bool,
     /// Named by a state dump (the process was running when the session started).
     pub dumped: bool,
+    /// A stand-in made for an rclcpp object seen before its init event, which then named it
+    /// part of another object (rclcpp's intra-process subscription: its callback and buffer
+    /// are added before `rclcpp_subscription_init` ties it to its subscription). Everything
+    /// that referred to it now refers to that object; it is in no table.
+    pub absorbed: bool,
 }
 
 impl Unknown for Obj {
@@ -245,6 +250,9 @@ pub struct Publication {
     pub src_ts: Option<i64>,
     pub src_from: Option<StampSource>,
     pub intra: bool,
+    /// An intra-process publication that rclcpp also published to the other processes'
+    /// subscriptions (`rclcpp_intra_publish`, then `rclcpp_publish` of the same message).
+    pub inter: bool,
 }
 
 #[derive(Default, Clone)]

@@ -143,6 +143,10 @@ impl<T> Registry<T> {
         }
     }
 
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, T> {
+        self.items.iter_mut()
+    }
+
     pub fn iter(&self) -> std::slice::Iter<'_, T> {
         self.items.iter()
     }

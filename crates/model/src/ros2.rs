@@ -148,8 +148,30 @@ impl Builder {
         let subs = &mut self.objs.subs;
         let i = subs.get(e.p, e.u(SUBSCRIPTION_HANDLE).unwrap_or(0));
         if let Some(x) = e.u(SUBSCRIPTION) {
+            // rclcpp's intra-process subscription adds its callback and its buffer before this
+            // event names it: the stand-in they made is this subscription.
+            let early = subs.find(Layer::Rclcpp, e.p, x).filter(|&u| u != i && !subs[u].known && subs[u].rmw_handle.is_none());
             subs[i].extra = Some(x);
             subs.name(Layer::Rclcpp, e.p, x, i);
+            if let Some(u) = early {
+                self.absorb_subscription(u, i);
+            }
+        }
+    }
+
+    /// Stand-in subscription `u` is subscription `i`: its callbacks and intra-process buffers
+    /// become `i`'s, and `u` leaves the tables.
+    fn absorb_subscription(&mut self, u: usize, i: usize) {
+        self.objs.subs[u].absorbed = true;
+        for cb in self.objs.cbs.iter_mut() {
+            if cb.kind == CallbackKind::Subscription && cb.owner == Some(u) {
+                cb.owner = Some(i);
+            }
+        }
+        for s in self.ros2.ipb_sub.values_mut() {
+            if *s == u {
+                *s = i;
+            }
         }
     }
 
@@ -331,14 +353,18 @@ impl Builder {
             _ => (e.u(rclcpp_intra_publish::PUBLISHER_HANDLE), e.u(rclcpp_intra_publish::MESSAGE), None),
         };
         let msg = msg.unwrap_or(0);
+        let pubh = pubh.filter(|&h| h != 0); // rclcpp 28's rclcpp_publish names no publisher (nullptr)
         let cont = self.threads[th].pending_pub.filter(|&pi| {
             let Some(pb) = self.publications.get(pi) else { return false };
+            let below = !pb.intra || pb.inter;
             pb.message == msg
-                && !pb.intra
                 && match ev {
-                    Ev::RclcppPublish | Ev::RclcppIntraPublish => false,
-                    Ev::RclPublish => pb.rcl_ts.is_none() && pb.rmw_ts.is_none(),
-                    _ => pb.rmw_ts.is_none(),
+                    Ev::RclcppIntraPublish => false,
+                    // rclcpp hands a message to its process's intra-process subscriptions, then the
+                    // same message to the others (in other processes): one publication
+                    Ev::RclcppPublish => pb.intra && !pb.inter && pb.rcl_ts.is_none() && pb.rmw_ts.is_none(),
+                    Ev::RclPublish => below && pb.rcl_ts.is_none() && pb.rmw_ts.is_none(),
+                    _ => below && pb.rmw_ts.is_none(),
                 }
         });
         // An rmw handle seen first here, below an rcl layer whose publisher is known: the
@@ -366,6 +392,7 @@ impl Builder {
         };
         let pb = &mut self.publications[pi];
         match ev {
+            Ev::RclcppPublish if pb.intra => pb.inter = true,
             Ev::RclcppPublish | Ev::RclcppIntraPublish => pb.rclcpp_ts = Some(e.ts),
             Ev::RclPublish => pb.rcl_ts = Some(e.ts),
             _ => pb.rmw_ts = Some(e.ts),

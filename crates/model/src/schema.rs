@@ -369,7 +369,7 @@ table!(PUBLICATIONS = "publications", Model, "One row per message published; its
     "rmw_ts": BigInt = "`rmw_publish` (ROS 1, roscope's tracer: the serialization into a buffer)",
     "message": UBigInt = "the message's address",
     "source_ts": BigInt = "the DDS source stamp: `rmw_publish.timestamp`, or CARET's `dds_bind_addr_to_stamp.source_stamp`",
-    "is_intra": BigInt = "1 for an intra-process publication",
+    "is_intra": BigInt = "1 for an intra-process publication (also when rclcpp then published the same message to other processes' subscriptions: its `rcl_ts`, `rmw_ts`)",
 ]);
 
 table!(TAKES = "takes", Model, "One row per message taken by a subscription.", [

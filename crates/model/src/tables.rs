@@ -28,7 +28,7 @@ fn ts(t: Option<u64>) -> Option<i64> {
 /// An object table; `known`: whether the trace has the object's init event (`Builder::unnamed`).
 pub(crate) fn objects(spec: &'static TableSpec, list: &Registry<Obj>, known: impl Fn(&Obj) -> bool) -> Table {
     let mut t = Table::new(spec);
-    for (i, o) in list.iter().enumerate() {
+    for (i, o) in list.iter().enumerate().filter(|(_, o)| !o.absorbed) {
         t.row()
             .i(id(i))
             .i(Some(o.proc as i64))
@@ -291,7 +291,7 @@ impl Builder {
     /// Known only by its handle: its init events are not in the trace (the object tables'
     /// `known = 0`, `objects_unnamed`, the warning).
     pub(crate) fn unnamed(&self, x: &Obj) -> bool {
-        !x.known && !self.rmw_own(x)
+        !x.known && !x.absorbed && !self.rmw_own(x)
     }
 
     /// The rmw's own endpoints (`rmw_own`) that published or took.

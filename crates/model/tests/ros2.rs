@@ -249,3 +249,77 @@ fn annotation_members_resolve_to_subscriptions_by_rcl_or_rclcpp_handle_in_their_
     assert_eq!(ints(&m, "annotation_members", "subscription_id"), vec![Some(0), Some(0), None, None]);
     assert_eq!(ints(&m, "annotation_members", "publisher_id"), vec![None, None, None, None]);
 }
+
+/// rclcpp 28 (Jazzy) with intra-process communication on, in the order its constructors emit:
+/// the intra-process subscription adds its callback and buffer before `rclcpp_subscription_init`
+/// names it. A publisher whose only subscriber is in another process publishes each message
+/// intra-process (`rclcpp_intra_publish`) and then to the others (`rclcpp_publish`, the same
+/// message): one publication. Event order and fields from rclcpp 28.1.6's subscription.hpp,
+/// subscription_intra_process.hpp and publisher.hpp.
+#[test]
+fn rclcpp_intra_process_subscription_and_a_publication_to_both_sides() {
+    use common::FieldType::{U64, U8};
+    let mut w = TraceWriter::new("host-a");
+    ros2_classes(&mut w, "ros2", true);
+    w.class("ros2:rclcpp_intra_publish", &[("publisher_handle", U64), ("message", U64)]);
+    w.class("ros2:rclcpp_ipb_to_subscription", &[("ipb", U64), ("subscription", U64)]);
+    w.class("ros2:rclcpp_buffer_to_ipb", &[("buffer", U64), ("ipb", U64)]);
+    w.class("ros2:rclcpp_ring_buffer_enqueue", &[("buffer", U64), ("index", U64), ("size", U64), ("overwritten", U8)]);
+    w.class("ros2:rclcpp_ring_buffer_dequeue", &[("buffer", U64), ("index", U64), ("size", U64)]);
+    talker_listener(&mut w);
+    // the listener's second subscription, /fast, intra-process (a UniquePtr callback)
+    w.event(30, LISTENER, "ros2:rmw_subscription_init", &[U(0x5001), B(&gid(101))]);
+    w.event(31, LISTENER, "ros2:rcl_subscription_init", &[U(0x5000), U(0x1000), U(0x5001), S("/fast"), U(5)]);
+    w.event(32, LISTENER, "ros2:rclcpp_subscription_callback_added", &[U(0x5500), U(0x5600)]); // the ipc subscription's
+    w.event(33, LISTENER, "ros2:rclcpp_buffer_to_ipb", &[U(0x5800), U(0x5700)]);
+    w.event(34, LISTENER, "ros2:rclcpp_ipb_to_subscription", &[U(0x5700), U(0x5500)]);
+    w.event(35, LISTENER, "ros2:rclcpp_subscription_init", &[U(0x5000), U(0x5500)]);
+    w.event(36, LISTENER, "ros2:rclcpp_subscription_init", &[U(0x5000), U(0x5100)]);
+    w.event(37, LISTENER, "ros2:rclcpp_subscription_callback_added", &[U(0x5100), U(0x5200)]);
+    w.event(38, LISTENER, "ros2:rclcpp_callback_register", &[U(0x5600), S("on_fast")]);
+    w.event(38, LISTENER, "ros2:rclcpp_callback_register", &[U(0x5200), S("on_fast")]);
+    // ... and a publisher of /fast in the same process
+    w.event(39, LISTENER, "ros2:rmw_publisher_init", &[U(0x6001), B(&gid(102))]);
+    w.event(40, LISTENER, "ros2:rcl_publisher_init", &[U(0x6000), U(0x1000), U(0x6001), S("/fast"), U(5)]);
+    // The talker, intra-process on, publishes /chatter (its subscriber is in the listener's process).
+    w.event(1000, TALKER, "ros2:callback_start", &[U(0x3100), U(0)]);
+    w.event(1100, TALKER, "ros2:rclcpp_intra_publish", &[U(0x2000), U(0xAAA)]);
+    w.event(1105, TALKER, "ros2:rclcpp_publish", &[U(0), U(0xAAA)]);
+    w.event(1110, TALKER, "ros2:rcl_publish", &[U(0x2000), U(0xAAA)]);
+    w.event(1120, TALKER, "ros2:rmw_publish", &[U(0x2001), U(0xAAA), I(5555)]);
+    w.event(1400, TALKER, "ros2:callback_end", &[U(0x3100)]);
+    w.event(1500, LISTENER_EXEC, "ros2:rmw_take", &[U(0x4001), U(0xBBB), I(5555), U(1)]);
+    w.event(1600, LISTENER_EXEC, "ros2:callback_start", &[U(0x4200), U(0)]);
+    // ... which publishes /fast intra-process only
+    w.event(1650, LISTENER_EXEC, "ros2:rclcpp_intra_publish", &[U(0x6000), U(0xCCC)]);
+    w.event(1651, LISTENER_EXEC, "ros2:rclcpp_ring_buffer_enqueue", &[U(0x5800), U(3), U(1), U(0)]);
+    w.event(1700, LISTENER_EXEC, "ros2:callback_end", &[U(0x4200)]);
+    w.event(1800, LISTENER_EXEC, "ros2:rclcpp_ring_buffer_dequeue", &[U(0x5800), U(3), U(0)]);
+    w.event(1810, LISTENER_EXEC, "ros2:callback_start", &[U(0x5600), U(1)]);
+    w.event(1900, LISTENER_EXEC, "ros2:callback_end", &[U(0x5600)]);
+    let m = build(&w);
+
+    // One subscription per rcl handle, known; no stand-in for the intra-process one; no
+    // publisher for the null handle of rclcpp 28's `rclcpp_publish`.
+    assert_eq!(uints(&m, "publishers", "handle"), vec![Some(0x2000), Some(0x6000)]);
+    assert_eq!(uints(&m, "subscriptions", "handle"), vec![Some(0x4000), Some(0x5000)]);
+    assert_eq!(strs(&m, "subscriptions", "name"), vec![s("/chatter"), s("/fast")]);
+    assert_eq!(ints(&m, "subscriptions", "known"), vec![Some(1), Some(1)]);
+    assert_eq!(stat(&m, "objects_unnamed"), 0);
+    // The intra-process callback belongs to /fast's subscription, as does the inter-process one.
+    let handles = uints(&m, "callbacks", "handle");
+    let owners = ints(&m, "callbacks", "owner_id");
+    let owner = |h: u64| owners[handles.iter().position(|&x| x == Some(h)).unwrap()];
+    assert_eq!(owner(0x5600), Some(1));
+    assert_eq!(owner(0x5200), Some(1));
+    assert_eq!(owner(0x4200), Some(0));
+    // Two publications: /chatter's (both sides, one row) and /fast's (intra-process only).
+    assert_eq!(ints(&m, "publications", "publisher_id"), vec![Some(0), Some(1)]);
+    assert_eq!(ints(&m, "publications", "is_intra"), vec![Some(1), Some(1)]);
+    assert_eq!(ints(&m, "publications", "rclcpp_ts"), vec![Some(1100), Some(1650)]);
+    assert_eq!(ints(&m, "publications", "rmw_ts"), vec![Some(1120), None]);
+    // Each delivered: /chatter through DDS (its source stamp), /fast through the ring buffer.
+    assert_eq!(ints(&m, "takes", "subscription_id"), vec![Some(0), Some(1)]);
+    assert_eq!(ints(&m, "links", "publication_id"), vec![Some(0), Some(1)]);
+    assert_eq!(strs(&m, "links", "method"), vec![s("rmw_timestamp"), s("intra_ring_buffer")]);
+}
