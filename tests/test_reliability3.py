@@ -1,6 +1,6 @@
-"""Issue 43 ("Reliability, round 3"), items MEDIUM 2, 3, 4 and 6: the numbers and regular
-expressions a user gives `watch`, `record`, `load`, `stats`, `flow`, `report` and `check`,
-and trace names in `watch`'s view.
+"""Issue 43 ("Reliability, round 3"), items MEDIUM 2-6: the numbers and regular expressions
+a user gives `watch`, `record`, `load`, `stats`, `flow`, `report` and `check`, trace names
+in `watch`'s view, `check`'s JUnit XML and the paths every verb reads.
 docs/reliability.md ("Reliability, round 3") maps each case to its test here.
 
 Every case runs the real `roscope` command on the shared traces (or files made here) and
@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from decimal import Decimal, InvalidOperation
 
 import oracle
@@ -214,6 +215,48 @@ def test_watch_view_shows_markup_in_names_as_text():
         assert plain.count(n) >= 3, f"{n!r} not shown as it is:\n{plain}"
     assert "\x1b]8;" not in out            # no hyperlink
     assert not re.search(r"\x1b\[[0-9;]*(31|38;2;128;0;0|91)m", out)   # no red
+
+
+# ---------------------------------------------------------------- MEDIUM 5: check's XML and paths
+
+
+def test_junit_holds_names_xml_cannot(roscope_cmd, tmp_path):
+    r"""MEDIUM 5: a budget named with U+FFFE and U+FFFF (a YAML escape) made JUnit XML that
+    no parser reads. Now a real XML parser (xml.etree) reads it, and the name is in it with
+    those characters shown as \ufffe, \uffff."""
+    b = _budgets(tmp_path / "b.yaml", r"fast\ufffe and\uffff done", "^/ping timer")
+    p = run(roscope_cmd, "check", b, PINGPONG, "--junit", tmp_path / "j.xml", timeout=60)
+    assert p.returncode == 0, p.stderr
+    root = ET.parse(tmp_path / "j.xml").getroot()
+    text = ET.tostring(root, encoding="unicode")
+    assert r"fast\ufffe and\uffff done" in text
+
+
+def test_a_lone_surrogate_in_budgets_is_one_line(roscope_cmd, tmp_path):
+    r"""MEDIUM 5: a budget name "\ud800" (a lone surrogate: no Unicode character) exited 70
+    writing the output. Now the file is refused with its line (check's usage errors are exit 2)."""
+    b = _budgets(tmp_path / "b.yaml", r"a\ud800b")
+    p = run(roscope_cmd, "check", b, PINGPONG, "--junit", tmp_path / "j.xml", timeout=60)
+    assert_refused(p, 2, r"b\.yaml:2: holds a lone surrogate \(\\ud800\)")
+    assert not (tmp_path / "j.xml").exists()
+
+
+@pytest.mark.parametrize("verb", ["stats", "info", "dump", "flow", "check-trace", "check-budgets", "load"])
+def test_a_path_that_is_not_utf8_is_one_line(verb, roscope_cmd, tmp_path):
+    """MEDIUM 5: a trace or budgets path of non-UTF-8 bytes (b'tr\\xff') exited 70 in every
+    verb (the core takes UTF-8 paths). Now it is refused at parse time (exit 2) naming the
+    path, shown with \\xff."""
+    bad = os.fsencode(tmp_path) + b"/tr\xff"
+    os.symlink(PINGPONG, bad)
+    good_b = _budgets(tmp_path / "b.yaml", "ok")
+    bad_b = os.fsencode(tmp_path) + b"/b\xff.yaml"
+    os.link(good_b, bad_b)
+    argv = {"stats": ["stats", bad], "info": ["info", bad], "dump": ["dump", bad], "load": ["load", bad, "-o", "x.duckdb"],
+            "flow": ["flow", bad, "--from", ".", "--to", "."], "check-trace": ["check", good_b, bad],
+            "check-budgets": ["check", bad_b, PINGPONG]}[verb]
+    p = run(roscope_cmd, *[os.fsdecode(a) if isinstance(a, bytes) else a for a in argv], cwd=tmp_path)
+    assert_refused(p, 2, r"\\xff.*: the input path is not UTF-8 text")
+    assert not (tmp_path / "x.duckdb").exists()
 
 
 # ---------------------------------------------------------------- MEDIUM 6: ReDoS

@@ -83,6 +83,26 @@ def expanded_size(node) -> int | None:
     return size[id(node)]
 
 
+def _refuse_surrogates(path, node) -> None:
+    """InputError naming the line of the first scalar that holds a lone surrogate (a YAML
+    escape such as "\\ud800"): no Unicode character, which no output can write."""
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n.value, str):
+            bad = next((c for c in n.value if "\ud800" <= c <= "\udfff"), None)
+            if bad is not None:
+                raise InputError(f"{path}:{n.start_mark.line + 1}: holds a lone surrogate (\\u{ord(bad):04x}), "
+                                 "which is not a Unicode character")
+        elif isinstance(n.value, list):
+            for x in n.value:
+                stack.extend(x if isinstance(x, tuple) else (x,))
+
+
 def _line_loader(text: str):
     """A SafeLoader over `text` whose mappings and sequences are LineMap and LineList."""
     import yaml
@@ -132,6 +152,7 @@ def read(path, what: str, *, lines: bool = False, max_bytes: int = MAX_FILE_BYTE
         node = loader.get_single_node()
         if node is None:
             return None
+        _refuse_surrogates(path, node)
         n = expanded_size(node)
         if n is None:
             raise InputError(f"{path}: a YAML alias (*name) refers to a value that holds it: not {_a(what)}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import socket
 from collections.abc import Sequence
 from xml.sax.saxutils import quoteattr
@@ -106,13 +107,23 @@ def document(lines: Sequence[Line], status: int, *, budgets_file: str, inputs: S
             "summary": {**counts(lines), "lines": len(lines), "exit_status": status}, "baseline": baseline}
 
 
+#: What XML 1.0 cannot hold beyond the control characters `escape` shows: surrogates and
+#: U+FFFE, U+FFFF (a parser refuses the document).
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_safe(s: str) -> str:
+    """`escape(s)` with every character XML 1.0 cannot hold shown as `\\uXXXX`."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group(0)):04x}", escape(s))
+
+
 def _xml_text(s: str) -> str:
-    """Text for XML: characters XML 1.0 cannot hold shown visibly (escape), then &, <, > quoted."""
-    return escape(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Text for XML: characters XML 1.0 cannot hold shown visibly, then &, <, > quoted."""
+    return _xml_safe(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _attr(s) -> str:
-    return quoteattr(escape(str(s)))
+    return quoteattr(_xml_safe(str(s)))
 
 
 def junit(lines: Sequence[Line], *, budgets_file: str, inputs: Sequence[str], seconds: float,

@@ -17,6 +17,7 @@ Arguments (argparse):
                                   window_ns(window, db) places it in a database's trace time
     regex                         argparse ``type=`` for a topic or callback regex: refused
                                   at once if roscope.regex (Rust's linear-time engine) cannot run it
+    input_path                    argparse ``type=`` for inputs: UTF-8 paths only (the core takes no other)
 
 Opening:
     open_inputs(args, writable=False) -> roscope.database.Database
@@ -68,7 +69,7 @@ if TYPE_CHECKING:
     from roscope.database import Database
 
 __all__ = ["TextOut", "add_heuristics", "add_inputs", "add_json", "add_progress", "add_wide", "cell", "check_recordings", "clean", "escape", "int_range",
-           "ms", "number", "open_inputs", "pct", "print_json", "progress", "regex", "report", "report_from", "show", "size",
+           "input_path", "ms", "number", "open_inputs", "pct", "print_json", "progress", "regex", "report", "report_from", "show", "size",
            "warn", "width", "window", "window_ns"]
 
 PROG = "roscope"
@@ -86,7 +87,7 @@ def add_inputs(parser: argparse.ArgumentParser, databases: bool = True, help: st
     if help is None:
         help = ("trace directories (any directory above 'metadata' files), or one database written by "
                 "`roscope load`") if databases else "trace directories (any directory above 'metadata' files)"
-    parser.add_argument("inputs", nargs="+", metavar="TRACE|DB" if databases else "TRACE", help=help)
+    parser.add_argument("inputs", nargs="+", type=input_path, metavar="TRACE|DB" if databases else "TRACE", help=help)
     if merge:
         parser.add_argument("--merge", action="store_true",
                             help="analyse a directory holding several separate recordings as one (refused without: "
@@ -225,6 +226,23 @@ def regex(text: str) -> str:
         return rx.compile(text, None).pattern
     except InputError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _utf8(text: str, what: str) -> str:
+    """`text` (a path from the command line) if it is UTF-8 text; the core, DuckDB and the
+    files roscope writes (JSON, XML) take only such paths."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(text).decode("utf-8", "backslashreplace")
+        raise argparse.ArgumentTypeError(f"'{escape(shown)}': the {what} path is not UTF-8 text; roscope reads "
+                                         "and writes only at UTF-8 paths (rename it)") from None
+    return text
+
+
+def input_path(text: str) -> str:
+    """An argparse ``type=`` for an input path (a trace, a database, a budgets file): UTF-8."""
+    return _utf8(text, "input")
 
 
 # ---------------------------------------------------------------- opening

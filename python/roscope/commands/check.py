@@ -34,7 +34,7 @@ def register(sub) -> None:
               "[--baseline DATASET [--runs GLOB]]\n       roscope check --suggest DATASET [--runs GLOB] "
               "[--from RE --to RE ...] [--margin M] [-o FILE]",
     )
-    p.add_argument("inputs", nargs="*", metavar="BUDGETS.yaml TRACE|DB|DATASET",
+    p.add_argument("inputs", nargs="*", type=C.input_path, metavar="BUDGETS.yaml TRACE|DB|DATASET",
                    help="the budgets file, then the trace directories, one database or one dataset")
     p.add_argument("--run", metavar="ID", help="with a dataset: the run to check")
     p.add_argument("--baseline", metavar="DATASET",
