@@ -153,9 +153,14 @@ def test_start_stop_for_a_system_started_elsewhere(tmp_path):
     env = dict(os.environ, XDG_STATE_HOME=str(state))
     p = roscope_record(["-o", str(out), "--name", name, "start"], env=env)
     assert p.returncode == 0, p.stderr
-    preload = [ln.split("=", 1)[1] for ln in p.stdout.splitlines() if "export LD_PRELOAD=" in ln]
-    assert preload and preload[0].endswith("libroscope_ros1.so")
-    assert f"export ROSCOPE_RECORD_ID={name}" in p.stdout
+    # the printed export lines, run by a shell (without an LD_PRELOAD of its own)
+    exports = "\n".join(ln.strip() for ln in p.stdout.splitlines() if ln.strip().startswith("export "))
+    shell_env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ROSCOPE_RECORD_ID")}
+    shown = subprocess.run(["bash", "-c", exports + '\nprintf "%s\\n" "$LD_PRELOAD" "$ROSCOPE_RECORD_ID"'],
+                           env=shell_env, capture_output=True, text=True, check=True).stdout.splitlines()
+    preload = shown[:1]
+    assert preload[0].endswith("libroscope_ros1.so") and ":" not in preload[0]
+    assert shown[1] == name
     try:
         # a second start with the same name is refused
         p2 = roscope_record(["-o", str(tmp_path / "other"), "--name", name, "start"], env=env)

@@ -106,8 +106,9 @@ class LiveModel:
     session archives): objects, open runs and pending links persist across chunks."""
 
     def __init__(self, heuristics: bool = True, record_ids: Sequence[str] | None = None,
-                 window_ns: int = 1_000_000_000) -> None:
-        """`window_ns`: records are handed over once older than this before a chunk's last event."""
+                 window_ns: int = 1_000_000_000, attach: bool = False) -> None:
+        """`window_ns`: records are handed over once older than this before a chunk's last event;
+        `attach`: processes without a recording id belong to the recording."""
     def feed(self, paths: Sequence[str]) -> tuple[list[tuple[str, ArrowTable]], int | None, int, int]:
         """Reads the next chunk: (final records as (table, rows), its last event's time or
         None, events discarded and packets lost in it)."""

@@ -82,14 +82,16 @@ class LiveWindows:
     whose records are all in, `window_stats(lo, hi)` their statistics."""
 
     def __init__(self, window_ns: int, step_ns: int = 1_000_000_000, heuristics: bool = True,
-                 record_ids: list[str] | None = None, paths: list[WatchedPath] | None = None):
+                 record_ids: list[str] | None = None, paths: list[WatchedPath] | None = None, attach: bool = False):
         self.window_ns, self.step_ns = int(window_ns), int(step_ns)
         self.paths = list(paths or [])
         #: Flows that end before this were checked against their deadline (`misses`).
         self.checked_until: int | None = None
         #: The records with dense ids, for the data-flow search of one step (`_flow_db`).
         self.fdb: Database | None = None
-        self.model = _core.LiveModel(heuristics, record_ids or None, HOLD_NS)
+        # attach: the processes without a recording id (started before the session, or with
+        # `roscope env`) are the recording's, as in `roscope load` of an --attach recording
+        self.model = _core.LiveModel(heuristics, record_ids or None, HOLD_NS, attach)
         self._tables = [t["name"] for t in json.loads(_core.schema())["tables"]]
         self.con = self._new_con()
         #: The tables `_core.LiveModel.objects` fills, as last inserted (a table that did

@@ -46,6 +46,11 @@ class WatchOptions:
     #: Watched paths: (from regex, to regex, deadline ns or None).
     paths: list[tuple[str, str, int | None]] = field(default_factory=list)
     on_miss: str | None = None
+    #: As `roscope record`'s: the pip-installed ROS 2 to preload roscope's tracer into, state
+    #: dumps of the processes already running, only these processes (and descendants).
+    ros2: str | None = None
+    attach: bool = False
+    pids: list[int] = field(default_factory=list)
 
 
 def chunks(out: Path) -> list[Path]:
@@ -70,7 +75,8 @@ class Watch:
         self.on_miss = OnMiss(opts.on_miss)
         self.misses = 0
         self.rec = Recording(RecordOptions(output=opts.output, rotate_us=int(opts.rotate_ms) * 1000, monitor_timer_us=MONITOR_TIMER_US,
-                                               events=[*DEFAULT_EVENTS, *opts.events]),
+                                           events=[*DEFAULT_EVENTS, *opts.events], ros2=opts.ros2, attach=opts.attach,
+                                           pids=list(opts.pids)),
                              list(command) if command else None, "watch")
         self.live: LiveWindows | None = None
         self.seen: set[str] = set()
@@ -153,7 +159,8 @@ class Watch:
         try:
             # The processes of this recording only, as `roscope load` on its output counts them.
             self.live = LiveWindows(int(self.opts.window_s * 1e9), int(self.opts.step_s * 1e9), self.opts.heuristics,
-                                    record_ids([str(rec.out)]), [WatchedPath(a, b, d) for a, b, d in self.opts.paths])
+                                    record_ids([str(rec.out)]), [WatchedPath(a, b, d) for a, b, d in self.opts.paths],
+                                    attach=self.opts.attach or rec.command is None)
             if rec.command is not None:
                 def wait():
                     rc, _left = rec.wait()

@@ -35,10 +35,10 @@ fn to_py(tables: Vec<Table>) -> PyResult<Chunks> {
 #[pymethods]
 impl LiveModel {
     #[new]
-    #[pyo3(signature = (heuristics=true, record_ids=None, window_ns=1_000_000_000))]
-    fn new(heuristics: bool, record_ids: Option<Vec<String>>, window_ns: u64) -> Self {
+    #[pyo3(signature = (heuristics=true, record_ids=None, window_ns=1_000_000_000, attach=false))]
+    fn new(heuristics: bool, record_ids: Option<Vec<String>>, window_ns: u64, attach: bool) -> Self {
         let opts = roscope_model::Options { heuristics, progress: false, sync: false, window_ns: Some(window_ns.max(1)), flush_every: 0 };
-        let scope = roscope_model::Scope { record_ids: record_ids.unwrap_or_default(), attach: false };
+        let scope = roscope_model::Scope { record_ids: record_ids.unwrap_or_default(), attach };
         LiveModel { b: Some(roscope_model::Builder::incremental(opts, scope)), seen: HashMap::new(), events: 0 }
     }
 

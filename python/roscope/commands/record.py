@@ -34,7 +34,7 @@ SUBCOMMANDS = ("start", "stop", "recover", "snapshot")
 
 def _add_recording_options(p: argparse.ArgumentParser) -> None:
     """The options of a recording (the command form and 'start')."""
-    p.add_argument("-o", "--output", metavar="DIR",
+    p.add_argument("-o", "--output", type=C.output_path, metavar="DIR",
                    help="trace directory to create (default: ./roscope-trace-<session name>)")
     p.add_argument("--name", metavar="N", help="LTTng session name (default: roscope-<time>-<pid>)")
     p.add_argument("--kernel", action="store_true",

@@ -41,6 +41,15 @@ def register(sub) -> None:
     p.add_argument("--on-miss", metavar="COMMAND",
                    help="on each miss, run COMMAND (split like a shell would, run without one; the miss's facts in "
                         "ROSCOPE_MISS_* environment variables)")
+    p.add_argument("--ros2", metavar="ENV",
+                   help="the ROS 2 installed from PyPI that COMMAND runs (a Python environment's path, or jazzy / kilted "
+                        "as `make setup` installed them): preload roscope's ROS 2 tracer and rclpy hook into it, as "
+                        "'roscope record --ros2' does (default: the environment COMMAND's program belongs to, if any)")
+    p.add_argument("--attach", action=argparse.BooleanOptionalAction, default=None,
+                   help="ask the processes already running for their objects (a state dump) so that they are named "
+                        "(default: on without a COMMAND, off with one; start them with 'roscope env')")
+    p.add_argument("--pid", action="append", metavar="PID[,PID...]",
+                   help="watch only these processes and their descendants (repeatable)")
     C.add_json(p)
     C.add_heuristics(p)
     p.add_argument("command", nargs="*", help="a command to run and watch (after --); none: attach to what runs")
@@ -113,14 +122,17 @@ class _View:
 
 def run(args) -> int:
     from roscope.errors import InputError
+    from roscope.record.options import parse_pids
     from roscope.watch import Watch, WatchOptions
     if (args.from_re is None) != (args.to_re is None):
         raise InputError("give both --from and --to, or neither")
     paths = list(args.deadline)
     if args.from_re is not None:
         paths.insert(0, (args.from_re, args.to_re, None))
+    attach = not args.command if args.attach is None else args.attach
     opts = WatchOptions(paths=paths, on_miss=args.on_miss, output=args.output, window_s=args.window, rotate_ms=args.rotate_ms, duration_s=args.duration,
-                        heuristics=not args.no_heuristics, events=list(args.event))
+                        heuristics=not args.no_heuristics, events=list(args.event), ros2=args.ros2, attach=attach,
+                        pids=parse_pids(args.pid))
     view = None if args.json else _View()
     try:
         return Watch(args.command or None, opts, _json if args.json else view, _json if args.json else None).run()

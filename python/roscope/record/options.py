@@ -23,6 +23,18 @@ class RecordError(UserError):
     """A recording could not be made; the message says why (a user error: no traceback)."""
 
 
+def parse_pids(items: list[str] | None) -> list[int]:
+    """`--pid PID[,PID...]` (repeatable), for every verb that records."""
+    pids = []
+    for item in items or []:
+        for w in item.split(","):
+            w = w.strip()
+            if not (w.isascii() and w.isdigit()) or not 0 < int(w) <= 4_194_304:   # the kernel's pid_max limit
+                raise RecordError(f"--pid: not a process id: {w.encode('unicode_escape').decode()!r}")
+            pids.append(int(w))
+    return pids
+
+
 @dataclass
 class RecordOptions:
     output: str | None = None

@@ -55,3 +55,28 @@ def environment(base: dict, name: str, tracer: Path | None, ros2: Ros2Recording 
         if hook:
             env["PYTHONPATH"] = f"{hook}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(hook)
     return ros2.environment(env) if ros2 is not None else env
+
+
+#: Variables whose earlier value a process keeps behind roscope's (a list joined by ':').
+PATH_LISTS = ("LD_PRELOAD", "PYTHONPATH")
+
+
+def shell_exports(env: dict[str, str]) -> list[str]:
+    """`export K=V` lines for a POSIX shell (`eval "$(roscope env --shell)"`), each value quoted
+    (a path with a space or a '$' stays one word, and runs nothing); a list variable keeps the
+    value the shell already has after roscope's."""
+    import shlex
+    lines = []
+    for k, v in env.items():
+        keep = f'"${{{k}:+:${k}}}"' if k in PATH_LISTS else ""
+        lines.append(f"export {k}={shlex.quote(v)}{keep}")
+    return lines
+
+
+def attach_environment(tracer: Path | None, ros2: Ros2Recording | None) -> dict[str, str]:
+    """What a process needs in its environment to be traced by a later `roscope record --attach`
+    or `roscope watch`: the tracers preloaded, and no recording id (an attaching recording keeps
+    the processes that have none)."""
+    env = environment({}, "", tracer, ros2)
+    env.pop("ROSCOPE_RECORD_ID", None)
+    return {k: env[k] for k in sorted(env)}
