@@ -17,7 +17,8 @@ Arguments (argparse):
                                   window_ns(window, db) places it in a database's trace time
     regex                         argparse ``type=`` for a topic or callback regex: refused
                                   at once if roscope.regex (Rust's linear-time engine) cannot run it
-    input_path                    argparse ``type=`` for inputs: UTF-8 paths only (the core takes no other)
+    output_path, input_path       argparse ``type=`` for ``-o`` (refuses an empty path) and inputs:
+                                  UTF-8 paths only (the core takes no other)
 
 Opening:
     open_inputs(args, writable=False) -> roscope.database.Database
@@ -69,7 +70,7 @@ if TYPE_CHECKING:
     from roscope.database import Database
 
 __all__ = ["TextOut", "add_heuristics", "add_inputs", "add_json", "add_progress", "add_wide", "cell", "check_recordings", "clean", "escape", "int_range",
-           "input_path", "ms", "number", "open_inputs", "pct", "print_json", "progress", "regex", "report", "report_from", "show", "size",
+           "input_path", "ms", "number", "open_inputs", "output_path", "pct", "print_json", "progress", "regex", "report", "report_from", "show", "size",
            "warn", "width", "window", "window_ns"]
 
 PROG = "roscope"
@@ -243,6 +244,14 @@ def _utf8(text: str, what: str) -> str:
 def input_path(text: str) -> str:
     """An argparse ``type=`` for an input path (a trace, a database, a budgets file): UTF-8."""
     return _utf8(text, "input")
+
+
+def output_path(text: str) -> str:
+    """An argparse ``type=`` for an output path (``-o``, ``--junit``): not empty (which
+    would write into the current directory), UTF-8."""
+    if not text:
+        raise argparse.ArgumentTypeError("the output path is empty")
+    return _utf8(text, "output")
 
 
 # ---------------------------------------------------------------- opening

@@ -28,6 +28,8 @@ from roscope.record import (
     start_session,
     stop_session,
 )
+from roscope.record.options import parse_pids
+from roscope.record.tracer import shell_exports
 
 SUBCOMMANDS = ("start", "stop", "recover", "snapshot")
 
@@ -173,12 +175,7 @@ def _options(args) -> RecordOptions:
         raise RecordError("--keep must be in (0, 3600] seconds and --rate in (0, 1e8] events/s")
     if args.flight_recorder and (args.pid or args.kernel):
         raise RecordError("--flight-recorder takes neither --pid nor --kernel (yet)")
-    pids = []
-    for item in args.pid or []:
-        for w in item.split(","):
-            if not w.strip().isdigit() or int(w) <= 0:
-                raise RecordError(f"--pid: not a process id: {C.escape(w.strip())!r}")
-            pids.append(int(w))
+    pids = parse_pids(args.pid)
     return RecordOptions(output=args.output, name=args.name, kernel=args.kernel,
                          events=events or list(DEFAULT_EVENTS), subbuf_size=args.subbuf_size,
                          num_subbuf=args.num_subbuf, preload=not args.no_preload, tracer=args.tracer,
@@ -190,16 +187,14 @@ def _start(args) -> int:
     state = start_session(_options(args))
     print(f"roscope: recording session {state['name']} into {state['output']}")
     if state.get("tracer"):
-        print("roscope: start the ROS 1 processes to trace with:")
-        print(f"  export LD_PRELOAD={state['tracer']}")
-        print(f"  export ROSCOPE_RECORD_ID={state['name']}")
+        print("roscope: start the ROS 1 processes to trace with (PYTHONPATH: rospy nodes):")
+        ros1 = {"LD_PRELOAD": state["tracer"], "ROSCOPE_RECORD_ID": state["name"]}
         if state.get("rospy_hook"):
-            print(f"  export PYTHONPATH={state['rospy_hook']}${{PYTHONPATH:+:$PYTHONPATH}}  # rospy nodes")
+            ros1["PYTHONPATH"] = state["rospy_hook"]
+        print("".join(f"  {line}\n" for line in shell_exports(ros1)), end="")
     if state.get("ros2_environment"):
         print("roscope: start the ROS 2 (pip-installed) processes to trace with:")
-        for k, v in state["ros2_environment"].items():
-            keep = f"${{{k}:+:${k}}}" if k in ("LD_PRELOAD", "PYTHONPATH") else ""
-            print(f"  export {k}={v}{keep}")
+        print("".join(f"  {line}\n" for line in shell_exports(state["ros2_environment"])), end="")
     print(f"roscope: stop with: roscope record stop --name {state['name']}")
     return 0
 

@@ -24,7 +24,8 @@ def register(sub) -> None:
         "definitions are roscope stats' (roscope stats TRACE --window START:END gives the same numbers). "
         "Ctrl-C stops it (exit 130) and leaves the trace in -o DIR (docs/watch.md).",
     )
-    p.add_argument("-o", "--output", help="the trace directory (default: a new one as roscope record makes)")
+    p.add_argument("-o", "--output", type=C.output_path,
+                   help="the trace directory (default: a new one as roscope record makes)")
     p.add_argument("--window", type=C.number("s", *WINDOW_S), default=5.0, metavar="SECONDS",
                    help=f"the sliding window (default 5 s; {WINDOW_S[0]:g} to {WINDOW_S[1]:g})")
     p.add_argument("--rotate-ms", type=C.int_range(100, 60_000), default=250,
