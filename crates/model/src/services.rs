@@ -24,7 +24,10 @@
 //! - a response goes with its request's call (client, sequence number).
 //!
 //! Either side may come first in the merged order (a hook's event follows the
-//! call it reports): a take that finds no request yet waits for it.
+//! call it reports): a take that finds no request yet waits for it, and so does
+//! a response the client took before its request's send event was read (on a
+//! busy host the server answers before the client's thread emits it): a call is
+//! its (client, sequence number), whatever order its four events come in.
 //!
 //! A run in another task than its take (rclpy: a done callback of a request's
 //! future, an action's execute callback) is told by `roscope_ros2:callback_input`
@@ -86,6 +89,10 @@ pub struct ServiceState {
     take_of: FxHashMap<(usize, bool, i64), usize>,
     /// Response takes made before their response was read: (client, seq) -> take.
     early_response: FxHashMap<(usize, i64), usize>,
+    /// Response takes read before their request's sending: (client, seq) -> take. The
+    /// client took the answer before its thread emitted the send event (Jazzy's
+    /// rclpy hook emits it after the DDS write returns): `send_request` pairs them.
+    response_before_send: FxHashMap<(usize, i64), usize>,
     /// The copies `callback_input` made of a take (for another run), by the take.
     copies: FxHashMap<usize, Vec<usize>>,
     pub calls: Vec<Call>,
@@ -217,6 +224,22 @@ impl Builder {
         self.svc.sent_by_name.entry((name, seq)).or_default().push((when, call));
         if let Some(o) = orphan {
             self.join_request(call, o);
+        }
+        // Its response, already taken (read before this event): the call's by identity.
+        if let Some(k) = self.svc.response_before_send.remove(&(c, seq)) {
+            self.svc.calls[call].response_take = Some(k);
+            match self.svc.calls[call].response_pub {
+                Some(pi) => {
+                    let method = self.svc.calls[call].method;
+                    if let Some(t) = self.takes.get_mut(k) {
+                        t.method = method;
+                    }
+                    self.set_take_publication(k, Some(pi));
+                }
+                None => {
+                    self.svc.early_response.insert((c, seq), k);
+                }
+            }
         }
     }
 
@@ -374,10 +397,17 @@ impl Builder {
             ..Default::default()
         });
         self.svc.take_of.insert((c, true, seq), k);
-        if let Some(call) = call {
-            self.svc.calls[call].response_take = Some(k);
-            if publication.is_none() {
-                self.svc.early_response.insert((c, seq), k);
+        match call {
+            Some(call) => {
+                self.svc.calls[call].response_take = Some(k);
+                if publication.is_none() {
+                    self.svc.early_response.insert((c, seq), k);
+                }
+            }
+            // Its request's send event not read yet (emitted after the write): paired
+            // when it comes, by (client, sequence number).
+            None => {
+                self.svc.response_before_send.insert((c, seq), k);
             }
         }
     }

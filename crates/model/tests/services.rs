@@ -178,3 +178,72 @@ fn several_clients_with_one_sequence_number_make_a_heuristic_link() {
     assert_eq!(strs(&m, "links", "method"), vec![s("service_sequence_nearest")]);
     assert_eq!(ints(&m, "links", "heuristic"), vec![Some(1)]);
 }
+
+/// On a busy host the client takes the response before its thread emits the send
+/// event of the request (Jazzy's rclpy hook emits it after the DDS write returns,
+/// Kilted's rmw after its write too): the call is still one call, paired by
+/// (client, sequence number), its response take linked to the response and into
+/// the client callback's run. Its round trip (1450 - 1500) and the request's
+/// latency (1310 - 1500) come out negative: `roscope stats` counts them apart,
+/// never as a measurement.
+fn response_taken_before_the_send_event(provider: &str, kilted: bool) {
+    let p = |n: &str| format!("{}:{}", provider, n);
+    let g: &[u8] = if kilted { &[7; 16] } else { &[0; 16] };
+    let mut w = TraceWriter::new("h");
+    classes(&mut w, provider);
+    objects(&mut w, kilted);
+    w.event(1000, CLIENT, "ros2:callback_start", &[U(0x4200), U(0)]);
+    let mut take = vec![U(0x6001), U(0xB1), B(g), I(1), U(1)];
+    if provider == "roscope_ros2" {
+        take.push(I(0));
+    }
+    w.event(1300, SERVER, &p("rmw_take_request"), &take);
+    w.event(1310, SERVER, "ros2:callback_start", &[U(0x6200), U(0)]);
+    w.event(1400, SERVER, "ros2:callback_end", &[U(0x6200)]);
+    w.event(1410, SERVER, &p("rmw_send_response"), &[U(0x6001), U(0xB2), B(g), I(1), I(0)]);
+    w.event(1450, CLIENT_EXEC, &p("rmw_take_response"), &[U(0x5001), U(0xA2), I(1), I(0), U(1)]);
+    w.event(1460, CLIENT_EXEC, "roscope_ros2:callback_input", &[U(0x5200), U(0x5001), I(1)]);
+    w.event(1470, CLIENT_EXEC, "ros2:callback_start", &[U(0x5200), U(0)]);
+    w.event(1480, CLIENT_EXEC, "ros2:callback_end", &[U(0x5200)]);
+    w.event(1500, CLIENT, &p("rmw_send_request"), &[U(0x5001), U(0xA1), I(1)]);
+    w.event(1510, CLIENT, "ros2:callback_end", &[U(0x4200)]);
+    let m = build(&w);
+    // Publications: the response (1410) first, then the request (1500).
+    assert_eq!(ints(&m, "publications", "ts"), vec![Some(1410), Some(1500)]);
+    // Runs: the subscription's (0), the service's (1), the client callback's (2).
+    assert_eq!(ints(&m, "callback_runs", "start_ts"), vec![Some(1000), Some(1310), Some(1470)]);
+    // One call: request 1 taken as take 0, response 0 taken as take 1.
+    assert_eq!(ints(&m, "service_calls", "sequence_number"), vec![Some(1)]);
+    assert_eq!(ints(&m, "service_calls", "client_id"), vec![Some(0)]);
+    assert_eq!(ints(&m, "service_calls", "service_id"), vec![Some(0)]);
+    assert_eq!(ints(&m, "service_calls", "request_publication_id"), vec![Some(1)]);
+    assert_eq!(ints(&m, "service_calls", "request_take_id"), vec![Some(0)]);
+    assert_eq!(ints(&m, "service_calls", "response_publication_id"), vec![Some(0)]);
+    assert_eq!(ints(&m, "service_calls", "response_take_id"), vec![Some(1)]);
+    // The request feeds the service's run, the response the client callback's run.
+    assert_eq!(ints(&m, "takes", "run_id"), vec![Some(1), Some(2)]);
+    let mut links: Vec<_> = ints(&m, "links", "publication_id").into_iter().zip(ints(&m, "links", "run_id")).collect();
+    links.sort();
+    assert_eq!(links, vec![(Some(0), Some(2)), (Some(1), Some(1))]);
+    // Statistics: the server time 1410 - 1300 = 110; the round trip 1450 - 1500 < 0 and the
+    // request's delivery 1310 - 1500 < 0 are counted apart, not measured.
+    let st = roscope_model::stats::stats(&m);
+    let svc = &st.services[0];
+    assert_eq!((svc.service.as_str(), svc.calls, svc.answered), ("/plan_path", 1, 1));
+    assert_eq!((svc.server.count, svc.server.min, svc.server_negative), (1, Some(110), 0));
+    assert_eq!((svc.rtt.count, svc.rtt.min, svc.rtt_negative), (0, None, 1));
+    let req = st.latencies.iter().find(|g| g.key.as_deref() == Some("/plan_path:request")).unwrap();
+    assert_eq!((req.rows, req.d.count, req.negative), (1, 0, 1));
+    let resp = st.latencies.iter().find(|g| g.key.as_deref() == Some("/plan_path:response")).unwrap();
+    assert_eq!((resp.rows, resp.d.count, resp.d.min, resp.negative), (1, 1, Some(1470 - 1410), 0));
+}
+
+#[test]
+fn jazzy_a_response_taken_before_its_requests_send_event_is_paired() {
+    response_taken_before_the_send_event("roscope_ros2", false);
+}
+
+#[test]
+fn kilted_a_response_taken_before_its_requests_send_event_is_paired() {
+    response_taken_before_the_send_event("ros2", true);
+}
