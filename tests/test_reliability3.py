@@ -1,7 +1,8 @@
-"""Issue 43 ("Reliability, round 3"), items MEDIUM 2-6: the numbers and regular expressions
-a user gives `watch`, `record`, `load`, `stats`, `flow`, `report` and `check`, trace names
-in `watch`'s view, `check`'s JUnit XML and the paths every verb reads.
-docs/reliability.md ("Reliability, round 3") maps each case to its test here.
+"""Issue 43 ("Reliability, round 3"), items MEDIUM 2-6 and their LOW companions: the
+numbers and regular expressions a user gives `watch`, `record`, `load`, `stats`, `flow`,
+`report` and `check`, trace names in `watch`'s view, `check`'s JUnit XML and inputs, and
+the pytest plugin's markers. docs/reliability.md ("Reliability, round 3") maps each case to
+its test here.
 
 Every case runs the real `roscope` command on the shared traces (or files made here) and
 asserts what a user sees: the exit status (0, 1, or 2 for a usage error; never 70, a bug,
@@ -220,6 +221,12 @@ def test_watch_view_shows_markup_in_names_as_text():
 # ---------------------------------------------------------------- MEDIUM 5: check's XML and paths
 
 
+def _budgets(path, name: str, callback: str = "^/ping ", extra: str = "") -> str:
+    path.write_text(f'budgets:\n  - name: "{name}"\n    callback: "{callback}"\n    duration: {{max: 10 s}}\n{extra}',
+                    encoding="utf-8")
+    return str(path)
+
+
 def test_junit_holds_names_xml_cannot(roscope_cmd, tmp_path):
     r"""MEDIUM 5: a budget named with U+FFFE and U+FFFF (a YAML escape) made JUnit XML that
     no parser reads. Now a real XML parser (xml.etree) reads it, and the name is in it with
@@ -260,12 +267,6 @@ def test_a_path_that_is_not_utf8_is_one_line(verb, roscope_cmd, tmp_path):
 
 
 # ---------------------------------------------------------------- MEDIUM 6: ReDoS
-
-
-def _budgets(path, name: str, callback: str = "^/ping ", extra: str = "") -> str:
-    path.write_text(f'budgets:\n  - name: "{name}"\n    callback: "{callback}"\n    duration: {{max: 10 s}}\n{extra}',
-                    encoding="utf-8")
-    return str(path)
 
 
 def test_regex_engine_agrees_with_python_re():
@@ -317,6 +318,136 @@ def test_a_budget_regex_the_engine_cannot_run_is_one_line(pattern, reason, rosco
     b = _budgets(tmp_path / "b.yaml", "x", pattern)
     p = run(roscope_cmd, "check", b, PINGPONG)
     assert_refused(p, 2, rf"b\.yaml:3: budgets\[0\]\.callback: bad regular expression .*{re.escape(reason)}")
+
+
+# ---------------------------------------------------------------- LOW
+
+
+@pytest.mark.parametrize("argv", [["watch", "-o", "", "--duration", "1"], ["record", "-o", "", "--", "true"],
+                                  ["record", "start", "-o", ""], ["check", "{b}", PINGPONG, "--junit", ""],
+                                  ["check", "--suggest", "{tmp}", "-o", ""]],
+                         ids=["watch-o", "record-o", "record-start-o", "check-junit", "check-suggest-o"])
+def test_an_empty_output_path_is_refused(argv, roscope_cmd, tmp_path):
+    """LOW: `watch -o ''` and `record -o ''` recorded into the current directory; `check
+    --junit ''` wrote nothing and said nothing. Each is refused at parse time (exit 2),
+    and nothing appears in the current directory."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    b = _budgets(tmp_path / "b.yaml", "x")
+    p = run(roscope_cmd, *[a.replace("{b}", b).replace("{tmp}", str(tmp_path)) for a in argv], cwd=cwd)
+    assert_refused(p, 2, r"the output path is empty")
+    assert os.listdir(cwd) == []
+
+
+def test_an_experiment_name_with_a_trailing_newline_is_refused(roscope_cmd, tmp_path):
+    """LOW (`$` before a newline): an experiment's name `demo\\n` passed `^...$`; names are
+    matched whole now (fullmatch)."""
+    body = 'system: {start: [sleep, "30"]}\ndriver: {command: [true]}\nscenarios:\n  - {name: SCENARIO}\n'
+    (tmp_path / "e.yaml").write_text('name: "demo\\n"\n' + body.replace("SCENARIO", "s"))
+    p = run(roscope_cmd, "experiment", "run", tmp_path / "e.yaml", "-o", tmp_path / "out")
+    assert_refused(p, 1, r"e\.yaml: name: 'demo\\n': use letters, digits")
+    (tmp_path / "e.yaml").write_text(body.replace("SCENARIO", '"s1\\n"'))
+    p = run(roscope_cmd, "experiment", "run", tmp_path / "e.yaml", "-o", tmp_path / "out")
+    assert_refused(p, 1, r"e\.yaml: scenarios\[0\]\.name: 's1\\n': use letters, digits")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_fifo_as_budgets_or_deps_file_never_hangs(roscope_cmd, tmp_path):
+    """LOW: a FIFO as the budgets file, or as a path budget's `deps:` file, hung `check`
+    (an open that waits for a writer). Both are refused at once, without blocking: the
+    budgets file with exit 2; the deps file makes its budget's lines errors naming it."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    p = run(roscope_cmd, "check", fifo, PINGPONG)
+    assert_refused(p, 2, r"fifo: is a FIFO, not a regular file: not a budgets file")
+    b = tmp_path / "deps.yaml"
+    b.write_text('budgets:\n  - path: {from: "^/ping$", to: "^/pong$", deps: fifo}\n    latency: {p99: 1 s}\n')
+    p = run(roscope_cmd, "check", b, PINGPONG, "--json", timeout=60)
+    assert p.returncode == 2, p.stderr
+    errs = [x for x in json.loads(p.stdout)["lines"] if x["status"] == "error"]
+    assert errs and all("fifo: is a FIFO, not a regular file: not a dependency file" in x["message"] for x in errs)
+
+
+def test_a_file_that_is_not_budgets_is_never_quoted(roscope_cmd, tmp_path):
+    """LOW: `check /etc/shadow` (or `roscope_budgets("../../etc/shadow")`) printed the file's
+    first line in the error. A file without `budgets:` is now said not to be a budgets file,
+    and no byte of it is in the output."""
+    secret = "root:$6$s3cretHash:19000:0:99999:7:::"
+    (tmp_path / "shadow").write_text(secret + "\nbin:*:19000:0:99999:7:::\n")
+    p = run(roscope_cmd, "check", tmp_path / "shadow", PINGPONG)
+    assert_refused(p, 2, r"shadow:1: top level: no `budgets:` key: not a budgets file")
+    assert "s3cret" not in p.stderr and "19000" not in p.stderr and "bin:" not in p.stderr
+
+
+def _plugin_args() -> list[str]:
+    """`-p roscope.pytest_plugin` unless roscope is installed with its pytest11 entry point."""
+    import importlib.metadata
+    eps = importlib.metadata.entry_points(group="pytest11")
+    return [] if any(e.value == "roscope.pytest_plugin" for e in eps) else ["-p", "roscope.pytest_plugin"]
+
+
+_PLUGIN_TEST = '''
+import pytest
+from roscope.pytest_plugin import ms
+
+{marker}
+def test_it({fixture}):
+    {body}
+'''
+
+
+@pytest.mark.parametrize("marker, fixture, body, expect", [
+    ("@pytest.mark.roscope_budgets(123)\n@pytest.mark.roscope_trace(TRACE)", "roscope_trace", "pass",
+     r"roscope_budgets\(FILE\): expected a path \(str or os\.PathLike\), got int 123"),
+    ("@pytest.mark.roscope_trace(12345)", "roscope_trace", "pass",
+     r"roscope_trace\(PATH\): expected a path \(str or os\.PathLike\), got int 12345"),
+    ("@pytest.mark.roscope_record(kernel='false')", "roscope_recording", "pass",
+     r"roscope_record\(kernel=\.\.\.\): expected True or False, got str 'false'"),
+    ("@pytest.mark.roscope_budgets(SHADOW)\n@pytest.mark.roscope_trace(TRACE)", "roscope_trace", "pass",
+     r"no `budgets:` key: not a budgets file"),
+], ids=["budgets-int", "trace-int", "record-kernel-text", "budgets-not-a-budgets-file"])
+def test_plugin_markers_of_the_wrong_kind(marker, fixture, body, expect, pytester, tmp_path):
+    """LOW: `roscope_budgets(123)` / `roscope_trace(12345)` raised raw TypeErrors;
+    `roscope_record(kernel="false")` turned kernel recording on (a recording of the kernel,
+    as root); a budgets marker on another file quoted its first line. Each is now one clear
+    message (a usage error, before any recording starts), and nothing of the file."""
+    shadow = tmp_path / "shadow"
+    shadow.write_text("root:$6$s3cretHash:19000:0:99999:7:::\n")
+    marker = marker.replace("TRACE", repr(PINGPONG)).replace("SHADOW", repr(str(shadow)))
+    pytester.makepyfile(_PLUGIN_TEST.format(marker=marker, fixture=fixture, body=body))
+    r = pytester.runpytest_subprocess(*_plugin_args(), "-p", "no:cacheprovider", timeout=120)
+    text = r.stdout.str() + r.stderr.str()
+    assert re.search(expect, text), text
+    assert "TypeError:" not in text and "Traceback" not in text and "s3cret" not in text
+    assert r.ret != 0
+
+
+def test_plugin_report_dir_on_a_file_keeps_the_measured_value(pytester, tmp_path):
+    """LOW: `--roscope-reports` naming a file replaced a failing assertion's message (the
+    measured value, the limit) with FileExistsError. The message keeps them and says the
+    report was not written."""
+    (tmp_path / "reports").write_text("a file\n")
+    pytester.makepyfile(_PLUGIN_TEST.format(
+        marker=f"@pytest.mark.roscope_trace({PINGPONG!r})", fixture="roscope_trace",
+        body='assert roscope_trace.callback("^/ping timer").duration.max <= ms(0.000001)'))
+    r = pytester.runpytest_subprocess(*_plugin_args(), "-p", "no:cacheprovider",
+                                      f"--roscope-reports={tmp_path / 'reports'}", timeout=180)
+    text = r.stdout.str()
+    assert r.ret == 1, text
+    assert re.search(r"duration max of /ping timer .*: measured \d+\.\d{3} ms, limit <= 0\.000 ms", text), text
+    assert "the report of the trace was not written" in text and "FileExistsError" not in text
+
+
+@pytest.mark.lttng
+def test_plugin_recording_without_a_trace_fails_once(pytester, lttng_ready):
+    """LOW: a `roscope_recording` in which nothing was traced failed twice: the test's
+    `stop()` and again at teardown (stopping the session a second time). It now fails
+    the test once, with the reason, and the teardown adds no error."""
+    pytester.makepyfile(_PLUGIN_TEST.format(marker="", fixture="roscope_recording", body="roscope_recording.stop()"))
+    r = pytester.runpytest_subprocess(*_plugin_args(), "-p", "no:cacheprovider", timeout=180)
+    text = r.stdout.str()
+    r.assert_outcomes(failed=1, errors=0)
+    assert "error at teardown" not in text.lower(), text
 
 
 # ---------------------------------------------------------------- fuzz

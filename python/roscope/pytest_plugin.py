@@ -26,6 +26,7 @@ import sys
 import pytest
 
 from roscope.check.units import hz, ms, ns, pct, s, us
+from roscope.errors import UserError
 
 #: The units of the assertion API, importable from here too (light: the analyses, DuckDB and
 #: the core are imported only when a test uses a fixture).
@@ -57,6 +58,26 @@ def _report_name(item) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid).strip("_")[:150] or "test"
 
 
+def _path(value, what: str) -> str:
+    """`value` (a marker's or an option's path) as a str; the test fails naming `what` if it is no path
+    (one line, no traceback)."""
+    if isinstance(value, (str, os.PathLike)):
+        try:
+            p = os.fspath(value)
+        except TypeError:
+            p = None
+        if isinstance(p, str) and p:
+            return p
+    pytest.fail(f"{what}: expected a path (str or os.PathLike), got {type(value).__name__} {value!r}", pytrace=False)
+
+
+def _flag(value, what: str) -> bool:
+    """A marker's True/False option; the test fails for anything else ("false" is text, not False)."""
+    if not isinstance(value, bool):
+        pytest.fail(f"{what}: expected True or False, got {type(value).__name__} {value!r}", pytrace=False)
+    return value
+
+
 def _report_dir(config) -> str:
     d = config.getoption("--roscope-reports")
     return d if os.path.isabs(d) else os.path.join(str(config.invocation_params.dir), d)
@@ -72,6 +93,10 @@ class Recording:
         self.config = config
         self.state = start_session(RecordOptions(output=output, kernel=kernel, ros2=ros2))
         self.trace = None
+        #: The error of the one `stop` (the recording is stopped once; a trace that cannot be
+        #: read fails the test once, not again at teardown).
+        self.error: BaseException | None = None
+        self.stopped = False
 
     @property
     def output(self) -> str:
@@ -92,13 +117,21 @@ class Recording:
         return out
 
     def stop(self):
-        """Ends the recording (`roscope record stop`) and returns its Trace (once)."""
+        """Ends the recording (`roscope record stop`) and returns its Trace (once; a failure is
+        raised again to a later call)."""
+        if self.error is not None:
+            raise self.error
         if self.trace is None:
             from roscope.check.api import Trace
             from roscope.record.session import stop_session
 
-            stop_session(self.state["name"])
-            self.trace = Trace(self.output, report_dir=_report_dir(self.config))
+            self.stopped = True
+            try:
+                stop_session(self.state["name"])
+                self.trace = Trace(self.output, report_dir=_report_dir(self.config))
+            except Exception as e:
+                self.error = e
+                raise
         return self.trace
 
 
@@ -107,15 +140,19 @@ def roscope_recording(request, tmp_path):
     """A recording for this test (see the module's doc); stopped at teardown if the test did not."""
     m = request.node.get_closest_marker("roscope_record")
     kw = dict(m.kwargs) if m else {}
-    rec = Recording(request.config, str(tmp_path / "roscope-trace"),
-                    bool(kw.get("kernel", request.config.getoption("--roscope-kernel"))),
-                    kw.get("ros2", request.config.getoption("--roscope-ros2")))
+    kernel = _flag(kw.get("kernel", bool(request.config.getoption("--roscope-kernel"))), "roscope_record(kernel=...)")
+    ros2 = kw.get("ros2", request.config.getoption("--roscope-ros2"))
+    if ros2 is not None:
+        ros2 = _path(ros2, "roscope_record(ros2=...)")
+    rec = Recording(request.config, str(tmp_path / "roscope-trace"), kernel, ros2)
     request.node.stash[_TRACES] = rec
     try:
         yield rec
     finally:
-        t = rec.stop()
-        t.close()
+        if not rec.stopped:   # stopped by the test (or the budgets): its failure was told there
+            rec.stop().close()
+        elif rec.trace is not None:
+            rec.trace.close()
 
 
 @pytest.fixture
@@ -129,6 +166,9 @@ def roscope_trace(request):
     if not path:
         pytest.fail("roscope_trace: give the trace with @pytest.mark.roscope_trace(PATH) or --roscope-trace PATH",
                     pytrace=False)
+    path = _path(path, "roscope_trace(PATH)")
+    if run is not None and not isinstance(run, str):
+        pytest.fail(f"roscope_trace(run=...): expected a run id (str), got {type(run).__name__} {run!r}", pytrace=False)
     t = Trace(path, run=run, report_dir=_report_dir(request.config))
     request.node.stash[_TRACES] = t
     try:
@@ -145,7 +185,7 @@ def _budgets_file(item) -> str | None:
     if m is not None:
         if not m.args:
             raise pytest.UsageError(f"{item.nodeid}: roscope_budgets needs the budgets file: roscope_budgets(FILE)")
-        f = os.fspath(m.args[0])
+        f = _path(m.args[0], f"{item.nodeid}: roscope_budgets(FILE)")
         return f if os.path.isabs(f) else os.path.join(os.path.dirname(str(item.path)), f)
     return item.config.getoption("--roscope-budgets")
 
@@ -157,16 +197,26 @@ def pytest_runtest_call(item):
         outcome = yield
     finally:
         _CURRENT.pop("item", None)
-    budgets_file = _budgets_file(item)
-    if budgets_file is None or outcome.excinfo is not None:
+    if outcome.excinfo is not None:
+        return
+    try:
+        budgets_file = _budgets_file(item)
+    except pytest.fail.Exception as e:
+        outcome.force_exception(e)
+        return
+    if budgets_file is None:
         return
     held = item.stash.get(_TRACES, None)
     if held is None:
         raise pytest.UsageError(f"{item.nodeid}: roscope budgets need a roscope_recording or roscope_trace fixture")
     trace = held.stop() if hasattr(held, "stop") else held
     from roscope.check import budgets, measure, output
-
-    lines = measure.evaluate(trace.db, budgets.load(budgets_file).budgets, trace.ctx)
+    try:
+        spec = budgets.load(budgets_file)
+    except UserError as e:   # the file's own words are never quoted (roscope.check.budgets)
+        outcome.force_exception(pytest.fail.Exception(f"roscope budgets: {e}", pytrace=False))
+        return
+    lines = measure.evaluate(trace.db, spec.budgets, trace.ctx)
     bad = [x for x in lines if x.status != measure.PASS]
     if bad:
         path = trace.write_report(_report_name(item))
@@ -176,7 +226,9 @@ def pytest_runtest_call(item):
             if why:
                 text += f"\n  {output.head(x)}: {why}"
         outcome.force_exception(AssertionError(f"roscope budgets {budgets_file}: {len(bad)} of {len(lines)} lines "
-                                               f"not met\n{text}" + (f"\nreport of the trace: {path}" if path else "")))
+                                               f"not met\n{text}" + (f"\nreport of the trace: {path}" if path else
+                                                                      f"\n{trace.report_problem}" if trace.report_problem
+                                                                      else "")))
 
 
 def pytest_assertrepr_compare(config, op, left, right):

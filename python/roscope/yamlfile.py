@@ -10,8 +10,14 @@ the line of every value, so that an error can name the file, the line and the ke
   each key and item.
 - ``expanded_size(node)``: how many values a composed YAML node graph holds once
   its aliases are expanded.
+- ``read_small(path, what, max_bytes)``: the bytes of a user's small input file (this
+  YAML, a `roscope deps` JSON file): opened without blocking (a FIFO or a device never
+  hangs roscope), a regular file only, at most `max_bytes` read; InputError otherwise.
 """
 from __future__ import annotations
+
+import os
+import stat
 
 from roscope.errors import InputError
 
@@ -131,18 +137,44 @@ def _line_loader(text: str):
     return Loader(text)
 
 
+def read_small(path, what: str, max_bytes: int) -> bytes:
+    """The bytes of the `what` at `path` (module's doc). Nothing of the file is ever put in
+    an error message."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as e:
+        raise InputError(f"cannot read the {what} {path}: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError(f"{path}: is a directory, not {_a(what)}")
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device"
+            raise InputError(f"{path}: is {kind}, not a regular file: not {_a(what)}")
+        if st.st_size > max_bytes:
+            raise InputError(f"{path}: larger than {max_bytes} bytes: not {_a(what)}")
+        chunks, n = [], 0
+        while n <= max_bytes:
+            b = os.read(fd, max_bytes + 1 - n)
+            if not b:
+                break
+            chunks.append(b)
+            n += len(b)
+    except OSError as e:
+        raise InputError(f"cannot read the {what} {path}: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    if n > max_bytes:
+        raise InputError(f"{path}: larger than {max_bytes} bytes: not {_a(what)}")
+    return b"".join(chunks)
+
+
 def read(path, what: str, *, lines: bool = False, max_bytes: int = MAX_FILE_BYTES, max_values: int = MAX_VALUES):
     """The YAML document of `path` (a `what`, e.g. "experiment file", for the messages), or
     None for an empty one. See the module's doc."""
     import yaml
 
-    try:
-        with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
-    except OSError as e:
-        raise InputError(f"cannot read the {what} {path}: {e.strerror or e}") from None
-    if len(data) > max_bytes:
-        raise InputError(f"{path}: larger than {max_bytes} bytes: not {_a(what)}")
+    data = read_small(path, what, max_bytes)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -23,7 +23,7 @@ from roscope.check import units
 from roscope.check.budgets import PATH_KEYS, Budget, Limit, Measure
 from roscope.check.measure import ERROR, Context, Line, evaluate
 from roscope.check.units import COUNT, DURATION, RATE, SHARE
-from roscope.errors import InputError
+from roscope.errors import InputError, UserError, user_message
 
 
 class Measured(float):
@@ -100,6 +100,8 @@ class Trace:
         self.db = db if db is not None else opening.open(self.path, runs=[run] if run else None)
         self.ctx = Context(self.db)
         self._report: str | None = None
+        #: Why the report could not be written (`write_report`), or None.
+        self.report_problem: str | None = None
 
     def close(self) -> None:
         self.db.close()
@@ -162,15 +164,21 @@ class Trace:
 
     def write_report(self, name: str) -> str | None:
         """The HTML report of this trace in `report_dir` (once per trace); its path."""
-        if self._report or not self.report_dir:
+        if self._report or not self.report_dir or self.report_problem:
             return self._report
-        os.makedirs(self.report_dir, exist_ok=True)
-        out = os.path.join(self.report_dir, f"{name}.html")
-        n = 1
-        while os.path.lexists(out):
-            n += 1
-            out = os.path.join(self.report_dir, f"{name}-{n}.html")
-        report.write(self.db, out, sources=[self.path])  # its data-flow pairs found automatically
+        try:
+            if os.path.lexists(self.report_dir) and not os.path.isdir(self.report_dir):
+                raise NotADirectoryError(f"{self.report_dir}: not a directory")
+            os.makedirs(self.report_dir, exist_ok=True)
+            out = os.path.join(self.report_dir, f"{name}.html")
+            n = 1
+            while os.path.lexists(out):
+                n += 1
+                out = os.path.join(self.report_dir, f"{name}-{n}.html")
+            report.write(self.db, out, sources=[self.path])  # its data-flow pairs found automatically
+        except (OSError, UserError) as e:   # the measured value is what the user must see: the report is extra
+            self.report_problem = f"the report of the trace was not written: {user_message(e) or e}"
+            return None
         self._report = out
         return out
 
@@ -193,4 +201,6 @@ def explain(left, op: str, right, report_name: str | None) -> list[str] | None:
         path = m.trace.write_report(report_name)
         if path:
             out.append(f"report of the trace: {path}")
+        elif m.trace.report_problem:
+            out.append(m.trace.report_problem)
     return out

@@ -308,6 +308,8 @@ def parse(doc, path: str = "<budgets>") -> Budgets:
         raise InputError(f"{path}: empty: a budgets file has `budgets:`, a list of budgets (docs/ci.md)")
     if not isinstance(doc, yamlfile.LineMap):
         raise f.error(getattr(doc, "line", 1), "top level", "expected a mapping with `budgets:` (docs/ci.md)")
+    if "budgets" not in doc:   # not a budgets file: nothing of it is quoted (it may be any file)
+        raise f.error(doc.line, "top level", "no `budgets:` key: not a budgets file (docs/ci.md)")
     for k in doc:
         if k not in ("budgets", "version"):
             raise f.error(doc.line_of(k), str(k), "unknown key (expected budgets, version)")

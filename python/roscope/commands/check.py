@@ -44,7 +44,7 @@ def register(sub) -> None:
                    help="with --baseline or --suggest: the runs to use (a shell pattern; default all)")
     p.add_argument("--alpha", type=float, default=0.05, metavar="A",
                    help="with --baseline: the significance level (default 0.05)")
-    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML: one test case per budget line")
+    p.add_argument("--junit", type=C.output_path, metavar="FILE", help="also write JUnit XML: one test case per budget line")
     p.add_argument("--github", action="store_true",
                    help="also print GitHub Actions annotations (::error file=...,line=...::) for each failing budget "
                         "(on stdout; on stderr with --json)")
@@ -57,7 +57,7 @@ def register(sub) -> None:
                    help="with --suggest: the path's output topics")
     p.add_argument("--margin", type=float, default=None, metavar="M",
                    help="with --suggest: room over the largest value seen (default 0.5: 50 %%)")
-    p.add_argument("-o", "--output", metavar="FILE", help="with --suggest: write the budgets file here, not stdout")
+    p.add_argument("-o", "--output", type=C.output_path, metavar="FILE", help="with --suggest: write the budgets file here, not stdout")
     p.add_argument("--memory", type=C.size, metavar="SIZE", default=None,
                    help="DuckDB's memory budget (e.g. 512M, 2G)")
     C.add_heuristics(p)

@@ -11,6 +11,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
+from roscope import yamlfile
 from roscope.errors import InputError
 
 if TYPE_CHECKING:
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 #: The dependency file's "format" and the newest "version" this roscope reads.
 FORMAT = "roscope-deps"
 FORMAT_VERSION = 1
+#: A dependency file is read up to this size (bytes).
+MAX_DEPS_BYTES = 256 << 20
 
 
 def load(deps) -> dict:
@@ -26,14 +29,12 @@ def load(deps) -> dict:
     where = "the dependency document"
     if isinstance(deps, (str, os.PathLike)):
         where = os.fspath(deps)
+        if not os.path.lexists(deps):
+            raise InputError(f"{where}: no such file")
+        data = yamlfile.read_small(deps, "dependency file", MAX_DEPS_BYTES)
         try:
-            with open(deps, encoding="utf-8") as f:
-                deps = json.load(f)
-        except FileNotFoundError:
-            raise InputError(f"{where}: no such file") from None
-        except IsADirectoryError:
-            raise InputError(f"{where}: is a directory, not a dependency file") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            deps = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise InputError(f"{where}: not a JSON dependency file written by `roscope deps` ({exc})") from None
     if not isinstance(deps, dict) or deps.get("format") != FORMAT:
         raise InputError(f"{where}: not a dependency file written by `roscope deps` (no \"format\": \"{FORMAT}\")")

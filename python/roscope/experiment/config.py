@@ -245,7 +245,7 @@ def _scenario(path: Path, i: int, d) -> dict:
     where = f"scenarios[{i}]"
     d = _keys(path, where, d, {"name", "trials", "sweep", "breaking_point", *SCENARIO_KINDS}, {"name"})
     name = str(d["name"])
-    if not NAME_RE.match(name):
+    if not NAME_RE.fullmatch(name):
         raise _err(path, f"{where}.name", f"{name!r}: use letters, digits, '_', '.', '-' (at most 64)")
     sc = {"name": name, "params": {}, "trials": d.get("trials")}
     if sc["trials"] is not None:
@@ -310,7 +310,7 @@ def load(path) -> Experiment:
     raw = _keys(path, "top level", raw, {"name", "trials", "tracing", "ros", "system", "driver", "metrics", "scenarios"},
                 {"system", "driver", "scenarios"})
     name = str(raw.get("name", path.stem))
-    if not NAME_RE.match(name):
+    if not NAME_RE.fullmatch(name):
         raise _err(path, "name", f"{name!r}: use letters, digits, '_', '.', '-'")
     ros = raw.get("ros")
     if ros not in (None, "ros1"):
