@@ -22,9 +22,9 @@ use arrow::ArrowTable;
 mod flow;
 mod kernel;
 mod live;
-mod user_regex;
 mod search;
 mod stats;
+mod user_regex;
 
 use std::sync::Arc;
 
