@@ -320,6 +320,15 @@ def test_a_budget_regex_the_engine_cannot_run_is_one_line(pattern, reason, rosco
     assert_refused(p, 2, rf"b\.yaml:3: budgets\[0\]\.callback: bad regular expression .*{re.escape(reason)}")
 
 
+def test_trend_path_metric_takes_the_flow_syntax(roscope_cmd, tmp_path):
+    """MEDIUM 6 (consistency): `trend --metric path:FROM->TO` checked its regexes with
+    Python's `re`, while the data-flow search now runs them on the linear-time engine: a
+    look-ahead passed the check. It is checked by the same compiler now (exit 1, the
+    engine's reason), before any dataset is opened."""
+    p = run(roscope_cmd, "trend", tmp_path, "--metric", "path:^/ping(?=x)->^/pong$")
+    assert_refused(p, 1, r"metric 'path:\^/ping\(\?=x\)->\^/pong\$': bad regular expression '\^/ping\(\?=x\)': look-around")
+
+
 # ---------------------------------------------------------------- LOW
 
 

@@ -13,11 +13,11 @@ The runs' storage is `roscope.dataset`'s.
 from __future__ import annotations
 
 import math
-import re
 import statistics as pystats
 from collections.abc import Sequence
 
 from roscope import dataset as ds
+from roscope import regex
 from roscope.dataset_queries import stat_columns
 from roscope.errors import InputError
 from roscope.flow import FlowRequest, data_flows, path_stats
@@ -82,12 +82,12 @@ def parse_metric(text: str) -> tuple[str, str, str | None]:
         rest, sep, to = rest.partition("->")
         if not sep or not rest or not to:
             raise InputError(f"metric {text!r}: a path is path:FROM_REGEX->TO_REGEX")
-    if kind == "path":  # the data-flow search matches topics with Python's regexes
+    if kind == "path":  # the data-flow search matches topics with roscope.regex (Rust's linear-time engine)
         for r in (rest, to):
             try:
-                re.compile(r)
-            except re.error as exc:
-                raise InputError(f"metric {text!r}: bad regular expression {r!r}: {exc}") from None
+                regex.compile(r, None)
+            except InputError as exc:
+                raise InputError(f"metric {text!r}: {exc}") from None
     else:
         _check_re2(text, rest)
     return kind, rest, to
