@@ -52,6 +52,14 @@ def rclcpp_prefix() -> Path:
     return Path(p.stdout.strip())
 
 
+def built_prefix(bindir: Path) -> Path:
+    """RCLCPP_PREFIX of the build in `bindir` (its CMakeCache.txt)."""
+    for line in (bindir / "CMakeCache.txt").read_text().splitlines():
+        if line.startswith("RCLCPP_PREFIX:PATH="):
+            return Path(line.split("=", 1)[1])
+    raise SystemExit(f"launch.py: no RCLCPP_PREFIX in {bindir / 'CMakeCache.txt'}: run {Path(__file__).name} --build")
+
+
 def build(jobs: int | None = None) -> Path:
     """Configures (when needed) and builds the programs; returns the build directory."""
     env_dir, prefix, out = ros2_env(), rclcpp_prefix(), build_dir()
@@ -86,7 +94,8 @@ def main(argv=None) -> int:
         build()
         return 0
     bindir = build_dir()
-    missing = [n for n in PROCESSES if not (bindir / n).exists()]
+    missing = [n for n in PROCESSES if not (bindir / n).exists()] + \
+        ([] if (bindir / "CMakeCache.txt").exists() else ["CMakeCache.txt"])
     if missing:
         print(f"launch.py: {', '.join(missing)} not built in {bindir}: run {Path(__file__).name} --build first", file=sys.stderr)
         return 2
@@ -96,7 +105,9 @@ def main(argv=None) -> int:
         print(f"launch.py: {gt} exists and is not empty; refusing to overwrite", file=sys.stderr)
         return 2
     gt.mkdir(parents=True, exist_ok=True)
-    env_dir, prefix = ros2_env(), rclcpp_prefix()
+    # the rclcpp the programs were built against (from the build, not rclcpp_setup.sh: its
+    # helper processes would be recorded too)
+    env_dir, prefix = ros2_env(), built_prefix(bindir)
     env = dict(os.environ, ROSCOPE_GT_DIR=str(gt),
                ROS_DOMAIN_ID=str(a.domain if a.domain is not None else 120 + os.getpid() % 100),
                ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", RMW_IMPLEMENTATION="rmw_fastrtps_cpp",
