@@ -173,7 +173,7 @@ _PERIOD_DEVIATIONS = """
 _RUN_SHARES = {"on_cpu": "on_cpu_ns", "cpu_wait": "runnable_ns", "blocked": "blocked_ns", "unknown": "unknown_ns"}
 _DELIVERY_LATENCIES = ("SELECT callback_start_ts - publish_ts FROM links_info WHERE topic = ? "
                        "AND callback_start_ts IS NOT NULL")
-#: Publications per whole second of the trace's span (empty seconds included).
+#: Publications per whole second of the topic's own span, first to last publication (empty seconds included).
 _RATE_PER_SECOND = """
     WITH w AS (SELECT range AS k FROM range(0, CAST(floor((?::HUGEINT - ?::HUGEINT) / 1e9) AS BIGINT)))
     SELECT count(p.publish_ts) FROM w LEFT JOIN (SELECT publish_ts FROM publications_info WHERE topic = ?) p
@@ -272,8 +272,8 @@ def _topic(ctx: Context, b: Budget) -> list[Line]:
         t = rows[i]
         name, ref = t["topic"], {"topic": t["topic"]}
         for m in b.measures:
-            if m.name == "rate":
-                first, last = stats.trace_span(ctx.db)
+            if m.name == "rate":  # the topic's own rate (stats.topic_rate), its samples over its own span
+                first, last = t["first_publish_ts"] or 0, t["last_publish_ts"] or 0
                 out += _with(ctx, _lines(b, m, name, name, t["rate_hz"], ref), lambda _s, name=name, first=first, last=last:
                              _column(ctx, _RATE_PER_SECOND, [last, first, name, first, first]))
             elif not t["deliveries"]:
