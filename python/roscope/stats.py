@@ -21,7 +21,8 @@ _RUNS = "SELECT * FROM callback_runs WHERE end_ts IS NOT NULL"
 
 # A window of the trace (`roscope stats --window`, `roscope watch`): (start, end) in ns
 # of the trace clock; a record is in it when its start (a run's start, a publication's
-# earliest layer time, a take's time) is in [start, end). Rates are per second of it.
+# earliest layer time, a take's time) is in [start, end). Rates are per second of it
+# (`topic_rate`).
 
 
 def _within(col: str, window) -> str:
@@ -86,6 +87,14 @@ _CALLBACK_KEYS = (*keys(), "busy_ns")
 _TOPIC_PARTS = (
     # publications
     "SELECT topic, count(*) AS publications FROM publications_info WHERE topic IS NOT NULL AND {pub} GROUP BY topic",
+    # their times, what the rate is computed from (`topic_rate`): how many have one, the
+    # first and the last, the mean and sample deviation of the periods between them
+    """SELECT topic, count(publish_ts) AS timed_publications, min(publish_ts) AS first_publish_ts,
+              max(publish_ts) AS last_publish_ts, avg(period) AS period_mean_ns, stddev_samp(period) AS period_jitter_ns
+        FROM (SELECT topic, publish_ts,
+                     publish_ts - lag(publish_ts) OVER (PARTITION BY topic ORDER BY publish_ts) AS period
+              FROM publications_info WHERE topic IS NOT NULL AND publish_ts IS NOT NULL AND {pub})
+        GROUP BY topic""",
     # (deliveries and their latency: `_latencies`)
     # publications without a link
     """SELECT pi.topic, count(*) FILTER (WHERE l.publication_id IS NULL) AS unmatched_publications
@@ -107,10 +116,20 @@ def _latencies(db: Database, window=None) -> list[dict]:
     link (`grouped` rows with `deliveries` and `heuristic_links`); through
     `percentiles.grouped`, whose exact percentiles fall back to a sort that spills when
     a topic's deliveries do not fit the budget."""
-    return grouped(db, "SELECT topic, callback_start_ts - publish_ts AS x, heuristic FROM links_info "
-                       f"WHERE callback_start_ts IS NOT NULL AND {_within('publish_ts', window)}", ["topic"],
-                   extra="count(*) AS deliveries, count(*) FILTER (WHERE heuristic = 1) AS heuristic_links",
+    return grouped(db, f"SELECT topic, {_NOT_NEGATIVE.format(d='d')} AS x, d, heuristic FROM ("
+                       "SELECT topic, callback_start_ts - publish_ts AS d, heuristic FROM links_info "
+                       f"WHERE callback_start_ts IS NOT NULL AND {_within('publish_ts', window)})", ["topic"],
+                   extra="count(*) AS deliveries, count(*) FILTER (WHERE heuristic = 1) AS heuristic_links, "
+                         "count(*) FILTER (WHERE d < 0) AS negative_latencies",
                    what="topic statistics")
+
+
+#: SQL: a latency `d` as a measurement, NULL when negative. A negative latency measures no
+#: time: the event of the earlier side was emitted after what it reports (an rclpy hook's
+#: `rmw_send_request` after the DDS write, whose answer the client already took); such rows
+#: are counted (`negative_latencies`, `rtt_negative`, ...) and said in `warnings`, never
+#: shown as a minimum or in a mean.
+_NOT_NEGATIVE = "CASE WHEN {d} >= 0 THEN {d} END"
 
 
 _TRANSPORT_KEYS = keys(prefix="transport_")
@@ -121,44 +140,72 @@ def _transports(db: Database, window=None) -> list[dict]:
     (`grouped` rows with `n`, the links): what a trace without callback events (or a
     take whose callback run is not known) still measures; `window`: the links whose
     publication is in it."""
-    return grouped(db, "SELECT topic, take_ts - publish_ts AS x FROM links_info "
-                       f"WHERE take_ts IS NOT NULL AND {_within('publish_ts', window)}",
-                   ["topic"], extra="count(*) AS n", what="topic statistics")
+    return grouped(db, f"SELECT topic, {_NOT_NEGATIVE.format(d='d')} AS x, d FROM ("
+                       "SELECT topic, take_ts - publish_ts AS d FROM links_info "
+                       f"WHERE take_ts IS NOT NULL AND {_within('publish_ts', window)})",
+                   ["topic"], extra="count(*) AS n, count(*) FILTER (WHERE d < 0) AS negative", what="topic statistics")
 
 
 def topics(db: Database, window=None):
     """Per topic; `window`: only the publications, takes, deliveries and transports (by
     their publication) in it (see `_within`); drops are then not counted (None)."""
-    first, last = window or trace_span(db)
     where = {"pub": _within("publish_ts", window), "pubi": _within("pi.publish_ts", window), "take": _within("t.ts", window)}
-    pubs, linked, tk = (db.records(q.format(**where)) for q in _TOPIC_PARTS[:3])
-    return topic_rows(db.records("SELECT topic, publishers, subscriptions FROM topics"), pubs, linked, tk,
-                      db.records(_TOPIC_PARTS[3]) if window is None else None, _latencies(db, window),
-                      _transports(db, window), last - first)
+    pubs, times, linked, tk = (db.records(q.format(**where)) for q in _TOPIC_PARTS[:4])
+    return topic_rows(db.records("SELECT topic, publishers, subscriptions FROM topics"), pubs, times, linked, tk,
+                      db.records(_TOPIC_PARTS[4]) if window is None else None, _latencies(db, window),
+                      _transports(db, window), None if window is None else window[1] - window[0])
 
 
-def topic_rows(topics: list[dict], pubs: list[dict], linked: list[dict], tk: list[dict], drops: list[dict] | None,
-               lat: list[dict], trans: list[dict], span: int) -> list[dict]:
+def topic_rate(timed: int, first: int | None, last: int | None, window_ns: int | None = None) -> float | None:
+    """A topic's rate, Hz: the one definition every verb shows (`roscope stats`, `watch`,
+    `check`'s `rate:` budgets, the report, `dataset stats`; docs/analyses.md "Topic rate").
+
+    Over the whole recording, the topic's own: its publications (`timed` of them with a
+    time, all its publishers together) over its active span, the first to the last of them,
+    (timed - 1) / (last - first), what `ros2 topic hz` says of a steady publisher, whatever
+    the recording holds before the first or after the last (None with fewer than two: no
+    period). Over a window (`window_ns`, its length: `stats --window`, `watch`), its
+    publications in the window per second of the window."""
+    if window_ns is not None:
+        return timed * 1e9 / max(window_ns, 1)
+    if timed < 2 or first is None or last is None or last <= first:
+        return None
+    return (timed - 1) * 1e9 / (last - first)
+
+
+#: The keys of a topic's rate and period in `topics`' rows (docs/analyses.md "Topic rate").
+RATE_KEYS = ("rate_hz", "first_publish_ts", "last_publish_ts", "period_mean_ns", "period_jitter_ns")
+
+
+def topic_rows(topics: list[dict], pubs: list[dict], times: list[dict], linked: list[dict], tk: list[dict],
+               drops: list[dict] | None, lat: list[dict], trans: list[dict], window_ns: int | None) -> list[dict]:
     """`topics`' rows from its parts (also the core's, `roscope.stats_core`), each a list
-    of rows with a `topic`: the `topics` view; per topic its publications, unmatched
-    publications, takes and unmatched takes, drops (None: not counted), delivery
-    latencies (`_latencies`) and transport latencies (`_transports`); `span`, ns."""
+    of rows with a `topic`: the `topics` view; per topic its publications, their times
+    (`timed_publications`, `first_publish_ts`, `last_publish_ts`, `period_mean_ns`,
+    `period_jitter_ns`: the rate's, `topic_rate`), unmatched publications, takes and
+    unmatched takes, drops (None: not counted), delivery latencies (`_latencies`) and
+    transport latencies (`_transports`); `window_ns`, the window's length (None: the
+    whole recording)."""
     def by_topic(rows):
         return {r["topic"]: r for r in rows}
 
-    pubs, linked, tk, lat, trans = by_topic(pubs), by_topic(linked), by_topic(tk), by_topic(lat), by_topic(trans)
-    dr = by_topic(drops or [])
-    span_s = max(span, 1) / 1e9
+    pubs, times, linked, tk = by_topic(pubs), by_topic(times), by_topic(linked), by_topic(tk)
+    lat, trans, dr = by_topic(lat), by_topic(trans), by_topic(drops or [])
     rows = []
     for t in topics:
         name, none = t["topic"], {}
         n = pubs.get(name, none).get("publications", 0)
-        la, tr = lat.get(name, none), trans.get(name, none)
+        la, tr, ti = lat.get(name, none), trans.get(name, none), times.get(name, none)
+        first, last = ti.get("first_publish_ts"), ti.get("last_publish_ts")
         rows.append({
-            **t, "publications": n, "rate_hz": n / span_s,
+            **t, "publications": n, "rate_hz": topic_rate(ti.get("timed_publications", 0), first, last, window_ns),
+            "first_publish_ts": first, "last_publish_ts": last,
+            "period_mean_ns": ti.get("period_mean_ns"), "period_jitter_ns": ti.get("period_jitter_ns"),
             "takes": tk.get(name, none).get("takes", 0), "deliveries": la.get("deliveries", 0),
             **{k: la.get(s) for k, s in zip(_LAT_KEYS, keys())}, "heuristic_links": la.get("heuristic_links", 0),
+            "negative_latencies": la.get("negative_latencies", 0),
             "transport_count": tr.get("n", 0), **{k: tr.get(s) for k, s in zip(_TRANSPORT_KEYS, keys())},
+            "negative_transports": tr.get("negative", 0),
             "unmatched_publications": linked.get(name, none).get("unmatched_publications", 0) if t["subscriptions"] > 0 else None,
             "unmatched_takes": tk.get(name, none).get("unmatched_takes", 0), "drops": dr.get(name, none).get("drops"),
         })
@@ -188,14 +235,17 @@ def services(db: Database):
     """Per service (actions: their goal, cancel and result services): calls (requests seen
     sent or taken), clients, answered calls (response taken by the client), server time (request
     taken to response sent, at the server) and round trip (request sent to response taken, at
-    the client), in ns."""
+    the client), in ns; a negative one is no measurement (`_NOT_NEGATIVE`): counted apart
+    (`server_negative`, `rtt_negative`) and said in `service_warnings`."""
     if not db.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'service_calls'").fetchall()[0][0]:
         return []  # a database of an older roscope
     return db.records(f"""
         SELECT service, any_value(server_node) AS server_node, count(*) AS calls,
                count(DISTINCT client_id) AS clients, count(response_take_ts) AS answered,
-               {aggregates("response_ts - take_ts", prefix="server_", count="server_count")},
-               {aggregates("response_take_ts - request_ts", prefix="rtt_", count="rtt_count")},
+               {aggregates(_NOT_NEGATIVE.format(d="(response_ts - take_ts)"), prefix="server_", count="server_count")},
+               {aggregates(_NOT_NEGATIVE.format(d="(response_take_ts - request_ts)"), prefix="rtt_", count="rtt_count")},
+               count(*) FILTER (WHERE response_ts < take_ts) AS server_negative,
+               count(*) FILTER (WHERE response_take_ts < request_ts) AS rtt_negative,
                count(*) FILTER (WHERE method = 'service_sequence_nearest') AS heuristic_links
         FROM ({_CALLS}) WHERE service IS NOT NULL
         GROUP BY service ORDER BY calls DESC, service""")
@@ -231,12 +281,13 @@ def node_rows(rows: list[dict], span: int) -> list[dict]:
              "cpu_share": r["busy_ns"] / span, "publications": r["publications"]} for r in rows]
 
 
-def warnings(s: dict, rows: list[dict]) -> list[str]:
-    """What a reader of `summary` `s` and the topic rows (`topics`) must know to read
-    them: a trace without take events, with takes but no transport link, or without
-    callback events, and topics whose publications were all left unmatched; each says
-    what the "unmatched" columns then mean."""
-    out = []
+def warnings(s: dict, rows: list[dict], services: list[dict] = ()) -> list[str]:
+    """What a reader of `summary` `s`, the topic rows (`topics`) and the service rows
+    (`services`) must know to read them: a trace without take events, with takes but no
+    transport link, or without callback events, and topics whose publications were all
+    left unmatched, each saying what the "unmatched" columns then mean; latencies that came
+    out negative, left out of the statistics (`_NOT_NEGATIVE`), and why."""
+    out = _negative_warnings(rows, services)
     subscribed = [t for t in rows if t["subscriptions"] and t["publications"]]
     unm = sum(t["unmatched_publications"] or 0 for t in subscribed)
     if s["publications"] and not s["takes"]:
@@ -267,6 +318,23 @@ def warnings(s: dict, rows: list[dict]) -> list[str]:
             f"callback start); the topics' transport latency (publication to take) is shown instead ({n:,} links)"
             if n else "the trace has no callback events: there are no callback durations and no delivery latency")
     return out
+
+
+def _negative_warnings(rows: list[dict], services) -> list[str]:
+    """The latencies left out of the statistics because they came out negative."""
+    items = [f"{t['topic']}: {n:,} of {t[total]:,} {what}" for t in rows
+             for key, total, what in (("negative_latencies", "deliveries", "deliveries"),
+                                      ("negative_transports", "transport_count", "transport links"))
+             if (n := t.get(key))]
+    items += [f"{v['service']}: {n:,} of {v['calls']:,} calls' {what}" for v in services
+              for key, what in (("server_negative", "server time"), ("rtt_negative", "round trip")) if (n := v.get(key))]
+    if not items:
+        return []
+    return [f"{len(items)} latenc{'ies' if len(items) != 1 else 'y'} came out negative and are left out of the "
+            f"statistics, counted apart ({'; '.join(items[:5])}{'; ...' if len(items) > 5 else ''}): the event of "
+            "the earlier side was emitted after what it reports (e.g. a client's rmw_send_request traced after its DDS "
+            "write, by which time the server had answered), so its time is late and the difference measures nothing "
+            "(negative_latencies, negative_transports, server_negative, rtt_negative in --json)"]
 
 
 #: The counts of `summary`, as the rows of one UNION ALL (one query instead of ten:

@@ -63,8 +63,8 @@ def compute(paths: list[str], *, heuristics: bool = True, sync: bool = True) -> 
     return {
         "summary": st.summary_of(p["span"], p["counts"], p["links_by_method"], dict(stats)),
         "callbacks": st.callback_rows(p["callback_info"], p["durations"], p["periods"], span),
-        "topics": st.topic_rows(p["topics"], p["publications"], p["linked"], p["takes"], p["drops"], p["latencies"],
-                                p["transports"], span),
+        "topics": st.topic_rows(p["topics"], p["publications"], p["publication_times"], p["linked"], p["takes"],
+                                p["drops"], p["latencies"], p["transports"], None),
         "services": p["services"],
         "nodes": st.node_rows(p["nodes"], span),
         "warnings": list(warnings),

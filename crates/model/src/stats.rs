@@ -259,6 +259,8 @@ pub struct Group<K> {
     pub sum: Option<i128>,
     /// rows with heuristic = 1 (deliveries)
     pub heuristic: u64,
+    /// rows whose x was negative, left out of `d` (latencies: `Gather::push_latency`)
+    pub negative: u64,
 }
 
 /// Per callback: the mean and sample deviation of its timer's periods.
@@ -276,6 +278,20 @@ pub struct TopicCounts {
     pub subscriptions: u64,
 }
 
+/// A topic's publications in time (their earliest layer's time): how many have
+/// a time, the first and the last, and the mean and sample deviation of the
+/// periods between consecutive ones (all its publishers' together, in time
+/// order): what its rate is computed from (python/roscope/stats.py `topic_rate`).
+#[derive(Clone, Debug)]
+pub struct TopicTimes {
+    pub topic: String,
+    pub timed: u64,
+    pub first: Option<i64>,
+    pub last: Option<i64>,
+    pub period_mean: Option<f64>,
+    pub period_jitter: Option<f64>,
+}
+
 /// A service's row, as `stats.services` gives it.
 #[derive(Clone, Debug)]
 pub struct ServiceRow {
@@ -286,6 +302,10 @@ pub struct ServiceRow {
     pub answered: u64,
     pub server: Describe,
     pub rtt: Describe,
+    /// calls whose server time, or round trip, came out negative: left out of
+    /// `server` and `rtt` (an event emitted after the call it reports)
+    pub server_negative: u64,
+    pub rtt_negative: u64,
     pub heuristic_links: u64,
 }
 
@@ -320,6 +340,8 @@ pub struct Stats {
     pub topics: Vec<(String, TopicCounts)>,
     /// per topic: publications, and those without a link
     pub publications: Vec<(String, u64, u64)>,
+    /// per topic: its publications' times, for its rate (python/roscope/stats.py `topic_rate`)
+    pub publication_times: Vec<TopicTimes>,
     /// per topic: takes (taken), and those without a link
     pub takes: Vec<(String, u64, u64)>,
     /// per topic (NULL kept): `subscription_drops`' dropped, summed
@@ -359,6 +381,7 @@ struct Xs {
     xs: Vec<i64>,
     rows: u64,
     heuristic: u64,
+    negative: u64,
 }
 
 /// Values of x per group, with the group's row counts.
@@ -378,12 +401,19 @@ impl<K: std::hash::Hash + Eq + Clone> Gather<K> {
         }
     }
 
+    /// A latency: a negative one is a row, counted as `negative`, without an x (it
+    /// measures no time: an event emitted after what it reports).
+    fn push_latency(&mut self, k: &K, x: Option<i64>, heuristic: bool) {
+        self.push(k, x.filter(|&x| x >= 0), heuristic);
+        self.0.entry(k).negative += x.is_some_and(|x| x < 0) as u64;
+    }
+
     fn finish(self) -> Vec<Group<K>> {
         let groups = self.0.groups.into_iter();
         groups
             .map(|(key, g)| {
                 let sum = (!g.xs.is_empty()).then(|| g.xs.iter().map(|&x| x as i128).sum());
-                Group { key, d: Describe::of(g.xs), rows: g.rows, sum, heuristic: g.heuristic }
+                Group { key, d: Describe::of(g.xs), rows: g.rows, sum, heuristic: g.heuristic, negative: g.negative }
             })
             .collect()
     }
@@ -546,14 +576,19 @@ fn counts_per_topic(m: &Model, s: &mut Stats, pubs: &Pubs, links: &T, takes: &T)
     let linked_pubs: HashSet<i64> = (0..links.rows()).filter_map(|i| l_pub.int(i)).collect();
     let linked_takes: HashSet<i64> = (0..links.rows()).filter_map(|i| l_take.int(i)).collect();
     let mut per: Groups<String, (u64, u64)> = Groups::new();
+    let mut times: Groups<String, Vec<i64>> = Groups::new();
     for i in 0..pubs.n {
         if let Some(t) = pubs.topic(i) {
             let c = per.entry(&t.to_owned());
             c.0 += 1;
             c.1 += !pubs.id.int(i).is_some_and(|id| linked_pubs.contains(&id)) as u64;
+            if let Some(ts) = pubs.publish_ts(i) {
+                times.entry(&t.to_owned()).push(ts);
+            }
         }
     }
     s.publications = per.groups.into_iter().map(|(t, (n, u))| (t, n, u)).collect();
+    s.publication_times = times.groups.into_iter().map(|(topic, ts)| topic_times(topic, ts)).collect();
 
     let subs = T::of(m, "subscriptions");
     let sub_name: HashMap<i64, Option<&str>> = {
@@ -575,6 +610,25 @@ fn counts_per_topic(m: &Model, s: &mut Stats, pubs: &Pubs, links: &T, takes: &T)
     s.takes = per.groups.into_iter().map(|(t, (n, u))| (t, n, u)).collect();
 }
 
+/// A topic's `TopicTimes` from its publications' times.
+fn topic_times(topic: String, mut ts: Vec<i64>) -> TopicTimes {
+    ts.sort_unstable();
+    let mut w = Welford::default();
+    let mut sum: i128 = 0;
+    for p in ts.windows(2).map(|p| p[1] - p[0]) {
+        w.push(p as f64);
+        sum += p as i128;
+    }
+    TopicTimes {
+        topic,
+        timed: ts.len() as u64,
+        first: ts.first().copied(),
+        last: ts.last().copied(),
+        period_mean: (w.n > 0).then(|| duckdb_avg(sum, w.n)),
+        period_jitter: w.std(),
+    }
+}
+
 /// `links_info`: the links whose publication exists, with its take and run; per topic,
 /// publication to callback start (delivery) and publication to take (transport).
 fn latencies(s: &mut Stats, pubs: &Pubs, links: &T, takes: &T, take_at: &HashMap<i64, usize>, runs: &T) {
@@ -589,11 +643,11 @@ fn latencies(s: &mut Stats, pubs: &Pubs, links: &T, takes: &T, take_at: &HashMap
         let publish = pubs.publish_ts(p);
         let start = l_run.int(i).and_then(|r| run_at.get(&r)).and_then(|&r| run_start.int(r));
         if let Some(start) = start {
-            lat.push(&topic, publish.map(|p| start - p), l_heur.int(i) == Some(1));
+            lat.push_latency(&topic, publish.map(|p| start - p), l_heur.int(i) == Some(1));
         }
         let take = l_take.int(i).and_then(|t| take_at.get(&t)).and_then(|&t| take_ts.int(t));
         if let Some(take) = take {
-            trans.push(&topic, publish.map(|p| take - p), false);
+            trans.push_latency(&topic, publish.map(|p| take - p), false);
         }
     }
     s.latencies = lat.finish();
@@ -725,6 +779,8 @@ fn services(m: &Model, nodes: &Nodes) -> Vec<ServiceRow> {
         answered: u64,
         server: Vec<i64>,
         rtt: Vec<i64>,
+        server_negative: u64,
+        rtt_negative: u64,
         heuristic: u64,
     }
     let (srv_name, srv_node, cli_name) = (srv.col("name"), srv.col("node_id"), cli.col("name"));
@@ -748,11 +804,20 @@ fn services(m: &Model, nodes: &Nodes) -> Vec<ServiceRow> {
         let response = at_ts(&pb_at, pb_ts, rs_p.int(i));
         let response_take = at_ts(&tk_at, tk_ts, rs_t.int(i));
         a.answered += response_take.is_some() as u64;
+        // a negative time measures nothing (an event emitted after the call it reports)
         if let (Some(r), Some(t)) = (response, take) {
-            a.server.push(r - t);
+            if r >= t {
+                a.server.push(r - t);
+            } else {
+                a.server_negative += 1;
+            }
         }
         if let (Some(r), Some(t)) = (response_take, request) {
-            a.rtt.push(r - t);
+            if r >= t {
+                a.rtt.push(r - t);
+            } else {
+                a.rtt_negative += 1;
+            }
         }
         a.heuristic += (c_method.text(i) == Some("service_sequence_nearest")) as u64;
     }
@@ -767,6 +832,8 @@ fn services(m: &Model, nodes: &Nodes) -> Vec<ServiceRow> {
             answered: a.answered,
             server: Describe::of(a.server),
             rtt: Describe::of(a.rtt),
+            server_negative: a.server_negative,
+            rtt_negative: a.rtt_negative,
             heuristic_links: a.heuristic,
         })
         .collect();
@@ -846,6 +913,18 @@ mod tests {
         assert_eq!(duckdb_avg(7, 1), 7.0);
         // an exact quotient needs no rounding
         assert_eq!(duckdb_avg(1 << 62, 2), (1u64 << 61) as f64);
+    }
+
+    #[test]
+    fn a_topics_times_are_its_publications_in_time_order() {
+        // two publishers interleaved, out of order: 100, 200, 250, 400
+        let t = topic_times("/t".into(), vec![400, 100, 250, 200]);
+        assert_eq!((t.timed, t.first, t.last), (4, Some(100), Some(400)));
+        // periods 100, 50, 150: mean 100, sample deviation 50
+        assert_eq!(t.period_mean, Some(100.0));
+        assert!((t.period_jitter.unwrap() - 50.0).abs() < 1e-12);
+        let one = topic_times("/t".into(), vec![7]);
+        assert_eq!((one.timed, one.first, one.last, one.period_mean, one.period_jitter), (1, Some(7), Some(7), None, None));
     }
 
     #[test]

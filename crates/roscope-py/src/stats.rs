@@ -81,16 +81,21 @@ fn to_py(py: Python<'_>, s: &Stats) -> PyResult<PyObject> {
         "topics" => rows(py, &s.topics, |(t, c)| Ok(dict!(py,
             "topic" => t, "publishers" => c.publishers, "subscriptions" => c.subscriptions)))?,
         "publications" => rows(py, &s.publications, |(t, n, _)| Ok(dict!(py, "topic" => t, "publications" => n)))?,
+        "publication_times" => rows(py, &s.publication_times, |t| Ok(dict!(py,
+            "topic" => &t.topic, "timed_publications" => t.timed, "first_publish_ts" => t.first,
+            "last_publish_ts" => t.last, "period_mean_ns" => t.period_mean, "period_jitter_ns" => t.period_jitter)))?,
         "linked" => rows(py, &s.publications, |(t, _, u)| Ok(dict!(py, "topic" => t, "unmatched_publications" => u)))?,
         "takes" => rows(py, &s.takes, |(t, n, u)| Ok(dict!(py, "topic" => t, "takes" => n, "unmatched_takes" => u)))?,
         "drops" => rows(py, &s.drops, |(t, n)| Ok(dict!(py, "topic" => t, "drops" => n)))?,
-        "latencies" => rows(py, &s.latencies, |g| group(py, "topic", g, &[("deliveries", g.rows), ("heuristic_links", g.heuristic)]))?,
-        "transports" => rows(py, &s.transports, |g| group(py, "topic", g, &[("n", g.rows)]))?,
+        "latencies" => rows(py, &s.latencies, |g| group(py, "topic", g, &[("deliveries", g.rows), ("heuristic_links", g.heuristic), ("negative_latencies", g.negative)]))?,
+        "transports" => rows(py, &s.transports, |g| group(py, "topic", g, &[("n", g.rows), ("negative", g.negative)]))?,
         "services" => rows(py, &s.services, |r| {
             let d = dict!(py, "service" => &r.service, "server_node" => &r.server_node, "calls" => r.calls,
                           "clients" => r.clients, "answered" => r.answered);
             describe(&d, &r.server, "server_", Some("server_count"))?;
             describe(&d, &r.rtt, "rtt_", Some("rtt_count"))?;
+            d.set_item("server_negative", r.server_negative)?;
+            d.set_item("rtt_negative", r.rtt_negative)?;
             d.set_item("heuristic_links", r.heuristic_links)?;
             Ok(d)
         })?,

@@ -70,7 +70,7 @@ def document(*, summary: dict, callbacks: list, topics: list, services: list, no
         "topics": topics,
         "services": services,
         "nodes": nodes,
-        "warnings": warnings + st.warnings(summary, topics),
+        "warnings": warnings + st.warnings(summary, topics, services),
         "losses": losses,
     })
 
@@ -113,15 +113,20 @@ def _callbacks(rows: list[dict], w, wide: bool = False) -> None:
           f"  {C.cell(c['symbol'], sw)}\n")
 
 
-def _topics(rows: list[dict], w, wide: bool = False) -> None:
+def _topics(rows: list[dict], w, wide: bool = False, window: bool = False) -> None:
     tw = C.width(rows, lambda t: t["topic"], 36, wide)
-    w("\nTopics (latency = delivery, publication to callback start, ms; unmatched: publications that no traced "
-      "take received, takes matched to no publication)\n")
-    w(f"  {'topic':<{tw}} {'pubs':>5} {'subs':>5} {'msgs':>7} {'rate Hz':>8} {'deliv':>7}" + _head(_STATS)
-      + f" {'unm pubs':>9} {'unm takes':>9} {'drops':>6}\n")
+    w("\nTopics (rate = " + ("msgs per second of the window" if window else
+                           "the topic's own: (msgs - 1) / its first to last publication")
+      + "; period and jitter = mean and std of the time between publications, ms; latency = delivery, publication "
+      "to callback start, ms; unmatched: publications that no traced take received, takes matched to no "
+      "publication)\n")
+    w(f"  {'topic':<{tw}} {'pubs':>5} {'subs':>5} {'msgs':>7} {'rate Hz':>8} {'period':>9} {'jitter':>9} {'deliv':>7}"
+      + _head(_STATS) + f" {'unm pubs':>9} {'unm takes':>9} {'drops':>6}\n")
     for t in rows:
+        rate = "-" if t["rate_hz"] is None else f"{t['rate_hz']:.2f}"
         w(f"  {C.cell(t['topic'], tw):<{tw}} {t['publishers']:>5} {t['subscriptions']:>5} {t['publications']:>7} "
-          f"{t['rate_hz']:>8.2f} {t['deliveries']:>7}" + _stats(t, "lat_")
+          f"{rate:>8} {C.ms(t['period_mean_ns']):>9} {C.ms(t['period_jitter_ns']):>9} {t['deliveries']:>7}"
+          + _stats(t, "lat_")
           + f" {_count(t['unmatched_publications']):>9} {_count(t['unmatched_takes']):>9} {_count(t['drops']):>6}\n")
     trans = [t for t in rows if t.get("transport_count")]
     if trans:
@@ -161,7 +166,7 @@ def render_text(d: dict, out=None, wide: bool = False) -> None:
     w = C.TextOut(out or sys.stdout).write
     _summary(d["summary"], w)
     _callbacks(d["callbacks"], w, wide)
-    _topics(d["topics"], w, wide)
+    _topics(d["topics"], w, wide, window="window" in d)
     _services(d.get("services", []), w, wide)
     _nodes(d["nodes"], w, wide)
 
