@@ -313,10 +313,11 @@ ISSUE_31_OUTPUTS_AND_DATASETS = [
     Case("dataset-stats-wrong-schema", ["dataset", "stats", "{ds}"], 1, _SCHEMA, _ds_copy("callbacks", "a", "callback_runs", "a"),
          dataset=True),
     # item 11: nonsense accepted silently
-    Case("trend-threshold-minus-1", ["trend", "{ds}", "--metric", "callback:.", "--threshold=-1"], 1,
-         r"--threshold -1\.0: give a finite share of 0 or more", dataset=True),
-    Case("trend-threshold-nan", ["trend", "{ds}", "--metric", "callback:.", "--threshold", "nan"], 1,
-         r"--threshold nan: give a finite share of 0 or more", dataset=True),
+    # issue 43: every number option through roscope.numbers, where it is parsed (exit 2)
+    Case("trend-threshold-minus-1", ["trend", "{ds}", "--metric", "callback:.", "--threshold=-1"], 2,
+         r"argument --threshold: '-1' is out of range: give a share \(0\.1 is 10 %\) from 0 to 1000000", dataset=True),
+    Case("trend-threshold-nan", ["trend", "{ds}", "--metric", "callback:.", "--threshold", "nan"], 2,
+         r"argument --threshold: 'nan' is not a number: give a share", dataset=True),
     # item 12: a damaged dataset is an error naming the run and the file, in every verb that opens one
     *[Case(f"{verb}-{what}", [*argv], 1, msg + ".*" + _REDO, setup, dataset=True)
       for verb, argv in (("dataset-stats", ["dataset", "stats", "{ds}"]), ("dataset-runs", ["dataset", "runs", "{ds}"]),
@@ -521,8 +522,9 @@ CASES += [
     Case("experiment-cpuset-level-above-cpus", _RUN, 1,
          rf"exp\.yaml: scenarios\[0\]\.sweep\.levels\[1\]: a cpuset of {_NCPU + 1} CPUs, but roscope may use {_NCPU} CPUs",
          _experiment(scenario=f", cpuset: {{}}, sweep: {{param: cpuset.cpus, levels: [1, {_NCPU + 1}]}}"), absent=("run",)),
-    *[Case(f"experiment-compare-alpha-{a}", ["experiment", "compare", "{tmp}", "{tmp}", "--alpha", a], 1,
-           r"--alpha \S+: give a significance level between 0 and 1") for a in ("0", "-1", "2", "nan")],
+    *[Case(f"experiment-compare-alpha-{a}", ["experiment", "compare", "{tmp}", "{tmp}", f"--alpha={a}"], 2,
+           r"argument --alpha: '\S+' is (out of range|not a number): give a significance level between 0 and 1, exclusive")
+      for a in ("0", "-1", "2", "nan")],
     Case("load-dataset-config-nan", ["load", "{pp}", "--dataset", "{tmp}/ds", "--config", "k=NaN"], 1,
          r"--config 'k=NaN': the value is not a finite number", absent=("ds",)),
     Case("load-dataset-config-1e999", ["load", "{pp}", "--dataset", "{tmp}/ds", "--config", "k=1e999"], 1,

@@ -144,6 +144,11 @@ _NUMBERS = [
       for v in ("0:inf", "nan:1", "5:1", "1:1", "-1:2", "abc", "1e999999:2", "0:1e400", "1:2:3", "0x1:2")],
     (["flow", PINGPONG, "--from", ".", "--to", ".", "--window", "0:inf"], "--window"),
     (["report", PINGPONG, "-o", "{tmp}/r.html", "--window", "1e309:2"], "--window"),
+    # the other real-valued options, through the same parser
+    *[(["check", "b.yaml", PINGPONG, "--alpha", v], "--alpha") for v in ("nan", "0", "1", "1e400")],
+    *[(["check", "--suggest", "ds", "--margin", v], "--margin") for v in ("nan", "-1", "11")],
+    *[(["experiment", "compare", "a", "b", "--alpha", v], "--alpha") for v in ("inf", "-0.5")],
+    *[(["trend", "ds", "--metric", "callback:.", "--threshold", v], "--threshold") for v in ("nan", "-1", "inf")],
 ]
 
 
@@ -162,6 +167,8 @@ def test_every_duration_option_refuses_a_bad_number(argv, option, roscope_cmd, t
     p = run(roscope_cmd, *argv, cwd=tmp_path)
     line = assert_refused(p, 2, rf"argument (-\w/)?{option}: ")
     assert re.search(r"not a number|out of range|end after its start|give START:END|give FROM->TO", line), line
+    assert re.search(r"give (a number of (seconds|milliseconds|events per second)|a significance level|a margin|a share)"
+                     r"|give START:END|a time from 0|end after|give FROM->TO", line), line
     assert os.listdir(tmp_path) == []
 
 

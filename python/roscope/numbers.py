@@ -47,18 +47,20 @@ def _shown(x) -> str:
 
 
 def number(text: str, unit: str, lo: float, hi: float, *, lo_open: bool = False, hi_open: bool = False) -> float:
-    """`text` as a number of `unit` (`s`, `ms`, or a name such as `events per second`) in
-    [lo, hi] (an open end with `lo_open`/`hi_open`); NumberError otherwise."""
-    what = _NAMES.get(unit, unit)
+    """`text` as a number of `unit` (`s`, `ms`, a name such as `events per second`, or what
+    the number is, starting with "a ": `a significance level`) in [lo, hi] (an open end with
+    `lo_open`/`hi_open`); NumberError otherwise."""
+    what = unit if unit.startswith(("a ", "an ")) else f"a number of {_NAMES.get(unit, unit)}"
     d = decimal(text)
     lo_ok = d is not None and (d > Decimal(repr(lo)) if lo_open else d >= Decimal(repr(lo)))
     hi_ok = d is not None and (d < Decimal(repr(hi)) if hi_open else d <= Decimal(repr(hi)))
     if not (lo_ok and hi_ok):
         shown = repr(text) if isinstance(text, str) else repr(text)
-        lo_w = f"above {_shown(lo)}" if lo_open else f"from {_shown(lo)}"
-        hi_w = f"up to (not including) {_shown(hi)}" if hi_open else f"to {_shown(hi)}"
+        a, b = _shown(lo), _shown(hi)
+        span = {(False, False): f"from {a} to {b}", (True, True): f"between {a} and {b}, exclusive",
+                (False, True): f"from {a} up to (not including) {b}", (True, False): f"above {a}, up to {b}"}[lo_open, hi_open]
         why = "is not a number" if d is None else "is out of range"
-        raise NumberError(f"{shown} {why}: give a number of {what} {lo_w} {hi_w}")
+        raise NumberError(f"{shown} {why}: give {what} {span}")
     return float(d)
 
 

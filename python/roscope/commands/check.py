@@ -42,7 +42,7 @@ def register(sub) -> None:
                         "Mann-Whitney U, as `roscope experiment compare`)")
     p.add_argument("--runs", metavar="GLOB",
                    help="with --baseline or --suggest: the runs to use (a shell pattern; default all)")
-    p.add_argument("--alpha", type=float, default=0.05, metavar="A",
+    p.add_argument("--alpha", type=C.number("a significance level", 0, 1, lo_open=True, hi_open=True), default=0.05, metavar="A",
                    help="with --baseline: the significance level (default 0.05)")
     p.add_argument("--junit", type=C.output_path, metavar="FILE", help="also write JUnit XML: one test case per budget line")
     p.add_argument("--github", action="store_true",
@@ -55,7 +55,7 @@ def register(sub) -> None:
                    help="with --suggest: also a path budget from the topics matching RE (with --to; repeatable)")
     p.add_argument("--to", dest="to_re", action="append", default=[], metavar="RE",
                    help="with --suggest: the path's output topics")
-    p.add_argument("--margin", type=float, default=None, metavar="M",
+    p.add_argument("--margin", type=C.number("a margin (a share: 0.5 is 50 %)", 0, 10), default=None, metavar="M",
                    help="with --suggest: room over the largest value seen (default 0.5: 50 %%)")
     p.add_argument("-o", "--output", type=C.output_path, metavar="FILE", help="with --suggest: write the budgets file here, not stdout")
     p.add_argument("--memory", type=C.size, metavar="SIZE", default=None,
@@ -96,8 +96,6 @@ def _check(args) -> int:
         raise InputError("--from, --to, --margin and -o go with --suggest")
     if args.runs and not args.baseline:
         raise InputError("--runs chooses the baseline runs: give --baseline DATASET (the run to check is --run ID)")
-    if not 0 < args.alpha < 1:
-        raise InputError(f"--alpha {args.alpha}: a significance level is strictly between 0 and 1")
     t0 = time.monotonic()
     spec = budgets.load(args.inputs[0])
     targets = args.inputs[1:]

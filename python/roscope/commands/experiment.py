@@ -44,7 +44,8 @@ def register(sub) -> None:
     cp.add_argument("b", metavar="B")
     cp.add_argument("--a", dest="a_cond", metavar="COND", help="condition of A to compare (default: every common one)")
     cp.add_argument("--b", dest="b_cond", metavar="COND", help="condition of B to compare")
-    cp.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    cp.add_argument("--alpha", type=C.number("a significance level", 0, 1, lo_open=True, hi_open=True), default=0.05,
+                    help="significance level (default 0.05)")
     C.add_json(cp)
     cp.set_defaults(func=_compare)
     p.set_defaults(func=lambda _a: (p.print_help(), 2)[1])

@@ -28,7 +28,7 @@ def register(sub) -> None:
                         "latency of the data flows from topics matching FROM to topics matching TO, as `roscope flow`)")
     p.add_argument("--stat", choices=trend.TREND_STATS, default="p50", help="the statistic to follow (default %(default)s)")
     p.add_argument("--runs", metavar="GLOB", action="append", help="only these runs (ids or shell patterns; repeatable)")
-    p.add_argument("--threshold", type=float, default=trend.TREND_THRESHOLD, metavar="SHARE",
+    p.add_argument("--threshold", type=C.number("a share (0.1 is 10 %)", 0, 1e6), default=trend.TREND_THRESHOLD, metavar="SHARE",
                    help="flag a run whose value differs from its baseline by more than this share (default %(default)s)")
     p.add_argument("--window", type=C.int_range(1, 1000), default=trend.TREND_WINDOW, metavar="N",
                    help="a run's baseline is the median of the N runs before it (default %(default)s)")
