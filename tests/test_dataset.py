@@ -153,6 +153,7 @@ def test_queries_equal_roscope_stats_of_each_trace(dataset, ref_stats):
         for name, t in want_t.items():
             got = tps[rid][name]
             assert got["lat_count"] == t["deliveries"]
+            assert got["rate_hz"] == t["rate_hz"], (rid, name)  # one definition: stats.topic_rate
             assert all(close(got[f"lat_{k}_ns"], t[f"lat_{k}_ns"]) for k in STAT_KEYS), (rid, name)
     assert compared > 1000  # 342 callbacks per Autoware run alone
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from roscope import dataset as ds
+from roscope.stats import topic_rate
 
 # DuckDB is imported in the functions that use it: the CLI's parser (every command's
 # defaults, `roscope --help`) and `roscope info` start without it.
@@ -74,7 +75,9 @@ QUERIES = {
     ),
     "topics": Query(
         doc="per run and topic: publication-to-callback-start latency of every delivered message "
-            "(as `roscope stats`' topics: deliveries and lat_*)",
+            "(as `roscope stats`' topics: deliveries and lat_*), and the topic's rate (`rate_hz`, "
+            "roscope.stats.topic_rate: its own, (n - 1) over its first to last publication, from "
+            "`timed_publications`, `first_publish_ts`, `last_publish_ts`)",
         tables=("links", "publications", "publishers", "callback_runs"),
         keys=("run", "topic"),
         sql=f"""
@@ -87,10 +90,18 @@ QUERIES = {
             SELECT p.run AS run, p.topic AS topic, cr.start_ts - p.publish_ts AS latency_ns
             FROM links l
             JOIN pubs p ON p.run = l.run AND p.publication_id = l.publication_id
-            JOIN callback_runs cr ON cr.run = l.run AND cr.run_id = l.run_id)
-        SELECT run, topic,
-               {stat_columns("latency_ns", "lat_")}
-        FROM lat GROUP BY run, topic""",
+            JOIN callback_runs cr ON cr.run = l.run AND cr.run_id = l.run_id),
+        times AS (
+            SELECT run, topic, count(publish_ts) AS timed_publications, min(publish_ts) AS first_publish_ts,
+                   max(publish_ts) AS last_publish_ts
+            FROM pubs GROUP BY run, topic),
+        lat_stats AS (
+            SELECT run, topic,
+                   {stat_columns("latency_ns", "lat_")}
+            FROM lat GROUP BY run, topic)
+        SELECT s.*, t.timed_publications AS timed_publications, t.first_publish_ts AS first_publish_ts,
+               t.last_publish_ts AS last_publish_ts
+        FROM lat_stats s LEFT JOIN times t ON t.run = s.run AND t.topic = s.topic""",
     ),
     "runs": Query(
         doc="per run: its manifest's columns and its totals",
@@ -110,8 +121,12 @@ def sql(name: str) -> str:
 
 
 def order(name: str, rows: list[dict]) -> list[dict]:
-    """Rows of query `name` in key order (None first), the same for every engine."""
+    """Rows of query `name` in key order (None first), the same for every engine; a topic
+    row with its rate (`rate_hz`, roscope.stats.topic_rate: the one definition)."""
     keys = QUERIES[name].keys
+    if name == "topics":
+        rows = [{**r, "rate_hz": topic_rate(r.get("timed_publications") or 0, r.get("first_publish_ts"),
+                                            r.get("last_publish_ts"))} for r in rows]
     return sorted(rows, key=lambda r: tuple((r[k] is not None, r[k]) for k in keys))
 
 

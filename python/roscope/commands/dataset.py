@@ -61,10 +61,12 @@ def render_stats(d: dict, out=None, wide: bool = False) -> None:
         w(f"  {C.cell(r['run'], rw):<{rw}} {r['callback_id']:>5} {C.cell(node(r), nw):<{nw}} {C.cell(r['kind'], 12):<12} "
           f"{C.cell(r.get('topic'), tw):<{tw}} {r['count']:>8,}" + "".join(f" {C.ms(r[f'{s}_ns']):>9}" for s in stats)
           + f"  {C.cell(r['symbol'], sw)}\n")
-    w("\nTopic latency per run (publication to callback start, ms)\n")
-    w(f"  {'run':<{rw}} {'topic':<{tw}} {'count':>8}{head}\n")
+    w("\nTopic rate and latency per run (rate = the topic's own, (msgs - 1) / its first to last publication; "
+      "latency = publication to callback start, ms)\n")
+    w(f"  {'run':<{rw}} {'topic':<{tw}} {'rate Hz':>8} {'count':>8}{head}\n")
     for r in tps:
-        w(f"  {C.cell(r['run'], rw):<{rw}} {C.cell(r['topic'], tw):<{tw}} {r['lat_count']:>8,}"
+        rate = "-" if r.get("rate_hz") is None else f"{r['rate_hz']:.2f}"
+        w(f"  {C.cell(r['run'], rw):<{rw}} {C.cell(r['topic'], tw):<{tw}} {rate:>8} {r['lat_count']:>8,}"
           + "".join(f" {C.ms(r[f'lat_{s}_ns']):>9}" for s in stats) + "\n")
     if d.get("seconds") is not None:
         w(f"\n{d['runs']} runs in {d['seconds']:.2f} s\n")

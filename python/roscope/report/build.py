@@ -222,9 +222,15 @@ def timers(R: Report) -> str:
 # ---------------------------------------------------------------- topics
 
 
+#: The topic rate's definition (roscope.stats.topic_rate), said where the report shows it.
+RATE_TIP = "the topic's own: (messages - 1) / its first to last publication (all its publishers)"
+
 TOPIC_COLS = [
     Col("topic", "topic"), Col("publishers", "pubs", "int"), Col("subscriptions", "subs", "int"),
-    Col("publications", "messages", "int"), Col("rate_hz", "rate Hz", "hz"), Col("deliveries", "deliveries", "int"),
+    Col("publications", "messages", "int"), Col("rate_hz", "rate Hz", "hz", tip=RATE_TIP),
+    Col("period_mean_ns", "period ms", "ns", tip="mean time between consecutive publications"),
+    Col("period_jitter_ns", "jitter ms", "ns", tip="standard deviation of the time between consecutive publications"),
+    Col("deliveries", "deliveries", "int"),
     Col("lat_min_ns", "lat min ms", "ns"), Col("lat_mean_ns", "lat mean ms", "ns"), Col("lat_p50_ns", "lat p50 ms", "ns"),
     Col("lat_p90_ns", "lat p90 ms", "ns"), Col("lat_p99_ns", "lat p99 ms", "ns"), Col("lat_max_ns", "lat max ms", "ns"),
     Col("heuristic_links", "heuristic links", "int"), Col("unmatched_publications", "unmatched pubs", "int"),
@@ -234,17 +240,19 @@ TOPIC_COLS = [
 
 def topics(R: Report) -> None:
     tps = R.stats["topics"]
-    body = ('<p class="sub">Rate: messages published over the traced time. Latency: publication (earliest layer) to the start '
+    body = ('<p class="sub">Rate: the topic\'s own, (messages &minus; 1) over its first to last publication (all its '
+            "publishers together), whatever the recording holds before or after them. Latency: publication (earliest layer) to the start "
             "of the callback run the message fed, per delivery. Drops: messages a subscription never received between the "
             "first and last it received from that publisher.</p>")
     body += table("topics", TOPIC_COLS, tps, row_id="topic", limit=R.budget["table_rows"])
     n = R.budget["bars"]
-    busy = [t for t in tps if t["publications"]][:n]
+    busy = [t for t in tps if t["rate_hz"] is not None][:n]
     if busy:
         body += "<h3>Rate</h3>" + R.page.fig("topic_rates", F.bars([F.t(t["topic"], 80) for t in busy], [t["rate_hz"] for t in busy],
                                                                    "Messages per second", "Hz"),
-                                            "Computed over the whole trace." + _ms_caption(len(busy), len([t for t in tps if t["publications"]]),
-                                                                                          "topics (by messages)"))
+                                            "Each topic's own rate: (messages - 1) over its first to last publication."
+                                            + _ms_caption(len(busy), len([t for t in tps if t["rate_hz"] is not None]),
+                                                          "topics (by messages)"))
     lat = Q.topic_latency_quartiles(R.con)
     with_lat = sorted((t for t in tps if t["topic"] in lat), key=lambda t: -t["deliveries"])
     if with_lat:
