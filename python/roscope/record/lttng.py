@@ -91,7 +91,8 @@ def create_session(name: str, out: Path) -> None:
 
 
 def configure_and_start(name: str, opts: RecordOptions) -> None:
-    """The channel, events and contexts of a created session, then 'lttng start'."""
+    """The channel, events and contexts of a created session, then 'lttng start' (then
+    ``after_start``)."""
     timer = [f"--monitor-timer={int(opts.monitor_timer_us)}"] if opts.monitor_timer_us else []
     lttng("enable-channel", "--userspace", DEFAULT_CHANNEL, f"--subbuf-size={opts.subbuf_size}",
           f"--num-subbuf={opts.num_subbuf}", *timer, f"--session={name}")
@@ -108,13 +109,13 @@ def configure_and_start(name: str, opts: RecordOptions) -> None:
         lttng("track", "--userspace", f"--session={name}", "--vpid=" + ",".join(str(p) for p in tracked))
         opts.pids = tracked
     lttng("start", name)
-    after_start(name, opts)
 
 
-def after_start(name: str, opts: RecordOptions) -> None:
-    """What follows the start of session `name`: with --attach, the request for state dumps."""
+def after_start(name: str, opts: RecordOptions, stop=None) -> None:
+    """What follows the start of session `name`: with --attach, the request for state dumps
+    (given up early once `stop()` says so: a Ctrl-C meanwhile)."""
     if opts.attach:
-        late = request_state_dump(name, opts.pids or None)
+        late = request_state_dump(name, opts.pids or None, stop)
         if late:
             listed = ", ".join(f"{pid} ({st.comm})" for pid, st in late)
             print(f"roscope: warning: no state dump within {STATE_DUMP_LIMIT_S:g} s from {listed}: "
@@ -188,7 +189,7 @@ def remove_stale_answers() -> None:
     tracer_dumps([])
 
 
-def request_state_dump(name: str, pids: list[int] | None = None) -> list:
+def request_state_dump(name: str, pids: list[int] | None = None, stop=None) -> list:
     """Asks the processes that already run for their objects: turns roscope_attach:request on
     in session `name` until every process among `pids` (every one if None) that runs one of
     roscope's tracers has made one more state dump, then off again (so that the next session
@@ -198,8 +199,9 @@ def request_state_dump(name: str, pids: list[int] | None = None) -> list:
     start = time.monotonic()
     waiting = dict(before)
     try:
-        time.sleep(STATE_DUMP_WAIT_S)
-        while waiting and time.monotonic() - start < STATE_DUMP_LIMIT_S:
+        while time.monotonic() - start < STATE_DUMP_WAIT_S and not (stop and stop()):
+            time.sleep(0.05)
+        while waiting and time.monotonic() - start < STATE_DUMP_LIMIT_S and not (stop and stop()):
             now = tracer_dumps(list(waiting))
             waiting = {p: n for p, n in waiting.items() if p in now and now[p] <= n}
             if waiting:

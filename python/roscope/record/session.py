@@ -67,6 +67,7 @@ class Recording:
         self.interrupted: list[int] = []
         self._old_handlers: dict = {}
         self._setting_up = False
+        self._started = False                 # the session records (setup's last step may still wait)
         self.snapshots: list[int] = []        # SIGUSR1s to a flight recorder, to be served
 
     # -- checks that create nothing (a failure leaves nothing behind)
@@ -86,7 +87,7 @@ class Recording:
 
     # -- signals: during setup they abort it (cleanly); once the command runs they stop it
     def _on_signal(self, signum, _frame) -> None:
-        if self._setting_up:
+        if self._setting_up and not self._started:
             raise KeyboardInterrupt(signal.Signals(signum).name)
         self.interrupted.append(signum)   # the wait loop passes it on (not here: /proc is being read)
 
@@ -134,11 +135,17 @@ class Recording:
                 self.manifest["lttng"].update(subbuf_size=self.opts.subbuf_size, num_subbuf=self.opts.num_subbuf,
                                               mode="snapshot", sessions=flight.sessions(self.name))
                 self.manifest["options"].update(subbuf_size=self.opts.subbuf_size, num_subbuf=self.opts.num_subbuf)
-                lttng.after_start(self.name, self.opts)
             else:
                 lttng.create_session(self.name, self.out)
                 self.made.append(self.name)
                 lttng.configure_and_start(self.name, self.opts)
+            # A signal while the running processes dump their state ends the wait; then a watch
+            # of what runs keeps what it recorded and ends as after any Ctrl-C, while a recording
+            # whose command has not started yet (or a detached one) is undone as before
+            self._started = True
+            lttng.after_start(self.name, self.opts, stop=lambda: bool(self.interrupted))
+            if self.interrupted and (self.command is not None or self.mode == "start/stop"):
+                raise KeyboardInterrupt(signal.Signals(self.interrupted[0]).name)
             if self.opts.kernel:
                 self._start_perf()
             if self.command is not None:
