@@ -163,11 +163,13 @@ def topic_rate(timed: int, first: int | None, last: int | None, window_ns: int |
     Over the whole recording, the topic's own: its publications (`timed` of them with a
     time, all its publishers together) over its active span, the first to the last of them,
     (timed - 1) / (last - first), what `ros2 topic hz` says of a steady publisher, whatever
-    the recording holds before the first or after the last (None with fewer than two: no
-    period). Over a window (`window_ns`, its length: `stats --window`, `watch`), its
+    the recording holds before the first or after the last (0 without any publication; None
+    with one: no period). Over a window (`window_ns`, its length: `stats --window`, `watch`), its
     publications in the window per second of the window."""
     if window_ns is not None:
         return timed * 1e9 / max(window_ns, 1)
+    if timed == 0:
+        return 0.0
     if timed < 2 or first is None or last is None or last <= first:
         return None
     return (timed - 1) * 1e9 / (last - first)

@@ -246,12 +246,12 @@ def topics(R: Report) -> None:
             "first and last it received from that publisher.</p>")
     body += table("topics", TOPIC_COLS, tps, row_id="topic", limit=R.budget["table_rows"])
     n = R.budget["bars"]
-    busy = [t for t in tps if t["rate_hz"] is not None][:n]
+    busy = [t for t in tps if t["publications"] and t["rate_hz"] is not None][:n]
     if busy:
         body += "<h3>Rate</h3>" + R.page.fig("topic_rates", F.bars([F.t(t["topic"], 80) for t in busy], [t["rate_hz"] for t in busy],
                                                                    "Messages per second", "Hz"),
                                             "Each topic's own rate: (messages - 1) over its first to last publication."
-                                            + _ms_caption(len(busy), len([t for t in tps if t["rate_hz"] is not None]),
+                                            + _ms_caption(len(busy), len([t for t in tps if t["publications"] and t["rate_hz"] is not None]),
                                                           "topics (by messages)"))
     lat = Q.topic_latency_quartiles(R.con)
     with_lat = sorted((t for t in tps if t["topic"] in lat), key=lambda t: -t["deliveries"])
