@@ -103,6 +103,9 @@ def run(args) -> int:
         deps.write(doc, args.output, force=args.force, inputs=inputs)
     for u in doc["undecided"]:
         C.warn(f"{u['at']}: {u['callback']}: {u['state'] or 'callback'}: undecided: {u['why']}")
+    for u in doc.get("unseen") or []:
+        C.warn(f"{u['at']}: {u['callback']}: publications not seen: {u['why']} (flow --deps keeps the trace's "
+               "edges of this callback)")
     C.show(args, doc, lambda d: render(d, args.output, C.TextOut(sys.stdout)))
     return 0
 
@@ -147,6 +150,12 @@ def render(doc: dict, output: str | None, out) -> None:
     w(f"\n{len(und)} undecided access(es)\n" if und else "\nno undecided access\n")
     for u in und:
         w(f"  {u['at']}: {u['callback']}: {u['state'] or 'callback'}: {u['why']}\n")
+    unseen = doc.get("unseen") or []
+    ids = sorted({u["callback"] for u in unseen})
+    w(f"\n{len(ids)} callback(s) publish nowhere the analysis can see, but may publish where it cannot "
+      "(flow --deps keeps the trace's edges of these)\n" if ids else "\nevery callback's publications are seen\n")
+    for u in unseen:
+        w(f"  {u['at']}: {u['callback']}: {u['why']}\n")
     for n in doc["notes"]:
         w(f"note: {n}\n")
     if output:

@@ -20,6 +20,7 @@ from roscope.deps.cxx import (
     SMART,
     forwarding_params,
     has_body,
+    is_publisher_type,
     is_smart_or_iter,
     not_state_name,
     not_state_type,
@@ -76,13 +77,44 @@ class Calls:
         if obj is not None and (name == "operator=" or name in ("push_back", "emplace_back", "push_front",
                                                                  "emplace_front", "insert", "emplace", "push")):
             # where a created publisher goes: `pub_ = nh.advertise(...)`, `v.emplace_back(Conn{create_publisher(...)})`
-            self.dest.append([(p, False, cd) for p, a, cd in obj if not a] if name == "operator=" else
-                             [(p + (ELEM,), False, cd) for p, a, cd in obj if not a])
+            dest = [(p, False, cd) for p, a, cd in obj if not a] if name == "operator=" else \
+                [(p + (ELEM,), False, cd) for p, a, cd in obj if not a]
+            if not dest and name == "operator=":  # `out.pub = nh.advertise(...)` on a local struct
+                dest = self._local_dest(c)
+            self.dest.append(dest)
             try:
                 return self.dispatch(c, ref, obj, args, objtype)
             finally:
                 self.dest.pop()
         return self.dispatch(c, ref, obj, args, objtype)
+
+    def _local_dest(self, c) -> list[tuple]:
+        """The object an `operator=` call assigns to, when it is a local variable of this
+        function or a field of one (not state, so `refs` gives nothing): where a publisher
+        created by the right-hand side goes."""
+        K = self.K
+        kids = [ch for ch in c.get_children() if ch.kind.is_expression()]
+        e = kids[0] if kids else None
+        if e is not None and e.kind == K.MEMBER_REF_EXPR and e.spelling == "operator=":
+            base = [ch for ch in e.get_children() if ch.kind.is_expression()]
+            e = base[0] if base else None
+        elif e is not None and strip_parens(e).kind in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR) and len(kids) > 1:
+            e = kids[1]  # operator=(lhs, rhs): the callee comes first
+        steps = []
+        while e is not None:
+            e = strip_parens(e)
+            if e.kind == K.MEMBER_REF_EXPR and e.referenced is not None and e.referenced.kind == K.FIELD_DECL:
+                base = [ch for ch in e.get_children() if ch.kind.is_expression()]
+                if not base or base[0].type.get_canonical().kind == lc.CI.TypeKind.POINTER:
+                    return []
+                steps.insert(0, (".", e.referenced.spelling))
+                e = base[0]
+            elif e.kind == K.DECL_REF_EXPR and e.referenced is not None and e.referenced.kind == K.VAR_DECL:
+                self.u.name_var(e.referenced)
+                return [((("var", e.referenced.get_usr()),) + tuple(steps), False, None)]
+            else:
+                return []
+        return []
 
     def _object(self, c, ref, args):
         """(object refs, arguments, object type) of a member call; operator calls carry the object first."""
@@ -140,6 +172,7 @@ class Calls:
         fallback.__dict__.update(self.__dict__)
         fallback.events = []
         self._signature_effects(fallback, c, ref, obj, args, binds, ptypes)
+        fallback.hidden(c, f"calls {qualname(ref)}, which no analysed source defines: a publication in it is not seen")
         order = self.tick()
         usr = d.get_usr() if d.kind != self.K.LAMBDA_EXPR else self.u.lambda_usr(d)
         self.calls.append({"usr": usr, "name": qualname(ref), "this": obj, "args": binds, "idx": idx,
@@ -190,6 +223,15 @@ class Calls:
             self.events.append(("pub", first_path(obj), self.u.loc(c), self.tick(), tuple(self.loops), None))
             return []
         ptypes = list(ref.type.argument_types()) if ref.type.kind == lc.CI.TypeKind.FUNCTIONPROTO else []
+        if name == "operator()" and obj is not None and (pq.startswith(("std::function", "boost::function")) or
+                                                         pq.startswith("std::_Function")):
+            self.hidden(c, f"calls a {pq} ({self.u.text(c)[:80]}), whose target is not known: a publication there "
+                           "is not seen")
+        elif name not in ("operator=", "swap") and not name.startswith("~"):
+            given = next((a for a in args if is_publisher_type(a.type)), None)
+            if given is not None:
+                self.hidden(c, f"gives the publisher {self.u.text(given)} to {qualname(ref)}, a library function "
+                               "roscope does not walk into: a publication there is not seen")
         forwarding = forwarding_params(ref)
         variadic = ref.type.kind == lc.CI.TypeKind.FUNCTIONPROTO and ref.type.is_function_variadic()
         out: list[tuple] = []
@@ -297,7 +339,10 @@ class Calls:
                 return self.user_call_pattern(c, user[0], args)
             if cands and not user:
                 return self.library_call(c, cands[0], None, args)
-        if head is not None and head.kind == K.MEMBER_REF_EXPR and head.referenced is None:
+        if head is not None and head.kind == K.MEMBER_REF_EXPR and (head.referenced is None or (
+                head.referenced.kind == K.OVERLOADED_DECL_REF and head.referenced.spelling == "publish")):
+            # (`pub.publish(m)` with `m` of a template parameter's type: the overload set of
+            # ros::Publisher::publish, chosen at instantiation)
             return self.dependent_method(c, head, args)
         return self.unknown_target(c, "a call whose target is not known statically")
 
@@ -320,6 +365,14 @@ class Calls:
         obj = self.refs(base[0]) if base else self.this_refs()
         if arrow and base:
             obj = self.pointee(obj, base[0])
+        if name == "publish" and base and strip_parens(base[0]).kind != self.K.CXX_THIS_EXPR:
+            # `pub.publish(m)` in a template (a helper `publish(ros::Publisher& pub, const M& m)`):
+            # the message's type is not known yet, so the call is not resolved; the object is a
+            # publisher (by its type) or of a template parameter's type, taken for one (issue 39).
+            for a in args:
+                self.value(a)
+            self.events.append(("pub", first_path(obj), self.u.loc(c), self.tick(), tuple(self.loops), None))
+            return []
         for a in args:
             r = self.refs(a)
             self.record("r", r, a, a.type)
@@ -339,6 +392,7 @@ class Calls:
         return []
 
     def unknown_target(self, c, why: str) -> list[tuple]:
+        self.hidden(c, f"{why} ({self.u.text(c)[:80]}): a publication there is not seen")
         for a in c.get_arguments():
             r = self.refs(a)
             self.record("r", r, a, a.type)

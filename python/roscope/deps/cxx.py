@@ -151,6 +151,21 @@ def not_state_type(t) -> bool:
     return hit
 
 
+_PUBLISHER = re.compile(r"\b(?:ros::Publisher|rclcpp::Publisher(?:Base)?\b|rclcpp_lifecycle::LifecyclePublisher|"
+                        r"Publisher<)")
+
+
+def is_publisher_type(t) -> bool:
+    """A ROS publisher, or a reference, pointer or smart pointer to one (by the type's
+    spelling: also a template-dependent `typename rclcpp::Publisher<M>::SharedPtr`)."""
+    if t is None:
+        return False
+    try:
+        return bool(_PUBLISHER.search(t.spelling) or _PUBLISHER.search(t.get_canonical().spelling))
+    except Exception:
+        return False
+
+
 def smart_qual(q: str) -> bool:
     """A smart pointer class, or one of libstdc++'s bases of one."""
     return q in SMART or q.startswith(("std::__shared_ptr", "std::__weak_ptr", "std::__uniq_ptr", "std::_Optional",

@@ -58,18 +58,45 @@ def _ros_name(reg: dict, inits: dict[str, str]) -> str | None:
     return inits.get(h[1])
 
 
+#: How many pointers or references to a publisher in a row `_publisher_table` follows.
+MAX_ALIASES = 8
+
+
 def _publisher_table(pubs: list[dict]) -> dict:
-    table = {}
-    for p in pubs:
+    """Where each publisher is kept (a generic path) -> its creation; a pointer or
+    reference to a publisher kept in state (`out_ = &pub_`, a member `out_(pub_)`)
+    stands for the publisher it points to, through up to MAX_ALIASES of them."""
+    table, aliases = {}, []
+
+    def key(path, p):
         reg = {"cls": p["cls"], "fn_name": p["fn"], "fn": p["fn"], "param_usrs": []}
+        return generic(norm_root(tuple(path), reg))
+
+    for p in pubs:
+        if "alias" in p:
+            aliases.append(([key(d, p) for d in p["dest"]], [key(a, p) for a in p["alias"]]))
+            continue
         for d in p["dest"]:
-            table.setdefault(generic(norm_root(tuple(d), reg)), p)
+            table.setdefault(key(d, p), p)
+    for _ in range(MAX_ALIASES):
+        added = False
+        for dests, srcs in aliases:
+            hit = next((table[s] for s in srcs if s in table), None)
+            for d in dests:
+                if hit is not None and d not in table:
+                    table[d] = hit
+                    added = True
+        if not added:
+            break
     return table
 
 
 def _summarise_callback(reg: dict, evs: list[tuple], pubtab: dict, names: dict[str, str]) -> dict:
-    reads, writes, publishes, undecided = {}, {}, [], []
+    reads, writes, publishes, undecided, hidden = {}, {}, [], [], []
     for kind, path, loc, _order, _loops, why in sorted(evs, key=lambda e: (e[3], e[2])):
+        if kind == "hidden":
+            hidden.append({"why": why, "at": _rel(loc)})
+            continue
         if kind == "pub":
             p = pubtab.get(generic(path))
             publishes.append({"publisher": display(generic(path), names) if path is not None else None,
@@ -93,7 +120,9 @@ def _summarise_callback(reg: dict, evs: list[tuple], pubtab: dict, names: dict[s
             pubs_u.append(p)
     return {"reads": [{"state": k, "at": v} for k, v in sorted(reads.items())],
             "writes": [{"state": k, "at": v} for k, v in sorted(writes.items())],
-            "publishes": pubs_u, "undecided": _uniq_dicts(undecided)}
+            "publishes": pubs_u, "undecided": _uniq_dicts(undecided),
+            # what it may publish through unseen: only for a callback seen publishing nowhere
+            "unseen": [] if pubs_u else _uniq_dicts(hidden)}
 
 
 def _uniq_dicts(items: list[dict]) -> list[dict]:
@@ -194,7 +223,7 @@ def build(units: list[UnitData], ignore_state: Sequence[str] = (), keep_state: S
     nodes: dict[str, dict] = {}
     cbs: list[dict] = []
     ids: dict[str, int] = {}
-    undecided_all = []
+    undecided_all, unseen_all = [], []
     for reg in sorted((r for r in regs if r["kind"] != "publisher"), key=lambda r: r["loc"]):
         evs = callback_events(clo, reg)
         node_key = reg["cls"] or reg["fn_name"]
@@ -204,16 +233,18 @@ def build(units: list[UnitData], ignore_state: Sequence[str] = (), keep_state: S
         summary = _summarise_callback(reg, evs, pubtab, names)
         if reg.get("callable") is None:
             summary["undecided"].append({"state": None, "access": None, "at": _rel(reg["loc"]), "why": reg["why"]})
+            summary["unseen"].append({"why": reg["why"], "at": _rel(reg["loc"])})
         elif reg["callable"] not in clo.summaries:
-            summary["undecided"].append({"state": None, "access": None, "at": _rel(reg["loc"]),
-                                         "why": f"no definition of {reg.get('function')} in the analysed sources: "
-                                                "its accesses are unknown"})
+            why = f"no definition of {reg.get('function')} in the analysed sources: its accesses are unknown"
+            summary["undecided"].append({"state": None, "access": None, "at": _rel(reg["loc"]), "why": why})
+            summary["unseen"].append({"why": why, "at": _rel(reg["loc"])})
         entry = _callback_entry(reg, cid, _ros_name(reg, inits), summary)
         node = nodes.setdefault(node_key, {"name": node_key, "kind": "class" if reg["cls"] else "function",
                                            "ros_name": None, "callbacks": []})
         node["callbacks"].append(entry)
         cbs.append({"id": cid, "node": node_key, "in_loop": reg["in_loop"], "_events": evs})
         undecided_all += [dict(u, callback=cid) for u in summary["undecided"]]
+        unseen_all += [dict(u, callback=cid) for u in summary["unseen"]]
     for node in nodes.values():
         rn = {cb["ros_name"] for cb in node["callbacks"]}
         node["ros_name"] = rn.pop() if len(rn) == 1 else None
@@ -233,7 +264,7 @@ def build(units: list[UnitData], ignore_state: Sequence[str] = (), keep_state: S
               for n in keep_state if not any(bookkeeping.covers([n], b["state"]) for b in found)]
     return {"format": FORMAT, "version": FORMAT_VERSION, "generator": f"roscope {__version__} deps",
             "nodes": sorted(nodes.values(), key=lambda n: n["name"]), "edges": edges,
-            "undecided": undecided_all, "notes": notes,
+            "undecided": undecided_all, "unseen": unseen_all, "notes": notes,
             "bookkeeping": [{"state": b["state"], "node": b["node"], "callbacks": b["callbacks"],
                              "left_out": not bookkeeping.covers(keep_state, b["state"]),
                              "why": f"read and written by each of the {b['publishing']} publishing callbacks of "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from roscope.deps import libclang as lc
-from roscope.deps.cxx import NOT_STATE_VARS, not_state_type, param_key, strip_parens, strip_ref, var_key
+from roscope.deps.cxx import NOT_STATE_VARS, is_publisher_type, not_state_type, param_key, strip_parens, strip_ref, var_key
 from roscope.deps.libclang import binop, global_storage, unop
 from roscope.deps.paths import ELEM, STAR, ok
 
@@ -282,6 +282,8 @@ class Expressions:
                 return
         if rhs.type.get_canonical().kind == ci.TypeKind.POINTER:
             vals = self.ptr_value(right, rhs)
+            if is_publisher_type(lhs.type):  # `out_ = &pub_`: publications through out_ are pub_'s
+                self.alias_publisher(left, [(p, False, cd) for p, a, cd in vals if a], c)
             self._escape(vals, left, c)
         else:
             self.record("r", right, rhs, rhs.type)

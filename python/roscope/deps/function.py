@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from roscope.deps import libclang as lc
 from roscope.deps.calls import Calls
-from roscope.deps.cxx import not_state_type, param_key, qualname, strip_ref
+from roscope.deps.cxx import is_publisher_type, not_state_type, param_key, qualname, strip_ref
 from roscope.deps.expressions import Expressions
 from roscope.deps.lambdas import Lambdas
 from roscope.deps.paths import ok
@@ -164,6 +164,11 @@ class Function(Statements, Expressions, Calls, Lambdas, Registrations):
         self.n += 1
         return (self.n,)
 
+    def hidden(self, c, why: str) -> None:
+        """Code the walk cannot see into, where the callback may publish (`why`): a callback
+        that publishes nowhere else is listed as unseen (document.py)."""
+        self.events.append(("hidden", None, self.u.loc(c), self.tick(), tuple(self.loops), why))
+
     def record(self, kind: str, refs: Iterable[tuple], c, ctype=None, why: str | None = None) -> None:
         """Accesses `kind` ('r', 'w', 'rw') of the objects `refs` designate."""
         if ctype is not None and not_state_type(ctype):
@@ -189,11 +194,20 @@ class Function(Statements, Expressions, Calls, Lambdas, Registrations):
     def _ctor_inits(self, kids) -> None:
         """Member and base initializers: publisher creations and node names."""
         K = self.K
+        ci = lc.CI
         for i, ch in enumerate(kids):
             if ch.kind not in (K.MEMBER_REF, K.TYPE_REF, K.TEMPLATE_REF) or i + 1 >= len(kids):
                 continue
             init = kids[i + 1]
             if not init.kind.is_expression():
+                continue
+            if ch.kind == K.MEMBER_REF and ch.referenced is not None and is_publisher_type(ch.referenced.type) and (
+                    ch.referenced.type.get_canonical().kind in (ci.TypeKind.POINTER, ci.TypeKind.LVALUEREFERENCE)):
+                # `out_(&pub_)`, `out_(pub_)`: a pointer or reference member to a publisher
+                r = self.refs(init)
+                if ch.referenced.type.get_canonical().kind == ci.TypeKind.POINTER:
+                    r = [(p, False, cd) for p, a, cd in self.ptr_value(r, init)]
+                self.alias_publisher([((("this",), (".", ch.spelling)), False, None)], r, ch)
                 continue
             if ch.kind == K.MEMBER_REF:
                 key = f"{self.cls}|{ch.spelling}"
@@ -206,6 +220,16 @@ class Function(Statements, Expressions, Calls, Lambdas, Registrations):
             lit = self.first_literal(init)
             if lit is not None:
                 self.u.inits.setdefault(key, lit)
+
+    def alias_publisher(self, dest, src, c) -> None:
+        """A pointer or reference to a publisher kept in `dest` (paths), pointing at `src`
+        (the publisher's paths): a publication through `dest` is one on `src`'s topic
+        (document._publisher_table)."""
+        d = [p for p, a, cd in dest if not a]
+        s = [p for p, a, cd in src if not a]
+        if d and s:
+            self.u.pubs.append({"dest": d, "alias": s, "topic": None, "topic_expr": None, "loc": self.u.loc(c),
+                                "fn": self.usr, "cls": self.cls})
 
     def first_literal(self, c) -> str | None:
         """The first string literal in `c`, in source order (a walk without recursion)."""
