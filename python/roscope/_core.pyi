@@ -200,6 +200,7 @@ class SearchOptions:
         excluded_callbacks: Sequence[bool] | None = None,
         deps: Sequence[tuple[int, int]] | None = None,
         deps_callbacks: Sequence[int] | None = None,
+        deps_unseen: Sequence[int] | None = None,
         overlaps: Sequence[tuple[int, int, int]] | None = None,
         drop_uncertain: bool = False,
         chunk_rows: int = 65536,
@@ -207,7 +208,8 @@ class SearchOptions:
         """Masks over the model's topics (and callbacks); implicit is one of auto, all,
         annotations, none; `fallback`: pairs, pipelines or timers; `deps`: intra-node
         edges (callback ids) from source analysis, `deps_callbacks` the callbacks the
-        dependency file matched (their nodes get no fallback edge). `overlaps`: (callback,
+        dependency file matched (their nodes get no fallback edge), `deps_unseen` those it
+        cannot vouch for (they keep their fallback edges). `overlaps`: (callback,
         run's callback, run's start) of the runs another callback's run overlapped on
         another thread (`overlapping_runs`): a flow through such an implicit dependency
         is uncertain; `drop_uncertain` leaves those flows out. Caps: None is no cap."""
@@ -237,6 +239,8 @@ class SearchOptions:
     def deps(self) -> list[tuple[int, int]] | None: ...
     @property
     def deps_callbacks(self) -> list[int] | None: ...
+    @property
+    def deps_unseen(self) -> list[int] | None: ...
     @property
     def overlaps(self) -> list[tuple[int, int, int]] | None: ...
     @property

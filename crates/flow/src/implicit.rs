@@ -68,11 +68,15 @@ impl FallbackRule {
 }
 
 /// Intra-node dependencies from a dependency file (`roscope deps`), matched to the
-/// trace: edges between callback ids, and the nodes the file describes.
+/// trace: edges between callback ids, and the nodes the file describes; `unseen`: the
+/// callbacks it cannot vouch for (it saw no publication of theirs but could not see
+/// all their code, or the trace shows them publishing where it saw none): in a node
+/// it describes, they keep the fallback edges they would have without the file.
 #[derive(Clone, Copy)]
 pub struct Deps<'a> {
     pub edges: &'a [(i64, i64)],
     pub nodes: &'a HashSet<i64>,
+    pub unseen: &'a HashSet<i64>,
 }
 
 /// The implicit edges (from callback, to callback) of `mode`, each with its source;
@@ -168,7 +172,9 @@ pub fn implicit_edges_from(ix: &Index, facts: &Facts, mode: Implicit, deps: Opti
         .filter(|&n| n >= 0)
         .collect();
     let mut described: HashSet<i64> = HashSet::new();
-    if let Some(Deps { edges: deps_edges, nodes: deps_nodes }) = deps {
+    let no_unseen = HashSet::new();
+    let unseen = deps.map_or(&no_unseen, |d| d.unseen);
+    if let Some(Deps { edges: deps_edges, nodes: deps_nodes, .. }) = deps {
         for &(a, b) in deps_edges {
             let node = m.cb_node.get(a as usize).copied().unwrap_or(-1);
             if !annotated_nodes.contains(&node) {
@@ -192,11 +198,20 @@ pub fn implicit_edges_from(ix: &Index, facts: &Facts, mode: Implicit, deps: Opti
             Implicit::Auto => (!annotated_nodes.contains(node) && !described.contains(node), false),
             Implicit::Annotations | Implicit::None => (false, false),
         };
-        if !fallback {
+        // In a node the file describes, the callbacks it cannot vouch for keep their fallback edges.
+        let only_unseen = !fallback
+            && described.contains(node)
+            && !annotated_nodes.contains(node)
+            && matches!(mode, Implicit::All | Implicit::Auto)
+            && cbs.iter().any(|c| unseen.contains(c));
+        if !fallback && !only_unseen {
             continue;
         }
         for &a in cbs.iter().filter(|&&c| every || runnable(c)) {
             for &b in cbs.iter().filter(|&&c| (every || runnable(c)) && c != a && (every || allowed(a, c))) {
+                if only_unseen && !unseen.contains(&a) && !unseen.contains(&b) {
+                    continue;
+                }
                 edges.entry((a, b)).or_insert(EdgeSource::Fallback);
             }
         }

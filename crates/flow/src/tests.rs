@@ -269,8 +269,19 @@ fn implicit_edges_by_mode() {
     // A dependency file that describes the node replaces the fallback pairs with its
     // own edges: only 3 -> 4.
     let described: HashSet<i64> = [c.cb_node[3]].into_iter().collect();
-    let deps = implicit_edges_with(&ix, Implicit::Auto, Some(Deps { edges: &[(3, 4)], nodes: &described }), FallbackRule::Pairs);
+    let none = HashSet::new();
+    let deps =
+        implicit_edges_with(&ix, Implicit::Auto, Some(Deps { edges: &[(3, 4)], nodes: &described, unseen: &none }), FallbackRule::Pairs);
     assert_eq!(deps, Some(set(&[(3, 4)], EdgeSource::SourceAnalysis)));
+    // A callback the file cannot vouch for (unseen) keeps its fallback edges in that node (issue 39).
+    let unseen: HashSet<i64> = [3].into_iter().collect();
+    let deps = implicit_edges_with(&ix, Implicit::Auto, Some(Deps { edges: &[], nodes: &described, unseen: &unseen }), FallbackRule::Pairs);
+    assert_eq!(deps, Some(set(&[(3, 4), (4, 3)], EdgeSource::Fallback)));
+    let deps =
+        implicit_edges_with(&ix, Implicit::Auto, Some(Deps { edges: &[(3, 4)], nodes: &described, unseen: &unseen }), FallbackRule::Pairs);
+    let mut want = set(&[(4, 3)], EdgeSource::Fallback);
+    want.insert((3, 4), EdgeSource::SourceAnalysis);
+    assert_eq!(deps, Some(want));
 }
 
 #[test]

@@ -38,7 +38,7 @@ impl SearchOptions {
         if let Some(&(a, b)) = self.deps.iter().flatten().find(bad_edge) {
             return Err(PyValueError::new_err(format!("dependency edge ({}, {}) names a callback the model does not have", a, b)));
         }
-        if let Some(&c) = self.deps_callbacks.iter().flatten().find(|&&c| c < 0 || c as usize >= nc) {
+        if let Some(&c) = self.deps_callbacks.iter().chain(self.deps_unseen.iter()).flatten().find(|&&c| c < 0 || c as usize >= nc) {
             return Err(PyValueError::new_err(format!("dependency file callback {} is not a callback of the model", c)));
         }
         let Some(mode) = roscope_flow::Implicit::parse(&self.implicit) else {
@@ -74,7 +74,8 @@ impl SearchOptions {
             .chain(self.deps_callbacks.iter().flatten().copied())
             .map(|c| m.cb_node[c as usize])
             .collect();
-        let deps = self.deps.as_deref().map(|edges| roscope_flow::Deps { edges, nodes: &described });
+        let unseen: HashSet<i64> = self.deps_unseen.iter().flatten().copied().collect();
+        let deps = self.deps.as_deref().map(|edges| roscope_flow::Deps { edges, nodes: &described, unseen: &unseen });
         let implicit = roscope_flow::implicit_edges_from(&ix, facts, mode, deps, rule);
         let mut o = roscope_flow::FlowOptions {
             exact_links: self.exact_links,

@@ -11,7 +11,8 @@ use pyo3::prelude::*;
 /// intra-node dependency mode and fallback rule, caps (None: no cap), exclusions
 /// (masks over topics and callbacks) and dependency edges (callback ids);
 /// `deps_callbacks`: the callbacks the dependency file matched (their nodes are the
-/// ones it describes: no fallback edge there); `overlaps`: (callback, run's callback,
+/// ones it describes: no fallback edge there); `deps_unseen`: those it cannot vouch for
+/// (they keep their fallback edges there); `overlaps`: (callback, run's callback,
 /// run's start) of the runs another callback's run overlapped on another thread
 /// (races, `roscope.overlaps`: a flow through such an implicit dependency is
 /// `uncertain`), and `drop_uncertain` leaves those flows out.
@@ -30,6 +31,7 @@ pub struct SearchOptions {
     pub excluded_callbacks: Option<Vec<bool>>,
     pub deps: Option<Vec<(i64, i64)>>,
     pub deps_callbacks: Option<Vec<i64>>,
+    pub deps_unseen: Option<Vec<i64>>,
     pub overlaps: Option<Vec<(i64, i64, i64)>>,
     pub drop_uncertain: bool,
     pub chunk_rows: usize,
@@ -41,7 +43,7 @@ impl SearchOptions {
     #[pyo3(signature = (
         *, is_input, is_output, implicit="auto".to_string(), fallback="pairs".to_string(), exact_links=true,
         max_flows_per_output=Some(10000), max_flows=None, all_paths=false, all_steps=false, excluded_topics=None,
-        excluded_callbacks=None, deps=None, deps_callbacks=None, overlaps=None, drop_uncertain=false,
+        excluded_callbacks=None, deps=None, deps_callbacks=None, deps_unseen=None, overlaps=None, drop_uncertain=false,
         chunk_rows=roscope_flow::CHUNK_ROWS
     ))]
     #[expect(clippy::too_many_arguments, reason = "the keyword arguments of a Python class")]
@@ -59,6 +61,7 @@ impl SearchOptions {
         excluded_callbacks: Option<Vec<bool>>,
         deps: Option<Vec<(i64, i64)>>,
         deps_callbacks: Option<Vec<i64>>,
+        deps_unseen: Option<Vec<i64>>,
         overlaps: Option<Vec<(i64, i64, i64)>>,
         drop_uncertain: bool,
         chunk_rows: usize,
@@ -77,6 +80,7 @@ impl SearchOptions {
             excluded_callbacks,
             deps,
             deps_callbacks,
+            deps_unseen,
             overlaps,
             drop_uncertain,
             chunk_rows,

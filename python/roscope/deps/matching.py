@@ -182,7 +182,35 @@ def trace_edges(db: Database, deps) -> tuple[list[tuple[int, int]], dict]:
         {"callback": cb["id"], "trace_callbacks": [t["callback_id"] for t in found[cb["id"]]],
          "accesses": len(cb.get("undecided") or []), "why": cb["undecided"][0].get("why")}
         for n in doc["nodes"] for cb in n["callbacks"] if cb["id"] in found and cb.get("undecided")]
+    report["unseen"] = _unseen(db, doc, found)
     return sorted(pairs), report
+
+
+def _unseen(db: Database, doc: dict, found: dict[str, list[dict]]) -> list[dict]:
+    """The matched callbacks the file cannot vouch for (`flow --deps` keeps their trace
+    edges): those it lists as unseen (it saw no publication of theirs, but not all of
+    their code), and subscriptions and timers it says publish nothing while the trace
+    shows publications from their runs (a file that missed them, e.g. one written before
+    helpers were followed: issue 39)."""
+    published = {int(r["callback_id"]): int(r["n"]) for r in db.records(
+        "SELECT r.callback_id, count(*) AS n FROM publications pb JOIN callback_runs r USING (run_id) GROUP BY 1")}
+    out = []
+    for n in doc["nodes"]:
+        for cb in n["callbacks"]:
+            hit = found.get(cb["id"])
+            if not hit:
+                continue
+            ids = [int(t["callback_id"]) for t in hit]
+            why = None
+            if cb.get("unseen"):
+                why = f"the file could not see all it may publish through: {cb['unseen'][0].get('why')}"
+            elif not cb.get("publishes") and cb["kind"] in ("subscription", "timer"):
+                seen = sum(published.get(i, 0) for i in ids)
+                if seen:
+                    why = f"the file says it publishes nothing; the trace shows {seen} publication(s) from its runs"
+            if why is not None:
+                out.append({"callback": cb["id"], "trace_callbacks": ids, "why": why})
+    return out
 
 
 def warnings(report: dict | None, shown: int = 5) -> list[str]:
@@ -208,6 +236,11 @@ def warnings(report: dict | None, shown: int = 5) -> list[str]:
         names = [f"{p['procname']} (pid {p['pid']}, {p['callbacks']} callbacks)" for p in procs]
         out.append(f"--deps: the callbacks of {len(procs)} process(es) match nothing in the dependency file: "
                    f"{some(names)}; their nodes keep the fallback rule")
+    unseen = report.get("unseen") or []
+    if unseen:
+        names = [f"{u['callback']} ({u['why']})" for u in unseen]
+        out.append(f"--deps: {len(unseen)} callback(s) of the dependency file cannot be vouched for and keep the edges "
+                   f"the trace alone gives them: {some(names)}")
     und = report.get("undecided") or []
     if und:
         names = [f"{u['callback']} ({u['why']})" for u in und]

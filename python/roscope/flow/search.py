@@ -103,18 +103,21 @@ def _exclusions(ctx: FlowContext, exclude) -> tuple[list[bool] | None, list[bool
                         "callbacks": [c for c, x in zip(labels, ex_c) if x]}
 
 
-def _deps_edges(db: Database, deps) -> tuple[list[tuple[int, int]] | None, dict | None, list[int] | None]:
+def _deps_edges(db: Database, deps) -> tuple[list[tuple[int, int]] | None, dict | None, list[int] | None,
+                                             list[int] | None]:
     """Intra-node edges (callback ids) from a dependency file of `roscope deps` (a
     path or its parsed dict), or a list of (callback_id, callback_id); with the
-    match's report and the callbacks the file matched (their nodes are the ones it
-    describes: no fallback edge there)."""
+    match's report, the callbacks the file matched (their nodes are the ones it
+    describes: no fallback edge there) and those it cannot vouch for (they keep
+    their fallback edges: the report's "unseen")."""
     if deps is None:
-        return None, None, None
+        return None, None, None, None
     if isinstance(deps, (list, tuple)):
-        return [(int(a), int(b)) for a, b in deps], None, None
+        return [(int(a), int(b)) for a, b in deps], None, None, None
     edges, report = trace_edges(db, deps)
     matched = sorted({int(c) for m in report["matched"] for c in m["trace_callbacks"]})
-    return [(int(a), int(b)) for a, b in edges], report, matched
+    unseen = sorted({int(c) for u in report.get("unseen") or [] for c in u["trace_callbacks"]})
+    return [(int(a), int(b)) for a, b in edges], report, matched, unseen
 
 
 def data_flows(db: Database, request: FlowRequest | str, to_re: str | None = None, ctx: FlowContext | None = None,
@@ -164,12 +167,12 @@ def _search(db: Database, req: FlowRequest, ctx: FlowContext | None) -> DataFlow
     if topics and not any(is_out):
         raise NoTopicMatch(f"no topic matches --to {req.to_re!r} (topics: {shown})")
     ex_t, ex_c, excluded = _exclusions(ctx, req.exclude)
-    edges, deps_report, deps_callbacks = _deps_edges(db, req.deps)
+    edges, deps_report, deps_callbacks, deps_unseen = _deps_edges(db, req.deps)
     options = _core.SearchOptions(
         is_input=is_in, is_output=is_out, implicit=req.implicit, fallback=req.fallback, exact_links=req.exact_links,
         max_flows_per_output=req.max_flows_per_output, max_flows=req.max_flows, all_paths=req.all_paths,
         all_steps=req.all_steps, excluded_topics=ex_t, excluded_callbacks=ex_c, deps=edges,
-        deps_callbacks=deps_callbacks, drop_uncertain=req.uncertain == "drop")
+        deps_callbacks=deps_callbacks, deps_unseen=deps_unseen, drop_uncertain=req.uncertain == "drop")
     meter = _core.Meter()
     _show_progress(db, req, topics, is_in, is_out, ex_t, ex_c, meter)
     with Appender(db, FLOW_TABLES, req.store) as out:
