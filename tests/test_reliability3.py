@@ -386,12 +386,17 @@ def test_a_fifo_as_budgets_or_deps_file_never_hangs(roscope_cmd, tmp_path):
 
 def test_a_file_that_is_not_budgets_is_never_quoted(roscope_cmd, tmp_path):
     """LOW: `check /etc/shadow` (or `roscope_budgets("../../etc/shadow")`) printed the file's
-    first line in the error. A file without `budgets:` is now said not to be a budgets file,
-    and no byte of it is in the output."""
+    first line in the error (`experiment run /etc/shadow` too: "unknown key(s) root:..."). A
+    file without `budgets:` is now said not to be a budgets file (without any of system,
+    driver, scenarios: not an experiment file), and no byte of it is in the output."""
     secret = "root:$6$s3cretHash:19000:0:99999:7:::"
     (tmp_path / "shadow").write_text(secret + "\nbin:*:19000:0:99999:7:::\n")
     p = run(roscope_cmd, "check", tmp_path / "shadow", PINGPONG)
     assert_refused(p, 2, r"shadow:1: top level: no `budgets:` key: not a budgets file")
+    assert "s3cret" not in p.stderr and "19000" not in p.stderr and "bin:" not in p.stderr
+    # the experiment file is read the same way
+    p = run(roscope_cmd, "experiment", "run", tmp_path / "shadow", "-o", tmp_path / "out")
+    assert_refused(p, 1, r"shadow: top level: none of system, driver, scenarios: not an experiment file")
     assert "s3cret" not in p.stderr and "19000" not in p.stderr and "bin:" not in p.stderr
 
 

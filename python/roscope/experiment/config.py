@@ -307,6 +307,9 @@ def load(path) -> Experiment:
     """Reads and checks an experiment file."""
     path = Path(path)
     raw = read_yaml(path)
+    if isinstance(raw, dict) and not {"system", "driver", "scenarios"} & set(raw):
+        # not an experiment file: nothing of it is quoted (it may be any file, /etc/shadow)
+        raise _err(path, "top level", "none of system, driver, scenarios: not an experiment file (docs/experiment.md)")
     raw = _keys(path, "top level", raw, {"name", "trials", "tracing", "ros", "system", "driver", "metrics", "scenarios"},
                 {"system", "driver", "scenarios"})
     name = str(raw.get("name", path.stem))
