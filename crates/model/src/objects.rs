@@ -109,7 +109,9 @@ pub struct Obj {
     /// A stand-in made for an rclcpp object seen before its init event, which then named it
     /// part of another object (rclcpp's intra-process subscription: its callback and buffer
     /// are added before `rclcpp_subscription_init` ties it to its subscription). Everything
-    /// that referred to it now refers to that object; it is in no table.
+    /// that referred to it now refers to that object; it is removed when it is the newest
+    /// object (`Registry::remove_newest`), else it stays as a row without a name that is not
+    /// counted as unnamed (row ids must stay dense).
     pub absorbed: bool,
 }
 

@@ -55,6 +55,9 @@ impl<V> HandleMap<V> {
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
         self.0.values_mut()
     }
+    pub fn retain(&mut self, keep: impl FnMut(&(usize, u64), &mut V) -> bool) {
+        self.0.retain(keep)
+    }
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.0.values()
     }
@@ -141,6 +144,19 @@ impl<T> Registry<T> {
             Some(i) => i,
             None => self.start(layer, proc, handle, make()),
         }
+    }
+
+    /// Removes the newest object `i` (row ids stay dense: only the last one can go) and every
+    /// handle naming it; false (nothing done) if `i` is not the newest.
+    pub fn remove_newest(&mut self, i: usize) -> bool {
+        if i + 1 != self.items.len() {
+            return false;
+        }
+        self.items.pop();
+        for names in &mut self.names {
+            names.retain(|_, v| *v != i);
+        }
+        true
     }
 
     pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, T> {

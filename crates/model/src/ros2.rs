@@ -160,7 +160,8 @@ impl Builder {
     }
 
     /// Stand-in subscription `u` is subscription `i`: its callbacks and intra-process buffers
-    /// become `i`'s, and `u` leaves the tables.
+    /// become `i`'s, and `u` goes (it is the newest object, made moments ago by the same
+    /// constructor: row ids stay dense); if another came after it, it stays as an empty row.
     fn absorb_subscription(&mut self, u: usize, i: usize) {
         self.objs.subs[u].absorbed = true;
         for cb in self.objs.cbs.iter_mut() {
@@ -173,6 +174,7 @@ impl Builder {
                 *s = i;
             }
         }
+        self.objs.subs.remove_newest(u);
     }
 
     pub(crate) fn subscription_callback_added(&mut self, e: &Event) {
@@ -279,7 +281,11 @@ impl Builder {
         let intra = e.u(IS_INTRA_PROCESS).unwrap_or(0) != 0;
         let r = self.open_run(e.th, c, e.ts, intra);
         let want = self.input_endpoint(c);
-        let fits = |t: &Take| t.run.is_none() && (want.is_none() || t.sub.is_none() || t.sub == want);
+        // A timer takes no message; an intra-process run takes an intra-process take, another run
+        // another take (rclcpp 28 takes a message its subscription already had intra-process
+        // through DDS too, and drops it without a run: that take feeds no run).
+        let timer = self.objs.cbs[c].kind == CallbackKind::Timer;
+        let fits = |t: &Take| t.run.is_none() && !timer && t.intra == intra && (want.is_none() || t.sub.is_none() || t.sub == want);
         let mut pick = self.pending_take(e.th).is_some_and(|t| fits(t)).then(|| self.threads[e.th].pending_take).flatten();
         if pick.is_none() && want.is_some() {
             let takes = &self.takes;
@@ -287,7 +293,7 @@ impl Builder {
                 .ros2
                 .recent
                 .get(&e.th)
-                .and_then(|v| v.iter().rev().copied().find(|&k| takes.get(k).is_some_and(|t| t.run.is_none() && t.sub == want)));
+                .and_then(|v| v.iter().rev().copied().find(|&k| takes.get(k).is_some_and(|t| t.run.is_none() && t.intra == intra && t.sub == want)));
         }
         if let Some(take) = pick.and_then(|k| self.takes.get_mut(k)) {
             take.run = Some(r);

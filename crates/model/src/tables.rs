@@ -28,7 +28,7 @@ fn ts(t: Option<u64>) -> Option<i64> {
 /// An object table; `known`: whether the trace has the object's init event (`Builder::unnamed`).
 pub(crate) fn objects(spec: &'static TableSpec, list: &Registry<Obj>, known: impl Fn(&Obj) -> bool) -> Table {
     let mut t = Table::new(spec);
-    for (i, o) in list.iter().enumerate().filter(|(_, o)| !o.absorbed) {
+    for (i, o) in list.iter().enumerate() {
         t.row()
             .i(id(i))
             .i(Some(o.proc as i64))

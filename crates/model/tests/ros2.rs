@@ -281,6 +281,9 @@ fn rclcpp_intra_process_subscription_and_a_publication_to_both_sides() {
     // ... and a publisher of /fast in the same process
     w.event(39, LISTENER, "ros2:rmw_publisher_init", &[U(0x6001), B(&gid(102))]);
     w.event(40, LISTENER, "ros2:rcl_publisher_init", &[U(0x6000), U(0x1000), U(0x6001), S("/fast"), U(5)]);
+    w.event(41, LISTENER, "ros2:rcl_timer_init", &[U(0x3000), I(100_000_000)]);
+    w.event(42, LISTENER, "ros2:rclcpp_timer_callback_added", &[U(0x3000), U(0x3100)]);
+    w.event(43, LISTENER, "ros2:rclcpp_callback_register", &[U(0x3100), S("health")]);
     // The talker, intra-process on, publishes /chatter (its subscriber is in the listener's process).
     w.event(1000, TALKER, "ros2:callback_start", &[U(0x3100), U(0)]);
     w.event(1100, TALKER, "ros2:rclcpp_intra_publish", &[U(0x2000), U(0xAAA)]);
@@ -294,6 +297,10 @@ fn rclcpp_intra_process_subscription_and_a_publication_to_both_sides() {
     w.event(1650, LISTENER_EXEC, "ros2:rclcpp_intra_publish", &[U(0x6000), U(0xCCC)]);
     w.event(1651, LISTENER_EXEC, "ros2:rclcpp_ring_buffer_enqueue", &[U(0x5800), U(3), U(1), U(0)]);
     w.event(1700, LISTENER_EXEC, "ros2:callback_end", &[U(0x4200)]);
+    // rclcpp 28 also takes /fast's message through DDS, and drops it (it came intra-process): no run
+    w.event(1750, LISTENER_EXEC, "ros2:rmw_take", &[U(0x5001), U(0xDDD), I(7777), U(1)]);
+    w.event(1760, LISTENER_EXEC, "ros2:callback_start", &[U(0x3100), U(0)]); // a timer's run takes nothing
+    w.event(1770, LISTENER_EXEC, "ros2:callback_end", &[U(0x3100)]);
     w.event(1800, LISTENER_EXEC, "ros2:rclcpp_ring_buffer_dequeue", &[U(0x5800), U(3), U(0)]);
     w.event(1810, LISTENER_EXEC, "ros2:callback_start", &[U(0x5600), U(1)]);
     w.event(1900, LISTENER_EXEC, "ros2:callback_end", &[U(0x5600)]);
@@ -303,6 +310,7 @@ fn rclcpp_intra_process_subscription_and_a_publication_to_both_sides() {
     // publisher for the null handle of rclcpp 28's `rclcpp_publish`.
     assert_eq!(uints(&m, "publishers", "handle"), vec![Some(0x2000), Some(0x6000)]);
     assert_eq!(uints(&m, "subscriptions", "handle"), vec![Some(0x4000), Some(0x5000)]);
+    assert_eq!(ints(&m, "subscriptions", "subscription_id"), vec![Some(0), Some(1)]); // dense: the flow needs 0..n
     assert_eq!(strs(&m, "subscriptions", "name"), vec![s("/chatter"), s("/fast")]);
     assert_eq!(ints(&m, "subscriptions", "known"), vec![Some(1), Some(1)]);
     assert_eq!(stat(&m, "objects_unnamed"), 0);
@@ -319,7 +327,42 @@ fn rclcpp_intra_process_subscription_and_a_publication_to_both_sides() {
     assert_eq!(ints(&m, "publications", "rclcpp_ts"), vec![Some(1100), Some(1650)]);
     assert_eq!(ints(&m, "publications", "rmw_ts"), vec![Some(1120), None]);
     // Each delivered: /chatter through DDS (its source stamp), /fast through the ring buffer.
-    assert_eq!(ints(&m, "takes", "subscription_id"), vec![Some(0), Some(1)]);
+    assert_eq!(ints(&m, "takes", "subscription_id"), vec![Some(0), Some(1), Some(1)]);
+    assert_eq!(ints(&m, "takes", "is_intra"), vec![Some(0), Some(0), Some(1)]);
+    let runs_cb = ints(&m, "callback_runs", "callback_id");
+    let run_of_take = ints(&m, "takes", "run_id");
+    assert_eq!(run_of_take[1], None, "the dropped DDS take fed no run");
+    let fast_cb = uints(&m, "callbacks", "handle").iter().position(|&h| h == Some(0x5600)).map(|i| i as i64);
+    assert_eq!(run_of_take[2].map(|r| runs_cb[r as usize]), Some(fast_cb));
     assert_eq!(ints(&m, "links", "publication_id"), vec![Some(0), Some(1)]);
     assert_eq!(strs(&m, "links", "method"), vec![s("rmw_timestamp"), s("intra_ring_buffer")]);
+}
+
+/// The same stand-in when another subscription was made between the intra-process callback's
+/// `rclcpp_subscription_callback_added` and `rclcpp_subscription_init`: it cannot go (row ids
+/// stay dense), so it stays as a row without name, not counted as unnamed, and the callback is
+/// the real subscription's.
+#[test]
+fn an_intra_process_stand_in_that_is_not_the_newest_object_stays_an_empty_row() {
+    let mut w = TraceWriter::new("host-a");
+    ros2_classes(&mut w, "ros2", true);
+    talker_listener(&mut w);
+    w.event(30, LISTENER, "ros2:rmw_subscription_init", &[U(0x5001), B(&gid(101))]);
+    w.event(31, LISTENER, "ros2:rcl_subscription_init", &[U(0x5000), U(0x1000), U(0x5001), S("/fast"), U(5)]);
+    w.event(32, LISTENER, "ros2:rclcpp_subscription_callback_added", &[U(0x5500), U(0x5600)]);
+    w.event(33, LISTENER, "ros2:rmw_subscription_init", &[U(0x7001), B(&gid(103))]);
+    w.event(34, LISTENER, "ros2:rcl_subscription_init", &[U(0x7000), U(0x1000), U(0x7001), S("/other"), U(5)]);
+    w.event(35, LISTENER, "ros2:rclcpp_subscription_init", &[U(0x5000), U(0x5500)]);
+    w.event(36, LISTENER, "ros2:rclcpp_callback_register", &[U(0x5600), S("on_fast")]);
+    w.event(37, LISTENER, "ros2:rclcpp_subscription_init", &[U(0x7000), U(0x7100)]);
+    w.event(38, LISTENER, "ros2:rclcpp_subscription_callback_added", &[U(0x7100), U(0x7200)]);
+    w.event(39, LISTENER, "ros2:rclcpp_callback_register", &[U(0x7200), S("on_other")]);
+    let m = build(&w);
+    assert_eq!(ints(&m, "subscriptions", "subscription_id"), vec![Some(0), Some(1), Some(2), Some(3)]);
+    assert_eq!(strs(&m, "subscriptions", "name"), vec![s("/chatter"), s("/fast"), None, s("/other")]);
+    assert_eq!(stat(&m, "objects_unnamed"), 0);
+    let handles = uints(&m, "callbacks", "handle");
+    let owners = ints(&m, "callbacks", "owner_id");
+    assert_eq!(owners[handles.iter().position(|&x| x == Some(0x5600)).unwrap()], Some(1));
+    assert_eq!(owners[handles.iter().position(|&x| x == Some(0x7200)).unwrap()], Some(3));
 }
