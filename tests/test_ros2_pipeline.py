@@ -352,7 +352,80 @@ def test_stats_per_service(rec, source):
     resp = {e["sequence_number"]: e["ts"] for e in ev["rmw_take_response"] if e["pid"] == rec.gt.pids()["planner"]
             and rec.t.objects[rec.t.rmw[(e["pid"], e["rmw_client_handle"])]][1] == "/plan_path"}
     rtt = sorted(resp[s] - req[s] for s in req)
-    assert (row["rtt_min_ns"], row["rtt_max_ns"]) == (rtt[0], rtt[-1])
+    # A round trip that comes out negative (the client took the response before the hook emitted
+    # its send event) is no measurement: counted apart, never the minimum (issue 39).
+    measured = [x for x in rtt if x >= 0]
+    assert (row["rtt_min_ns"], row["rtt_max_ns"], row["rtt_count"]) == (measured[0], measured[-1], len(measured))
+    assert row["rtt_negative"] == len(rtt) - len(measured)
+
+
+#: The sensors' timers (examples/ros2_pipeline/nodes/sensors.py): topic -> Hz.
+SENSOR_HZ = {"/lidar": 20, "/imu": 50}
+
+
+@pytest.mark.parametrize("source", ["database", "core"])
+def test_topic_rate_is_the_topics_own(rec, source):
+    """A topic's rate is its own (issue 39): its publications over its own first to last
+    publication, (n - 1) / (last - first), as the nodes' ground-truth log gives them (each
+    publication's CLOCK_MONOTONIC time, logged just before it is published), not over the
+    recording, which holds seconds before the sensors start and after they stop. The sensors'
+    timers read their configured rate, 20 and 50 Hz, within 0.5 Hz; the mean period is 1 / rate."""
+    from roscope import stats, stats_core
+
+    rows = stats.topics(rec.db) if source == "database" else stats_core.compute([str(rec.trace)])[0]["topics"]
+    got = {t["topic"]: t for t in rows}
+    first, last = stats.trace_span(rec.db)
+    compared = 0
+    for topic in ("/lidar", "/imu", "/fused", "/plan", "/cmd"):
+        times = sorted(r["mono_ns"] for r in rec.gt.of("pub", topic=topic))
+        assert len(times) > 10, topic
+        truth = (len(times) - 1) * 1e9 / (times[-1] - times[0])
+        t = got[topic]
+        assert t["publications"] == len(times), topic
+        assert t["rate_hz"] == pytest.approx(truth, rel=2e-3), (topic, t["rate_hz"], truth)
+        assert abs(t["first_publish_ts"] - times[0]) < 2_000_000 and abs(t["last_publish_ts"] - times[-1]) < 2_000_000
+        assert t["period_mean_ns"] == pytest.approx(1e9 / t["rate_hz"], rel=1e-9)
+        assert t["period_jitter_ns"] is not None and t["period_jitter_ns"] >= 0
+        compared += 1
+    for topic, hz in SENSOR_HZ.items():
+        assert abs(got[topic]["rate_hz"] - hz) <= 0.5, (topic, got[topic]["rate_hz"])
+        # what the old definition (publications over the whole recording) read: far below it
+        assert got[topic]["publications"] * 1e9 / (last - first) < 0.9 * hz
+    assert compared == 5
+
+
+def test_a_rate_budget_on_a_healthy_timer_passes(rec, tmp_path):
+    """`rate: {min: 49.5 Hz}` on the 50 Hz /imu and `{min: 19.8 Hz}` on the 20 Hz /lidar pass
+    (roscope check's budgets, measured by stats.topic_rate); 50.5 Hz fails."""
+    from roscope.check import budgets, measure
+
+    f = tmp_path / "budgets.yaml"
+    f.write_text("budgets:\n  - topic: '^/imu$'\n    rate: {min: 49.5 Hz}\n  - topic: '^/lidar$'\n    rate: {min: 19.8 Hz}\n"
+                 "  - topic: '^/imu$'\n    rate: {min: 50.5 Hz}\n")
+    lines = [x for x in measure.evaluate(rec.db, budgets.load(str(f)).budgets) if x.budget.kind == "topic"]
+    assert [(x.subject, x.status) for x in lines] == [("/imu", "pass"), ("/lidar", "pass"), ("/imu", "fail")], \
+        [(x.subject, x.status, x.value, x.message) for x in lines]
+
+
+def test_no_negative_latency_is_shown(rec):
+    """Every delivery, transport and service time `roscope stats` shows is >= 0; a negative one
+    (babeltrace2: a request's send event after its take, emitted after the DDS write) is counted
+    apart and said in a warning."""
+    from roscope import stats
+
+    ev = rec.t.service_events
+    sent = {(e["pid"], e["rmw_client_handle"], e["sequence_number"]): e["ts"] for e in ev["rmw_send_request"]}
+    answered = {(e["pid"], e["rmw_client_handle"], e["sequence_number"]): e["ts"] for e in ev["rmw_take_response"]}
+    late = sum(answered[k] < sent[k] for k in sent.keys() & answered.keys())
+    svc = stats.services(rec.db)
+    assert sum(s["rtt_negative"] for s in svc) == late
+    assert all(s["rtt_min_ns"] is None or s["rtt_min_ns"] >= 0 for s in svc)
+    assert all(s["server_min_ns"] is None or s["server_min_ns"] >= 0 for s in svc)
+    topics = stats.topics(rec.db)
+    assert all(t["lat_min_ns"] is None or t["lat_min_ns"] >= 0 for t in topics)
+    assert all(t["transport_min_ns"] is None or t["transport_min_ns"] >= 0 for t in topics)
+    warned = [w for w in stats.warnings(stats.summary(rec.db), topics, svc) if "came out negative" in w]
+    assert bool(warned) == bool(late or any(t["negative_latencies"] or t["negative_transports"] for t in topics))
 
 
 def test_why_and_report_on_the_real_stack(rec, tmp_path, run_roscope):

@@ -17,7 +17,8 @@ ros2_tracing's layouts, through the library's ``ros_trace_*`` functions (ctypes)
   after it, ``rclcpp_executor_execute`` (the entity's rcl handle) before a ready entity's take;
 * services and actions, where the distro's rmw has no request/response tracepoints (Jazzy):
   ``roscope_ros2:rmw_send_request``, ``rmw_take_request``, ``rmw_send_response`` and
-  ``rmw_take_response``, Kilted's layouts (Kilted's rmw emits its own ``ros2:`` ones).
+  ``rmw_take_response``, Kilted's layouts (Kilted's rmw emits its own ``ros2:`` ones); a
+  request's send event before its write where its sequence number is known (``_Requests``).
 
 An action is its services and topics: the goal, cancel and result services and the feedback
 subscription of an action server or client are found through the rcl_action handle (its
@@ -548,6 +549,42 @@ def _patch_wait_set(_rclpy) -> None:
 # service requests and responses, where the rmw has no tracepoints for them (Jazzy)
 # --------------------------------------------------------------------------
 
+class _Requests:
+    """A client's ``rmw_send_request`` event emitted before its DDS write, so that it comes
+    before the server's take and answer and the client's take of the response (on a busy host
+    all of these can happen before the write returns to the client's thread). The rmw gives
+    the sequence number in the write: a client's requests are numbered 1, 2, 3, ... (Fast DDS:
+    its request writer's sample numbers; Cyclone DDS and Zenoh: a counter), so once a request
+    has shown its client's number the next one is known. A client's first request, one after a
+    failed write, and every request of a client whose number was once not the one expected
+    (which then is no longer predicted) have their event emitted after the write, with the
+    number the rmw gave (the model pairs a call's events in any order). One lock per client:
+    the number predicted is the one its write gets."""
+
+    def __init__(self):
+        self.next: dict = {}     # rmw client handle -> the number its next request gets (None: unknown)
+        self.locks: dict = {}
+        self.unpredictable: set = set()
+
+    def send(self, handle: int, request, write, emit):
+        lock = self.locks.get(handle) or self.locks.setdefault(handle, threading.Lock())
+        with lock:
+            expected = self.next.pop(handle, None)
+            if expected is not None:
+                emit(handle, id(request), expected)
+            seq = write()  # raises: the next number is not known (learned again from the next request)
+            if seq != expected:
+                if expected is not None:
+                    self.unpredictable.add(handle)
+                emit(handle, id(request), seq)
+            if handle not in self.unpredictable and isinstance(seq, int):
+                self.next[handle] = seq + 1
+            return seq
+
+
+_requests = _Requests()
+
+
 def _patch_service_events(_rclpy) -> None:
     rcl = _rcl_lib()
     srv_rmw, cli_rmw = rcl.rcl_service_get_rmw_handle, rcl.rcl_client_get_rmw_handle
@@ -560,9 +597,7 @@ def _patch_service_events(_rclpy) -> None:
 
     def client_send(orig):
         def send_request(self, request):
-            seq = orig(self, request)
-            send_req(cli_rmw(self.pointer), id(request), seq)
-            return seq
+            return _requests.send(cli_rmw(self.pointer), request, lambda: orig(self, request), send_req)
         return send_request
 
     def client_take(orig):
@@ -630,9 +665,7 @@ def _patch_action_service_events(_rclpy) -> None:
 
         def client_send(orig, k=k):
             def send(self, request):
-                seq = orig(self, request)
-                send_req(client_rmw(self, k), id(request), seq)
-                return seq
+                return _requests.send(client_rmw(self, k), request, lambda: orig(self, request), send_req)
             return send
 
         def client_take(orig, k=k):
