@@ -74,6 +74,7 @@ def helpers_deps(tmp_path_factory) -> dict:
 
 
 @needs_roscpp
+@pytest.mark.slow
 def test_publications_through_helpers_are_seen(helpers_deps):
     doc = helpers_deps["doc"]
     cbs = tagged(doc)
@@ -109,6 +110,7 @@ int main(int argc, char** argv) {
 
 
 @needs_roscpp
+@pytest.mark.slow
 def test_callbacks_whose_publications_cannot_be_seen_are_listed(tmp_path, run_roscope):
     """A callback that publishes nowhere the analysis sees but calls into code it cannot
     see (a function no source defines, a std::function) is listed as unseen, with why;
@@ -136,6 +138,7 @@ def recorded(tmp_path_factory) -> tuple[Path, Path]:
 
 
 @needs_roscpp
+@pytest.mark.slow
 @pytest.mark.lttng
 @pytest.mark.ros1
 def test_flow_with_the_dependency_file_is_never_worse_than_the_trace(recorded, helpers_deps, tmp_path):
