@@ -148,9 +148,6 @@ def _publication_ids(rec) -> dict:
     return out
 
 
-@pytest.mark.xfail(strict=True, reason="issue 38: a subscription of a node with intra-process on also takes, through DDS, "
-                                      "what a publisher of its own process sent it intra-process; rclcpp drops that take "
-                                      "without a run, and roscope links it into the thread's next run (a timer's)")
 def test_transport_links_exact(rec):
     """Every message a subscription callback received (the log's recv in its run) is linked into
     that run, and nothing else is linked into the example's runs."""
@@ -178,8 +175,6 @@ def test_transport_links_exact(rec):
                                           f"wrong {len(got - expected)}: {sorted(got - expected)[:5]}")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 38: the model leaves ids out of the subscriptions table where it "
-                                      "absorbed an intra-process stand-in, and the flow needs ids 0..n")
 def test_flows_from_the_camera_to_the_detections(rec, run_roscope):
     """Each detection comes from one image: one flow per detection on the camera's path."""
     p = run_roscope("flow", str(rec["trace"]), "--from", "^/image$", "--to", "^/detections$", "--json")
