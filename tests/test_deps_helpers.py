@@ -3,8 +3,10 @@
 examples/ros1_helpers is a ROS 1 system none of whose callbacks calls
 ros::Publisher::publish itself: lambdas in main() publish through a free template
 `hs::publish(ros::Publisher&, const M&)`, by pointer (`hs::send`), two calls deep
-(`hs::stamp_and_send`); a class publishes from a member function through a pointer
-member (`out_ = &plan_pub_`) and through a member object holding its publisher.
+(`hs::stamp_and_send`), through an object constructed with a pointer to the publisher
+(`hs::Stamper status_out(&status_pub, 4)`); a class publishes from a member function
+through a pointer member (`out_(&plan_pub_)`) and through a member object holding its
+publisher.
 Before, `roscope deps` saw no callback publish there: 0 edges, and `flow --deps`
 found fewer flows than the trace alone.
 
@@ -39,7 +41,7 @@ PUBLISHES = {
     "sources/imu": {"/hs/imu"},        # hs::stamp_and_send -> hs::send -> hs::publish: two calls deep
     "fusion/imu": set(),               # stores last_imu only
     "fusion/scan": {"/hs/fused"},      # hs::publish(fused_pub, out)
-    "fusion/status": {"/hs/status"},   # hs::send(&status_pub, ...): by pointer
+    "fusion/status": {"/hs/status"},   # status_out.send: a Stamper made with &status_pub, a pointer member
     "planner/fused": set(),            # caches fused_ only
     "planner/status": {"/hs/echo"},    # echo_.send(...): a member object's method, its publisher a field
     "planner/timer": {"/hs/plan"},     # plan(): through out_, a pointer member to plan_pub_

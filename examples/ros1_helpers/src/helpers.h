@@ -4,6 +4,8 @@
 //   hs::send(ros::Publisher*, id, inputs)         by pointer, one call deep (calls hs::publish)
 //   hs::stamp_and_send(ros::Publisher&, ...)      two calls deep (calls hs::send)
 //   hs::Channel::send(const Msg&)                 a member function of an object that holds a publisher
+//   hs::Stamper::send(inputs)                     a member function publishing through a pointer member
+//                                                 the object was constructed with (Stamper s(&pub, code))
 // Each logs the publication to the ground truth right before it publishes (truth.h).
 #pragma once
 
@@ -36,6 +38,19 @@ struct Channel {
     ++sent;
     publish(pub, m);
   }
+};
+
+class Stamper {
+ public:
+  Stamper(ros::Publisher* pub, uint32_t code) : pub_(pub), code_(code) {}
+  void send(std::initializer_list<uint64_t> inputs) {
+    publish(*pub_, truth::make_msg(truth::make_id(code_, ++seq_), inputs));
+  }
+
+ private:
+  ros::Publisher* pub_;
+  uint32_t code_;
+  uint64_t seq_ = 0;
 };
 
 }  // namespace hs

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from roscope.deps import bookkeeping
 from roscope.deps.closure import Closure, callback_events
 from roscope.deps.matching import FORMAT, FORMAT_VERSION
-from roscope.deps.paths import conflict, display, generic, norm_root
+from roscope.deps.paths import conflict, display, generic, join, norm_root
 from roscope.deps.unit import UnitData
 from roscope.files import write_file
 from roscope.version import __version__
@@ -39,8 +39,9 @@ def _unique_regs(units: list[UnitData]) -> tuple[list[dict], list[dict], dict[st
                 seen.add(r["loc"])
                 regs.append(r)
         for p in u.pubs:
-            if ("pub", p["loc"]) not in seen:
-                seen.add(("pub", p["loc"]))
+            what = "ctor" if "ctor" in p else "alias" if "alias" in p else "pub"
+            if (what, p["loc"]) not in seen:
+                seen.add((what, p["loc"]))
                 pubs.append(p)
         for k, v in u.inits.items():
             inits.setdefault(k, v)
@@ -72,12 +73,19 @@ def _publisher_table(pubs: list[dict]) -> dict:
         reg = {"cls": p["cls"], "fn_name": p["fn"], "fn": p["fn"], "param_usrs": []}
         return generic(norm_root(tuple(path), reg))
 
+    in_ctor: dict[str, list[dict]] = {}
     for p in pubs:
         if "alias" in p:
             aliases.append(([key(d, p) for d in p["dest"]], [key(a, p) for a in p["alias"]]))
+            in_ctor.setdefault(p["fn"], []).append(p)
             continue
         for d in p["dest"]:
             table.setdefault(key(d, p), p)
+    for call in (p for p in pubs if "ctor" in p):  # `Sender s(&pub)` with `Sender(ros::Publisher* p) : pub_(p)`
+        for al in in_ctor.get(call["ctor"], []):
+            dests = [x for d in al["dest"] for x in _bind(tuple(d), call)]
+            srcs = [x for a in al["alias"] for x in _bind(tuple(a), call)]
+            aliases.append(([key(d, call) for d in dests], [key(a, call) for a in srcs]))
     for _ in range(MAX_ALIASES):
         added = False
         for dests, srcs in aliases:
@@ -89,6 +97,23 @@ def _publisher_table(pubs: list[dict]) -> dict:
         if not added:
             break
     return table
+
+
+def _bind(path: tuple, call: dict) -> list[tuple]:
+    """A constructor's path (rooted at its this or a parameter) at one of its calls."""
+    root = path[0]
+    if root == ("this",):
+        bases = [(tuple(p), False) for p in call["this"]]
+    elif root[0] == "param":
+        bases = [(tuple(p), a) for p, a in call["args"][root[1]]] if root[1] < len(call["args"]) else []
+    else:
+        return [path]
+    out = []
+    for bp, ba in bases:
+        np = join(bp, ba, path[1:])
+        if np is not None:
+            out.append(np)
+    return out
 
 
 def _summarise_callback(reg: dict, evs: list[tuple], pubtab: dict, names: dict[str, str]) -> dict:
