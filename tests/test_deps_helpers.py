@@ -28,6 +28,7 @@ import flow_truth as ft
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+STUB = REPO / "tests" / "fixtures" / "deps" / "rclcpp_stub"
 EXAMPLE = REPO / "examples" / "ros1_helpers"
 SYSTEM = {"example": "examples/ros1_helpers", "from": r"^/hs/(scan|imu)$", "to": r"^/hs/(plan|echo|status)$"}
 ft.SYSTEMS.setdefault("ros1_helpers", SYSTEM)
@@ -129,6 +130,58 @@ def test_callbacks_whose_publications_cannot_be_seen_are_listed(tmp_path, run_ro
     assert "std::function" in t2["unseen"][0]["why"]
     assert {u["callback"] for u in doc["unseen"]} == {t1["id"], t2["id"]}
     assert "publications not seen" in p.stderr
+
+
+RCLCPP_SRC = """#include <rclcpp/rclcpp.hpp>
+#include <std_msgs/msg/string.hpp>
+#include <chrono>
+#include <string>
+using String = std_msgs::msg::String;
+template <typename P, typename M>
+void publish(P& pub, const M& m) { pub->publish(m); }  // the publisher's type a template parameter
+template <typename M>
+void publish_ptr(typename rclcpp::Publisher<M>::SharedPtr pub, const M& m) { pub->publish(m); }
+template <typename M>
+void publish_ref(rclcpp::Publisher<M>& pub, M m) { pub.publish(std::move(m)); }
+template <typename M>
+void twice_removed(rclcpp::Publisher<M>& pub, const M& m) { publish_ref(pub, m); }
+class Relay : public rclcpp::Node {
+ public:
+  Relay() : rclcpp::Node("relay") {
+    a_ = create_publisher<String>("a", 10);
+    b_ = create_publisher<String>("b", 10);
+    c_ = create_publisher<String>("c", 10);
+    in_ = create_subscription<String>("in", 10, [this](String::SharedPtr m) { last_ = m->data; });
+    t1_ = create_wall_timer(std::chrono::milliseconds(100), [this]() { String m; m.data = last_; publish(a_, m); });
+    t2_ = create_wall_timer(std::chrono::milliseconds(200), [this]() { String m; m.data = last_; publish_ptr<String>(b_, m); });
+    t3_ = create_wall_timer(std::chrono::milliseconds(300), [this]() { String m; m.data = "x"; twice_removed(*c_, m); });
+  }
+ private:
+  rclcpp::Publisher<String>::SharedPtr a_, b_, c_;
+  rclcpp::Subscription<String>::SharedPtr in_;
+  rclcpp::TimerBase::SharedPtr t1_, t2_, t3_;
+  std::string last_;
+};
+"""
+
+
+def test_rclcpp_helpers_templates_on_the_publisher(tmp_path):
+    """rclcpp: helpers templated on the message or on the publisher's type, given the
+    SharedPtr or the publisher by reference, one and two calls deep (by hand: the 100 ms
+    timer publishes a, the 200 ms one b, the 300 ms one c; the first two read what the
+    subscription writes, the third reads nothing of it)."""
+    from roscope import deps
+
+    src = tmp_path / "relay.cpp"
+    src.write_text(RCLCPP_SRC)
+    doc = deps.analyze([str(src)], flags=["-isystem", str(STUB), "-std=c++17"])
+    cbs = {cb["period_ns"] // 1_000_000 if cb["kind"] == "timer" else cb["topic"]: cb
+           for n in doc["nodes"] for cb in n["callbacks"]}
+    assert {k: [p["topic"] for p in cb["publishes"]] for k, cb in cbs.items()} == {
+        "in": [], 100: ["a"], 200: ["b"], 300: ["c"]}
+    ids = {cb["id"]: k for k, cb in cbs.items()}
+    assert {(ids[e["from"]], ids[e["to"]]) for e in doc["edges"]} == {("in", 100), ("in", 200)}
+    assert doc["unseen"] == []
 
 
 # ---------------------------------------------------------------- flow --deps on a recording
