@@ -12,7 +12,7 @@ APT_PKGS=(
   lttng-tools liblttng-ust-dev babeltrace2 python3-bt2
   ros-core-dev libroscpp-dev python3-rospy libstd-msgs-dev libstd-srvs-dev python3-std-msgs python3-rosmaster
   linux-perf python3-venv python3-dev pkg-config
-  build-essential cmake time ninja-build libconsole-bridge-dev libtinyxml2-dev liblttng-ctl-dev pybind11-dev
+  build-essential cmake time ninja-build libconsole-bridge-dev libtinyxml2-dev liblttng-ctl-dev pybind11-dev python3-babeltrace
   chromium graphviz
   stress-ng python3-actionlib python3-tf2-ros python3-numpy
   openjdk-17-jre-headless
