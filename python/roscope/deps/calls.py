@@ -315,6 +315,10 @@ class Calls:
             if ptypes and ptypes[0].kind == lc.CI.TypeKind.RVALUEREFERENCE:
                 self.record("w", r, args[0], args[0].type)  # moved from
             return [(p, a, cd if cd is not None else (None if a else len(p))) for p, a, cd in r]
+        if len(args) == 1 and is_publisher_type(c.type) and is_publisher_type(args[0].type) and not pointer_like(c.type):
+            # a copy of a publisher (`void publish(ros::Publisher pub, ...)` called with a member): the same
+            # topic; a copy, so no access through it reaches state
+            return [(p, False, len(p)) for p, a, cd in self.refs(args[0]) if not a]
         if len(args) == 1 and cls in ("std::function", "boost::function"):
             self.refs(args[0])
             return []

@@ -145,7 +145,8 @@ def substitute(events: list[tuple], call: dict) -> list[tuple]:
         rest = sub_index(path, idx)[1:]
         for bp, ba, bcd in bases:
             np = join(tuple(bp), ba, rest)
-            if np is None or not ok(np, bcd):
+            # (a copy of a publisher publishes on its topic: a publication is never the copy's own)
+            if np is None or (kind != "pub" and not ok(np, bcd)):
                 continue
             out.append((kind, np, loc, o, lp, why))
     return out
