@@ -136,18 +136,22 @@ COPIES_SRC = """#include <ros/ros.h>
 #include <std_msgs/String.h>
 #include <string>
 std::string g_latest;
+ros::Publisher g_pub;  // a global publisher, used by a helper that takes none
 template <typename M>
 void publish(const ros::Publisher& pub, const M& m) { pub.publish(m); }
+void publish_global(const std::string& s) { std_msgs::String m; m.data = s; publish(g_pub, m); }
 void publish_copy(ros::Publisher pub, const std::string& s) { std_msgs::String m; m.data = s; pub.publish(m); }
 int main(int argc, char** argv) {
   ros::init(argc, argv, "copies");
   ros::NodeHandle nh;
   ros::Publisher a = nh.advertise<std_msgs::String>("a", 10);
   ros::Publisher b = nh.advertise<std_msgs::String>("b", 10);
+  g_pub = nh.advertise<std_msgs::String>("g", 10);
   auto in = nh.subscribe<std_msgs::String>("in", 10, [&](const std_msgs::String::ConstPtr& m) { g_latest = m->data; });
   auto t1 = nh.createTimer(ros::Duration(0.1), [a](const ros::TimerEvent&) { std_msgs::String m; m.data = g_latest; publish(a, m); });
   auto t2 = nh.createTimer(ros::Duration(0.2), [=](const ros::TimerEvent&) { publish_copy(b, g_latest); });
   auto t3 = nh.createTimer(ros::Duration(0.3), [&](const ros::TimerEvent&) { publish_copy(b, "x"); });
+  auto t4 = nh.createTimer(ros::Duration(0.4), [](const ros::TimerEvent&) { publish_global(g_latest); });
   ros::spin();
 }
 """
@@ -155,11 +159,11 @@ int main(int argc, char** argv) {
 
 @needs_roscpp
 @pytest.mark.slow
-def test_copies_of_publishers_publish_on_their_topic(tmp_path):
+def test_copies_and_globals_publish_on_their_topic(tmp_path):
     """A publisher captured by copy (`[a]`, `[=]`) and given to a helper, or given by value
     (`publish_copy(ros::Publisher pub, ...)`): a copy of a publisher publishes on its topic
-    (by hand: the 100 ms timer publishes a, the 200 and 300 ms ones b; the first two read
-    g_latest, which the subscription writes)."""
+    (by hand: the 100 ms timer publishes a, the 200 and 300 ms ones b, the 400 ms one g, the
+    global publisher; all but the 300 ms one read g_latest, which the subscription writes)."""
     from roscope import deps
 
     src = tmp_path / "copies.cpp"
@@ -168,9 +172,10 @@ def test_copies_of_publishers_publish_on_their_topic(tmp_path):
     cbs = {cb["period_ns"] // 1_000_000 if cb["kind"] == "timer" else cb["topic"]: cb
            for n in doc["nodes"] for cb in n["callbacks"]}
     assert {k: [p["topic"] for p in cb["publishes"]] for k, cb in cbs.items()} == {
-        "in": [], 100: ["a"], 200: ["b"], 300: ["b"]}
+        "in": [], 100: ["a"], 200: ["b"], 300: ["b"], 400: ["g"]}
     ids = {cb["id"]: k for k, cb in cbs.items()}
-    assert {(ids[e["from"]], ids[e["to"]]) for e in doc["edges"]} == {("in", 100), ("in", 200)}
+    assert {(ids[e["from"]], ids[e["to"]]) for e in doc["edges"]} == {("in", 100), ("in", 200), ("in", 400)}
+    assert doc["unseen"] == [] and doc["undecided"] == []
 
 
 RCLCPP_SRC = """#include <rclcpp/rclcpp.hpp>

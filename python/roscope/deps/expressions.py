@@ -124,6 +124,9 @@ class Expressions:
             if usr in self.alias:
                 return list(self.alias[usr])
             if global_storage(ref) == 1:
+                if self.u.is_user(ref) and is_publisher_type(ref.type):  # a global publisher: not state, but
+                    self.u.name_var(ref)  # where a publication goes (its accesses are left out by its type)
+                    return [((("var", usr),), False, None)]
                 if not self.u.is_user(ref) or NOT_STATE_VARS.match(ref.spelling) or not_state_type(ref.type):
                     return []
                 self.u.name_var(ref)
