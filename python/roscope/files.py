@@ -29,6 +29,8 @@ makes inside directories it created itself are made by `new_file` (exclusive) or
 makes a locked private directory that `sweep_private_dirs` removes once its
 process is gone. `write_control` writes a kernel control file (cgroup). `read_shared` reads
 a small file from a place others can write (`/dev/shm`, caches): no link, no FIFO, capped.
+`link_tree`, `move_into`, `link_to` and `exclusive` serve roscope's own trees (a flight
+recorder's snapshot, a tracer build) and lock files.
 """
 from __future__ import annotations
 
@@ -379,6 +381,45 @@ def write_control(path: str | os.PathLike, text: str) -> None:
         os.close(fd)
 
 
+# ---------------------------------------------------------------- trees and locks of roscope's own
+
+
+def link_tree(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """A copy of directory `src` (files that never change again: an LTTng chunk once archived)
+    at the new path `dst`: its files hard-linked where the file system allows, else copied;
+    links inside are kept as links."""
+    def link_or_copy(a: str, b: str) -> None:
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+    shutil.copytree(src, dst, copy_function=link_or_copy, symlinks=True)
+
+
+def move_into(src_dir: str | os.PathLike, dst_dir: str | os.PathLike) -> None:
+    """Moves every entry of directory `src_dir` into the existing directory `dst_dir` (a build
+    made in a private directory, into its place), replacing entries of the same name."""
+    for name in os.listdir(src_dir):
+        shutil.move(os.path.join(src_dir, name), os.path.join(dst_dir, name))
+
+
+def link_to(path: str | os.PathLike, target: str | os.PathLike) -> None:
+    """A new symbolic link `path` -> `target` (inside a private directory of roscope's)."""
+    os.symlink(target, path)
+
+
+@contextlib.contextmanager
+def exclusive(path: str | os.PathLike) -> Iterator[None]:
+    """Holds an exclusive lock (flock) on the lock file `path`, made if absent (mode 0600,
+    never through a link), for the block: one holder at a time among roscope's processes."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 # ---------------------------------------------------------------- reading from shared places
 
 
@@ -433,6 +474,14 @@ def private_dir(parent: str, prefix: str) -> str:
             remove_private_dir(path)
         raise
     return path
+
+
+def release_private_dir(path: str) -> None:
+    """Releases the lock of a directory of `private_dir` that is roscope's output now (renamed
+    into place): it is no longer private and is not removed."""
+    fd = _LOCKS.pop(path, None)
+    if fd is not None:
+        os.close(fd)
 
 
 def remove_private_dir(path: str) -> None:

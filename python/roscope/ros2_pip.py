@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from roscope.errors import UserError
-from roscope.files import private_dir, remove_private_dir, temp_root
+from roscope.files import link_to, move_into, private_dir, remove_private_dir, temp_root
 from roscope.processes import group
 from roscope.processes.identity import all_pids, cmdline
 
@@ -218,13 +218,12 @@ def build_tracer(env: Ros2Env, out: Path) -> dict:
     root = temp_root() if _MAKE_SAFE.fullmatch(temp_root()) else "/tmp"
     work = Path(private_dir(root, "roscope-ros2-build-"))
     try:
-        (work / "env").symlink_to(env.path)
+        link_to(work / "env", env.path)
         build = work / "out"
         p = group.output("make", ["make", "-s", "-C", str(INSTRUMENT), f"ROS2_ENV={work / 'env'}", f"OUT={build}",
                                   f"PYINC={pyinc}", f"EXT={build}/_roscope_rclpy_fast{ext}"], timeout=BUILD_TIMEOUT_S)
         if p.returncode == 0 and _current(build, env) is not None:
-            for f in build.iterdir():
-                shutil.move(str(f), out / f.name)
+            move_into(build, out)
         info = _current(out, env) if p.returncode == 0 else None
     finally:
         remove_private_dir(str(work))

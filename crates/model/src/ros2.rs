@@ -289,11 +289,9 @@ impl Builder {
         let mut pick = self.pending_take(e.th).is_some_and(|t| fits(t)).then(|| self.threads[e.th].pending_take).flatten();
         if pick.is_none() && want.is_some() {
             let takes = &self.takes;
-            pick = self
-                .ros2
-                .recent
-                .get(&e.th)
-                .and_then(|v| v.iter().rev().copied().find(|&k| takes.get(k).is_some_and(|t| t.run.is_none() && t.intra == intra && t.sub == want)));
+            pick = self.ros2.recent.get(&e.th).and_then(|v| {
+                v.iter().rev().copied().find(|&k| takes.get(k).is_some_and(|t| t.run.is_none() && t.intra == intra && t.sub == want))
+            });
         }
         if let Some(take) = pick.and_then(|k| self.takes.get_mut(k)) {
             take.run = Some(r);

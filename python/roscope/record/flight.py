@@ -22,19 +22,15 @@ flight recorder keeps only the last seconds by design). It is made under a tempo
 Snapshots of one recording are made one at a time (a lock in ``DIR/.lttng``)."""
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import math
 import os
 import re
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from roscope.files import rename_new
+from roscope.files import exclusive, link_tree, private_dir, release_private_dir, remove_private_dir, rename_new
 from roscope.processes import group
 from roscope.record import claims
 from roscope.record.lttng import lttng
@@ -130,7 +126,7 @@ def snapshot(recording: str | dict, label: str | None = None, trigger: str = "ap
             raise RecordError(f"{dest}: a snapshot of that name exists (a snapshot is never overwritten)")
         asked = time.time_ns()
         t0 = time.monotonic()
-        tmp = Path(tempfile.mkdtemp(prefix=f"snapshot-{label}-", dir=out / ".lttng"))
+        tmp = Path(private_dir(str(out / ".lttng"), f"snapshot-{label}-"))
         try:
             # the rings first (the moment asked for), then every init event up to now
             lttng("snapshot", "record", f"--session={name}", f"file://{tmp / 'runtime'}")
@@ -144,9 +140,11 @@ def snapshot(recording: str | dict, label: str | None = None, trigger: str = "ap
                     "trigger_to_disk_s": round(written, 4), "snapshot_s": round(whole, 4), **window(tmp / "runtime", tmp / "init")}
             write_json(tmp / SNAPSHOT_MANIFEST, info)
             dest.parent.mkdir(exist_ok=True)
+            os.chmod(tmp, 0o755)   # a private directory is 0700: a snapshot is as readable as the recording
             rename_new(tmp, dest)
+            release_private_dir(str(tmp))
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_private_dir(str(tmp))
             raise
     unnamed = info.get("processes_without_init") or []
     if unnamed or info.get("window_error"):
@@ -156,16 +154,10 @@ def snapshot(recording: str | dict, label: str | None = None, trigger: str = "ap
     return dest
 
 
-@contextlib.contextmanager
 def _one_at_a_time(out: Path):
-    """Holds the recording's snapshot lock (DIR/.lttng/snapshot.lock, never through a link)."""
+    """The recording's snapshot lock (DIR/.lttng/snapshot.lock, roscope.files.exclusive)."""
     (out / ".lttng").mkdir(exist_ok=True)
-    fd = os.open(out / ".lttng" / "snapshot.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+    return exclusive(out / ".lttng" / "snapshot.lock")
 
 
 def _copy_init(src: Path, dest: Path) -> None:
@@ -175,17 +167,10 @@ def _copy_init(src: Path, dest: Path) -> None:
     chunks = sorted(p for p in (src / "archives").iterdir() if p.is_dir()) if (src / "archives").is_dir() else []
     for c in chunks:
         if any(f.is_file() and f.name != "metadata" and f.stat().st_size > 0 for f in c.rglob("*")):
-            shutil.copytree(c, dest / c.name, copy_function=_link_or_copy, symlinks=True)
+            link_tree(c, dest / c.name)
     if not any(dest.iterdir()):
         raise RecordError(f"{src}: the init session archived no events yet (no process of the recording has "
                           "started a tracer): a snapshot would name no object")
-
-
-def _link_or_copy(src: str, dst: str) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
 
 
 def _locate(recording: str | dict) -> tuple[str, Path]:
