@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import csv
 import json
+import re
 import subprocess
 from types import SimpleNamespace
 
@@ -394,6 +395,21 @@ def test_topic_rate_is_the_topics_own(rec, source):
     assert compared == 5
 
 
+def test_a_windows_rate_is_per_second_of_the_window(rec):
+    """`stats --window` and `watch` (stats.topics(db, window)): a topic's rate over a window is
+    its publications in the window per second of it: 4 s inside the sensors' run, against the
+    log's publications in those 4 s (a publication at an edge may fall on either side: 1/4 Hz)."""
+    from roscope import stats
+
+    for topic, hz in SENSOR_HZ.items():
+        times = sorted(r["mono_ns"] for r in rec.gt.of("pub", topic=topic))
+        a = times[0] + 1_000_000_000 + 500_000_000 // hz  # between two publications
+        window = (a, a + 4_000_000_000)
+        truth = sum(window[0] <= t < window[1] for t in times) / 4
+        got = {t["topic"]: t for t in stats.topics(rec.db, window)}[topic]["rate_hz"]
+        assert abs(got - truth) <= 0.25 + 1e-9 and abs(got - hz) <= 0.5, (topic, got, truth)
+
+
 def test_a_rate_budget_on_a_healthy_timer_passes(rec, tmp_path):
     """`rate: {min: 49.5 Hz}` on the 50 Hz /imu and `{min: 19.8 Hz}` on the 20 Hz /lidar pass
     (roscope check's budgets, measured by stats.topic_rate); 50.5 Hz fails."""
@@ -457,6 +473,23 @@ def test_why_and_report_on_the_real_stack(rec, tmp_path, run_roscope):
     assert p.returncode == 0, p.stderr
     html = out.read_text()
     assert "/plan_path:request" in html and "Controller.execute" in html
+    # the topic table's rate is each sensor topic's own (issue 39): its timer's, within 0.5 Hz
+    for topic, hz in SENSOR_HZ.items():
+        m = re.search(rf'<tr data-id="{re.escape(topic)}">(?:(?!</tr>).)*?<td data-k="rate_hz" data-v="([^"]*)"', html)
+        assert m and abs(float(m.group(1)) - hz) <= 0.5, (topic, m and m.group(1))
+
+
+def test_dataset_stats_rate_is_the_topics_own(ros2_pipeline_dataset):
+    """`dataset stats` (roscope.dataset_queries' topics query, the SQL DuckDB and Spark run): a
+    topic's rate in a run is the one of `roscope stats`, its own, against that run's nodes' log."""
+    from roscope import dataset_queries as Q
+
+    gt = T.GroundTruth(T.read_ground_truth(ros2_pipeline_dataset["base"]["gt"]))
+    rows = {r["topic"]: r for r in Q.run_duckdb(ros2_pipeline_dataset["dataset"], runs=["base"])["topics"]}
+    for topic, hz in SENSOR_HZ.items():
+        times = sorted(r["mono_ns"] for r in gt.of("pub", topic=topic))
+        truth = (len(times) - 1) * 1e9 / (times[-1] - times[0])
+        assert rows[topic]["rate_hz"] == pytest.approx(truth, rel=2e-3) and abs(rows[topic]["rate_hz"] - hz) <= 0.5
 
 
 # --------------------------------------------------------------------------
