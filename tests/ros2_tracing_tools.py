@@ -165,6 +165,42 @@ def read_events(site: Path, trace: Path, pids: list[int]) -> dict | str:
     return out
 
 
+def declared_events() -> dict | str:
+    """ros2_tracing's own declaration of its events (the archive's tracetools/include/tracetools/
+    tp_call.h, read from the archive): {"ros2:NAME": [(field, kind), ...]} in payload order, kind
+    one of string, unsigned, signed, static_array, dynamic_array; a str saying why not."""
+    import re
+    if not ARCHIVE.is_file():
+        return f"ros2_tracing's archive is not here ({ARCHIVE}): ../shared/third_party is absent"
+    with tarfile.open(ARCHIVE) as t:
+        m = next((m for m in t.getmembers() if m.name.endswith("tracetools/include/tracetools/tp_call.h")), None)
+        if m is None:
+            return f"{ARCHIVE} has no tracetools/include/tracetools/tp_call.h"
+        text = t.extractfile(m).read().decode()
+    out = {}
+    for chunk in text.split("TRACEPOINT_EVENT(")[1:]:
+        head = re.match(r"\s*TRACEPOINT_PROVIDER,\s*(\w+),", chunk)
+        if head is None:
+            continue
+        name, fields = head.group(1), chunk.split("TP_FIELDS(", 1)[1] if "TP_FIELDS(" in chunk else ""
+        decl = []
+        for macro, args in re.findall(r"(ctf_\w+)\(([^()]*(?:\([^()]*\)[^()]*)*)\)", fields):
+            a = [x.strip() for x in args.split(",")]
+            if macro == "ctf_string":
+                decl.append((a[0], "string"))
+            elif macro in ("ctf_integer", "ctf_integer_hex"):
+                unsigned = any(w in a[0] for w in ("void *", "uint", "size_t", "unsigned"))
+                decl.append((a[1], "unsigned" if unsigned else "signed"))
+            elif macro == "ctf_array":
+                decl.append((a[1], "static_array"))
+            elif macro == "ctf_sequence":
+                decl.append((a[1], "dynamic_array"))
+            else:
+                decl.append((a[1] if len(a) > 1 else a[0], macro))
+        out[f"ros2:{name}"] = decl
+    return out
+
+
 if __name__ == "__main__":
     print(build())
     sys.exit(0)

@@ -231,3 +231,26 @@ def test_tracetools_read_reads_roscopes_trace_as_ros2_traces(tools, r2t, rr):
         logged = sum(len(v) for (node, cb), v in rec["gt"].runs().items() if (node, cb) in TRACED)
         assert read["counts"]["ros2:callback_start"] >= logged, (read["counts"]["ros2:callback_start"], logged)
     assert ours["other_providers"] <= {"roscope_ros2", "lttng_ust_statedump", "lttng_ust_lib", "lttng_ust_dl"}, ours["other_providers"]
+
+
+def test_roscopes_trace_has_ros2_tracings_layout(rr):
+    """The directory layout ros2_tracing's sessions have (one UST trace in per-user buffers under
+    ust/uid/UID/64-bit; the channel is named roscope, not ros2: readers find traces by their
+    metadata), and every ros2 event laid out as ros2_tracing 8.2.2 declares it (the archive's
+    tracetools/include/tracetools/tp_call.h: field names, order and kinds), as babeltrace2 reads it."""
+    metadata = sorted(rr["trace"].glob("ust/uid/*/64-bit/metadata"))
+    assert len(metadata) == 1, sorted(str(p.relative_to(rr["trace"])) for p in rr["trace"].rglob("metadata"))
+    declared = R.declared_events()
+    if isinstance(declared, str):
+        pytest.skip(declared)
+    kinds = {"_StringFieldClassConst": "string", "_UnsignedIntegerFieldClassConst": "unsigned",
+             "_SignedIntegerFieldClassConst": "signed", "_StaticArrayFieldClassConst": "static_array",
+             "_DynamicArrayFieldClassConst": "dynamic_array",
+             "_DynamicArrayWithLengthFieldFieldClassConst": "dynamic_array"}
+    layouts = T.read_trace_layouts(rr["trace"])
+    assert len(layouts) >= 30, sorted(layouts)
+    unknown = sorted(set(layouts) - set(declared))
+    assert not unknown, f"ros2 events in roscope's trace that ros2_tracing 8.2.2 does not declare: {unknown}"
+    wrong = {n: ([(f, kinds.get(k, k)) for f, k in fields.items()], declared[n]) for n, fields in layouts.items()
+             if [(f, kinds.get(k, k)) for f, k in fields.items()] != declared[n]}
+    assert not wrong, f"(roscope's trace, tp_call.h) per event: {wrong}"
