@@ -207,7 +207,8 @@ def _unseen(db: Database, doc: dict, found: dict[str, list[dict]]) -> list[dict]
             elif not cb.get("publishes") and cb["kind"] in ("subscription", "timer"):
                 seen = sum(published.get(i, 0) for i in ids)
                 if seen:
-                    why = f"the file says it publishes nothing; the trace shows {seen} publication(s) from its runs"
+                    why = (f"the file says it publishes nothing; the trace shows {seen} publication(s) from its runs "
+                           "(messages, or service requests)")
             if why is not None:
                 out.append({"callback": cb["id"], "trace_callbacks": ids, "why": why})
     return out
