@@ -254,3 +254,13 @@ def test_roscopes_trace_has_ros2_tracings_layout(rr):
     wrong = {n: ([(f, kinds.get(k, k)) for f, k in fields.items()], declared[n]) for n, fields in layouts.items()
              if [(f, kinds.get(k, k)) for f, k in fields.items()] != declared[n]}
     assert not wrong, f"(roscope's trace, tp_call.h) per event: {wrong}"
+
+
+def test_flows_on_ros2_traces_trace(r2t, run_roscope):
+    """`roscope flow` on ros2 trace's recording: one flow per detection from the camera's image
+    (each detection comes from one image: the example's log)."""
+    p = run_roscope("flow", str(r2t["trace"]), "--from", "^/image$", "--to", "^/detections$", "--json")
+    assert p.returncode == 0, p.stderr[-2000:]
+    paths = {x["path"]: x["flows"] for x in json.loads(p.stdout)["paths"]}
+    detections = len([r for r in r2t["gt"].of("pub") if r["topic"] == "/detections"])
+    assert paths == {"/camera timer -> [/image] -> /detector subscription(/image) -> [/detections]": detections}, paths
