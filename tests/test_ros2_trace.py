@@ -67,12 +67,12 @@ def tools():
     pytest.importorskip("roscope._core", reason="the roscope core is not built")
     if not (T.env_of("jazzy") / "bin" / "python").exists():
         pytest.skip(f"ROS 2 jazzy from PyPI is not installed in {T.env_of('jazzy')} (make setup)")
-    p = subprocess.run(["bash", str(REPO / "scripts" / "rclcpp_setup.sh"), "--prefix"], capture_output=True, text=True)
-    if p.returncode != 0:
-        pytest.skip(p.stderr.strip())
     site = R.build()
     if isinstance(site, str):
         pytest.skip(site)
+    p = subprocess.run(["bash", str(REPO / "scripts" / "rclcpp_setup.sh"), "--prefix"], capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(p.stderr.strip())
     b = subprocess.run([sys.executable, str(EXAMPLE / "launch.py"), "--build"], capture_output=True, text=True, timeout=900)
     assert b.returncode == 0, f"building examples/ros2_cpp_pipeline failed:\n{b.stdout[-3000:]}\n{b.stderr[-3000:]}"
     return site
