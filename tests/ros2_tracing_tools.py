@@ -202,5 +202,15 @@ def declared_events() -> dict | str:
 
 
 if __name__ == "__main__":
-    print(build())
-    sys.exit(0)
+    # `python3 tests/ros2_tracing_tools.py`: build (if need be) and print the site directory;
+    # `... start NAME -p DIR` / `... stop NAME` (pause, resume): what `ros2 trace VERB ...` runs.
+    site = build()
+    if isinstance(site, str):
+        sys.exit(f"ros2_tracing_tools: {site}")
+    if len(sys.argv) < 2:
+        print(site)
+        sys.exit(0)
+    p = ros2_trace(site, *sys.argv[1:])
+    sys.stdout.write(p.stdout)
+    sys.stderr.write(p.stderr)
+    sys.exit(p.returncode)
