@@ -258,9 +258,15 @@ def test_roscopes_trace_has_ros2_tracings_layout(rr):
 
 def test_flows_on_ros2_traces_trace(r2t, run_roscope):
     """`roscope flow` on ros2 trace's recording: one flow per detection from the camera's image
-    (each detection comes from one image: the example's log)."""
+    (each detection comes from one image: the example's log; exact when the session recorded
+    no other process)."""
     p = run_roscope("flow", str(r2t["trace"]), "--from", "^/image$", "--to", "^/detections$", "--json")
     assert p.returncode == 0, p.stderr[-2000:]
     paths = {x["path"]: x["flows"] for x in json.loads(p.stdout)["paths"]}
     detections = len([r for r in r2t["gt"].of("pub") if r["topic"] == "/detections"])
-    assert paths == {"/camera timer -> [/image] -> /detector subscription(/image) -> [/detections]": detections}, paths
+    path = "/camera timer -> [/image] -> /detector subscription(/image) -> [/detections]"
+    foreign = {c["pid"] for c in _stats(run_roscope, r2t)["callbacks"]} - set(r2t["gt"].pids().values())
+    if foreign:  # another process of the user traced beside the example (a test run beside this one)
+        assert set(paths) == {path} and paths[path] >= detections, (paths, sorted(foreign))
+    else:
+        assert paths == {path: detections}, paths
