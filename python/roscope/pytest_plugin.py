@@ -16,6 +16,10 @@ the HTML report written in `--roscope-reports` (default `roscope-reports/`).
 Marker `roscope_budgets(FILE)` (or `--roscope-budgets FILE`): after the test, every budget
 of FILE is checked on the test's trace as `roscope check` does; a failing or unevaluable
 budget fails the test.
+
+Callback and topic selections leave infrastructure out (parameter services, /rosout,
+/parameter_events, ...), as `roscope check` does; `--roscope-infrastructure keep` keeps it
+(as `roscope check --infrastructure keep`; a budget's or a selection's own word wins).
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ import sys
 
 import pytest
 
+from roscope.check import infrastructure
 from roscope.check.units import hz, ms, ns, pct, s, us
 from roscope.errors import UserError
 
@@ -43,6 +48,9 @@ def pytest_addoption(parser) -> None:
                 help="where a failing roscope assertion writes the trace's HTML report (default roscope-reports)")
     g.addoption("--roscope-kernel", action="store_true", help="roscope_recording records kernel scheduling data too")
     g.addoption("--roscope-ros2", metavar="ENV", help="roscope_recording traces this pip-installed ROS 2")
+    g.addoption("--roscope-infrastructure", choices=infrastructure.CHOICES, default=infrastructure.DEFAULT,
+                help="drop (default): callback and topic selections leave out parameter services, /rosout, "
+                     "/parameter_events, /clock and their callbacks; keep: they select them too")
 
 
 def pytest_configure(config) -> None:
@@ -128,7 +136,8 @@ class Recording:
             self.stopped = True
             try:
                 stop_session(self.state["name"])
-                self.trace = Trace(self.output, report_dir=_report_dir(self.config))
+                self.trace = Trace(self.output, report_dir=_report_dir(self.config),
+                                   infrastructure=self.config.getoption("--roscope-infrastructure"))
             except Exception as e:
                 self.error = e
                 raise
@@ -169,7 +178,8 @@ def roscope_trace(request):
     path = _path(path, "roscope_trace(PATH)")
     if run is not None and not isinstance(run, str):
         pytest.fail(f"roscope_trace(run=...): expected a run id (str), got {type(run).__name__} {run!r}", pytrace=False)
-    t = Trace(path, run=run, report_dir=_report_dir(request.config))
+    t = Trace(path, run=run, report_dir=_report_dir(request.config),
+              infrastructure=request.config.getoption("--roscope-infrastructure"))
     request.node.stash[_TRACES] = t
     try:
         yield t

@@ -8,6 +8,11 @@ evaluation (roscope.check.measure, so by the verbs' library functions):
     trace.executor("^/fusion$").utilization <= pct(50)
     trace.lost == 0
 
+A callback or topic regular expression leaves infrastructure (parameter services, /rosout,
+/parameter_events, ...: roscope.check.infrastructure) out, as a budget does, unless asked
+with `infrastructure="keep"` (per subject, or for the whole Trace); of the callbacks it
+selects, those that never ran are left out too (they cannot break a limit).
+
 A measure is a `Measured` (a float) that knows its budget line, so that a failing
 comparison explains itself: the plugin's `pytest_assertrepr_compare` shows the measured
 value, the limit, where the time went (`why`, when the trace has kernel data) and writes
@@ -19,6 +24,7 @@ import math
 import os
 
 from roscope import opening, report
+from roscope.check import infrastructure as infra
 from roscope.check import units
 from roscope.check.budgets import PATH_KEYS, Budget, Limit, Measure
 from roscope.check.measure import ERROR, Context, Line, evaluate
@@ -44,61 +50,67 @@ class Measured(float):
 class _Stats:
     """The statistics of one measure of one subject: `.p99`, `.max`, ... (or `.min` of a rate)."""
 
-    def __init__(self, trace: Trace, kind: str, select, measure: str, unit: str, over: float | None = None):
-        self._t, self._kind, self._select, self._measure, self._unit, self._over = trace, kind, select, measure, unit, over
+    def __init__(self, subject: Subject, measure: str, unit: str, over: float | None = None):
+        self._s, self._measure, self._unit, self._over = subject, measure, unit, over
 
     def __getattr__(self, stat: str) -> Measured:
         if stat.startswith("_"):
             raise AttributeError(stat)
         unit = SHARE if self._measure == "deadline" and stat == "share" else self._unit
-        return self._t.measure(self._kind, self._select, self._measure, stat, unit, self._over)
+        return self._s.measure(self._measure, stat, unit, self._over)
 
 
 class Subject:
     """What a budget selects: a callback, topic, path or executor; its measures as attributes."""
 
-    def __init__(self, trace: Trace, kind: str, select):
-        self._t, self._kind, self._select = trace, kind, select
+    def __init__(self, trace: Trace, kind: str, select, infrastructure: str | None = None):
+        if infrastructure is not None and infrastructure not in infra.CHOICES:
+            raise InputError(f"infrastructure={infrastructure!r}: expected one of {', '.join(infra.CHOICES)}")
+        self._t, self._kind, self._select, self._infra = trace, kind, select, infrastructure
+
+    def measure(self, measure: str, stat: str, unit: str, over: float | None = None) -> Measured:
+        return self._t.measure(self._kind, self._select, measure, stat, unit, over, infrastructure=self._infra)
 
     @property
     def duration(self) -> _Stats:
-        return _Stats(self._t, self._kind, self._select, "duration", DURATION)
+        return _Stats(self, "duration", DURATION)
 
     @property
     def latency(self) -> _Stats:
-        return _Stats(self._t, self._kind, self._select, "latency", DURATION)
+        return _Stats(self, "latency", DURATION)
 
     @property
     def why(self) -> _Stats:
-        return _Stats(self._t, self._kind, self._select, "why", SHARE)
+        return _Stats(self, "why", SHARE)
 
     @property
     def jitter(self) -> Measured:
-        return self._t.measure(self._kind, self._select, "jitter", "max", DURATION)
+        return self.measure("jitter", "max", DURATION)
 
     @property
     def rate(self) -> Measured:
-        return self._t.measure(self._kind, self._select, "rate", "min", RATE)
+        return self.measure("rate", "min", RATE)
 
     @property
     def utilization(self) -> Measured:
-        return self._t.measure(self._kind, self._select, "utilization", "max", SHARE)
+        return self.measure("utilization", "max", SHARE)
 
     def deadline(self, over_ns: float) -> _Stats:
         """The runs or flows over `over_ns` (e.g. ms(30)): `.count` and `.share`."""
-        return _Stats(self._t, self._kind, self._select, "deadline", COUNT, float(over_ns))
+        return _Stats(self, "deadline", COUNT, float(over_ns))
 
 
 class Trace:
     """A trace (directory, database or dataset run) to assert on; `report_dir` is where a
-    failing assertion writes the HTML report (None: nowhere)."""
+    failing assertion writes the HTML report (None: nowhere); `infrastructure` (drop or
+    keep) the default of its callback and topic selections and of its budgets."""
 
-    def __init__(self, path, *, run: str | None = None, report_dir=None, db=None):
+    def __init__(self, path, *, run: str | None = None, report_dir=None, db=None, infrastructure: str = infra.DEFAULT):
         self.path = os.fspath(path)
         self.run = run
         self.report_dir = report_dir
         self.db = db if db is not None else opening.open(self.path, runs=[run] if run else None)
-        self.ctx = Context(self.db)
+        self.ctx = Context(self.db, infrastructure=infrastructure)
         self._report: str | None = None
         #: Why the report could not be written (`write_report`), or None.
         self.report_problem: str | None = None
@@ -106,11 +118,11 @@ class Trace:
     def close(self) -> None:
         self.db.close()
 
-    def callback(self, regex: str) -> Subject:
-        return Subject(self, "callback", regex)
+    def callback(self, regex: str, *, infrastructure: str | None = None) -> Subject:
+        return Subject(self, "callback", regex, infrastructure)
 
-    def topic(self, regex: str) -> Subject:
-        return Subject(self, "topic", regex)
+    def topic(self, regex: str, *, infrastructure: str | None = None) -> Subject:
+        return Subject(self, "topic", regex, infrastructure)
 
     def executor(self, regex: str) -> Subject:
         return Subject(self, "executor", regex)
@@ -131,22 +143,29 @@ class Trace:
                      "lost", sum(x.value for x in lines), kind=COUNT)
         return Measured(total, self)
 
-    def line(self, kind: str, select, measure: str, stat: str, unit: str, over: float | None = None) -> Line:
-        """The one budget line of `measure`'s `stat` on the subject `select` selects."""
+    def line(self, kind: str, select, measure: str, stat: str, unit: str, over: float | None = None, *,
+             infrastructure: str | None = None) -> Line:
+        """The one budget line of `measure`'s `stat` on the subject `select` selects (of the
+        callbacks it selects, those that ran)."""
         op = ">=" if (measure == "rate" and stat == "min") or stat == "min" and measure == "utilization" else "<="
         m = Measure(measure, (Limit(stat, op, math.inf if op == "<=" else 0, unit),), over=over)
-        b = Budget(kind, (m,), select=None if kind == "path" else select, path=select if kind == "path" else ())
+        b = Budget(kind, (m,), select=None if kind == "path" else select, path=select if kind == "path" else (),
+                   infrastructure=infrastructure)
         lines = evaluate(self.db, [b], self.ctx)
         if lines and all(x.status == ERROR for x in lines):
             raise InputError(f"{kind} {b.title()}: {lines[0].message}")
-        lines = [x for x in lines if x.status != ERROR]
+        errors = [x for x in lines if x.status == ERROR]
+        lines = [x for x in lines if x.status != ERROR and not x.no_runs]
+        if not lines:   # what ran has no complete run; the rest never ran
+            raise InputError(f"{kind} {b.title()}: {errors[0].message}")
         if len({x.subject for x in lines}) > 1:
             raise InputError(f"{kind} {select!r} selects {len(lines)}: {', '.join(x.subject for x in lines)}; "
                              "write a regular expression that selects one")
         return lines[0]
 
-    def measure(self, kind: str, select, measure: str, stat: str, unit: str, over: float | None = None) -> Measured:
-        return Measured(self.line(kind, select, measure, stat, unit, over), self)
+    def measure(self, kind: str, select, measure: str, stat: str, unit: str, over: float | None = None, *,
+                infrastructure: str | None = None) -> Measured:
+        return Measured(self.line(kind, select, measure, stat, unit, over, infrastructure=infrastructure), self)
 
     def why_text(self, line: Line) -> str | None:
         """Where the time went for a duration or latency line: its `why` split (kernel data), or None."""
@@ -155,7 +174,8 @@ class Trace:
         parts = ("on_cpu", "cpu_wait", "blocked", "unknown") if line.budget.kind == "callback" else (
             "on_cpu", "cpu_wait", "blocked", "queued", "transport", "unknown")
         m = Measure("why", tuple(Limit(p, "<=", 1, SHARE) for p in parts))
-        b = Budget(line.budget.kind, (m,), select=line.budget.select, path=line.budget.path)
+        b = Budget(line.budget.kind, (m,), select=line.budget.select, path=line.budget.path,
+                   infrastructure=line.budget.infrastructure)
         got = [x for x in evaluate(self.db, [b], self.ctx) if x.subject == line.subject and x.value is not None]
         if not got:
             return None

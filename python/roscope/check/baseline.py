@@ -27,6 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from roscope import dataset, opening
+from roscope.check import infrastructure as infra
 from roscope.check import units
 from roscope.check.budgets import Budget
 from roscope.check.measure import ERROR, Context, Line, evaluate
@@ -61,13 +62,14 @@ def baseline_runs(path: str, runs: str | None, exclude: str | None = None) -> li
     return ids
 
 
-def measure_runs(path: str, ids: Sequence[str], budgets: Sequence[Budget], memory: int | None = None) -> dict:
+def measure_runs(path: str, ids: Sequence[str], budgets: Sequence[Budget], memory: int | None = None,
+                 infrastructure: str = infra.DEFAULT) -> dict:
     """{run id: {line id: (value, samples)}} of every baseline run."""
     out = {}
     for rid in ids:
         db = opening.open(path, runs=[rid], memory=memory)
         try:
-            lines = evaluate(db, budgets, Context(db, samples=True))
+            lines = evaluate(db, budgets, Context(db, samples=True, infrastructure=infrastructure))
         finally:
             db.close()
         out[rid] = {line_id(x): (x.value, x.samples) for x in lines if x.status != ERROR}
@@ -83,7 +85,8 @@ def compare_line(line: Line, base: list[tuple], alpha: float = ALPHA) -> dict:
     that has it)."""
     kind = line.limit.kind if line.limit else units.COUNT
     if line.status == ERROR or line.samples is None or line.measure.name == "lost":
-        why = "an absolute budget" if line.measure.name == "lost" else "not evaluated in this run"
+        why = ("an absolute budget" if line.measure.name == "lost" else "no runs in this run" if line.no_runs
+               else "not evaluated in this run")
         return {"verdict": NOT, "text": f"vs baseline: not compared ({why})"}
     base = [(v, s) for v, s in base if _finite(v) and s is not None and len(s)]
     values = [float(v) for v, _ in base]

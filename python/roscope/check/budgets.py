@@ -16,6 +16,10 @@ into `Budget`s. Every mistake is one InputError naming the file, the line and th
         utilization: {max: 50 %}
       - lost: 0                                # always on (0) unless given
 
+A callback or topic budget leaves infrastructure (parameter services, /rosout,
+/parameter_events, ...: roscope.check.infrastructure) out of what it selects unless it
+says `infrastructure: keep`.
+
 The same `Budget` is what the pytest assertion API evaluates (roscope.check.api).
 """
 from __future__ import annotations
@@ -24,12 +28,14 @@ import os
 from dataclasses import dataclass, field
 
 from roscope import regex, yamlfile
-from roscope.check import units
+from roscope.check import infrastructure, units
 from roscope.check.units import COUNT, DURATION, RATE, SHARE, UnitError
 from roscope.errors import InputError
 
 #: What a budget selects (its subject key), and the measures each takes.
 KINDS = ("callback", "topic", "path", "executor", "lost")
+#: The budgets whose regular expression may select infrastructure (`infrastructure: keep|drop`).
+INFRA_KINDS = ("callback", "topic")
 MEASURES = {
     "callback": ("duration", "jitter", "deadline", "why"),
     "topic": ("rate", "latency"),
@@ -105,6 +111,7 @@ class Budget:
     line: int = 0
     source: str | None = None
     default: bool = False
+    infrastructure: str | None = None   # keep or drop (roscope.check.infrastructure); None: the check's default
 
     @property
     def path_options(self) -> dict:
@@ -270,7 +277,8 @@ def budget(f: _File, index: int, item, line: int, base_dir: str = ".") -> Budget
         raise f.error(line, key, f"give exactly one of {', '.join(KINDS)} (what the budget is about)"
                       + (f"; found {', '.join(kinds)}" if kinds else ""))
     kind = kinds[0]
-    allowed = ("name", kind) + (MEASURES[kind] if kind != "lost" else ())
+    allowed = ("name", kind) + (MEASURES[kind] if kind != "lost" else ()) + (
+        ("infrastructure",) if kind in INFRA_KINDS else ())
     for k in item:
         if k not in allowed:
             other = [kk for kk, ms in MEASURES.items() if k in ms]
@@ -280,6 +288,11 @@ def budget(f: _File, index: int, item, line: int, base_dir: str = ".") -> Budget
     name = item.get("name")
     if name is not None and not isinstance(name, str):
         raise f.error(item.line_of("name"), f"{key}.name", f"expected text, got {name!r}")
+    infra = item.get("infrastructure")
+    if "infrastructure" in item and infra not in infrastructure.CHOICES:
+        raise f.error(item.line_of("infrastructure"), f"{key}.infrastructure",
+                      f"{infra!r} is not one of {', '.join(infrastructure.CHOICES)} (keep: also select parameter "
+                      "services, /rosout, /parameter_events, ...)")
     select, path = None, ()
     if kind == "path":
         path = _path(f, item.line_of("path"), f"{key}.path", item["path"], base_dir)
@@ -291,7 +304,7 @@ def budget(f: _File, index: int, item, line: int, base_dir: str = ".") -> Budget
         measures = tuple(_measure(f, kind, m, item[m], item.line_of(m), f"{key}.{m}") for m in MEASURES[kind] if m in item)
         if not measures:
             raise f.error(line, key, f"no measure: give one or more of {', '.join(MEASURES[kind])}")
-    return Budget(kind, measures, select, path, name, index, line, f.path)
+    return Budget(kind, measures, select, path, name, index, line, f.path, infrastructure=infra)
 
 
 @dataclass

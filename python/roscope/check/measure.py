@@ -18,6 +18,11 @@ measures"):
 regular expression selects three callbacks gives three lines per limit). A line that
 cannot be evaluated (nothing selected, no flow, no kernel data for `why`) is an
 `error` line with the reason: never a pass.
+
+A callback budget's regular expression selects callbacks by label, infrastructure left out
+(roscope.check.infrastructure) unless the budget or the check keeps it. A selected callback
+that never ran cannot break the budget: its lines pass with no value, `no runs` (listed,
+not failed); the budget cannot be evaluated only when none of the callbacks it selects ran.
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from roscope import executor, percentiles, regex, response_time, sched, stats
+from roscope.check import infrastructure as infra
 from roscope.check.budgets import PATH_STATS, Budget, Limit, Measure
 from roscope.check.units import COUNT
 from roscope.errors import InputError
@@ -37,6 +43,8 @@ if TYPE_CHECKING:
     from roscope.database import Database
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
+#: The message of a line that passes because its callback never ran (its value is None).
+NO_RUNS = "no runs in this trace"
 NO_KERNEL = ("no kernel scheduling data in this trace (record it with `roscope record --kernel`): `why` shares "
              "need it")
 
@@ -70,15 +78,27 @@ class Line:
     def margin(self) -> float | None:
         return None if self.value is None or self.limit is None else self.limit.margin(self.value)
 
+    @property
+    def no_runs(self) -> bool:
+        """A line that passes because the callback it measures never ran."""
+        return self.status == PASS and self.value is None
+
 
 class Context:
-    """One trace's analyses, each made once for all the budgets (the verbs' library calls)."""
+    """One trace's analyses, each made once for all the budgets (the verbs' library calls).
+    `infrastructure` (keep or drop) is the default of the budgets that do not say."""
 
-    def __init__(self, db, samples: bool = False):
+    def __init__(self, db, samples: bool = False, infrastructure: str = infra.DEFAULT):
+        if infrastructure not in infra.CHOICES:
+            raise InputError(f"infrastructure: {infrastructure!r} is not one of {', '.join(infra.CHOICES)}")
         self.db = db
         self.samples = samples
+        self.infrastructure = infrastructure
         self._callbacks = self._topics = self._threads = self._labels = self._summary = None
-        self._kernel = None
+        self._kernel = self._info = None
+
+    def keeps_infrastructure(self, b: Budget) -> bool:
+        return (b.infrastructure or self.infrastructure) == infra.KEEP
 
     @property
     def callbacks(self) -> list[dict]:
@@ -111,6 +131,16 @@ class Context:
             self._labels = {r["callback_id"]: r["label"] for r in self.db.records(
                 f"SELECT c.callback_id, {sched.CALLBACK_LABEL} AS label FROM callbacks_info c")}
         return self._labels
+
+    @property
+    def callback_info(self) -> dict[int, dict]:
+        """callback_id -> {infrastructure: bool, runs: its runs in the trace, complete or not}."""
+        if self._info is None:
+            self._info = {r["callback_id"]: {"infrastructure": infra.callback(r["kind"], r["topic"], r["node"]),
+                                             "runs": r["runs"]} for r in self.db.records(
+                "SELECT c.callback_id, c.kind, c.topic, c.node, count(r.callback_id) AS runs FROM callbacks_info c "
+                "LEFT JOIN callback_runs r USING (callback_id) GROUP BY ALL")}
+        return self._info
 
     @property
     def summary(self) -> dict:
@@ -208,21 +238,46 @@ def _shown(names) -> str:
 
 # ---------------------------------------------------------------- callbacks
 
+def _left_out(what: str, names: list[str]) -> str:
+    """The part of a "no ... matches" message that names the infrastructure left out."""
+    if not names:
+        return ""
+    return (f"; {len(names)} infrastructure {what}{'s' if len(names) != 1 else ''} left out ({_shown(names)}): "
+            "`infrastructure: keep` (or --infrastructure keep) selects them too")
+
+
+def _no_runs(b: Budget, label: str, cid: int) -> list[Line]:
+    """Every limit of `b` on a callback that never ran: passes, with no value."""
+    return [Line(b, m, lim, label, label, None, PASS, NO_RUNS, lim.kind, {"callback_id": cid, "label": label})
+            for m in b.measures for lim in m.limits]
+
+
 def _callback(ctx: Context, b: Budget) -> list[Line]:
-    labels = ctx.labels
+    labels, info = ctx.labels, ctx.callback_info
     rows = {r["callback_id"]: r for r in ctx.callbacks}
     rx = regex.compile(b.select, "callback")
     ids = [cid for cid, lab in labels.items() if rx.search(lab)]
+    keep = ctx.keeps_infrastructure(b)
+    dropped = [] if keep else [c for c in ids if info[c]["infrastructure"]]
+    ids = [c for c in ids if c not in set(dropped)]
     if not ids:
-        return _errors(b, f"no callback matches {b.select!r} (callbacks: {_shown(labels.values())})")
+        return _errors(b, f"no callback matches {b.select!r} (callbacks: "
+                          f"{_shown(lab for c, lab in labels.items() if keep or not info[c]['infrastructure'])})"
+                          + _left_out("callback", [labels[c] for c in dropped]))
+    if not any(info[c]["runs"] for c in ids):
+        n = len(ids)
+        return _errors(b, f"{'the callback' if n == 1 else f'none of the {n} callbacks'} it selects ran in this "
+                          f"trace ({_shown(labels[c] for c in ids)})")
     out = []
     for cid in sorted(ids, key=lambda c: labels[c]):
         label, row = labels[cid], rows.get(cid)
-        if row is None:
+        if not info[cid]["runs"]:  # never ran: cannot break a budget (listed, not failed)
+            out += _no_runs(b, label, cid)
+        elif row is None:  # ran, but no run ended in the trace: its duration is unknown
             out += _errors(b, f"{label}: no complete run in this trace", label)
-            continue
-        for m in b.measures:
-            out += _callback_measure(ctx, b, m, cid, label, row)
+        else:
+            for m in b.measures:
+                out += _callback_measure(ctx, b, m, cid, label, row)
     return out
 
 
@@ -265,8 +320,13 @@ def _error_line(b: Budget, m: Measure, lim: Limit, subject: str, message: str) -
 def _topic(ctx: Context, b: Budget) -> list[Line]:
     rows = ctx.topics
     idx = _matching(b.select, [t["topic"] for t in rows])
+    keep = ctx.keeps_infrastructure(b)
+    dropped = [] if keep else [i for i in idx if infra.topic(rows[i]["topic"])]
+    idx = [i for i in idx if i not in set(dropped)]
     if not idx:
-        return _errors(b, f"no topic matches {b.select!r} (topics: {_shown(t['topic'] for t in rows)})")
+        return _errors(b, f"no topic matches {b.select!r} (topics: "
+                          f"{_shown(t['topic'] for t in rows if keep or not infra.topic(t['topic']))})"
+                          + _left_out("topic", [rows[i]["topic"] for i in dropped]))
     out = []
     for i in idx:
         t = rows[i]

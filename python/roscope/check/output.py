@@ -40,6 +40,8 @@ def describe(line: Line) -> str:
     """The line's verdict in words: value, limit and margin, or why it cannot be evaluated."""
     if line.status == ERROR:
         return f"{head(line)}: cannot be evaluated: {line.message}"
+    if line.no_runs:
+        return f"{head(line)}: no runs (never ran in this trace: nothing to break the limit)"
     lim = line.limit
     value = units.show(line.value, lim.kind)
     limit = f"{lim.op} {units.show(lim.value, lim.kind)}"
@@ -60,14 +62,17 @@ def verdict(line: Line) -> str:
 
 
 def counts(lines: Sequence[Line]) -> dict:
-    return {s: sum(1 for x in lines if x.status == s) for s in (PASS, FAIL, ERROR)}
+    """Lines per status, and how many of the passing ones pass with no runs."""
+    return {**{s: sum(1 for x in lines if x.status == s) for s in (PASS, FAIL, ERROR)},
+            "no_runs": sum(1 for x in lines if x.no_runs)}
 
 
 def summary_text(lines: Sequence[Line], status: int) -> str:
     c = counts(lines)
     word = {0: "PASS", 1: "FAIL", 2: "INCOMPLETE"}[status]
-    return (f"{len(lines)} budget lines: {c[PASS]} pass, {c[FAIL]} fail, {c[ERROR]} cannot be evaluated: {word} "
-            f"(exit {status})")
+    norun = f" ({c['no_runs']} with no runs)" if c["no_runs"] else ""
+    return (f"{len(lines)} budget lines: {c[PASS]} pass{norun}, {c[FAIL]} fail, {c[ERROR]} cannot be evaluated: "
+            f"{word} (exit {status})")
 
 
 def text(lines: Sequence[Line], status: int, comparisons: dict | None = None, write=print) -> None:
@@ -89,6 +94,7 @@ def line_json(line: Line) -> dict:
         "stat": lim.stat if lim else None, "deadline_ns": line.measure.over, "op": lim.op if lim else None,
         "unit": {"duration": "ns", "rate": "Hz", "share": "fraction", "count": "count"}[line.kind],
         "limit": lim.value if lim else None, "value": line.value, "margin": line.margin, "status": line.status,
+        "no_runs": line.no_runs,
         "message": line.message or None, "text": describe(line),
         "callback_id": line.ref.get("callback_id"), "thread_id": line.ref.get("thread_id"),
     }

@@ -60,7 +60,7 @@ def observe(path: str, runs: str | None, paths: Sequence[tuple[str, str]], memor
         try:
             ctx = Context(db)
             for line in evaluate(db, probe, ctx):
-                if line.status == ERROR:
+                if line.status == ERROR or line.value is None:  # or a callback with no runs
                     continue
                 key = (line.budget.index, line.measure.name, line.key)
                 seen.setdefault(key, {})[rid] = line.value

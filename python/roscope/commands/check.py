@@ -14,6 +14,7 @@ import os
 import sys
 import time
 
+from roscope.check import infrastructure
 from roscope.commands import _common as C
 from roscope.errors import InputError, user_message
 
@@ -31,7 +32,7 @@ def register(sub) -> None:
         "margin and pass/fail. Exit status 0 all pass, 1 a budget fails, 2 a budget cannot be evaluated or the "
         "check cannot run. `--suggest DATASET` prints a budgets file from a dataset's runs instead (docs/ci.md).",
         usage="roscope check BUDGETS.yaml TRACE...|DB|DATASET [--run ID] [--json] [--junit FILE] [--github] "
-              "[--baseline DATASET [--runs GLOB]]\n       roscope check --suggest DATASET [--runs GLOB] "
+              "[--infrastructure keep|drop] [--baseline DATASET [--runs GLOB] [--alpha A]]\n       roscope check --suggest DATASET [--runs GLOB] "
               "[--from RE --to RE ...] [--margin M] [-o FILE]",
     )
     p.add_argument("inputs", nargs="*", type=C.input_path, metavar="BUDGETS.yaml TRACE|DB|DATASET",
@@ -43,7 +44,12 @@ def register(sub) -> None:
     p.add_argument("--runs", metavar="GLOB",
                    help="with --baseline or --suggest: the runs to use (a shell pattern; default all)")
     p.add_argument("--alpha", type=C.number("a significance level", 0, 1, lo_open=True, hi_open=True), default=0.05, metavar="A",
-                   help="with --baseline: the significance level (default 0.05)")
+                   help="with --baseline: the family-wise significance level: the chance of any false 'worse' or "
+                        "'better' among the lines compared, held by Holm-Bonferroni over them (default 0.05)")
+    p.add_argument("--infrastructure", choices=infrastructure.CHOICES, default=None,
+                   help="drop (the default): callback and topic budgets leave out parameter services, /rosout, "
+                        "/parameter_events, /clock and their callbacks; keep: they select them too (a budget's own "
+                        "`infrastructure:` wins)")
     p.add_argument("--junit", type=C.output_path, metavar="FILE", help="also write JUnit XML: one test case per budget line")
     p.add_argument("--github", action="store_true",
                    help="also print GitHub Actions annotations (::error file=...,line=...::) for each failing budget "
@@ -69,8 +75,9 @@ def _suggest(args) -> int:
     from roscope import files
     from roscope.check import suggest
 
-    if args.inputs or args.run or args.baseline or args.junit:
-        raise InputError("--suggest DATASET prints a budgets file: give no budgets file, input, --run, --baseline or --junit")
+    if args.inputs or args.run or args.baseline or args.junit or args.infrastructure:
+        raise InputError("--suggest DATASET prints a budgets file: give no budgets file, input, --run, --baseline, "
+                         "--junit or --infrastructure")
     if len(args.from_re) != len(args.to_re):
         raise InputError(f"give --from and --to in pairs ({len(args.from_re)} --from, {len(args.to_re)} --to)")
     if args.output:  # before any work
@@ -97,6 +104,7 @@ def _check(args) -> int:
     if args.runs and not args.baseline:
         raise InputError("--runs chooses the baseline runs: give --baseline DATASET (the run to check is --run ID)")
     t0 = time.monotonic()
+    infra = args.infrastructure or infrastructure.DEFAULT
     spec = budgets.load(args.inputs[0])
     targets = args.inputs[1:]
     reads = [*args.inputs, *([args.baseline] if args.baseline else [])]
@@ -105,7 +113,8 @@ def _check(args) -> int:
         files.check(junit, force=args.force, inputs=reads, what="JUnit XML file")
     db = C.open_inputs(_Inputs(args, targets))
     try:  # with --baseline, each line keeps the values behind its statistic
-        lines = measure.evaluate(db, spec.budgets, measure.Context(db, samples=bool(args.baseline)))
+        lines = measure.evaluate(db, spec.budgets, measure.Context(db, samples=bool(args.baseline),
+                                                                   infrastructure=infra))
     finally:
         db.close()
         C.report_from(db)
@@ -115,8 +124,8 @@ def _check(args) -> int:
         same = (len(targets) == 1 and dataset.is_dataset(targets[0])
                 and os.path.realpath(targets[0]) == os.path.realpath(args.baseline))
         ids = baseline.baseline_runs(args.baseline, args.runs, exclude=args.run if same else None)
-        comparisons = baseline.compare(lines, baseline.measure_runs(args.baseline, ids, spec.budgets, args.memory),
-                                       args.alpha)
+        comparisons = baseline.compare(lines, baseline.measure_runs(args.baseline, ids, spec.budgets, args.memory,
+                                                                    infra), args.alpha)
         info = {"dataset": args.baseline, "runs": ids, "alpha": args.alpha, "min_runs": baseline.MIN_RUNS}
     if args.json:
         C.print_json(output.document(lines, status, budgets_file=spec.path, inputs=targets, run=args.run,
