@@ -4,7 +4,7 @@ lambda's) that records the accesses it makes, the calls and the publications.
 The walk is cut by what it meets: statements (`statements.Statements`),
 expressions (`expressions.Expressions`), calls into user code and libraries
 (`calls.Calls`), lambdas that are not callbacks (`lambdas.Lambdas`), callback and publisher registrations
-(`registrations.Registrations`); `Function` holds the state they share."""
+(`registrations.Registrations`), where publishers go (`publishers.Publishers`); `Function` holds the state they share."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -15,6 +15,7 @@ from roscope.deps.cxx import is_publisher_type, not_state_type, param_key, qualn
 from roscope.deps.expressions import Expressions
 from roscope.deps.lambdas import Lambdas
 from roscope.deps.paths import ok
+from roscope.deps.publishers import Publishers
 from roscope.deps.registrations import Registrations
 from roscope.deps.rosapi import string_literal
 from roscope.deps.statements import Statements
@@ -24,7 +25,7 @@ from roscope.errors import InputError
 #: walk needs first) that the walk follows; deeper code is an error that names it.
 MAX_NESTING = 50_000
 
-class Function(Statements, Expressions, Calls, Lambdas, Registrations):
+class Function(Statements, Expressions, Calls, Lambdas, Registrations, Publishers):
     """Walks one function body (or a lambda's) and records its summary."""
 
     def __init__(self, unit, cursor, outer: Function | None = None):
