@@ -15,6 +15,10 @@
 // and the executor thread's (CLOCK_THREAD_CPUTIME_ID). pong stops at the first "end", ping
 // 0.2 s after its window. Each prints "ready" on stdout once its entities exist and writes
 // OUT.json when it stops.
+//
+//   pingpong tploop N OUT.json   one tracepoint's cost: rclcpp's ros_trace_callback_start (the
+//                                 libtracetools the process has: the wheel's, or roscope's when
+//                                 preloaded) called N times in a loop; ns per call, wall and CPU
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include "rclcpp/rclcpp.hpp"
+#include "tracetools/tracetools.h"
 #include "std_msgs/msg/header.hpp"
 
 using Msg = std_msgs::msg::Header;
@@ -161,11 +166,27 @@ private:
   std::vector<int64_t> latencies_;
 };
 
+static int tploop(long n, const char * out) {
+  int64_t w0 = now_ns(), c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+  for (long i = 0; i < n; ++i) {
+    TRACETOOLS_TRACEPOINT(callback_start, reinterpret_cast<const void *>(i), false);
+  }
+  int64_t w1 = now_ns(), c1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+  std::ofstream f(out);
+  f << "{\"calls\": " << n << ", \"wall_ns_per_call\": " << double(w1 - w0) / n
+    << ", \"cpu_ns_per_call\": " << double(c1 - c0) / n << ", \"enabled\": "
+    << (TRACETOOLS_TRACEPOINT_ENABLED(callback_start) ? "true" : "false") << "}\n";
+  return 0;
+}
+
 int main(int argc, char ** argv) {
   std::string role = argc > 1 ? argv[1] : "";
+  if (role == "tploop" && argc == 4) {
+    return tploop(std::atol(argv[2]), argv[3]);
+  }
   bool ping = role == "ping";
   if (!((ping && argc == 6) || (role == "pong" && argc == 3))) {
-    std::fprintf(stderr, "usage: pingpong ping RATE WARMUP SECONDS OUT.json | pingpong pong OUT.json\n");
+    std::fprintf(stderr, "usage: pingpong ping RATE WARMUP SECONDS OUT.json | pingpong pong OUT.json | pingpong tploop N OUT.json\n");
     return 2;
   }
   rclcpp::init(argc, argv);

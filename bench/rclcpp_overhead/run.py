@@ -116,33 +116,47 @@ def lttng(*args: str) -> None:
     subprocess.run(["lttng", *args], check=True, stdout=subprocess.DEVNULL)
 
 
-def run_once(mode: str, prog: Path, prefix: Path, a, work: Path, k: int) -> dict:
-    rundir = work / f"{k}-{mode}"
-    rundir.mkdir()
+def base_env(prefix: Path, k: int) -> dict:
     env_dir = ros2_env()
     env = dict(os.environ, ROS_DOMAIN_ID=str(os.getpid() % 80 + 140 + k % 2), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
                RMW_IMPLEMENTATION="rmw_fastrtps_cpp", AMENT_PREFIX_PATH=f"{prefix}:{env_dir}",
                LD_LIBRARY_PATH=f"{prefix / 'lib'}:{env_dir / 'lib'}")
     for v in ("LD_PRELOAD", "ROSCOPE_RCLPY_HOOK"):
         env.pop(v, None)
+    return env
+
+
+def preloaded(env: dict) -> dict:
+    """`env` with roscope's libtracetools preloaded (`roscope env --ros2 jazzy`)."""
+    sys.path.insert(0, str(REPO / "python"))
+    from roscope import ros2_pip
+    return ros2_pip.Ros2Recording.setup(None, DISTRO, preload=True).environment(env)
+
+
+def ros2_session(name: str, trace: Path) -> None:
+    """An LTTng session enabling ros2:* only, contexts vpid, vtid, procname, started."""
+    lttng("create", name, f"--output={trace}")
+    try:
+        lttng("enable-channel", "--userspace", "ros2", "--subbuf-size=1M", "--num-subbuf=8", f"--session={name}")
+        lttng("enable-event", "--userspace", "ros2:*", "--channel=ros2", f"--session={name}")
+        lttng("add-context", "--userspace", "--channel=ros2", f"--session={name}", "-t", "vpid", "-t", "vtid", "-t", "procname")
+        lttng("start", name)
+    except BaseException:
+        lttng("destroy", name)
+        raise
+
+
+def run_once(mode: str, prog: Path, prefix: Path, a, work: Path, k: int) -> dict:
+    rundir = work / f"{k}-{mode}"
+    rundir.mkdir()
+    env = base_env(prefix, k)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--pair", str(prog), str(a.rate), str(a.warmup),
            str(a.seconds), str(rundir)]
     trace, session = None, None
     if mode == "ros2_tracing":
-        sys.path.insert(0, str(REPO / "python"))
-        from roscope import ros2_pip
-        env = ros2_pip.Ros2Recording.setup(None, DISTRO, preload=True).environment(env)
+        env = preloaded(env)
         trace, session = rundir / "trace", f"rclcpp-overhead-{os.getpid()}-{k}"
-        lttng("create", session, f"--output={trace}")
-        try:
-            lttng("enable-channel", "--userspace", "ros2", "--subbuf-size=1M", "--num-subbuf=8", f"--session={session}")
-            lttng("enable-event", "--userspace", "ros2:*", "--channel=ros2", f"--session={session}")
-            lttng("add-context", "--userspace", "--channel=ros2", f"--session={session}",
-                  "-t", "vpid", "-t", "vtid", "-t", "procname")
-            lttng("start", session)
-        except BaseException:
-            lttng("destroy", session)
-            raise
+        ros2_session(session, trace)
     elif mode == "roscope":
         trace = rundir / "trace"
         env["PYTHONPATH"] = str(REPO / "python")
@@ -175,6 +189,41 @@ def run_once(mode: str, prog: Path, prefix: Path, a, work: Path, k: int) -> dict
     return r
 
 
+TP_MODES = ("untraced", "preloaded", "ros2_tracing", "roscope")
+
+
+def tracepoint_cost(mode: str, prog: Path, prefix: Path, work: Path, k: int, calls: int) -> dict:
+    """ns per call of rclcpp's ros_trace_callback_start in a loop (pingpong tploop): untraced
+    (the wheel's libtracetools), preloaded (roscope's, no session), recorded by the ros2:*
+    session, recorded by roscope record."""
+    rundir = work / f"tp-{k}-{mode}"
+    rundir.mkdir()
+    out = rundir / "tp.json"
+    env = base_env(prefix, k) if mode == "untraced" else preloaded(base_env(prefix, k))
+    cmd = [str(prog), "tploop", str(calls), str(out)]
+    session = None
+    if mode == "ros2_tracing":
+        session = f"rclcpp-overhead-tp-{os.getpid()}-{k}"
+        ros2_session(session, rundir / "trace")
+    elif mode == "roscope":
+        env["PYTHONPATH"] = str(REPO / "python")
+        cmd = [sys.executable, "-m", "roscope", "record", "--ros2", DISTRO, "-o", str(rundir / "trace"), "--", *cmd]
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        if session:
+            lttng("stop", session)
+            lttng("destroy", session)
+    if p.returncode != 0:
+        raise SystemExit(f"run.py: tploop {mode} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    r = json.loads(out.read_text())
+    if mode in ("ros2_tracing", "roscope"):
+        ev = count_events(rundir / "trace", [0, 2**63], set())
+        r["recorded"] = ev.get("ros2:callback_start", 0)
+    shutil.rmtree(rundir, ignore_errors=True)
+    return r
+
+
 def pct(v: list, q: float) -> float:
     return v[min(len(v) - 1, int(q * len(v) / 100))]
 
@@ -195,7 +244,7 @@ def count_events(trace: Path, window: list[int], pids: set[int]) -> dict:
         if not lo <= ts <= hi:
             continue
         i = line.find("vpid = ")
-        if i < 0 or int(line[i + 7:line.index(",", i)]) not in pids:
+        if pids and (i < 0 or int(line[i + 7:line.index(",", i)]) not in pids):
             continue
         names[line.split(" ", 3)[2].rstrip(":")] += 1
     p.wait()
@@ -218,6 +267,8 @@ PAIRS = (("ros2_tracing", "untraced"), ("roscope", "ros2_tracing"), ("roscope", 
 def summarize(runs: dict[str, list[dict]]) -> dict:
     s: dict = {"per_mode": {}, "paired": {}}
     for m, rs in runs.items():
+        if not rs:
+            continue
         d = {k: round(statistics.median(f(r) for r in rs), 3) for k, f in METRICS.items()}
         ev = Counter()
         msgs = 0
@@ -234,7 +285,7 @@ def summarize(runs: dict[str, list[dict]]) -> dict:
             d["events_per_message_by_name"] = {n: round(c / msgs, 3) for n, c in sorted(ev.items())}
         s["per_mode"][m] = d
     for hi, lo in PAIRS:
-        if hi in runs and lo in runs:
+        if runs.get(hi) and runs.get(lo):
             s["paired"][f"{hi}-{lo}"] = {k: quartiles([f(x) - f(y) for x, y in zip(runs[hi], runs[lo])])
                                          for k, f in METRICS.items()}
     return s
@@ -292,6 +343,8 @@ def measure(argv: list[str], private: bool) -> int:
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--tp-calls", type=int, default=100000, help="calls per tracepoint loop (0: no loops)")
+    ap.add_argument("--tp-repeats", type=int, default=5)
     ap.add_argument("--shared-sessiond", action="store_true",
                     help="use the system's LTTng session daemon (others' sessions then see the traced modes' processes)")
     a = ap.parse_args(argv)
@@ -316,6 +369,18 @@ def measure(argv: list[str], private: bool) -> int:
                       + (f"  {ev / r['sent']:5.1f} events/message" if "events" in r else "")
                       + (f"  (other sessions: {len(r['other_sessions'])})" if r["other_sessions"] else ""),
                       file=sys.stderr)
+        tp: dict[str, list[dict]] = {m: [] for m in TP_MODES}
+        for k in range(a.tp_repeats if a.tp_calls else 0):
+            for mode in (TP_MODES if k % 2 == 0 else tuple(reversed(TP_MODES))):
+                tp[mode].append(tracepoint_cost(mode, prog, prefix, Path(tmp), k, a.tp_calls))
+        if a.tp_calls and a.tp_repeats:
+            results["tracepoint_ns"] = {
+                m: {"wall_p50": round(statistics.median(x["wall_ns_per_call"] for x in v), 1),
+                    "cpu_p50": round(statistics.median(x["cpu_ns_per_call"] for x in v), 1),
+                    "enabled": v[0]["enabled"], "calls": a.tp_calls,
+                    **({"recorded_share": round(sum(x["recorded"] for x in v) / (a.tp_calls * len(v)), 4)}
+                       if "recorded" in v[0] else {})}
+                for m, v in tp.items()}
     results["wall_s"] = round(time.monotonic() - t_start, 1)
     results["load_after"] = os.getloadavg()
     results.update(summarize(runs))
@@ -336,6 +401,10 @@ def print_table(res: dict, a) -> None:
     for m, d in res["per_mode"].items():
         print(f"{m:<13} {d['latency_p50_us']:>11.1f} {d['latency_p90_us']:>9.1f} {d['cpu_us_per_callback']:>10.1f} "
               f"{d['thread_cpu_us_per_callback']:>11.1f} {d.get('events_per_message', '-'):>10}")
+    if "tracepoint_ns" in res:
+        print("\none tracepoint (ros_trace_callback_start in a loop), ns per call, median of repeats: "
+              + ", ".join(f"{m} {d['cpu_p50']:.0f}" + (f" ({100 * d['recorded_share']:.0f}% recorded)" if "recorded_share" in d else "")
+                          for m, d in res["tracepoint_ns"].items()))
     print("\npaired differences by round, p25 / p50 / p75 (mean +- sem), us")
     for pair_name, d in res["paired"].items():
         cells = []
