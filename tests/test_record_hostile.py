@@ -232,6 +232,8 @@ CASES = {
     "watch": ["watch", "--json", "-o", "{out}", "--", *ROSPY],
     "watch-attached": ["watch", "--json", "-o", "{out}"],
     "flight": ["record", "--flight-recorder", "-o", "{out}", "--", *ROSPY],
+    # killed during its setup's last step (the running processes' state dump, at least 1 s)
+    "start": ["record", "start", "--attach", "--name", "killed-start", "-o", "{out}"],
 }
 
 
@@ -252,12 +254,14 @@ def test_recover_after_sigkill_leaves_no_session_no_process_and_a_complete_manif
         name = manifest_of(out)["session"]
         want = 2 if case == "flight" else 1
         wait_for(lambda: len(session_names(name)) == want, 30, "its sessions")
-        if case != "watch-attached":
+        if case not in ("watch-attached", "start"):
             wait_for(lambda: children_of(p.pid), 30, "its command")
             kids = children_of(p.pid)
-        time.sleep(3)   # the rospy process has imported rospy (its process_init is recorded)
+            time.sleep(3)   # the rospy process has imported rospy (its process_init is recorded)
+        elif case == "watch-attached":
+            time.sleep(3)   # a few chunks rotated
         rospy = set(processes_mentioning(ROSPY[-1])) & descendants(p.pid)
-        assert case == "watch-attached" or len(rospy) == 1
+        assert case in ("watch-attached", "start") or len(rospy) == 1
         p.kill()
         p.wait()
         assert session_names(name), "the sessions went with roscope"
