@@ -8,8 +8,12 @@ with the statistics `roscope experiment compare` uses (roscope.experiment.statte
 difference of means with a 95 % bootstrap interval, and the two-sided Mann-Whitney U test.
 
 The verdict is `worse` (or `better`) only when
-1. the difference is significant as `experiment compare` calls it: p < alpha and the
-   interval excludes 0; and
+1. the difference is significant as `experiment compare` calls it, over the family of the
+   lines this check compares: the U test's p-value adjusted by Holm-Bonferroni's step-down
+   over every line compared (`holm`) is < alpha, and the interval excludes 0; so the chance
+   of any false `worse` or `better` in one check is at most alpha (the family-wise error
+   rate), however many lines it has -- tested alone at 5 %, 30 lines would give a false
+   verdict in 1 - 0.95^30 = 79 % of the checks of an unchanged system; and
 2. the run's value of the budget's statistic (its p99, its rate, ...) lies beyond the
    baseline runs' own values by more than their spread (above the highest by more than
    highest - lowest, for a metric where higher is worse): the values of one run share its
@@ -17,7 +21,8 @@ The verdict is `worse` (or `better`) only when
    runs also show among themselves is run-to-run variation, not a change.
 
 Otherwise `no significant difference`; with fewer than `MIN_RUNS` baseline runs that have
-the metric, `too few runs`. Lost events are an absolute budget, not compared.
+the metric, `too few runs` (not in the family: no test is made). Lost events are an absolute
+budget, not compared.
 """
 from __future__ import annotations
 
@@ -76,14 +81,38 @@ def measure_runs(path: str, ids: Sequence[str], budgets: Sequence[Budget], memor
     return out
 
 
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in the order given: with the m p-values sorted
+    ascending, p_(1) <= ... <= p_(m), the k-th is adjusted to max over j <= k of
+    min(1, (m - j + 1) p_(j)). Rejecting where the adjusted value is < alpha is Holm's
+    step-down procedure: its family-wise error rate is at most alpha under any dependence."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    out = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * float(pvalues[i])))
+        out[i] = running
+    return out
+
+
 def _finite(v) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
 def compare_line(line: Line, base: list[tuple], alpha: float = ALPHA) -> dict:
     """The comparison of one line with its values in the baseline runs ((value, samples) per run
-    that has it)."""
-    kind = line.limit.kind if line.limit else units.COUNT
+    that has it), alone (a family of one: its p-value unadjusted)."""
+    out = line_statistics(line, base)
+    if "p" in out:
+        decide(line, out, out["p"], 1, alpha)
+    return out
+
+
+def line_statistics(line: Line, base: list[tuple]) -> dict:
+    """The statistics of one line against the baseline runs: with a U test's `p` when one
+    could be made (the verdict is `decide`'s, once the family's p-values are adjusted);
+    without, its verdict and text (not compared, too few runs)."""
     if line.status == ERROR or line.samples is None or line.measure.name == "lost":
         why = ("an absolute budget" if line.measure.name == "lost" else "no runs in this run" if line.no_runs
                else "not evaluated in this run")
@@ -103,32 +132,59 @@ def compare_line(line: Line, base: list[tuple], alpha: float = ALPHA) -> dict:
         return out
     u = mann_whitney_u(pooled, cur)
     lo, hi = bootstrap_diff_ci(pooled, cur)
-    bmin, bmax = min(values), max(values)
+    out.update(p=u["p"], u=u["u"], method=u["method"], diff_ci=[lo, hi],
+               mean_baseline=float(pooled.mean()), mean=float(cur.mean()), baseline_min=min(values),
+               baseline_max=max(values), samples=int(cur.size), baseline_samples=int(pooled.size))
+    return out
+
+
+def decide(line: Line, out: dict, p_adjusted: float, family: int, alpha: float = ALPHA) -> dict:
+    """`out` (a `line_statistics` with a p-value) given its verdict and text, with `p_adjusted` its
+    p-value adjusted over the `family` of lines compared (Holm-Bonferroni)."""
+    kind = line.limit.kind if line.limit else units.COUNT
+    lo, hi = out["diff_ci"]
+    bmin, bmax = out["baseline_min"], out["baseline_max"]
     spread = bmax - bmin
     v = float(line.value)
     up, down = v > bmax + spread, v < bmin - spread
-    significant = u["p"] < alpha and (lo > 0 or hi < 0)
+    significant = p_adjusted < alpha and (lo > 0 or hi < 0)
     higher = lo > 0
     if significant and ((higher and up) or (not higher and down)):
         verdict = WORSE if higher != lower_is_worse(line) else BETTER
     else:
         verdict = SAME
-    out.update(verdict=verdict, p=u["p"], u=u["u"], method=u["method"], diff_ci=[lo, hi],
-               mean_baseline=float(pooled.mean()), mean=float(cur.mean()), baseline_min=bmin, baseline_max=bmax,
-               samples=int(cur.size), baseline_samples=int(pooled.size))
+    out.update(verdict=verdict, p_adjusted=p_adjusted, family=family)
     mk = units.SHARE if line.measure.name == "deadline" else kind  # the mean of 0/1 values is a share
-    out["text"] = (f"vs baseline ({len(base)} runs, {units.show(bmin, kind)} to {units.show(bmax, kind)}): "
+    adj = (f", Holm-adjusted over {family} lines p = {p_adjusted:.3g}" if family > 1 else "")
+    out["text"] = (f"vs baseline ({out['runs']} runs, {units.show(bmin, kind)} to {units.show(bmax, kind)}): "
                    f"{units.show(v, kind)}, "
-                   f"{verdict} (U test p = {u['p']:.3g}; difference of means {units.show(cur.mean() - pooled.mean(), mk)}"
+                   f"{verdict} (U test p = {out['p']:.3g}{adj}; difference of means "
+                   f"{units.show(out['mean'] - out['mean_baseline'], mk)}"
                    f", 95 % interval {units.show(lo, mk)} to {units.show(hi, mk)})")
     return out
 
 
 def compare(lines: Sequence[Line], runs: dict, alpha: float = ALPHA) -> dict:
-    """{line index: comparison} of every line of this run with the baseline runs (`measure_runs`)."""
+    """{line index: comparison} of every line of this run with the baseline runs (`measure_runs`):
+    the lines with a U test are one family, their p-values adjusted by Holm-Bonferroni (`holm`)."""
     out = {}
     for i, line in enumerate(lines):
         lid = line_id(line)
         base = [r[lid] for r in runs.values() if lid in r]
-        out[i] = compare_line(line, base, alpha)
+        out[i] = line_statistics(line, base)
+    family = [i for i, c in out.items() if "p" in c]
+    for i, pa in zip(family, holm([out[i]["p"] for i in family])):
+        decide(lines[i], out[i], pa, len(family), alpha)
     return out
+
+
+def family(comparisons: dict, alpha: float = ALPHA) -> dict:
+    """What the check's baseline verdicts hold to: the correction, the family (the lines compared
+    with a U test), the family-wise error rate Holm keeps (at most alpha), and the one the lines
+    would have tested alone at alpha (1 - (1 - alpha)^m for independent lines)."""
+    m = sum(1 for c in comparisons.values() if "p" in c)
+    return {"correction": "holm", "family": m, "alpha": alpha, "familywise_error_rate": alpha if m else 0.0,
+            "uncorrected_familywise_error_rate": 1 - (1 - alpha) ** m,
+            "worse": sum(1 for c in comparisons.values() if c.get("verdict") == WORSE),
+            "better": sum(1 for c in comparisons.values() if c.get("verdict") == BETTER)}
+

@@ -75,12 +75,27 @@ def summary_text(lines: Sequence[Line], status: int) -> str:
             f"{word} (exit {status})")
 
 
-def text(lines: Sequence[Line], status: int, comparisons: dict | None = None, write=print) -> None:
-    """The text report: one line per budget line (and its baseline comparison), then a summary."""
+def family_text(baseline: dict) -> str:
+    """How the baseline verdicts were corrected (roscope.check.baseline.family's fields)."""
+    m, a = baseline["family"], baseline["alpha"]
+    if not m:
+        return "baseline: no line compared (too few runs or values, or not evaluated)"
+    return (f"baseline: {m} line{'s' if m != 1 else ''} compared, U test p-values adjusted by Holm-Bonferroni over "
+            f"the {m}: the chance of any false 'worse' or 'better' is at most {100 * a:g} % (family-wise; each line "
+            f"tested alone at {100 * a:g} %, up to {100 * baseline['uncorrected_familywise_error_rate']:.0f} % for "
+            f"{m} independent lines): {baseline['worse']} worse, {baseline['better']} better")
+
+
+def text(lines: Sequence[Line], status: int, comparisons: dict | None = None, write=print,
+         baseline: dict | None = None) -> None:
+    """The text report: one line per budget line (and its baseline comparison), then the
+    baseline's family (when compared) and a summary."""
     for i, line in enumerate(lines):
         write(escape(verdict(line)))
         if comparisons is not None and i in comparisons:
             write(escape("      " + comparisons[i]["text"]))
+    if baseline is not None and "family" in baseline:
+        write(escape(family_text(baseline)))
     write(summary_text(lines, status))
 
 
@@ -133,10 +148,12 @@ def _attr(s) -> str:
 
 
 def junit(lines: Sequence[Line], *, budgets_file: str, inputs: Sequence[str], seconds: float,
-          comparisons: dict | None = None) -> str:
+          comparisons: dict | None = None, baseline: dict | None = None) -> str:
     """JUnit XML (the schema Jenkins, GitLab and GitHub's JUnit reporters read): one test suite,
     one test case per budget line; a failing line is a <failure>, one that cannot be evaluated an
-    <error>; the measured value, limit and margin are in the message."""
+    <error>; the measured value, limit and margin are in the message; with a baseline, its
+    family (correction, lines compared, family-wise error rate) as properties and its text in
+    the suite's <system-out>."""
     c = counts(lines)
     stamp = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
     suite = f"roscope check {os.path.basename(budgets_file)}"
@@ -148,6 +165,9 @@ def junit(lines: Sequence[Line], *, budgets_file: str, inputs: Sequence[str], se
            "    <properties>",
            f'      <property name="budgets" value={_attr(budgets_file)}/>',
            *(f'      <property name="input" value={_attr(p)}/>' for p in inputs),
+           *(f'      <property name="baseline_{k}" value={_attr(baseline[k])}/>'
+             for k in ("dataset", "correction", "family", "alpha", "familywise_error_rate",
+                       "uncorrected_familywise_error_rate") if baseline and k in baseline),
            "    </properties>"]
     for i, line in enumerate(lines):
         f, n = where(line)
@@ -167,6 +187,8 @@ def junit(lines: Sequence[Line], *, budgets_file: str, inputs: Sequence[str], se
         if extra:
             out.append(f"      <system-out>{_xml_text(extra)}</system-out>")
         out.append("    </testcase>")
+    if baseline and "family" in baseline:
+        out.append(f"    <system-out>{_xml_text(family_text(baseline))}</system-out>")
     out += ["  </testsuite>", "</testsuites>", ""]
     return "\n".join(out)
 

@@ -126,20 +126,21 @@ def _check(args) -> int:
         ids = baseline.baseline_runs(args.baseline, args.runs, exclude=args.run if same else None)
         comparisons = baseline.compare(lines, baseline.measure_runs(args.baseline, ids, spec.budgets, args.memory,
                                                                     infra), args.alpha)
-        info = {"dataset": args.baseline, "runs": ids, "alpha": args.alpha, "min_runs": baseline.MIN_RUNS}
+        info = {"dataset": args.baseline, "runs": ids, "alpha": args.alpha, "min_runs": baseline.MIN_RUNS,
+                **baseline.family(comparisons, args.alpha)}
     if args.json:
         C.print_json(output.document(lines, status, budgets_file=spec.path, inputs=targets, run=args.run,
                                      comparisons=comparisons, baseline=info))
     else:
         out = C.TextOut(sys.stdout)
-        output.text(lines, status, comparisons, write=lambda s: out.write(s + "\n"))
+        output.text(lines, status, comparisons, write=lambda s: out.write(s + "\n"), baseline=info)
     if args.github:
         stream = sys.stderr if args.json else sys.stdout
         for a in output.github(lines, comparisons):
             print(a, file=stream)
     if junit:
         files.write_file(junit, output.junit(lines, budgets_file=spec.path, inputs=targets, seconds=time.monotonic() - t0,
-                                             comparisons=comparisons), force=args.force, inputs=reads)
+                                             comparisons=comparisons, baseline=info), force=args.force, inputs=reads)
     return status
 
 
