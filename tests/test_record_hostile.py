@@ -107,7 +107,7 @@ def test_every_snapshot_names_every_process_however_many_came_before(tmp_path):
     out, gt, state = tmp_path / "fr", tmp_path / "gt", tmp_path / "state"
     log = (tmp_path / "record.log").open("w+")   # the system writes much: never into a pipe nobody reads meanwhile
     rec = roscope(["record", "--flight-recorder", "--keep", "5", "--rate", "2500", "-o", str(out), "--",
-                   str(EXAMPLE / "system.sh"), "-d", str(max(120, 60 + 2 * SNAPSHOTS)), "-g", str(gt)], state, log=log)
+                   str(EXAMPLE / "system.sh"), "-d", str(max(120, 60 + 6 * SNAPSHOTS)), "-g", str(gt)], state, log=log)
     try:
         wait_for(lambda: (gt / "sensors.jsonl").exists(), 30, "the example to start")
         time.sleep(2)
