@@ -1,4 +1,4 @@
-// Ground truth of the unannotated example (examples/ros1_unannotated).
+// Ground truth of the unannotated example (examples/ros1_unannotated), and of examples/ros1_helpers.
 //
 // Messages are std_msgs/UInt64MultiArray: data[0] is the message's id (unique in
 // the whole system: (code << 32) | sequence, one code per publisher), data[1..]
