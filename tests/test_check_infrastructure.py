@@ -263,3 +263,48 @@ def test_the_infrastructure_topics_are_the_reports():
     assert infrastructure.callback("subscription", "/rosout", "/rosout")
     assert not infrastructure.callback("service", "/a/plan_path", "/a")
     assert not infrastructure.callback("timer", None, "/a")
+
+
+# ---------------------------------------------------------------- a real rclpy recording
+
+
+@pytest.mark.ros2
+@pytest.mark.lttng
+def test_a_node_budget_on_a_recorded_rclpy_system(ros2_pipeline_run, tmp_path):
+    """examples/ros2_pipeline under Jazzy from PyPI (conftest.ros2_pipeline_run, 8 s, shared): every
+    rclpy node has parameter services that never run (babeltrace2: registered to the node, no
+    callback_start), so `callback: "^/planner "` with a p99 budget exited 2. Now it passes, its
+    lines are the planner's own callbacks (the example's sources: ros2_truth.CALLBACKS), and with
+    `--infrastructure keep` the lines with no runs are exactly the ones bt2 saw never run."""
+    import ros2_truth as T
+
+    r = ros2_pipeline_run("jazzy")
+    t = T.read_trace(r["trace"])
+    mine = {}   # (kind, what it serves) -> ran, of the planner's callbacks
+    for key, v in t.owners.items():
+        if key[0] == "sub":   # the subscription's own handle, not a callback
+            continue
+        kind, owner = v
+        o = t.objects.get((key[0], owner))
+        if o is not None and o[2] == "/planner":
+            mine[(kind, o[1] if kind != "timer" else "timer")] = bool(t.runs.get(key))
+    print("the planner's callbacks (kind, serves): ran", mine)
+    params = {k for k in mine if k[0] == "service" and k[1].rpartition("/")[2] in PARAMETER_SERVICES}
+    assert len(params) == 6 and not any(mine[k] for k in params), mine
+    own = {(kind, what) for (node, _), (_sym, kind, what) in T.CALLBACKS.items() if node == "/planner"}
+    assert own <= set(mine) and all(mine[k] for k in own), (own, mine)
+
+    f = tmp_path / "planner.yaml"
+    f.write_text("budgets:\n  - callback: '^/planner '\n    duration: {p99: 100 ms}\n")
+    argv = [sys.executable, "-m", "roscope", "check", str(f), str(r["trace"]), "--json"]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = [x for x in json.loads(p.stdout)["lines"] if x["kind"] == "callback"]
+    subjects = {(x["subject"].split(" ")[1]) for x in lines}
+    assert subjects == {what for _kind, what in own}, subjects
+    p = subprocess.run([*argv, "--infrastructure", "keep"], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = [x for x in json.loads(p.stdout)["lines"] if x["kind"] == "callback"]
+    never = {x["subject"].split(" ")[1] for x in lines if x["no_runs"]}
+    assert never == {what for (kind, what), ran in mine.items() if not ran and kind != "timer"}
+    assert {k[1] for k in params} <= never
