@@ -52,13 +52,9 @@ def build() -> Path | str:
     cache.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".ros2-tracing-nodes-", dir=cache))
     try:
-        with tarfile.open(ARCHIVE) as t:
-            members = t.getmembers()
-            bad = [m.name for m in members if m.name.startswith("/") or ".." in Path(m.name).parts
-                   or not (m.isfile() or m.isdir() or m.issym())]
-            if bad:
-                return f"{ARCHIVE}: unexpected members (absolute, '..', devices): {bad[:3]}"
-            t.extractall(work / "src", members=members)
+        bad = unpack(ARCHIVE, work / "src")
+        if bad:
+            return bad
         src = next((work / "src").glob("*/test_tracetools"))
         env = dict(os.environ, PATH=f"{ENV / 'bin'}:{os.environ.get('PATH', '')}", AMENT_PREFIX_PATH=f"{prefix}:{ENV}")
         gen = ["-G", "Ninja"] if shutil.which("ninja") else []
@@ -81,6 +77,19 @@ def build() -> Path | str:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
+
+
+def unpack(archive: Path, dest: Path) -> str | None:
+    """Unpacks ros2_tracing's archive into `dest`; why not (a member that is absolute, climbs
+    out with '..', or is a device) instead, with nothing unpacked."""
+    with tarfile.open(archive) as t:
+        members = t.getmembers()
+        bad = [m.name for m in members if m.name.startswith("/") or ".." in Path(m.name).parts
+               or not (m.isfile() or m.isdir() or m.issym())]
+        if bad:
+            return f"{archive}: unexpected members (absolute, '..', devices): {bad[:3]}"
+        t.extractall(dest, members=members)
+    return None
 
 
 def run_env(prefix: Path | None = None) -> dict:

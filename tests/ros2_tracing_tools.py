@@ -32,9 +32,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-ARCHIVE = Path(os.environ.get("ROSCOPE_THIRD_PARTY") or REPO.parent / "shared" / "third_party") / "ros2-jazzy" / "ros2_tracing-jazzy.tar.gz"
-ENV = REPO / ".ros2" / "jazzy"
+from ros2_tracing_nodes import ARCHIVE, ENV, REPO, unpack  # noqa: F401  (REPO: for the importers of this module)
+
 PY = ENV / "bin" / "python"
 #: The pure-Python packages of the archive copied as they are.
 PACKAGES = ("tracetools_trace", "tracetools_read")
@@ -74,13 +73,9 @@ def build() -> Path | str:
     cache.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".ros2-tracing-tools-", dir=cache))
     try:
-        with tarfile.open(ARCHIVE) as t:
-            members = t.getmembers()
-            bad = [m.name for m in members if m.name.startswith("/") or ".." in Path(m.name).parts
-                   or not (m.isfile() or m.isdir() or m.issym())]
-            if bad:
-                return f"{ARCHIVE}: unexpected members (absolute, '..', devices): {bad[:3]}"
-            t.extractall(work / "src", members=members)
+        bad = unpack(ARCHIVE, work / "src")   # (tests/ros2_tracing_nodes.py: one check of the archive)
+        if bad:
+            return bad
         src = next((work / "src").glob("*/lttngpy")).parent
         stub = work / "stub" / "pybind11_vendor"
         stub.mkdir(parents=True)
