@@ -23,6 +23,9 @@ pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
 
 #: The example's nodes and what each serves (kind, topic or service), from its sources.
 NODES = {node for node, _cb in CALLBACKS}
+#: Its processes' names: the interpreter's, and the one sensors.py gives itself (prctl), which
+#: its threads show or not depending on when they started.
+PROCNAMES = ("python", "lidar-imu-drv")
 
 
 @pytest.fixture(scope="module")
@@ -47,11 +50,32 @@ def _watch(args: list[str], tmp: Path, timeout: float = 120) -> list[dict]:
     return [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
 
 
-def _named(windows: list[dict]) -> tuple[set[str], list[dict]]:
-    """The nodes of the last full window's callbacks, and its callbacks without a node."""
+def _named(windows: list[dict], pids: set[int] | None = None) -> tuple[set[str], list[dict]]:
+    """The nodes of the last full window's callbacks of the processes `pids` (else of the
+    example's interpreter, whatever its processes renamed themselves), and its callbacks
+    without a node."""
     last = [w for w in windows if "callbacks" in w][-1]
-    cbs = [c for c in last["callbacks"] if c.get("procname", "").startswith("python")]
+    cbs = [c for c in last["callbacks"]
+           if (c.get("pid") in pids if pids is not None else c.get("procname", "").startswith(PROCNAMES))]
     return {c["node"] for c in cbs if c.get("node")}, [c for c in cbs if not c.get("node")]
+
+
+def _descendants(pid: int) -> set[int]:
+    """The live descendants of `pid` (/proc's parent links)."""
+    parent = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        kids = {c for c, pp in parent.items() if pp == p} - out
+        out |= kids
+        todo += kids
+    return out
 
 
 def test_watch_attached_to_a_running_system_started_with_roscope_env(tmp_path, jazzy):
@@ -68,10 +92,11 @@ def test_watch_attached_to_a_running_system_started_with_roscope_env(tmp_path, j
         time.sleep(5)   # the system runs before the watch starts
         assert system.poll() is None
         windows = _watch(["--duration", "6", "-o", str(tmp_path / "w")], tmp_path)
+        pids = _descendants(system.pid) | {system.pid}   # the example's node processes
     finally:
         os.killpg(system.pid, signal.SIGINT)
         system.wait(timeout=60)
-    nodes, unnamed = _named(windows)
+    nodes, unnamed = _named(windows, pids)
     assert nodes == NODES and not unnamed, (nodes, unnamed)
 
 
