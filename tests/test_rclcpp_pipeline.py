@@ -182,3 +182,15 @@ def test_flows_from_the_camera_to_the_detections(rec, run_roscope):
     paths = {x["path"]: x["flows"] for x in json.loads(p.stdout)["paths"]}
     detections = len([r for r in rec["gt"].of("pub") if r["topic"] == "/detections"])
     assert paths == {"/camera timer -> [/image] -> /detector subscription(/image) -> [/detections]": detections}, paths
+
+
+def test_missing_service_events_are_said_not_shown_as_no_calls(rec, run_roscope):
+    """Jazzy's rclcpp has no request/response tracepoints: the planner's /plan client (and the
+    action's) called 50 and 12 times in the log leave no service event. roscope says it cannot
+    show service calls instead of showing none as a fact."""
+    calls = [r for r in rec["gt"].of("request")]
+    assert calls, "the log has no service call"
+    p = run_roscope("stats", str(rec["trace"]))
+    assert p.returncode == 0, p.stderr
+    said = [x for x in p.stderr.splitlines() if "no request or response event" in x]
+    assert len(said) == 1 and "cannot show service calls" in said[0], p.stderr

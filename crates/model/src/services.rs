@@ -441,6 +441,26 @@ impl Builder {
         self.svc.calls.iter().filter(|c| c.request_pub.is_some() || c.request_take.is_some())
     }
 
+    /// A trace whose clients (their init events name them) sent no request it can see: its
+    /// tracer has no request/response events (ros2_tracing has them from Kilted on; Jazzy's
+    /// rclcpp has none, and calls a client's response callback without callback_start), so
+    /// "no service calls" would read as a fact about the system.
+    pub(crate) fn service_call_warning(&self) -> Option<String> {
+        if self.service_calls().next().is_some() {
+            return None;
+        }
+        let named: Vec<&str> = self.objs.clients.iter().filter(|c| c.known).filter_map(|c| c.name.as_deref()).collect();
+        (!named.is_empty()).then(|| {
+            format!(
+                "{} service clients (e.g. {}) but no request or response event: this trace cannot show service calls, \
+                 their latencies or the runs of clients' response callbacks (ros2_tracing records them from ROS 2 Kilted \
+                 on; Jazzy's rclcpp has no such tracepoints; roscope's rclpy hook adds them for rclpy)",
+                named.len(),
+                named[0]
+            )
+        })
+    }
+
     pub(crate) fn dispatch_service(&mut self, e: &Event) {
         match e.ev {
             Ev::SendRequest => self.send_request(e),

@@ -95,6 +95,7 @@ impl Builder {
         out.push(clock_table(&syncs));
         let mut warnings = self.scope_warnings();
         warnings.extend(self.unnamed_warning());
+        warnings.extend(self.service_call_warning());
         warnings.extend(self.gap_warnings(set));
         warnings.extend(self.sync_warnings(&syncs));
         if self.counts.late_updates > 0 {

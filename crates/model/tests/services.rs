@@ -247,3 +247,25 @@ fn jazzy_a_response_taken_before_its_requests_send_event_is_paired() {
 fn kilted_a_response_taken_before_its_requests_send_event_is_paired() {
     response_taken_before_the_send_event("ros2", true);
 }
+
+/// Clients without a request or response event (Jazzy's rclcpp has no such tracepoints): the
+/// model says the trace cannot show service calls, rather than showing none as a fact; with the
+/// events, no such warning.
+#[test]
+fn clients_without_request_events_are_warned_about() {
+    let mut w = TraceWriter::new("h");
+    classes(&mut w, "ros2");
+    objects(&mut w, true);
+    let m = build(&w);
+    assert_eq!(ints(&m, "service_calls", "call_id"), Vec::<Option<i64>>::new());
+    let said: Vec<&String> = m.warnings.iter().filter(|x| x.contains("no request or response event")).collect();
+    assert_eq!(said.len(), 1, "{:?}", m.warnings);
+    assert!(said[0].starts_with("1 service clients (e.g. /plan_path)"), "{}", said[0]);
+
+    let mut w = TraceWriter::new("h");
+    classes(&mut w, "ros2");
+    objects(&mut w, true);
+    one_call(&mut w, "ros2", true);
+    let m = build(&w);
+    assert!(!m.warnings.iter().any(|x| x.contains("no request or response event")), "{:?}", m.warnings);
+}
