@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from procs import descendants
 from test_record import REPO, children_of, lttng_sessions, manifest_of, processes_mentioning, start_ticks, wait_for
 from test_ros1_pipeline import EXAMPLE, build_all
 
@@ -72,24 +73,6 @@ def bt2_pids(*snapshots: Path) -> list[dict]:
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
-
-
-def descendants(pid: int) -> set[int]:
-    """The live descendants of `pid` (from /proc's parent links)."""
-    parent = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    out, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        kids = [c for c, pp in parent.items() if pp == p and c not in out]
-        out.update(kids)
-        todo += kids
-    return out
 
 
 def session_names(name: str) -> set[str]:

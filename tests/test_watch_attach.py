@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from procs import descendants
 from ros2_truth import CALLBACKS, EXAMPLE, REPO, env_of
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
@@ -60,24 +61,6 @@ def _named(windows: list[dict], pids: set[int] | None = None) -> tuple[set[str],
     return {c["node"] for c in cbs if c.get("node")}, [c for c in cbs if not c.get("node")]
 
 
-def _descendants(pid: int) -> set[int]:
-    """The live descendants of `pid` (/proc's parent links)."""
-    parent = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    out, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        kids = {c for c, pp in parent.items() if pp == p} - out
-        out |= kids
-        todo += kids
-    return out
-
-
 def test_watch_attached_to_a_running_system_started_with_roscope_env(tmp_path, jazzy):
     """A system started by bash after `eval "$(roscope env --ros2 jazzy --shell)"`, then
     `roscope watch` with no command: the state dump names every callback (before: no state
@@ -92,7 +75,7 @@ def test_watch_attached_to_a_running_system_started_with_roscope_env(tmp_path, j
         time.sleep(5)   # the system runs before the watch starts
         assert system.poll() is None
         windows = _watch(["--duration", "6", "-o", str(tmp_path / "w")], tmp_path)
-        pids = _descendants(system.pid) | {system.pid}   # the example's node processes
+        pids = descendants(system.pid) | {system.pid}   # the example's node processes
     finally:
         os.killpg(system.pid, signal.SIGINT)
         system.wait(timeout=60)
