@@ -42,7 +42,7 @@ def build() -> Path | str:
     if isinstance(prefix, str):
         return prefix
     h = hashlib.sha256()
-    for f in (ARCHIVE, PROJECT / "CMakeLists.txt", Path(__file__)):
+    for f in (ARCHIVE, PROJECT / "CMakeLists.txt", REPO / "instrument" / "ros2" / "cmake" / "rclcpp_program.cmake", Path(__file__)):
         h.update(hashlib.sha256(f.read_bytes()).digest())
     h.update(str(prefix).encode())
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "roscope"
