@@ -147,6 +147,15 @@ def _owner(pid: int) -> int:
         return -1
 
 
+def _remove_stale(path: Path) -> None:
+    """Removes an answer file of a process that is gone, if it is this user's."""
+    try:
+        if path.lstat().st_uid == os.getuid():
+            path.unlink()
+    except OSError:
+        pass
+
+
 def tracer_dumps(pids: list[int] | None) -> dict[int, int]:
     """{pid: state dumps made} of the processes among `pids` (every one if None) that run
     one of roscope's tracers, from their answer files; a file left by a process that is gone
@@ -162,6 +171,10 @@ def tracer_dumps(pids: list[int] | None) -> dict[int, int]:
             continue
         pid = int(fname[len(ACK_PREFIX):])
         path = ACK_DIR / fname
+        st = stat(pid)
+        if st is None:   # its process is gone
+            _remove_stale(path)
+            continue
         # Anyone can plant a file here: only a small regular file of the process's own user,
         # never through a link, never blocking (roscope.files.read_shared).
         data = read_shared(path, ACK_LIMIT, _owner(pid))
@@ -170,13 +183,8 @@ def tracer_dumps(pids: list[int] | None) -> dict[int, int]:
             ticks, dumps = int(fields[0]), int(fields[1])
         except (ValueError, IndexError):
             continue  # being written, or not ours to read
-        st = stat(pid)
-        if st is None or st.start_ticks != ticks:
-            try:
-                if path.lstat().st_uid == os.getuid():
-                    path.unlink()
-            except OSError:
-                pass
+        if st.start_ticks != ticks:   # left by an older process with the same PID
+            _remove_stale(path)
             continue
         if wanted is None or pid in wanted:
             out[pid] = dumps
