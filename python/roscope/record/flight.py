@@ -79,16 +79,15 @@ def create(name: str, out: Path, opts: RecordOptions, made: list[str]) -> None:
     init = name + INIT_SUFFIX
     subbuf, num = ring_size(opts.keep, opts.rate)
     ctx = [a for c in DEFAULT_CONTEXTS for a in ("-t", c)]
-    lttng("create", init, f"--output={init_dir(out, name)}")
-    made.append(init)
-    lttng("enable-channel", "--userspace", DEFAULT_CHANNEL, f"--subbuf-size={INIT_SUBBUF}",
-          f"--num-subbuf={INIT_NUM_SUBBUF}", f"--monitor-timer={INIT_MONITOR_US}", f"--session={init}")
-    lttng("add-context", "--userspace", f"--channel={DEFAULT_CHANNEL}", f"--session={init}", *ctx)
-    lttng("create", name, "--snapshot", f"--output={out / '.lttng' / name}")
-    made.append(name)
-    lttng("enable-channel", "--userspace", DEFAULT_CHANNEL, f"--subbuf-size={subbuf}", f"--num-subbuf={num}",
-          "--overwrite", f"--session={name}")
-    lttng("add-context", "--userspace", f"--channel={DEFAULT_CHANNEL}", f"--session={name}", *ctx)
+    # the init session written as it goes (rotated at each snapshot), the runtime one in memory
+    for sess, where, sb, n, mode in ((init, [f"--output={init_dir(out, name)}"], INIT_SUBBUF, INIT_NUM_SUBBUF,
+                                       f"--monitor-timer={INIT_MONITOR_US}"),
+                                      (name, ["--snapshot", f"--output={out / '.lttng' / name}"], subbuf, num, "--overwrite")):
+        lttng("create", sess, *where)
+        made.append(sess)
+        lttng("enable-channel", "--userspace", DEFAULT_CHANNEL, f"--subbuf-size={sb}", f"--num-subbuf={n}", mode,
+              f"--session={sess}")
+        lttng("add-context", "--userspace", f"--channel={DEFAULT_CHANNEL}", f"--session={sess}", *ctx)
     for provider, names in INIT_EVENTS.items():
         lttng("enable-event", "--userspace", ",".join(f"{provider}:{n}" for n in names),
               f"--channel={DEFAULT_CHANNEL}", f"--session={init}")
