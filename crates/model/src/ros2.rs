@@ -285,13 +285,16 @@ impl Builder {
         // another take (rclcpp 28 takes a message its subscription already had intra-process
         // through DDS too, and drops it without a run: that take feeds no run).
         let timer = self.objs.cbs[c].kind == CallbackKind::Timer;
-        let fits = |t: &Take| t.run.is_none() && !timer && t.intra == intra && (want.is_none() || t.sub.is_none() || t.sub == want);
+        let free = move |t: &Take| t.run.is_none() && !timer && t.intra == intra;
+        let fits = |t: &Take| free(t) && (want.is_none() || t.sub.is_none() || t.sub == want);
         let mut pick = self.pending_take(e.th).is_some_and(|t| fits(t)).then(|| self.threads[e.th].pending_take).flatten();
         if pick.is_none() && want.is_some() {
             let takes = &self.takes;
-            pick = self.ros2.recent.get(&e.th).and_then(|v| {
-                v.iter().rev().copied().find(|&k| takes.get(k).is_some_and(|t| t.run.is_none() && t.intra == intra && t.sub == want))
-            });
+            pick = self
+                .ros2
+                .recent
+                .get(&e.th)
+                .and_then(|v| v.iter().rev().copied().find(|&k| takes.get(k).is_some_and(|t| free(t) && t.sub == want)));
         }
         if let Some(take) = pick.and_then(|k| self.takes.get_mut(k)) {
             take.run = Some(r);
