@@ -356,6 +356,11 @@ impl Builder {
         self.info.offsets[trace]
     }
 
+    /// The clock offset of a host's first trace (a host's traces share its clock).
+    pub fn host_clock_offset(&self, host: usize) -> i64 {
+        self.info.trace_host.iter().position(|&h| h == host).map_or(0, |t| self.info.offsets[t])
+    }
+
     /// The process instance of an event. A pid is reused when a process-start
     /// event (rcl_init, ROS 1 node init) arrives for a pid that has already
     /// run callbacks or published. (The `procname` context is the *thread's*
@@ -904,8 +909,13 @@ pub fn build(set: &mut TraceSet, opts: Options, scope: Scope) -> Model {
 /// returned model holds the tables not yet handed to `sink`.
 pub fn build_streaming(set: &mut TraceSet, opts: Options, scope: Scope, sink: Option<&mut dyn FnMut(Table)>) -> Model {
     let mut b = Builder::new(set, opts, scope);
-    if sink.is_none() || (opts.sync && b.hosts().len() > 1) {
+    let hosts = b.hosts().len();
+    if sink.is_none() || (opts.sync && hosts > 1) {
         b.opts.window_ns = None;
+    } else if hosts > 1 && b.opts.window_ns.is_some() {
+        // `--no-sync`: the metadata's maps are known before the first event.
+        let syncs = b.metadata_syncs();
+        b.two_pass.map_with(syncs, hosts);
     }
     run(b, set, sink)
 }

@@ -25,6 +25,11 @@ pub struct ClockMap {
 
 impl ClockMap {
     pub fn apply(&self, t: u64) -> u64 {
+        if self.slope == 1.0 {
+            // An offset alone, in integers: exact however far apart the clocks' origins are.
+            let v = t as i128 + (self.y0 - self.x0).round() as i128;
+            return v.clamp(0, u64::MAX as i128) as u64;
+        }
         let v = self.y0 + self.slope * (t as f64 - self.x0);
         if v <= 0.0 {
             0
@@ -49,6 +54,10 @@ pub enum SyncMethod {
     OffsetLowerBound,
     /// Messages to the reference host only: offset, bounded from above.
     OffsetUpperBound,
+    /// No estimate from messages (`--no-sync`, or none fits): the traces'
+    /// metadata clock offsets, each trace's anchor to the Unix epoch taken when
+    /// it was recorded, so as good as the hosts' own wall clocks (NTP, PTP).
+    MetadataOffset,
 }
 
 impl SyncMethod {
@@ -57,6 +66,7 @@ impl SyncMethod {
             SyncMethod::ConvexHull => "convex_hull",
             SyncMethod::OffsetLowerBound => "offset_lower_bound",
             SyncMethod::OffsetUpperBound => "offset_upper_bound",
+            SyncMethod::MetadataOffset => "metadata_offset",
         }
     }
 }
@@ -69,6 +79,14 @@ pub struct Sync {
     /// Half the distance between the extreme feasible lines over the span of
     /// the messages (ns); `None` when only one side is bounded.
     pub bound_ns: Option<f64>,
+}
+
+/// The map of a clock whose origin is `offset_ns` after the Unix epoch onto
+/// one whose origin is `reference_offset_ns` after it (the traces' metadata
+/// clock offsets): `t_ref = t + offset_ns - reference_offset_ns`.
+pub fn by_metadata(offset_ns: i64, reference_offset_ns: i64) -> Sync {
+    let d = offset_ns.wrapping_sub(reference_offset_ns) as f64;
+    Sync { map: ClockMap { slope: 1.0, x0: 0.0, y0: d }, method: SyncMethod::MetadataOffset, bound_ns: None }
 }
 
 /// Points `(x, y)` (x on the host's clock, y on the reference's).

@@ -457,10 +457,10 @@ table!(CALLBACK_GROUP_MEMBERS = "callback_group_members", Model, "One row per ti
     "ts": BigInt = "the event",
 ]);
 
-table!(CLOCK_SYNC = "clock_sync", Model, "One row per host but the reference host of a trace of several hosts: its clock's map onto the reference host's clock, estimated from the messages between them (a message is never received before it is sent; convex hulls, after Trace Compass). Every timestamp of the host's rows in the model is mapped (`t_ref = ref_at_x0_ns + slope * (t_raw - x0_ns)`, so raw times are `x0_ns + (t - ref_at_x0_ns) / slope`); empty with one host or `--no-sync`.", [
+table!(CLOCK_SYNC = "clock_sync", Model, "One row per host but the reference host of a trace of several hosts: its clock's map onto the reference host's clock, estimated from the messages between them (a message is never received before it is sent; convex hulls, after Trace Compass). Every timestamp of the host's rows in the model is mapped (`t_ref = ref_at_x0_ns + slope * (t_raw - x0_ns)`, so raw times are `x0_ns + (t - ref_at_x0_ns) / slope`); empty with one host.", [
     "host_id": BigInt = "the host",
     "reference_host_id": BigInt = "the host whose clock the model's times are in",
-    "method": Varchar = "`convex_hull` (messages both ways: offset and drift), `offset_lower_bound` / `offset_upper_bound` (one way: offset only, bounded on one side), or `none` (no map: raw clock)",
+    "method": Varchar = "`convex_hull` (messages both ways: offset and drift), `offset_lower_bound` / `offset_upper_bound` (one way: offset only, bounded on one side), or `metadata_offset` (`--no-sync`, no message with the reference host, or no map fits them: the traces' metadata clock offsets, each trace's wall-clock anchor)",
     "messages_to_host": BigInt = "messages from the reference host to this host",
     "messages_from_host": BigInt = "messages from this host to the reference host",
     "x0_ns": BigInt = "a time on the host's raw clock",

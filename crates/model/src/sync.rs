@@ -20,7 +20,7 @@ use roscope_ctf::TraceSet;
 use rustc_hash::FxHashMap;
 
 use crate::builder::Builder;
-use crate::clock::{self, ClockMap, Sync};
+use crate::clock::{self, ClockMap, Sync, SyncMethod};
 use crate::objects::{ExecState, Link, Obj, Publication, Run, Take};
 use crate::registry::Registry;
 use crate::table::Table;
@@ -33,7 +33,7 @@ pub struct HostSync {
     /// Messages reference -> host and host -> reference.
     pub forward: usize,
     pub backward: usize,
-    pub sync: Option<Sync>,
+    pub sync: Sync,
     /// The span of the host's messages (its raw clock), for the offset's report.
     pub span: (u64, u64),
 }
@@ -46,6 +46,15 @@ fn map_opt(m: &ClockMap, t: &mut Option<u64>) {
     if let Some(x) = t {
         *x = m.apply(*x);
     }
+}
+
+/// Each host's map (none for the reference host).
+fn maps_of(syncs: &[HostSync], hosts: usize) -> Vec<Option<ClockMap>> {
+    let mut maps = vec![None; hosts];
+    for s in syncs {
+        maps[s.host] = Some(s.sync.map);
+    }
+    maps
 }
 
 fn map_objects(reg: &mut Registry<Obj>, maps: &[Option<ClockMap>], host_of_proc: &[usize]) {
@@ -78,8 +87,11 @@ impl Builder {
     /// every transport link, raw clocks, in the order of the takes.
     fn synchronize_pairs(&self, sent: Vec<(usize, usize, u64, u64)>) -> Vec<HostSync> {
         let n = self.hosts().len();
-        if n < 2 || !self.opts.sync {
+        if n < 2 {
             return Vec::new();
+        }
+        if !self.opts.sync {
+            return self.metadata_syncs();
         }
         // (sender host, receiver host) -> [(send ts, receive ts)], raw clocks.
         let mut pairs: Vec<Vec<Vec<(u64, u64)>>> = vec![vec![Vec::new(); n]; n];
@@ -102,22 +114,33 @@ impl Builder {
                 reference,
                 forward: below.len(),
                 backward: above.len(),
-                sync: clock::estimate(&below, &above),
+                sync: clock::estimate(&below, &above).unwrap_or_else(|| self.by_metadata(h, reference)),
                 span,
             });
         }
         out
     }
 
+    /// The map of host `h`'s clock onto `reference`'s by their traces'
+    /// metadata clock offsets.
+    fn by_metadata(&self, h: usize, reference: usize) -> Sync {
+        clock::by_metadata(self.host_clock_offset(h), self.host_clock_offset(reference))
+    }
+
+    /// `--no-sync`: every host's clock mapped onto the first host's by the
+    /// traces' metadata clock offsets alone.
+    pub(crate) fn metadata_syncs(&self) -> Vec<HostSync> {
+        (1..self.hosts().len())
+            .map(|h| HostSync { host: h, reference: 0, forward: 0, backward: 0, sync: self.by_metadata(h, 0), span: (0, 0) })
+            .collect()
+    }
+
     /// Maps every timestamp of the records of the hosts that have a clock map.
     pub(crate) fn apply_clock_maps(&mut self, syncs: &[HostSync]) {
-        let mut maps: Vec<Option<ClockMap>> = vec![None; self.hosts().len()];
-        for s in syncs {
-            maps[s.host] = s.sync.as_ref().map(|x| x.map);
-        }
-        if maps.iter().all(|m| m.is_none()) {
+        if syncs.is_empty() {
             return;
         }
+        let maps = maps_of(syncs, self.hosts().len());
         let host_of_proc: Vec<usize> = self.procs.iter().map(|p| p.host).collect();
         let host_of_thread: Vec<usize> = self.threads.iter().map(|t| host_of_proc[t.proc]).collect();
         for p in self.procs.iter_mut() {
@@ -183,17 +206,27 @@ impl Builder {
         let mut w = Vec::new();
         for s in syncs {
             let (h, r) = (&hosts[s.host], &hosts[s.reference]);
-            match &s.sync {
-                None if s.forward + s.backward == 0 => w.push(format!(
-                    "host {h} exchanged no message with the reference host {r}: its clock is not synchronized, \
-                     and latencies across them use the raw clocks"
-                )),
-                None => w.push(format!(
-                    "host {h}: no linear clock map fits its {} + {} messages with {r} (a message would arrive before \
-                     it was sent): its clock is not synchronized",
-                    s.forward, s.backward
-                )),
-                Some(x) if x.bound_ns.is_none() => w.push(format!(
+            let x = &s.sync;
+            match x.method {
+                SyncMethod::MetadataOffset => w.push(match (self.opts.sync, s.forward + s.backward) {
+                    (false, _) => format!(
+                        "--no-sync: host {h}'s clock is mapped onto host {r}'s by the traces' metadata clock offsets (the \
+                         wall-clock anchor each trace took when recording, {:+.3} ms apart): latencies across them are as \
+                         good as the hosts' own clocks (NTP, PTP)",
+                        x.map.offset_at(0) / 1e6
+                    ),
+                    (true, 0) => format!(
+                        "host {h} exchanged no message with the reference host {r}: its clock is not synchronized from the \
+                         trace but mapped by the traces' metadata clock offsets (their wall-clock anchors), so latencies \
+                         across them are as good as the hosts' own clocks (NTP, PTP)"
+                    ),
+                    (true, _) => format!(
+                        "host {h}: no linear clock map fits its {} + {} messages with {r} (a message would arrive before \
+                         it was sent): its clock is mapped by the traces' metadata clock offsets instead",
+                        s.forward, s.backward
+                    ),
+                }),
+                _ if x.bound_ns.is_none() => w.push(format!(
                     "host {h}: messages with {r} go one way only ({} {r} -> {h}, {} {h} -> {r}): its clock offset \
                      ({:.0} ns) assumes the fastest message took no time, so latencies from {} are bounded on one side only",
                     s.forward,
@@ -201,7 +234,7 @@ impl Builder {
                     x.map.offset_at(s.span.0),
                     if s.forward > 0 { r } else { h }
                 )),
-                Some(_) => {}
+                _ => {}
             }
         }
         w
@@ -247,6 +280,13 @@ impl TwoPass {
                 }
             }
         }
+    }
+
+    /// Maps the records by `syncs` as they leave (a second pass, or `--no-sync`'s
+    /// maps, known before the first event).
+    pub(crate) fn map_with(&mut self, syncs: Vec<HostSync>, hosts: usize) {
+        self.maps = Some(maps_of(&syncs, hosts));
+        self.syncs = syncs;
     }
 
     /// The estimates of the second pass (once).
@@ -350,11 +390,7 @@ pub fn clock_pass(set: &mut TraceSet, opts: Options, scope: Scope) -> Synced {
 /// traces), as a whole build maps them.
 pub fn build_streaming_synced(set: &mut TraceSet, opts: Options, scope: Scope, sink: &mut dyn FnMut(Table), synced: Synced) -> Model {
     let mut b = Builder::new(set, opts, scope);
-    let mut maps: Vec<Option<ClockMap>> = vec![None; b.hosts().len()];
-    for s in &synced.0 {
-        maps[s.host] = s.sync.as_ref().map(|x| x.map);
-    }
-    b.two_pass.maps = Some(maps);
-    b.two_pass.syncs = synced.0;
+    let hosts = b.hosts().len();
+    b.two_pass.map_with(synced.0, hosts);
     crate::builder::run(b, set, Some(sink))
 }

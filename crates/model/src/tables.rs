@@ -53,23 +53,19 @@ pub(crate) fn objects(spec: &'static TableSpec, list: &Registry<Obj>, known: imp
 fn clock_table(syncs: &[HostSync]) -> Table {
     let mut t = Table::new(&schema::CLOCK_SYNC);
     for s in syncs {
-        let (method, map, bound) = match &s.sync {
-            Some(x) => (x.method.name(), Some(x.map), x.bound_ns),
-            None => ("none", None, None),
-        };
-        let x0 = map.map(|m| m.x0.round() as i64);
+        let (x, m) = (&s.sync, &s.sync.map);
         t.row()
             .i(id(s.host))
             .i(id(s.reference))
-            .s(Some(method))
+            .s(Some(x.method.name()))
             .i(id(s.forward))
             .i(id(s.backward))
-            .i(x0)
-            .i(map.map(|m| m.y0.round() as i64))
-            .f(map.map(|m| m.slope))
-            .f(map.map(|m| (1.0 / m.slope - 1.0) * 1e6))
-            .f(map.map(|m| m.x0 - m.y0))
-            .f(bound)
+            .i(Some(m.x0.round() as i64))
+            .i(Some(m.y0.round() as i64))
+            .f(Some(m.slope))
+            .f(Some((1.0 / m.slope - 1.0) * 1e6))
+            .f(Some(m.x0 - m.y0))
+            .f(x.bound_ns)
             .done();
     }
     t

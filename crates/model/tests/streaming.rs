@@ -195,3 +195,95 @@ fn chunks_fed_one_by_one_give_the_whole_build() {
         assert_eq!(rows(&[&t]), rows(&[table(&whole, t.name)]), "table {}", t.name);
     }
 }
+
+/// `--no-sync`: host b's clock is mapped onto host a's by the traces' metadata
+/// clock offsets (b's origin is SKEW_S later), whole and streamed alike: every
+/// message's latency is the 2 ms the trace was written with, less the 100 ns
+/// from rclcpp_publish (a publication's time) to the sending; the map is in
+/// `clock_sync` and a warning says which was used.
+#[test]
+fn without_sync_hosts_are_mapped_by_their_metadata_clock_offsets() {
+    let root = TempDir::new("streaming-nosync");
+    let dirs = hosts(&root);
+    let opts = Options { heuristics: true, progress: false, sync: false, window_ns: None, flush_every: 0 };
+    let whole = build(&mut TraceSet::open(&dirs).unwrap(), opts, Scope::default());
+    let mut chunks: Vec<Table> = vec![];
+    let mut sink = |t: Table| chunks.push(t);
+    let streamed = build_streaming(
+        &mut TraceSet::open(&dirs).unwrap(),
+        Options { window_ns: Some(50_000_000), flush_every: 1, ..opts },
+        Scope::default(),
+        Some(&mut sink),
+    );
+    let part = |name: &str| -> Vec<&Table> {
+        let mut v: Vec<&Table> = chunks.iter().filter(|c| c.name == name).collect();
+        v.extend(streamed.tables.iter().filter(|c| c.name == name));
+        v
+    };
+    let m = &whole;
+    let pubs: std::collections::HashMap<i64, i64> = ints(m, "publications", "publication_id")
+        .into_iter()
+        .zip(ints(m, "publications", "ts"))
+        .map(|(a, b)| (a.unwrap(), b.unwrap()))
+        .collect();
+    let takes: std::collections::HashMap<i64, i64> =
+        ints(m, "takes", "take_id").into_iter().zip(ints(m, "takes", "ts")).map(|(a, b)| (a.unwrap(), b.unwrap())).collect();
+    let lat: Vec<i64> = ints(m, "links", "publication_id")
+        .into_iter()
+        .zip(ints(m, "links", "take_id"))
+        .map(|(p, k)| takes[&k.unwrap()] - pubs[&p.unwrap()])
+        .collect();
+    assert_eq!(lat.len(), MSGS as usize);
+    assert!(lat.iter().all(|&x| x == 2_000_000 - 100), "latencies {:?}", &lat[..3]);
+    assert_eq!(strs(m, "clock_sync", "method"), vec![s("metadata_offset")]);
+    assert_eq!(ints(m, "clock_sync", "ref_at_x0_ns"), vec![Some(SKEW_S * 1_000_000_000)]);
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.starts_with("--no-sync: host host-b's clock is mapped onto host host-a's") && w.contains("+5000000.000 ms apart")),
+        "{:?}",
+        m.warnings
+    );
+    for name in ["publications", "takes", "clock_sync", "callback_runs"] {
+        assert_eq!(rows(&part(name)), rows(&[table(&whole, name)]), "table {name}");
+    }
+    assert_eq!(streamed.warnings, whole.warnings);
+}
+
+/// With sync on, a host that exchanged no message with the reference host is
+/// mapped by the metadata clock offsets too (not left on its raw clock), and a
+/// warning says so: host c booted 100 s before host a.
+#[test]
+fn a_host_without_messages_is_mapped_by_its_metadata_clock_offset() {
+    let root = TempDir::new("streaming-lonely");
+    let mut dirs = hosts(&root);
+    let mut c = TraceWriter::new("host-c");
+    c.clock_offset_s(-100);
+    ros2_classes(&mut c, "ros2", true);
+    let c0 = A0 + 100 * 1_000_000_000;
+    c.event(c0 + 20, LISTENER, "ros2:rcl_init", &[U(1), S("4.1.0")]);
+    c.event(c0 + 21, LISTENER, "ros2:rcl_node_init", &[U(0x1000), U(0x1003), S("lonely"), S("/")]);
+    dirs.push(root.path().join("c"));
+    c.write(&dirs[2]);
+    let opts = Options { heuristics: true, progress: false, sync: true, window_ns: None, flush_every: 0 };
+    let m = build(&mut TraceSet::open(&dirs).unwrap(), opts, Scope::default());
+    let hosts = strs(&m, "hosts", "hostname");
+    let method: Vec<(String, Option<String>, Option<i64>)> = ints(&m, "clock_sync", "host_id")
+        .into_iter()
+        .zip(strs(&m, "clock_sync", "method"))
+        .zip(ints(&m, "clock_sync", "ref_at_x0_ns"))
+        .map(|((h, k), y)| (hosts[h.unwrap() as usize].clone().unwrap(), k, y))
+        .collect();
+    assert!(method.contains(&("host-c".into(), s("metadata_offset"), Some(-100_000_000_000))), "{method:?}");
+    assert!(method.iter().any(|(h, k, _)| h == "host-b" && k.as_deref() == Some("offset_lower_bound")), "{method:?}");
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.starts_with("host host-c exchanged no message with the reference host host-a")
+                && w.contains("metadata clock offsets")),
+        "{:?}",
+        m.warnings
+    );
+    let node_ts = ints(&m, "nodes", "init_ts");
+    assert!(node_ts.contains(&Some(c0 as i64 + 21 - 100_000_000_000)), "{node_ts:?}");
+}

@@ -79,6 +79,11 @@ PROG = "roscope"
 # ---------------------------------------------------------------- arguments
 
 
+#: --no-sync, for every verb that reads traces.
+NO_SYNC_HELP = ("map the clocks of a trace set's hosts by the traces' metadata clock offsets (their wall-clock anchors) "
+                "instead of synchronizing them from the messages between them; the clock_sync table has each host's map")
+
+
 def add_inputs(parser: argparse.ArgumentParser, databases: bool = True, help: str | None = None,  # noqa: A002
                memory: int = 256 << 20, merge: bool = True) -> None:
     """Positional inputs: one or more trace directories (or one database when `databases`), and
@@ -129,9 +134,7 @@ def add_json(parser: argparse.ArgumentParser) -> None:
 def add_heuristics(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-heuristics", action="store_true",
                         help="make only exact transport links (for traces; a database keeps the links it was loaded with)")
-    parser.add_argument("--no-sync", action="store_true",
-                        help="keep every host's raw clock (for traces of several hosts; by default their clocks are "
-                             "synchronized from the messages between them, see the clock_sync table)")
+    parser.add_argument("--no-sync", action="store_true", help=NO_SYNC_HELP)
 
 
 def add_wide(parser: argparse.ArgumentParser) -> None:

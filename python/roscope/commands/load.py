@@ -30,9 +30,7 @@ def register(sub) -> None:
                    "the recording's start, else the trace's creation time)")
     p.add_argument("--parquet", metavar="DIR", help="also write each table as DIR/<table>.parquet")
     p.add_argument("--no-heuristics", action="store_true", help="make only exact transport links")
-    p.add_argument("--no-sync", action="store_true",
-                   help="keep every host's raw clock (by default the clocks of several hosts are synchronized from "
-                        "the messages between them; the clock_sync table has each host's map)")
+    p.add_argument("--no-sync", action="store_true", help=C.NO_SYNC_HELP)
     p.add_argument("--no-kernel", action="store_true",
                    help="leave out kernel scheduling data (perf.data beside the trace, LTTng sched events)")
     p.add_argument("--memory", type=C.size, metavar="SIZE", default=None,
