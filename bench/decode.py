@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Decode benchmark: roscope's CTF reader against babeltrace2, same run, same traces.
 
-For each trace (the largest real one, /work/shared/traces/ros2/autoware-carla-galactic,
+For each trace (the largest real one, ../shared/traces/ros2/autoware-carla-galactic,
 and a generated trace of >= 10M ROS 2-like events, made by bench/gen/record.sh and
 cached under bench/results/gen-10M), time best-of-N (default 3), interleaved:
 

@@ -5,7 +5,7 @@ the same run on the same database, and their statistics compared value by value.
 
 The database is loaded once from the 10M-event ros2sim recording (bench/flow.py's,
 tests/big_trace.py) unless one is given. `--before DIR` is the other roscope's
-`python/` directory (e.g. /work/before/python, or an export of the commit before);
+`python/` directory (e.g. ../before/python, or an export of the commit before);
 both roscopes read the same database file (read-only).
 
 The comparison: every value of `paths` and `components` in the two JSON outputs must
@@ -13,7 +13,7 @@ be equal, bit for bit, but each `std_ns`, which is DuckDB's own `stddev_samp` an
 varies in its last digits from one run of the same query to the next (its threads
 sum in whatever order they run); for those the largest relative difference is shown.
 
-    .venv/bin/python bench/flow_select.py --before /work/before/python [--db FILE] [--repeat 1] [--memory 64M]
+    .venv/bin/python bench/flow_select.py --before ../before/python [--db FILE] [--repeat 1] [--memory 64M]
 
 Prints a table and writes bench/results/flow_select.json.
 """

@@ -2,7 +2,7 @@
 """Start-up on a small trace (issue 29): wall time, CPU time and peak RSS of
 `roscope stats TRACE` on a ~100k-event trace, against `babeltrace2 -o dummy` on the
 same trace in the same run (the ratios), and, with --before DIR, against another
-roscope (a checkout's `python/` directory, e.g. /work/before/python) on it too.
+roscope (a checkout's `python/` directory, e.g. ../before/python) on it too.
 
 The trace: ros2sim's Autoware reference system on Jazzy layouts (`--scale 10
 --duration 2.5`: about 107,000 events, the issue's "~100k-event trace"; ros2sim's
@@ -19,7 +19,7 @@ instructions it executed (all threads) are shown: unlike CPU time, a count that 
 other jobs of a shared machine do not change (it leaves out the cost of page faults
 and of waiting; about 100x slower than a plain run).
 
-    .venv/bin/python bench/startup.py [--trace DIR] [--before /work/before/python] [--repeat 5] [--instructions]
+    .venv/bin/python bench/startup.py [--trace DIR] [--before ../before/python] [--repeat 5] [--instructions]
 
 Prints a table and writes bench/results/startup.json.
 """

@@ -15,25 +15,25 @@ communication (TUM: dds) / idle / computation (TUM: cpu) split.
 Setup (none of it is part of `make setup`; nothing goes into roscope's .venv):
 
     # the tool and the two ROS 2 Python packages it imports, from source
-    git -C MIRROR/TUM-AVS+ros2_latency_analysis archive dataflow-analysis | tar -x -C /work/tum/src/ros2_latency_analysis
-    git -C MIRROR/ros-tracing+tracetools_analysis archive humble | tar -x -C /work/tum/src/tracetools_analysis
-    git -C MIRROR/ros2+ros2_tracing archive humble | tar -x -C /work/tum/src/ros2_tracing
+    git -C MIRROR/TUM-AVS+ros2_latency_analysis archive dataflow-analysis | tar -x -C $TUM_ROOT/src/ros2_latency_analysis
+    git -C MIRROR/ros-tracing+tracetools_analysis archive humble | tar -x -C $TUM_ROOT/src/tracetools_analysis
+    git -C MIRROR/ros2+ros2_tracing archive humble | tar -x -C $TUM_ROOT/src/ros2_tracing
     # tracetools_read reads CTF through babeltrace 1's Python bindings (the tool's README asks for them)
     apt-get install python3-babeltrace
-    python3 -m venv --system-site-packages /work/tum/venv
-    /work/tum/venv/bin/pip install bidict graphviz matplotlib "numpy<2" "pandas==1.5.3" pyvis ruamel.yaml termcolor tqdm
+    python3 -m venv --system-site-packages $TUM_ROOT/venv
+    $TUM_ROOT/venv/bin/pip install bidict graphviz matplotlib "numpy<2" "pandas==1.5.3" pyvis ruamel.yaml termcolor tqdm
 
 The humble branch of tracetools_analysis is the one whose data model has the
 columns the tool's `tr_types` expects (`rcl_publishers`, `rcl_publish_instances`).
-Paths are taken from the environment: TUM_SRC (default /work/tum/src), TUM_PYTHON
-(default /work/tum/venv/bin/python), TUM_CACHE (default /work/tum/cache: the
+Paths are taken from the environment: TUM_ROOT (default ~/tum-compare), TUM_SRC (default $TUM_ROOT/src), TUM_PYTHON
+(default $TUM_ROOT/venv/bin/python), TUM_CACHE (default $TUM_ROOT/cache: the
 tool's converted trace, as tracetools_analysis caches it, and its results).
 
 Run (from the repository root, with roscope's .venv):
 
     .venv/bin/python bench/tum_compare.py [TRACE] [--db DB]
 
-TRACE defaults to /work/tum/artifacts/aw_scenario/tracing/scenario-trace
+TRACE defaults to $TUM_ROOT/artifacts/aw_scenario/tracing/scenario-trace
 (TUM-AVS/ros2_latency_analysis commit e4e3f151, artifacts/aw_scenario), DB to
 /tmp/aws.duckdb (`roscope load TRACE -o DB`). Prints the comparison table and
 writes bench/results/tum_compare.json. `tum_compare.py tum ...` is the half that
@@ -52,10 +52,11 @@ import time
 from collections import Counter, defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TRACE = "/work/tum/artifacts/aw_scenario/tracing/scenario-trace"
-TUM_SRC = os.environ.get("TUM_SRC", "/work/tum/src")
-TUM_PYTHON = os.environ.get("TUM_PYTHON", "/work/tum/venv/bin/python")
-TUM_CACHE = os.environ.get("TUM_CACHE", "/work/tum/cache")
+TUM = os.environ.get("TUM_ROOT", os.path.expanduser("~/tum-compare"))
+TRACE = os.path.join(TUM, "artifacts/aw_scenario/tracing/scenario-trace")
+TUM_SRC = os.environ.get("TUM_SRC", os.path.join(TUM, "src"))
+TUM_PYTHON = os.environ.get("TUM_PYTHON", os.path.join(TUM, "venv/bin/python"))
+TUM_CACHE = os.environ.get("TUM_CACHE", os.path.join(TUM, "cache"))
 
 OUTPUT = r"^/control/command/control_cmd$"
 # The issue's selections: (name, input topic regex).

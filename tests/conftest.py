@@ -1,7 +1,7 @@
 """Shared pytest fixtures for roscope's tests (generic; any test may use them).
 
-* ``shared_traces``      -- the directory of real traces (/work/shared/traces,
-                            or $ROSCOPE_TRACES); skips when absent.
+* ``shared_traces``      -- the directory of real traces (../shared/traces
+                            beside the checkout, or $ROSCOPE_TRACES: shared.py); skips when absent.
 * ``roscope_cmd``        -- argv prefix that runs the roscope CLI; skips with a
                             clear reason when the ``roscope`` module is not
                             importable.  $ROSCOPE_CLI (a path) overrides it.
@@ -71,6 +71,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from shared import TRACES
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(TESTS_DIR)
@@ -101,7 +102,7 @@ recordings = _load_recordings()
 
 
 def shared_traces_dir() -> str:
-    return os.environ.get("ROSCOPE_TRACES", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shared", "traces"))
+    return TRACES
 
 
 def copy_with_cut_metadata(src: str, dst) -> Path:

@@ -160,3 +160,28 @@ def test_public_functions_that_take_a_database_say_so():
                     if arg.arg == "db" and (arg.annotation is None or ast.unparse(arg.annotation) != "Database"):
                         untyped.append(f"  {rel}:{node.lineno} {node.name}")
     assert not untyped, "functions taking an untyped db:\n" + "\n".join(untyped)
+
+
+def _tracked_text_files() -> list[str]:
+    import subprocess
+
+    out = subprocess.run(["git", "-C", REPO, "ls-files", "-z"], capture_output=True, check=True).stdout
+    return [p for p in out.decode().split("\0") if p and not p.startswith("crates/ctf/fuzz/corpus/")]
+
+
+def test_no_absolute_path_of_one_machine():
+    """A user's machine has none of this one's folders (issue 40): the checkout, the shared
+    traces and worktrees are named relative to the checkout (`../shared/traces`) or through a
+    variable (ROSCOPE_TRACES). The pattern is split so that this file does not match itself."""
+    pattern = re.compile(r"(?<![\w.~$])/(?:" + "work" + r"|root|home/[a-z]+)/")
+    found = []
+    for rel in _tracked_text_files():
+        path = os.path.join(REPO, rel)
+        try:
+            with open(path, encoding="utf-8") as f:
+                for n, line in enumerate(f, 1):
+                    if pattern.search(line):
+                        found.append(f"{rel}:{n}: {line.strip()[:100]}")
+        except (UnicodeDecodeError, IsADirectoryError, FileNotFoundError):
+            continue
+    assert not found, "absolute paths of one machine:\n" + "\n".join(found)

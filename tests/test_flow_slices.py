@@ -20,8 +20,8 @@ pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
 import roscope  # noqa: E402
 from roscope import flow as fl  # noqa: E402
+from shared import TRACES
 
-TRACES = os.environ.get("ROSCOPE_TRACES", "/work/shared/traces")
 SHARED = sorted(
     os.path.join(TRACES, d, t) for d in ("ros2", "ros1") if os.path.isdir(os.path.join(TRACES, d))
     for t in os.listdir(os.path.join(TRACES, d))

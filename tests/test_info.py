@@ -4,7 +4,7 @@ Flavour detection gets the per-trace summary dicts of the real shared CARET
 traces (Galactic); the Humble CARET shape is the same dict with the events
 CARET emits on Humble (ros2_caret:caret_init with its `distribution` field,
 ros2_caret:rcl_init instead of ros2:rcl_init: caret_trace's tp.h, and
-/work/shared/reference/ros2-tracepoints.md). Which processes are ROS
+../shared/reference/ros2-tracepoints.md). Which processes are ROS
 processes is checked against babeltrace2's reading of the same events.
 """
 from __future__ import annotations

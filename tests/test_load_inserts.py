@@ -14,8 +14,8 @@ import os
 import duckdb
 import pytest
 from roscope import loading
+from shared import TRACES
 
-TRACES = os.environ.get("ROSCOPE_TRACES", "/work/shared/traces")
 AUTOWARE = os.path.join(TRACES, "ros2", "autoware-carla-galactic")
 
 

@@ -1,8 +1,8 @@
 """ros2sim (tools/ros2sim): generated ROS 2 traces checked against babeltrace2 / bt2.
 
 Oracles: babeltrace2 and bt2 decode the traces; field layouts are compared with the
-real traces in /work/shared/traces and with the tracepoint tables of
-/work/shared/reference/ros2-tracepoints.md; the ground truth CSVs are written by the
+real traces in ../shared/traces and with the tracepoint tables of
+../shared/reference/ros2-tracepoints.md; the ground truth CSVs are written by the
 simulated processes themselves (not by roscope) and compared with what bt2 reads.
 """
 import collections

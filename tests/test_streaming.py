@@ -23,8 +23,8 @@ import pyarrow as pa
 import pytest
 from conftest import floats_only_differ
 from roscope import cli, loading, opening
+from shared import TRACES
 
-TRACES = os.environ.get("ROSCOPE_TRACES", "/work/shared/traces")
 SHARED = sorted(
     os.path.join(TRACES, d, t) for d in ("ros2", "ros1") if os.path.isdir(os.path.join(TRACES, d))
     for t in os.listdir(os.path.join(TRACES, d))

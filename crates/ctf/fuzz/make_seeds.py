@@ -2,7 +2,7 @@
 """Builds the seed corpora from the real traces (run once; the minimized
 corpora are committed under corpus/).
 
-  python3 crates/ctf/fuzz/make_seeds.py [/work/shared/traces] [OUTDIR]
+  python3 crates/ctf/fuzz/make_seeds.py [TRACES (default: ../shared/traces beside the checkout)] [OUTDIR]
 
 metadata/: each real metadata file (packetized, as recorded), its TSDL text as
 babeltrace2 prints it, and its first packet alone.
@@ -12,7 +12,7 @@ stream file of that trace, whole and cut at its content size.
 """
 import os, struct, subprocess, sys, hashlib
 
-traces = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/traces"
+traces = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "shared", "traces")
 out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "seeds")
 
 TRACES = [

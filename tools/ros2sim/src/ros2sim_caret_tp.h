@@ -3,7 +3,7 @@
  * (caret_trace, LD_PRELOAD) adds to a Humble application.
  *
  * Field names and CTF types follow the layouts of CARET's events: the runtime
- * events as the real CARET traces in /work/shared/traces/ros2/caret-* declare
+ * events as the real CARET traces in ../shared/traces/ros2/caret-* declare
  * them (dds_write, dds_bind_addr_to_stamp), the others as caret_trace declares
  * them (caret_init, rcl_init and the init events it re-emits with an extra
  * init_timestamp, the executor structure events).  Pointers are 64-bit hex

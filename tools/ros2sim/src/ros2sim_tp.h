@@ -2,8 +2,8 @@
  * ros2sim tracepoint provider: provider `ros2`, one layout per ROS 2 distro.
  *
  * Written for roscope from the field tables of ros2_tracing's tracetools
- * (see /work/shared/reference/ros2-tracepoints.md and the metadata of the real
- * traces in /work/shared/traces).  Compile with -DROS2SIM_DISTRO=<n>:
+ * (see ../shared/reference/ros2-tracepoints.md and the metadata of the real
+ * traces in ../shared/traces).  Compile with -DROS2SIM_DISTRO=<n>:
  *   1 = humble   (28 events, GID 24 bytes, rmw_publish(message))
  *   2 = jazzy    (35 events, + intra-process ring buffer events,
  *                 rmw_publish(rmw_publisher_handle, message, timestamp))

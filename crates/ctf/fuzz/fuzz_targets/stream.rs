@@ -10,7 +10,7 @@ use libfuzzer_sys::fuzz_target;
 use roscope_ctf::columns::ColumnReader;
 use roscope_ctf::{json, summary, TraceSet};
 
-/// Packetized metadata files copied from /work/shared/traces (see README.md).
+/// Packetized metadata files copied from ../shared/traces (see README.md).
 const METADATA: &[&[u8]] = &[
     include_bytes!("../metadata/ros2-pingpong"),
     include_bytes!("../metadata/ros1-kernel"),
