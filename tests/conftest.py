@@ -173,10 +173,15 @@ def run_roscope(roscope_cmd):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    unmarked = [it.nodeid for it in items if "lttng_ready" in getattr(it, "fixturenames", ()) and it.get_closest_marker("lttng") is None]
+    """Every test that records live (through a fixture that needs LTTng: the sessions, ros2sim,
+    the examples' recordings) carries a live tier's marker, so that `make test-fast` never
+    records."""
+    live = ("lttng", "ros1", "ros2")
+    unmarked = [it.nodeid for it in items if "lttng_ready" in getattr(it, "fixturenames", ())
+                and not any(it.get_closest_marker(m) for m in live)]
     if unmarked:
         raise pytest.UsageError("these tests record LTTng traces (they use the LTTng fixtures) but are not marked "
-                                "@pytest.mark.lttng, so `make test-fast` would run them:\n  " + "\n  ".join(unmarked))
+                                "@pytest.mark.lttng (or ros1, ros2), so `make test-fast` would run them:\n  " + "\n  ".join(unmarked))
 
 
 def _lttng_unavailable() -> str | None:
@@ -240,7 +245,7 @@ def ust_traces(fx_emit, tmp_path_factory) -> dict:
 # --------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")
-def sched_recording(tmp_path_factory):
+def sched_recording(lttng_ready, tmp_path_factory):
     """(trace directory, database) of test_sched.record: the ROS 1 example pinned to one
     CPU with a SCHED_FIFO competitor under `roscope record --kernel`. Read-only for the
     tests that use it (they copy it before changing anything)."""
@@ -254,7 +259,7 @@ ROS1_PIPELINE_SECONDS = 8
 
 
 @pytest.fixture(scope="session")
-def ros1_pipeline_run(tmp_path_factory) -> dict:
+def ros1_pipeline_run(lttng_ready, tmp_path_factory) -> dict:
     """examples/ros1_pipeline/run.sh -d 8 (the tracer and the example built, then
     `roscope record` of system.sh with its ground-truth logs): {"trace": DIR/trace,
     "gt": DIR/ground-truth, "stderr": run.sh's stderr, roscope record's included}."""
@@ -304,7 +309,7 @@ ROS2_PIPELINE_SECONDS = 8
 
 
 @pytest.fixture(scope="session")
-def ros2_pipeline_run(tmp_path_factory):
+def ros2_pipeline_run(lttng_ready, tmp_path_factory):
     """Factory: ros2_pipeline_run(distro) -> {"trace", "gt", "stderr", "db" (the trace loaded
     by roscope.open, in memory, on first use: not in items() before; read-only for the
     tests)}: `roscope record --kernel` of examples/ros2_pipeline/launch.py -d 8 run by the
@@ -334,7 +339,7 @@ ROS2_PIPELINE_SLOWED = ("mapper.plan_path", 20)
 
 
 @pytest.fixture(scope="session")
-def ros2_pipeline_slowed(tmp_path_factory) -> dict:
+def ros2_pipeline_slowed(lttng_ready, tmp_path_factory) -> dict:
     """{"trace", "gt", "stderr"}: `roscope record --kernel` of examples/ros2_pipeline (Jazzy) for
     4 s with ROS2_PIPELINE_SLOW=mapper.plan_path:20 (roscope check's tests and its pytest plugin's)."""
     import ros2_truth
@@ -371,7 +376,7 @@ def ros2_pipeline_dataset(ros2_pipeline_run, ros2_pipeline_slowed, tmp_path_fact
 
 
 @pytest.fixture(scope="session")
-def ros2sim_run(tmp_path_factory):
+def ros2sim_run(lttng_ready, tmp_path_factory):
     """Factory: ros2sim_run(preset, distro, seconds) -> the directory of `ros2sim.py run
     --preset PRESET --distro DISTRO --duration SECONDS` (traces/, ground_truth/), made on
     the first call with those arguments and shared by every later one;

@@ -76,6 +76,7 @@ def test_a_folder_of_two_recordings_is_refused_unless_merge(two_recordings):
     assert roscope("stats", os.path.join(two_recordings, "talker"), "--json").returncode == 0
 
 
+@pytest.mark.lttng
 @pytest.mark.skipif(os.geteuid() != 0, reason="ros2sim hosts need unshare (root)")
 def test_the_hosts_of_one_recording_load_as_one(ros2sim_run, tmp_path):
     run = ros2sim_run("mfa_fig4_transport", "rolling", 1)

@@ -64,6 +64,7 @@ def test_the_cores_statistics_equal_the_databases(trace):
     assert core["callbacks"] or core["topics"]
 
 
+@pytest.mark.lttng
 def test_on_a_multithreaded_executor_with_many_nodes(ros2sim_run):
     """ros2sim's Autoware reference system (Jazzy layouts): 24 nodes, every topic with
     deliveries and transport links, a 2-thread executor."""
