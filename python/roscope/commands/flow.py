@@ -37,7 +37,7 @@ def register(sub) -> None:
     p.add_argument("--paths", metavar="FILE",
                    help="named paths instead of --from/--to: a paths file (YAML: each path's topics in order, optional "
                         "callbacks, per-node input/output contexts, exclusions) or CARET's architecture file "
-                        "(named_paths, message_contexts); each path's flows from its first to its last topic, the "
+                        "(named_paths or path_name_aliases, message_contexts, variable_passings); each path's flows from its first to its last topic, the "
                         "paths through its topics in order (docs/paths.md)")
     p.add_argument("--path-name", action="append", metavar="NAME", help="with --paths: only this named path (repeatable)")
     p.add_argument("--message", type=C.int_range(0, 2**63 - 1), metavar="ID",
@@ -135,11 +135,14 @@ def request(args):
 
 
 def _run_named(args) -> int:
+    from roscope import paths as P
+
+    pf = P.load(args.paths)  # read before the trace: a wrong file fails at once
     with C.progress(args, "flow") as prog:
         prog.phase("opening")
         db = open_for(args)
         try:
-            d = _named(args, prog, db)
+            d = _named(args, prog, db, pf)
         except BaseException:
             prog.close()
             C.report_from(db)
@@ -246,13 +249,13 @@ def _response_text(rts, w) -> None:
               + ", ".join(f"{case} {n:,}" for case, n in r["left_out"].items()) + "\n")
 
 
-def _named(args, prog, db) -> dict:
-    """`--paths FILE`: per named path, `analyse` of its request with only the paths that
-    go through its topics (and callbacks), and how many others the search found."""
+def _named(args, prog, db, pf) -> dict:
+    """`--paths FILE` (`pf`, its `roscope.paths.PathsFile`): per named path, `analyse` of
+    its request with only the paths that go through its topics (and callbacks), and how
+    many others the search found."""
     from roscope import flow as fl
     from roscope import paths as P
 
-    pf = P.load(args.paths)
     base = request_options(args)
     out = {"paths_file": pf.source, "format": pf.format, "named_paths": []}
     for named, req in P.requests(pf, db, args.path_name, **base):
@@ -261,7 +264,12 @@ def _named(args, prog, db) -> dict:
         kept = [p for p in d["paths"] if P.matches(named, p["path"])]
         d["other_paths"] = len(d["paths"]) - len(kept)
         d["paths"] = kept
+        if "response_times" in d:  # the kept paths', ending where the file says the path ends
+            ids = {p["path_id"] for p in kept}
+            d["response_times"] = [r for r in d["response_times"] if r["path_id"] in ids and (
+                named.end is None or (r["end_node"], r["end_topic"]) == named.end)]
         out["named_paths"].append({"name": named.name, "topics": list(named.topics), "callbacks": list(named.callbacks),
+                                   "end": list(named.end) if named.end else None,
                                    "from_re": req.from_re, "to_re": req.to_re, **d})
     return C.clean(out)
 
@@ -271,6 +279,7 @@ def _named_text(d: dict, out=None, wide: bool = False) -> None:
     for n in d["named_paths"]:
         w(f"named path {C.escape(n['name'])} ({d['format']} file): {' -> '.join(C.escape(t) for t in n['topics'])}"
           + (f"; callbacks {', '.join(C.escape(c) for c in n['callbacks'])}" if n["callbacks"] else "")
+          + (f"; ends at {C.escape(n['end'][0])} ({C.escape(n['end'][1])})" if n.get("end") else "")
           + f"; {len(n['paths'])} path(s) through them"
           + (f", {n['other_paths']} other path(s) between its ends left out" if n["other_paths"] else "") + "\n")
         render_text(n, out, wide)
