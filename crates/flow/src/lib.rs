@@ -12,7 +12,8 @@
 //!   paper, Algorithm 1: newest inputs, visited set, at most two consecutive callbacks,
 //!   subtree caching), paths grouped by their callback/topic sequence, each flow's
 //!   latency split into communication, idle and computation.
-//! - `tables`: the results as tables, kinds as text.
+//! - `tables`: the results as tables, kinds as text; `search`: a search slice by
+//!   slice of the model (`FlowSearch`).
 //!
 //! Ids are row positions of the model's tables; `NONE` (-1) is "none".
 
@@ -24,6 +25,7 @@ pub mod index;
 pub mod input;
 pub mod model;
 pub mod races;
+pub mod search;
 pub mod tables;
 
 #[cfg(test)]
@@ -40,4 +42,5 @@ pub use index::Index;
 pub use input::{InputError, INPUTS};
 pub use model::{Annotation, AnnotationKind, CallbackKind, Model, NONE};
 pub use races::OverlapSweep;
-pub use tables::{causal_links_table, data_flow_tables, path_label, stream_data_flow_tables, FlowSearch, FlowTables, CHUNK_ROWS};
+pub use search::{data_flow_tables, stream_data_flow_tables, FlowSearch, CHUNK_ROWS};
+pub use tables::{causal_links_table, path_label, FlowTables};

@@ -1,7 +1,7 @@
 //! Causal-link annotations (instrument/annotations): a process declares that
 //! some publishers publish from the messages of some subscriptions,
 //! periodically (`message_link_periodic_async`) or once each input arrived
-//! (`message_link_partial_sync`). Members are resolved to rows in `tables.rs`.
+//! (`message_link_partial_sync`). Members are resolved to rows in `emit.rs`.
 
 use crate::builder::{Builder, Event};
 use crate::events::Ev;

@@ -5,7 +5,7 @@
 //! family: `ros2.rs` (ROS 2 core), `caret.rs`, `executor.rs`, `groups.rs`,
 //! `ros1_bosch.rs`, `ros1_roscope.rs`, `annotations.rs`. Handlers read the
 //! event's fields by name through `Event`. At the end, `link.rs` matches
-//! publications to takes and `tables.rs` emits the tables.
+//! publications to takes and `emit.rs` emits the tables.
 //!
 //! This module also keeps what all families share: processes and threads,
 //! and each thread's stack of open callback runs.
@@ -61,7 +61,7 @@ pub struct Event<'a> {
     pub th: usize,
     /// Emitted by CARET (`ros2_caret:*`): an init event may repeat an earlier one.
     pub caret: bool,
-    /// Part of a state dump (`dump.rs`): an init event that may repeat an earlier one.
+    /// Part of a state dump (`state_dump.rs`): an init event that may repeat an earlier one.
     pub dump: bool,
     s: &'a StreamReader,
     ix: [Option<usize>; MAX_FIELDS],
@@ -268,7 +268,7 @@ pub struct Counts {
     /// Streaming: the most records (runs, publications, takes, and the
     /// publications the linker holds) in memory at once.
     pub peak_records: u64,
-    /// State dumps read (`dump.rs`).
+    /// State dumps read (`state_dump.rs`).
     pub state_dumps: u64,
     /// Runs whose times are their frame's (`roscope_ros2:callback_frame`), and frames that
     /// fit no run (not the thread's run that ended last, or outside its start and end).
@@ -305,9 +305,9 @@ pub struct Builder {
     /// The index, in `info`, of each trace of the set being read (the next
     /// chunk of a live session is a new set: `feed`).
     pub(crate) tmap: Vec<usize>,
-    /// The threads in a state dump: (host, pid, tid) (`dump.rs`).
+    /// The threads in a state dump: (host, pid, tid) (`state_dump.rs`).
     pub dumping: Vec<(usize, i64, i64)>,
-    /// Per trace: its first event's time, and its first runtime event's (`dump.rs`: runtime
+    /// Per trace: its first event's time, and its first runtime event's (`state_dump.rs`: runtime
     /// events recorded only from a later moment than init events, a dual session).
     pub spans: Vec<(u64, u64)>,
 }
@@ -747,10 +747,10 @@ impl Builder {
         if !collecting {
             self.map_leaving(&mut exec, &mut runs, &mut pubs, &mut takes);
             if !exec.is_empty() {
-                sink(crate::tables::executor_table(&exec));
+                sink(crate::emit::executor_table(&exec));
             }
             if !runs.is_empty() {
-                sink(crate::tables::run_table(runs.iter().map(|(i, r)| (*i, r))));
+                sink(crate::emit::run_table(runs.iter().map(|(i, r)| (*i, r))));
             }
         }
         let mut lk = std::mem::take(&mut self.linker);
@@ -760,7 +760,7 @@ impl Builder {
         if collecting {
             self.note_publications(&pubs);
         } else if !pubs.is_empty() {
-            sink(crate::tables::publication_table(pubs.iter().map(|(i, p)| (*i, p))));
+            sink(crate::emit::publication_table(pubs.iter().map(|(i, p)| (*i, p))));
         }
         if !takes.is_empty() {
             // Links are made on raw times (the publications the linker holds are raw).
@@ -768,8 +768,8 @@ impl Builder {
             if collecting {
                 self.note_pairs(&links, &takes);
             } else {
-                sink(crate::tables::take_table(takes.iter().map(|(i, t)| (*i, t))));
-                sink(crate::tables::link_table(&links));
+                sink(crate::emit::take_table(takes.iter().map(|(i, t)| (*i, t))));
+                sink(crate::emit::link_table(&links));
             }
         }
         self.linker = lk;

@@ -2,7 +2,7 @@
 //! (processes, threads, nodes and endpoints, callbacks) and the instances of
 //! what they did (callback runs, publications, takes, executor states,
 //! annotations, transport links). Each becomes a row of a table of
-//! `crate::schema` (see `tables.rs`); row ids are positions in their vectors.
+//! `crate::schema` (see `emit.rs`); row ids are positions in their vectors.
 
 use crate::registry::{HandleMap, Layer, Registry, Unknown};
 use crate::schema::{AnnotationKind, CallbackKind, ExecutorState, LinkMethod};
