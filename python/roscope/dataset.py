@@ -49,8 +49,6 @@ RUNS = "runs"
 #: A run id: letters, digits, '.', '_', '-' (a directory name, never '=' or '/').
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 _HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
-#: Hive partition columns, as both DuckDB and Spark read them (strings).
-PARTITIONS = ("run", "host")
 #: A run is written in a directory DIR/.tmp-<run id>-<random> (roscope.files.private_dir),
 #: locked while its roscope lives; one older than TMP_MIN_AGE seconds that no process
 #: holds (its roscope was killed) is removed by the next append.

@@ -122,8 +122,6 @@ def slice_model(db: Database, a: int, b: int, c: int, d: int, xp=(), xr=()) -> _
         db.con.unregister("_roscope_slice_xr")
 
 
-#: The ids of the whole model (`_core.FlowSearch.run`: the identity `roscope_flow::IdMap`).
-WHOLE_IDS = (0, 2**63 - 1, [], 0, 2**63 - 1, [])
 #: What `_over_slices` says of a search over the whole model.
 ONE_SLICE = {"count": 1, "restarts": 0, "answered_from_database": 0, "reach_ns": None, "peak_instances": None,
               "publications_per_slice": None}
