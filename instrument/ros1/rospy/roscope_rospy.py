@@ -110,6 +110,12 @@ def _patch(rospy) -> None:
     import rospy.timer as rt
     import rospy.topics as topics
 
+    _patch_objects(rospy, topics, rt, ts)
+    _patch_wire(topics, tb, tp)
+
+
+def _patch_objects(rospy, topics, rt, ts) -> None:
+    """Nodes, publishers (and each publish), subscriptions, timers and services."""
     orig_init_node = rospy.client.init_node
 
     @functools.wraps(orig_init_node)
@@ -172,7 +178,9 @@ def _patch(rospy) -> None:
               s4=getattr(service_class, "_type", "?"))
     ts.ServiceImpl.__init__ = srv_init
 
-    # --- connections and bytes on the wire ---
+
+def _patch_wire(topics, tb, tp) -> None:
+    """Connections and the bytes on the wire: each message's buffer, written and received."""
     orig_add_pub_conn = topics._PublisherImpl.add_connection
 
     def add_pub_connection(self, c):
