@@ -3,10 +3,13 @@
 //! periodically (`message_link_periodic_async`) or once each input arrived
 //! (`message_link_partial_sync`). Members are resolved to rows in `emit.rs`.
 
-use crate::builder::{Builder, Event};
+use crate::builder::{Builder, Event, Handler};
 use crate::events::Ev;
 use crate::objects::Annotation;
 use crate::schema::AnnotationKind;
+
+/// Causal-link annotations.
+pub(crate) const HANDLERS: &[(Ev, Handler)] = &[(Ev::MsgLinkPeriodic, Builder::annotation), (Ev::MsgLinkPartial, Builder::annotation)];
 
 impl Builder {
     pub(crate) fn annotation(&mut self, e: &Event) {

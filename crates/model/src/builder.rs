@@ -276,6 +276,44 @@ pub struct Counts {
     pub unmatched_frames: u64,
 }
 
+/// What the model does with one event: the handler of the family that owns it.
+pub(crate) type Handler = fn(&mut Builder, &Event);
+
+/// Every event family's list of its events and their handlers, each in the
+/// family's own module: a new family is a module with its state and its list,
+/// and a line here.
+const FAMILIES: &[&[(Ev, Handler)]] = &[
+    crate::ros2::HANDLERS,
+    crate::services::HANDLERS,
+    crate::state_dump::HANDLERS,
+    crate::caret::HANDLERS,
+    crate::executor::HANDLERS,
+    crate::groups::HANDLERS,
+    crate::annotations::HANDLERS,
+    crate::ros1_bosch::HANDLERS,
+    crate::ros1_roscope::HANDLERS,
+];
+
+/// Each event's handler, by `Ev as usize`, from `FAMILIES` (made at compile
+/// time: an event listed by two families does not compile).
+static HANDLERS: [Option<Handler>; Ev::COUNT] = handler_table();
+
+const fn handler_table() -> [Option<Handler>; Ev::COUNT] {
+    let mut t: [Option<Handler>; Ev::COUNT] = [None; Ev::COUNT];
+    let mut f = 0;
+    while f < FAMILIES.len() {
+        let mut i = 0;
+        while i < FAMILIES[f].len() {
+            let (ev, h) = FAMILIES[f][i];
+            assert!(t[ev as usize].is_none(), "an event is listed by two families");
+            t[ev as usize] = Some(h);
+            i += 1;
+        }
+        f += 1;
+    }
+    t
+}
+
 pub struct Builder {
     pub opts: Options,
     scope: Scope,
@@ -618,86 +656,10 @@ impl Builder {
         out
     }
 
-    /// Hands an event to the handler of its family.
+    /// Hands an event to the handler of its family (`HANDLERS`).
     fn dispatch(&mut self, e: &Event) {
-        use Ev::*;
-        match e.ev {
-            // ROS 2 core (ros2.rs).
-            RclInit => {}
-            NodeInit => self.node_init(e),
-            RmwPubInit | RmwSubInit | RmwClientInit => self.rmw_endpoint_init(e),
-            PubInit | SubInit => self.endpoint_init(e),
-            RclcppSubInit => self.rclcpp_subscription_init(e),
-            SubCbAdded => self.subscription_callback_added(e),
-            SrvInit | ClientInit => self.service_or_client_init(e),
-            SrvCbAdded => self.service_callback_added(e),
-            TimerInit => self.timer_init(e),
-            TimerCbAdded => self.timer_callback_added(e),
-            TimerLinkNode => self.timer_link_node(e),
-            CbRegister => self.callback_register(e),
-            IpbToSub => self.ipb_to_subscription(e),
-            BufferToIpb => self.buffer_to_ipb(e),
-            CallbackStart => self.callback_start(e),
-            CallbackEnd => self.callback_end(e),
-            RclcppPublish | RclPublish | RmwPublish | RclcppIntraPublish => self.publish(e),
-            RingEnqueue => self.ring_buffer_enqueue(e),
-            RingDequeue => self.ring_buffer_dequeue(e),
-            RmwTake => self.rmw_take(e),
-            RclTake | RclcppTake => self.upper_take(e),
-            // ROS 2 services and actions, roscope's rclpy events (services.rs).
-            SendRequest | TakeRequest | SendResponse | TakeResponse | R2ClientCbAdded | R2CallbackInput => self.dispatch_service(e),
-            R2CallbackFrame => self.callback_frame(e),
-            R2ProcessInit => {}
-            R1StateDumpBegin | R2StateDumpBegin => self.dump_begin(e),
-            R1StateDumpEnd | R2StateDumpEnd => self.dump_end(e),
-            // CARET (caret.rs).
-            CaretBindStamp => self.caret_bind_stamp(e),
-            DdsWrite => self.dds_write(e),
-            DdsWritePre => self.dds_write_pre(e),
-            CaretDispatchIntra => self.caret_dispatch_intra(e),
-            CaretDispatch => self.caret_dispatch(e),
-            // rclcpp executors (executor.rs).
-            ExecWait | ExecGetNext | ExecExecute => self.executor_event(e),
-            // CARET's executors and callback groups (groups.rs).
-            ConstructExecutor
-            | ConstructStaticExecutor
-            | CollectorToExecutor
-            | AddCbGroup
-            | AddCbGroupStatic
-            | CbGroupToCollector
-            | CbGroupAddTimer
-            | CbGroupAddSub
-            | CbGroupAddService
-            | CbGroupAddClient => self.executor_structure(e),
-            // Causal-link annotations (annotations.rs).
-            MsgLinkPeriodic | MsgLinkPartial => self.annotation(e),
-            // ROS 1, Bosch ros1_tracetools (ros1_bosch.rs).
-            Ros1InitNode => self.bosch_init_node(e),
-            Ros1SubCbAdded => self.bosch_subscriber_callback_added(e),
-            Ros1TimerAdded => self.bosch_timer_added(e),
-            Ros1PtrNameInfo => self.bosch_ptr_name_info(e),
-            Ros1CallbackStart => self.bosch_callback_start(e),
-            Ros1CallbackEnd => self.bosch_callback_end(e),
-            Ros1SubCbStart => self.bosch_subscriber_callback_start(e),
-            Ros1SubCbEnd => self.bosch_subscriber_callback_end(e),
-            Ros1PubQueued => self.bosch_publisher_message_queued(e),
-            Ros1SubMsgQueued => self.bosch_subscription_message_queued(e),
-            // ROS 1, roscope's tracer (ros1_roscope.rs).
-            R1ProcessInit => {}
-            R1NodeInit => self.r1_node_init(e),
-            R1PubInit => self.r1_publisher_init(e),
-            R1SubInit => self.r1_subscription_init(e),
-            R1TimerInit => self.r1_timer_init(e),
-            R1SrvInit => self.r1_service_init(e),
-            R1CbRegister => self.r1_callback_register(e),
-            R1LinkTxInit | R1LinkRxInit => self.r1_link_init(e),
-            R1Publish => self.r1_publish(e),
-            R1PublishBuffer => self.r1_publish_buffer(e),
-            R1LinkTxWrite => self.r1_link_tx_write(e),
-            R1LinkRxMessage => self.r1_link_rx_message(e),
-            R1MessageQueue => self.r1_message_queue(e),
-            R1CallbackStart => self.r1_callback_start(e),
-            R1CallbackEnd => self.r1_callback_end(e),
+        if let Some(h) = HANDLERS[e.ev as usize] {
+            h(self, e)
         }
     }
 
@@ -983,4 +945,24 @@ pub(crate) fn run(mut b: Builder, set: &mut TraceSet, mut sink: Option<&mut dyn 
         eprintln!("\rroscope: 100.0%  {} events  {:.1} s", n, t0.elapsed().as_secs_f64());
     }
     b.finish(set, sink)
+}
+
+#[cfg(test)]
+mod handler_tests {
+    use super::HANDLERS;
+    use crate::events::Ev;
+
+    /// The events no family handles: they only start a process instance, which
+    /// `Builder::process` does before any handler runs (`Ev::starts_process`).
+    const PROCESS_START_ONLY: &[Ev] = &[Ev::RclInit, Ev::R2ProcessInit, Ev::R1ProcessInit];
+
+    /// Every event the model declares has its family's handler, but those that only
+    /// start a process instance.
+    #[test]
+    fn every_event_has_a_handler_or_only_starts_a_process() {
+        let missing: Vec<Ev> = Ev::ALL.iter().copied().filter(|&e| HANDLERS[e as usize].is_none()).collect();
+        assert_eq!(missing, PROCESS_START_ONLY);
+        assert!(PROCESS_START_ONLY.iter().all(|e| e.starts_process()));
+        assert_eq!(Ev::ALL.iter().enumerate().filter(|(i, e)| **e as usize != *i).count(), 0);
+    }
 }

@@ -5,11 +5,21 @@
 //! paper's instrumentation), the other source of a publication's DDS stamp. CARET's re-emitted init events are handled in `ros2.rs`
 //! (`Event::caret`).
 
-use crate::builder::{Builder, Event};
+use crate::builder::{Builder, Event, Handler};
 use crate::events::ros2::*;
+use crate::events::Ev;
 use crate::objects::{StampSource, Take};
 use crate::registry::HandleMap;
 use crate::schema::LinkMethod;
+
+/// CARET's message events and the DDS layer's writes.
+pub(crate) const HANDLERS: &[(Ev, Handler)] = &[
+    (Ev::CaretBindStamp, Builder::caret_bind_stamp),
+    (Ev::DdsWrite, Builder::dds_write),
+    (Ev::DdsWritePre, Builder::dds_write_pre),
+    (Ev::CaretDispatchIntra, Builder::caret_dispatch_intra),
+    (Ev::CaretDispatch, Builder::caret_dispatch),
+];
 
 /// What only CARET's intra-process matching needs.
 #[derive(Default)]

@@ -76,6 +76,11 @@ macro_rules! events {
         }
 
         impl Ev {
+            /// Every event, in declaration order (`Ev as usize` is its index).
+            pub const ALL: &'static [Ev] = &[$($( Ev::$variant, )*)*];
+            /// How many events there are.
+            pub const COUNT: usize = Ev::ALL.len();
+
             /// The payload fields read from this event, in the order of its constants.
             pub fn fields(self) -> &'static [&'static str] {
                 match self {

@@ -13,11 +13,15 @@
 //! thread's wait, not executing. An execute with no event after it executes
 //! until the next executor event.
 
-use crate::builder::{Builder, Event};
+use crate::builder::{Builder, Event, Handler};
 use crate::events::ros2::rclcpp_executor_execute;
 use crate::events::Ev;
 use crate::objects::ExecState;
 use crate::schema::ExecutorState;
+
+/// rclcpp's executor events.
+pub(crate) const HANDLERS: &[(Ev, Handler)] =
+    &[(Ev::ExecWait, Builder::executor_event), (Ev::ExecGetNext, Builder::executor_event), (Ev::ExecExecute, Builder::executor_event)];
 
 impl Builder {
     /// Ends the thread's state in progress and starts the one this event tells.

@@ -8,12 +8,26 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::builder::{Builder, Event};
+use crate::builder::{Builder, Event, Handler};
 use crate::events::caret_exec::*;
 use crate::events::Ev;
 use crate::registry::{HandleMap, Layer};
 use crate::schema::{self, CallbackKind};
 use crate::table::Table;
+
+/// CARET's executor structure: executors, callback groups and their members.
+pub(crate) const HANDLERS: &[(Ev, Handler)] = &[
+    (Ev::ConstructExecutor, Builder::executor_structure),
+    (Ev::ConstructStaticExecutor, Builder::executor_structure),
+    (Ev::CollectorToExecutor, Builder::executor_structure),
+    (Ev::AddCbGroup, Builder::executor_structure),
+    (Ev::AddCbGroupStatic, Builder::executor_structure),
+    (Ev::CbGroupToCollector, Builder::executor_structure),
+    (Ev::CbGroupAddTimer, Builder::executor_structure),
+    (Ev::CbGroupAddSub, Builder::executor_structure),
+    (Ev::CbGroupAddService, Builder::executor_structure),
+    (Ev::CbGroupAddClient, Builder::executor_structure),
+];
 
 pub struct Executor {
     pub proc: usize,

@@ -10,11 +10,26 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::builder::{Builder, Event};
+use crate::builder::{Builder, Event, Handler};
 use crate::events::roscpp::*;
+use crate::events::Ev;
 use crate::objects::{Obj, Take};
 use crate::registry::{HandleMap, Layer};
 use crate::schema::CallbackKind;
+
+/// Bosch's ros1_tracetools events.
+pub(crate) const HANDLERS: &[(Ev, Handler)] = &[
+    (Ev::Ros1InitNode, Builder::bosch_init_node),
+    (Ev::Ros1SubCbAdded, Builder::bosch_subscriber_callback_added),
+    (Ev::Ros1TimerAdded, Builder::bosch_timer_added),
+    (Ev::Ros1PtrNameInfo, Builder::bosch_ptr_name_info),
+    (Ev::Ros1CallbackStart, Builder::bosch_callback_start),
+    (Ev::Ros1CallbackEnd, Builder::bosch_callback_end),
+    (Ev::Ros1SubCbStart, Builder::bosch_subscriber_callback_start),
+    (Ev::Ros1SubCbEnd, Builder::bosch_subscriber_callback_end),
+    (Ev::Ros1PubQueued, Builder::bosch_publisher_message_queued),
+    (Ev::Ros1SubMsgQueued, Builder::bosch_subscription_message_queued),
+];
 
 const NS_PER_SEC: i64 = 1_000_000_000;
 

@@ -10,11 +10,31 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 
-use crate::builder::{Builder, Event};
+use crate::builder::{Builder, Event, Handler};
 use crate::events::roscope_ros1::*;
+use crate::events::Ev;
 use crate::objects::{Obj, Take};
 use crate::registry::HandleMap;
 use crate::schema::{CallbackKind, LinkMethod};
+
+/// roscope's ROS 1 tracer's events.
+pub(crate) const HANDLERS: &[(Ev, Handler)] = &[
+    (Ev::R1NodeInit, Builder::r1_node_init),
+    (Ev::R1PubInit, Builder::r1_publisher_init),
+    (Ev::R1SubInit, Builder::r1_subscription_init),
+    (Ev::R1TimerInit, Builder::r1_timer_init),
+    (Ev::R1SrvInit, Builder::r1_service_init),
+    (Ev::R1CbRegister, Builder::r1_callback_register),
+    (Ev::R1LinkTxInit, Builder::r1_link_init),
+    (Ev::R1LinkRxInit, Builder::r1_link_init),
+    (Ev::R1Publish, Builder::r1_publish),
+    (Ev::R1PublishBuffer, Builder::r1_publish_buffer),
+    (Ev::R1LinkTxWrite, Builder::r1_link_tx_write),
+    (Ev::R1LinkRxMessage, Builder::r1_link_rx_message),
+    (Ev::R1MessageQueue, Builder::r1_message_queue),
+    (Ev::R1CallbackStart, Builder::r1_callback_start),
+    (Ev::R1CallbackEnd, Builder::r1_callback_end),
+];
 
 /// Where a ROS 1 message came from, before connections are resolved.
 #[derive(Clone, Copy, Debug)]

@@ -5,12 +5,45 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::builder::{Builder, Event};
+use crate::builder::{Builder, Event, Handler};
 use crate::events::ros2::*;
 use crate::events::Ev;
 use crate::objects::{Obj, Publication, Run, StampSource, Take};
 use crate::registry::{HandleMap, Layer, Registry};
 use crate::schema::{CallbackKind, LinkMethod};
+
+/// The core ROS 2 events (rcl, rclcpp, rmw) and roscope's callback frames.
+pub(crate) const HANDLERS: &[(Ev, Handler)] = &[
+    (Ev::NodeInit, Builder::node_init),
+    (Ev::RmwPubInit, Builder::rmw_endpoint_init),
+    (Ev::RmwSubInit, Builder::rmw_endpoint_init),
+    (Ev::RmwClientInit, Builder::rmw_endpoint_init),
+    (Ev::PubInit, Builder::endpoint_init),
+    (Ev::SubInit, Builder::endpoint_init),
+    (Ev::RclcppSubInit, Builder::rclcpp_subscription_init),
+    (Ev::SubCbAdded, Builder::subscription_callback_added),
+    (Ev::SrvInit, Builder::service_or_client_init),
+    (Ev::ClientInit, Builder::service_or_client_init),
+    (Ev::SrvCbAdded, Builder::service_callback_added),
+    (Ev::TimerInit, Builder::timer_init),
+    (Ev::TimerCbAdded, Builder::timer_callback_added),
+    (Ev::TimerLinkNode, Builder::timer_link_node),
+    (Ev::CbRegister, Builder::callback_register),
+    (Ev::IpbToSub, Builder::ipb_to_subscription),
+    (Ev::BufferToIpb, Builder::buffer_to_ipb),
+    (Ev::CallbackStart, Builder::callback_start),
+    (Ev::CallbackEnd, Builder::callback_end),
+    (Ev::RclcppPublish, Builder::publish),
+    (Ev::RclPublish, Builder::publish),
+    (Ev::RmwPublish, Builder::publish),
+    (Ev::RclcppIntraPublish, Builder::publish),
+    (Ev::RingEnqueue, Builder::ring_buffer_enqueue),
+    (Ev::RingDequeue, Builder::ring_buffer_dequeue),
+    (Ev::RmwTake, Builder::rmw_take),
+    (Ev::RclTake, Builder::upper_take),
+    (Ev::RclcppTake, Builder::upper_take),
+    (Ev::R2CallbackFrame, Builder::callback_frame),
+];
 
 /// What only ROS 2 intra-process matching needs.
 #[derive(Default)]

@@ -38,11 +38,22 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::builder::{Builder, Event};
+use crate::builder::{Builder, Event, Handler};
 use crate::events::{roscope_ros2, services, Ev};
 use crate::objects::{Obj, Publication, Take};
 use crate::registry::Layer;
 use crate::schema::{CallbackKind, LinkMethod};
+
+/// Service requests and responses (Kilted's rmw, roscope's hook and tracer)
+/// and clients' response callbacks.
+pub(crate) const HANDLERS: &[(Ev, Handler)] = &[
+    (Ev::SendRequest, Builder::send_request),
+    (Ev::TakeRequest, Builder::take_request),
+    (Ev::SendResponse, Builder::send_response),
+    (Ev::TakeResponse, Builder::take_response),
+    (Ev::R2ClientCbAdded, Builder::client_callback_added),
+    (Ev::R2CallbackInput, Builder::callback_input),
+];
 
 /// One request and its response.
 #[derive(Clone, Copy, Default)]
@@ -459,17 +470,5 @@ impl Builder {
                 named[0]
             )
         })
-    }
-
-    pub(crate) fn dispatch_service(&mut self, e: &Event) {
-        match e.ev {
-            Ev::SendRequest => self.send_request(e),
-            Ev::TakeRequest => self.take_request(e),
-            Ev::SendResponse => self.send_response(e),
-            Ev::TakeResponse => self.take_response(e),
-            Ev::R2ClientCbAdded => self.client_callback_added(e),
-            Ev::R2CallbackInput => self.callback_input(e),
-            _ => {}
-        }
     }
 }

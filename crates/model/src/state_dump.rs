@@ -7,8 +7,17 @@
 
 use roscope_ctf::TraceSet;
 
-use crate::builder::{Builder, Event};
+use crate::builder::{Builder, Event, Handler};
+use crate::events::Ev;
 use crate::schema::CallbackKind;
+
+/// The two ends of a tracer's state dump (ROS 1 and ROS 2).
+pub(crate) const HANDLERS: &[(Ev, Handler)] = &[
+    (Ev::R1StateDumpBegin, Builder::dump_begin),
+    (Ev::R2StateDumpBegin, Builder::dump_begin),
+    (Ev::R1StateDumpEnd, Builder::dump_end),
+    (Ev::R2StateDumpEnd, Builder::dump_end),
+];
 
 impl Builder {
     fn dump_key(&self, e: &Event) -> (usize, i64, i64) {
