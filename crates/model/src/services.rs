@@ -14,7 +14,8 @@
 //!
 //! Matching across processes (`rmw_send_request` / `rmw_take_request`,
 //! `rmw_send_response` / `rmw_take_response`: Kilted's rmw, or roscope's
-//! rclpy hook on Jazzy as `roscope_ros2:*` with the same layouts):
+//! tracer library on Jazzy, from rmw's own calls, as `roscope_ros2:*` with the
+//! same layouts):
 //! - the client's GID (its `rmw_client_init`) and the sequence number
 //!   (`service_gid_sequence`);
 //! - without a GID on the server's side (Jazzy): the service's name and the
@@ -101,8 +102,9 @@ pub struct ServiceState {
     /// Response takes made before their response was read: (client, seq) -> take.
     early_response: FxHashMap<(usize, i64), usize>,
     /// Response takes read before their request's sending: (client, seq) -> take. The
-    /// client took the answer before its thread emitted the send event (Jazzy's
-    /// rclpy hook emits it after the DDS write returns): `send_request` pairs them.
+    /// client took the answer before its thread emitted the send event (roscope's
+    /// tracer emits it after the DDS write for a client's first request, or one whose
+    /// number it could not predict): `send_request` pairs them.
     response_before_send: FxHashMap<(usize, i64), usize>,
     /// The copies `callback_input` made of a take (for another run), by the take.
     copies: FxHashMap<usize, Vec<usize>>,
@@ -454,7 +456,8 @@ impl Builder {
 
     /// A trace whose clients (their init events name them) sent no request it can see: its
     /// tracer has no request/response events (ros2_tracing has them from Kilted on; Jazzy's
-    /// rclcpp has none, and calls a client's response callback without callback_start), so
+    /// rmw has none, and rclcpp calls a client's response callback without callback_start:
+    /// roscope's tracer library adds both), so
     /// "no service calls" would read as a fact about the system.
     pub(crate) fn service_call_warning(&self) -> Option<String> {
         if self.service_calls().next().is_some() {
@@ -465,7 +468,7 @@ impl Builder {
             format!(
                 "{} service clients (e.g. {}) but no request or response event: this trace cannot show service calls, \
                  their latencies or the runs of clients' response callbacks (ros2_tracing records them from ROS 2 Kilted \
-                 on; Jazzy's rclcpp has no such tracepoints; roscope's rclpy hook adds them for rclpy)",
+                 on; before, roscope's ROS 2 tracer adds them: roscope record --ros2)",
                 named.len(),
                 named[0]
             )

@@ -16,9 +16,10 @@ ros2_tracing's layouts, through the library's ``ros_trace_*`` functions (ctypes)
 * executors: ``rclcpp_executor_wait_for_work`` before a wait, ``rclcpp_executor_get_next_ready``
   after it, ``rclcpp_executor_execute`` (the entity's rcl handle) before a ready entity's take;
 * services and actions, where the distro's rmw has no request/response tracepoints (Jazzy):
-  ``roscope_ros2:rmw_send_request``, ``rmw_take_request``, ``rmw_send_response`` and
-  ``rmw_take_response``, Kilted's layouts (Kilted's rmw emits its own ``ros2:`` ones); a
-  request's send event before its write where its sequence number is known (``_Requests``).
+  the tracer library emits ``roscope_ros2:rmw_send_request``, ``rmw_take_request``,
+  ``rmw_send_response`` and ``rmw_take_response`` from rmw's own calls (src/rmw_services.c),
+  for every client library; this module emits them (``_Requests``) only with a tracer library
+  that does not (one without ``roscope_ros2_rmw_services``).
 
 An action is its services and topics: the goal, cancel and result services and the feedback
 subscription of an action server or client are found through the rcl_action handle (its
@@ -116,7 +117,8 @@ def _load() -> bool:
         F.rclcpp_executor_get_next_ready = fast.executor_get_next_ready
     else:
         F.callback_start_fast = lambda h, _f=F.callback_start: _f(h, False)
-    _own_service_events = not hasattr(lib, "ros_trace_rmw_send_request")
+    # The rmw emits them (Kilted), or the library does, from rmw's calls (src/rmw_services.c).
+    _own_service_events = not hasattr(lib, "ros_trace_rmw_send_request") and not hasattr(lib, "roscope_ros2_rmw_services")
     _lib = lib
     return True
 
