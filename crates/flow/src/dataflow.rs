@@ -10,16 +10,16 @@ use std::sync::Arc;
 use roscope_model::Meter;
 
 use crate::index::Index;
-use crate::model::{takes_input, Model, NONE};
+use crate::model::{takes_input, Kind, Model, Part, NONE};
 
 /// A data flow: from the callback run that published on an input topic (or, for a
 /// message published outside any callback run, such as by a driver or simulator
 /// thread, from that publication) to the output publication. `steps` alternate
-/// publication / run going *forward* in time: ('r', run), ('p', pub), ('r', run),
-/// ..., ('p', output pub). Two runs in a row are an implicit (intra-node) dependency.
+/// publication / run going *forward* in time: (Kind::Run, run), (Kind::Pub, pub), (Kind::Run, run),
+/// ..., (Kind::Pub, output pub). Two runs in a row are an implicit (intra-node) dependency.
 #[derive(Clone, Debug)]
 pub struct DataFlow {
-    pub steps: Vec<(char, i64)>,
+    pub steps: Vec<(Kind, i64)>,
     pub start: i64,
     pub end: i64,
     pub communication: i64,
@@ -41,8 +41,8 @@ impl DataFlow {
     /// The input message: the publication on the input topic the flow starts with.
     pub fn input(&self) -> i64 {
         match self.steps.first() {
-            Some(&('p', p)) => p,
-            _ => self.steps.get(1).filter(|s| s.0 == 'p').map_or(NONE, |s| s.1),
+            Some(&(Kind::Pub, p)) => p,
+            _ => self.steps.get(1).filter(|s| s.0 == Kind::Pub).map_or(NONE, |s| s.1),
         }
     }
 
@@ -111,7 +111,7 @@ pub struct Window {
     /// publication of the slice, or `NONE`.
     pub newest_before: HashMap<(i64, i64), i64>,
     /// Nodes outside their horizon whose references the slice holds all the same.
-    pub complete: HashSet<(char, i64)>,
+    pub complete: HashSet<(Kind, i64)>,
 }
 
 /// What a slice lacked to complete a node (`Window`), which the whole model can
@@ -119,8 +119,8 @@ pub struct Window {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Need {
     /// The node itself, with its references (a publication's run, a run's linked
-    /// publications): ('r' or 'p', its id).
-    Node(char, i64),
+    /// publications): (Kind::Run or Kind::Pub, its id).
+    Node(Kind, i64),
     /// The latest completed run of callback `cb` before time `t` (D_cc): (cb, t).
     RunBefore(i64, i64),
     /// The newest publication on topic `topic` before time `t` (D_cp of a run
@@ -313,14 +313,14 @@ struct Search<'a, 'b> {
     pubs_of_topic: Vec<Vec<i64>>,
     topic_of_cb: Vec<i64>,
     implicit_in: HashMap<i64, Vec<i64>>,
-    cache: HashMap<(char, i64, bool), Rc<Tree>>,
+    cache: HashMap<(Kind, i64, bool), Rc<Tree>>,
     pub cache_hits: u64,
     pub evicted: u64,
 }
 
 /// A dependency tree (Algorithm 1's result): head instance and subtrees.
 struct Tree {
-    head: (char, i64),
+    head: (Kind, i64),
     children: Vec<Rc<Tree>>,
     /// What the slice lacks for the head's dependencies (`Window`); empty: nothing.
     needs: Vec<Need>,
@@ -447,16 +447,17 @@ impl<'a, 'b> Search<'a, 'b> {
     }
 
     /// Whether the slice holds all of node `head`'s references (`Window`).
-    fn node_held(&self, head: (char, i64)) -> bool {
+    fn node_held(&self, head: (Kind, i64)) -> bool {
         let (m, w) = (self.ix.m, &self.o.window);
-        let lo = if head.0 == 'p' { w.lo_of_publisher(m.pb_publisher[head.1 as usize]) } else { w.lo_of_cb(m.run_cb[head.1 as usize]) };
+        let lo =
+            if head.0 == Kind::Pub { w.lo_of_publisher(m.pb_publisher[head.1 as usize]) } else { w.lo_of_cb(m.run_cb[head.1 as usize]) };
         w.holds(lo, m.time_of(head))
     }
 
     /// Algorithm 1, without the visited set (which is applied when paths are
     /// read out of the tree, so that subtrees can be cached per instance):
     /// dependencies are strictly earlier in time, so the recursion ends.
-    fn tree(&mut self, head: (char, i64), is_dep_cb: bool, depth: u32) -> Rc<Tree> {
+    fn tree(&mut self, head: (Kind, i64), is_dep_cb: bool, depth: u32) -> Rc<Tree> {
         let key = (head.0, head.1, is_dep_cb);
         if let Some(t) = self.cache.get(&key) {
             self.cache_hits += 1;
@@ -469,9 +470,9 @@ impl<'a, 'b> Search<'a, 'b> {
             needs.push(Need::Node(head.0, head.1));
         }
         if depth < 256 && held {
-            if head.0 == 'p' {
+            if head.0 == Kind::Pub {
                 if let Some(r) = self.d_pc(head.1) {
-                    children.push(self.tree(('r', r), false, depth + 1));
+                    children.push(self.tree((Kind::Run, r), false, depth + 1));
                 }
             } else {
                 let m = self.ix.m;
@@ -480,12 +481,12 @@ impl<'a, 'b> Search<'a, 'b> {
                     let (p, need) = self.d_cp(head.1);
                     needs.extend(need);
                     if let Some(p) = p {
-                        children.push(self.tree(('p', p), false, depth + 1));
+                        children.push(self.tree((Kind::Pub, p), false, depth + 1));
                     }
                 }
                 if !is_dep_cb {
                     for d in self.d_cc(head.1, &mut needs) {
-                        children.push(self.tree(('r', d), true, depth + 1));
+                        children.push(self.tree((Kind::Run, d), true, depth + 1));
                     }
                 }
             }
@@ -503,12 +504,12 @@ impl<'a, 'b> Search<'a, 'b> {
     /// exist than the cap lets through). A walk that reaches an incomplete node
     /// (`Window`) gathers what it needs in `walk.needs` and goes on elsewhere: its
     /// flows are then not an answer.
-    fn flows(&self, t: &Tree, walk: &mut Walk, out: &mut Vec<Vec<(char, i64)>>) -> bool {
+    fn flows(&self, t: &Tree, walk: &mut Walk, out: &mut Vec<Vec<(Kind, i64)>>) -> bool {
         let Walk { vis_cb, vis_topic, .. } = walk;
         let m = self.ix.m;
         let (kind, id) = t.head;
         let (mut pushed_cb, mut pushed_topic) = (false, false);
-        if kind == 'p' {
+        if kind == Kind::Pub {
             let topic = self.topic_of_pub(id);
             if self.o.topic_excluded(topic) {
                 return true;
@@ -548,8 +549,8 @@ impl<'a, 'b> Search<'a, 'b> {
             let topic = self.topic_of_pub(p);
             topic >= 0 && self.o.is_input_topic[topic as usize]
         };
-        let is_flow = if kind == 'r' {
-            path.len() >= 2 && path[path.len() - 2].0 == 'p' && on_input(path[path.len() - 2].1)
+        let is_flow = if kind == Kind::Run {
+            path.len() >= 2 && path[path.len() - 2].0 == Kind::Pub && on_input(path[path.len() - 2].1)
         } else {
             path.len() >= 2 && m.pb_run[id as usize] < 0 && on_input(id)
         };
@@ -599,25 +600,25 @@ impl<'a, 'b> Search<'a, 'b> {
 /// the root, the callbacks and topics on it, and what it lacked at the incomplete nodes it reached.
 #[derive(Default)]
 struct Walk {
-    path: Vec<(char, i64)>,
+    path: Vec<(Kind, i64)>,
     vis_cb: Vec<i64>,
     vis_topic: Vec<i64>,
     /// What the slice lacked for the nodes the walk reached.
     needs: Vec<Need>,
 }
 
-fn breakdown(s: &Search, steps: Vec<(char, i64)>) -> DataFlow {
+fn breakdown(s: &Search, steps: Vec<(Kind, i64)>) -> DataFlow {
     let m = s.ix.m;
-    let t_of = |s: (char, i64)| m.time_of(s);
+    let t_of = |s: (Kind, i64)| m.time_of(s);
     let (mut com, mut idle, mut calc) = (0i64, 0i64, 0i64);
     let mut fallback_edges = 0;
     let mut uncertain = false;
     for w in steps.windows(2) {
         let (a, b) = (w[0], w[1]);
         match (a.0, b.0) {
-            ('p', 'r') => com += t_of(b) - t_of(a),
-            ('r', 'p') => calc += t_of(b) - t_of(a),
-            ('r', 'r') => {
+            (Kind::Pub, Kind::Run) => com += t_of(b) - t_of(a),
+            (Kind::Run, Kind::Pub) => calc += t_of(b) - t_of(a),
+            (Kind::Run, Kind::Run) => {
                 let end = m.run_end[a.1 as usize];
                 let d = if end >= 0 { end - t_of(a) } else { t_of(b) - t_of(a) };
                 calc += d;
@@ -642,7 +643,7 @@ fn breakdown(s: &Search, steps: Vec<(char, i64)>) -> DataFlow {
 }
 
 /// How each step of `steps` follows from the one before (`edge_name`); "" for the first.
-fn edge_names(s: &Search, steps: &[(char, i64)]) -> Vec<&'static str> {
+fn edge_names(s: &Search, steps: &[(Kind, i64)]) -> Vec<&'static str> {
     std::iter::once("").chain(steps.windows(2).map(|w| edge_name(s, w[0], w[1]))).collect()
 }
 
@@ -651,12 +652,12 @@ fn edge_names(s: &Search, steps: &[(char, i64)]) -> Vec<&'static str> {
 /// `newest_publication` (publication -> a run without a link: the newest publication
 /// on its topic, the paper's D_cp), or the source of an intra-node dependency (run ->
 /// run: `annotation`, `source_analysis`, `fallback`).
-fn edge_name(s: &Search, a: (char, i64), b: (char, i64)) -> &'static str {
+fn edge_name(s: &Search, a: (Kind, i64), b: (Kind, i64)) -> &'static str {
     match (a.0, b.0) {
-        ('r', 'p') => "published",
-        ('p', 'r') if s.ix.input_of_run[b.1 as usize] == a.1 => "transport",
-        ('p', 'r') => "newest_publication",
-        ('r', 'r') => s.edge_source(a.1, b.1).name(),
+        (Kind::Run, Kind::Pub) => "published",
+        (Kind::Pub, Kind::Run) if s.ix.input_of_run[b.1 as usize] == a.1 => "transport",
+        (Kind::Pub, Kind::Run) => "newest_publication",
+        (Kind::Run, Kind::Run) => s.edge_source(a.1, b.1).name(),
         _ => "",
     }
 }
@@ -734,7 +735,7 @@ impl SegmentSet {
     /// Adds the segments of `f`, found in a slice of the model whose ids map to the
     /// model's by `ids`.
     pub fn add_mapped(&mut self, m: &Model, f: &DataFlow, ids: &IdMap) {
-        let t_of = |s: (char, i64)| m.time_of(s);
+        let t_of = |s: (Kind, i64)| m.time_of(s);
         for w in f.steps.windows(2) {
             let (x, y) = (w[0], w[1]);
             let mut push = |k: SegmentKind, a: i64, b: i64, d: i64, t: i64| {
@@ -747,9 +748,9 @@ impl SegmentSet {
             };
             let t = t_of(x);
             match (x.0, y.0) {
-                ('p', 'r') => push(SegmentKind::Communication, ids.publication(x.1), ids.run(y.1), t_of(y) - t, t),
-                ('r', 'p') => push(SegmentKind::Computation, ids.run(x.1), ids.publication(y.1), t_of(y) - t, t),
-                ('r', 'r') => {
+                (Kind::Pub, Kind::Run) => push(SegmentKind::Communication, ids.publication(x.1), ids.run(y.1), t_of(y) - t, t),
+                (Kind::Run, Kind::Pub) => push(SegmentKind::Computation, ids.run(x.1), ids.publication(y.1), t_of(y) - t, t),
+                (Kind::Run, Kind::Run) => {
                     let end = m.run_end[x.1 as usize];
                     let d = if end >= 0 { end - t } else { t_of(y) - t };
                     push(SegmentKind::Computation, ids.run(x.1), NONE, d, t);
@@ -923,7 +924,7 @@ pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow
             s.evicted += (before - s.cache.len()) as u64;
             cap = CACHE_SOFT_CAP.max(2 * s.cache.len());
         }
-        let tree = s.tree(('p', p), false, 0);
+        let tree = s.tree((Kind::Pub, p), false, 0);
         r.trees = r.trees.max(s.cache.len());
         let mut out = Vec::new();
         let mut walk = Walk::default();
@@ -959,7 +960,7 @@ pub fn each_data_flow(ix: &Index, o: &FlowOptions, mut sink: impl FnMut(DataFlow
             max_span = max_span.max(f.end - f.start);
             r.flows += 1;
             r.flows_on_fallback += (f.fallback_edges > 0) as usize;
-            r.flows_from_publications += (f.steps[0].0 == 'p') as usize;
+            r.flows_from_publications += (f.steps[0].0 == Kind::Pub) as usize;
             if !sink(f) {
                 r.stopped_at = Some(p);
                 break 'outputs;
@@ -986,15 +987,15 @@ fn run_cb_of(m: &Model, p: i64) -> i64 {
 
 /// The path of a data flow: its callback/topic sequence (callback ids and topic ids),
 /// as a key for grouping.
-pub fn path_key(m: &Model, f: &DataFlow) -> Vec<(char, i64)> {
+pub fn path_key(m: &Model, f: &DataFlow) -> Vec<(Part, i64)> {
     f.steps
         .iter()
         .map(|&(k, id)| {
-            if k == 'r' {
-                ('c', m.run_cb[id as usize])
+            if k == Kind::Run {
+                (Part::Callback, m.run_cb[id as usize])
             } else {
                 let pu = m.pb_publisher[id as usize];
-                ('t', if pu >= 0 { m.pub_topic[pu as usize] } else { NONE })
+                (Part::Topic, if pu >= 0 { m.pub_topic[pu as usize] } else { NONE })
             }
         })
         .collect()

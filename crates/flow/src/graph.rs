@@ -4,6 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::causal::CausalLink;
 use crate::index::Index;
+use crate::model::Kind;
 
 /// One message's flow graph: publications and runs reached from `start`
 /// forward (`forward`) or backward, with the edges that reach them.
@@ -13,7 +14,7 @@ use crate::index::Index;
 pub struct Graph {
     pub pubs: Vec<i64>,
     pub runs: Vec<i64>,
-    pub edges: Vec<(char, i64, char, i64, &'static str)>,
+    pub edges: Vec<(Kind, i64, Kind, i64, &'static str)>,
 }
 
 pub fn message_graph(ix: &Index, links: &[CausalLink], start_pub: i64, forward: bool, backward: bool) -> Graph {
@@ -29,7 +30,7 @@ pub fn message_graph(ix: &Index, links: &[CausalLink], start_pub: i64, forward: 
     let mut g = Graph::default();
     let mut seen_p: HashSet<i64> = HashSet::new();
     let mut seen_r: HashSet<i64> = HashSet::new();
-    let mut edges: HashSet<(char, i64, char, i64, &'static str)> = HashSet::new();
+    let mut edges: HashSet<(Kind, i64, Kind, i64, &'static str)> = HashSet::new();
     seen_p.insert(start_pub);
     if forward {
         let mut stack = vec![start_pub];
@@ -39,7 +40,7 @@ pub fn message_graph(ix: &Index, links: &[CausalLink], start_pub: i64, forward: 
                 if node_of_run(r) == node_of_pub(p) && node_of_run(r) >= 0 {
                     continue;
                 }
-                edges.insert(('p', p, 'r', r, "transport"));
+                edges.insert((Kind::Pub, p, Kind::Run, r, "transport"));
                 seen_r.insert(r);
             }
             for &k in by_in.get(&p).map(|v| v.as_slice()).unwrap_or(&[]) {
@@ -47,7 +48,7 @@ pub fn message_graph(ix: &Index, links: &[CausalLink], start_pub: i64, forward: 
                 if node_of_run(l.in_run) == node_of_pub(p) && node_of_run(l.in_run) >= 0 {
                     continue;
                 }
-                edges.insert(('r', l.in_run, 'p', l.out_pub, l.kind.name()));
+                edges.insert((Kind::Run, l.in_run, Kind::Pub, l.out_pub, l.kind.name()));
                 seen_r.insert(l.in_run);
                 if seen_p.insert(l.out_pub) {
                     stack.push(l.out_pub);
@@ -62,7 +63,7 @@ pub fn message_graph(ix: &Index, links: &[CausalLink], start_pub: i64, forward: 
         while let Some(p) = stack.pop() {
             let r = m.pb_run[p as usize];
             if r >= 0 {
-                edges.insert(('r', r, 'p', p, "published_in"));
+                edges.insert((Kind::Run, r, Kind::Pub, p, "published_in"));
                 seen_r.insert(r);
             }
             for &k in by_out.get(&p).map(|v| v.as_slice()).unwrap_or(&[]) {
@@ -70,8 +71,8 @@ pub fn message_graph(ix: &Index, links: &[CausalLink], start_pub: i64, forward: 
                 if node_of_run(l.in_run) == node_of_pub(l.in_pub) && node_of_run(l.in_run) >= 0 {
                     continue;
                 }
-                edges.insert(('r', l.in_run, 'p', p, l.kind.name()));
-                edges.insert(('p', l.in_pub, 'r', l.in_run, "transport"));
+                edges.insert((Kind::Run, l.in_run, Kind::Pub, p, l.kind.name()));
+                edges.insert((Kind::Pub, l.in_pub, Kind::Run, l.in_run, "transport"));
                 seen_r.insert(l.in_run);
                 seen_p.insert(l.in_pub);
                 if seen_b.insert(l.in_pub) {

@@ -40,7 +40,7 @@ pub use graph::{message_graph, Graph};
 pub use implicit::{implicit_edges, implicit_edges_from, implicit_edges_with, Deps, Facts, FallbackRule, Implicit};
 pub use index::Index;
 pub use input::{InputError, INPUTS};
-pub use model::{Annotation, AnnotationKind, CallbackKind, Model, NONE};
+pub use model::{Annotation, AnnotationKind, CallbackKind, Kind, Model, Part, NONE};
 pub use races::OverlapSweep;
 pub use search::{data_flow_tables, stream_data_flow_tables, FlowSearch, CHUNK_ROWS};
 pub use tables::{causal_links_table, path_label, FlowTables};

@@ -10,6 +10,32 @@ pub const NONE: i64 = -1;
 
 pub use roscope_model::schema::{AnnotationKind, CallbackKind};
 
+/// What a node of a flow is: a publication or a callback run (a step is
+/// `(Kind, id)`; publications order before runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    Pub,
+    Run,
+}
+
+impl Kind {
+    /// Its letter where nodes are named as text (`p<id>`, `r<id>`).
+    pub fn letter(self) -> char {
+        match self {
+            Kind::Pub => 'p',
+            Kind::Run => 'r',
+        }
+    }
+}
+
+/// What a part of a path's key is: a callback or a topic (`(Part, id)`; the
+/// key of a data flow's path, `dataflow::path_key`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Part {
+    Callback,
+    Topic,
+}
+
 /// Whether a callback's runs are fed by a message (a transport link): a
 /// subscription's, a service's (its requests) and a client's (its responses).
 pub fn takes_input(kind: CallbackKind) -> bool {
@@ -115,8 +141,8 @@ impl Model {
     }
 
     /// Time of a step: a publication's publish time, a run's start.
-    pub fn time_of(&self, step: (char, i64)) -> i64 {
-        if step.0 == 'p' {
+    pub fn time_of(&self, step: (Kind, i64)) -> i64 {
+        if step.0 == Kind::Pub {
             self.pb_ts[step.1 as usize]
         } else {
             self.run_start[step.1 as usize]

@@ -6,7 +6,7 @@ use roscope_model::table::Table;
 
 use crate::dataflow::{each_data_flow, FlowOptions, FlowResult, IdMap, Need};
 use crate::index::Index;
-use crate::model::Model;
+use crate::model::{Kind, Model};
 use crate::tables::{Collector, FlowTables};
 
 /// Every data flow of the search as tables (see `FlowTables`); with `all_steps`,
@@ -90,7 +90,7 @@ impl FlowSearch {
             .needs
             .iter()
             .map(|&n| match n {
-                Need::Node('r', r) => Need::Node('r', ids.run(r)),
+                Need::Node(Kind::Run, r) => Need::Node(Kind::Run, ids.run(r)),
                 Need::Node(k, p) => Need::Node(k, ids.publication(p)),
                 other => other,
             })

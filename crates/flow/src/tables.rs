@@ -10,7 +10,7 @@ use roscope_model::table::{Col, Data, Table};
 
 use crate::causal::CausalLink;
 use crate::dataflow::{path_key, DataFlow, IdMap, SegmentSet};
-use crate::model::{Model, NONE};
+use crate::model::{Kind, Model, Part, NONE};
 
 fn text<'a>(v: impl Iterator<Item = &'a str>) -> Data {
     let (mut bytes, mut offs) = (Vec::new(), vec![0i64]);
@@ -76,7 +76,7 @@ pub struct FlowTables {
 
 /// A path of the flows: its callback/topic sequence (`path_key`), flow count and
 /// fallback edges.
-struct PathEntry(Vec<(char, i64)>, i64, i64);
+struct PathEntry(Vec<(Part, i64)>, i64, i64);
 
 /// Collects flows into columns as they are found.
 pub(crate) struct Collector {
@@ -85,7 +85,7 @@ pub(crate) struct Collector {
     step_edges: Vec<&'static str>,
     next_flow: i64,
     pub(crate) segments: SegmentSet,
-    path_of: HashMap<Vec<(char, i64)>, i64>,
+    path_of: HashMap<Vec<(Part, i64)>, i64>,
     /// Per path id: its key, flow count and fallback edges.
     paths: Vec<PathEntry>,
     /// What turns the ids of the slice being searched into the model's.
@@ -125,7 +125,7 @@ impl Collector {
         self.paths[pid as usize].1 += 1;
         let k = self.next_flow;
         self.next_flow += 1;
-        let first_run = if f.steps[0].0 == 'r' { ids.run(f.steps[0].1) } else { NONE };
+        let first_run = if f.steps[0].0 == Kind::Run { ids.run(f.steps[0].1) } else { NONE };
         let vals = [
             k,
             pid,
@@ -146,8 +146,8 @@ impl Collector {
         }
         if all_steps || first_of_path {
             for (j, &(kind, id)) in f.steps.iter().enumerate() {
-                let id = if kind == 'r' { ids.run(id) } else { ids.publication(id) };
-                for (c, v) in self.steps.iter_mut().zip([k, j as i64, (kind == 'r') as i64, id]) {
+                let id = if kind == Kind::Run { ids.run(id) } else { ids.publication(id) };
+                for (c, v) in self.steps.iter_mut().zip([k, j as i64, (kind == Kind::Run) as i64, id]) {
                     c.push(v);
                 }
                 self.step_edges.push(f.edges[j]);
@@ -190,12 +190,12 @@ impl Collector {
 }
 
 /// A path's readable name: `node kind(topic) -> [topic] -> ...`.
-pub fn path_label(m: &Model, key: &[(char, i64)]) -> String {
+pub fn path_label(m: &Model, key: &[(Part, i64)]) -> String {
     let parts: Vec<String> = key
         .iter()
         .map(|&(k, id)| match k {
-            'c' if id >= 0 => m.cb_label[id as usize].clone(),
-            'c' => "?".to_string(),
+            Part::Callback if id >= 0 => m.cb_label[id as usize].clone(),
+            Part::Callback => "?".to_string(),
             _ => format!("[{}]", m.topic_name(id)),
         })
         .collect();

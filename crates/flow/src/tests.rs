@@ -5,6 +5,7 @@ use std::collections::HashSet;
 
 use roscope_model::table::{Data, Table};
 
+use crate::model::Kind;
 use crate::*;
 
 /// A small model, written as the model builder's tables.
@@ -154,7 +155,7 @@ fn opts(m: &Model, from: &[&str], to: &[&str], implicit: Implicit) -> FlowOption
 }
 
 /// (steps, latency, communication, idle, computation) of each flow.
-type Flow = (Vec<(char, i64)>, i64, i64, i64, i64);
+type Flow = (Vec<(Kind, i64)>, i64, i64, i64, i64);
 
 fn flows(m: &Model, from: &[&str], to: &[&str], implicit: Implicit) -> Vec<Flow> {
     let ix = Index::new(m);
@@ -289,10 +290,10 @@ fn data_flows_along_a_chain() {
     let m = chain().model();
     // r0 100 -> p0 120 -> r1 200 -> p1 240 -> r2 300 -> p2 330: computation 20 + 40 + 30,
     // communication 80 + 60.
-    let full = (vec![('r', 0), ('p', 0), ('r', 1), ('p', 1), ('r', 2), ('p', 2)], 230, 140, 0, 90);
+    let full = (vec![(Kind::Run, 0), (Kind::Pub, 0), (Kind::Run, 1), (Kind::Pub, 1), (Kind::Run, 2), (Kind::Pub, 2)], 230, 140, 0, 90);
     assert_eq!(flows(&m, &["/x"], &["/z"], Implicit::None), std::slice::from_ref(&full));
     // Both /y and /x as inputs: the shorter flow is found first, then the deeper one.
-    let short = (vec![('r', 1), ('p', 1), ('r', 2), ('p', 2)], 130, 60, 0, 70);
+    let short = (vec![(Kind::Run, 1), (Kind::Pub, 1), (Kind::Run, 2), (Kind::Pub, 2)], 130, 60, 0, 70);
     assert_eq!(flows(&m, &["/x", "/y"], &["/z"], Implicit::None), [short, full]);
 }
 
@@ -303,7 +304,7 @@ fn data_flows_through_an_implicit_dependency() {
     assert_eq!(flows(&m, &["/x"], &["/out"], Implicit::None), []);
     // With /d's callbacks depending on each other: r0 100 -> p0 120 -> r3 200..210 ->
     // r4 250 -> p3 265: computation 20 + 10 + 15, communication 80, idle 250 - 210.
-    let f = (vec![('r', 0), ('p', 0), ('r', 3), ('r', 4), ('p', 3)], 165, 80, 40, 45);
+    let f = (vec![(Kind::Run, 0), (Kind::Pub, 0), (Kind::Run, 3), (Kind::Run, 4), (Kind::Pub, 3)], 165, 80, 40, 45);
     assert_eq!(flows(&m, &["/x"], &["/out"], Implicit::Auto), std::slice::from_ref(&f));
     assert_eq!(flows(&m, &["/x"], &["/out"], Implicit::All), [f]);
 }
@@ -312,13 +313,55 @@ fn data_flows_through_an_implicit_dependency() {
 fn fusion_flows() -> Vec<Flow> {
     vec![
         // rG2 28 -> pb1 30 -> rB1 40 -> pc1 45 -> rC1 50..55 -> rT1 60 -> pd1 62
-        (vec![('r', 2), ('p', 1), ('r', 3), ('p', 2), ('r', 4), ('r', 6), ('p', 3)], 34, 10 + 5, 5, 2 + 5 + 5 + 2),
+        (
+            vec![(Kind::Run, 2), (Kind::Pub, 1), (Kind::Run, 3), (Kind::Pub, 2), (Kind::Run, 4), (Kind::Run, 6), (Kind::Pub, 3)],
+            34,
+            10 + 5,
+            5,
+            2 + 5 + 5 + 2,
+        ),
         // rG1 5 -> pa1 10 -> rA1 20..25 -> rB1 40 -> pc1 45 -> rC1 50..55 -> rT1 60 -> pd1 62
-        (vec![('r', 0), ('p', 0), ('r', 1), ('r', 3), ('p', 2), ('r', 4), ('r', 6), ('p', 3)], 57, 10 + 5, 15 + 5, 5 + 5 + 5 + 5 + 2),
+        (
+            vec![
+                (Kind::Run, 0),
+                (Kind::Pub, 0),
+                (Kind::Run, 1),
+                (Kind::Run, 3),
+                (Kind::Pub, 2),
+                (Kind::Run, 4),
+                (Kind::Run, 6),
+                (Kind::Pub, 3),
+            ],
+            57,
+            10 + 5,
+            15 + 5,
+            5 + 5 + 5 + 5 + 2,
+        ),
         // rG3 58 -> pb2 60 -> rB2 70 -> pc2 75 -> rC2 78..79 -> rT2 90 -> pd2 91
-        (vec![('r', 5), ('p', 4), ('r', 7), ('p', 5), ('r', 8), ('r', 9), ('p', 6)], 33, 10 + 3, 11, 2 + 5 + 1 + 1),
+        (
+            vec![(Kind::Run, 5), (Kind::Pub, 4), (Kind::Run, 7), (Kind::Pub, 5), (Kind::Run, 8), (Kind::Run, 9), (Kind::Pub, 6)],
+            33,
+            10 + 3,
+            11,
+            2 + 5 + 1 + 1,
+        ),
         // rG1 5 -> pa1 10 -> rA1 20..25 -> rB2 70 -> pc2 75 -> rC2 78..79 -> rT2 90 -> pd2 91
-        (vec![('r', 0), ('p', 0), ('r', 1), ('r', 7), ('p', 5), ('r', 8), ('r', 9), ('p', 6)], 86, 10 + 3, 45 + 11, 5 + 5 + 5 + 1 + 1),
+        (
+            vec![
+                (Kind::Run, 0),
+                (Kind::Pub, 0),
+                (Kind::Run, 1),
+                (Kind::Run, 7),
+                (Kind::Pub, 5),
+                (Kind::Run, 8),
+                (Kind::Run, 9),
+                (Kind::Pub, 6),
+            ],
+            86,
+            10 + 3,
+            45 + 11,
+            5 + 5 + 5 + 1 + 1,
+        ),
     ]
 }
 
@@ -396,11 +439,11 @@ fn message_graph_forward_and_backward() {
     assert_eq!(
         g.edges,
         [
-            ('p', 1, 'r', 3, "transport"),
-            ('p', 2, 'r', 4, "transport"),
-            ('r', 2, 'p', 1, "published_in"),
-            ('r', 3, 'p', 2, "partial_sync"),
-            ('r', 4, 'p', 3, "periodic_async"),
+            (Kind::Pub, 1, Kind::Run, 3, "transport"),
+            (Kind::Pub, 2, Kind::Run, 4, "transport"),
+            (Kind::Run, 2, Kind::Pub, 1, "published_in"),
+            (Kind::Run, 3, Kind::Pub, 2, "partial_sync"),
+            (Kind::Run, 4, Kind::Pub, 3, "periodic_async"),
         ]
     );
     // Backward from pd2: rT2 published it, from pc2 (received by rC2), which rB2
@@ -467,7 +510,10 @@ fn flows_start_at_publications_outside_callbacks_and_count_fallback_edges() {
     // fallback edge from the lidar sub). Phantom: L2 220 -> r3 230 -> r2 250 -> cmd 255.
     assert_eq!(
         got,
-        [(vec![('p', 0), ('r', 0), ('r', 1), ('p', 1), ('r', 2), ('p', 2)], 155, 1), (vec![('p', 3), ('r', 3), ('r', 2), ('p', 2)], 35, 1),]
+        [
+            (vec![(Kind::Pub, 0), (Kind::Run, 0), (Kind::Run, 1), (Kind::Pub, 1), (Kind::Run, 2), (Kind::Pub, 2)], 155, 1),
+            (vec![(Kind::Pub, 3), (Kind::Run, 3), (Kind::Run, 2), (Kind::Pub, 2)], 35, 1),
+        ]
     );
     assert_eq!((res.flows, res.flows_on_fallback, res.flows_from_publications), (2, 2, 2));
     // How each step follows from the one before, and where the intra-node edge comes from.
@@ -488,7 +534,10 @@ fn one_flow_per_input_output_pair_prefers_the_longest_candidate() {
     assert_eq!(res.duplicates_dropped, 0);
     o.all_paths = false;
     let (v, res) = run_search(&m, &o);
-    assert_eq!(v.iter().map(|f| f.steps.clone()).collect::<Vec<_>>(), [vec![('p', 0), ('r', 0), ('r', 1), ('p', 1), ('r', 2), ('p', 2)]]);
+    assert_eq!(
+        v.iter().map(|f| f.steps.clone()).collect::<Vec<_>>(),
+        [vec![(Kind::Pub, 0), (Kind::Run, 0), (Kind::Run, 1), (Kind::Pub, 1), (Kind::Run, 2), (Kind::Pub, 2)]]
+    );
     assert_eq!((res.flows, res.duplicates_dropped), (1, 1));
 }
 
@@ -570,7 +619,7 @@ fn a_slice_says_what_it_lacks_until_the_answers_make_it_whole() {
     // the whole model, until the flows are those of the whole search.
     let m = fusion().model();
     let ix = Index::new(&m);
-    let whole: Vec<Vec<(char, i64)>> = data_flows(&ix, &opts(&m, &["/a", "/b"], &["/d"], Implicit::Annotations))
+    let whole: Vec<Vec<(Kind, i64)>> = data_flows(&ix, &opts(&m, &["/a", "/b"], &["/d"], Implicit::Annotations))
         .0
         .into_iter()
         .filter(|f| f.output() == 6)
@@ -604,7 +653,10 @@ fn a_slice_says_what_it_lacks_until_the_answers_make_it_whole() {
     };
     // rB2 needs the /a run before 70; then rA1 (20) itself, its input pa1 (10), and
     // the run that published it, rG1 (5): one level deeper each round.
-    assert_eq!(rounds, [vec![Need::RunBefore(0, 70)], vec![Need::Node('r', 1)], vec![Need::Node('p', 0)], vec![Need::Node('r', 0)]]);
+    assert_eq!(
+        rounds,
+        [vec![Need::RunBefore(0, 70)], vec![Need::Node(Kind::Run, 1)], vec![Need::Node(Kind::Pub, 0)], vec![Need::Node(Kind::Run, 0)]]
+    );
     assert_eq!(found, whole);
 }
 
@@ -632,11 +684,11 @@ fn a_race_makes_a_flow_uncertain_and_it_can_be_dropped() {
     assert_eq!(overlaps, [(1, 0, 203), (0, 1, 200)]);
     let o = FlowOptions { overlaps: overlaps.iter().copied().collect(), ..opts(&m, &["/lidar"], &["/cmd"], Implicit::Auto) };
     let (v, res) = run_search(&m, &o);
-    let l1 = vec![('p', 0), ('r', 0), ('r', 1), ('p', 1), ('r', 2), ('p', 2)];
+    let l1 = vec![(Kind::Pub, 0), (Kind::Run, 0), (Kind::Run, 1), (Kind::Pub, 1), (Kind::Run, 2), (Kind::Pub, 2)];
     let got: Vec<_> = v.iter().map(|f| (f.steps.clone(), f.uncertain)).collect();
     // L1's flow through the lidar sub -> timer edge is uncertain; L2's phantom flow (the
     // fallback edge lidar sub -> control sub) is certain: nothing overlapped r2.
-    assert_eq!(got, [(l1.clone(), true), (vec![('p', 3), ('r', 3), ('r', 2), ('p', 2)], false)]);
+    assert_eq!(got, [(l1.clone(), true), (vec![(Kind::Pub, 3), (Kind::Run, 3), (Kind::Run, 2), (Kind::Pub, 2)], false)]);
     assert_eq!((res.flows, res.flows_uncertain, res.uncertain_dropped), (2, 1, 0));
     // Without the overlap facts, no flow is uncertain.
     let (_, plain) = run_search(&m, &opts(&m, &["/lidar"], &["/cmd"], Implicit::Auto));
@@ -692,6 +744,15 @@ fn service_and_client_callbacks_take_their_request_and_response_as_input() {
     assert_eq!(links(&m, true), vec![(0, 1, 1, "direct"), (1, 2, 2, "direct"), (2, 3, 3, "direct")]);
     // The flow /in -> /out goes through the call: communication 95 + 90 + 45, computation
     // 5 + 10 + 55 (the response is sent right after the service's run) + 10.
-    let steps = vec![('r', 0), ('p', 0), ('r', 1), ('p', 1), ('r', 2), ('p', 2), ('r', 3), ('p', 3)];
+    let steps = vec![
+        (Kind::Run, 0),
+        (Kind::Pub, 0),
+        (Kind::Run, 1),
+        (Kind::Pub, 1),
+        (Kind::Run, 2),
+        (Kind::Pub, 2),
+        (Kind::Run, 3),
+        (Kind::Pub, 3),
+    ];
     assert_eq!(flows(&m, &["/in"], &["/out"], Implicit::Auto), vec![(steps, 310, 230, 0, 80)]);
 }

@@ -183,7 +183,7 @@ impl FlowModel {
         }
         let g = roscope_flow::message_graph(&ix, self.links.as_ref().unwrap(), publication, forward, backward);
         let edges: Vec<(String, i64, String, i64, &str)> =
-            g.edges.iter().map(|e| (e.0.to_string(), e.1, e.2.to_string(), e.3, e.4)).collect();
+            g.edges.iter().map(|e| (e.0.letter().to_string(), e.1, e.2.letter().to_string(), e.3, e.4)).collect();
         Ok((g.pubs, g.runs, edges).into_py(py))
     }
 

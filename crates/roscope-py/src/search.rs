@@ -5,6 +5,7 @@
 //! slice lacked (`Uncertain`, with one class per kind of need).
 
 use pyo3::prelude::*;
+use roscope_flow::model::Kind;
 
 /// The options of a data-flow search (`FlowSearch`), as `roscope.flow.FlowRequest`
 /// makes them: topic masks (one entry per topic of the model, in its order), the
@@ -274,7 +275,7 @@ impl Answers {
     pub fn apply(&self, w: &mut roscope_flow::Window) {
         w.runs_before = self.runs_before.iter().map(|&(c, t, r)| ((c, t), r)).collect();
         w.newest_before = self.newest_before.iter().map(|&(c, t, p)| ((c, t), p)).collect();
-        w.complete = self.complete_runs.iter().map(|&r| ('r', r)).chain(self.complete_pubs.iter().map(|&p| ('p', p))).collect();
+        w.complete = self.complete_runs.iter().map(|&r| (Kind::Run, r)).chain(self.complete_pubs.iter().map(|&p| (Kind::Pub, p))).collect();
     }
 }
 
@@ -343,7 +344,7 @@ impl Uncertain {
             .iter()
             .map(|n| {
                 Ok(match *n {
-                    roscope_flow::Need::Node(k, id) => Py::new(py, NeedNode { publication: k == 'p', id })?.into_py(py),
+                    roscope_flow::Need::Node(k, id) => Py::new(py, NeedNode { publication: k == Kind::Pub, id })?.into_py(py),
                     roscope_flow::Need::RunBefore(callback_id, ts) => Py::new(py, NeedRunBefore { callback_id, ts })?.into_py(py),
                     roscope_flow::Need::NewestBefore(topic, ts) => Py::new(py, NeedNewestBefore { topic, ts })?.into_py(py),
                 })
