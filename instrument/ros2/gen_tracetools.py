@@ -86,6 +86,12 @@ INIT_EVENT = re.compile(r"(_init|_callback_added|_callback_register|_link_node|_
                         r"|_construct_ring_buffer)$")
 
 
+#: Events whose function first hands its parameters to roscope_ros2_seen_<event> (roscope_ros2.c):
+#: the services rcl made, so that a copy of one that rclcpp gives a callback is named
+#: (roscope_ros2:service_copy, docs/ros2-pypi.md).
+SEEN = ("rcl_service_init", "rclcpp_service_callback_added")
+
+
 def field_of(decl: str, name: str) -> tuple[str, str]:
     """(the C declaration of a record's copy of parameter `decl`, the statement that fills it
     from the parameter into `r`): strings are duplicated, GIDs copied, the rest kept by value."""
@@ -110,6 +116,7 @@ def init_event(name: str, params: list[tuple[str, str]], args: list[str], proto:
     if len(params) >= 2 and "void" in params[1][0] and "*" in params[1][0]:
         key += f" ^ ((uint64_t)(uintptr_t){params[1][1]} * 0x9E3779B97F4A7C15ull)"
     targs = "".join(", r->" + a for a in args)
+    seen = f"roscope_ros2_seen_{name}({', '.join(n for _, n in params)}); " if name in SEEN else ""
     return [
         f"struct rs_{name} {{ struct roscope_ros2_rec h; {' '.join(f for f, _ in fields)} }};",
         f"static void rs_emit_{name}(const struct roscope_ros2_rec *h) {{",
@@ -120,10 +127,11 @@ def init_event(name: str, params: list[tuple[str, str]], args: list[str], proto:
         f"  struct rs_{name} *r = calloc(1, sizeof *r); if (!r) return;",
         "  " + " ".join(f for _, f in fields),
         f"  roscope_ros2_remember(&r->h, \"{name}\", {key}, rs_emit_{name}, rs_free_{name}); }}",
-        f"void ros_trace_{name}({proto}) {{ tracepoint(ros2, {name}{''.join(', ' + a for a in args)}); "
+        *([f"void roscope_ros2_seen_{name}({proto});"] if seen else []),
+        f"void ros_trace_{name}({proto}) {{ {seen}tracepoint(ros2, {name}{''.join(', ' + a for a in args)}); "
         f"rs_keep_{name}({', '.join(n for _, n in params)}); }}",
         f"bool ros_trace_enabled_{name}(void) {{ return true; }}",
-        f"void ros_trace_do_{name}({proto}) {{ do_tracepoint(ros2, {name}{''.join(', ' + a for a in args)}); "
+        f"void ros_trace_do_{name}({proto}) {{ {seen}do_tracepoint(ros2, {name}{''.join(', ' + a for a in args)}); "
         f"rs_keep_{name}({', '.join(n for _, n in params)}); }}",
     ]
 

@@ -228,6 +228,9 @@ events! {
         /// The run of `callback` that just ended on this thread ran from `start` to `end`
         /// (the rclpy hook's clock reads at its frame's start and return).
         R2CallbackFrame callback_frame { CALLBACK = "callback", START = "start", END = "end" }
+        /// rclcpp's service `service_handle` is a copy of rcl's `original` (the same
+        /// implementation: rclcpp_lifecycle's services).
+        R2ServiceCopy service_copy { SERVICE_HANDLE = "service_handle", ORIGINAL = "original" }
     }
     caret_exec (CARET) {
         /// An executor is constructed: its address and type (`single_threaded_executor`, ...).
@@ -394,6 +397,7 @@ impl Ev {
                 | BufferToIpb
                 | R2ProcessInit
                 | R2ClientCbAdded
+                | R2ServiceCopy
                 | R2StateDumpBegin
                 | R2StateDumpEnd
                 | R1ProcessInit

@@ -54,6 +54,7 @@ pub(crate) const HANDLERS: &[(Ev, Handler)] = &[
     (Ev::TakeResponse, Builder::take_response),
     (Ev::R2ClientCbAdded, Builder::client_callback_added),
     (Ev::R2CallbackInput, Builder::callback_input),
+    (Ev::R2ServiceCopy, Builder::service_copy),
 ];
 
 /// One request and its response.
@@ -423,6 +424,19 @@ impl Builder {
                 self.svc.response_before_send.insert((c, seq), k);
             }
         }
+    }
+
+    /// `roscope_ros2:service_copy`: the handle rclcpp gives a service (its
+    /// `rclcpp_service_callback_added`) is a copy of an rcl service's struct (rclcpp_lifecycle
+    /// wraps rcl_lifecycle's services so): it names that service too.
+    pub(crate) fn service_copy(&mut self, e: &Event) {
+        use roscope_ros2::service_copy::*;
+        let (Some(copy), Some(original)) = (e.u(SERVICE_HANDLE), e.u(ORIGINAL)) else { return };
+        if copy == 0 || original == 0 || self.objs.services.find(Layer::Rcl, e.p, copy).is_some() {
+            return;
+        }
+        let s = self.objs.services.get(e.p, original);
+        self.objs.services.name(Layer::Rcl, e.p, copy, s);
     }
 
     /// `roscope_ros2:callback_input`: the take the next run of the callback handles.

@@ -269,3 +269,45 @@ fn clients_without_request_events_are_warned_about() {
     let m = build(&w);
     assert!(!m.warnings.iter().any(|x| x.contains("no request or response event")), "{:?}", m.warnings);
 }
+
+/// rclcpp_lifecycle's services: rclcpp::Service copies rcl_lifecycle's rcl_service_t, so
+/// `rclcpp_service_callback_added` names a handle (0x7000) no `rcl_service_init` names; roscope's
+/// tracer says which service it copies (`roscope_ros2:service_copy`). The callback is then the
+/// named service's, and a request it handles is a call of that service; without the event, the
+/// service the callback has is one known only by its handle.
+fn lifecycle_service(copy_event: bool) -> roscope_model::Model {
+    let mut w = TraceWriter::new("h");
+    classes(&mut w, "roscope_ros2");
+    w.class("roscope_ros2:service_copy", &[("service_handle", U64), ("original", U64)]);
+    w.event(20, SERVER, "ros2:rcl_node_init", &[U(0x1000), U(0x1002), S("mapper"), S("/")]);
+    w.event(21, SERVER, "ros2:rcl_service_init", &[U(0x6000), U(0x1000), U(0x6001), S("/mapper/get_state")]);
+    if copy_event {
+        w.event(22, SERVER, "roscope_ros2:service_copy", &[U(0x7000), U(0x6000)]);
+    }
+    w.event(23, SERVER, "ros2:rclcpp_service_callback_added", &[U(0x7000), U(0x6200)]);
+    w.event(1300, SERVER, "roscope_ros2:rmw_take_request", &[U(0x6001), U(0xB1), B(&[0; 16]), I(1), U(1), I(0)]);
+    w.event(1310, SERVER, "ros2:callback_start", &[U(0x6200), U(0)]);
+    w.event(1500, SERVER, "ros2:callback_end", &[U(0x6200)]);
+    w.event(1510, SERVER, "roscope_ros2:rmw_send_response", &[U(0x6001), U(0xB2), B(&[0; 16]), I(1), I(0)]);
+    build(&w)
+}
+
+#[test]
+fn a_service_known_by_a_copy_of_its_rcl_struct_is_the_named_one() {
+    let m = lifecycle_service(true);
+    assert_eq!(strs(&m, "services", "name"), vec![s("/mapper/get_state")]);
+    assert_eq!(ints(&m, "services", "known"), vec![Some(1)]);
+    assert_eq!(ints(&m, "callbacks", "owner_id"), vec![Some(0)]);
+    assert_eq!(ints(&m, "callback_runs", "start_ts"), vec![Some(1310)]);
+    // The request taken fed the run; the call is the named service's.
+    assert_eq!(ints(&m, "takes", "run_id"), vec![Some(0)]);
+    assert_eq!(ints(&m, "service_calls", "service_id"), vec![Some(0)]);
+    let unnamed =
+        |m: &roscope_model::Model, what: &str| m.warnings.iter().any(|x| x.contains("known only by their handles") && x.contains(what));
+    assert!(unnamed(&m, " 0 services,"), "{:?}", m.warnings);
+
+    let m = lifecycle_service(false);
+    assert_eq!(strs(&m, "services", "name").len(), 2);
+    assert_eq!(ints(&m, "callbacks", "owner_id"), vec![Some(1)]);
+    assert!(unnamed(&m, " 1 services,"), "{:?}", m.warnings);
+}

@@ -189,3 +189,58 @@ EXPORT void roscope_ros2_rmw_take_response(const void *client, const void *respo
                                            int64_t source_timestamp, int taken) {
   tracepoint(roscope_ros2, rmw_take_response, client, response, seq, source_timestamp, taken);
 }
+
+/* ---- services known by a copy of their rcl_service_t (roscope_ros2:service_copy) ---- */
+/* An rcl_service_t is one pointer, its implementation: a copy of it has the same. */
+#define SERVICES 1024
+static struct { const void *handle, *impl; } services[SERVICES];
+static size_t services_n;
+static pthread_mutex_t services_mu = PTHREAD_MUTEX_INITIALIZER;
+
+struct copy_rec {
+  struct roscope_ros2_rec h;
+  const void *copy, *original;
+};
+
+static void emit_copy(const struct roscope_ros2_rec *h) {
+  const struct copy_rec *r = (const struct copy_rec *)h;
+  tracepoint(roscope_ros2, service_copy, r->copy, r->original);
+}
+
+EXPORT void roscope_ros2_seen_rcl_service_init(const void *service_handle, const void *node_handle,
+                                               const void *rmw_service_handle, const char *service_name) {
+  (void)node_handle, (void)rmw_service_handle, (void)service_name;
+  if (service_handle == NULL) return;
+  const void *impl = *(const void *const *)service_handle;
+  pthread_mutex_lock(&services_mu);
+  size_t i = 0;
+  while (i < services_n && services[i].handle != service_handle) i++;
+  if (i < SERVICES) {  /* a reused handle: its new implementation */
+    services[i].handle = service_handle;
+    services[i].impl = impl;
+    if (i == services_n) services_n++;
+  }
+  pthread_mutex_unlock(&services_mu);
+}
+
+EXPORT void roscope_ros2_seen_rclcpp_service_callback_added(const void *service_handle, const void *callback) {
+  (void)callback;
+  if (service_handle == NULL) return;
+  const void *impl = *(const void *const *)service_handle, *original = NULL;
+  pthread_mutex_lock(&services_mu);
+  for (size_t i = services_n; i-- > 0;) {
+    if (services[i].handle == service_handle) break;  /* rcl's own */
+    if (services[i].impl == impl && impl != NULL) {
+      original = services[i].handle;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&services_mu);
+  if (original == NULL) return;
+  tracepoint(roscope_ros2, service_copy, service_handle, original);
+  struct copy_rec *r = calloc(1, sizeof *r);
+  if (!r) return;
+  r->copy = service_handle;
+  r->original = original;
+  roscope_ros2_remember(&r->h, "service_copy", (uint64_t)(uintptr_t)service_handle, emit_copy, release_client_cb);
+}

@@ -42,6 +42,15 @@ TRACEPOINT_EVENT(roscope_ros2, client_callback_added,
     ctf_integer_hex(const void *, client_handle, client_handle_arg)
     ctf_integer_hex(const void *, callback, callback_arg)))
 
+/* rclcpp's service `service_handle` (rclcpp_service_callback_added's) is a copy of the rcl
+ * service `original` (rcl_service_init's): the same implementation behind another
+ * rcl_service_t (rclcpp_lifecycle's services: rclcpp::Service copies rcl_lifecycle's struct). */
+TRACEPOINT_EVENT(roscope_ros2, service_copy,
+  TP_ARGS(const void *, service_handle_arg, const void *, original_arg),
+  TP_FIELDS(
+    ctf_integer_hex(const void *, service_handle, service_handle_arg)
+    ctf_integer_hex(const void *, original, original_arg)))
+
 /* The run of `callback` that starts next on this thread handles the request or response
  * `sequence_number` of the rmw service or client `rmw_handle` (a run in another task than
  * the take: rclpy's done callbacks, an action's execute callback). */

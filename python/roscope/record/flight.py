@@ -44,7 +44,7 @@ INIT_EVENTS = {
                      "service_init", "callback_register", "link_tx_init", "link_rx_init",
                      "message_link_periodic_async", "message_link_partial_sync", "state_dump_begin",
                      "state_dump_end"],
-    "roscope_ros2": ["process_init", "client_callback_added", "state_dump_begin", "state_dump_end"],
+    "roscope_ros2": ["process_init", "client_callback_added", "service_copy", "state_dump_begin", "state_dump_end"],
     "ros2": ["rcl_init", "rcl_node_init", "rmw_publisher_init", "rcl_publisher_init", "rmw_subscription_init",
              "rcl_subscription_init", "rclcpp_subscription_init", "rclcpp_subscription_callback_added",
              "rcl_service_init", "rclcpp_service_callback_added", "rmw_client_init", "rcl_client_init",
