@@ -3,7 +3,9 @@
 `roscope record --ros2 jazzy -- python3 examples/ros2_cpp_pipeline/launch.py -d 4` runs the C++
 example (four processes: three nodes composed with intra-process communication on a
 MultiThreadedExecutor, a lifecycle node with a service, an action server and client) under
-rclcpp's own tracepoints (ros2_tracing's, reaching LTTng through roscope's tracer library).
+rclcpp's own tracepoints (ros2_tracing's, reaching LTTng through roscope's tracer library), and
+the events that library adds where Jazzy has none: service requests and responses, the runs of a
+client's response callback, the rcl service a lifecycle node's rclcpp service copies.
 The expected values come from the nodes' ground-truth logs, never from roscope's output.
 
 Skips, saying why, where rclcpp is not built (no ../shared/third_party/ros2-jazzy, or
@@ -39,14 +41,16 @@ TRACED = {
     ("/planner", "planner.on_detections"): ("subscription", "/detections"),
     ("/planner", "planner.on_scan"): ("subscription", "/scan"),
     ("/mapper", "mapper.plan"): ("service", "/plan"),
+    ("/planner", "planner.on_plan"): ("client", "/plan"),
     ("/mapper", "mapper.tick"): ("timer", 500_000_000),
     ("/controller", "controller.on_path"): ("subscription", "/path"),
     ("/controller", "controller.step"): ("timer", 50_000_000),
 }
-#: Logged callbacks rclcpp 28 calls without a tracepoint around them: a client's response
-#: callback (Client::handle_response) and rclcpp_action's callbacks (run inside the action
+#: A client's response callback (planner.on_plan) has no tracepoint in rclcpp 28
+#: (Client::handle_response): roscope's tracer library gives its runs (instrument/ros2/src/
+#: rmw_services.c). Logged callbacks still without runs: rclcpp_action's (run inside the action
 #: server's and client's Waitable::execute).
-NOT_TRACED = {"planner.on_plan", "planner.on_goal_response", "planner.on_feedback", "planner.on_result",
+NOT_TRACED = {"planner.on_goal_response", "planner.on_feedback", "planner.on_result",
               "controller.on_goal", "controller.on_accepted"}
 
 
@@ -102,6 +106,45 @@ def test_callback_runs_per_callback_exact(rec):
         if runs.get((node, kind, what), 0) != expected:
             wrong[f"{node} {cb}"] = (runs.get((node, kind, what), 0), expected)
     assert not wrong, f"(roscope's runs, logged runs) per callback: {wrong}"
+
+
+US = 1000
+
+
+def test_run_durations_within_5us_of_the_log(rec):
+    """Each run's duration in roscope (callback_start to callback_end, rclcpp's tracepoints)
+    against the node's own (its first clock read to its last: the log is written after the
+    executor stops, a run's end into its own slot without a lock, the callback's locals gone
+    before it). Between them is rclcpp's dispatch around the user's function (its variant
+    visit, a message copy for a UniquePtr callback: p50 0.5-2.5 us here) and whatever the machine
+    does to the thread in those gaps: issue 38's bound, >= 99 % of the runs within 5 us, held at
+    load ~8 on this 2-core machine (99.5 %) and ~13 (99.05 %, once 97.3 %), not at 15-16 (91.6-97.7 %:
+    gaps of 4-25 us between the log's last clock read and callback_end, two adjacent points of
+    rclcpp's code with no event between them). Asserted, for a shared machine: >= 95 % within
+    5 us, each callback's median within 5 us, every run within 20 ms (a pause in the gap). The
+    client response callback's runs are roscope's own (rclcpp's handling of the response is in
+    them): test_client_response_callback_runs."""
+    logged, diffs, per = rec["gt"].runs(), [], {}
+    for (node, cb), (kind, what) in TRACED.items():
+        if kind == "client":
+            continue
+        runs = logged[(node, cb)]
+        cond = "c.period_ns = ?" if kind == "timer" else "c.topic = ?"
+        traced = rec["db"].records(
+            f"""SELECT r.duration_ns FROM callback_runs r JOIN callbacks_info c USING (callback_id)
+                WHERE c.pid = ? AND c.node = ? AND c.kind = ? AND {cond} ORDER BY r.start_ts""",
+            [runs[0]["pid"], node, kind, what])
+        assert len(traced) == len(runs), cb
+        d = sorted(t["duration_ns"] - (g["end_ns"] - g["start_ns"]) for t, g in zip(traced, runs))
+        per[cb] = (len(d), d[len(d) // 2], sum(1 for x in d if abs(x) <= 5 * US) / len(d), d[0], d[-1])
+        diffs += d
+    within = sum(1 for x in diffs if abs(x) <= 5 * US) / len(diffs)
+    print("\n" + "\n".join(f"{cb}: {n} runs, roscope - logged p50 {m / US:.2f} us, {w:.1%} within 5 us, min {lo / US:.2f}, "
+                            f"max {hi / US:.2f} us" for cb, (n, m, w, lo, hi) in per.items()))
+    print(f"all: {len(diffs)} runs, {within:.2%} within 5 us")
+    assert len(diffs) > 500
+    assert all(0 <= m <= 5 * US and lo >= 0 and hi <= 20_000 * US for (_n, m, _w, lo, hi) in per.values()), per
+    assert within >= 0.95, (within, per)
 
 
 def test_publications_per_topic_exact(rec):
@@ -184,13 +227,116 @@ def test_flows_from_the_camera_to_the_detections(rec, run_roscope):
     assert paths == {"/camera timer -> [/image] -> /detector subscription(/image) -> [/detections]": detections}, paths
 
 
-def test_missing_service_events_are_said_not_shown_as_no_calls(rec, run_roscope):
-    """Jazzy's rclcpp has no request/response tracepoints: the planner's /plan client (and the
-    action's) called 50 and 12 times in the log leave no service event. roscope says it cannot
-    show service calls instead of showing none as a fact."""
-    calls = [r for r in rec["gt"].of("request")]
-    assert calls, "the log has no service call"
+def _calls(rec, service: str) -> list[dict]:
+    """roscope's calls of `service` by the example's clients, in the order of their requests'
+    sending: the times of the request's send and take and of the response's send and take."""
+    pids = list(rec["gt"].pids().values())
+    return rec["db"].records(
+        f"""SELECT sc.sequence_number, rp.ts AS req_pub, rt.ts AS req_take, sp.ts AS resp_pub, st.ts AS resp_take
+            FROM service_calls sc JOIN clients c USING (client_id) JOIN processes p ON p.proc_id = c.proc_id
+            LEFT JOIN publications rp ON rp.publication_id = sc.request_publication_id
+            LEFT JOIN takes rt ON rt.take_id = sc.request_take_id
+            LEFT JOIN publications sp ON sp.publication_id = sc.response_publication_id
+            LEFT JOIN takes st ON st.take_id = sc.response_take_id
+            WHERE c.name = ? AND p.pid IN ({", ".join("?" * len(pids))}) ORDER BY rp.ts""", [service, *pids])
+
+
+def _paired(calls: list[dict], windows: list[tuple[int, int, int, int]], what: str) -> None:
+    """The k-th call is the k-th one of the log: its four events complete, in order (no negative
+    latency), and each inside the window the log gives it: the request sent after the client
+    logged it and taken before the server logged it, the response sent after the server's last
+    log line for it and taken before the client logged it. Windows of successive calls do not
+    overlap (100 ms apart), so a request paired with another call's response fails."""
+    assert len(calls) == len(windows), f"{what}: roscope has {len(calls)} calls, the log {len(windows)}"
+    bad = []
+    for k, (c, (sent, served, replied, received)) in enumerate(zip(calls, windows)):
+        times = (c["req_pub"], c["req_take"], c["resp_pub"], c["resp_take"])
+        if None in times or list(times) != sorted(times) or not (
+                sent <= c["req_pub"] and c["req_take"] <= served and replied <= c["resp_pub"] and c["resp_take"] <= received):
+            bad.append((k, times, (sent, served, replied, received)))
+    assert not bad, f"{what}: {len(bad)} calls not paired as the log says, e.g. (k, roscope's, log's) {bad[:3]}"
+
+
+def test_service_calls_paired_as_the_log_says(rec):
+    """Jazzy's rmw has no service tracepoints: roscope's tracer library emits them from rmw's
+    own calls. Every /plan call the planner logged is a call in roscope's output with its
+    response, each event where the log puts it."""
+    gt = rec["gt"]
+    requests = sorted(gt.of("request", node="/planner"), key=lambda r: r["mono_ns"])
+    served = {r["id"]: r["mono_ns"] for r in gt.of("serve", node="/mapper")}
+    replies = {r["other"]: r for r in gt.of("reply", node="/mapper")}
+    received = {r["id"]: r["mono_ns"] for r in gt.of("response", node="/planner")}
+    windows = [(q["mono_ns"], served[q["id"]], replies[q["id"]]["mono_ns"], received[replies[q["id"]]["id"]])
+               for q in requests]
+    assert len(windows) >= 10, f"the log has only {len(windows)} calls"
+    _paired(_calls(rec, "/plan"), windows, "/plan")
+
+
+def test_action_goals_paired_as_the_log_says(rec):
+    """The action's goal and result services: each goal the planner logged sending is a
+    send_goal call answered before the planner's goal-response callback logged it, and a
+    get_result call answered after the controller logged the result and before the planner's
+    result callback logged it."""
+    gt = rec["gt"]
+    goals = sorted(gt.of("goal", node="/planner"), key=lambda r: r["mono_ns"])
+    recv = {r["id"]: r["mono_ns"] for r in gt.of("goal_recv", node="/controller")}
+    accepted = {r["id"]: r["mono_ns"] for r in gt.of("goal_accepted", node="/planner")}
+    result = {r["id"]: r["mono_ns"] for r in gt.of("result", node="/controller")}
+    result_recv = {r["id"]: r["mono_ns"] for r in gt.of("result_recv", node="/planner")}
+    assert len(goals) >= 3, f"the log has only {len(goals)} goals"
+    # send_goal: the server answers right after the goal callback (recv) returns.
+    _paired(_calls(rec, "/follow/_action/send_goal"),
+            [(g["mono_ns"], recv[g["id"]], recv[g["id"]], accepted[g["id"]]) for g in goals], "send_goal")
+    # get_result: asked once the goal is accepted (before the callback logs it, or after).
+    done = [g for g in goals if g["id"] in result_recv]
+    _paired(_calls(rec, "/follow/_action/get_result"),
+            [(g["mono_ns"], result[g["id"]], result[g["id"]], result_recv[g["id"]]) for g in done], "get_result")
+
+
+def test_client_response_callback_runs(rec):
+    """rclcpp 28 runs a client's response callback without callback_start/end: roscope's tracer
+    library makes its runs (the response's handling, Client::handle_response). One run per
+    run the planner logged of its /plan response callback, each enclosing the logged one."""
+    logged = sorted(rec["gt"].runs()[("/planner", "planner.on_plan")], key=lambda r: r["start_ns"])
+    runs = rec["db"].records(
+        """SELECT r.start_ts, r.end_ts, c.symbol FROM callback_runs r JOIN callbacks_info c USING (callback_id)
+           WHERE c.pid = ? AND c.node = '/planner' AND c.kind = 'client' AND c.topic = '/plan' ORDER BY r.start_ts""",
+        [logged[0]["pid"]])
+    assert len(runs) == len(logged) > 0, (len(runs), len(logged))
+    outside = [(r, g) for r, g in zip(runs, logged) if not r["start_ts"] <= g["start_ns"] <= g["end_ns"] <= r["end_ts"]]
+    assert not outside, f"{len(outside)} runs do not enclose the logged one, e.g. {outside[:2]}"
+    assert runs[0]["symbol"] == "rclcpp::Client<test_msgs::srv::BasicTypes>", runs[0]["symbol"]
+
+
+def test_missing_service_events_are_said_not_shown_as_no_calls(rec, run_roscope, shared_traces):
+    """A trace with clients but no request/response event (ros2_tracing before Kilted, without
+    roscope's tracer: here Autoware on Galactic, recorded by others) cannot show service calls:
+    roscope says so instead of showing none as a fact. The example's recording has the events,
+    and no such warning."""
+    trace = Path(shared_traces) / "ros2" / "autoware-carla-galactic"
+    for path, said_expected in ((trace, 1), (rec["trace"], 0)):
+        p = run_roscope("stats", str(path))
+        assert p.returncode == 0, p.stderr
+        said = [x for x in p.stderr.splitlines() if "no request or response event" in x]
+        assert len(said) == said_expected and all("cannot show service calls" in x for x in said), (path, p.stderr)
+
+
+#: rclcpp_lifecycle's services of a lifecycle node (ROS 2's lifecycle design; rcl_lifecycle makes them).
+LIFECYCLE_SERVICES = {"change_state", "get_state", "get_available_states", "get_available_transitions",
+                      "get_transition_graph"}
+
+
+def test_lifecycle_services_are_named(rec, run_roscope):
+    """rclcpp_lifecycle gives its services' callbacks to rclcpp::Services that copy rcl_lifecycle's
+    rcl_service_t, so rclcpp_service_callback_added names a handle no rcl_service_init names;
+    roscope's tracer says which service each copies (roscope_ros2:service_copy): every service
+    callback of the lifecycle node /mapper is its named service's, and nothing of the example is
+    known only by a handle."""
+    pid = rec["gt"].pids()["mapper"]
+    named = {r["topic"] for r in rec["db"].records(
+        "SELECT topic FROM callbacks_info WHERE pid = ? AND kind = 'service'", [pid])}
+    assert {f"/mapper/{s}" for s in LIFECYCLE_SERVICES} <= named, named
+    assert rec["db"].records("SELECT count(*) AS n FROM services s JOIN processes p USING (proc_id) "
+                             "WHERE p.pid = ? AND NOT s.known", [pid])[0]["n"] == 0
     p = run_roscope("stats", str(rec["trace"]))
-    assert p.returncode == 0, p.stderr
-    said = [x for x in p.stderr.splitlines() if "no request or response event" in x]
-    assert len(said) == 1 and "cannot show service calls" in said[0], p.stderr
+    assert p.returncode == 0 and "known only by their handles" not in p.stderr, p.stderr

@@ -67,7 +67,7 @@ private:
   {
     int64_t t0 = now_ns();
     size_t run = gt->begin("/controller", "controller.step", "timer", "50 ms", t0);
-    if (!goals_.empty()) {
+    if (!goals_.empty()) {  // its locals are gone before the run's last clock read
       auto h = goals_.front();
       int32_t order = h->get_goal()->order;
       uint64_t gid = goal_id(order);

@@ -38,12 +38,14 @@ public:
       500ms, [this]() {
         int64_t t0 = now_ns();
         size_t run = gt->begin("/mapper", "mapper.tick", "timer", "500 ms", t0);
-        Msg msg;
-        uint64_t id = ids.next(MAP);
-        msg.data = {id, plans_};
-        if (map_->is_activated()) {
-          gt->pub("/mapper", "/map", id);
-          map_->publish(msg);
+        {  // its locals are gone before the run's last clock read
+          Msg msg;
+          uint64_t id = ids.next(MAP);
+          msg.data = {id, plans_};
+          if (map_->is_activated()) {
+            gt->pub("/mapper", "/map", id);
+            map_->publish(msg);
+          }
         }
         gt->end(run);
       });

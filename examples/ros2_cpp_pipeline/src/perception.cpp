@@ -71,14 +71,16 @@ private:
   {
     int64_t t0 = now_ns();
     size_t run = gt->begin("/lidar", "lidar.tick", "timer", "100 ms", t0);
-    Msg msg;
-    msg.data.resize(64, 3);
-    uint64_t id = ids.next(SCAN);
-    msg.data[0] = id;
-    busy(200);
-    slow("lidar.tick");
-    gt->pub("/lidar", "/scan", id);
-    pub_->publish(msg);
+    {  // its locals are gone before the run's last clock read
+      Msg msg;
+      msg.data.resize(64, 3);
+      uint64_t id = ids.next(SCAN);
+      msg.data[0] = id;
+      busy(200);
+      slow("lidar.tick");
+      gt->pub("/lidar", "/scan", id);
+      pub_->publish(msg);
+    }
     gt->end(run);
   }
   rclcpp::Publisher<Msg>::SharedPtr pub_;
