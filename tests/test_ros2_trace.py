@@ -186,8 +186,12 @@ def test_same_callbacks_and_topics_as_roscope_record(r2t, rr, run_roscope):
     a, b = _stats(run_roscope, r2t), _stats(run_roscope, rr)
     pa, pb = set(r2t["gt"].pids().values()), set(rr["gt"].pids().values())
 
+    # What roscope's own events (roscope_ros2:*, which ros2 trace does not enable) add is left out:
+    # a client response callback's owner (client_callback_added: under ros2 trace its runs and
+    # symbol are an unknown callback's) and the services' pseudo-topics (<service>:request/response).
     def callbacks(stats, pids):
-        return {(c["node"], c["kind"], c["timer_period_ns"] if c["kind"] == "timer" else c["topic"], c["symbol"])
+        return {(None, "unknown", None, c["symbol"]) if c["kind"] == "client" else
+                (c["node"], c["kind"], c["timer_period_ns"] if c["kind"] == "timer" else c["topic"], c["symbol"])
                 for c in stats["callbacks"] if c["pid"] in pids}
     assert callbacks(a, pa) == callbacks(b, pb), (sorted(callbacks(a, pa) ^ callbacks(b, pb), key=str))
     # each recording's runs against its own log are exact (above, and test_rclcpp_pipeline for
@@ -200,7 +204,7 @@ def test_same_callbacks_and_topics_as_roscope_record(r2t, rr, run_roscope):
     ra, rb = rates(a, pa, r2t["gt"]), rates(b, pb, rr["gt"])
     far = {k: (round(ra[k], 2), round(rb[k], 2)) for k in ra if abs(ra[k] - rb[k]) > 0.1 * max(ra[k], rb[k])}
     assert not far, f"(runs per second under ros2 trace, under roscope record) per callback: {far}"
-    ours = {t["topic"] for t in b["topics"]}
+    ours = {t["topic"] for t in b["topics"] if ":" not in t["topic"]}
     theirs = {t["topic"] for t in a["topics"]}
     foreign = {c["pid"] for c in a["callbacks"]} - pa
     assert ours <= theirs and (foreign or ours == theirs), (sorted(ours - theirs), sorted(theirs - ours))
