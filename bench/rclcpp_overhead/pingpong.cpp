@@ -16,6 +16,13 @@
 // 0.2 s after its window. Each prints "ready" on stdout once its entities exist and writes
 // OUT.json when it stops.
 //
+// With $PINGPONG_SERVICE=1, a service call instead of the two topics: ping's timer calls
+// /roscope_bench/call (test_msgs/BasicTypes: int64_value the time read just before
+// async_send_request, string_value the window's mark) with a response callback; pong serves it
+// and answers with the time read at its callback's end (the response is sent right after).
+// Latencies: request sent -> service callback, response -> client callback, pooled; the
+// callbacks: ping's timer and response callback, pong's service callback.
+//
 //   pingpong tploop N OUT.json   one tracepoint's cost: rclcpp's ros_trace_callback_start (the
 //                                 libtracetools the process has: the wheel's, or roscope's when
 //                                 preloaded) called N times in a loop; ns per call, wall and CPU
@@ -29,13 +36,16 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rclcpp/rclcpp.hpp"
 #include "tracetools/tracetools.h"
 #include "std_msgs/msg/header.hpp"
+#include "test_msgs/srv/basic_types.hpp"
 
 using Msg = std_msgs::msg::Header;
+using Srv = test_msgs::srv::BasicTypes;
 
 static int64_t now_ns(clockid_t c = CLOCK_MONOTONIC) {
   timespec ts;
@@ -56,6 +66,33 @@ class Bench : public rclcpp::Node {
 public:
   Bench(const std::string & role, double rate, double warmup, double seconds)
   : Node(role), ping_(role == "ping"), warmup_ns_(int64_t(warmup * 1e9)), seconds_ns_(int64_t(seconds * 1e9)) {
+    const char * svc = std::getenv("PINGPONG_SERVICE");
+    if (svc && std::string(svc) == "1") {
+      if (ping_) {
+        client_ = create_client<Srv>("/roscope_bench/call");
+        timer_ = create_wall_timer(
+          std::chrono::nanoseconds(int64_t(1e9 / rate)), [this]() {
+            auto req = std::make_shared<Srv::Request>();
+            req->string_value = done_ ? "end" : measuring_ ? "m" : "";
+            req->int64_value = now_ns();
+            client_->async_send_request(req, [this](rclcpp::Client<Srv>::SharedFuture f) {
+                int64_t t = now_ns();
+                on_input(t, f.get()->int64_value, "");
+              });
+            ++sent_;
+            after_callback();
+          });
+      } else {
+        service_ = create_service<Srv>(
+          "/roscope_bench/call", [this](const Srv::Request::SharedPtr req, Srv::Response::SharedPtr res) {
+            int64_t t = now_ns();
+            on_input(t, req->int64_value, req->string_value);
+            ++sent_;
+            res->int64_value = now_ns();
+          });
+      }
+      return;
+    }
     auto qos = rclcpp::QoS(rclcpp::KeepLast(10)).reliable();
     pub_ = create_publisher<Msg>(ping_ ? "/roscope_bench/ping" : "/roscope_bench/pong", qos);
     sub_ = create_subscription<Msg>(
@@ -100,6 +137,35 @@ public:
       ++sent_;
     }
     after_callback();
+  }
+
+  // A request (pong) or response (ping) that arrived at t, sent at `sent`; the window's mark.
+  void on_input(int64_t t, int64_t sent, const std::string & mark) {
+    if (first_ns_ == 0) {
+      first_ns_ = t;
+    }
+    if (!ping_ && !done_) {
+      if (!measuring_ && mark == "m") {
+        start(t);
+      } else if (measuring_ && mark == "end") {
+        stop(t);
+        stop_soon();
+      }
+    }
+    if (measuring_) {
+      latencies_.push_back(t - sent);
+    }
+    ++received_;
+    after_callback();
+  }
+
+  // pong of a service: its response is sent after the callback returns, so rclcpp stops a
+  // moment later (on a thread of its own).
+  void stop_soon() {
+    std::thread([]() {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        rclcpp::shutdown();
+      }).detach();
   }
 
   void start(int64_t t) {
@@ -160,6 +226,8 @@ private:
   rclcpp::Publisher<Msg>::SharedPtr pub_;
   rclcpp::Subscription<Msg>::SharedPtr sub_;
   rclcpp::TimerBase::SharedPtr timer_;
+  rclcpp::Client<Srv>::SharedPtr client_;
+  rclcpp::Service<Srv>::SharedPtr service_;
   int64_t first_ns_ = 0, t0_ = 0, t1_ = 0, cpu0_ = 0, cpu1_ = 0, thread0_ = 0, thread1_ = 0;
   int64_t sent_ = 0, received_ = 0, sent0_ = 0, received0_ = 0, sent1_ = 0, received1_ = 0, callbacks_ = 0;
   bool measuring_ = false, done_ = false, stopping_ = false;

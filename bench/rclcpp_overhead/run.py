@@ -34,8 +34,13 @@ and an LTTng session daemon of its own there, which only this benchmark's proces
 default; --shared-sessiond: the system's daemon). Results:
 bench/results/rclcpp_overhead-<time>.json.
 
+With --service, the ping-pong is a service call (pingpong.cpp, $PINGPONG_SERVICE): Jazzy's rmw
+has no service tracepoints, so ros2_tracing's mode records none, and roscope's adds its own
+(roscope_ros2:rmw_* from rmw's calls, the client's response-callback run: docs/ros2-pypi.md);
+the preloaded library's rmw wrappers run in both traced modes.
+
 usage: run.py [--rate 1000] [--warmup 1] [--seconds 3] [--rounds 20] [--modes untraced,ros2_tracing,roscope]
-              [--shared-sessiond]
+              [--service] [--shared-sessiond]
 """
 from __future__ import annotations
 
@@ -150,6 +155,8 @@ def run_once(mode: str, prog: Path, prefix: Path, a, work: Path, k: int) -> dict
     rundir = work / f"{k}-{mode}"
     rundir.mkdir()
     env = base_env(prefix, k)
+    if a.service:
+        env["PINGPONG_SERVICE"] = "1"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--pair", str(prog), str(a.rate), str(a.warmup),
            str(a.seconds), str(rundir)]
     trace, session = None, None
@@ -345,6 +352,8 @@ def measure(argv: list[str], private: bool) -> int:
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--tp-calls", type=int, default=100000, help="calls per tracepoint loop (0: no loops)")
     ap.add_argument("--tp-repeats", type=int, default=5)
+    ap.add_argument("--service", action="store_true",
+                    help="a service call (request and response) instead of the ping and pong topics")
     ap.add_argument("--shared-sessiond", action="store_true",
                     help="use the system's LTTng session daemon (others' sessions then see the traced modes' processes)")
     a = ap.parse_args(argv)
@@ -352,7 +361,7 @@ def measure(argv: list[str], private: bool) -> int:
     if not set(modes) <= set(MODES):
         ap.error(f"--modes: of {', '.join(MODES)}")
     prog, prefix = build()
-    results: dict = {"rate_hz": a.rate, "warmup_s": a.warmup, "seconds": a.seconds, "rounds": a.rounds,
+    results: dict = {"transport": "service" if a.service else "topics", "rate_hz": a.rate, "warmup_s": a.warmup, "seconds": a.seconds, "rounds": a.rounds,
                      "modes": list(modes), "cpus": os.cpu_count(), "load_before": os.getloadavg(),
                      "private_sessiond": private,
                      "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
@@ -385,7 +394,7 @@ def measure(argv: list[str], private: bool) -> int:
     results["load_after"] = os.getloadavg()
     results.update(summarize(runs))
     results["runs"] = runs
-    out = REPO / "bench" / "results" / f"rclcpp_overhead-{dt.datetime.now():%Y%m%d-%H%M%S}.json"
+    out = REPO / "bench" / "results" / f"rclcpp_overhead{'-service' if a.service else ''}-{dt.datetime.now():%Y%m%d-%H%M%S}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n")
     print_table(results, a)
@@ -394,7 +403,7 @@ def measure(argv: list[str], private: bool) -> int:
 
 
 def print_table(res: dict, a) -> None:
-    print(f"\nrclcpp ping-pong, 2 processes, {a.rate:g} Hz, {a.seconds:g} s x {a.rounds} paired rounds "
+    print(f"\nrclcpp ping-pong{' (a service call)' if a.service else ''}, 2 processes, {a.rate:g} Hz, {a.seconds:g} s x {a.rounds} paired rounds "
           f"({res['cpus']} CPUs; load {res['load_before'][0]:.1f} before, {res['load_after'][0]:.1f} after; "
           f"{'a private' if res['private_sessiond'] else 'the shared'} LTTng session daemon)")
     print(f"{'mode':<13} {'latency p50':>11} {'p90 (us)':>9} {'CPU us/cb':>10} {'exec thread':>11} {'events/msg':>10}")
