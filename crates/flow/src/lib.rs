@@ -24,6 +24,7 @@ pub mod implicit;
 pub mod index;
 pub mod input;
 pub mod model;
+pub mod options;
 pub mod races;
 pub mod search;
 pub mod tables;
@@ -41,6 +42,7 @@ pub use implicit::{implicit_edges, implicit_edges_from, implicit_edges_with, Dep
 pub use index::Index;
 pub use input::{InputError, INPUTS};
 pub use model::{Annotation, AnnotationKind, CallbackKind, Kind, Model, Part, NONE};
+pub use options::{search_options, SearchSpec};
 pub use races::OverlapSweep;
 pub use search::{data_flow_tables, stream_data_flow_tables, FlowSearch, CHUNK_ROWS};
 pub use tables::{causal_links_table, path_label, FlowTables};

@@ -2,7 +2,6 @@
 //! tables, with the analyses over one whole model) and `FlowSearch` (a data-flow
 //! search over a model handed over in slices, docs/analyses.md "Slices").
 
-use std::collections::HashSet;
 use std::time::Instant;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -24,72 +23,27 @@ fn input_err(e: roscope_flow::InputError) -> PyErr {
 }
 
 impl SearchOptions {
-    /// The options over model `m` (any slice of it: only its callbacks and topics are
-    /// read), with the implicit edges of the whole trace's `facts`; checked.
+    /// The options over model `m` (any slice of it), with the implicit edges of the
+    /// whole trace's `facts`; checked (`roscope_flow::search_options`).
     fn options(&self, m: &roscope_flow::Model, facts: Option<&roscope_flow::Facts>) -> PyResult<roscope_flow::FlowOptions> {
-        let (nt, nc) = (m.n_topics(), m.cb_label.len());
-        if self.is_input.len() != nt || self.is_output.len() != nt || self.excluded_topics.as_ref().is_some_and(|v| v.len() != nt) {
-            return Err(PyValueError::new_err("topic masks must have one entry per topic"));
-        }
-        if self.excluded_callbacks.as_ref().is_some_and(|v| v.len() != nc) {
-            return Err(PyValueError::new_err("callback masks must have one entry per callback"));
-        }
-        let bad_edge = |&&(a, b): &&(i64, i64)| a < 0 || b < 0 || a as usize >= nc || b as usize >= nc;
-        if let Some(&(a, b)) = self.deps.iter().flatten().find(bad_edge) {
-            return Err(PyValueError::new_err(format!("dependency edge ({}, {}) names a callback the model does not have", a, b)));
-        }
-        if let Some(&c) = self.deps_callbacks.iter().chain(self.deps_unseen.iter()).flatten().find(|&&c| c < 0 || c as usize >= nc) {
-            return Err(PyValueError::new_err(format!("dependency file callback {} is not a callback of the model", c)));
-        }
-        let Some(mode) = roscope_flow::Implicit::parse(&self.implicit) else {
-            return Err(PyValueError::new_err(format!(
-                "unknown implicit-dependency mode {:?} (one of {})",
-                self.implicit,
-                roscope_flow::Implicit::NAMES.join(", ")
-            )));
-        };
-        let Some(rule) = roscope_flow::FallbackRule::parse(&self.fallback) else {
-            return Err(PyValueError::new_err(format!(
-                "unknown fallback rule {:?} (one of {})",
-                self.fallback,
-                roscope_flow::FallbackRule::NAMES.join(", ")
-            )));
-        };
-        let ix = roscope_flow::Index::new(m);
-        let own;
-        let facts = match facts {
-            Some(f) => f,
-            None => {
-                own = roscope_flow::Facts::of(&ix);
-                &own
-            }
-        };
-        // The nodes the dependency file describes: those of every callback it matched
-        // (a node whose callbacks it matched but found independent gets no fallback edge).
-        let described: HashSet<i64> = self
-            .deps
-            .iter()
-            .flatten()
-            .flat_map(|&(a, b)| [a, b])
-            .chain(self.deps_callbacks.iter().flatten().copied())
-            .map(|c| m.cb_node[c as usize])
-            .collect();
-        let unseen: HashSet<i64> = self.deps_unseen.iter().flatten().copied().collect();
-        let deps = self.deps.as_deref().map(|edges| roscope_flow::Deps { edges, nodes: &described, unseen: &unseen });
-        let implicit = roscope_flow::implicit_edges_from(&ix, facts, mode, deps, rule);
-        let mut o = roscope_flow::FlowOptions {
+        let spec = roscope_flow::SearchSpec {
+            is_input: &self.is_input,
+            is_output: &self.is_output,
+            implicit: &self.implicit,
+            fallback: &self.fallback,
             exact_links: self.exact_links,
-            max_flows_per_output: self.max_flows_per_output.unwrap_or(usize::MAX),
-            max_flows: self.max_flows.unwrap_or(usize::MAX),
+            max_flows_per_output: self.max_flows_per_output,
+            max_flows: self.max_flows,
             all_paths: self.all_paths,
-            excluded_topic: self.excluded_topics.clone().unwrap_or_default(),
-            excluded_cb: self.excluded_callbacks.clone().unwrap_or_default(),
+            excluded_topics: self.excluded_topics.as_deref(),
+            excluded_callbacks: self.excluded_callbacks.as_deref(),
+            deps: self.deps.as_deref(),
+            deps_callbacks: self.deps_callbacks.as_deref(),
+            deps_unseen: self.deps_unseen.as_deref(),
+            overlaps: self.overlaps.as_deref(),
             drop_uncertain: self.drop_uncertain,
-            ..roscope_flow::FlowOptions::new(self.is_input.clone(), self.is_output.clone(), implicit)
         };
-        // Only the overlaps of an intra-node edge can make a flow uncertain.
-        o.overlaps = self.overlaps.iter().flatten().copied().filter(|&(a, b, _)| o.depends_on(m, a, b)).collect();
-        Ok(o)
+        roscope_flow::search_options(m, facts, &spec).map_err(PyValueError::new_err)
     }
 }
 
