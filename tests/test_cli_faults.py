@@ -344,8 +344,8 @@ ISSUE_31_OUTPUTS_AND_DATASETS = [
     # item 16
     Case("why-path-99", ["why", "{db}", "--from", ".", "--to", ".", "--path", "99"], 1,
          r"--path 99: no such path among the data flows from '\.' to '\.'; their paths are 0, 1, 2, "),
-    Case("trend-bad-re2", ["trend", "{ds}", "--metric", "topic:a{{2,1}}"], 1,
-         r"bad regular expression 'a\{2,1\}' \(RE2 syntax\): invalid repetition size", dataset=True),
+    Case("trend-bad-regex", ["trend", "{ds}", "--metric", "topic:a{{2,1}}"], 1,
+         r"metric 'topic:a\{2,1\}': bad regular expression 'a\{2,1\}': invalid repetition count range", dataset=True),
     Case("report-empty-output", ["report", "{db}", "-o", ""], 1, r"the output path is empty: give the HTML file to write"),
     Case("export-empty-output", ["export", "{db}", "--perfetto", ""], 1, r"the output path is empty"),
     Case("deps-empty-output", ["deps", "{tmp}/node.cpp", "-o", ""], 1, r"the output path is empty", _sources),
@@ -354,7 +354,8 @@ ISSUE_31_OUTPUTS_AND_DATASETS = [
     Case("info-missing-path", ["info", "{tmp}/nothing"], 1, r"nothing: no such file or directory"),
     Case("export-missing-directory", ["export", "{db}", "--perfetto", "{tmp}/no/x.pftrace"], 1,
          r"x\.pftrace: the directory \S+/no does not exist"),
-    Case("why-bad-callback-regex", ["why", "{db}", "--callback", "("], 1, r"--callback '\(': not a regular expression"),
+    Case("why-bad-callback-regex", ["why", "{db}", "--callback", "("], 2,
+         r"argument --callback: bad regular expression '\(': unclosed group"),
     Case("dataset-stats-not-a-dataset", ["dataset", "stats", "{tmp}"], 1, r"not a roscope dataset \(no roscope-dataset\.json"),
     Case("dataset-runs-no-such-run", ["dataset", "runs", "{ds}", "--runs", "zz"], 1, r"no run matches 'zz' \(runs: a, b\)",
          dataset=True),
@@ -603,13 +604,14 @@ def test_fault_table(case: Case, tmp_path, pp_db, trunc_meta, roscope_cmd, reque
         case.check(tmp_path, before)
 
 
-def test_trend_takes_the_re2_syntax_the_docs_promise(pp_ds, roscope_cmd):
-    r"""Issue 31 item 16: docs/dataset.md says `trend`'s callback: and topic: regexes are RE2
-    (DuckDB's regexp_matches runs them), but Python's re checked them first and refused
-    RE2-only forms (\Q..\E, \pL: "bad escape"). In pingpong (run a) the topics are /ping,
-    /pong and ROS's own: `\Q/pi.g\E` is the literal text "/pi.g" (no delivery), where
-    `/pi.g` matches /ping; `\Q/ping\E` is /ping; `^/\pL{4}$` (four letters) is /ping
-    and /pong together."""
+def test_trend_takes_the_selector_syntax_the_docs_promise(pp_ds, roscope_cmd):
+    r"""Issue 31 item 16, then issue 40: `trend`'s callback: and topic: regexes are
+    roscope.selector's, compiled by roscope.regex (Rust's regex syntax, the one of `check`,
+    `why --callback` and `flow`), checked before any run is read. In pingpong (run a) the
+    topics are /ping, /pong and ROS's own: `/pi.g` matches /ping; `^/\pL{4}$` (four
+    letters) is /ping and /pong together; `\Q..\E` (RE2 only) is refused naming the metric.
+    A callback: metric searches the callback's label, `node topic-or-timer symbol`:
+    `^/ping ` is every callback of the node /ping, not pong's subscription to /ping."""
     def count(metric: str) -> dict:
         p = run(roscope_cmd, "trend", pp_ds, "--metric", metric, "--json")
         assert p.returncode == 0, p.stderr
@@ -618,12 +620,26 @@ def test_trend_takes_the_re2_syntax_the_docs_promise(pp_ds, roscope_cmd):
     ping, pong = count("topic:^/ping$")["a"], count("topic:^/pong$")["a"]
     assert ping > 0 and pong > 0
     assert count(r"topic:/pi.g")["a"] == ping
-    # the literal "/pi.g" is no topic: read as RE2 (no regex error), it matches nothing, which
-    # is exit 1 naming the topics there are (issue 30)
-    p = run(roscope_cmd, "trend", pp_ds, "--metric", r"topic:\Q/pi.g\E", "--json")
-    assert p.returncode == 1 and "no published topic" in p.stderr and "/ping" in p.stderr, p.stderr
-    assert count(r"topic:\Q/ping\E")["a"] == ping
     assert count(r"topic:^/\pL{4}$")["a"] == ping + pong
+    p = run(roscope_cmd, "trend", pp_ds, "--metric", r"topic:\Q/pi.g\E", "--json")
+    assert p.returncode == 1 and p.stdout == ""
+    assert r"metric 'topic:\\Q/pi.g\\E': bad regular expression" in p.stderr, p.stderr
+    # the node's complete callback runs (bt2: a callback_start then the callback_end of the same
+    # callback on its thread, per process: ping runs the node /ping alone), not also pong's
+    # subscription to /ping: a label, not its parts one by one
+    runs: dict = {}
+    open_: dict = {}
+    for ev in oracle.Reading(PINGPONG).events():
+        ctx = ev["context"]
+        key = (ctx.get("procname"), ctx.get("vtid"))
+        if ev["name"] == "ros2:callback_start":
+            open_.setdefault(key, []).append(ev["payload"]["callback"])
+        elif ev["name"] == "ros2:callback_end" and open_.get(key) and open_[key][-1] == ev["payload"]["callback"]:
+            open_[key].pop()
+            runs[key[0]] = runs.get(key[0], 0) + 1
+    assert count("callback:^/ping ")["a"] == runs["ping"]
+    assert count("callback:^/pong ")["a"] == runs["pong"]
+    assert count("callback:.")["a"] == runs["ping"] + runs["pong"]
 
 
 # ----------------------------------------------------------------- item 7: counted once

@@ -420,8 +420,8 @@ def test_trace_metrics_on_a_shared_ros2_trace(shared_traces):
             execs[key] = execs.get(key, 0) + 1
         if ev["name"] == "ros2:callback_start" and ev["context"].get("procname") == "ping":
             per_cb[ev["payload"]["callback"]] = per_cb.get(ev["payload"]["callback"], 0) + 1
-    metrics = {"ex": {"from": "trace", "executor": "^ping ", "stat": "executions"},
-               "util": {"from": "trace", "executor": "^pong ", "stat": "utilization"},
+    metrics = {"ex": {"from": "trace", "executor": "^ping$", "stat": "executions"},   # the process (roscope.selector)
+               "util": {"from": "trace", "executor": "^/pong$", "stat": "utilization"},  # a node it ran
                "runs": {"from": "trace", "callback": "ping", "stat": "count"},
                "none": {"from": "trace", "executor": "^nothing$", "stat": "utilization"}}
     vals, warns = trace_metrics(trace, metrics)

@@ -10,6 +10,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 __version__: str
+#: The data-flow search's intra-node dependency modes and fallback rules (roscope-flow's
+#: `Implicit::NAMES`, `FallbackRule::NAMES`), read by roscope.choices.
+IMPLICIT_MODES: list[str]
+FALLBACK_RULES: list[str]
 
 class TraceError(ValueError):
     """A trace cannot be read: the message names the file and what is wrong."""

@@ -81,8 +81,9 @@ WINDOW_MAX_S = 1e9
 def window(text: str) -> tuple[int, int | None]:
     """`START:END` in seconds from the trace's first event, exact to the ns -> (start ns,
     end ns or None for the trace's end). START empty: 0; END empty: the trace's end.
-    0 <= START < END <= WINDOW_MAX_S. One vocabulary for `stats --window` and
-    `report --window` (and what `watch --json` prints as stats_window)."""
+    0 <= START < END <= WINDOW_MAX_S. One vocabulary for every `--window START:END`
+    (`stats`, `flow`, `report`; what `watch --json` prints as stats_window), placed on a
+    trace by `window_in`."""
     example = "give START:END in seconds from the trace's start, e.g. 1.5:2 (either side may be empty)"
     if not isinstance(text, str) or text.count(":") != 1:
         raise NumberError(f"{text!r}: {example}")
@@ -103,3 +104,17 @@ def window(text: str) -> tuple[int, int | None]:
     if b is not None and not a < b:
         raise NumberError(f"{text!r}: the window must end after its start")
     return a, b
+
+
+def window_in(window: tuple[int, int | None], first: int, last: int, *, within: bool = False) -> tuple[int, int]:
+    """A `window` (its value: ns from the trace's start, END None for its end) placed on a
+    trace whose events span [first, last] ns: (first + START, first + END), END None past
+    the last event (last + 1). `within` (a timeline's window, `report`): START must lie
+    within the trace (NumberError naming --window otherwise) and END is cut at its end."""
+    a, b = window
+    if not within:
+        return first + a, (first + b if b is not None else last + 1)
+    span = last - first
+    if a > span:
+        raise NumberError(f"--window: the window starts at {a / 1e9:g} s, after the trace's end ({span / 1e9:.3f} s long)")
+    return first + a, first + (span if b is None else min(b, span))

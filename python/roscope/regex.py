@@ -1,14 +1,14 @@
 """The one compiler of the regular expressions a user gives roscope to match trace
 strings in Python: `flow`/`watch` `--from`/`--to`/`--exclude` and `--deadline`'s topics,
-named paths' callbacks, the budgets of `check` (and the pytest plugin), an experiment's
-trace metrics.
+named paths' callbacks, the selections of `roscope.selector` (`check`'s budgets and the
+pytest plugin, `why --callback`, `trend --metric`, an experiment's trace metrics).
 
 They run on Rust's `regex` engine through the core (`_core.Regex`): matching takes time
 linear in the text, so no pattern can backtrack for minutes over a long name
 (`^(\\S+\\s?)+X$`). Its syntax is Python's `re` without look-around and backreferences
 (and `\\z` for `\\Z`); a pattern it cannot run is refused with the engine's reason, in one
-line naming the option and the pattern. (DuckDB's `regexp_matches`, RE2, runs the
-regular expressions matched in SQL: `trend`, `why --callback`; RE2 is linear too.)
+line naming the option and the pattern. Selections of callbacks, topics, nodes and executor
+threads compile through here by way of `roscope.selector` (`trend`, `why --callback` too).
 
     compile(pattern, what) -> Regex      InputError "WHAT: bad regular expression 'P': reason"
     Regex.search(text) -> bool           like re.search

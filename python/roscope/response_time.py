@@ -45,13 +45,13 @@ case, input_publication_id, response_ns, left_out).
 from __future__ import annotations
 
 from roscope import percentiles
+from roscope.choices import CASES, DEFINITIONS, ENDS, one_of
 from roscope.database import Database
 from roscope.errors import InputError
 from roscope.results import publish_query
 
-DEFINITIONS = ("dataflow", "caret")
-ENDS = {"dataflow": ("publish",), "caret": ("callback_start", "callback_end")}
-CASES = ("best", "worst", "all", "worst_with_external")
+# The definitions, their ends and the cases are roscope.choices' (re-exported here).
+__all__ = ["CASES", "DEFINITIONS", "ENDS", "response_times"]
 
 
 def _query(definition: str, end: str) -> str:
@@ -105,8 +105,7 @@ def _query(definition: str, end: str) -> str:
 def response_times(db: Database, definition: str = "dataflow", end: str | None = None, *, store: bool = False) -> list[dict]:
     """Per (path, end callback) of the last `data_flows`: the statistics of each case
     (count, min_ns ... max_ns with quartiles). See the module's doc."""
-    if definition not in DEFINITIONS:
-        raise InputError(f"unknown response-time definition {definition!r} (one of {', '.join(DEFINITIONS)})")
+    one_of(definition, DEFINITIONS, "response-time definition")
     end = end or ENDS[definition][0]
     if end not in ENDS[definition]:
         raise InputError(f"definition {definition!r} ends at {' or '.join(ENDS[definition])}, not {end!r}")

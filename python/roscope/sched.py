@@ -19,10 +19,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from roscope import selector
 from roscope.database import Database
 from roscope.errors import InputError
 from roscope.flow import FlowRequest, data_flows
-from roscope.text import names
+from roscope.selector import CALLBACK_LABEL
 
 #: The model's thread of each finished run, as the kernel names it (host, tid).
 _RUNS = """
@@ -166,27 +167,10 @@ def run_sched(db: Database):
     return db.con.table("run_sched")
 
 
-#: A callback's readable name (SQL over `callbacks_info c`), the text `--callback RE` is matched
-#: against: `node topic-or-timer symbol`. Public: `roscope check` selects callbacks by it too.
-CALLBACK_LABEL = ("concat_ws(' ', coalesce(c.node, c.procname), coalesce(c.topic, CASE WHEN c.period_ns IS NOT NULL "
-          "THEN 'timer ' || CAST(c.period_ns / 1e6 AS VARCHAR) || ' ms' END, c.kind), c.symbol)")
-
-
-def _check_regex(db, pattern: str | None) -> None:
-    """A clear error for a pattern DuckDB's regular expressions (RE2) refuse."""
-    import duckdb
-
-    if pattern is None:
-        return
-    try:
-        db.con.execute("SELECT regexp_matches('', ?)", [pattern]).fetchall()
-    except duckdb.Error as exc:
-        msg = str(exc).split("\n")[0]
-        raise InputError(f"--callback {pattern!r}: not a regular expression ({msg})") from None
-    rows = db.con.execute(f"SELECT {CALLBACK_LABEL} AS label, regexp_matches(label, ?) FROM callbacks_info c ORDER BY label",
-                          [pattern]).fetchall()
-    if rows and not any(m for _l, m in rows):
-        raise InputError(f"no callback matches --callback {pattern!r} (callbacks: {names(r[0] for r in rows)})")
+def _selected(db, pattern: str | None) -> list[int] | None:
+    """The ids of the callbacks `--callback` selects (roscope.selector: their label, `node
+    topic-or-timer symbol`), None without one; InputError when none matches."""
+    return None if pattern is None else selector.callbacks(db, pattern, "--callback")
 
 
 def worst_runs(db: Database, callback: str | None = None, top: int = 10) -> dict:
@@ -195,10 +179,10 @@ def worst_runs(db: Database, callback: str | None = None, top: int = 10) -> dict
     scheduling breakdown (`run_sched`) when the database has kernel data. Returns
     {"kernel": bool, "runs": [...], "coverage": the share of all finished runs' time
     the kernel data covers (None without)}; durations in ns."""
-    _check_regex(db, callback)
+    ids = _selected(db, callback)
     kernel = has_kernel_data(db)
-    where = "WHERE regexp_matches(label, ?)" if callback is not None else ""
-    params = [callback] if callback is not None else []
+    where = "WHERE list_contains(?, callback_id)" if ids is not None else ""
+    params = [ids] if ids is not None else []
     src = "run_sched" if kernel else "callback_runs"
     if kernel:
         run_sched(db)
@@ -387,17 +371,16 @@ def worst_waits(db: Database, callback: str | None = None, top: int = 10) -> lis
     """The `top` longest input waits (publication to callback start) of the callbacks
     matching `callback`, each split (`wait_sched`) with the callbacks it queued behind
     named, and in plain words. Durations in ns."""
-    _check_regex(db, callback)
-    pick = _WORST_PICK.format(where=f"AND regexp_matches({CALLBACK_LABEL}, ?)" if callback is not None else "",
-                              top=int(top))
-    wait_sched(db, pick, [callback] if callback is not None else [])
-    where = "WHERE regexp_matches(label, ?)" if callback is not None else ""
+    chosen = _selected(db, callback)
+    pick = _WORST_PICK.format(where="AND list_contains(?, c.callback_id)" if chosen is not None else "", top=int(top))
+    wait_sched(db, pick, [chosen] if chosen is not None else [])
+    where = "WHERE list_contains(?, callback_id)" if chosen is not None else ""
     rows = db.records(f"""
         WITH x AS (
             SELECT w.*, {CALLBACK_LABEL} AS label, c.node, c.topic, c.pid, c.procname
             FROM wait_sched w JOIN callbacks_info c USING (callback_id))
         SELECT * FROM x {where} ORDER BY wait_ns DESC, run_id, publication_id LIMIT {int(top)}""",
-                      [callback] if callback is not None else [])
+                      [chosen] if chosen is not None else [])
     ids = sorted({b["callback_id"] for r in rows for b in (r["behind"] if r["behind"] is not None else [])})
     names = {}
     if ids:

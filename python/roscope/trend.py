@@ -17,95 +17,72 @@ import statistics as pystats
 from collections.abc import Sequence
 
 from roscope import dataset as ds
-from roscope import regex
+from roscope import selector
 from roscope.dataset_queries import stat_columns
 from roscope.errors import InputError
 from roscope.flow import FlowRequest, data_flows, path_stats
-from roscope.text import names
+from roscope.selector import CALLBACK_LABEL
 
 # DuckDB is imported in the functions that use it: the CLI's parser (every command's
 # defaults, `roscope --help`) and `roscope info` start without it.
 
+#: The selections a metric can be (roscope.selector's kinds).
+METRIC_KINDS = ("callback", "topic", "path")
 #: The statistics `trend` can follow.
 TREND_STATS = ("count", "min", "mean", "std", "p50", "p90", "p99", "max")
 #: Runs before each run whose median is its baseline; relative change that flags it.
 TREND_WINDOW = 5
 TREND_THRESHOLD = 0.10
 
-_CB = r"""
-    WITH cb AS (
-        SELECT c.run, c.callback_id, c.symbol, s.name AS topic,
+#: Every run's callbacks with their label (roscope.selector.CALLBACK_LABEL over the columns
+#: of the `callbacks_info` view, per run).
+_LABELS = r"""
+    WITH c AS (
+        SELECT c.run, c.callback_id, p.procname, c.symbol, c.kind,
+               CASE c.kind WHEN 'subscription' THEN s.name WHEN 'service' THEN sv.name WHEN 'client' THEN cl.name
+                    ELSE NULL END AS topic,
+               t.period_ns,
                CASE WHEN n.name IS NULL THEN NULL
                     WHEN n.namespace IS NULL OR n.namespace = '/' THEN '/' || ltrim(n.name, '/')
                     ELSE rtrim(n.namespace, '/') || '/' || n.name END AS node
         FROM callbacks c
-        LEFT JOIN nodes n ON n.run = c.run AND n.node_id = c.node_id
-        LEFT JOIN subscriptions s ON c.kind = 'subscription' AND s.run = c.run AND s.subscription_id = c.owner_id)"""
-_CALLBACKS = _CB + r""",
-    sel AS (
-        SELECT run, callback_id FROM cb
-        WHERE (node IS NOT NULL AND regexp_matches(node, $re)) OR (symbol IS NOT NULL AND regexp_matches(symbol, $re))
-           OR (topic IS NOT NULL AND regexp_matches(topic, $re)))
+        JOIN processes p ON p.run = c.run AND p.proc_id = c.proc_id
+        LEFT JOIN subscriptions s ON c.kind = 'subscription' AND s.run = c.run AND s.subscription_id = c.owner_id
+        LEFT JOIN services sv ON c.kind = 'service' AND sv.run = c.run AND sv.service_id = c.owner_id
+        LEFT JOIN clients cl ON c.kind = 'client' AND cl.run = c.run AND cl.client_id = c.owner_id
+        LEFT JOIN timers t ON c.kind = 'timer' AND t.run = c.run AND t.timer_id = c.owner_id
+        LEFT JOIN nodes n ON n.run = c.run AND n.node_id = c.node_id)
+    SELECT run, callback_id, """ + CALLBACK_LABEL + """ AS label FROM c ORDER BY run, callback_id"""
+_CALLBACKS = r"""
     SELECT r.run AS run, r.duration_ns AS x
-    FROM callback_runs r JOIN sel ON sel.run = r.run AND sel.callback_id = r.callback_id
+    FROM callback_runs r JOIN _chosen sel ON sel.run = r.run AND sel.id = r.callback_id
     WHERE r.end_ts IS NOT NULL"""
 
 _TOPICS = r"""
     WITH pubs AS (
         SELECT pb.run, pb.publication_id, coalesce(pb.rclcpp_ts, pb.rcl_ts, pb.rmw_ts, pb.ts) AS publish_ts
         FROM publications pb JOIN publishers pu ON pu.run = pb.run AND pu.publisher_id = pb.publisher_id
-        WHERE pu.name IS NOT NULL AND regexp_matches(pu.name, $re))
+        JOIN _chosen sel ON sel.run = pu.run AND sel.id = pu.publisher_id)
     SELECT p.run AS run, cr.start_ts - p.publish_ts AS x
     FROM links l
     JOIN pubs p ON p.run = l.run AND p.publication_id = l.publication_id
     JOIN callback_runs cr ON cr.run = l.run AND cr.run_id = l.run_id"""
 
 
-#: Per kind of metric: the names its regular expression is matched against, each with
-#: whether it matches (a metric that matches nothing in any run is an error).
-_NAMES = {
-    "callback": _CB + r"""
-        SELECT DISTINCT x AS name, regexp_matches(x, $re) AS hit
-        FROM (SELECT unnest([node, symbol, topic]) AS x FROM cb) WHERE x IS NOT NULL ORDER BY name""",
-    "topic": r"""SELECT DISTINCT name, regexp_matches(name, $re) AS hit FROM publishers WHERE name IS NOT NULL
-        ORDER BY name""",
+#: Per kind of metric: (run, id, label) of each subject its regular expression is matched against.
+_SUBJECTS = {
+    "callback": _LABELS,
+    "topic": "SELECT run, publisher_id, name FROM publishers WHERE name IS NOT NULL ORDER BY run, publisher_id",
 }
 
 
 def parse_metric(text: str) -> tuple[str, str, str | None]:
-    """``callback:RE``, ``topic:RE`` or ``path:FROM->TO`` as (kind, RE or FROM, TO or None)."""
-    kind, sep, rest = text.partition(":")
-    if not sep or kind not in ("callback", "topic", "path") or not rest:
+    """``callback:RE``, ``topic:RE`` or ``path:FROM->TO`` as (kind, RE or FROM, TO or None):
+    roscope.selector's selections (roscope.regex's syntax, the labels `check` and `why` match)."""
+    kind, a, b = selector.parse(text, f"metric {text!r}")
+    if kind not in METRIC_KINDS:
         raise InputError(f"metric {text!r}: give callback:REGEX, topic:REGEX or path:FROM->TO")
-    to = None
-    if kind == "path":
-        rest, sep, to = rest.partition("->")
-        if not sep or not rest or not to:
-            raise InputError(f"metric {text!r}: a path is path:FROM_REGEX->TO_REGEX")
-    if kind == "path":  # the data-flow search matches topics with roscope.regex (Rust's linear-time engine)
-        for r in (rest, to):
-            try:
-                regex.compile(r, None)
-            except InputError as exc:
-                raise InputError(f"metric {text!r}: {exc}") from None
-    else:
-        _check_re2(text, rest)
-    return kind, rest, to
-
-
-def _check_re2(metric: str, regex: str) -> None:
-    """Callback and topic metrics are matched by DuckDB's regexp_matches: RE2 syntax
-    (docs/dataset.md), e.g. \\pL or \\Q...\\E, which Python's `re` refuses."""
-    import duckdb
-
-    con = duckdb.connect(":memory:")
-    try:
-        con.execute("SELECT regexp_matches('', ?)", [regex]).fetchall()
-    except duckdb.InvalidInputException as exc:
-        raise InputError(f"metric {metric!r}: bad regular expression {regex!r} (RE2 syntax): "
-                         f"{str(exc).removeprefix('Invalid Input Error: ')}") from None
-    finally:
-        con.close()
+    return kind, a, b
 
 
 def _stats_sql(source: str) -> str:
@@ -164,23 +141,26 @@ def metric_values(dataset: str, metric: str, runs_: Sequence[str] | str | None =
         return chosen, values, notes
     con = duckdb.connect(":memory:")
     try:
-        need = ("callbacks", "nodes", "subscriptions", "callback_runs") if kind == "callback" else (
-            "publications", "publishers", "links", "callback_runs")
-        ds.register(con, dataset, ids, need)
+        need = ("callbacks", "processes", "nodes", "subscriptions", "services", "clients", "timers",
+                "callback_runs") if kind == "callback" else ("publications", "publishers", "links", "callback_runs")
+        files = [f for t in need for f in ds.table_files(dataset, t, ids)]
         try:
-            cur = con.execute(_stats_sql(_CALLBACKS if kind == "callback" else _TOPICS), {"re": a})
-        except duckdb.InvalidInputException as exc:
-            raise InputError(f"metric {metric!r}: {exc}") from None
+            ds.register(con, dataset, ids, need)
+            subjects = con.execute(_SUBJECTS[kind]).fetchall()
         except duckdb.Error as exc:
-            raise ds.read_error(exc, [f for t in need for f in ds.table_files(dataset, t, ids)], dataset) from None
+            raise ds.read_error(exc, files, dataset) from None
+        sel = selector.Selector(kind, a, f"metric {metric!r}")
+        hit = sel.pick({(r, i): label for r, i, label in subjects})
+        if not hit:
+            raise sel.nothing((label for _r, _i, label in subjects), f" of the {len(ids)} run(s)")
+        con.execute("CREATE TEMP TABLE _chosen AS SELECT unnest(?::VARCHAR[]) AS run, unnest(?::BIGINT[]) AS id",
+                    [[r for r, _i in hit], [i for _r, i in hit]])
+        try:
+            cur = con.execute(_stats_sql(_CALLBACKS if kind == "callback" else _TOPICS))
+        except duckdb.Error as exc:
+            raise ds.read_error(exc, files, dataset) from None
         cols = [d[0] for d in cur.description]
         values = {row[0]: dict(zip(cols[1:], row[1:])) for row in cur.fetchall()}
-        if not values:
-            seen = con.execute(_NAMES[kind], {"re": a}).fetchall()
-            if not any(hit for _n, hit in seen):
-                what = "callback (node, symbol or topic)" if kind == "callback" else "published topic"
-                raise InputError(f"metric {metric!r}: no {what} of the {len(ids)} run(s) matches {a!r} "
-                                 f"({kind}s: {names(n for n, _h in seen) or 'none'})")
     finally:
         con.close()
     return chosen, values, {}

@@ -391,6 +391,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<flow::FlowSearch>()?;
     m.add_class::<flow::CausalSearch>()?;
     m.add_function(wrap_pyfunction!(flow::overlapping_runs, m)?)?;
+    // The data-flow search's vocabularies, defined once in roscope-flow (roscope.choices reads them).
+    m.add("IMPLICIT_MODES", roscope_flow::Implicit::NAMES.to_vec())?;
+    m.add("FALLBACK_RULES", roscope_flow::FallbackRule::NAMES.to_vec())?;
     search::register(m)?;
     m.add_class::<ArrowTable>()?;
     kernel::register(m)?;

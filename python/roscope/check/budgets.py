@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from roscope import regex, yamlfile
+from roscope import choices, regex, yamlfile
 from roscope.check import infrastructure, units
 from roscope.check.units import COUNT, DURATION, RATE, SHARE, UnitError
 from roscope.errors import InputError
@@ -55,9 +55,10 @@ WHY_PARTS = {
 #: The options of a path (roscope.flow.FlowRequest's, and roscope.response_time's).
 PATH_KEYS = ("from", "to", "definition", "end", "case", "implicit", "fallback", "exclude", "uncertain", "deps",
              "all_paths")
-DEFINITIONS = ("dataflow", "caret")
-ENDS = ("callback_start", "callback_end")
-CASES = ("best", "worst", "all", "worst_with_external")
+#: The words each path key may take: roscope.choices', as `roscope flow`'s options.
+PATH_CHOICES = {"definition": choices.DEFINITIONS, "end": choices.CHOSEN_ENDS, "case": choices.CASES,
+                "implicit": choices.IMPLICIT_MODES, "fallback": choices.FALLBACK_RULES,
+                "uncertain": choices.UNCERTAIN_MODES}
 #: The comparisons a limit may make.
 OPS = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b, ">": lambda a, b: a > b,
        "==": lambda a, b: a == b}
@@ -242,9 +243,7 @@ def _path(f: _File, line: int, key: str, value, base_dir: str) -> tuple[tuple[st
             raise f.error(line, key, f"a path needs '{need}' (a regular expression of topics)")
     out: dict = {"from": _regex(f, m.line_of("from"), f"{key}.from", m["from"]),
                  "to": _regex(f, m.line_of("to"), f"{key}.to", m["to"])}
-    choices = {"definition": DEFINITIONS, "end": ENDS, "case": CASES, "implicit": ("auto", "all", "annotations", "none"),
-               "fallback": ("pairs", "pipelines", "timers"), "uncertain": ("keep", "drop")}
-    for k, allowed in choices.items():
+    for k, allowed in PATH_CHOICES.items():
         if k in m:
             if m[k] not in allowed:
                 raise f.error(m.line_of(k), f"{key}.{k}", f"{m[k]!r} is not one of {', '.join(allowed)}")

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from roscope import executor, percentiles, regex, response_time, sched, stats
+from roscope import choices, executor, percentiles, response_time, sched, selector, stats
 from roscope.check import infrastructure as infra
 from roscope.check.budgets import PATH_STATS, Budget, Limit, Measure
 from roscope.check.units import COUNT
@@ -116,20 +116,16 @@ class Context:
     def threads(self) -> list[dict]:
         if self._threads is None:
             self._threads = executor.threads(self.db)
-            nodes: dict = {}
-            for r in self.db.records("SELECT DISTINCT r.thread_id, c.node FROM callback_runs r "
-                                     "JOIN callbacks_info c USING (callback_id) WHERE c.node IS NOT NULL ORDER BY 1, 2"):
-                nodes.setdefault(r["thread_id"], []).append(r["node"])
+            nodes = selector.thread_nodes(self.db)
             for t in self._threads:
                 t["nodes"] = nodes.get(t["thread_id"], [])
         return self._threads
 
     @property
     def labels(self) -> dict[int, str]:
-        """callback_id -> its label (`node topic-or-timer symbol`, as `roscope why --callback` matches)."""
+        """callback_id -> its label (roscope.selector's `node topic-or-timer symbol`)."""
         if self._labels is None:
-            self._labels = {r["callback_id"]: r["label"] for r in self.db.records(
-                f"SELECT c.callback_id, {sched.CALLBACK_LABEL} AS label FROM callbacks_info c")}
+            self._labels = selector.callback_labels(self.db)
         return self._labels
 
     @property
@@ -227,8 +223,7 @@ def _errors(b: Budget, message: str, subject: str | None = None) -> list[Line]:
 
 
 def _matching(pattern: str, names: Sequence[str]) -> list[int]:
-    rx = regex.compile(pattern, "select")
-    return [i for i, n in enumerate(names) if n is not None and rx.search(n)]
+    return selector.Selector("topic", pattern, "select").pick(dict(enumerate(names)))
 
 
 def _shown(names) -> str:
@@ -255,8 +250,7 @@ def _no_runs(b: Budget, label: str, cid: int) -> list[Line]:
 def _callback(ctx: Context, b: Budget) -> list[Line]:
     labels, info = ctx.labels, ctx.callback_info
     rows = {r["callback_id"]: r for r in ctx.callbacks}
-    rx = regex.compile(b.select, "callback")
-    ids = [cid for cid, lab in labels.items() if rx.search(lab)]
+    ids = selector.Selector("callback", b.select, "callback").pick(labels)
     keep = ctx.keeps_infrastructure(b)
     dropped = [] if keep else [c for c in ids if info[c]["infrastructure"]]
     ids = [c for c in ids if c not in set(dropped)]
@@ -362,7 +356,7 @@ def path_values(db: Database, b: Budget) -> str:
     p = b.path_options
     if not p.get("definition"):
         return "SELECT 1 AS g, latency_ns AS x FROM data_flows"
-    case = next(c for c in response_time.CASES if c == p.get("case", "best"))  # one of roscope's own names
+    case = next(c for c in choices.CASES if c == p.get("case", choices.CASE_DEFAULT))  # one of roscope's own names
     # the cases `roscope flow --definition` leaves out of its statistics (a path's first output,
     # whose cycle may begin before the trace) are left out here too
     return f"SELECT 1 AS g, response_ns AS x FROM response_times WHERE \"case\" = '{case}' AND NOT left_out"
@@ -450,8 +444,8 @@ def _executor(ctx: Context, b: Budget) -> list[Line]:
     if not rows:
         return _errors(b, "no executor states in this trace (ros2_tracing records executor events from Humble on; "
                           "ROS 1 has none)")
-    rx = regex.compile(b.select, "executor")
-    hit = [t for t in rows if any(rx.search(n) for n in t["nodes"]) or rx.search(t["procname"] or "")]
+    sel = selector.Selector("executor", b.select, "executor")
+    hit = [t for t in rows if sel.matches_any(selector.executor_names(t))]
     if not hit:
         return _errors(b, f"no executor thread runs a node or is a process matching {b.select!r} (nodes: "
                           f"{_shown(n for t in rows for n in t['nodes'])})")

@@ -12,25 +12,35 @@ Arguments (argparse):
     int_range(lo, hi)             argparse ``type=`` for a bounded integer option
     number(unit, lo, hi)          argparse ``type=`` for every duration (and other real) option:
                                   roscope.numbers' one parser (finite, decimal, in [lo, hi])
-    window                        argparse ``type=`` for ``--window START:END`` (stats, flow, report):
-                                  (start ns, end ns or None) from the trace's start;
-                                  window_ns(window, db) places it in a database's trace time
+    add_window(parser, help)      ``--window START:END`` (stats, flow, report: every verb over a
+                                  stretch of the trace) -> args.window, (start ns, end ns or None)
+                                  from the trace's start, parsed by `window` (roscope.numbers.window);
+                                  window_ns(window, db, within=False) places it in a database's
+                                  trace time (roscope.numbers.window_in)
     regex                         argparse ``type=`` for a topic or callback regex: refused
                                   at once if roscope.regex (Rust's linear-time engine) cannot run it
     output_path, input_path       argparse ``type=`` for ``-o`` (refuses an empty path) and inputs:
                                   UTF-8 paths only (the core takes no other)
 
 Opening:
-    open_inputs(args, writable=False) -> roscope.database.Database
-        trace directories are loaded in memory; one .duckdb file is opened
-        read-only unless `writable` (several databases, or a database mixed with
-        traces, is an InputError); a trace directory holding several separate
-        recordings is refused unless --merge (check_recordings(args), roscope.recordings).
+    Inputs.of(args, **changes)    the typed value of what opening reads from the arguments
+                                  (paths, --merge, --run/--runs, --memory, --no-heuristics,
+                                  --no-sync; a verb without an option gets its default)
+    open_inputs(inputs, writable=False) -> roscope.database.Database
+        (`inputs`: an Inputs, or the parsed arguments) trace directories are loaded in
+        memory; one .duckdb file is opened read-only unless `writable` (several databases,
+        or a database mixed with traces, is an InputError); a trace directory holding
+        several separate recordings is refused unless --merge (check_recordings(inputs),
+        roscope.recordings).
 
 Progress (stderr, roscope.progress):
     progress(args, verb)          `with C.progress(args, "flow") as p:` around the work: the
                                   phase, how far, elapsed and left on a terminal (unless --json),
                                   or wherever --progress asks; closed (line cleared) before output
+    session(args, verb)           `with C.session(args, "why") as s: db = s.open_inputs(); ...`: the
+                                  progress (s.progress) and the database a verb opens; if the
+                                  work fails (Ctrl-C too), the progress line is closed and the
+                                  trace's warnings reported before the error goes on
 
 Reporting (stderr, the same for every verb; call it whether or not the verb failed):
     report(warnings, losses)      ``roscope: warning: ...`` lines for the trace's warnings
@@ -55,12 +65,13 @@ Output:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from roscope.errors import InputError
@@ -69,9 +80,9 @@ from roscope.text import TextOut, cell, clean, escape
 if TYPE_CHECKING:
     from roscope.database import Database
 
-__all__ = ["TextOut", "add_heuristics", "add_inputs", "add_json", "add_progress", "add_wide", "cell", "check_recordings", "clean", "escape", "int_range",
+__all__ = ["Inputs", "Session", "session", "TextOut", "add_heuristics", "add_inputs", "add_json", "add_progress", "add_wide", "cell", "check_recordings", "clean", "escape", "int_range",
            "input_path", "ms", "number", "open_inputs", "output_path", "pct", "print_json", "progress", "regex", "report", "report_from", "show", "size",
-           "warn", "width", "window", "window_ns"]
+           "warn", "width", "window", "window_ns", "add_window"]
 
 PROG = "roscope"
 
@@ -169,6 +180,49 @@ def progress(args, verb: str):
     return pg.Progress(pg.wanted(getattr(args, "progress", None), getattr(args, "json", False)), verb)
 
 
+class Session:
+    """A verb's work between opening its inputs and printing its result (`session`)."""
+
+    def __init__(self, args, verb: str, inputs: Inputs | None = None):
+        self._display = progress(args, verb)
+        self.inputs = inputs if inputs is not None else Inputs.of(args)
+        self.progress = self._display
+        self.db = None
+        self._opening = False
+
+    def __enter__(self) -> Session:
+        self.progress = self._display.__enter__()
+        return self
+
+    def opening(self) -> None:
+        """The phase "opening" (once: `open_inputs` starts it unless the verb did)."""
+        if not self._opening:
+            self._opening = True
+            self.progress.phase("opening")
+
+    def open_inputs(self, opener: Callable[[], Database] | None = None, *, writable: bool = False) -> Database:
+        """The verb's database (`open_inputs`, or `opener()`), in the phase "opening"."""
+        self.opening()
+        self.db = opener() if opener is not None else open_inputs(self.inputs, writable)
+        return self.db
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if kind is not None:   # the line cleared, then the trace's warnings, then the error
+            self.progress.close()
+            if self.db is not None:
+                report_from(self.db)
+        self._display.__exit__(kind, exc, tb)
+
+
+def session(args, verb: str, inputs: Inputs | None = None) -> Session:
+    """`with C.session(args, "why") as s:` around a verb's work: `s.progress` is its
+    progress display (`progress`), `s.open_inputs()` opens its inputs (`Inputs.of(args)`, or
+    `inputs`) as `s.db`. If the work raises (Ctrl-C too), the progress line is closed and
+    the database's warnings and losses are reported before the error goes on; on success
+    the verb reports them itself, after its output."""
+    return Session(args, verb, inputs)
+
+
 def int_range(lo: int, hi: int):
     """An argparse ``type=`` accepting integers in [lo, hi]."""
 
@@ -211,15 +265,21 @@ def window(text: str) -> tuple[int, int | None]:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def window_ns(window: tuple[int, int | None] | None, db: Database) -> tuple[int, int] | None:
-    """A ``--window`` (`window`'s value) in `db`'s trace time: (first + START, first + END),
-    END empty: past the last event. None without one."""
+def add_window(parser: argparse.ArgumentParser, help: str) -> None:  # noqa: A002
+    """``--window START:END`` (`window`), `help` saying what it selects."""
+    parser.add_argument("--window", type=window, metavar="START:END", help=help)
+
+
+def window_ns(window: tuple[int, int | None] | None, db: Database, *, within: bool = False) -> tuple[int, int] | None:
+    """A ``--window`` (`window`'s value) in `db`'s trace time (`roscope.numbers.window_in`):
+    (first + START, first + END), END empty: past the last event; `within`: a timeline's
+    window, starting within the trace and cut at its end. None without one."""
     if window is None:
         return None
+    from roscope import numbers
     from roscope import stats as st
     first, last = st.trace_span(db)
-    a, b = window
-    return first + a, (first + b if b is not None else last + 1)
+    return numbers.window_in(window, first, last, within=within)
 
 
 def regex(text: str) -> str:
@@ -260,16 +320,42 @@ def output_path(text: str) -> str:
 # ---------------------------------------------------------------- opening
 
 
-def open_inputs(args, writable: bool = False):
-    """The Database of `args.inputs`: traces loaded in memory, or one database
-    file, opened read-only unless `writable`."""
+@dataclasses.dataclass(frozen=True)
+class Inputs:
+    """What opening a verb's inputs reads from its arguments (`add_inputs`, `add_heuristics`),
+    as one typed value."""
+    paths: tuple[str, ...]
+    merge: bool = False
+    run: str | None = None
+    runs: str | None = None
+    memory: int | None = None
+    heuristics: bool = True
+    sync: bool = True
+
+    @classmethod
+    def of(cls, args, **changes) -> Inputs:
+        """The Inputs of parsed arguments (`args.inputs` and the options of `add_inputs` and
+        `add_heuristics` a verb has; the others their defaults), with `changes` (e.g. `paths`)."""
+        if isinstance(args, Inputs):
+            return dataclasses.replace(args, **changes)
+        given = vars(args)
+        made = cls(paths=tuple(given["inputs"]), merge=bool(given.get("merge", False)), run=given.get("run"),
+                   runs=given.get("runs"), memory=given.get("memory"),
+                   heuristics=not given.get("no_heuristics", False), sync=not given.get("no_sync", False))
+        return dataclasses.replace(made, **{k: tuple(v) if k == "paths" else v for k, v in changes.items()})
+
+
+def open_inputs(inputs, writable: bool = False):
+    """The Database of `inputs` (an `Inputs`, or parsed arguments): traces loaded in
+    memory, or one database file, opened read-only unless `writable`."""
     # Here, not at the top: `roscope info` starts without DuckDB.
     from roscope import dataset as _dataset
     from roscope import opening
     from roscope.database import is_db
 
-    paths = list(args.inputs)
-    selection = getattr(args, "run", None) or getattr(args, "runs", None)
+    inp = Inputs.of(inputs)
+    paths = list(inp.paths)
+    selection = inp.run or inp.runs
     if len(paths) == 1 and _dataset.is_dataset(paths[0]):
         chosen = _dataset.select(paths[0], selection)
         if len(chosen) != 1:
@@ -280,7 +366,7 @@ def open_inputs(args, writable: bool = False):
         if writable:
             raise InputError(f"{escape(paths[0])}: a dataset is read-only; load the run into a database "
                              "(`roscope load TRACE -o FILE`) to store results")
-        return opening.open(paths[0], runs=chosen, memory=getattr(args, "memory", None))
+        return opening.open(paths[0], runs=chosen, memory=inp.memory)
     if selection:
         raise InputError(f"{escape(paths[0])}: not a dataset; --run/--runs apply to a dataset (`roscope load --dataset DIR`)")
     dbs = [p for p in paths if is_db(p)]
@@ -292,22 +378,23 @@ def open_inputs(args, writable: bool = False):
             others = [p for p in paths if p not in dbs]
             raise InputError(f"{escape(dbs[0])} is a database and {escape(others[0])} is not: "
                              "give one database, or trace directories only")
-        if getattr(args, "no_heuristics", False):
+        if not inp.heuristics:
             warn(f"{dbs[0]}: --no-heuristics has no effect on a database (its links were made by `roscope load`)")
-        return opening.open(dbs[0], read_only=not writable, memory=getattr(args, "memory", None))
-    check_recordings(args)
-    return opening.open(paths, heuristics=not getattr(args, "no_heuristics", False), memory=getattr(args, "memory", None),
-                    sync=not getattr(args, "no_sync", False))
+        return opening.open(dbs[0], read_only=not writable, memory=inp.memory)
+    check_recordings(inp)
+    return opening.open(paths, heuristics=inp.heuristics, memory=inp.memory, sync=inp.sync)
 
 
-def check_recordings(args) -> None:
+def check_recordings(inputs) -> None:
     """Refuses an input directory that holds several separate recordings (roscope.recordings)
-    unless --merge: one line per recording, so that the user can pick one."""
-    if getattr(args, "merge", False):
+    unless --merge: one line per recording, so that the user can pick one. `inputs`: an
+    `Inputs`, or parsed arguments."""
+    inp = Inputs.of(inputs)
+    if inp.merge:
         return
     from roscope import recordings
 
-    for p in args.inputs:
+    for p in inp.paths:
         if not os.path.isdir(p):
             continue
         groups = recordings.separate([p])

@@ -111,7 +111,7 @@ def _check(args) -> int:
     junit = args.junit
     if junit:  # before any work
         files.check(junit, force=args.force, inputs=reads, what="JUnit XML file")
-    db = C.open_inputs(_Inputs(args, targets))
+    db = C.open_inputs(C.Inputs.of(args, paths=targets, runs=None))  # --runs: the baseline's runs
     try:  # with --baseline, each line keeps the values behind its statistic
         lines = measure.evaluate(db, spec.budgets, measure.Context(db, samples=bool(args.baseline),
                                                                    infrastructure=infra))
@@ -142,14 +142,6 @@ def _check(args) -> int:
         files.write_file(junit, output.junit(lines, budgets_file=spec.path, inputs=targets, seconds=time.monotonic() - t0,
                                              comparisons=comparisons, baseline=info), force=args.force, inputs=reads)
     return status
-
-
-class _Inputs:
-    """The arguments `commands._common.open_inputs` reads, for the inputs to check."""
-
-    def __init__(self, args, targets):
-        self.inputs, self.run, self.runs = list(targets), args.run, None
-        self.memory, self.no_heuristics, self.no_sync = args.memory, args.no_heuristics, args.no_sync
 
 
 def run(args) -> int:

@@ -125,16 +125,10 @@ def render_text(d: dict, out=None, wide: bool = False) -> None:
 def run(args) -> int:
     from roscope.commands.flow import open_for
 
-    with C.progress(args, "executor") as prog:
-        prog.phase("opening")
-        db = open_for(args)
-        try:
-            prog.phase("executor states and input waits")
-            d = collect(db, args.store)
-        except BaseException:
-            prog.close()
-            C.report_from(db)
-            raise
+    with C.session(args, "executor") as s:
+        db = s.open_inputs(lambda: open_for(args))
+        s.progress.phase("executor states and input waits")
+        d = collect(db, args.store)
     try:
         C.show(args, d, lambda r: render_text(r, wide=args.wide))
     finally:

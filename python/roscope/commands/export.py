@@ -58,23 +58,17 @@ def run(args) -> int:
 
     path, _fmt = output_of(args)  # one format today: perfetto
     files.check(path, force=args.force, inputs=args.inputs, what="Perfetto file")  # before any work
-    with C.progress(args, "export") as prog:
-        prog.phase("opening")
-        db = C.open_inputs(args)
-        try:
-            causal = None
-            if not args.no_causal:
-                from roscope import flow as fl
+    with C.session(args, "export") as s:
+        db = s.open_inputs()
+        causal = None
+        if not args.no_causal:
+            from roscope import flow as fl
 
-                prog.phase("causal links")
-                t = fl.causal_links(db)
-                causal = {k: t.column(k).to_numpy(zero_copy_only=False) for k in ("in_run_id", "out_publication_id")}
-            prog.phase("writing the Perfetto trace")
-            res = perfetto.export(db, path, causal=causal, force=args.force, inputs=args.inputs)
-        except BaseException:
-            prog.close()
-            C.report_from(db)
-            raise
+            s.progress.phase("causal links")
+            t = fl.causal_links(db)
+            causal = {k: t.column(k).to_numpy(zero_copy_only=False) for k in ("in_run_id", "out_publication_id")}
+        s.progress.phase("writing the Perfetto trace")
+        res = perfetto.export(db, path, causal=causal, force=args.force, inputs=args.inputs)
     C.report_from(db)
     print(f"perfetto: {C.escape(path)}: {res['slices']:,} callback runs, {res['publications']:,} publications, "
           f"{res['takes']:,} takes, {res['transport_flows']:,} transport and {res['causal_flows']:,} causal flows, "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+from roscope import choices
 from roscope.commands import _common as C
 from roscope.errors import InputError
 
@@ -42,31 +43,30 @@ def register(sub) -> None:
     p.add_argument("--path-name", action="append", metavar="NAME", help="with --paths: only this named path (repeatable)")
     p.add_argument("--message", type=C.int_range(0, 2**63 - 1), metavar="ID",
                    help="publication_id of the message whose flow graph to build")
-    p.add_argument("--implicit", choices=["auto", "all", "annotations", "none"], default="auto",
+    p.add_argument("--implicit", choices=choices.IMPLICIT_MODES, default=choices.IMPLICIT_DEFAULT,
                    help="intra-node dependencies: annotations where present and every callback pair elsewhere (auto), "
                         "every pair (all), annotations only, or none")
-    p.add_argument("--fallback", choices=["pairs", "pipelines", "timers"], default=None,
+    p.add_argument("--fallback", choices=choices.FALLBACK_RULES, default=None,
                    help="on nodes without annotations or --deps, which callback pairs are assumed to depend (auto): "
                         "every timer/subscription pair; the same but for two callbacks that each publish in most "
                         "of their runs (two pipelines; the default); or only subscriptions into timers "
                         "(docs/analyses.md has the measured precision and recall)")
-    p.add_argument("--definition", choices=["dataflow", "caret"],
+    p.add_argument("--definition", choices=choices.DEFINITIONS,
                    help="also show each path's response time under this definition, with CARET's cases (best, worst, "
                         "all, worst_with_external): dataflow = input's publishing callback start to output publication; "
                         "caret = input publication to the start (or, with --end callback_end, the end) of the callback "
                         "that received the output")
-    p.add_argument("--end", choices=["callback_start", "callback_end"],
+    p.add_argument("--end", choices=choices.CHOSEN_ENDS,
                    help="with --definition caret: where a path ends (default callback_start)")
-    p.add_argument("--window", type=C.window, metavar="START:END",
-                   help="the paths' statistics over the flows that end (their output's publication) in [START, END), in "
-                        "seconds from the trace's first event (as roscope stats --window; what roscope watch prints)")
+    C.add_window(p, "the paths' statistics over the flows that end (their output's publication) in [START, END), in "
+                    "seconds from the trace's first event (as roscope stats --window; what roscope watch prints)")
     p.add_argument("--exclude", action="append", metavar="RE", default=[],
-                   help="leave out topics and callbacks matching RE (callbacks by `node kind(topic)`, so a node name "
-                        "excludes its callbacks); repeatable; what was excluded is reported")
+                   help="leave out topics and callbacks matching RE (callbacks by label, `node topic-or-timer symbol`, "
+                        "so a node name excludes its callbacks); repeatable; what was excluded is reported")
     p.add_argument("--deps", metavar="FILE",
                    help="intra-node dependencies from `roscope deps` (source analysis) instead of the fallback on the "
                         "nodes it describes; annotations in the trace still win")
-    p.add_argument("--uncertain", choices=["keep", "drop"], default="keep",
+    p.add_argument("--uncertain", choices=choices.UNCERTAIN_MODES, default=choices.UNCERTAIN_MODES[0],
                    help="flows through an intra-node dependency that a race makes uncertain (a run of the callback "
                         "depended on overlapped, on another thread, the run that depends on it): keep them, flagged and "
                         "counted (default), or drop them")
@@ -117,10 +117,9 @@ def fl_caps() -> tuple[int, int]:
 
 def request_options(args) -> dict:
     """The `roscope.flow.FlowRequest` fields of the arguments other than --from/--to."""
-    from roscope import flow as fl
 
     return dict(
-        implicit=args.implicit, fallback=args.fallback or fl.FALLBACK_RULE, deps=args.deps,
+        implicit=args.implicit, fallback=args.fallback or choices.FALLBACK_RULE, deps=args.deps,
         exact_links=not args.no_exact_links, all_paths=args.all_paths, exclude=tuple(args.exclude),
         max_flows_per_output=args.max_flows_per_output or None, max_flows=args.max_flows or None,
         slice_publications=args.slice or None, store=args.store, definition=args.definition, end=args.end,
@@ -138,15 +137,9 @@ def _run_named(args) -> int:
     from roscope import paths as P
 
     pf = P.load(args.paths)  # read before the trace: a wrong file fails at once
-    with C.progress(args, "flow") as prog:
-        prog.phase("opening")
-        db = open_for(args)
-        try:
-            d = _named(args, prog, db, pf)
-        except BaseException:
-            prog.close()
-            C.report_from(db)
-            raise
+    with C.session(args, "flow") as s:
+        db = s.open_inputs(lambda: open_for(args))
+        d = _named(args, s.progress, db, pf)
     C.show(args, d, lambda r: _named_text(r, wide=args.wide))
     C.report(d["named_paths"][0]["warnings"] if d["named_paths"] else db.warnings, db.losses)
     return 0
@@ -297,24 +290,17 @@ def run(args) -> int:
         raise InputError("give --from and --to (topic regexes), or --message ID")
     if args.message is not None and (args.from_re is not None or args.to_re is not None):
         raise InputError("--message draws one message's graph: leave out --from and --to")
-    with C.progress(args, "flow") as prog:
+    with C.session(args, "flow") as s:
         # Started before the library is imported: the first line shows at once.
         from roscope import flow as fl
 
         req = request(args) if args.message is None else None
-        prog.phase("opening")
-        db = open_for(args)
-        try:
-            if req is None:
-                prog.phase("one message's graph")
-                g = fl.message_graph(db, args.message, slice_publications=args.slice or None)
-            else:
-                window = C.window_ns(args.window, db)
-                d = C.clean(fl.analyse(db, req, window))
-        except BaseException:
-            prog.close()
-            C.report_from(db)
-            raise
+        db = s.open_inputs(lambda: open_for(args))
+        if req is None:
+            s.progress.phase("one message's graph")
+            g = fl.message_graph(db, args.message, slice_publications=args.slice or None)
+        else:
+            d = C.clean(fl.analyse(db, req, C.window_ns(args.window, db)))
     if req is None:
         if args.json:
             C.print_json(g)

@@ -32,8 +32,7 @@ def register(sub) -> None:
     p.add_argument("--paths", metavar="FILE",
                    help="named paths (a paths file or CARET's architecture file, docs/paths.md) as the data-flow pairs, "
                         "instead of --from/--to or the automatic sources and sinks")
-    p.add_argument("--window", type=C.window, metavar="START:END",
-                   help="the timeline's window, in seconds from the trace's start (default: a window in the middle)")
+    C.add_window(p, "the timeline's window, in seconds from the trace's start (default: a window in the middle)")
     p.add_argument("--force", action="store_true", help="replace FILE if it exists")
     C.add_heuristics(p)
     C.add_progress(p)
@@ -41,9 +40,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from roscope import report, stats
+    from roscope import report
     from roscope.flow import FlowRequest
-    from roscope.report import queries
 
     if len(args.from_re) != len(args.to_re):
         raise InputError(f"give --from and --to in pairs ({len(args.from_re)} --from, {len(args.to_re)} --to)")
@@ -57,23 +55,14 @@ def run(args) -> int:
         named = paths.load(args.paths)  # read before the trace: a wrong file fails at once
     files.check(args.output, force=args.force, inputs=args.inputs, what="HTML file")  # before any work
     t0 = time.monotonic()
-    with C.progress(args, "report") as prog:
-        prog.phase("opening")
-        db = C.open_inputs(args)
-        try:
-            window = None
-            if args.window:
-                first, last = stats.trace_span(db)
-                window = queries.timeline_window(args.window, first, last)
-            if named is not None:
-                requests = [req for _named, req in paths.requests(named, db)]
-            prog.phase("building the report")
-            res = report.write(db, args.output, force=args.force, inputs=args.inputs, flows=requests, window=window,
-                               sources=list(args.inputs))
-        except BaseException:
-            prog.close()
-            C.report_from(db)
-            raise
+    with C.session(args, "report") as s:
+        db = s.open_inputs()
+        window = C.window_ns(args.window, db, within=True)
+        if named is not None:
+            requests = [req for _named, req in paths.requests(named, db)]
+        s.progress.phase("building the report")
+        res = report.write(db, args.output, force=args.force, inputs=args.inputs, flows=requests, window=window,
+                           sources=list(args.inputs))
     C.report_from(db)
     print(f"report: {C.escape(res['path'])} ({res['bytes'] / 1e6:.1f} MB, {time.monotonic() - t0:.1f} s)", file=sys.stderr)
     print(C.escape(os.path.abspath(res["path"])))

@@ -31,10 +31,9 @@ def register(sub) -> None:
     C.add_wide(p)
     C.add_heuristics(p)
     C.add_progress(p)
-    p.add_argument("--window", type=C.window, metavar="START:END",
-                   help="only the callback runs, publications, takes and deliveries that start in [START, END), in "
-                        "seconds from the trace's first event (exact to the ns, e.g. what `roscope watch --json` "
-                        "prints as stats_window; either side may be empty); rates per second of the window, no drops")
+    C.add_window(p, "only the callback runs, publications, takes and deliveries that start in [START, END), in "
+                    "seconds from the trace's first event (exact to the ns, e.g. what `roscope watch --json` "
+                    "prints as stats_window; either side may be empty); rates per second of the window, no drops")
     p.set_defaults(func=run)
 
 
@@ -174,25 +173,18 @@ def render_text(d: dict, out=None, wide: bool = False) -> None:
 def run(args) -> int:
     from roscope import stats_core
 
-    with C.progress(args, "stats") as prog:
-        prog.phase("opening")
+    with C.session(args, "stats") as s:
+        s.opening()
         # A short recording: its statistics from the core, without a database.
         parts = None
         if stats_core.applies(args.inputs, args.window):
-            C.check_recordings(args)
-            parts = stats_core.parts(args.inputs, heuristics=not args.no_heuristics,
-                                     sync=not getattr(args, "no_sync", False))
+            C.check_recordings(s.inputs)
+            parts = stats_core.parts(args.inputs, heuristics=s.inputs.heuristics, sync=s.inputs.sync)
         if parts is not None:
             d = document(**parts)
         else:
-            db = C.open_inputs(args)
-            try:
-                window = C.window_ns(args.window, db)
-                d = collect(db, window)
-            except BaseException:
-                prog.close()
-                C.report_from(db)
-                raise
+            db = s.open_inputs()
+            d = collect(db, C.window_ns(args.window, db))
     try:
         C.show(args, d, lambda r: render_text(r, wide=args.wide))
     finally:

@@ -23,7 +23,7 @@ def register(sub) -> None:
     )
     p.add_argument("dataset", metavar="DATASET", help="a dataset directory written by `roscope load --dataset`")
     p.add_argument("--metric", required=True, metavar="METRIC",
-                   help="callback:REGEX (callbacks whose node, symbol or topic matches; their runs pooled), "
+                   help="callback:REGEX (callbacks whose label, `node topic-or-timer symbol`, matches; their runs pooled), "
                         "topic:REGEX (latency of the matching topics' deliveries), or path:FROM->TO (end-to-end "
                         "latency of the data flows from topics matching FROM to topics matching TO, as `roscope flow`)")
     p.add_argument("--stat", choices=trend.TREND_STATS, default="p50", help="the statistic to follow (default %(default)s)")

@@ -31,9 +31,9 @@ def register(sub) -> None:
         "Without kernel data the scheduling split is not measured: shown as –, null in JSON (docs/analyses.md).",
     )
     C.add_inputs(p)
-    p.add_argument("--callback", metavar="RE",
-                   help="only callbacks whose name (node, topic or timer period, symbol) matches this regular "
-                        "expression")
+    p.add_argument("--callback", metavar="RE", type=C.regex,
+                   help="only callbacks whose label (`node topic-or-timer symbol`, roscope.selector) matches this "
+                        "regular expression")
     p.add_argument("--top", metavar="K", type=C.int_range(1, 1_000_000), default=10,
                    help="how many runs, waits and flows (default 10)")
     p.add_argument("--from", dest="from_re", metavar="RE",
@@ -172,15 +172,9 @@ def run(args) -> int:
         from roscope.flow import FlowRequest
 
         flows = (FlowRequest(args.from_re, args.to_re, all_steps=True), args.path)
-    with C.progress(args, "why") as prog:
-        prog.phase("opening")
-        db = C.open_inputs(args)
-        try:
-            d = collect(db, args.callback, args.top, flows)
-        except BaseException:
-            prog.close()
-            C.report_from(db)
-            raise
+    with C.session(args, "why") as s:
+        db = s.open_inputs()
+        d = collect(db, args.callback, args.top, flows)
     try:
         d["callback"] = args.callback
         C.show(args, d, lambda r: render_text(r, wide=args.wide))

@@ -1,17 +1,14 @@
 """Metrics of one trial from its trace, by name, through roscope's own analyses:
 a callback's duration or timer jitter (roscope.stats.callbacks), an end-to-end
 latency between topics (roscope.flow.data_flows), and an executor thread's
-utilization or state times (roscope.executor.threads). Values in ms (the trace's
-ns / 1e6); shares and counts as they are."""
+utilization or state times (roscope.executor.threads). Callbacks and executor
+threads are selected by roscope.selector (the labels `check` and `why` match).
+Values in ms (the trace's ns / 1e6); shares and counts as they are."""
 from __future__ import annotations
 
 import roscope
-from roscope import executor, percentiles, regex, stats
+from roscope import executor, percentiles, selector, stats
 from roscope.flow import FlowRequest, data_flows
-
-
-def _label(c: dict) -> str:
-    return f"{c.get('node') or ''} {c.get('kind') or ''}({c.get('topic') or ''}) {c.get('symbol') or ''}"
 
 
 def trace_metrics(trace_dir, metrics: dict) -> tuple[dict, list[str]]:
@@ -23,13 +20,15 @@ def trace_metrics(trace_dir, metrics: dict) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     db = roscope.open(str(trace_dir))
     try:
-        cbs = ths = None
+        cbs = ths = labels = None
         for name, m in wanted.items():
             if "executor" in m:
                 if ths is None:
-                    ths = executor.threads(db)
-                rx = regex.compile(m["executor"], f"metric {name}: executor")
-                hit = sorted((t for t in ths if rx.search(f"{t.get('procname') or ''} {t.get('pid')} {t.get('tid')}")),
+                    ths, nodes = executor.threads(db), selector.thread_nodes(db)
+                    for t in ths:
+                        t["nodes"] = nodes.get(t["thread_id"], [])
+                sel = selector.Selector("executor", m["executor"], f"metric {name}: executor")
+                hit = sorted((t for t in ths if sel.matches_any(selector.executor_names(t))),
                              key=lambda t: -(t.get("executing_ns") or 0))
                 if not hit:
                     warnings.append(f"metric {name}: no executor thread matches {m['executor']!r}")
@@ -42,9 +41,9 @@ def trace_metrics(trace_dir, metrics: dict) -> tuple[dict, list[str]]:
                 continue
             if "callback" in m:
                 if cbs is None:
-                    cbs = stats.callbacks(db)
-                rx = regex.compile(m["callback"], f"metric {name}: callback")
-                hit = [c for c in cbs if rx.search(_label(c))]
+                    cbs, labels = stats.callbacks(db), selector.callback_labels(db)
+                sel = selector.Selector("callback", m["callback"], f"metric {name}: callback")
+                hit = [c for c in cbs if sel.matches(labels.get(c["callback_id"]))]
                 if not hit:
                     warnings.append(f"metric {name}: no callback matches {m['callback']!r}")
                     continue

@@ -7,19 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from roscope.choices import DEFINITIONS, FALLBACK_RULE, FALLBACK_RULES, IMPLICIT_DEFAULT, IMPLICIT_MODES, UNCERTAIN_MODES, one_of
 from roscope.errors import InputError
 
-#: Intra-node dependency modes (`FlowRequest.implicit`).
-IMPLICIT_MODES = ("auto", "all", "annotations", "none")
-#: Which callback pairs of an undescribed node get a fallback edge under 'auto'
-#: (docs/analyses.md): every timer/subscription pair; the same but for two callbacks
-#: that each publish in most of their runs (two pipelines: the default, chosen by
-#: the precision and recall measured in bench/flow_truth.py); or only subscriptions
-#: into timers.
-FALLBACK_RULES = ("pairs", "pipelines", "timers")
-FALLBACK_RULE = "pipelines"
-#: What is done with the flows a race makes uncertain (`FlowRequest.uncertain`).
-UNCERTAIN_MODES = ("keep", "drop")
+# The vocabularies (implicit-dependency modes, fallback rules: which callback pairs of an
+# undescribed node get a fallback edge under 'auto', docs/analyses.md; uncertain modes;
+# response-time definitions) are roscope.choices', re-exported here for FlowRequest's users.
+__all__ = ["FALLBACK_RULE", "FALLBACK_RULES", "IMPLICIT_MODES", "UNCERTAIN_MODES", "FlowRequest"]
 #: The default caps (None: no cap). A cap that is reached is said in the summary
 #: (`outputs_capped`, `stopped_at`) and in its warnings.
 MAX_FLOWS_PER_OUTPUT = 10_000
@@ -66,7 +60,7 @@ class FlowRequest:
       on the topic (the paper's D_cp); `all_paths` keeps every path of an (input,
       output) message pair, not one flow per pair; `all_steps` keeps the steps of
       every flow, not only of each path's first;
-    - `exclude`: regexes of topics and callbacks (`node kind(topic)`) no flow may
+    - `exclude`: regexes of topics and callbacks (roscope.selector's label) no flow may
       pass through;
     - caps (None: no cap): `max_flows_per_output` candidates per output message,
       `max_flows` in all;
@@ -83,7 +77,7 @@ class FlowRequest:
 
     from_re: str
     to_re: str
-    implicit: str = "auto"
+    implicit: str = IMPLICIT_DEFAULT
     fallback: str = FALLBACK_RULE
     deps: object = None
     uncertain: str = "keep"
@@ -109,12 +103,11 @@ class FlowRequest:
             object.__setattr__(self, "exclude", tuple(self.exclude))
         if isinstance(self.deps, list):
             object.__setattr__(self, "deps", tuple(self.deps))
-        if self.implicit not in IMPLICIT_MODES:
-            raise InputError(f"unknown implicit-dependency mode {self.implicit!r} (one of {', '.join(IMPLICIT_MODES)})")
-        if self.fallback not in FALLBACK_RULES:
-            raise InputError(f"unknown fallback rule {self.fallback!r} (one of {', '.join(FALLBACK_RULES)})")
-        if self.uncertain not in UNCERTAIN_MODES:
-            raise InputError(f"unknown mode for uncertain flows {self.uncertain!r} (one of {', '.join(UNCERTAIN_MODES)})")
+        one_of(self.implicit, IMPLICIT_MODES, "implicit-dependency mode")
+        one_of(self.fallback, FALLBACK_RULES, "fallback rule")
+        one_of(self.uncertain, UNCERTAIN_MODES, "mode for uncertain flows")
+        if self.definition is not None:
+            one_of(self.definition, DEFINITIONS, "response-time definition")
         for name in ("max_flows_per_output", "max_flows"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 0):

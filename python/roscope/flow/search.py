@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from roscope import _core, progress, regex
+from roscope import _core, progress, regex, selector
 from roscope.deps.matching import trace_edges
 from roscope.deps.matching import warnings as deps_warnings
 from roscope.errors import NoTopicMatch
@@ -81,24 +81,19 @@ def _topic_mask(topics: list[str], pattern: str, option: str) -> list[bool]:
     return regex.compile(pattern, option).mask(topics)
 
 
-def _regexes(patterns, option: str) -> list[regex.Regex]:
-    if patterns is None:
-        return []
-    if isinstance(patterns, str):
-        patterns = [patterns]
-    return [regex.compile(p, option) for p in patterns]
-
-
-def _exclusions(ctx: FlowContext, exclude) -> tuple[list[bool] | None, list[bool] | None, dict]:
-    """Masks of the topics and callbacks (by label: `node kind(topic)`, so a node's
-    name excludes its callbacks) that `exclude` matches, and what they are."""
-    rxs = _regexes(exclude, "--exclude")
-    if not rxs:
+def _exclusions(db: Database, ctx: FlowContext, exclude) -> tuple[list[bool] | None, list[bool] | None, dict]:
+    """Masks of the topics (by name) and callbacks (by roscope.selector's label, `node
+    topic-or-timer symbol`, so a node's name excludes its callbacks) that `exclude`
+    matches, and what they are."""
+    sels = [selector.Selector("callback", p, "--exclude") for p in ([exclude] if isinstance(exclude, str)
+                                                                    else exclude or ())]
+    if not sels:
         return None, None, {"patterns": [], "topics": [], "callbacks": []}
-    labels = ctx.model.callback_labels
-    ex_t = [any(rx.search(t) for rx in rxs) for t in ctx.topics]
-    ex_c = [any(rx.search(c) for rx in rxs) for c in labels]
-    return ex_t, ex_c, {"patterns": [rx.pattern for rx in rxs],
+    by_id = selector.callback_labels(db)   # the model's callbacks are its rows 0..n-1 by callback_id
+    labels = [by_id.get(i) for i in range(len(ctx.model.callback_labels))]
+    ex_t = [any(s.matches(t) for s in sels) for t in ctx.topics]
+    ex_c = [any(s.matches(c) for s in sels) for c in labels]
+    return ex_t, ex_c, {"patterns": [s.pattern for s in sels],
                         "topics": [t for t, x in zip(ctx.topics, ex_t) if x],
                         "callbacks": [c for c, x in zip(labels, ex_c) if x]}
 
@@ -166,7 +161,7 @@ def _search(db: Database, req: FlowRequest, ctx: FlowContext | None) -> DataFlow
         raise NoTopicMatch(f"no topic matches --from {req.from_re!r} (topics: {shown})")
     if topics and not any(is_out):
         raise NoTopicMatch(f"no topic matches --to {req.to_re!r} (topics: {shown})")
-    ex_t, ex_c, excluded = _exclusions(ctx, req.exclude)
+    ex_t, ex_c, excluded = _exclusions(db, ctx, req.exclude)
     edges, deps_report, deps_callbacks, deps_unseen = _deps_edges(db, req.deps)
     options = _core.SearchOptions(
         is_input=is_in, is_output=is_out, implicit=req.implicit, fallback=req.fallback, exact_links=req.exact_links,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from roscope.errors import InputError
 from roscope.flavour import detect
 from roscope.percentiles import aggregates
 from roscope.trace import Trace
@@ -206,17 +205,6 @@ def timeline(con, lo: int, hi: int, limit: int) -> dict:
         ORDER BY r.start_ts LIMIT $n""", {"lo": lo, "hi": hi, "n": limit + 1})
     truncated = len(states) > limit or len(runs) > limit
     return {"lo": lo, "hi": hi, "states": states[:limit], "runs": runs[:limit], "truncated": truncated}
-
-
-def timeline_window(window: tuple[int, int | None], first: int, last: int) -> tuple[int, int]:
-    """The timeline's (start, end) ns of a `--window` (`roscope.numbers.window`: ns from the
-    trace's start, END None for its end): it must start within the trace; its end is cut
-    at the trace's end."""
-    a, b = window
-    span = last - first
-    if a > span:
-        raise InputError(f"--window: the window starts at {a / 1e9:g} s, after the trace's end ({span / 1e9:.3f} s long)")
-    return first + a, first + (span if b is None else min(b, span))
 
 
 # ---------------------------------------------------------------- data flows
