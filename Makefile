@@ -16,7 +16,7 @@ RUFF_PATHS := python tests bench tools examples instrument scripts
 CORE_SO  := python/roscope/_core.abi3.so
 RUST_SRC := Cargo.toml Cargo.lock pyproject.toml $(shell find crates -path crates/ctf/fuzz -prune -o \( -name '*.rs' -o -name Cargo.toml \) -print)
 
-.PHONY: setup build core demo lint test test-fast test-rust bench fuzz clean experiment
+.PHONY: setup build core demo lint test test-fast test-rust bench fuzz clean experiment dist
 
 setup:
 	bash scripts/setup.sh
@@ -29,6 +29,16 @@ $(CORE_SO): $(RUST_SRC)
 	@[ -x $(VENV)/bin/maturin ] || { echo "make: $(VENV) is not set up: run 'make setup' first" >&2; exit 1; }
 	$(VENV)/bin/maturin develop --release -q
 	@touch $@
+
+# The release build (docs/install.md): the wheel (the Rust core in release, the tracers' sources as
+# package data) and the sdist, into dist/. Built with the interpreter of make core, so that cargo
+# reuses its compiled dependencies.
+dist:
+	@[ -x $(VENV)/bin/maturin ] || { echo "make: $(VENV) is not set up: run 'make setup' first" >&2; exit 1; }
+	rm -rf dist
+	$(VENV)/bin/maturin build --release -q -i $(PY) --out dist
+	$(VENV)/bin/maturin sdist --out dist
+	@ls -l dist
 
 demo: setup
 	bash scripts/demo.sh

@@ -219,7 +219,7 @@ LAYERS = [
     ("base", ["roscope._core", "roscope.version", "roscope.errors", "roscope.files", "roscope.manifest",
               "roscope.flavour", "roscope.text", "roscope.trace", "roscope.processes", "roscope.record",
               "roscope.progress", "roscope.ros2_pip", "roscope.recordings", "roscope.yamlfile", "roscope.numbers",
-              "roscope.regex", "roscope.choices"]),
+              "roscope.regex", "roscope.choices", "roscope.extras"]),
     ("storage", ["roscope.memory", "roscope.database", "roscope.kernel", "roscope.loading", "roscope.dataset",
                  "roscope.opening", "roscope"]),
     ("analysis helpers", ["roscope.percentiles", "roscope.results", "roscope.overlaps", "roscope.deps.matching",

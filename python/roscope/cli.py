@@ -17,6 +17,7 @@ import traceback
 import roscope.commands as _commands
 from roscope import __version__
 from roscope.errors import UserError, interrupted, user_message
+from roscope.extras import missing_message
 from roscope.text import escape
 
 __all__ = ["UserError", "build_parser", "main"]
@@ -97,7 +98,7 @@ def _run(argv: list[str] | None, got: list[int]) -> int:
             return 130
         if not isinstance(exc, Exception):  # SystemExit and the like keep their meaning
             raise
-        msg = user_message(exc)
+        msg = user_message(exc) or missing_message(exc, getattr(args, "command", None))
         if msg is not None:
             print(f"roscope: error: {escape(msg)}", file=sys.stderr)
             return 1

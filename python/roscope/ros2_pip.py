@@ -37,11 +37,25 @@ from roscope.files import link_to, move_into, private_dir, remove_private_dir, t
 from roscope.processes import group
 from roscope.processes.identity import all_pids, cmdline
 
-#: Where `make setup` installs the distros (scripts/ros2_setup.sh), and where roscope's
-#: sources are (instrument/ros2), when it runs from its repository.
-REPO = Path(__file__).resolve().parents[2]
+#: Where `make setup` installs the distros (scripts/ros2_setup.sh), when it runs from its
+#: repository.
+PACKAGE = Path(__file__).resolve().parent
+REPO = PACKAGE.parents[1]
 ENVS_DIR = REPO / ".ros2"
-INSTRUMENT = REPO / "instrument" / "ros2"
+
+
+def _instrument_root() -> Path:
+    """The tracers' sources (instrument/): package data of an installed roscope (the
+    wheel's roscope/instrument), else the repository's."""
+    for d in (PACKAGE / "instrument", REPO / "instrument"):
+        if (d / "include" / "roscope").is_dir():
+            return d
+    return PACKAGE / "instrument"
+
+
+#: The sources of every tracer (instrument/), and of roscope's ROS 2 tracer (instrument/ros2).
+INSTRUMENT_ROOT = _instrument_root()
+INSTRUMENT = INSTRUMENT_ROOT / "ros2"
 HOOK_DIR = INSTRUMENT / "rclpy"
 BUILD_INFO = "build-info.json"
 #: Environment variables: a directory of environments (one per distro, like .ros2/), and
@@ -137,17 +151,28 @@ def _build_info(d: Path) -> dict | None:
     return info if isinstance(info, dict) and info.get("format") == "roscope-ros2-tracer" else None
 
 
-def sources_sha256() -> str:
-    """A hash of the tracer's sources, as instrument/ros2/standins.py records it in a build."""
+def files_sha256(files: Iterable[Path]) -> str:
+    """A hash of a tracer's source files (each one's name and bytes); "" when one cannot be read."""
     h = hashlib.sha256()
-    files = sorted((INSTRUMENT / "src").glob("*")) + [INSTRUMENT / "gen_tracetools.py",
-                                                      INSTRUMENT.parent / "include" / "roscope" / "roscope_attach_tp.h"]
     for f in files:
         try:
             h.update(f.name.encode() + b"\0" + f.read_bytes())
         except OSError:
             return ""
     return h.hexdigest()
+
+
+def sources_sha256() -> str:
+    """A hash of the tracer's sources, as instrument/ros2/standins.py records it in a build."""
+    return files_sha256(sorted((INSTRUMENT / "src").glob("*")) + [INSTRUMENT / "gen_tracetools.py",
+                                                                  INSTRUMENT_ROOT / "include" / "roscope" / "roscope_attach_tp.h"])
+
+
+def build_failure(p, timeout: float) -> str:
+    """Why a build (make, run by roscope.processes) failed: its last lines, else its status."""
+    lines = (p.stderr.strip() or p.stdout.strip()).splitlines()
+    return " / ".join(lines[-3:]) if lines else (f"exit status {p.returncode}" if p.returncode is not None
+                                                 else f"stopped after {timeout:g} s")
 
 
 def _current(d: Path, env: Ros2Env) -> dict | None:
@@ -172,9 +197,14 @@ def _current(d: Path, env: Ros2Env) -> dict | None:
 
 def _cache_dir(env: Ros2Env) -> Path:
     """The user's cache of builds for `env`, one per version of the tracer's sources."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "roscope" / "ros2-tracer"
+    base = cache_root() / "ros2-tracer"
     key = str(env.path.resolve()) + "\0" + (sources_sha256() if (INSTRUMENT / "src").is_dir() else "")
     return base / hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def cache_root() -> Path:
+    """The user's cache of roscope's builds ($XDG_CACHE_HOME/roscope, else ~/.cache/roscope)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "roscope"
 
 
 def preloadable(path: Path) -> bool:
@@ -183,7 +213,7 @@ def preloadable(path: Path) -> bool:
 
 
 #: A path make may see: its recipes pass variables through a shell unquoted.
-_MAKE_SAFE = re.compile(r"[A-Za-z0-9/_.+-]+")
+MAKE_SAFE = re.compile(r"[A-Za-z0-9/_.+-]+")
 
 
 def _interpreter_facts(env: Ros2Env) -> tuple[str, str]:
@@ -196,7 +226,7 @@ def _interpreter_facts(env: Ros2Env) -> tuple[str, str]:
     except OSError as e:
         raise Ros2Error(f"{py}: cannot run it ({e.strerror or e}): not a pip-installed ROS 2 environment") from None
     lines = p.stdout.split("\n")
-    if p.returncode != 0 or len(lines) < 2 or not lines[1].startswith(".") or not _MAKE_SAFE.fullmatch(lines[0] + lines[1]):
+    if p.returncode != 0 or len(lines) < 2 or not lines[1].startswith(".") or not MAKE_SAFE.fullmatch(lines[0] + lines[1]):
         how = f"no answer within {PYTHON_TIMEOUT_S:g} s" if p.returncode is None else "not a Python that says where its headers are"
         raise Ros2Error(f"{py}: {how}: not a pip-installed ROS 2 environment")
     return lines[0], lines[1]
@@ -211,11 +241,11 @@ def build_tracer(env: Ros2Env, out: Path) -> dict:
                         f"({INSTRUMENT}) are not here to build it")
     if shutil.which("make") is None:
         raise Ros2Error("building roscope's ROS 2 tracer needs 'make' (and gcc, g++, readelf, liblttng-ust-dev)")
-    if not _MAKE_SAFE.fullmatch(str(INSTRUMENT)):
+    if not MAKE_SAFE.fullmatch(str(INSTRUMENT)):
         raise Ros2Error(f"roscope's sources are at {INSTRUMENT}, a path make cannot be given safely "
                         "(letters, digits and / _ . + - only)")
     pyinc, ext = _interpreter_facts(env)
-    root = temp_root() if _MAKE_SAFE.fullmatch(temp_root()) else "/tmp"
+    root = temp_root() if MAKE_SAFE.fullmatch(temp_root()) else "/tmp"
     work = Path(private_dir(root, "roscope-ros2-build-"))
     try:
         link_to(work / "env", env.path)
@@ -228,11 +258,14 @@ def build_tracer(env: Ros2Env, out: Path) -> dict:
     finally:
         remove_private_dir(str(work))
     if info is None:
-        lines = (p.stderr.strip() or p.stdout.strip()).splitlines()
-        how = " / ".join(lines[-3:]) if lines else (f"exit status {p.returncode}" if p.returncode is not None
-                                                  else f"stopped after {BUILD_TIMEOUT_S} s")
-        raise Ros2Error(f"building roscope's ROS 2 tracer for {env.describe()} failed: {how}")
+        raise Ros2Error(f"building roscope's ROS 2 tracer for {env.describe()} failed: {build_failure(p, BUILD_TIMEOUT_S)}")
     return info
+
+
+def built_tracer(env: Ros2Env) -> Path | None:
+    """The directory of a current build of roscope's tracer for `env` (ENV/roscope or the
+    user's cache), or None: nothing is built."""
+    return next((d for d in (env.path / "roscope", _cache_dir(env)) if preloadable(d) and _current(d, env)), None)
 
 
 def tracer_for(env: Ros2Env) -> tuple[Path, dict]:
@@ -369,6 +402,8 @@ class Ros2Recording:
     tracer_dir: Path | None = None
     info: dict | None = None
     watch: TracerWatch | None = None
+    #: Which tracers the recording preloads and why (roscope.record.ros2.tracers).
+    choice: dict | None = None
 
     @classmethod
     def setup(cls, command: list[str] | None, explicit: str | None, preload: bool) -> Ros2Recording:

@@ -27,7 +27,13 @@ def _seconds(ns: int | None) -> str:
 
 
 def _ros2_tracer(m: dict, w) -> None:
-    """A pip-installed ROS 2's tracer in a recording: which, and the processes it could not record."""
+    """The tracers a recording preloaded (and why); a pip-installed ROS 2's tracer: which, and
+    the processes it could not record."""
+    t = m.get("tracer")
+    if isinstance(t, dict) and isinstance(t.get("preloaded"), list):
+        names = {"ros1": "roscope's ROS 1 tracer", "ros2-pypi": "roscope's ROS 2 tracer"}
+        used = ", ".join(names.get(str(n), C.escape(str(n))) for n in t["preloaded"]) or "none of roscope's"
+        w(f"  tracers preloaded: {used} ({C.escape(str(t.get('why') or '?'))})\n")
     r = m.get("ros2")
     if not isinstance(r, dict):
         return

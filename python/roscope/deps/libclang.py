@@ -8,6 +8,7 @@ import ctypes.util
 from collections.abc import Sequence
 
 from roscope.errors import InputError, UserError
+from roscope.extras import install_hint
 
 #: clang.cindex once `cindex()` loaded it (the other modules of the package read it as `libclang.CI`).
 CI = None
@@ -21,8 +22,8 @@ def cindex():
     try:
         import clang.cindex as ci
     except ImportError:
-        raise UserError("roscope deps needs libclang's Python package: install it with "
-                        "`pip install libclang` (scripts/setup.sh does)") from None
+        raise UserError(f"roscope deps needs libclang's Python package: install it with "
+                        f"`{install_hint('clang')}` (scripts/setup.sh does)") from None
     try:
         lib = ci.conf.lib
     except Exception as exc:  # LibclangError: the shared library cannot be loaded

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from roscope.record.options import RecordOptions
-from roscope.record.tracer import find_tracer
+from roscope.record.tracer import find_tracer, ros1_wanted
 from roscope.ros2_pip import HOOK_VAR, Ros2Recording, TracerWatch
 
 #: What a process started elsewhere needs in its environment to be traced with roscope's ROS 2 tracer.
@@ -18,10 +18,22 @@ EXPORTED = ("LD_PRELOAD", "PYTHONPATH", HOOK_VAR, "ROSCOPE_RECORD_ID")
 def tracers(opts: RecordOptions, command: list[str] | None) -> tuple[Path | None, Ros2Recording]:
     """(the ROS 1 tracer library, the pip-installed ROS 2's side) a recording preloads: with
     roscope's ROS 2 tracer (the command's environment, or --ros2), the ROS 1 tracer only when
-    asked for (--tracer); with --no-preload, neither."""
+    asked for (--tracer); else the ROS 1 tracer when the command needs it (ros1_wanted:
+    nothing of roscope's for a stock ROS 2); with --no-preload, neither. Which one and why
+    is kept in `ros2.choice` (the manifest's "tracer")."""
     ros2 = Ros2Recording.setup(command, opts.ros2, opts.preload)
-    ros1 = opts.preload and (not ros2.preload or opts.tracer is not None)
-    return (find_tracer(opts.tracer) if ros1 else None), ros2
+    if not opts.preload:
+        ros1, why = False, "--no-preload"
+    elif opts.tracer is not None:
+        ros1, why = True, "--tracer"
+    elif ros2.preload:
+        ros1, why = False, f"{ros2.env.describe() if ros2.env else 'ROS 2'} from PyPI"
+    else:
+        ros1, why = ros1_wanted(command)
+    tracer = find_tracer(opts.tracer) if ros1 else None
+    used = [n for n, on in (("ros1", tracer is not None), ("ros2-pypi", bool(ros2.preload))) if on]
+    ros2.choice = {"preloaded": used, "why": why, "ros1_library": str(tracer) if tracer else None}
+    return tracer, ros2
 
 
 def exports(ros2: Ros2Recording, name: str) -> dict | None:

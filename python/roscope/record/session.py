@@ -125,6 +125,7 @@ class Recording:
             self._old_handlers[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, self._on_usr1)
             self.manifest = base_manifest(self.out, self.name, self.opts, self.tracer, self.command)
             self.manifest["ros2"] = self.ros2.manifest()
+            self.manifest["tracer"] = self.ros2.choice
             self.manifest.update(mode=self.mode, owner=identity(os.getpid()))
             write_manifest(self.out, self.manifest)
             self._claim_name()

@@ -18,6 +18,7 @@ import os
 import shutil
 
 from roscope import files
+from roscope.extras import install_hint
 from roscope.processes import group
 from roscope.report.html import esc
 from roscope.text import escape
@@ -245,7 +246,7 @@ def path_graph(step_lists: list[list[dict]], labels: dict[int, str]) -> str:
     larger), or a note saying why it could not be drawn."""
     if graphviz is None:
         return ('<p class="note">The data-flow graph is not drawn: the <code>graphviz</code> Python package is not '
-                "installed (pip install graphviz).</p>")
+                f"installed ({install_hint('graphviz')}).</p>")
     g, nodes, edges = dot_graph(step_lists, labels)
     if not nodes:
         return '<p class="note">No path to draw.</p>'

