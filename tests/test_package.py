@@ -9,10 +9,12 @@ a cache of downloaded wheels (pip download once, then --no-index). In it: `rosco
 `roscope record` of the ROS 1 example (the ROS 1 tracer built from the wheel's sources into a
 fresh cache on first use), of the rclpy example (ROS 2 Jazzy from PyPI: roscope's ROS 2 tracer,
 built from the wheel's sources too) and of a stock ros2_tracing system (ros2sim, with the
-ROS_VERSION=2 a sourced ROS 2 leaves: nothing of roscope's preloaded); then stats, flow, check and
-info on each, exit 0, stats and flow equal to the checkout's on the same trace; the pytest plugin
-loads. Cost: ~2.5 min with a cached wheel (three 2-4 s recordings and their starts, two tracer
-builds, the venv), plus the wheel's build when the sources changed."""
+ROS_VERSION=2 a sourced ROS 2 leaves: nothing of roscope's preloaded); then stats, flow, executor,
+why, check and info on each, exit 0, and all but check and info equal to the checkout's on the same
+trace; a verb whose extra is missing names it; the pytest plugin loads. Cost here: ~2 min (the venv
+and its install ~35 s, the three recordings ~40 s, the analyses ~30 s), plus ~10-60 s for the
+wheel's build when its sources changed (after make core), plus ~30 s once per version of the
+tracers' sources to build them (cached in ~/.cache/roscope/test-package/xdg)."""
 from __future__ import annotations
 
 import hashlib
@@ -252,9 +254,9 @@ def _untimed(text: str) -> str:
 
 
 ANALYSES = {
-    "ros1": [["stats"], ["flow", "--from", "^/lidar$", "--to", "^/lidar_filtered$"]],
-    "rclpy": [["stats"], ["flow", "--from", "^/(lidar|imu)$", "--to", "^/cmd$"]],
-    "stock": [["stats"], ["flow", "--from", "^/raw$", "--to", "^/filtered$"]],
+    "ros1": [["stats"], ["flow", "--from", "^/lidar$", "--to", "^/lidar_filtered$"], ["executor"], ["why", "--top", "3"]],
+    "rclpy": [["stats"], ["flow", "--from", "^/(lidar|imu)$", "--to", "^/cmd$"], ["executor"], ["why", "--top", "3"]],
+    "stock": [["stats"], ["flow", "--from", "^/raw$", "--to", "^/filtered$"], ["executor"], ["why", "--top", "3"]],
 }
 BUDGETS = {"ros1": "^/lidar$", "rclpy": "^/imu$", "stock": "^/raw$"}
 
