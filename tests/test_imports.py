@@ -248,3 +248,34 @@ def test_each_module_imports_only_its_layer_and_those_below():
     up = sorted((m, t) for m, ts in g.items() for t in ts if layer(t) > layer(m))
     assert not up, "imports of a higher layer:\n" + "\n".join(
         f"  {m} ({LAYERS[layer(m)][0]}) -> {t} ({LAYERS[layer(t)][0]})" for m, t in up)
+
+
+def diagram() -> str:
+    """README.md's drawing of the layers, top layer first, made from LAYERS: each
+    module as its file (`stats.py`) or package (`flow/`), the Rust core last."""
+    width, indent = 104, 18
+    lines = []
+    for name, prefixes in reversed(LAYERS):
+        words = []
+        for p in prefixes:
+            if p == f"{PACKAGE}._core":
+                continue
+            rel = "__init__" if p == PACKAGE else p[len(PACKAGE) + 1:].replace(".", "/")
+            words.append(f"{rel}/" if os.path.isdir(os.path.join(REPO, "python", PACKAGE, rel)) else f"{rel}.py")
+        line = name.ljust(indent)
+        for w in words:
+            if len(line) + len(w) > width and line.strip() != name:
+                lines.append(line.rstrip())
+                line = " " * indent
+            line += w + "  "
+        lines.append(line.rstrip())
+    lines.append("Rust core".ljust(indent) + "roscope._core (crates/roscope-py) <- flow <- model <- ctf")
+    return "\n".join(lines)
+
+
+def test_readme_draws_the_layers_as_they_are():
+    """The drawing in README.md's Architecture section is LAYERS (print `diagram()`
+    to renew it), so that a module placed here is drawn there."""
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    assert "```\n" + diagram() + "\n```" in readme, "README.md's layers drawing should be:\n" + diagram()
