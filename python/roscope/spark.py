@@ -10,28 +10,40 @@
   computes the data flows of one `roscope.flow.FlowRequest` and their path
   statistics with roscope's Rust core (`trend.run_flows`), as `roscope trend
   --metric path:` does run by run.
-- `session(master="local[2]")`: a SparkSession set up for roscope (partition
-  columns read as strings, no UI, executors on this Python).
+- `session(master="local[2]", conf=None)`: a SparkSession set up for roscope (partition
+  columns read as strings, no UI, executors on this Python unless PYSPARK_PYTHON says
+  otherwise); `running(master, conf)`: the same, stopped at the end unless the caller
+  already had one running (what the `roscope spark` verbs use).
+- `standalone(workdir)`: a Spark standalone cluster on this machine (a master and
+  workers from Spark's own `spark-class`, bound to 127.0.0.1), stopped on exit: for
+  tests, benchmarks, and trying a cluster out (docs/spark.md).
 
 Needs `pyspark` (3.3 or newer, for ``percentile_cont ... WITHIN GROUP``) and a
 Java runtime (`scripts/setup.sh` installs both). On a cluster, give the master
 (``yarn``, ``k8s://...``, ``spark://...``), keep the dataset on storage every
-executor sees, and install roscope on the executors (docs/dataset.md).
+executor sees, and install or ship roscope to the executors (docs/spark.md).
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shutil
+import socket
 import sys
 import time
+import urllib.request
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from roscope import dataset as ds
 from roscope import dataset_queries as Q
 from roscope import trend
 from roscope.errors import InputError, UserError, user_message
 from roscope.flow import FlowRequest
+from roscope.processes import group
 from roscope.text import clean
 
 
@@ -57,13 +69,47 @@ MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|local-cluster\[[1-9]
                     r"|spark://[^\s/,:]+(:\d+)?(,[^\s/,:]+(:\d+)?)*|(mesos|k8s)://\S+")
 
 
-def session(master: str = "local[2]", app: str = "roscope", conf: dict | None = None):
-    """A SparkSession for roscope's jobs (`getOrCreate`: an existing session is reused).
-    A master URL Spark does not know, or a Spark that does not start, is a UserError."""
+def check_master(master: str) -> str:
+    """`master` if Spark knows such a master URL, else an InputError saying what it takes."""
     if not isinstance(master, str) or not MASTER.fullmatch(master):
         raise InputError(f"--master {master!r}: not a Spark master URL; give local[N], local[*], spark://HOST:PORT, "
                          "yarn, k8s://URL or mesos://URL")
+    return master
+
+
+#: A Spark setting's name (Spark's own all begin with ``spark.``; ``spark.hadoop.*`` reach Hadoop).
+CONF_KEY = re.compile(r"spark\.[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*")
+
+
+def parse_conf(items: Sequence[str]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` arguments as {KEY: VALUE}; a key that is not a Spark setting's
+    name, or an item without ``=``, is an InputError naming it."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not CONF_KEY.fullmatch(key):
+            raise InputError(f"--conf {item!r}: not KEY=VALUE with a Spark setting as KEY (spark.NAME, e.g. "
+                             "spark.executor.memory=2g)")
+        if key in out and out[key] != value:
+            raise InputError(f"--conf {key} given twice ({out[key]!r} and {value!r})")
+        out[key] = value
+    return out
+
+
+def session(master: str = "local[2]", app: str = "roscope", conf: dict | None = None):
+    """A SparkSession for roscope's jobs (`getOrCreate`: an existing session is reused, if
+    it runs on `master`). A master URL Spark does not know, a setting that is not a Spark
+    setting, a session of this process on another master, or a Spark that does not start,
+    is a UserError."""
+    check_master(master)
+    for k, v in (conf or {}).items():
+        if not isinstance(k, str) or not CONF_KEY.fullmatch(k) or not isinstance(v, str):
+            raise InputError(f"Spark setting {k!r}={v!r}: the name must be spark.NAME and the value a string")
     check()
+    # The executors' Python: Spark's spark.pyspark.python reaches a driver only through spark-submit;
+    # a driver that is this Python reads PYSPARK_PYTHON when its context starts.
+    if (conf or {}).get("spark.pyspark.python"):
+        os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -88,8 +134,27 @@ def session(master: str = "local[2]", app: str = "roscope", conf: dict | None = 
         spark = b.getOrCreate()
     except PySparkRuntimeError as exc:  # e.g. JAVA_GATEWAY_EXITED: Java printed why on stderr
         raise UserError(f"Spark did not start with --master {master} ({exc}); see Spark's own messages above") from None
+    if spark.sparkContext.master != master:  # getOrCreate gave this process's running session
+        raise UserError(f"this process already runs a Spark session on {spark.sparkContext.master}; it cannot also "
+                        f"run one on {master} (stop that session first)")
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextlib.contextmanager
+def running(master: str = "local[2]", conf: dict | None = None):
+    """`session(master, conf)` for the block; stopped at its end unless this process already
+    had a session running (the caller's, reused: left to the caller to stop)."""
+    check()
+    from pyspark.sql import SparkSession
+
+    before = SparkSession.getActiveSession()
+    spark = session(master, conf=conf)
+    try:
+        yield spark
+    finally:
+        if before is None:
+            spark.stop()
 
 
 def register(spark, dataset: str, run_ids: Sequence[str], tables: Sequence[str]) -> None:
@@ -167,8 +232,7 @@ def load(traces: Sequence[str], dataset: str, run_ids: Sequence[str] | None = No
     jobs = [{"traces": [t], "dataset": dataset, "run_id": r, "config": config, "commit": commit, "force": force}
             for t, r in zip(traces, run_ids)]
     spark = spark or session(master)
-    rdd = spark.sparkContext.parallelize(jobs, numSlices=len(jobs))
-    return rdd.map(_load_task).collect()
+    return _collect(spark, spark.sparkContext.parallelize(jobs, numSlices=len(jobs)).map(_load_task))
 
 
 def _flows_task(job: dict) -> dict:
@@ -188,4 +252,123 @@ def flows(dataset: str, request: FlowRequest, runs=None, *, spark=None, master: 
     chosen = ds.select(dataset, runs)
     jobs = [{"dataset": os.path.abspath(dataset), "run": r, "request": request} for r in chosen]
     spark = spark or session(master)
-    return spark.sparkContext.parallelize(jobs, numSlices=len(jobs)).map(_flows_task).collect()
+    return _collect(spark, spark.sparkContext.parallelize(jobs, numSlices=len(jobs)).map(_flows_task))
+
+
+def _collect(spark, rdd) -> list:
+    """The results of roscope's tasks; executors whose Python cannot run them are a UserError
+    saying which Python and what it needs (instead of Spark's Java stack)."""
+    try:
+        return rdd.collect()
+    except Exception as exc:
+        text, python = str(exc), spark.sparkContext.pythonExec
+        if "No module named 'roscope" in text:
+            raise UserError(f"the Spark executors' Python ({python}) cannot import roscope: install the same roscope "
+                            "there, or ship it with the job (spark.archives: docs/spark.md)") from None
+        if "Cannot run program" in text:
+            raise UserError(f"the Spark executors cannot run their Python {python!r} (PYSPARK_PYTHON or "
+                            "spark.pyspark.python: a path that exists on every executor; docs/spark.md)") from None
+        raise
+
+
+@dataclass
+class Cluster:
+    """A Spark standalone cluster started by `standalone`: its master URL, the master's
+    web UI (``UI/json/`` describes the cluster), and the started processes
+    (roscope.processes.group: each a process group with all it made, executors included)."""
+    url: str
+    ui: str
+    master: object
+    workers: list
+
+    def state(self) -> dict:
+        """The master's own description of the cluster (its ``/json/``)."""
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1: never through a proxy
+        with opener.open(self.ui + "/json/", timeout=5) as r:
+            return json.load(r)
+
+
+def spark_home() -> str:
+    """SPARK_HOME, else the pyspark package (a pip install of pyspark is a whole Spark)."""
+    check()
+    import pyspark
+
+    home = os.environ.get("SPARK_HOME") or os.path.dirname(os.path.abspath(pyspark.__file__))
+    if not os.path.isfile(os.path.join(home, "bin", "spark-class")):
+        raise SparkUnavailable(f"{home}: no bin/spark-class in this Spark (SPARK_HOME or the pyspark package)")
+    return home
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _wait(what: str, ready, procs: list, deadline: float) -> None:
+    """Polls `ready()` until true; a process of `procs` that ended, or the deadline, is a UserError
+    naming its log."""
+    while True:
+        for p in procs:
+            if not p.alive():
+                raise UserError(f"Spark's {p.name} ended (exit status {p.popen.returncode}) before {what}; its log: {p.log}")
+        try:
+            if ready():
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise UserError(f"{what}: not within the time allowed; the logs: {', '.join(str(p.log) for p in procs)}")
+        time.sleep(0.25)
+
+
+MEMORY = re.compile(r"[1-9]\d*[mMgG]")
+
+
+@contextlib.contextmanager
+def standalone(workdir: str, workers: int = 2, cores: int = 1, memory: str = "1g", timeout: float = 120.0):
+    """A Spark standalone cluster on this machine for the block: a master and `workers`
+    workers (`cores` cores and `memory` each) started with Spark's own ``spark-class``,
+    all bound to 127.0.0.1 on free ports, their logs and work directories in `workdir`;
+    executors run PYSPARK_PYTHON (default: this Python, so they import this roscope).
+    Yields a Cluster once every worker has registered (within `timeout` seconds, else a
+    UserError); stops every process of the cluster at the end, whatever happened."""
+    if not (1 <= workers <= 64 and 1 <= cores <= 1024 and isinstance(memory, str) and MEMORY.fullmatch(memory)):
+        raise InputError(f"standalone cluster: workers {workers!r} (1 to 64), cores {cores!r} (1 to 1024), "
+                         f"memory {memory!r} (e.g. 1g, 512m)")
+    cls = os.path.join(spark_home(), "bin", "spark-class")
+    work = Path(workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "SPARK_HOME": os.path.dirname(os.path.dirname(cls)), "SPARK_LOCAL_IP": "127.0.0.1",
+           "SPARK_LOG_DIR": str(work), "SPARK_LOCAL_DIRS": str(work / "local"),
+           "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
+    port, ui = _free_port(), _free_port()
+    url = f"spark://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    started: list = []
+    try:
+        started.append(group.start("spark-master", [cls, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                                    "--port", str(port), "--webui-port", str(ui)],
+                                   env=env, log=work / "master.log"))
+        cluster = Cluster(url, f"http://127.0.0.1:{ui}", started[0], [])
+        _wait(f"the Spark master listened on {url}", lambda: _listening(port) and _listening(ui), started, deadline)
+        for i in range(workers):
+            wd = work / f"worker-{i + 1}"
+            wd.mkdir(exist_ok=True)
+            started.append(group.start(f"spark-worker-{i + 1}",
+                                       [cls, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                                        "--webui-port", "0", "--cores", str(cores), "--memory", memory,
+                                        "--work-dir", str(wd), url], env=env, log=work / f"worker-{i + 1}.log"))
+        cluster.workers = started[1:]
+        _wait(f"{workers} Spark workers registered with {url}",
+              lambda: cluster.state().get("aliveworkers", 0) >= workers, started, deadline)
+        yield cluster
+    finally:
+        for p in reversed(started):
+            group.stop(p, 5.0)

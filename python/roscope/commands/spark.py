@@ -16,13 +16,13 @@ from roscope.errors import InputError
 def register(sub) -> None:
     p = sub.add_parser("spark", help="dataset statistics on Apache Spark; load many traces as Spark tasks",
                        description="Runs roscope's dataset jobs on Spark (pyspark and Java; `make setup` installs them). "
-                       "--master local[2] runs on this machine; on a cluster give yarn, k8s://... or spark://... "
-                       "(docs/dataset.md).")
+                       "--master local[2] runs on this machine; on a cluster give yarn, k8s://... or spark://..., "
+                       "with --conf for what the cluster needs (docs/spark.md).")
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
     s = verbs.add_parser("stats", help="per run: callback durations and topic latencies, on Spark")
     s.add_argument("dataset", metavar="DATASET")
     s.add_argument("--runs", metavar="GLOB", action="append", help="only these runs (ids or shell patterns; repeatable)")
-    s.add_argument("--master", default="local[2]", help="Spark master (default %(default)s)")
+    _spark_options(s)
     C.add_json(s)
     s.set_defaults(func=run_stats)
     f = verbs.add_parser("flow", help="per run: data flows and path statistics (roscope flow), one Spark task per run")
@@ -30,7 +30,7 @@ def register(sub) -> None:
     f.add_argument("--from", dest="from_re", required=True, help="regex of input topics")
     f.add_argument("--to", dest="to_re", required=True, help="regex of output topics")
     f.add_argument("--runs", metavar="GLOB", action="append", help="only these runs (ids or shell patterns; repeatable)")
-    f.add_argument("--master", default="local[2]", help="Spark master (default %(default)s)")
+    _spark_options(f)
     C.add_json(f)
     f.set_defaults(func=run_flow)
     ld = verbs.add_parser("load", help="load trace directories into a dataset, one Spark task per run")
@@ -41,9 +41,16 @@ def register(sub) -> None:
     ld.add_argument("--config", action="append", metavar="KEY=VAL", default=[], help="stored with every run (repeatable)")
     ld.add_argument("--commit", metavar="REV", help="the traced system's version, stored with every run")
     ld.add_argument("--force", action="store_true", help="replace runs of the same ids")
-    ld.add_argument("--master", default="local[2]", help="Spark master (default %(default)s)")
+    _spark_options(ld)
     C.add_json(ld)
     ld.set_defaults(func=run_load)
+
+
+def _spark_options(p) -> None:
+    p.add_argument("--master", default="local[2]", help="Spark master (default %(default)s): local[N], spark://HOST:PORT, "
+                   "yarn, k8s://URL")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting (repeatable), e.g. spark.executor.memory=2g, spark.archives=env.tar.gz#env")
 
 
 def run_stats(args) -> int:
@@ -51,14 +58,13 @@ def run_stats(args) -> int:
     from roscope import spark
     from roscope.commands.dataset import render_stats
 
+    conf = spark.parse_conf(args.conf)
+    spark.check_master(args.master)
     chosen = ds.select(args.dataset, args.runs)
     t0 = time.perf_counter()
-    sp = spark.session(args.master)
-    t1 = time.perf_counter()
-    try:
+    with spark.running(args.master, conf) as sp:
+        t1 = time.perf_counter()
         res = spark.stats(args.dataset, chosen, spark=sp)
-    finally:
-        sp.stop()
     d = {"engine": f"spark {args.master}", "runs": len(chosen), "seconds": time.perf_counter() - t0,
          "session_seconds": t1 - t0, **res}
     C.show(args, d, render_stats)
@@ -66,16 +72,15 @@ def run_stats(args) -> int:
 
 
 def _per_run(args, work):
-    """Runs `work(session)` (one Spark task per run) in a session of `args.master`;
+    """Runs `work(session)` (one Spark task per run) in a session of `args.master` (and --conf);
     returns (each run's result, seconds, the failed ones), printed as JSON with --json."""
     from roscope import spark
 
+    conf = spark.parse_conf(args.conf)
+    spark.check_master(args.master)
     t0 = time.perf_counter()
-    sp = spark.session(args.master)
-    try:
+    with spark.running(args.master, conf) as sp:
         res = work(sp)
-    finally:
-        sp.stop()
     dt = time.perf_counter() - t0
     if args.json:
         C.print_json({"dataset": args.dataset, "seconds": dt, "runs": res})
