@@ -92,4 +92,4 @@ experiment: setup
 	$(VENV)/bin/roscope experiment run examples/ros1_manipulation/experiment.yaml -o $(EXPERIMENT_OUT)
 
 clean:
-	rm -rf target $(VENV) python/roscope/*.so
+	rm -rf target $(VENV) python/roscope/*.so dist
