@@ -5,7 +5,8 @@ example (four processes: three nodes composed with intra-process communication o
 MultiThreadedExecutor, a lifecycle node with a service, an action server and client) under
 rclcpp's own tracepoints (ros2_tracing's, reaching LTTng through roscope's tracer library), and
 the events that library adds where Jazzy has none: service requests and responses, the runs of a
-client's response callback, the rcl service a lifecycle node's rclcpp service copies.
+client's response callback and of rclcpp_action's callbacks, the rcl service a lifecycle node's
+rclcpp service copies.
 The expected values come from the nodes' ground-truth logs, never from roscope's output.
 
 Skips, saying why, where rclcpp is not built (no ../shared/third_party/ros2-jazzy, or
@@ -29,9 +30,10 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "ros2_cpp_pipeline"
 SECONDS = 4.0
 
-#: The example's callbacks that rclcpp traces (callback_start/end): a timer's, a subscription's
-#: (intra-process ones too), a service's. (node, cb of the ground truth) -> (kind, topic or
-#: service, or the timer's period in ns).
+#: The example's callbacks with runs: rclcpp traces a timer's, a subscription's (intra-process
+#: ones too) and a service's (callback_start/end); roscope's tracer library gives the others
+#: theirs (OURS). (node, cb of the ground truth) -> (kind, topic or service, or the timer's
+#: period in ns).
 TRACED = {
     ("/camera", "camera.tick"): ("timer", 50_000_000),
     ("/lidar", "lidar.tick"): ("timer", 100_000_000),
@@ -42,16 +44,23 @@ TRACED = {
     ("/planner", "planner.on_scan"): ("subscription", "/scan"),
     ("/mapper", "mapper.plan"): ("service", "/plan"),
     ("/planner", "planner.on_plan"): ("client", "/plan"),
+    ("/planner", "planner.on_goal_response"): ("client", "/follow/_action/send_goal"),
+    ("/planner", "planner.on_result"): ("client", "/follow/_action/get_result"),
+    ("/controller", "controller.on_goal"): ("service", "/follow/_action/send_goal"),
     ("/mapper", "mapper.tick"): ("timer", 500_000_000),
     ("/controller", "controller.on_path"): ("subscription", "/path"),
     ("/controller", "controller.step"): ("timer", 50_000_000),
 }
-#: A client's response callback (planner.on_plan) has no tracepoint in rclcpp 28
-#: (Client::handle_response): roscope's tracer library gives its runs (instrument/ros2/src/
-#: rmw_services.c). Logged callbacks still without runs: rclcpp_action's (run inside the action
-#: server's and client's Waitable::execute).
-NOT_TRACED = {"planner.on_goal_response", "planner.on_feedback", "planner.on_result",
-              "controller.on_goal", "controller.on_accepted"}
+#: Runs rclcpp 28 gives no tracepoint, made by roscope's tracer library
+#: (instrument/ros2/src/rmw_services.c): a client's response callback (Client::handle_response
+#: in Executor::execute_client) and rclcpp_action's (its Waitable::execute after a request or
+#: response taken: the server's goal handling, the client's goal response and result). Each is
+#: rclcpp's handling of the request or response around the user's callback.
+OURS = {"planner.on_plan", "planner.on_goal_response", "planner.on_result", "controller.on_goal"}
+#: Logged callbacks without a run of their own: the goal's accepted callback runs inside the
+#: server's run of the goal (after its response is sent); the feedback callback in the action
+#: client's execute of a feedback message (no run).
+NOT_TRACED = {"controller.on_accepted", "planner.on_feedback"}
 
 
 @pytest.fixture(scope="module")
@@ -123,10 +132,10 @@ def test_run_durations_within_5us_of_the_log(rec):
     rclcpp's code with no event between them). Asserted, for a shared machine: >= 95 % within
     5 us, each callback's median within 5 us, every run within 20 ms (a pause in the gap). The
     client response callback's runs are roscope's own (rclcpp's handling of the response is in
-    them): test_client_response_callback_runs."""
+    them): test_runs_roscopes_tracer_makes."""
     logged, diffs, per = rec["gt"].runs(), [], {}
     for (node, cb), (kind, what) in TRACED.items():
-        if kind == "client":
+        if cb in OURS:
             continue
         runs = logged[(node, cb)]
         cond = "c.period_ns = ?" if kind == "timer" else "c.topic = ?"
@@ -293,19 +302,33 @@ def test_action_goals_paired_as_the_log_says(rec):
             [(g["mono_ns"], result[g["id"]], result[g["id"]], result_recv[g["id"]]) for g in done], "get_result")
 
 
-def test_client_response_callback_runs(rec):
-    """rclcpp 28 runs a client's response callback without callback_start/end: roscope's tracer
-    library makes its runs (the response's handling, Client::handle_response). One run per
-    run the planner logged of its /plan response callback, each enclosing the logged one."""
-    logged = sorted(rec["gt"].runs()[("/planner", "planner.on_plan")], key=lambda r: r["start_ns"])
+#: The symbol roscope's tracer library gives the runs it makes: the client's or action's type.
+OUR_SYMBOLS = {"planner.on_plan": "rclcpp::Client<test_msgs::srv::BasicTypes>",
+               "planner.on_goal_response": "rclcpp_action::Client<test_msgs::action::Fibonacci>",
+               "planner.on_result": "rclcpp_action::Client<test_msgs::action::Fibonacci>",
+               "controller.on_goal": "rclcpp_action::Server<test_msgs::action::Fibonacci>"}
+
+
+@pytest.mark.parametrize("cb", sorted(OURS))
+def test_runs_roscopes_tracer_makes(rec, cb):
+    """rclcpp 28 runs a client's response callback and rclcpp_action's callbacks without
+    callback_start/end: roscope's tracer library makes their runs (rclcpp's handling of the
+    response or request around the user's callback). One run per run the node logged, each
+    enclosing the logged one (the goal's run also its accepted callback's)."""
+    node, (kind, what) = next((n, v) for (n, c), v in TRACED.items() if c == cb)
+    logged = sorted(rec["gt"].runs()[(node, cb)], key=lambda r: r["start_ns"])
     runs = rec["db"].records(
         """SELECT r.start_ts, r.end_ts, c.symbol FROM callback_runs r JOIN callbacks_info c USING (callback_id)
-           WHERE c.pid = ? AND c.node = '/planner' AND c.kind = 'client' AND c.topic = '/plan' ORDER BY r.start_ts""",
-        [logged[0]["pid"]])
+           WHERE c.pid = ? AND c.node = ? AND c.kind = ? AND c.topic = ? ORDER BY r.start_ts""",
+        [logged[0]["pid"], node, kind, what])
     assert len(runs) == len(logged) > 0, (len(runs), len(logged))
     outside = [(r, g) for r, g in zip(runs, logged) if not r["start_ts"] <= g["start_ns"] <= g["end_ns"] <= r["end_ts"]]
     assert not outside, f"{len(outside)} runs do not enclose the logged one, e.g. {outside[:2]}"
-    assert runs[0]["symbol"] == "rclcpp::Client<test_msgs::srv::BasicTypes>", runs[0]["symbol"]
+    if cb == "controller.on_goal":
+        accepted = sorted(rec["gt"].runs()[(node, "controller.on_accepted")], key=lambda r: r["start_ns"])
+        assert len(accepted) == len(runs) and all(r["start_ts"] <= g["start_ns"] <= g["end_ns"] <= r["end_ts"]
+                                                  for r, g in zip(runs, accepted))
+    assert {r["symbol"] for r in runs} == {OUR_SYMBOLS[cb]}
 
 
 def test_missing_service_events_are_said_not_shown_as_no_calls(rec, run_roscope, shared_traces):

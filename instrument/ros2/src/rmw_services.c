@@ -18,7 +18,9 @@
  *   visible: execute_client is defined here too (rclcpp calls it through the PLT); a response
  *   taken inside it is followed by roscope_ros2:client_callback_added (once per client: the
  *   rcl client handle, the ClientBase as the callback), callback_input (the response) and
- *   callback_start; callback_end when execute_client returns. */
+ *   callback_start; callback_end when execute_client returns.
+ * - rclcpp_action's callbacks: the same for an action server's and client's execute after the
+ *   request or response their take_data took (below). */
 #define _GNU_SOURCE
 #include "roscope_ros2_tp.h"
 
@@ -40,6 +42,7 @@ void roscope_ros2_client_callback_added(const void *client, const void *callback
 void ros_trace_callback_start(const void *callback, const bool is_intra_process);
 void ros_trace_callback_end(const void *callback);
 void ros_trace_rclcpp_callback_register(const void *callback, const char *function_symbol);
+void ros_trace_rclcpp_service_callback_added(const void *service_handle, const void *callback);
 char *__cxa_demangle(const char *mangled, char *out, size_t *length, int *status); /* libstdc++ */
 
 static const uint8_t zero_gid[ROSCOPE_ROS2_GID_SIZE];
@@ -83,6 +86,16 @@ static void *find_real(const char *name, void *self) {
     *(void **)&real_fn = find_real(#name, (void *)name); \
     if (real_fn == NULL) return fail; \
   }
+
+/* ---- per thread ---- */
+static __thread const void *exec_client;      /* the ClientBase whose execute_client runs on this thread */
+static __thread const void *rcl_client;    /* the client of the rcl_take_response running on it */
+static __thread int run_started;
+/* The last request / response taken on this thread outside execute_client, not yet handled:
+ * rclcpp_action's take_data takes it, its execute (next, on the same thread) handles it. */
+static __thread struct { const void *rcl, *rmw; int64_t seq; } taken_request, taken_response;
+static __thread const void *rcl_service;  /* the service of the rcl_take_request running on it */
+static __thread int in_take_data;          /* inside an action server's or client's take_data */
 
 /* ---- the next sequence number of each client ---- */
 struct client_seq {
@@ -170,9 +183,15 @@ EXPORT rmw_ret_t rmw_take_request(const rmw_service_t *service, rmw_service_info
                                   bool *taken) {
   REAL(rmw_take_request, RMW_RET_ERROR);
   rmw_ret_t ret = real_fn(service, request_header, ros_request, taken);
-  if (ret == RMW_RET_OK && *taken)
+  if (ret == RMW_RET_OK && *taken) {
     tracepoint(roscope_ros2, rmw_take_request, service, ros_request, zero_gid, request_header->request_id.sequence_number,
                1, request_header->source_timestamp);
+    if (in_take_data) {
+      taken_request.rcl = rcl_service;
+      taken_request.rmw = service;
+      taken_request.seq = request_header->request_id.sequence_number;
+    }
+  }
   return ret;
 }
 
@@ -183,10 +202,6 @@ EXPORT rmw_ret_t rmw_send_response(const rmw_service_t *service, rmw_request_id_
 }
 
 /* ---- a client's response callback in rclcpp ---- */
-static __thread const void *exec_client;      /* the ClientBase whose execute_client runs on this thread */
-static __thread const void *rcl_client;    /* the client of the rcl_take_response running on it */
-static __thread int run_started;
-
 struct seen { const void *callback, *client; };
 #define SEEN 1024
 static struct seen seen[SEEN];
@@ -195,18 +210,19 @@ static pthread_mutex_t seen_mu = PTHREAD_MUTEX_INITIALIZER;
 /* The callback's symbol: the client object's dynamic type (e.g. rclcpp::Client<pkg::srv::X>),
  * from its vtable's type_info (the Itanium C++ ABI: the vtable's entry -1; the name the
  * type_info's second word). */
-static void register_symbol(const void *client_base) {
-  const void *const *vtable = *(const void *const *const *)client_base;
+static void register_symbol(const void *callback, const void *object, const char *otherwise) {
+  const void *const *vtable = *(const void *const *const *)object;
   const char *mangled = ((const char *const *)vtable[-1])[1];
   int status = -1;
   char *name = mangled ? __cxa_demangle(mangled[0] == '*' ? mangled + 1 : mangled, NULL, NULL, &status) : NULL;
-  ros_trace_rclcpp_callback_register(client_base, status == 0 && name ? name : "rclcpp::ClientBase");
+  ros_trace_rclcpp_callback_register(callback, status == 0 && name ? name : otherwise);
   free(name);
 }
 
-/* client_callback_added (and the callback's symbol) once per (callback, client) (kept for the
- * state dump by roscope_ros2.c; a full table: each time). */
-static void client_callback(const void *client, const void *callback) {
+/* client_callback_added, or rclcpp_service_callback_added for a service (`service`), and the
+ * callback's symbol (the type of `object`, a polymorphic C++ object), once per (callback, client
+ * or service) (kept for the state dump by roscope_ros2.c; a full table: each time). */
+static void callback_added(const void *client, const void *callback, int service, const void *object) {
   size_t i = ((uintptr_t)callback >> 4) * 0x9E3779B97F4A7C15ull >> 54 & (SEEN - 1);
   pthread_mutex_lock(&seen_mu);
   for (size_t n = 0; n < SEEN; n++, i = (i + 1) & (SEEN - 1)) {
@@ -220,8 +236,11 @@ static void client_callback(const void *client, const void *callback) {
     }
   }
   pthread_mutex_unlock(&seen_mu);
-  roscope_ros2_client_callback_added(client, callback);
-  register_symbol(callback);
+  if (service)
+    ros_trace_rclcpp_service_callback_added(client, callback);
+  else
+    roscope_ros2_client_callback_added(client, callback);
+  register_symbol(callback, object, service ? "rclcpp_action::ServerBase" : "rclcpp::ClientBase");
 }
 
 EXPORT rmw_ret_t rmw_take_response(const rmw_client_t *client, rmw_service_info_t *request_header, void *ros_response,
@@ -231,8 +250,12 @@ EXPORT rmw_ret_t rmw_take_response(const rmw_client_t *client, rmw_service_info_
   if (ret != RMW_RET_OK || !*taken) return ret;
   int64_t seq = request_header->request_id.sequence_number;
   tracepoint(roscope_ros2, rmw_take_response, client, ros_response, seq, request_header->source_timestamp, 1);
-  if (exec_client != NULL && rcl_client != NULL && !run_started) {
-    client_callback(rcl_client, exec_client);
+  if (in_take_data) {
+    taken_response.rcl = rcl_client;
+    taken_response.rmw = client;
+    taken_response.seq = seq;
+  } else if (exec_client != NULL && rcl_client != NULL && !run_started) {
+    callback_added(rcl_client, exec_client, 0, exec_client);
     tracepoint(roscope_ros2, callback_input, exec_client, client, seq);
     ros_trace_callback_start(exec_client, false);
     run_started = 1;
@@ -249,16 +272,99 @@ EXPORT rmw_ret_t rcl_take_response(const void *client, rmw_request_id_t *request
   return ret;
 }
 
+/* The run's end (its callback_end when it started) and the outer state put back, also when
+ * an exception leaves execute_client. */
+struct outer_client { const void *client; int started; };
+static void leave_execute_client(struct outer_client *o) {
+  if (run_started) ros_trace_callback_end(exec_client);
+  exec_client = o->client;
+  run_started = o->started;
+}
+
 /* rclcpp::Executor::execute_client(std::shared_ptr<rclcpp::ClientBase>): the shared_ptr is
  * passed by reference to the caller's copy (the Itanium C++ ABI), its first word the object. */
 EXPORT void _ZN6rclcpp8Executor14execute_clientESt10shared_ptrINS_10ClientBaseEE(void *client_ptr) {
   REAL(_ZN6rclcpp8Executor14execute_clientESt10shared_ptrINS_10ClientBaseEE, );
-  const void *outer = exec_client;
-  int outer_started = run_started;
+  __attribute__((cleanup(leave_execute_client))) struct outer_client outer = {exec_client, run_started};
   exec_client = *(void *const *)client_ptr;
   run_started = 0;
   real_fn(client_ptr);
-  if (run_started) ros_trace_callback_end(exec_client);
-  exec_client = outer;
-  run_started = outer_started;
+}
+
+EXPORT rmw_ret_t rcl_take_request(const void *service, rmw_request_id_t *request_header, void *ros_request) {
+  REAL(rcl_take_request, RMW_RET_ERROR);
+  const void *outer = rcl_service;
+  rcl_service = service;
+  rmw_ret_t ret = real_fn(service, request_header, ros_request);
+  rcl_service = outer;
+  return ret;
+}
+
+/* ---- rclcpp_action's callbacks ---- */
+/* rclcpp_action 28 runs an action server's and client's callbacks in their Waitable::execute,
+ * after take_data took a request (server: goal, cancel, result) or a response (client: goal,
+ * cancel, result) on the same thread, without a tracepoint. An execute that handles such a take
+ * is a run: of a service callback on the server (rclcpp_service_callback_added: the rcl
+ * service, itself as the callback), of a client callback on the client (client_callback_added:
+ * the rcl client, itself as the callback; callback_input names the response). Feedback and
+ * status messages and expired goals: no run. Both are virtual, reached through the vtables of
+ * the program's rclcpp_action::Server<T> / Client<T>, which name these symbols. */
+typedef void execute_fn(void *self, const void *data);
+
+/* What a wrapper sets on its thread is put back even when the C++ code it calls throws (this
+ * file is built with -fexceptions: the cleanups run as the exception passes). */
+static void leave_take_data(int *unused) {
+  (void)unused;
+  in_take_data--;
+}
+
+/* take_data and take_data_by_entity_id (std::shared_ptr<void> returned through the hidden
+ * pointer `ret`): the request or response they take is the next execute's. */
+#define TAKE_DATA(sym, ...)                                                   \
+  {                                                                          \
+    REAL(sym, NULL);                                                         \
+    if (in_take_data == 0) taken_request.rcl = taken_response.rcl = NULL;    \
+    __attribute__((cleanup(leave_take_data))) int depth = ++in_take_data;    \
+    (void)depth;                                                             \
+    return real_fn(__VA_ARGS__);                                             \
+  }
+EXPORT void *_ZN13rclcpp_action10ServerBase9take_dataEv(void *ret, void *self)
+  TAKE_DATA(_ZN13rclcpp_action10ServerBase9take_dataEv, ret, self)
+EXPORT void *_ZN13rclcpp_action10ClientBase9take_dataEv(void *ret, void *self)
+  TAKE_DATA(_ZN13rclcpp_action10ClientBase9take_dataEv, ret, self)
+EXPORT void *_ZN13rclcpp_action10ServerBase22take_data_by_entity_idEm(void *ret, void *self, size_t id)
+  TAKE_DATA(_ZN13rclcpp_action10ServerBase22take_data_by_entity_idEm, ret, self, id)
+EXPORT void *_ZN13rclcpp_action10ClientBase22take_data_by_entity_idEm(void *ret, void *self, size_t id)
+  TAKE_DATA(_ZN13rclcpp_action10ClientBase22take_data_by_entity_idEm, ret, self, id)
+
+static void end_run(const void **cb) {
+  if (*cb != NULL) ros_trace_callback_end(*cb);
+}
+
+static void action_execute(execute_fn *real, void *self, const void *data, int server) {
+  const void *cb = NULL;
+  if (server && taken_request.rcl != NULL) {
+    cb = taken_request.rcl;
+    callback_added(cb, cb, 1, self);
+  } else if (!server && taken_response.rcl != NULL) {
+    cb = taken_response.rcl;
+    callback_added(cb, cb, 0, self);
+    tracepoint(roscope_ros2, callback_input, cb, taken_response.rmw, taken_response.seq);
+  }
+  taken_request.rcl = taken_response.rcl = NULL;
+  if (cb != NULL) ros_trace_callback_start(cb, false);
+  __attribute__((cleanup(end_run))) const void *run = cb;
+  real(self, data);
+}
+
+/* rclcpp_action::ServerBase::execute(std::shared_ptr<void> const&) */
+EXPORT void _ZN13rclcpp_action10ServerBase7executeERKSt10shared_ptrIvE(void *self, const void *data) {
+  REAL(_ZN13rclcpp_action10ServerBase7executeERKSt10shared_ptrIvE, );
+  action_execute((execute_fn *)real_fn, self, data, 1);
+}
+
+/* rclcpp_action::ClientBase::execute(std::shared_ptr<void> const&) */
+EXPORT void _ZN13rclcpp_action10ClientBase7executeERKSt10shared_ptrIvE(void *self, const void *data) {
+  REAL(_ZN13rclcpp_action10ClientBase7executeERKSt10shared_ptrIvE, );
+  action_execute((execute_fn *)real_fn, self, data, 0);
 }
