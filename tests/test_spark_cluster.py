@@ -18,10 +18,10 @@ babeltrace2: each run's events and callback runs are its trace's events and
 
 One Spark session (one application on the cluster) serves the module: the verbs,
 run in this process, reuse it (a caller's session is left running). Cost, measured
-on 2 cores shared with other jobs (load average 11 to 17): 104 to 160 s for the
-module, of which the cluster's start 18 to 31 s, the session and the load about 35 s,
-`spark stats`' first query on cold executors 40 to 73 s; 80 s when it runs after
-tests/test_spark.py in one pytest (the driver's JVM then already warm).
+on 2 cores shared with other jobs: 69 s for the module at a load average of 6.5,
+104 to 160 s at 11 to 17 (the cluster's start 18 to 31 s of it, the session and the
+load about 35 s, `spark stats`' first query on cold executors 40 to 73 s); 80 s
+after tests/test_spark.py in one pytest (the driver's JVM already warm).
 """
 from __future__ import annotations
 
