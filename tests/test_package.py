@@ -28,7 +28,13 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.lttng, pytest.mark.ros1, pytest.mark.ros2]
+
+def live(test):
+    """A test of the installed wheel: it records (the slow tier)."""
+    for mark in (pytest.mark.slow, pytest.mark.lttng, pytest.mark.ros1, pytest.mark.ros2):
+        test = mark(test)
+    return test
+
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "roscope" / "test-package"
@@ -131,6 +137,7 @@ def checkout(*args, cwd) -> subprocess.CompletedProcess:
     return run([sys.executable, "-m", "roscope", *args], cwd=cwd, env=e)
 
 
+@live
 def test_installed_from_the_wheel_not_the_checkout(env):
     p = run([env["py"], "-c", "import roscope, roscope._core; print(roscope.__file__); "
                               "from roscope.ros2_pip import INSTRUMENT_ROOT; print(INSTRUMENT_ROOT)"], cwd=env["work"],
@@ -152,6 +159,7 @@ def test_installed_from_the_wheel_not_the_checkout(env):
     assert p.stdout.strip() == "['roscope.pytest_plugin']", p.stdout + p.stderr
 
 
+@live
 def test_a_verb_whose_extra_is_missing_names_it(env):
     """The core install has no plotly nor libclang: report and deps say which extra brings them."""
     trace = REPO.parent / "shared" / "traces" / "ros2" / "caret-end-to-end-cyclonedds"
@@ -166,6 +174,7 @@ def test_a_verb_whose_extra_is_missing_names_it(env):
     assert p.returncode == 1 and "pip install 'roscope[deps]'" in p.stderr, p.stderr
 
 
+@live
 def test_pytest_plugin_loads_in_the_installed_environment(env):
     p = run([env["py"], "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index", "--find-links",
              CACHE / "deps", "pytest"], cwd=env["work"], env=env["env"])
@@ -182,6 +191,7 @@ def test_pytest_plugin_loads_in_the_installed_environment(env):
     assert p.returncode == 0 and "1 passed" in p.stdout, p.stdout + p.stderr
 
 
+@live
 def test_doctor_says_recording_will_work(env):
     p = roscope(env, "doctor", "--json")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -226,6 +236,7 @@ def recordings(env):
     return out
 
 
+@live
 def test_each_recording_preloads_only_what_it_needs(env, recordings):
     want = {"ros1": ["ros1"], "rclpy": ["ros2-pypi"], "stock": []}
     for name, trace in recordings.items():
@@ -261,6 +272,7 @@ ANALYSES = {
 BUDGETS = {"ros1": "^/lidar$", "rclpy": "^/imu$", "stock": "^/raw$"}
 
 
+@live
 @pytest.mark.parametrize("name", ["ros1", "rclpy", "stock"])
 def test_analyses_exit_0_and_equal_the_checkouts(env, recordings, name):
     trace = recordings[name]
@@ -277,3 +289,38 @@ def test_analyses_exit_0_and_equal_the_checkouts(env, recordings, name):
     assert p.returncode == 0, p.stdout + p.stderr
     p = roscope(env, "info", trace)
     assert p.returncode == 0 and "tracers preloaded" in p.stdout, p.stdout + p.stderr
+
+
+def _needed(elf: Path) -> list[str]:
+    """The libraries an ELF program needs, as readelf (binutils) reads them: the oracle."""
+    p = run(["readelf", "-d", elf])
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", p.stdout)
+
+
+def test_which_ros_a_command_runs():
+    """roscope.record.tracer.ros_of_command on real programs, against what readelf says they
+    link and what their scripts say: ROS 1's roscpp programs and launch script, an rclcpp
+    program, a program of neither; and the environment a ROS's setup.bash leaves first."""
+    from roscope.record.tracer import ros1_wanted, ros_of_command
+    if shutil.which("readelf") is None:
+        pytest.skip("readelf (binutils) is not installed")
+    bare = {k: v for k, v in os.environ.items() if k not in ("ROS_VERSION", "AMENT_PREFIX_PATH", "ROS_ROOT")}
+    cases = []
+    for elf in sorted((REPO / "examples" / "ros1_pipeline" / "build").glob("*")) + \
+            sorted((REPO / "examples" / "ros2_cpp_pipeline" / "build").glob("*")) + [Path("/bin/true")]:
+        if not elf.is_file() or not os.access(elf, os.X_OK):
+            continue
+        needed = _needed(elf)
+        want = "ros1" if any(n.startswith("libroscpp.so") for n in needed) else \
+            "ros2" if any(n.startswith(("librclcpp.so", "librcl.so", "libtracetools.so")) for n in needed) else None
+        cases.append(([str(elf)], want))
+    script = REPO / "examples" / "ros1_pipeline" / "system.sh"
+    assert "rosmaster" in script.read_text()
+    cases.append((["bash", str(script), "-d", "1"], "ros1"))
+    assert {w for _, w in cases} >= {"ros1", None}, cases
+    for command, want in cases:
+        assert ros_of_command(command, bare)[0] == want, (command, want, ros_of_command(command, bare))
+    # a sourced ROS says which it is, whatever the program
+    assert ros_of_command(["/bin/true"], {**bare, "ROS_VERSION": "2"})[0] == "ros2"
+    assert ros_of_command(["/bin/true"], {**bare, "ROS_VERSION": "1"})[0] == "ros1"
+    assert ros1_wanted(["/bin/true"], {**bare, "ROS_VERSION": "2"})[0] is False
