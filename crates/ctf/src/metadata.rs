@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::error::{CtfError, Result, Warning};
 use crate::tsdl::{self, Decl, Value};
-use crate::types::{byte_order, collect_refs, program, Linker, Op, Resolver, Ty};
+use crate::types::{body_program, byte_order, collect_refs, program, Linker, Op, Resolver, Ty};
 
 pub const METADATA_MAGIC: u32 = 0x75D1_1D57;
 
@@ -49,6 +49,12 @@ pub struct EventClass {
     /// Compiled decoding programs of `context` and `payload`.
     pub context_prog: Vec<Op>,
     pub payload_prog: Vec<Op>,
+    /// The stream's event context, this context and the payload as one
+    /// program, and where the second and third begin on the tape, when the
+    /// first two produce a fixed number of values (else `body_starts` is None
+    /// and the three programs run one after the other).
+    pub body_prog: Vec<Op>,
+    pub body_starts: Option<(usize, usize)>,
 }
 
 #[derive(Debug, Clone)]
@@ -327,6 +333,8 @@ fn event_block(r: &mut Resolver, attrs: &[tsdl::Attr], merr: MErr) -> Result<Eve
         payload: None,
         context_prog: Vec::new(),
         payload_prog: Vec::new(),
+        body_prog: Vec::new(),
+        body_starts: None,
     };
     for a in attrs {
         match (a.key.as_str(), &a.value) {
@@ -415,6 +423,13 @@ fn link_and_compile(md: &mut Metadata, file: &str) -> Result<()> {
     for s in md.streams.iter_mut() {
         s.event_header_prog = program(s.event_header.as_ref());
         s.event_context_prog = program(s.event_context.as_ref());
+    }
+    for e in events.iter_mut() {
+        let Some(s) = md.streams.iter().find(|s| s.id == e.stream_id) else { continue };
+        if let Some((prog, starts)) = body_program([s.event_context.as_ref(), e.context.as_ref(), e.payload.as_ref()]) {
+            e.body_prog = prog;
+            e.body_starts = Some(starts);
+        }
     }
     md.events = events;
     md.nregs = lk.nregs;

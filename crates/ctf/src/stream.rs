@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::error::Warning;
 use crate::metadata::{Metadata, StreamClass};
-use crate::types::{Op, Role, Ty};
+use crate::types::{Op, Role, SeqOp, Ty, VariantOp};
 
 pub const PACKET_MAGIC: u64 = 0xC1FC_1FC1;
 /// Magic number of an LTTng packet index file.
@@ -98,7 +98,16 @@ pub struct Damage {
     pub fields_repaired: u64,
 }
 
-struct DErr(String);
+/// A decoding error's message, boxed: a `DResult<()>` is one word, returned in a
+/// register by the per-event code (a `String` made it three, through memory).
+struct DErr(Box<str>);
+
+impl DErr {
+    #[cold]
+    fn new(msg: String) -> DErr {
+        DErr(msg.into_boxed_str())
+    }
+}
 
 type DResult<T> = std::result::Result<T, DErr>;
 
@@ -388,7 +397,7 @@ impl StreamReader {
                         // packet's size was damaged and it was searched for).
                         let at = self.pkt / 8;
                         debug_assert!(at >= off);
-                        self.recover(at, at, false, msg);
+                        self.recover(at, at, false, msg.into_string());
                         continue;
                     }
                 }
@@ -635,12 +644,12 @@ impl StreamReader {
         let mut stream_id: Option<u64> = None;
         tape.clear();
         if let Some(ph) = &md.packet_header {
-            self.dec(ph, tape).map_err(|DErr(m)| DErr(format!("packet header cannot be read ({})", m)))?;
+            self.dec(ph, tape).map_err(|DErr(m)| DErr::new(format!("packet header cannot be read ({})", m)))?;
             for (name, v) in top_level_uints(ph, tape) {
                 match (name.as_str(), v) {
                     ("magic", Some(m)) if m != PACKET_MAGIC => {
                         if !lenient {
-                            return Err(DErr(format!("wrong packet magic number 0x{:08x} (expected 0x{:08x})", m, PACKET_MAGIC)));
+                            return Err(DErr::new(format!("wrong packet magic number 0x{:08x} (expected 0x{:08x})", m, PACKET_MAGIC)));
                         }
                         h.bad_magic = Some(m);
                     }
@@ -674,11 +683,11 @@ impl StreamReader {
                 h.bad_stream_id = Some(h.stream_id);
                 o
             }
-            (None, _) => return Err(DErr(format!("packet names stream class {}, which the metadata does not declare", h.stream_id))),
+            (None, _) => return Err(DErr::new(format!("packet names stream class {}, which the metadata does not declare", h.stream_id))),
         };
         if let Some(pc) = &md.streams[h.sc_idx].packet_context {
             tape.clear();
-            self.dec(pc, tape).map_err(|DErr(m)| DErr(format!("packet context cannot be read ({})", m)))?;
+            self.dec(pc, tape).map_err(|DErr(m)| DErr::new(format!("packet context cannot be read ({})", m)))?;
             for (name, v) in top_level_uints(pc, tape) {
                 let Some(v) = v else { continue };
                 match name.as_str() {
@@ -751,7 +760,7 @@ impl StreamReader {
         };
         let sid = self.md.streams[h.sc_idx].id;
         if !confirmed {
-            return Err(DErr(match (h.bad_magic, h.bad_stream_id) {
+            return Err(DErr::new(match (h.bad_magic, h.bad_stream_id) {
                 (Some(m), _) => format!("wrong packet magic number 0x{:08x} (expected 0x{:08x})", m, PACKET_MAGIC),
                 (None, Some(id)) if self.md.streams.iter().any(|s| s.id == id) => {
                     format!("packet names stream class {} but earlier packets of this file had {}", id, sid)
@@ -807,7 +816,7 @@ impl StreamReader {
         let packet_bits = h.packet_bits.unwrap_or(h.content_bits.unwrap_or(remaining_bits));
         let content_bits = h.content_bits.unwrap_or(packet_bits);
         if content_bits < h.header_bits || content_bits == 0 {
-            return Err(DErr(format!("packet content size {} bits is smaller than its header and context", content_bits)));
+            return Err(DErr::new(format!("packet content size {} bits is smaller than its header and context", content_bits)));
         }
         let packet_ok = packet_bits != 0 && content_bits <= packet_bits && packet_bits.is_multiple_of(8);
         if !packet_ok {
@@ -817,7 +826,10 @@ impl StreamReader {
                 let next = off + packet_bits / 8;
                 let confirmed = self.index_at(off).is_none() && (next == file_len || (next < file_len && self.probe(next)));
                 if !confirmed {
-                    return Err(DErr(format!("packet sizes are invalid (content {} bits, packet {} bits)", content_bits, packet_bits)));
+                    return Err(DErr::new(format!(
+                        "packet sizes are invalid (content {} bits, packet {} bits)",
+                        content_bits, packet_bits
+                    )));
                 }
                 self.damage.fields_repaired += 1;
                 let msg = format!(
@@ -1011,6 +1023,7 @@ impl StreamReader {
         let sc = &md.streams[self.sc];
         self.event_id = 0;
         self.work = 0;
+        prefetch(&self.data, (self.pos >> 3) as usize + PREFETCH_AHEAD);
         if !sc.event_header_prog.is_empty() {
             let mut ht = std::mem::take(&mut self.hdr_tape);
             ht.clear();
@@ -1021,48 +1034,152 @@ impl StreamReader {
         let id = self.event_id;
         let class = match self.class_by_id.get(id as usize) {
             Some(&c) if c != u32::MAX => c as usize,
-            _ => return Err(DErr(format!("unknown event id {} in stream class {}", id, sc.id))),
+            _ => return Err(DErr::new(format!("unknown event id {} in stream class {}", id, sc.id))),
         };
         self.cur_class = class;
         self.cur_ts = self.to_ns(self.clock);
         let mut tape = std::mem::take(&mut self.tape);
         tape.clear();
         let ec = &md.events[class];
-        let mut r = self.run(&sc.event_context_prog, &mut tape);
-        self.ctx_start = tape.len();
-        if r.is_ok() {
-            r = self.run(&ec.context_prog, &mut tape);
-        }
-        self.payload_start = tape.len();
-        if r.is_ok() {
-            r = self.run(&ec.payload_prog, &mut tape);
-        }
+        let r = if let Some((ctx, payload)) = ec.body_starts {
+            self.ctx_start = ctx;
+            self.payload_start = payload;
+            self.run(&ec.body_prog, &mut tape)
+        } else {
+            let mut r = self.run(&sc.event_context_prog, &mut tape);
+            self.ctx_start = tape.len();
+            if r.is_ok() {
+                r = self.run(&ec.context_prog, &mut tape);
+            }
+            self.payload_start = tape.len();
+            if r.is_ok() {
+                r = self.run(&ec.payload_prog, &mut tape);
+            }
+            r
+        };
         self.tape = tape;
         r
     }
 
-    /// Runs a compiled program (see `types::Op`).
+    /// Runs a compiled program (see `types::Op`). The bit position stays in a
+    /// local while fixed-shape values are read (stored back around the
+    /// operations that need `self`), and errors are made out of line.
     #[inline]
     fn run(&mut self, prog: &[Op], out: &mut Vec<Val>) -> DResult<()> {
+        // SAFETY: the mapping lives as long as `self` and is never replaced
+        // while a program runs; a slice of it independent of the borrow of
+        // `self` lets `int_done` take `&mut self` in the loop.
+        let d: &[u8] = unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.data.len()) };
+        let (pkt, end) = (self.pkt, self.end);
+        let mut pos = self.pos;
         for op in prog {
             match op {
-                Op::Int { size, align, le, signed, role, reg } => {
-                    let raw = self.read_bits(*size, *align, *le)?;
-                    self.int_done(raw, *size, *signed, *role, *reg, out);
+                &Op::Int { size, align, le, signed, role, reg } => {
+                    pos = align_at(pos, pkt, align);
+                    let e = pos + size as u64;
+                    if e > end {
+                        self.pos = pos;
+                        return Err(past_end(size));
+                    }
+                    let raw = bits_at(d, pos, size, le);
+                    pos = e;
+                    self.int_done(raw, size, signed, role, reg, out);
                 }
-                Op::Align(a) => self.align(*a),
-                Op::F32 { align, le } => {
-                    let raw = self.read_bits(32, *align, *le)?;
-                    out.push(Val::F(f32::from_bits(raw as u32) as f64));
+                &Op::Align(a) => pos = align_at(pos, pkt, a),
+                &Op::F32 { align, le } => {
+                    pos = align_at(pos, pkt, align);
+                    if pos + 32 > end {
+                        self.pos = pos;
+                        return Err(past_end(32));
+                    }
+                    out.push(Val::F(f32::from_bits(bits_at(d, pos, 32, le) as u32) as f64));
+                    pos += 32;
                 }
-                Op::F64 { align, le } => {
-                    let raw = self.read_bits(64, *align, *le)?;
-                    out.push(Val::F(f64::from_bits(raw)));
+                &Op::F64 { align, le } => {
+                    pos = align_at(pos, pkt, align);
+                    if pos + 64 > end {
+                        self.pos = pos;
+                        return Err(past_end(64));
+                    }
+                    out.push(Val::F(f64::from_bits(bits_at(d, pos, 64, le))));
+                    pos += 64;
                 }
-                Op::Str => self.string(out)?,
-                Op::Text(len) => self.text_array(*len, out)?,
-                Op::Other(t) => self.dec(t, out)?,
+                Op::Str => {
+                    self.pos = pos;
+                    self.string(out)?;
+                    pos = self.pos;
+                }
+                &Op::Text(len) => {
+                    self.pos = pos;
+                    self.text_array(len, out)?;
+                    pos = self.pos;
+                }
+                Op::Variant(v) => {
+                    self.pos = pos;
+                    self.variant(v, out)?;
+                    pos = self.pos;
+                }
+                Op::Seq(q) => {
+                    self.pos = pos;
+                    self.seq(q, out)?;
+                    pos = self.pos;
+                }
+                Op::Fixed(f) => {
+                    let base = (pos >> 3) as usize;
+                    let bits = f.bytes as u64 * 8;
+                    // Each integer is read as the 8 bytes at its place, so 8
+                    // bytes past the values must be in the file.
+                    if pos & 7 == 0 && pos + bits <= end && base + f.bytes as usize + 8 <= d.len() {
+                        for it in &f.items {
+                            let b = base + it.off as usize;
+                            if let Some(len) = it.text {
+                                out.push(Val::Str(b as u64, len));
+                                continue;
+                            }
+                            let w = u64::from_le_bytes(d[b..b + 8].try_into().unwrap()) << it.shift;
+                            let val = if it.signed { ((w as i64) >> it.shift) as u64 } else { w >> it.shift };
+                            if it.reg != u32::MAX {
+                                self.regs[it.reg as usize] = val;
+                            }
+                            out.push(if it.signed { Val::I(val as i64) } else { Val::U(val) });
+                        }
+                        pos += bits;
+                    } else {
+                        self.pos = pos;
+                        self.run(&f.ops, out)?;
+                        pos = self.pos;
+                    }
+                }
+                Op::Other(t) => {
+                    self.pos = pos;
+                    self.dec(t, out)?;
+                    pos = self.pos;
+                }
             }
+        }
+        self.pos = pos;
+        Ok(())
+    }
+
+    /// A compiled variant: as `dec` reads a `Ty::Variant`.
+    fn variant(&mut self, v: &VariantOp, out: &mut Vec<Val>) -> DResult<()> {
+        let raw = self.regs[v.reg as usize];
+        let tag: i128 = if v.tag_signed { raw as i64 as i128 } else { raw as i128 };
+        let Some(&(_, _, idx)) = v.ranges.iter().find(|(lo, hi, _)| *lo <= tag && tag <= *hi) else {
+            return Err(DErr::new(format!("variant tag '{}' value {} selects no option", v.tag, tag)));
+        };
+        out.push(Val::Opt(idx));
+        self.run(&v.options[idx as usize], out)
+    }
+
+    /// A compiled sequence: as `dec` reads a `Ty::Seq` that is not text.
+    fn seq(&mut self, q: &SeqOp, out: &mut Vec<Val>) -> DResult<()> {
+        let n = self.regs[q.reg as usize];
+        self.check_count(n, &q.elem, out.len())?;
+        out.push(Val::Len(n as u32));
+        self.align(q.elem_align);
+        for _ in 0..n {
+            self.run(&q.prog, out)?;
         }
         Ok(())
     }
@@ -1079,28 +1196,11 @@ impl StreamReader {
     #[inline(always)]
     fn read_bits(&mut self, size: u32, align: u32, le: bool) -> DResult<u64> {
         self.align(align);
-        let pos = self.pos;
-        let end = pos + size as u64;
+        let end = self.pos + size as u64;
         if end > self.end {
-            return Err(DErr(format!("a {}-bit field runs past the end of the packet content", size)));
+            return Err(past_end(size));
         }
-        let byte = (pos >> 3) as usize;
-        let shift = (pos & 7) as u32;
-        let d = &self.data[..];
-        let v = if shift == 0 {
-            match (size, le) {
-                (8, _) => d[byte] as u64,
-                (16, true) => u16::from_le_bytes([d[byte], d[byte + 1]]) as u64,
-                (32, true) => u32::from_le_bytes(d[byte..byte + 4].try_into().unwrap()) as u64,
-                (64, true) => u64::from_le_bytes(d[byte..byte + 8].try_into().unwrap()),
-                (16, false) => u16::from_be_bytes([d[byte], d[byte + 1]]) as u64,
-                (32, false) => u32::from_be_bytes(d[byte..byte + 4].try_into().unwrap()) as u64,
-                (64, false) => u64::from_be_bytes(d[byte..byte + 8].try_into().unwrap()),
-                _ => read_bits_slow(d, byte, shift, size, le),
-            }
-        } else {
-            read_bits_slow(d, byte, shift, size, le)
-        };
+        let v = bits_at(&self.data, self.pos, size, le);
         self.pos = end;
         Ok(v)
     }
@@ -1157,7 +1257,7 @@ impl StreamReader {
                 let raw = self.regs[v.reg as usize];
                 let tag: i128 = if v.tag_signed { raw as i64 as i128 } else { raw as i128 };
                 let Some(&(_, _, idx)) = v.ranges.iter().find(|(lo, hi, _)| *lo <= tag && tag <= *hi) else {
-                    return Err(DErr(format!("variant tag '{}' value {} selects no option", v.tag, tag)));
+                    return Err(DErr::new(format!("variant tag '{}' value {} selects no option", v.tag, tag)));
                 };
                 out.push(Val::Opt(idx));
                 self.dec(&v.options[idx as usize].ty, out)?;
@@ -1188,7 +1288,7 @@ impl StreamReader {
         self.align(8);
         let bits = len.checked_mul(8).ok_or_else(|| DErr("text length overflows".into()))?;
         if bits > self.end.saturating_sub(self.pos) {
-            return Err(DErr(format!("a {}-byte text field runs past the end of the packet content", len)));
+            return Err(DErr::new(format!("a {}-byte text field runs past the end of the packet content", len)));
         }
         out.push(Val::Str(self.pos >> 3, len as u32));
         self.pos += bits;
@@ -1199,14 +1299,14 @@ impl StreamReader {
         let min_bits = min_size_bits(elem);
         let left = self.end.saturating_sub(self.pos);
         if min_bits > 0 && n.saturating_mul(min_bits) > left {
-            return Err(DErr(format!("array of {} elements runs past the end of the packet content", n)));
+            return Err(DErr::new(format!("array of {} elements runs past the end of the packet content", n)));
         }
         if tape_len as u64 + n > MAX_TAPE as u64 {
-            return Err(DErr(format!("array of {} elements is too large", n)));
+            return Err(DErr::new(format!("array of {} elements is too large", n)));
         }
         self.work = self.work.saturating_add(n);
         if self.work > MAX_TAPE as u64 {
-            return Err(DErr(format!("arrays of more than {} elements in all", MAX_TAPE)));
+            return Err(DErr::new(format!("arrays of more than {} elements in all", MAX_TAPE)));
         }
         Ok(())
     }
@@ -1259,6 +1359,63 @@ fn read_bits_slow(d: &[u8], byte: usize, shift: u32, size: u32, le: bool) -> u64
         let total = (nbytes * 8) as u32;
         ((x >> (total - shift - size)) & ((1u128 << size) - 1)) as u64
     }
+}
+
+/// Bytes ahead of the event being read that are asked into the cache: a
+/// merge reads dozens of streams in turn, more than the hardware prefetcher
+/// follows, and each event's first bytes were a cache miss (measured: the
+/// largest single cost of decoding).
+const PREFETCH_AHEAD: usize = 512;
+
+/// Asks for the cache line at byte `at` of `d` (nothing past its end).
+#[inline(always)]
+fn prefetch(d: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if at < d.len() {
+        // SAFETY: a prefetch never faults; the address is within the mapping.
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(d.as_ptr().add(at) as *const i8) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (d, at);
+}
+
+/// `pos` (bits from the file's start) aligned to `a` bits from the packet's start.
+#[inline(always)]
+fn align_at(pos: u64, pkt: u64, a: u32) -> u64 {
+    let a = a as u64;
+    if a > 1 {
+        pkt + ((pos - pkt + a - 1) & !(a - 1))
+    } else {
+        pos
+    }
+}
+
+/// The `size`-bit integer at bit `pos` of `d` (the caller has checked that it
+/// lies within the packet's content, so within `d`).
+#[inline(always)]
+fn bits_at(d: &[u8], pos: u64, size: u32, le: bool) -> u64 {
+    let byte = (pos >> 3) as usize;
+    let shift = (pos & 7) as u32;
+    if shift == 0 {
+        match (size, le) {
+            (8, _) => d[byte] as u64,
+            (16, true) => u16::from_le_bytes([d[byte], d[byte + 1]]) as u64,
+            (32, true) => u32::from_le_bytes(d[byte..byte + 4].try_into().unwrap()) as u64,
+            (64, true) => u64::from_le_bytes(d[byte..byte + 8].try_into().unwrap()),
+            (16, false) => u16::from_be_bytes([d[byte], d[byte + 1]]) as u64,
+            (32, false) => u32::from_be_bytes(d[byte..byte + 4].try_into().unwrap()) as u64,
+            (64, false) => u64::from_be_bytes(d[byte..byte + 8].try_into().unwrap()),
+            _ => read_bits_slow(d, byte, shift, size, le),
+        }
+    } else {
+        read_bits_slow(d, byte, shift, size, le)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn past_end(size: u32) -> DErr {
+    DErr::new(format!("a {}-bit field runs past the end of the packet content", size))
 }
 
 /// The smallest number of bits a value of this type occupies.

@@ -608,8 +608,123 @@ pub enum Op {
     },
     Str,
     Text(u64),
-    /// Anything with a data-dependent shape (sequences, variants, large arrays).
+    /// A variant: its options compiled too (the event header's compact and
+    /// extended forms, read for every event).
+    Variant(Box<VariantOp>),
+    /// A sequence of elements of fixed shape: the element compiled once.
+    Seq(Box<SeqOp>),
+    /// Consecutive whole-byte little-endian integers and text arrays of at
+    /// most byte alignment: at a byte-aligned position their places are fixed,
+    /// and they are read with one bounds check (`ops` when not).
+    Fixed(Box<FixedOp>),
+    /// Anything else with a data-dependent shape (large arrays, nested
+    /// sequences and variants).
     Other(Box<Ty>),
+}
+
+/// A compiled variant: what `Ty::Variant` holds, its options as programs.
+#[derive(Debug, Clone)]
+pub struct VariantOp {
+    pub tag: String,
+    pub reg: u32,
+    pub ranges: Vec<(i128, i128, u32)>,
+    pub tag_signed: bool,
+    pub options: Vec<Vec<Op>>,
+}
+
+/// One value of an `Op::Fixed`: at byte `off` from its start, an integer of
+/// `64 - shift` bits (sign-extended when `signed`; kept in register `reg`
+/// unless u32::MAX), or a text array of `text` bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct FixedItem {
+    pub off: u32,
+    pub shift: u32,
+    pub signed: bool,
+    pub reg: u32,
+    pub text: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+pub struct FixedOp {
+    pub items: Vec<FixedItem>,
+    /// Bytes the values occupy.
+    pub bytes: u32,
+    /// The same values as plain operations.
+    pub ops: Vec<Op>,
+}
+
+/// `prog` with each run of two or more operations that `Op::Fixed` can read
+/// fused into one (also inside variants' options and sequences' elements).
+fn fuse(prog: Vec<Op>) -> Vec<Op> {
+    let mut out = Vec::with_capacity(prog.len());
+    let mut run: Vec<Op> = Vec::new();
+    let flush = |run: &mut Vec<Op>, out: &mut Vec<Op>| {
+        let values = run.iter().filter(|o| !matches!(o, Op::Align(_))).count();
+        if values >= 2 {
+            let mut items = Vec::new();
+            let mut off = 0u64;
+            for op in run.iter() {
+                match *op {
+                    Op::Int { size, signed, reg, .. } => {
+                        items.push(FixedItem { off: off as u32, shift: 64 - size, signed, reg: reg.unwrap_or(u32::MAX), text: None });
+                        off += size as u64 / 8;
+                    }
+                    Op::Text(len) => {
+                        items.push(FixedItem { off: off as u32, shift: 0, signed: false, reg: u32::MAX, text: Some(len as u32) });
+                        off += len;
+                    }
+                    _ => {}
+                }
+            }
+            out.push(Op::Fixed(Box::new(FixedOp { items, bytes: off as u32, ops: std::mem::take(run) })));
+        } else {
+            out.append(run);
+        }
+    };
+    let mut bytes = 0u64;
+    for op in prog {
+        let fits = match &op {
+            Op::Int { size, align, le, role, .. } => *le && *align <= 8 && matches!(size, 8 | 16 | 32 | 64) && matches!(role, Role::None),
+            Op::Text(len) => *len <= u32::MAX as u64 / 2,
+            Op::Align(a) => *a <= 8,
+            _ => false,
+        };
+        let size = match &op {
+            Op::Int { size, .. } => *size as u64 / 8,
+            Op::Text(len) => *len,
+            _ => 0,
+        };
+        if fits && bytes + size <= u32::MAX as u64 / 16 {
+            bytes += size;
+            run.push(op);
+            continue;
+        }
+        flush(&mut run, &mut out);
+        bytes = 0;
+        out.push(match op {
+            Op::Variant(mut v) => {
+                v.options = v.options.into_iter().map(fuse).collect();
+                Op::Variant(v)
+            }
+            Op::Seq(mut q) => {
+                q.prog = fuse(std::mem::take(&mut q.prog));
+                Op::Seq(q)
+            }
+            other => other,
+        });
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
+/// A compiled sequence (not text): its length register, the element's
+/// alignment and smallest size (bits), and the element's program.
+#[derive(Debug, Clone)]
+pub struct SeqOp {
+    pub reg: u32,
+    pub elem_align: u32,
+    pub elem: Box<Ty>,
+    pub prog: Vec<Op>,
 }
 
 pub fn compile(ty: &Ty, out: &mut Vec<Op>) {
@@ -641,7 +756,31 @@ pub fn compile(ty: &Ty, out: &mut Vec<Op>) {
                 compile(elem, out);
             }
         }
+        Ty::Variant(v) if v.options.iter().all(|o| flat_ops(&o.ty) <= MAX_PROGRAM_OPS) => {
+            let options = v.options.iter().map(|o| program(Some(&o.ty))).collect();
+            out.push(Op::Variant(Box::new(VariantOp {
+                tag: v.tag.clone(),
+                reg: v.reg,
+                ranges: v.ranges.clone(),
+                tag_signed: v.tag_signed,
+                options,
+            })))
+        }
+        Ty::Seq { elem, reg, text: false, .. } if flat_ops(elem) <= 64 && plain(elem) => {
+            out.push(Op::Seq(Box::new(SeqOp { reg: *reg, elem_align: elem.align(), elem: elem.clone(), prog: program(Some(elem)) })))
+        }
         other => out.push(Op::Other(Box::new(other.clone()))),
+    }
+}
+
+/// Whether `ty` is numbers, strings and text arrays, possibly in structures:
+/// its program decodes it exactly as the tree walker would, errors included
+/// (no arrays of numbers, whose walker checks their length first).
+fn plain(ty: &Ty) -> bool {
+    match ty {
+        Ty::Int(_) | Ty::Enum(_) | Ty::Float(_) | Ty::Str | Ty::Array { text: true, .. } => true,
+        Ty::Struct(s) => s.fields.iter().all(|f| plain(&f.ty)),
+        _ => false,
     }
 }
 
@@ -661,10 +800,37 @@ fn flat_ops(ty: &Ty) -> u64 {
     }
 }
 
+/// The programs of an event's stream event context, event context and
+/// payload as one (fused across their borders), with the tape indexes where
+/// the second and the third begin; None when the first two do not produce a
+/// fixed number of values.
+pub fn body_program(parts: [Option<&Ty>; 3]) -> Option<(Vec<Op>, (usize, usize))> {
+    let mut v = Vec::new();
+    let mut starts = [0usize; 2];
+    for (k, part) in parts.iter().enumerate() {
+        if let Some(t) = part {
+            compile(t, &mut v);
+        }
+        if k < 2 {
+            starts[k] = v.iter().map(static_values).sum::<Option<usize>>()?;
+        }
+    }
+    Some((fuse(v), (starts[0], starts[1])))
+}
+
+/// Values an (unfused) operation puts on the tape, when that is fixed.
+fn static_values(op: &Op) -> Option<usize> {
+    match op {
+        Op::Align(_) => Some(0),
+        Op::Int { .. } | Op::F32 { .. } | Op::F64 { .. } | Op::Str | Op::Text(_) => Some(1),
+        Op::Variant(_) | Op::Seq(_) | Op::Fixed(_) | Op::Other(_) => None,
+    }
+}
+
 pub fn program(ty: Option<&Ty>) -> Vec<Op> {
     let mut v = Vec::new();
     if let Some(t) = ty {
         compile(t, &mut v);
     }
-    v
+    fuse(v)
 }
