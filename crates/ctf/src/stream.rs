@@ -1023,7 +1023,6 @@ impl StreamReader {
         let sc = &md.streams[self.sc];
         self.event_id = 0;
         self.work = 0;
-        prefetch(&self.data, (self.pos >> 3) as usize + PREFETCH_AHEAD);
         if !sc.event_header_prog.is_empty() {
             let mut ht = std::mem::take(&mut self.hdr_tape);
             ht.clear();
@@ -1359,24 +1358,6 @@ fn read_bits_slow(d: &[u8], byte: usize, shift: u32, size: u32, le: bool) -> u64
         let total = (nbytes * 8) as u32;
         ((x >> (total - shift - size)) & ((1u128 << size) - 1)) as u64
     }
-}
-
-/// Bytes ahead of the event being read that are asked into the cache: a
-/// merge reads dozens of streams in turn, more than the hardware prefetcher
-/// follows, and each event's first bytes were a cache miss (measured: the
-/// largest single cost of decoding).
-const PREFETCH_AHEAD: usize = 512;
-
-/// Asks for the cache line at byte `at` of `d` (nothing past its end).
-#[inline(always)]
-fn prefetch(d: &[u8], at: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if at < d.len() {
-        // SAFETY: a prefetch never faults; the address is within the mapping.
-        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(d.as_ptr().add(at) as *const i8) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (d, at);
 }
 
 /// `pos` (bits from the file's start) aligned to `a` bits from the packet's start.
