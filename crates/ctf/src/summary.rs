@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::json::{text_at, write_str};
+use crate::json::{bytes_at, write_str};
 use crate::metadata::EnvValue;
 use crate::reader::{Trace, TraceSet};
 use crate::stream::{StreamReader, Val};
@@ -102,6 +102,8 @@ struct Partial {
 fn count_streams(traces: &[Trace], ctx: &[Vec<[Option<usize>; 3]>], mine: Vec<(usize, &mut StreamReader)>) -> Partial {
     let mut part = Partial { class_counts: traces.iter().map(|t| vec![0u64; t.md.events.len()]).collect(), ..Default::default() };
     let mut rows: Vec<(ProcessSummary, (u64, usize))> = Vec::new();
+    // Per row: the bytes its procname was made from.
+    let mut raws: Vec<Vec<u8>> = Vec::new();
     let mut index: HashMap<(usize, i64), usize> = HashMap::new();
     let mut last: Option<((usize, i64), usize)> = None;
     for (si, s) in mine {
@@ -136,6 +138,7 @@ fn count_streams(traces: &[Trace], ctx: &[Vec<[Option<usize>; 3]>], mine: Vec<(u
                     let k = *index.entry((t, vpid)).or_insert(n);
                     if k == n {
                         rows.push((ProcessSummary { trace: t, vpid, first_ts: ts, last_ts: ts, ..Default::default() }, (0, 0)));
+                        raws.push(Vec::new());
                     }
                     last = Some(((t, vpid), k));
                     k
@@ -146,12 +149,17 @@ fn count_streams(traces: &[Trace], ctx: &[Vec<[Option<usize>; 3]>], mine: Vec<(u
             e.first_ts = e.first_ts.min(ts);
             e.last_ts = e.last_ts.max(ts);
             if let Some(Val::Str(off, len)) = np.and_then(|np| s.tape.get(np)) {
-                // The name may change (exec, prctl): keep the latest.
+                // The name may change (exec, prctl): keep the latest. It is made
+                // text only when its bytes differ from those it was made from.
                 if (ts, si) >= *named {
                     *named = (ts, si);
-                    let name = text_at(s.data(), *off, *len);
-                    if e.procname != name {
-                        e.procname = name.into_owned();
+                    let raw = bytes_at(s.data(), *off, *len);
+                    if raw != raws[k].as_slice() {
+                        raws[k] = raw.to_vec();
+                        let name = String::from_utf8_lossy(raw);
+                        if e.procname != name {
+                            e.procname = name.into_owned();
+                        }
                     }
                 }
             }
