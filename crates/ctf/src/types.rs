@@ -718,7 +718,7 @@ fn fuse(prog: Vec<Op>) -> Vec<Op> {
 }
 
 /// A compiled sequence (not text): its length register, the element's
-/// alignment and smallest size (bits), and the element's program.
+/// alignment, its type (for the length check) and its program.
 #[derive(Debug, Clone)]
 pub struct SeqOp {
     pub reg: u32,
