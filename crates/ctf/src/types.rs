@@ -756,7 +756,7 @@ pub fn compile(ty: &Ty, out: &mut Vec<Op>) {
                 compile(elem, out);
             }
         }
-        Ty::Variant(v) if v.options.iter().all(|o| flat_ops(&o.ty) <= MAX_PROGRAM_OPS) => {
+        Ty::Variant(v) if v.options.iter().all(|o| flat_ops(&o.ty) <= MAX_PROGRAM_OPS && !has_number_array(&o.ty)) => {
             let options = v.options.iter().map(|o| program(Some(&o.ty))).collect();
             out.push(Op::Variant(Box::new(VariantOp {
                 tag: v.tag.clone(),
@@ -770,6 +770,19 @@ pub fn compile(ty: &Ty, out: &mut Vec<Op>) {
             out.push(Op::Seq(Box::new(SeqOp { reg: *reg, elem_align: elem.align(), elem: elem.clone(), prog: program(Some(elem)) })))
         }
         other => out.push(Op::Other(Box::new(other.clone()))),
+    }
+}
+
+/// Whether `ty` holds an array of numbers outside sequences and variants: a
+/// variant option with one is left to the tree walker, which checks an
+/// array's length before its elements (`compile` unrolls small arrays, whose
+/// damage then shows at the element), so that what a damaged one says stays
+/// the same.
+fn has_number_array(ty: &Ty) -> bool {
+    match ty {
+        Ty::Array { text: false, .. } => true,
+        Ty::Struct(s) => s.fields.iter().any(|f| has_number_array(&f.ty)),
+        _ => false,
     }
 }
 
