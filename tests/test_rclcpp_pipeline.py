@@ -14,6 +14,7 @@ Skips, saying why, where rclcpp is not built (no ../shared/third_party/ros2-jazz
 """
 from __future__ import annotations
 
+import bisect
 import collections
 import json
 import subprocess
@@ -363,3 +364,43 @@ def test_lifecycle_services_are_named(rec, run_roscope):
                              "WHERE p.pid = ? AND NOT s.known", [pid])[0]["n"] == 0
     p = run_roscope("stats", str(rec["trace"]))
     assert p.returncode == 0 and "known only by their handles" not in p.stderr, p.stderr
+
+
+def test_flows_from_the_camera_to_the_command(rec):
+    """`flow.data_flows(db, /image -> /cmd)`, through the /plan service: each /cmd the controller
+    logged names the last /path it took, that path the plan response it came from, the mapper's
+    reply the request, the planner's request the detection, the detection its image. Every such
+    (image, /cmd) pair is a flow (recall 1.0), precision >= 0.98, and each flow's latency (from
+    the start of the camera timer's run that published the image to the /cmd's publication)
+    within 10 us of the log's (the run's first clock read to the one right before publish()).
+    The /cmd's other input, its goal (through the action), is not searched here."""
+    from roscope import flow
+
+    gt = rec["gt"]
+    pubs = {r["id"]: r for r in gt.of("pub")}
+    request_of = {r["id"]: r["other"] for r in gt.of("reply", node="/mapper")}
+    detection_of = {r["id"]: r["other"] for r in gt.of("request", node="/planner")}
+    ticks = sorted(gt.runs()[("/camera", "camera.tick")], key=lambda r: r["start_ns"])
+    starts = [r["start_ns"] for r in ticks]
+    truth = {}
+    for c in (r for r in gt.of("pub") if r["topic"] == "/cmd"):
+        path = pubs.get(c["inputs"][1])
+        det = pubs.get(detection_of.get(request_of.get(path["inputs"][0]))) if path else None
+        if det is None:
+            continue
+        image = pubs[det["inputs"][0]]
+        tick = ticks[bisect.bisect_right(starts, image["mono_ns"]) - 1]
+        truth[(image["id"], c["id"])] = c["mono_ns"] - tick["start_ns"]
+    assert len(truth) >= 10, f"only {len(truth)} /cmd messages with a plan behind them"
+    ids = _publication_ids(rec)
+    t = flow.data_flows(rec["db"], "^/image$", "^/cmd$").data_flows.select(
+        ["input_publication_id", "output_publication_id", "latency_ns"]).to_pydict()
+    got = {(ids.get(i), ids[o]): lat for i, o, lat in zip(t["input_publication_id"], t["output_publication_id"],
+                                                            t["latency_ns"]) if o in ids}
+    found = set(got) & set(truth)
+    assert len(found) == len(truth), f"missed {len(truth) - len(found)} of {len(truth)} true flows"
+    assert len(found) / len(got) >= 0.98, f"precision {len(found) / len(got):.3f}"
+    errors = sorted(abs(got[p] - truth[p]) for p in found)
+    print(f"\n{len(truth)} true flows, {len(got)} found; latency - log's: median {errors[len(errors) // 2] / US:.1f} us, "
+          f"max {errors[-1] / US:.1f} us")
+    assert errors[-1] <= 10 * US, f"latency error up to {errors[-1] / US:.1f} us"

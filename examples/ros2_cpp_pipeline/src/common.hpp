@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -78,7 +79,6 @@ public:
   explicit GroundTruth(std::string process)
   : process_(std::move(process)), runs_(new Run[kMaxRuns])
   {
-    rows_.reserve(1 << 16);
     add("{\"ev\": \"start\", \"process\": \"" + process_ + "\", \"pid\": " + std::to_string(getpid()));
   }
 
@@ -92,19 +92,25 @@ public:
       std::abort();
     }
     runs_[nruns_] = Run{node, cb, kind, what, t0, 0};
-    rows_.push_back("#" + std::to_string(nruns_));
+    rows_.emplace_back("#" + std::to_string(nruns_), 0);
     return nruns_++;
   }
   // The run's last operation is this clock read (no lock: the slot is the run's own, read by
   // write() once the executor has stopped).
   void end(size_t run) {runs_[run].end_ns = now_ns();}
 
-  // A fact: the JSON object without its closing brace; mono_ns is added.
-  void add(const std::string & head)
+  // A fact: the JSON object without its closing brace; mono_ns is added: the clock read last,
+  // into the row's own slot (a deque's elements stay where they are), so that a `pub` row's
+  // time is right before the publish() that follows it, after the log's own work.
+  void add(std::string head)
   {
-    int64_t t = now_ns();
-    std::lock_guard<std::mutex> g(m_);
-    rows_.push_back(head + ", \"mono_ns\": " + std::to_string(t) + "}");
+    int64_t * t;
+    {
+      std::lock_guard<std::mutex> g(m_);
+      rows_.emplace_back(std::move(head), 0);
+      t = &rows_.back().second;
+    }
+    *t = now_ns();
   }
   void pub(const char * node, const char * topic, uint64_t id, const std::vector<uint64_t> & inputs = {})
   {
@@ -134,7 +140,7 @@ public:
       return;
     }
     std::lock_guard<std::mutex> g(m_);
-    for (const auto & r : rows_) {
+    for (const auto & [r, t] : rows_) {
       if (!r.empty() && r[0] == '#') {
         const Run & x = runs_[std::stoul(r.substr(1))];
         std::fprintf(
@@ -142,7 +148,7 @@ public:
           "\"start_ns\": %lld, \"end_ns\": %lld}\n", x.node, x.cb, x.kind, x.what,
           static_cast<long long>(x.start_ns), static_cast<long long>(x.end_ns));
       } else {
-        std::fprintf(f, "%s\n", r.c_str());
+        std::fprintf(f, "%s, \"mono_ns\": %lld}\n", r.c_str(), static_cast<long long>(t));
       }
     }
     std::fclose(f);
@@ -153,7 +159,7 @@ private:
   std::mutex m_;
   std::unique_ptr<Run[]> runs_;
   size_t nruns_ = 0;
-  std::vector<std::string> rows_;
+  std::deque<std::pair<std::string, int64_t>> rows_;  // (row, mono_ns); a run's row: "#<run>"
 };
 
 // $ROS2_CPP_PIPELINE_SLOW=CALLBACK:MS[@FROM-TO]: the callback named CALLBACK (a ground-truth
