@@ -31,6 +31,7 @@ import os
 import re
 import shutil
 import socket
+import subprocess
 import sys
 import time
 import urllib.request
@@ -142,9 +143,11 @@ def session(master: str = "local[2]", app: str = "roscope", conf: dict | None = 
 
 
 @contextlib.contextmanager
-def running(master: str = "local[2]", conf: dict | None = None):
+def running(master: str = "local[2]", conf: dict | None = None, *, end_java: bool = False):
     """`session(master, conf)` for the block; stopped at its end unless this process already
-    had a session running (the caller's, reused: left to the caller to stop)."""
+    had a session running (the caller's, reused: left to the caller to stop). With
+    `end_java` (a command about to exit), the Java process pyspark started for this Python
+    is ended too and waited for, so that nothing of the command outlives it."""
     check()
     from pyspark.sql import SparkSession
 
@@ -155,6 +158,30 @@ def running(master: str = "local[2]", conf: dict | None = None):
     finally:
         if before is None:
             spark.stop()
+            if end_java:
+                _end_java()
+
+
+def _end_java(timeout: float = 30.0) -> None:
+    """Ends pyspark's Java process (its gateway) and waits for it: it exits when its standard
+    input closes (else it lingers for a moment after this Python has exited). No Spark starts
+    in this process afterwards unless pyspark launches a new one."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if gateway is None or SparkContext._active_spark_context is not None:
+        return
+    gateway.shutdown()
+    SparkContext._gateway = SparkContext._jvm = None
+    if proc is not None:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()   # pyspark's own child, by its handle
+            proc.wait()
 
 
 def register(spark, dataset: str, run_ids: Sequence[str], tables: Sequence[str]) -> None:

@@ -62,7 +62,7 @@ def run_stats(args) -> int:
     spark.check_master(args.master)
     chosen = ds.select(args.dataset, args.runs)
     t0 = time.perf_counter()
-    with spark.running(args.master, conf) as sp:
+    with spark.running(args.master, conf, end_java=True) as sp:
         t1 = time.perf_counter()
         res = spark.stats(args.dataset, chosen, spark=sp)
     d = {"engine": f"spark {args.master}", "runs": len(chosen), "seconds": time.perf_counter() - t0,
@@ -79,7 +79,7 @@ def _per_run(args, work):
     conf = spark.parse_conf(args.conf)
     spark.check_master(args.master)
     t0 = time.perf_counter()
-    with spark.running(args.master, conf) as sp:
+    with spark.running(args.master, conf, end_java=True) as sp:
         res = work(sp)
     dt = time.perf_counter() - t0
     if args.json:
