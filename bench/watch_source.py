@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The live source of `roscope watch`, chosen by measurement: LTTng session rotation into trace
-chunks against the lttng-relayd live protocol (docs/watch.md, "Live source").
+chunks against the lttng-relayd live protocol, read by babeltrace2 or by roscope's own client
+(docs/watch.md, "Live source").
 
 Each case runs in a private mount namespace (`unshare --mount`, tmpfs on /var/run/lttng and
 /dev/shm) with its own lttng-sessiond (and lttng-relayd for the live protocol), so that the
@@ -14,7 +15,10 @@ millisecond) runs for --duration seconds into a per-UID channel of 8 x 1 MiB sub
              (`roscope._core.Trace(...).read_batches()`): what `roscope watch` does;
   live-P     `lttng create --live=P` through a relay daemon on free local ports; the reader is
              babeltrace2's lttng-live source (`babeltrace2 -c src.ctf.lttng-live -c sink.text.pretty`
-             with cycle times, text on a pipe), the reference viewer of that protocol.
+             with cycle times, text on a pipe), the reference viewer of that protocol;
+  roscope-live-P  the same live session read by roscope's own client of the protocol
+             (`roscope._core.LiveClient`, polled every 20 ms; each mini chunk it writes decoded
+             with roscope's Rust reader): what `roscope watch --source live` does.
 
 Measured per case: events read (against the number emitted), the latency of each event from its
 own timestamp (CLOCK_MONOTONIC, the trace clock) to the moment the reader had decoded it (p50,
@@ -50,6 +54,8 @@ CASES = {
     "rotate-250ms": ("rotate", 250_000),
     "live-1s": ("live", 1_000_000),
     "live-100ms": ("live", 100_000),
+    "roscope-live-100ms": ("roscope-live", 100_000),
+    "roscope-live-50ms": ("roscope-live", 50_000),
 }
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -144,11 +150,51 @@ class Daemons:
                 p.wait()
 
 
+def decode_ts(d: str):
+    """Every event's time in the trace directory `d`, decoded by roscope's reader."""
+    import numpy as np
+    import pyarrow as pa
+    from roscope import _core
+    tr = _core.Trace([d])
+    ts = []
+    while (batches := tr.read_batches()) is not None:
+        for _trace, _ev, t in batches:
+            ts.append(np.asarray(pa.table(t).column("ts").to_numpy(), dtype=np.int64))
+    return np.concatenate(ts) if ts else np.zeros(0, dtype=np.int64)
+
+
+def roscope_live_reader(addr: str, sess: str, out: str, stop_after: float, result: dict) -> None:
+    """roscope's own live client (`_core.LiveClient`, as `roscope watch --source live` uses it):
+    polls every 20 ms, decodes each mini chunk with roscope's reader; latency as the rotate
+    reader's (the events of a mini chunk: now minus their time)."""
+    import numpy as np
+    from roscope import _core
+    c = _core.LiveClient(addr)
+    c.attach(sess, 20.0)
+    lat: list = []
+    n = chunks = 0
+    deadline = time.monotonic() + stop_after
+    while time.monotonic() < deadline:
+        d = os.path.join(out, f"mini-{chunks}")
+        packets, _b, ended = c.poll(d)
+        if packets:
+            chunks += 1
+            arr = decode_ts(d)
+            lat.append(time.clock_gettime_ns(time.CLOCK_MONOTONIC) - arr)
+            n += len(arr)
+            shutil.rmtree(d)
+        if ended:
+            break
+        time.sleep(0.02)
+    result["events"] = n
+    result["chunks"] = chunks
+    result["lat"] = np.concatenate(lat) if lat else []
+
+
 def rotate_reader(out: str, stop_after: float, result: dict) -> None:
     """Polls OUT/archives and decodes each new chunk with roscope's reader; the events'
     latencies go into result["lat"] (the last chunk's into result["last_lat"])."""
     import numpy as np
-    from roscope import _core
     seen: set[str] = set()
     arch = os.path.join(out, "trace", "archives")
     lat: list = []
@@ -161,14 +207,8 @@ def rotate_reader(out: str, stop_after: float, result: dict) -> None:
             if name in seen:
                 continue
             seen.add(name)
-            tr = _core.Trace([os.path.join(arch, name)])
-            ts = []
-            while (batches := tr.read_batches()) is not None:
-                for _trace, _ev, t in batches:
-                    import pyarrow as pa
-                    ts.append(np.asarray(pa.table(t).column("ts").to_numpy(), dtype=np.int64))
+            arr = decode_ts(os.path.join(arch, name))
             now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-            arr = np.concatenate(ts) if ts else np.zeros(0, dtype=np.int64)
             n += len(arr)
             if last is not None:
                 lat.append(last)
@@ -207,7 +247,7 @@ def run_case(name: str, rate: int, duration: float, out: str) -> dict:
         os.makedirs(d, exist_ok=True)
         subprocess.run(["mount", "-t", "tmpfs", "none", d], check=True)
     os.environ["LTTNG_HOME"] = out
-    daemons = Daemons(out, relay=kind == "live")
+    daemons = Daemons(out, relay=kind != "rotate")
     sess = "watchsource"
     result: dict = {"case": name, "rate": rate, "duration_s": duration}
     reader = None
@@ -226,6 +266,12 @@ def run_case(name: str, rate: int, duration: float, out: str) -> dict:
         if kind == "rotate":
             lttng("enable-rotation", f"--session={sess}", f"--timer={period_us}us")
         lttng("start", sess)
+        res: dict = {}
+        if kind == "roscope-live":   # attached before the emitter starts, as babeltrace2 is
+            import threading
+            th = threading.Thread(target=roscope_live_reader, args=(f"127.0.0.1:{daemons.ports[2]}", sess, out, duration + 60, res))
+            th.start()
+            time.sleep(1.0)
         if kind == "live":
             host = socket.gethostname()
             reader = live_reader(f"net://127.0.0.1:{daemons.ports[2]}/host/{host}/{sess}")
@@ -234,14 +280,14 @@ def run_case(name: str, rate: int, duration: float, out: str) -> dict:
         t0 = time.monotonic()
         emitter = subprocess.Popen([EMIT, "rate", str(rate), str(int(duration))], env={**os.environ, "LTTNG_UST_REGISTER_TIMEOUT": "-1"})
         import threading
-        res: dict = {}
         if kind == "rotate":
             th = threading.Thread(target=rotate_reader, args=(out, duration + 60, res))
-        else:
+        elif kind == "live":
             th = threading.Thread(target=read_live, args=(reader, res))
         self_cpu0 = time.process_time()
         reader_cpu0 = cpu_s(reader.pid) if reader is not None else 0.0
-        th.start()
+        if kind != "roscope-live":
+            th.start()
         _pid, _status, ru = os.wait4(emitter.pid, 0)
         emitter.returncode = 0
         wall = time.monotonic() - t0

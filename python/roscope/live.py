@@ -221,6 +221,8 @@ class LiveWindows:
         and its paths' entries (a search over every record held); then the records no
         later window counts leave (`prune`)."""
         bounds = self.ready(final)
+        if not bounds:   # nothing to show, and nothing more to prune than at the last window
+            return []
         entries: dict[int, list] = {}
         if self.paths and bounds:
             self.fdb = self._flow_db(None)

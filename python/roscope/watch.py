@@ -1,21 +1,32 @@
 """`roscope watch`: a live view of a running system (docs/watch.md).
 
-An LTTng session (the one `roscope record` makes, through `roscope.record`) rotates
-into a trace chunk every `rotate_ms`; each chunk archived under OUT/archives is fed
-to `roscope.live.LiveWindows` (the core's incremental model builder) as soon as it
-appears, and every window whose records are all in is handed to `show` (JSON lines
-or the terminal view). The session is tracked and destroyed like a recording's, and
-the chunks stay on disk: OUT is a complete trace that `roscope load` reads.
+An LTTng session (the one `roscope record` makes, through `roscope.record`) is read
+as it records, from one of two sources:
+
+- `rotation`: the session rotates into a trace chunk every `rotate_ms`; each chunk
+  archived under OUT/archives is read as soon as it appears;
+- `live`: a live session (live timer `live_ms`) streams through a private
+  lttng-relayd writing OUT; roscope's own client of the live viewer protocol
+  (`_core.LiveClient`) gets the packets every `POLL_S` and writes those every stream
+  is complete up to into a small trace directory of its own (a "mini chunk").
+
+Each chunk goes to `roscope.live.LiveWindows` (the core's incremental model builder),
+and every window whose records are all in is handed to `show` (JSON lines or the
+terminal view). The session is tracked and destroyed like a recording's, and OUT is a
+complete trace that `roscope load` reads.
 """
 from __future__ import annotations
 
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from roscope import _core
 from roscope.alerts import EXIT_MISSED, OnMiss
 from roscope.live import LiveWindows, WatchedPath
 from roscope.loading import record_ids
@@ -32,6 +43,12 @@ POLL_S = 0.02
 #: The archive directory is listed at least this often (s), whatever its mtime says.
 LIST_S = 0.5
 
+#: The sources a watch reads its session from (docs/watch.md, "Live source").
+SOURCES = ("rotation", "live")
+#: How long the relay may take to know a live session, and to hand over its end (s).
+ATTACH_S = 20.0
+END_S = 30.0
+
 
 @dataclass
 class WatchOptions:
@@ -39,6 +56,9 @@ class WatchOptions:
     window_s: float = 5.0
     step_s: float = 1.0
     rotate_ms: int = 250
+    #: Where the session is read from (`SOURCES`), and a live session's live timer (ms).
+    source: str = "rotation"
+    live_ms: int = 50
     duration_s: float | None = None
     heuristics: bool = True
     #: LTTng event patterns recorded besides roscope's and ROS's (`DEFAULT_EVENTS`).
@@ -74,12 +94,21 @@ class Watch:
         self.alert = alert            # each miss, as a dict (a JSON line), or None
         self.on_miss = OnMiss(opts.on_miss)
         self.misses = 0
-        self.rec = Recording(RecordOptions(output=opts.output, rotate_us=int(opts.rotate_ms) * 1000, monitor_timer_us=MONITOR_TIMER_US,
+        if opts.source not in SOURCES:
+            raise ValueError(f"unknown source {opts.source!r}")
+        live = opts.source == "live"
+        self.rec = Recording(RecordOptions(output=opts.output, rotate_us=None if live else int(opts.rotate_ms) * 1000,
+                                           live_timer_us=int(opts.live_ms) * 1000 if live else None,
+                                           monitor_timer_us=MONITOR_TIMER_US,
                                            events=[*DEFAULT_EVENTS, *opts.events], ros2=opts.ros2, attach=opts.attach,
                                            pids=list(opts.pids)),
                              list(command) if command else None, "watch")
         self.live: LiveWindows | None = None
         self.seen: set[str] = set()
+        #: A live source's client, the directory of its mini chunks, and how many it made.
+        self.client = None
+        self._mini: Path | None = None
+        self._n = 0
         self.result: dict = {}
         self.windows = 0
         self._mtime: int | None = None   # the archive directory's, at the last listing
@@ -89,6 +118,9 @@ class Watch:
         """Feeds the chunks archived since the last look and checks the deadlines at
         once; the windows' work waits until no chunk is waiting (it never holds up the
         next chunk's check)."""
+        if self.client is not None:
+            self._read_live()
+            return
         if not force and not self._archive_changed():
             return
         fed = False
@@ -104,6 +136,27 @@ class Watch:
             self.live.check(self._alert)
         if fed:   # nothing new: nothing to step
             self._show(final=False)
+
+    def _read_live(self) -> bool:
+        """Feeds what the live client has complete (a mini chunk) and checks the deadlines;
+        returns whether the session's every stream ended."""
+        d = self._mini / str(self._n)
+        packets, _bytes, ended = self.client.poll(str(d))
+        if packets:
+            self._n += 1
+            try:
+                self.live.feed(str(d))
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
+            self.live.check(self._alert)
+            self._show(final=False)
+        return ended
+
+    def _start_live(self) -> None:
+        """The live source: a client of the recording's relay, attached to its session."""
+        self._mini = Path(tempfile.mkdtemp(prefix="roscope-live-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
+        self.client = _core.LiveClient(self.rec.relay.viewer_addr)
+        self.client.attach(self.rec.name, ATTACH_S)
 
     def _archive_changed(self) -> bool:
         """Whether a chunk may have been archived since the last listing: the archive
@@ -143,7 +196,16 @@ class Watch:
     def _last_chunks(self) -> dict:
         """After the session's end: the chunks not read yet, then every event read and
         lost (LTTng's counters) for the manifest."""
-        self._read_new(force=True)
+        if self.client is not None:   # the session is destroyed: the relay hands over its end
+            t0 = time.monotonic()
+            while not self._read_live():
+                if time.monotonic() - t0 > END_S:
+                    print(f"roscope: warning: the relay did not hand over the session's end within {END_S:g} s",
+                          file=sys.stderr)
+                    break
+                time.sleep(POLL_S)
+        else:
+            self._read_new(force=True)
         self.live.close()
         return {"events": self.live.events, "discarded_events": self.live.lost_events,
                 "packets_lost": self.live.lost_packets}
@@ -161,6 +223,8 @@ class Watch:
             self.live = LiveWindows(int(self.opts.window_s * 1e9), int(self.opts.step_s * 1e9), self.opts.heuristics,
                                     record_ids([str(rec.out)]), [WatchedPath(a, b, d) for a, b, d in self.opts.paths],
                                     attach=self.opts.attach or rec.command is None)
+            if rec.relay is not None:
+                self._start_live()
             if rec.command is not None:
                 def wait():
                     rc, _left = rec.wait()
@@ -179,12 +243,14 @@ class Watch:
             # destroys the session (the last chunk is archived), then reads the rest: the
             # manifest's counts are watch's own (no second pass over the trace)
             rec.finish(self.result, counts=self._last_chunks if self.live is not None else None)
+            if self._mini is not None:
+                shutil.rmtree(self._mini, ignore_errors=True)
         if self.live is None:   # interrupted before the first chunk
             print(f"roscope: trace written to {rec.out} (interrupted at its start)", file=sys.stderr)
             return 130
         self._show(final=True)
         self.on_miss.finish()
-        print(f"roscope: trace written to {rec.out} ({len(self.seen)} chunks, {self.windows} windows shown"
+        print(f"roscope: trace written to {rec.out} ({len(self.seen) + self._n} chunks, {self.windows} windows shown"
               f", {self.live.lost_events} events lost)", file=sys.stderr)
         if self.misses:
             print(f"roscope: {self.misses} flows missed their deadline", file=sys.stderr)

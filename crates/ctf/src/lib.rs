@@ -8,12 +8,14 @@
 //! - `stream`: decoding one stream file, packet by packet, into value tapes;
 //! - `reader`: finding traces and merging their streams in time order;
 //! - `json`: the `roscope dump` JSON-lines writer;
+//! - `live`: a client of LTTng's live viewer protocol (`roscope watch --source live`);
 //! - `summary`: the one-pass summary behind `roscope info`;
 //! - `testing` (feature `testing`): hand-made traces for tests.
 
 pub mod columns;
 pub mod error;
 pub mod json;
+pub mod live;
 pub mod metadata;
 pub mod meter;
 pub mod reader;

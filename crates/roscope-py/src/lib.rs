@@ -382,6 +382,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Trace>()?;
     m.add_class::<ModelStream>()?;
     m.add_class::<live::LiveModel>()?;
+    m.add_class::<live::LiveClient>()?;
     m.add_class::<Meter>()?;
     m.add_class::<user_regex::Regex>()?;
     m.add_function(wrap_pyfunction!(build_model, m)?)?;

@@ -119,3 +119,50 @@ fn chunk_losses(set: &TraceSet, seen: &mut HashMap<(String, String), (u64, Optio
     }
     (events, packets)
 }
+
+/// A client of an `lttng-relayd`'s viewer port (`roscope_ctf::live`): each
+/// `poll` writes the packets every stream is complete up to into a new
+/// directory, a CTF trace that `LiveModel.feed` reads as it reads a chunk.
+#[pyclass(module = "roscope._core")]
+pub struct LiveClient {
+    c: roscope_ctf::live::LiveClient,
+}
+
+#[pymethods]
+impl LiveClient {
+    /// Connects to the viewer port at `addr` (host:port).
+    #[new]
+    fn new(py: Python<'_>, addr: String) -> PyResult<Self> {
+        let c = py.allow_threads(|| roscope_ctf::live::LiveClient::connect(&addr)).map_err(err)?;
+        Ok(LiveClient { c })
+    }
+
+    /// Attaches to the live session `name` (waiting up to `timeout_s` for the
+    /// relay to know it); returns its live timer (us).
+    fn attach(&mut self, py: Python<'_>, name: String, timeout_s: f64) -> PyResult<u32> {
+        let c = &mut self.c;
+        let s = py.allow_threads(|| c.attach(&name, std::time::Duration::from_secs_f64(timeout_s.max(0.0)))).map_err(err)?;
+        Ok(s.live_timer_us)
+    }
+
+    /// Gets what the relay has and writes what is complete into the new
+    /// directory `out`. Returns (packets, bytes, ended): ended when every
+    /// stream of the session was closed (nothing more will come).
+    fn poll(&mut self, py: Python<'_>, out: String) -> PyResult<(u64, u64, bool)> {
+        let c = &mut self.c;
+        let p = py.allow_threads(|| c.poll(std::path::Path::new(&out))).map_err(err)?;
+        Ok((p.packets, p.bytes, p.ended))
+    }
+
+    /// Packets and bytes got from the relay so far.
+    #[getter]
+    fn received(&self) -> (u64, u64) {
+        (self.c.packets, self.c.bytes)
+    }
+
+    /// Data streams known, and those ended.
+    #[getter]
+    fn streams(&self) -> (usize, usize) {
+        self.c.stream_counts()
+    }
+}

@@ -18,8 +18,8 @@ def register(sub) -> None:
     p = sub.add_parser(
         "watch",
         help="live per-callback and per-topic statistics of a running system",
-        description="Records the running system (or COMMAND) with LTTng, rotating the session into a trace "
-        "chunk every --rotate-ms, and shows every second the statistics of the last --window seconds: per "
+        description="Records the running system (or COMMAND) with LTTng, reading the session as it records "
+        "(--source), and shows every second the statistics of the last --window seconds: per "
         "callback rate, p50, p99, max duration; per topic rate and delivery latency; lost events. The "
         "definitions are roscope stats' (roscope stats TRACE --window START:END gives the same numbers). "
         "Ctrl-C stops it (exit 130) and leaves the trace in -o DIR (docs/watch.md).",
@@ -28,8 +28,13 @@ def register(sub) -> None:
                    help="the trace directory (default: a new one as roscope record makes)")
     p.add_argument("--window", type=C.number("s", *WINDOW_S), default=5.0, metavar="SECONDS",
                    help=f"the sliding window (default 5 s; {WINDOW_S[0]:g} to {WINDOW_S[1]:g})")
+    p.add_argument("--source", choices=("rotation", "live"),
+                   help="how the session is read: 'rotation' (trace chunks) or 'live' (LTTng's live protocol through "
+                        "a private lttng-relayd, read by roscope's own client); default and why: docs/watch.md")
     p.add_argument("--rotate-ms", type=C.int_range(100, 60_000), default=250,
-                   help="LTTng rotation period, ms (default 250; docs/watch.md: why rotation)")
+                   help="--source rotation: LTTng rotation period, ms (default 250)")
+    p.add_argument("--live-ms", type=C.int_range(10, 60_000),
+                   help="--source live: the session's live timer, ms (default: docs/watch.md)")
     p.add_argument("--duration", type=C.number("s", *DURATION_S), metavar="SECONDS",
                    help=f"stop after this long ({DURATION_S[0]:g} to {DURATION_S[1]:g} s: 30 days)")
     p.add_argument("--event", action="append", default=[], metavar="PATTERN",
@@ -132,6 +137,8 @@ def run(args) -> int:
         paths.insert(0, (args.from_re, args.to_re, None))
     attach = not args.command if args.attach is None else args.attach
     opts = WatchOptions(paths=paths, on_miss=args.on_miss, output=args.output, window_s=args.window, rotate_ms=args.rotate_ms, duration_s=args.duration,
+                        **({"source": args.source} if args.source else {}),
+                        **({"live_ms": args.live_ms} if args.live_ms else {}),
                         heuristics=not args.no_heuristics, events=list(args.event), ros2=args.ros2, attach=attach,
                         pids=parse_pids(args.pid))
     view = None if args.json else _View()

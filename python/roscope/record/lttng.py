@@ -84,10 +84,14 @@ def snapshot_output(name: str) -> str:
     return url[len("file://"):] if url.startswith("file://") else url
 
 
-def create_session(name: str, out: Path) -> None:
+def create_session(name: str, out: Path, live: tuple[int, str] | None = None) -> None:
     """Creates session `name` writing into `out` (then ``configure_and_start``; the caller
-    destroys it if that fails: the session exists once this returned)."""
-    lttng("create", name, f"--output={out}")
+    destroys it if that fails: the session exists once this returned). With `live` (live
+    timer in us, relay URL): a live session streaming to that relay daemon instead."""
+    if live is not None:
+        lttng("create", name, f"--live={int(live[0])}", f"--set-url={live[1]}")
+    else:
+        lttng("create", name, f"--output={out}")
 
 
 def configure_and_start(name: str, opts: RecordOptions) -> None:

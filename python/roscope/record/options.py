@@ -54,6 +54,10 @@ class RecordOptions:
     #: The channel's monitor timer (us; LTTng's default when None): how often the consumer
     #: samples its buffers, which paces a rotation's completion.
     monitor_timer_us: int | None = None
+    #: A live session (`roscope watch --source live`): its live timer (us), the session
+    #: streaming through a private relay daemon (roscope.record.relay) writing the recording;
+    #: None: a session writing its own output.
+    live_timer_us: int | None = None
     #: Include the processes already running (their tracers' state dumps name their objects).
     attach: bool = False
     #: Record only these processes and their descendants (LTTng's vpid tracking), if any.

@@ -32,6 +32,7 @@ from roscope.record.manifest import (
     write_manifest,
 )
 from roscope.record.options import STOP_GRACE_S, RecordError, RecordOptions
+from roscope.record.relay import Relay
 from roscope.record.tracer import environment
 from roscope.ros2_pip import Ros2Recording
 
@@ -62,6 +63,8 @@ class Recording:
         self.state_file: Path | None = None   # set once this recording holds its name
         self.made: list[str] = []             # the LTTng sessions this recording made (and not yet destroyed)
         self.perf: group.Started | None = None
+        #: The relay daemon of a live session (`RecordOptions.live_timer_us`), or None.
+        self.relay: Relay | None = None
         self.child: group.Started | None = None
         self.members: dict[int, dict] = {}    # every process of the command seen: pid -> identity
         self.interrupted: list[int] = []
@@ -137,7 +140,12 @@ class Recording:
                                               mode="snapshot", sessions=flight.sessions(self.name))
                 self.manifest["options"].update(subbuf_size=self.opts.subbuf_size, num_subbuf=self.opts.num_subbuf)
             else:
-                lttng.create_session(self.name, self.out)
+                live = None
+                if self.opts.live_timer_us:
+                    self.relay = Relay(self.out)
+                    self.relay.start()
+                    live = (self.opts.live_timer_us, self.relay.url)
+                lttng.create_session(self.name, self.out, live)
                 self.made.append(self.name)
                 lttng.configure_and_start(self.name, self.opts)
             # A signal while the running processes dump their state ends the wait; then a watch
@@ -335,6 +343,9 @@ class Recording:
             except BaseException as e:   # the manifest first, then the exception
                 failed, known = e, {"error": f"{type(e).__name__}: {e}"}
             finish_manifest(self.out, self.manifest, result, known)
+            if self.relay is not None:   # its viewer has read the end (counts)
+                self.relay.stop()
+                self.relay = None
             if failed is not None:
                 raise failed
         finally:
