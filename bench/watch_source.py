@@ -173,13 +173,17 @@ def roscope_live_reader(addr: str, sess: str, out: str, stop_after: float, resul
     c.attach(sess, 20.0)
     lat: list = []
     n = chunks = 0
+    last_upto = -1
     deadline = time.monotonic() + stop_after
     while time.monotonic() < deadline:
         d = os.path.join(out, f"mini-{chunks}")
-        packets, _b, ended = c.poll(d)
+        packets, _b, ended, upto, _after = c.poll(d)
         if packets:
             chunks += 1
             arr = decode_ts(d)
+            # the events handed over by this poll (a straddling packet comes again with the next)
+            arr = arr[(arr > last_upto) & (arr <= (upto if upto is not None else np.iinfo(np.int64).max))]
+            last_upto = upto if upto is not None else last_upto
             lat.append(time.clock_gettime_ns(time.CLOCK_MONOTONIC) - arr)
             n += len(arr)
             shutil.rmtree(d)

@@ -139,9 +139,10 @@ class LiveWindows:
         for name, tbl in chunks:
             self.con.from_arrow(table_from_core(tbl)).insert_into(name)
 
-    def feed(self, chunk_dir: str) -> None:
-        """Reads one archived chunk (a trace directory)."""
-        chunks, last, discarded, packets = self.model.feed([chunk_dir])
+    def feed(self, chunk_dir: str, upto: int | None = None, after: list | None = None) -> None:
+        """Reads one archived chunk (a trace directory); a live source's mini chunk only up
+        to `upto`, and its stream files in `after` after their time (`_core.LiveModel.feed`)."""
+        chunks, last, discarded, packets = self.model.feed([chunk_dir], upto, after)
         self._put(chunks)
         # The objects known so far replace the previous ones (a few rows per object), where
         # they changed.

@@ -57,7 +57,7 @@ class WatchOptions:
     step_s: float = 1.0
     rotate_ms: int = 250
     #: Where the session is read from (`SOURCES`), and a live session's live timer (ms).
-    source: str = "rotation"
+    source: str = "live"
     live_ms: int = 50
     duration_s: float | None = None
     heuristics: bool = True
@@ -141,11 +141,11 @@ class Watch:
         """Feeds what the live client has complete (a mini chunk) and checks the deadlines;
         returns whether the session's every stream ended."""
         d = self._mini / str(self._n)
-        packets, _bytes, ended = self.client.poll(str(d))
+        packets, _bytes, ended, upto, after = self.client.poll(str(d))
         if packets:
             self._n += 1
             try:
-                self.live.feed(str(d))
+                self.live.feed(str(d), upto, after)
             finally:
                 shutil.rmtree(d, ignore_errors=True)
             self.live.check(self._alert)

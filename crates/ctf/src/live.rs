@@ -15,10 +15,15 @@
 //! `poll` writes the packets it got into a directory laid out as the relay's
 //! output (each stream's packets appended to its own file, each trace's
 //! metadata beside them): a complete CTF trace, read by the same reader as
-//! any chunk. Packets are handed over only up to the time every live stream
-//! is known to be complete to (the smallest of their last packet's end or
-//! inactivity beacon), so that successive directories follow each other in
-//! time as rotation chunks do.
+//! any chunk. Its events are to be read only up to the time every live
+//! stream is known to be complete to (the smallest of their last packet's
+//! end or inactivity beacon, `Polled::upto`): the streams' packets do not end
+//! at one time (a live timer flushes them one after the other, a full
+//! sub-buffer at any time), so a packet that straddles that time is handed
+//! over again by the next poll, whose reader skips the events it read already
+//! (`Polled::after`). Each event is read once, and successive directories
+//! follow each other in time as rotation chunks do. Times are the packets'
+//! clock cycles, which are nanoseconds for LTTng's user-space clock.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
@@ -77,11 +82,19 @@ struct DataStream {
     trace: u64,
     /// Where its packets go, relative to a poll's directory.
     file: PathBuf,
-    /// Packets got but not handed over yet: (end time, bytes).
-    pending: Vec<(u64, Vec<u8>)>,
+    /// Packets got and not wholly handed over yet.
+    pending: Vec<Packet>,
     /// The stream has nothing before this (its last packet's end, or an inactivity beacon).
     known_end: Option<u64>,
     hup: bool,
+}
+
+struct Packet {
+    begin: u64,
+    end: u64,
+    data: Vec<u8>,
+    /// Its events up to this time were handed over already (it straddled a poll's time).
+    fed_to: Option<u64>,
 }
 
 struct MetaStream {
@@ -92,12 +105,19 @@ struct MetaStream {
 }
 
 /// What one `poll` handed over.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct Polled {
     pub packets: u64,
     pub bytes: u64,
     /// Every stream the session had ended (the session was destroyed): nothing more will come.
     pub ended: bool,
+    /// The events to read from the directory are those up to this time (clock
+    /// cycles; None: all); a packet that straddles it is handed over again by
+    /// the next poll, with the events after it.
+    pub upto: Option<u64>,
+    /// Stream files (relative to the directory) whose first packet was handed
+    /// over before up to a time: only its events after that time are new.
+    pub after: Vec<(PathBuf, u64)>,
 }
 
 pub struct LiveClient {
@@ -309,7 +329,8 @@ impl LiveClient {
             for _ in 0..MAX_PACKETS_PER_POLL {
                 self.send(GET_NEXT_INDEX, &id.to_be_bytes())?;
                 let ix = self.recv(64)?;
-                let (offset, size_bits, end, st, flags) = (be64(&ix, 0), be64(&ix, 8), be64(&ix, 32), be32(&ix, 56), be32(&ix, 60));
+                let (offset, size_bits, begin, end) = (be64(&ix, 0), be64(&ix, 8), be64(&ix, 24), be64(&ix, 32));
+                let (st, flags) = (be32(&ix, 56), be32(&ix, 60));
                 let trace = self.streams[&id].trace;
                 if flags & FLAG_NEW_METADATA != 0 {
                     self.metadata(trace)?;
@@ -338,7 +359,7 @@ impl LiveClient {
                         self.bytes += len;
                         let s = self.streams.get_mut(&id).unwrap();
                         s.known_end = Some(s.known_end.map_or(end, |k| k.max(end)));
-                        s.pending.push((end, data));
+                        s.pending.push(Packet { begin, end, data, fed_to: None });
                         got = true;
                     }
                     INDEX_INACTIVE => {
@@ -359,29 +380,32 @@ impl LiveClient {
     }
 
     /// Gets what the relay has, and writes into `out` (a directory made here,
-    /// which must not exist) the packets every stream is complete up to: a CTF
-    /// trace (each trace's metadata and its streams' files).
+    /// which must not exist) the packets with events up to the time every
+    /// live stream is complete to (`Polled::upto`): a CTF trace (each trace's
+    /// metadata and its streams' files). Nothing written: no directory.
     pub fn poll(&mut self, out: &Path) -> Result<Polled> {
         self.fetch()?;
         let all_hup = self.streams.values().all(|s| s.hup);
         let ended = all_hup && (self.session_hup || !self.streams.is_empty());
-        // the time every stream still live is complete up to (a stream that never had a
-        // packet nor a beacon does not hold the others up)
-        let upto = self.streams.values().filter(|s| !s.hup).filter_map(|s| s.known_end).min();
-        let mut res = Polled { ended, ..Polled::default() };
-        let mut made = false;
-        let mut traces = Vec::new();
         // a trace whose metadata has not come yet: its packets wait for it
         let traces_pending: Vec<u64> = self.meta.iter().filter(|(_, m)| m.text.is_empty()).map(|(&t, _)| t).collect();
         for t in traces_pending {
             self.metadata(t)?;
         }
-        for s in self.streams.values_mut() {
-            if self.meta.get(&s.trace).is_none_or(|m| m.text.is_empty()) {
+        let ready = |s: &DataStream| self.meta.get(&s.trace).is_some_and(|m| !m.text.is_empty());
+        // the time every stream still live is complete up to (a stream that never had a
+        // packet nor a beacon does not hold the others up); all when every one ended
+        let upto = if all_hup { None } else { self.streams.values().filter(|s| !s.hup).filter_map(|s| s.known_end).min() };
+        let waiting: Vec<bool> = self.streams.values().map(|s| !ready(s)).collect();
+        let mut res = Polled { ended, upto, ..Polled::default() };
+        let mut made = false;
+        let mut traces = Vec::new();
+        for (s, wait) in self.streams.values_mut().zip(waiting) {
+            if wait {
                 continue;
             }
-            let n =
-                if s.hup || upto.is_none() { s.pending.len() } else { s.pending.iter().take_while(|(e, _)| *e <= upto.unwrap()).count() };
+            // the packets with events up to `upto`; those ending after it stay for the next poll
+            let n = s.pending.iter().take_while(|p| upto.is_none_or(|u| p.begin <= u && p.fed_to.is_none_or(|f| f < u))).count();
             if n == 0 {
                 continue;
             }
@@ -393,10 +417,20 @@ impl LiveClient {
             let wr = |e: std::io::Error| CtfError::Io { path: path.display().to_string(), msg: e.to_string() };
             std::fs::create_dir_all(path.parent().unwrap_or(out)).map_err(wr)?;
             let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(wr)?;
-            for (_, b) in s.pending.drain(..n) {
-                f.write_all(&b).map_err(wr)?;
+            if let Some(fed) = s.pending[0].fed_to {
+                res.after.push((s.file.clone(), fed));
+            }
+            for p in &s.pending[..n] {
+                f.write_all(&p.data).map_err(wr)?;
                 res.packets += 1;
-                res.bytes += b.len() as u64;
+                res.bytes += p.data.len() as u64;
+            }
+            let whole = s.pending[..n].iter().take_while(|p| upto.is_none_or(|u| p.end <= u)).count();
+            s.pending.drain(..whole);
+            if let (Some(u), Some(p)) = (upto, s.pending.first_mut()) {
+                if p.begin <= u {
+                    p.fed_to = Some(u);
+                }
             }
             if !traces.contains(&s.trace) {
                 traces.push(s.trace);

@@ -810,6 +810,14 @@ impl Builder {
     /// before) and hands to `sink` the records older than the window before
     /// its last event (`flush`). Returns the last event's time (its clock's, as the tables' times).
     pub fn feed(&mut self, set: &mut TraceSet, sink: &mut dyn FnMut(Table)) -> Option<i64> {
+        self.feed_where(set, sink, &|_, _| true)
+    }
+
+    /// `feed`, reading only the events `keep(stream index, raw time)` accepts:
+    /// a live source hands a packet over in two chunks when it straddles the
+    /// time every stream was complete to (`roscope_ctf::live`), each event
+    /// read once, in time order across chunks.
+    pub fn feed_where(&mut self, set: &mut TraceSet, sink: &mut dyn FnMut(Table), keep: &dyn Fn(usize, u64) -> bool) -> Option<i64> {
         self.tmap = self.info.append(set);
         let n = self.tmap.iter().max().map_or(0, |m| m + 1);
         if self.spans.len() < n {
@@ -818,6 +826,9 @@ impl Builder {
         let every = if self.opts.flush_every > 0 { self.opts.flush_every } else { FLUSH_EVERY_EVENTS };
         let (mut n, mut last) = (0u64, None);
         while let Some(i) = set.next() {
+            if !keep(i, set.streams[i].cur_ts) {
+                continue;
+            }
             self.run_event(set, i);
             n += 1;
             let s = &set.streams[i];

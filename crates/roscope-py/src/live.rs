@@ -46,14 +46,37 @@ impl LiveModel {
     /// Returns (tables, last event time or None, events discarded, packets
     /// lost): tables are the records older than the window before the
     /// chunk's last event, a list of (name, ArrowTable).
-    fn feed(&mut self, py: Python<'_>, paths: Vec<String>) -> PyResult<(Chunks, Option<i64>, u64, u64)> {
+    ///
+    /// A live source's mini chunk (`LiveClient.poll`): only its events up to
+    /// `upto` (clock cycles) are read, and of the stream files in `after`
+    /// (paths relative to `paths[0]`, with a time) only the events after it.
+    #[pyo3(signature = (paths, upto=None, after=None))]
+    fn feed(
+        &mut self,
+        py: Python<'_>,
+        paths: Vec<String>,
+        upto: Option<u64>,
+        after: Option<Vec<(String, u64)>>,
+    ) -> PyResult<(Chunks, Option<i64>, u64, u64)> {
         let b = self.b.as_mut().ok_or_else(|| PyRuntimeError::new_err("feed() after close()"))?;
         let seen = &mut self.seen;
+        let after = after.unwrap_or_default();
         let (tables, last, lost) = py
             .allow_threads(|| -> Result<_, roscope_ctf::CtfError> {
                 let mut set = TraceSet::open(&paths)?;
                 let mut out = Vec::new();
-                let last = b.feed(&mut set, &mut |t| out.push(t));
+                let root = std::path::Path::new(paths.first().map_or("", |p| p.as_str()));
+                // per stream: its events up to this time were read already
+                let skip: Vec<Option<u64>> = set
+                    .streams
+                    .iter()
+                    .map(|s| {
+                        let rel = std::path::Path::new(&s.path).strip_prefix(root).ok()?;
+                        after.iter().find(|(f, _)| std::path::Path::new(f) == rel).map(|&(_, t)| t)
+                    })
+                    .collect();
+                let keep = |i: usize, ts: u64| upto.is_none_or(|u| ts <= u) && skip[i].is_none_or(|a| ts > a);
+                let last = b.feed_where(&mut set, &mut |t| out.push(t), &keep);
                 Ok((out, last, chunk_losses(&set, seen)))
             })
             .map_err(err)?;
@@ -146,12 +169,16 @@ impl LiveClient {
     }
 
     /// Gets what the relay has and writes what is complete into the new
-    /// directory `out`. Returns (packets, bytes, ended): ended when every
-    /// stream of the session was closed (nothing more will come).
-    fn poll(&mut self, py: Python<'_>, out: String) -> PyResult<(u64, u64, bool)> {
+    /// directory `out` (none if nothing is).
+    /// Returns (packets, bytes, ended, upto, after): ended when every stream
+    /// of the session was closed (nothing more will come); `upto` and `after`
+    /// go to `LiveModel.feed` with the directory.
+    #[allow(clippy::type_complexity)]
+    fn poll(&mut self, py: Python<'_>, out: String) -> PyResult<(u64, u64, bool, Option<u64>, Vec<(String, u64)>)> {
         let c = &mut self.c;
         let p = py.allow_threads(|| c.poll(std::path::Path::new(&out))).map_err(err)?;
-        Ok((p.packets, p.bytes, p.ended))
+        let after = p.after.iter().map(|(f, t)| (f.to_string_lossy().into_owned(), *t)).collect();
+        Ok((p.packets, p.bytes, p.ended, p.upto, after))
     }
 
     /// Packets and bytes got from the relay so far.
