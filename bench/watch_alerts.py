@@ -95,8 +95,8 @@ def main() -> None:
     read_lag: dict[str, list[float]] = {}
     feed = live.LiveWindows.feed
 
-    def lag(self, c):
-        feed(self, c)
+    def lag(self, c, *more):
+        feed(self, c, *more)
         if self.complete_until is not None:
             read_lag.setdefault(str(current["source"]), []).append(
                 (time.clock_gettime_ns(time.CLOCK_MONOTONIC) - self.complete_until) / 1e6 - 2 * live.HOLD_NS / 1e6)

@@ -12,6 +12,8 @@ from roscope.processes.identity import identity_of, live_stats, mismatch, printa
 from roscope.record import claims, flight, lttng, perf
 from roscope.record.manifest import MANIFEST_NAME, finish_manifest, now, read_manifest
 from roscope.record.options import RecordError
+from roscope.record.relay import is_relay_of
+from roscope.record.relay import stop_by_identity as stop_relay
 
 
 def command_processes(state: dict, manifest: dict) -> tuple[list[dict], list[str]]:
@@ -183,6 +185,12 @@ def _recover_one(c: dict, sessions: dict[str, str], kill_children: bool, dry_run
             actions.append(f"would stop perf (PID {ident['pid']})")
         else:
             actions.append(perf.stop_perf_by_pid(ident, out) or f"perf (PID {ident['pid']}) had ended")
+    relay_ident = state.get("relay")   # a live watch's relay daemon, once its session is gone
+    if same_process(relay_ident, is_relay_of(out)):
+        if dry_run:
+            actions.append(f"would stop lttng-relayd (PID {relay_ident['pid']})")
+        else:
+            actions.append(stop_relay(relay_ident, out) or f"lttng-relayd (PID {relay_ident['pid']}) had ended")
     left = [{"pid": p["pid"], "name": printable(p["name"])} for p in procs]
     res = {"name": name, "output": str(out), "verdict": "recover", "actions": actions, "problems": problems,
            "left_running": left}

@@ -5,11 +5,13 @@ processes (``roscope.processes``)."""
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import time
 from pathlib import Path
 
-from roscope.processes import group
+from roscope.processes import group, signals
+from roscope.processes.identity import same_process
 from roscope.record.options import RecordError
 
 #: How long the relay may take to listen on its ports (s).
@@ -81,3 +83,23 @@ class Relay:
         if self.proc is not None:
             group.stop(self.proc, 5.0)
             self.proc = None
+
+
+def is_relay_of(out: Path):
+    """A predicate over argv: the relay daemon writing into `out`."""
+    arg = f"--output={Path(out)}"
+    return lambda argv: bool(argv) and Path(argv[0]).name == "lttng-relayd" and arg in argv
+
+
+def stop_by_identity(ident: dict | None, out: Path) -> str | None:
+    """Stops the relay a killed watch left (`roscope record recover`), by its recorded identity
+    (never another process). Returns what was done, or None when it no longer runs."""
+    if not same_process(ident, is_relay_of(out)):
+        return None
+    if signals.send(ident, signal.SIGTERM) is not None:
+        return None
+    if signals.wait_gone([ident], 10.0):
+        signals.send(ident, signal.SIGKILL)
+        signals.wait_gone([ident], 5.0)
+        return f"killed lttng-relayd (PID {ident['pid']}): it did not stop on SIGTERM"
+    return f"stopped lttng-relayd (PID {ident['pid']})"

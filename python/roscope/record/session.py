@@ -144,6 +144,8 @@ class Recording:
                 if self.opts.live_timer_us:
                     self.relay = Relay(self.out)
                     self.relay.start()
+                    self.state["relay"] = self.relay.proc.ident   # for `record recover` after a SIGKILL
+                    self._save()
                     live = (self.opts.live_timer_us, self.relay.url)
                 lttng.create_session(self.name, self.out, live)
                 self.made.append(self.name)
