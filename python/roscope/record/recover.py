@@ -172,7 +172,8 @@ def _recover_one(c: dict, sessions: dict[str, str], kill_children: bool, dry_run
             except RecordError as e:
                 problems.append(f"no last snapshot: {e}")
     for n, where in ours.items():
-        if _same_path(sessions[n], where):
+        # a live watch's session writes through its relay: LTTng names the relay's ports
+        if _same_path(sessions[n], where) or (n == name and state.get("relay_output") and sessions[n] == state["relay_output"]):
             if not dry_run:
                 problems += lttng.destroy_session(n)
             actions.append(act("destroy", "destroyed") + f" LTTng session {n}")

@@ -56,6 +56,11 @@ class Relay:
         return f"net://{HOST}:{self.control}:{self.data}"
 
     @property
+    def session_output(self) -> str:
+        """A session streaming to this relay, as `lttng list` shows where it writes."""
+        return f"tcp4://{HOST}:{self.control}/ [data: {self.data}]"
+
+    @property
     def viewer_addr(self) -> str:
         return f"{HOST}:{self.viewer}"
 

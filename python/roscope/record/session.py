@@ -144,7 +144,8 @@ class Recording:
                 if self.opts.live_timer_us:
                     self.relay = Relay(self.out)
                     self.relay.start()
-                    self.state["relay"] = self.relay.proc.ident   # for `record recover` after a SIGKILL
+                    # for `record recover` after a SIGKILL: the relay, and where the session writes
+                    self.state.update(relay=self.relay.proc.ident, relay_output=self.relay.session_output)
                     self._save()
                     live = (self.opts.live_timer_us, self.relay.url)
                 lttng.create_session(self.name, self.out, live)
