@@ -62,6 +62,21 @@ def wait_gone(idents: list[dict], timeout: float) -> list[dict]:
     return alive
 
 
+def stop_recorded(ident: dict | None, looks_like, sig: int, what: str, wait_s: float) -> str | None:
+    """Stops a process a killed roscope left (`roscope record recover`), by its recorded
+    identity and only while its command line passes `looks_like`: `sig`, then SIGKILL after
+    `wait_s`. Returns what was done, or None when it no longer runs."""
+    if not same_process(ident, looks_like):
+        return None
+    if send(ident, sig) is not None:
+        return None
+    if wait_gone([ident], wait_s):
+        send(ident, signal.SIGKILL)
+        wait_gone([ident], 5.0)
+        return f"killed {what} (PID {ident['pid']}): it did not stop on {signal.Signals(sig).name}"
+    return f"stopped {what} (PID {ident['pid']})"
+
+
 @contextlib.contextmanager
 def deferred(which=(signal.SIGINT, signal.SIGTERM)):
     """Holds back SIGINT and SIGTERM for the block (stopping what roscope started must not

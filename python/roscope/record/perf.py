@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from roscope.processes import group, signals
-from roscope.processes.identity import boot_id, same_process, stat
+from roscope.processes.identity import boot_id, stat
 from roscope.record.options import RecordError
 
 PERF_EVENTS = ["sched:sched_switch", "sched:sched_wakeup"]
@@ -71,15 +71,7 @@ def stop_perf(p: group.Started, out: Path) -> dict:
 def stop_perf_by_pid(ident: dict | None, out: Path) -> str | None:
     """Stops the perf a recording started, by its recorded identity (never another process).
     Returns what was done, or None when that perf no longer runs."""
-    if not same_process(ident, is_perf_of(out)):
-        return None
-    if signals.send(ident, signal.SIGINT) is not None:
-        return None
-    if signals.wait_gone([ident], 30.0):
-        signals.send(ident, signal.SIGKILL)
-        signals.wait_gone([ident], 5.0)
-        return f"killed perf (PID {ident['pid']}): it did not stop on SIGINT"
-    return f"stopped perf (PID {ident['pid']})"
+    return signals.stop_recorded(ident, is_perf_of(out), signal.SIGINT, "perf", 30.0)
 
 
 def perf_identity(state: dict, manifest: dict) -> dict | None:

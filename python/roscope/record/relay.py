@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 from roscope.processes import group, signals
-from roscope.processes.identity import same_process
 from roscope.record.options import RecordError
 
 #: How long the relay may take to listen on its ports (s).
@@ -99,12 +98,4 @@ def is_relay_of(out: Path):
 def stop_by_identity(ident: dict | None, out: Path) -> str | None:
     """Stops the relay a killed watch left (`roscope record recover`), by its recorded identity
     (never another process). Returns what was done, or None when it no longer runs."""
-    if not same_process(ident, is_relay_of(out)):
-        return None
-    if signals.send(ident, signal.SIGTERM) is not None:
-        return None
-    if signals.wait_gone([ident], 10.0):
-        signals.send(ident, signal.SIGKILL)
-        signals.wait_gone([ident], 5.0)
-        return f"killed lttng-relayd (PID {ident['pid']}): it did not stop on SIGTERM"
-    return f"stopped lttng-relayd (PID {ident['pid']})"
+    return signals.stop_recorded(ident, is_relay_of(out), signal.SIGTERM, "lttng-relayd", 10.0)
