@@ -10,7 +10,7 @@ default one (live) through every check of a watch.
   tests/test_watch.py): alerts for exactly the slowed flows (the example's own log as
   oracle), its manifest counts the events babeltrace2 reads from the chunks, none lost.
 
-Cost on 2 cores at load 14: ~8 s and ~17 s (the example runs 6 s)."""
+Cost on 2 cores shared with other work (load 14-15): 7-16 s and 17-27 s (the example runs 6 s)."""
 from __future__ import annotations
 
 import json
