@@ -98,7 +98,8 @@ def writes(source: str, rel: str) -> list[str]:
         last = name.rsplit(".", 1)[-1]
         what = None
         path_open = (last == "open" and isinstance(node.func, ast.Attribute) and name not in OPENERS and name != "os.open"
-                     and not name.endswith(("opening.open", "dataset.open", "ds.open", "roscope.open")))
+                     and not name.endswith(("opening.open", "dataset.open", "ds.open", "roscope.open",
+                                                   "opener.open")))  # urllib's OpenerDirector: reads a URL
         if name in OPENERS or path_open:  # open(path, mode) or Path(...).open(mode)
             mode = _mode(node, 0 if path_open else OPENERS[name])
             if mode is not None and not (isinstance(mode, ast.Constant) and isinstance(mode.value, str)

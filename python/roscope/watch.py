@@ -20,13 +20,12 @@ from __future__ import annotations
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from roscope import _core
+from roscope import _core, files
 from roscope.alerts import EXIT_MISSED, OnMiss
 from roscope.live import LiveWindows, WatchedPath
 from roscope.loading import record_ids
@@ -154,7 +153,9 @@ class Watch:
 
     def _start_live(self) -> None:
         """The live source: a client of the recording's relay, attached to its session."""
-        self._mini = Path(tempfile.mkdtemp(prefix="roscope-live-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
+        parent = "/dev/shm" if Path("/dev/shm").is_dir() else files.temp_root()
+        files.sweep_private_dirs(parent, "roscope-live-", 60.0)  # those of a watch that was killed
+        self._mini = Path(files.private_dir(parent, "roscope-live-"))
         self.client = _core.LiveClient(self.rec.relay.viewer_addr)
         self.client.attach(self.rec.name, ATTACH_S)
 
@@ -244,7 +245,7 @@ class Watch:
             # manifest's counts are watch's own (no second pass over the trace)
             rec.finish(self.result, counts=self._last_chunks if self.live is not None else None)
             if self._mini is not None:
-                shutil.rmtree(self._mini, ignore_errors=True)
+                files.remove_private_dir(str(self._mini))
         if self.live is None:   # interrupted before the first chunk
             print(f"roscope: trace written to {rec.out} (interrupted at its start)", file=sys.stderr)
             return 130
