@@ -9,7 +9,7 @@ use common::*;
 use roscope_ctf::testing::{Ctx, TempDir, TraceWriter, Value};
 use roscope_ctf::TraceSet;
 use roscope_model::table::{Data, Table};
-use roscope_model::{build, build_streaming, Options, Scope};
+use roscope_model::{build, build_streaming, Model, Options, Scope};
 
 const TALKER: Ctx = Ctx { pid: 100, tid: 100, procname: "talker" };
 const LISTENER: Ctx = Ctx { pid: 200, tid: 200, procname: "listener" };
@@ -87,9 +87,10 @@ fn rows(tables: &[&Table]) -> Vec<String> {
     out
 }
 
-#[test]
-fn two_hosts_with_different_boot_times_stream_like_the_whole_build() {
-    let root = TempDir::new("streaming");
+/// The two hosts' traces built whole and streamed (a 50 ms window, flushed after
+/// every event), sync off: (whole model, streamed chunks, streamed model).
+fn whole_and_streamed(tag: &str) -> (Model, Vec<Table>, Model) {
+    let root = TempDir::new(tag);
     let dirs = hosts(&root);
     let opts = Options { heuristics: true, progress: false, sync: false, window_ns: None, flush_every: 0 };
     let whole = build(&mut TraceSet::open(&dirs).unwrap(), opts, Scope::default());
@@ -101,6 +102,13 @@ fn two_hosts_with_different_boot_times_stream_like_the_whole_build() {
         Scope::default(),
         Some(&mut sink),
     );
+    drop(sink);
+    (whole, chunks, streamed)
+}
+
+#[test]
+fn two_hosts_with_different_boot_times_stream_like_the_whole_build() {
+    let (whole, chunks, streamed) = whole_and_streamed("streaming");
     assert!(chunks.len() > 50, "it streamed: {} chunks", chunks.len());
     let links = rows(&[table(&whole, "links")]);
     assert_eq!(links.len(), MSGS as usize, "every message linked in the whole build");
@@ -203,18 +211,7 @@ fn chunks_fed_one_by_one_give_the_whole_build() {
 /// `clock_sync` and a warning says which was used.
 #[test]
 fn without_sync_hosts_are_mapped_by_their_metadata_clock_offsets() {
-    let root = TempDir::new("streaming-nosync");
-    let dirs = hosts(&root);
-    let opts = Options { heuristics: true, progress: false, sync: false, window_ns: None, flush_every: 0 };
-    let whole = build(&mut TraceSet::open(&dirs).unwrap(), opts, Scope::default());
-    let mut chunks: Vec<Table> = vec![];
-    let mut sink = |t: Table| chunks.push(t);
-    let streamed = build_streaming(
-        &mut TraceSet::open(&dirs).unwrap(),
-        Options { window_ns: Some(50_000_000), flush_every: 1, ..opts },
-        Scope::default(),
-        Some(&mut sink),
-    );
+    let (whole, chunks, streamed) = whole_and_streamed("streaming-nosync");
     let part = |name: &str| -> Vec<&Table> {
         let mut v: Vec<&Table> = chunks.iter().filter(|c| c.name == name).collect();
         v.extend(streamed.tables.iter().filter(|c| c.name == name));
