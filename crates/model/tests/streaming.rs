@@ -95,14 +95,12 @@ fn whole_and_streamed(tag: &str) -> (Model, Vec<Table>, Model) {
     let opts = Options { heuristics: true, progress: false, sync: false, window_ns: None, flush_every: 0 };
     let whole = build(&mut TraceSet::open(&dirs).unwrap(), opts, Scope::default());
     let mut chunks: Vec<Table> = vec![];
-    let mut sink = |t: Table| chunks.push(t);
     let streamed = build_streaming(
         &mut TraceSet::open(&dirs).unwrap(),
         Options { window_ns: Some(50_000_000), flush_every: 1, ..opts },
         Scope::default(),
-        Some(&mut sink),
+        Some(&mut |t: Table| chunks.push(t)),
     );
-    drop(sink);
     (whole, chunks, streamed)
 }
 
