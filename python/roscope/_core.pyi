@@ -113,9 +113,12 @@ class LiveModel:
                  window_ns: int = 1_000_000_000, attach: bool = False) -> None:
         """`window_ns`: records are handed over once older than this before a chunk's last event;
         `attach`: processes without a recording id belong to the recording."""
-    def feed(self, paths: Sequence[str]) -> tuple[list[tuple[str, ArrowTable]], int | None, int, int]:
+    def feed(self, paths: Sequence[str], upto: int | None = None,
+             after: Sequence[tuple[str, int]] | None = None) -> tuple[list[tuple[str, ArrowTable]], int | None, int, int]:
         """Reads the next chunk: (final records as (table, rows), its last event's time or
-        None, events discarded and packets lost in it)."""
+        None, events discarded and packets lost in it). A live source's mini chunk
+        (`LiveClient.poll`): only its events up to `upto` (clock cycles), and of the stream
+        files in `after` (paths relative to `paths[0]`, with a time) only those after it."""
     @property
     def events(self) -> int:
         """Events read so far, over every chunk fed (as babeltrace2 counts a trace's)."""
@@ -127,6 +130,24 @@ class LiveModel:
         connections, message ids and objects): those older than the linker's horizon are gone."""
     def close(self) -> list[tuple[str, ArrowTable]]:
         """After the last chunk: every record still held."""
+
+class LiveClient:
+    """A client of an `lttng-relayd`'s viewer port (LTTng's live protocol): each `poll`
+    writes the packets every stream is complete up to into a new directory, a CTF trace
+    that `LiveModel.feed` reads as it reads a chunk."""
+
+    def __init__(self, addr: str) -> None:
+        """Connects to the viewer port at `addr` (host:port)."""
+    def attach(self, name: str, timeout_s: float) -> int:
+        """Attaches to the live session `name` (waiting up to `timeout_s` for the relay to
+        know it); returns its live timer (us)."""
+    def poll(self, out: str) -> tuple[int, int, bool, int | None, list[tuple[str, int]]]:
+        """Writes what is complete into the new directory `out` (none if nothing is):
+        (packets, bytes, ended, upto, after); `upto` and `after` go to `LiveModel.feed`."""
+    def received(self) -> tuple[int, int]:
+        """Packets and bytes got from the relay so far."""
+    def streams(self) -> tuple[int, int]:
+        """Data streams known, and those ended."""
 
 class PerfUnsupported(ValueError):
     """A perf.data the core's reader does not handle: read it with `perf script`."""
