@@ -11,6 +11,10 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(HOME)/.cargo/bin:$(PATH)
 
 # The quick tier: tests needing only the shared traces (markers in pyproject.toml).
 FAST_TESTS := -m "not lttng and not ros1 and not ros2 and not slow"
+# What records nothing live (the quick tier and the slow tests on recorded traces, Spark):
+# `make test` runs it on both cores; the rest records live systems and measures time, alone.
+UNRECORDED := -m "not lttng and not ros1 and not ros2"
+RECORDED := -m "lttng or ros1 or ros2"
 RUFF_PATHS := python tests bench tools examples instrument scripts
 # The Rust core in the package; rebuilt when a Rust source or manifest is newer.
 CORE_SO  := python/roscope/_core.abi3.so
@@ -61,17 +65,17 @@ test-fast: core test-rust
 	$(PY) -m pytest -q $(FAST_TESTS) tests
 
 # In this order (also under make -j): install, lint, Rust tests, every pytest tier.
-# The quick tier (recorded traces only: no live recording, nothing timed) runs on both
-# cores, a file per worker (pytest-xdist); then everything else, which records live
-# systems and measures time, alone. Both run; the target fails if either failed.
+# What records nothing live (the quick tier and the slow tests on recorded traces) runs on
+# both cores, a file per worker (pytest-xdist); then everything that records live systems
+# and measures time, alone. Both run; the target fails if either failed.
 test: setup
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory test-rust
 	@st=0; \
-	echo "test: the quick tier on 2 workers"; \
-	  $(PY) -m pytest -q -n 2 --dist loadfile --durations=15 $(FAST_TESTS) tests || st=1; \
-	echo "test: live recordings, ROS 1 and 2, slow tests"; \
-	  $(PY) -m pytest -q --durations=25 -m "lttng or ros1 or ros2 or slow" tests || st=1; \
+	echo "test: what records nothing live (the quick tier and slow tests on recorded traces), on 2 workers"; \
+	  $(PY) -m pytest -q -n 2 --dist loadfile --durations=15 $(UNRECORDED) tests || st=1; \
+	echo "test: live recordings of ROS 1 and ROS 2 systems, alone"; \
+	  $(PY) -m pytest -q --durations=25 $(RECORDED) tests || st=1; \
 	exit $$st
 
 bench: setup
