@@ -62,7 +62,7 @@ test-rust:
 	cargo test -q --workspace
 
 test-fast: core test-rust
-	$(PY) -m pytest -q $(FAST_TESTS) tests
+	$(PY) -m pytest -q -n 2 --dist loadfile $(FAST_TESTS) tests
 
 # In this order (also under make -j): install, lint, Rust tests, every pytest tier.
 # What records nothing live (the quick tier and the slow tests on recorded traces) runs on
