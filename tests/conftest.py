@@ -101,10 +101,6 @@ def _load_recordings():
 recordings = _load_recordings()
 
 
-def shared_traces_dir() -> str:
-    return TRACES
-
-
 def copy_with_cut_metadata(src: str, dst) -> Path:
     """A copy of the trace `src` at `dst` whose metadata file is cut in half; returns that
     file (what a reader of the copy must name in its error)."""
@@ -130,7 +126,7 @@ def floats_only_differ(a, b) -> bool:
 
 @pytest.fixture(scope="session")
 def shared_traces() -> str:
-    d = shared_traces_dir()
+    d = TRACES
     if not os.path.isdir(d):
         pytest.skip(f"the shared real traces are not at {d} (set ROSCOPE_TRACES)")
     return d

@@ -28,9 +28,9 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import shared_traces_dir
+from shared import TRACES as SHARED_TRACES
 
-E2E = os.path.join(shared_traces_dir(), "ros2", "caret-end-to-end-cyclonedds")
+E2E = os.path.join(SHARED_TRACES, "ros2", "caret-end-to-end-cyclonedds")
 #: caret_analyze's commit whose samples the shared traces are (PROVENANCE.md).
 SAMPLES_COMMIT = "49050db90b9846f411972bee4354b35ec9593522"
 MODIFIED = "sample/lttng_samples/end_to_end_sample/architecture_modified.yaml"

@@ -20,9 +20,9 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from conftest import shared_traces_dir
+from shared import TRACES as SHARED_TRACES
 
-TRACE = os.path.join(shared_traces_dir(), "ros2", "caret-end-to-end-cyclonedds")
+TRACE = os.path.join(SHARED_TRACES, "ros2", "caret-end-to-end-cyclonedds")
 
 # Hand-computed: p = (0.01, 0.04, 0.03, 0.005), m = 4. Sorted: 0.005, 0.01, 0.03, 0.04; times
 # m - j + 1 = 4, 3, 2, 1: 0.02, 0.03, 0.06, 0.04; running maximum: 0.02, 0.03, 0.06, 0.06. In

@@ -19,9 +19,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import shared_traces_dir
+from shared import TRACES as SHARED_TRACES
 
-TRACE = os.path.join(shared_traces_dir(), "ros2", "caret-end-to-end-cyclonedds")
+TRACE = os.path.join(SHARED_TRACES, "ros2", "caret-end-to-end-cyclonedds")
 pytestmark = pytest.mark.skipif(not os.path.isdir(TRACE), reason=f"no shared trace at {TRACE}")
 #: The parameter services rclcpp gives every node (rclcpp::ParameterService).
 PARAMETER_SERVICES = {"get_parameters", "get_parameter_types", "set_parameters", "set_parameters_atomically",

@@ -26,11 +26,10 @@ import pytest
 import roscope
 import roscope.loading
 import roscope.stats
-from conftest import shared_traces_dir
 from roscope import cli
 from roscope.commands import _common as C
+from shared import TRACES
 
-TRACES = shared_traces_dir()
 PINGPONG = os.path.join(TRACES, "ros2", "pingpong-rolling-2021")
 TALKER = os.path.join(TRACES, "ros2", "caret-talker-listener-galactic")
 E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")

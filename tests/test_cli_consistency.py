@@ -15,9 +15,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import shared_traces_dir
+from shared import TRACES
 
-TRACES = shared_traces_dir()
 TL = os.path.join(TRACES, "ros2", "caret-talker-listener-galactic")
 E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")
 PYTHON = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")

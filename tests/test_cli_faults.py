@@ -35,9 +35,8 @@ from collections.abc import Callable
 
 import oracle
 import pytest
-from conftest import shared_traces_dir
+from shared import TRACES
 
-TRACES = shared_traces_dir()
 PINGPONG = os.path.join(TRACES, "ros2", "pingpong-rolling-2021")
 E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")
 AUTOWARE = os.path.join(TRACES, "ros2", "autoware-carla-galactic")

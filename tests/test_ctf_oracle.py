@@ -20,14 +20,14 @@ import tempfile
 
 import oracle
 import pytest
-from conftest import shared_traces_dir
+from shared import TRACES as SHARED_TRACES
 
 BIG = "ros2/autoware-carla-galactic"
 FIXTURES = ("uid", "pid", "discard", "multi")
 
 
 def _real_cases():
-    base = shared_traces_dir()
+    base = SHARED_TRACES
     if not os.path.isdir(base):
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"no shared traces at {base}"))]
     cases = [os.path.relpath(d, base) for d in oracle.find_traces(base)]

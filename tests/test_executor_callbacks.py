@@ -13,9 +13,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import shared_traces_dir
+from shared import TRACES
 
-TRACES = shared_traces_dir()
 PYTHON = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings are the oracle")
 

@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import shared_traces_dir
+from shared import TRACES as SHARED_TRACES
 from test_record_ros2 import DRIVER, build_ros2sim, ground_truth, run_roscope
 
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) are the oracle of the events")
@@ -167,7 +167,7 @@ def test_report_folds_the_executors_and_groups(sim, tmp_path):
 
 
 def test_a_trace_without_the_events_says_so():
-    path = os.path.join(shared_traces_dir(), "ros2", "caret-end-to-end-cyclonedds")
+    path = os.path.join(SHARED_TRACES, "ros2", "caret-end-to-end-cyclonedds")
     if not os.path.isdir(path):
         pytest.skip("no shared traces")
     # babeltrace2: the trace declares no executor structure event.

@@ -44,12 +44,11 @@ import time
 
 import oracle
 import pytest
-from conftest import shared_traces_dir
 from faults import mutations, runner
 from faults.bases import BASES, PACKET_SIZE_AT, TS_BEGIN_AT, UUID_AT
+from shared import TRACES
 from test_ctf_oracle import assert_clean_stderr
 
-TRACES = shared_traces_dir()
 PINGPONG = os.path.join(TRACES, BASES["pingpong"])
 ROS1 = os.path.join(TRACES, BASES["ros1"])
 SEED = int(os.environ.get("ROSCOPE_FAULT_SEED", "20261123"))

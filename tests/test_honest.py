@@ -24,9 +24,9 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import recordings, shared_traces_dir
+from conftest import recordings
+from shared import TRACES
 
-TRACES = shared_traces_dir()
 E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")
 AUTOWARE = os.path.join(TRACES, "ros2", "autoware-carla-galactic")
 ROS1 = os.path.join(TRACES, "ros1", "nodes-pipeline-melodic")

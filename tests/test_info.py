@@ -18,11 +18,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import shared_traces_dir
 from roscope import flavour, info
 from roscope.trace import Trace
+from shared import TRACES
 
-TRACES = shared_traces_dir()
 CARET = ["caret-talker-listener-galactic", "caret-end-to-end-cyclonedds", "caret-intra-process-galactic"]
 REPO = Path(__file__).resolve().parents[1]
 

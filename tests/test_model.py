@@ -18,9 +18,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import shared_traces_dir
+from shared import TRACES as SHARED_TRACES
 
-TRACES = Path(shared_traces_dir())
+TRACES = Path(SHARED_TRACES)
 ROS2 = ["pingpong-rolling-2021", "caret-talker-listener-galactic", "caret-end-to-end-cyclonedds",
         "caret-intra-process-galactic", pytest.param("autoware-carla-galactic", marks=pytest.mark.slow)]  # 684k events
 

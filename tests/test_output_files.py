@@ -29,12 +29,11 @@ import stat
 import subprocess
 
 import pytest
-from conftest import shared_traces_dir
+from shared import TRACES
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(REPO, "python", "roscope")
 WRITER = os.path.join(PACKAGE, "files.py")
-TRACES = shared_traces_dir()
 PINGPONG = os.path.join(TRACES, "ros2", "pingpong-rolling-2021")
 STREAM = "ust/uid/1000/64-bit/ros2_0"  # one of pingpong's stream files
 

@@ -15,9 +15,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import shared_traces_dir
+from shared import TRACES
 
-TRACES = shared_traces_dir()
 E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")
 INTRA = os.path.join(TRACES, "ros2", "caret-intra-process-galactic")
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import shared_traces_dir
+from shared import TRACES as SHARED_TRACES
 
 pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2",
                          reason="the perfetto package (pip install perfetto) parses the exported file back")
@@ -26,7 +26,7 @@ pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
 from test_model import bt2_events  # noqa: E402  (babeltrace2's text output, parsed)
 
-TRACES = Path(shared_traces_dir())
+TRACES = Path(SHARED_TRACES)
 SLICE_BEGIN, SLICE_END, INSTANT = 1, 2, 3
 
 

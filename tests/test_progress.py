@@ -19,10 +19,9 @@ import sys
 import time
 
 import pytest
-from conftest import shared_traces_dir
 from roscope import progress
+from shared import TRACES
 
-TRACES = shared_traces_dir()
 E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")
 PYTHON = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
 

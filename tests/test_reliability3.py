@@ -29,9 +29,8 @@ from decimal import Decimal, InvalidOperation
 
 import oracle
 import pytest
-from conftest import shared_traces_dir
+from shared import TRACES
 
-TRACES = shared_traces_dir()
 PINGPONG = os.path.join(TRACES, "ros2", "pingpong-rolling-2021")
 E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")
 

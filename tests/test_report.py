@@ -26,13 +26,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import shared_traces_dir
+from shared import TRACES as SHARED_TRACES
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (pip install playwright) drives the browser")
 pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
 REPO = Path(__file__).resolve().parents[1]
-TRACES = Path(shared_traces_dir())
+TRACES = Path(SHARED_TRACES)
 SECTIONS = ("overview", "callbacks", "topics", "threads", "why", "flows", "method")
 E2E_PAIR = ("^/topic1$", "^/topic3$")
 ROS1_PAIR = ("^/(lidar|imu|camera)$", "^/plan$")

@@ -26,14 +26,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import shared_traces_dir
+from shared import TRACES as SHARED_TRACES
 
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) are the oracle of the ROS graph")
 pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
 import ros_graph  # noqa: E402  (needs bt2)
 
-TRACES = Path(shared_traces_dir())
+TRACES = Path(SHARED_TRACES)
 REPO = Path(__file__).resolve().parents[1]
 INFRA = re.compile(r"^/(rosout|rosout_agg|parameter_events|clock)$|^/caret/")
 

@@ -20,11 +20,11 @@ import collections
 import os
 
 import pytest
-from conftest import shared_traces_dir
+from shared import TRACES as SHARED_TRACES
 
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) are the oracle")
 
-TRACE = os.path.join(shared_traces_dir(), "ros2", "caret-end-to-end-cyclonedds")
+TRACE = os.path.join(SHARED_TRACES, "ros2", "caret-end-to-end-cyclonedds")
 
 
 def _events(path):

@@ -15,11 +15,11 @@ import sys
 
 import duckdb
 import pytest
-from conftest import copy_with_cut_metadata, shared_traces_dir
+from conftest import copy_with_cut_metadata
 from roscope import loading, opening
 from roscope.commands import stats as stats_command
+from shared import TRACES
 
-TRACES = shared_traces_dir()
 DEFAULT_THREADS = duckdb.connect().execute("SELECT current_setting('threads')").fetchone()[0]
 SMALL = ["ros2/pingpong-rolling-2021", "ros2/caret-end-to-end-cyclonedds", "ros2/caret-intra-process-galactic",
          "ros2/caret-talker-listener-galactic", "ros1/nodes-pipeline-melodic"]

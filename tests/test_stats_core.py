@@ -16,11 +16,11 @@ import subprocess
 import sys
 
 import pytest
-from conftest import copy_with_cut_metadata, shared_traces_dir
+from conftest import copy_with_cut_metadata
 from roscope import loading, opening, stats_core
 from roscope.commands import stats as stats_command
+from shared import TRACES
 
-TRACES = shared_traces_dir()
 SHARED = ["ros2/pingpong-rolling-2021", "ros2/caret-end-to-end-cyclonedds", "ros2/caret-intra-process-galactic",
           "ros2/caret-talker-listener-galactic", "ros1/nodes-pipeline-melodic", "ros2/autoware-carla-galactic"]
 
