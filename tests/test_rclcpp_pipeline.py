@@ -48,6 +48,7 @@ TRACED = {
     ("/planner", "planner.on_plan"): ("client", "/plan"),
     ("/planner", "planner.on_goal_response"): ("client", "/follow/_action/send_goal"),
     ("/planner", "planner.on_result"): ("client", "/follow/_action/get_result"),
+    ("/planner", "planner.on_feedback"): ("subscription", "/follow/_action/feedback"),
     ("/controller", "controller.on_goal"): ("service", "/follow/_action/send_goal"),
     ("/mapper", "mapper.tick"): ("timer", 500_000_000),
     ("/controller", "controller.on_path"): ("subscription", "/path"),
@@ -56,13 +57,13 @@ TRACED = {
 #: Runs rclcpp 28 gives no tracepoint, made by roscope's tracer library
 #: (instrument/ros2/src/rmw_services.c): a client's response callback (Client::handle_response
 #: in Executor::execute_client) and rclcpp_action's (its Waitable::execute after a request or
-#: response taken: the server's goal handling, the client's goal response and result). Each is
-#: rclcpp's handling of the request or response around the user's callback.
-OURS = {"planner.on_plan", "planner.on_goal_response", "planner.on_result", "controller.on_goal"}
+#: response taken: the server's goal handling, the client's goal response and result; or a
+#: feedback message taken: the client's feedback). Each is rclcpp's handling of the request,
+#: response or message around the user's callback.
+OURS = {"planner.on_plan", "planner.on_goal_response", "planner.on_result", "planner.on_feedback", "controller.on_goal"}
 #: Logged callbacks without a run of their own: the goal's accepted callback runs inside the
-#: server's run of the goal (after its response is sent); the feedback callback in the action
-#: client's execute of a feedback message (no run).
-NOT_TRACED = {"controller.on_accepted", "planner.on_feedback"}
+#: server's run of the goal (after its response is sent).
+NOT_TRACED = {"controller.on_accepted"}
 
 
 def _record(out: Path) -> dict:
@@ -339,6 +340,7 @@ def test_action_goals_paired_as_the_log_says(rec):
 OUR_SYMBOLS = {"planner.on_plan": "rclcpp::Client<test_msgs::srv::BasicTypes>",
                "planner.on_goal_response": "rclcpp_action::Client<test_msgs::action::Fibonacci>",
                "planner.on_result": "rclcpp_action::Client<test_msgs::action::Fibonacci>",
+               "planner.on_feedback": "rclcpp_action::Client<test_msgs::action::Fibonacci>",
                "controller.on_goal": "rclcpp_action::Server<test_msgs::action::Fibonacci>"}
 
 

@@ -43,6 +43,8 @@ void ros_trace_callback_start(const void *callback, const bool is_intra_process)
 void ros_trace_callback_end(const void *callback);
 void ros_trace_rclcpp_callback_register(const void *callback, const char *function_symbol);
 void ros_trace_rclcpp_service_callback_added(const void *service_handle, const void *callback);
+void ros_trace_rclcpp_subscription_init(const void *subscription_handle, const void *subscription);
+void ros_trace_rclcpp_subscription_callback_added(const void *subscription, const void *callback);
 char *__cxa_demangle(const char *mangled, char *out, size_t *length, int *status); /* libstdc++ */
 
 static const uint8_t zero_gid[ROSCOPE_ROS2_GID_SIZE];
@@ -96,6 +98,7 @@ static __thread int run_started;
 static __thread struct { const void *rcl, *rmw; int64_t seq; } taken_request, taken_response;
 static __thread const void *rcl_service;  /* the service of the rcl_take_request running on it */
 static __thread int in_take_data;          /* inside an action server's or client's take_data */
+static __thread const void *taken_message; /* the rcl subscription of the message take_data took */
 
 /* ---- the next sequence number of each client ---- */
 struct client_seq {
@@ -222,25 +225,40 @@ static void register_symbol(const void *callback, const void *object, const char
 /* client_callback_added, or rclcpp_service_callback_added for a service (`service`), and the
  * callback's symbol (the type of `object`, a polymorphic C++ object), once per (callback, client
  * or service) (kept for the state dump by roscope_ros2.c; a full table: each time). */
-static void callback_added(const void *client, const void *callback, int service, const void *object) {
+/* What a callback that rclcpp gives no tracepoint is the callback of. */
+enum callback_of { OF_CLIENT, OF_SERVICE, OF_SUBSCRIPTION };
+
+/* Names `callback` once as the callback of `handle` (an rcl client, service or subscription),
+ * with the symbol of `object`'s type. */
+static void callback_added(const void *handle, const void *callback, enum callback_of of, const void *object) {
   size_t i = ((uintptr_t)callback >> 4) * 0x9E3779B97F4A7C15ull >> 54 & (SEEN - 1);
   pthread_mutex_lock(&seen_mu);
   for (size_t n = 0; n < SEEN; n++, i = (i + 1) & (SEEN - 1)) {
     if (seen[i].callback == NULL || seen[i].callback == callback) {
-      if (seen[i].callback == callback && seen[i].client == client) {
+      if (seen[i].callback == callback && seen[i].client == handle) {
         pthread_mutex_unlock(&seen_mu);
         return;
       }
-      seen[i] = (struct seen){callback, client};  /* new, or a new client at an old one's address */
+      seen[i] = (struct seen){callback, handle};  /* new, or a new one at an old one's address */
       break;
     }
   }
   pthread_mutex_unlock(&seen_mu);
-  if (service)
-    ros_trace_rclcpp_service_callback_added(client, callback);
-  else
-    roscope_ros2_client_callback_added(client, callback);
-  register_symbol(callback, object, service ? "rclcpp_action::ServerBase" : "rclcpp::ClientBase");
+  switch (of) {
+    case OF_SERVICE:
+      ros_trace_rclcpp_service_callback_added(handle, callback);
+      break;
+    case OF_CLIENT:
+      roscope_ros2_client_callback_added(handle, callback);
+      break;
+    case OF_SUBSCRIPTION:
+      /* the rcl subscription stands for rclcpp's (an action client has none) */
+      ros_trace_rclcpp_subscription_init(handle, handle);
+      ros_trace_rclcpp_subscription_callback_added(handle, callback);
+      break;
+  }
+  register_symbol(callback, object, of == OF_SERVICE ? "rclcpp_action::ServerBase"
+                                    : of == OF_CLIENT ? "rclcpp::ClientBase" : "rclcpp_action::ClientBase");
 }
 
 EXPORT rmw_ret_t rmw_take_response(const rmw_client_t *client, rmw_service_info_t *request_header, void *ros_response,
@@ -255,7 +273,7 @@ EXPORT rmw_ret_t rmw_take_response(const rmw_client_t *client, rmw_service_info_
     taken_response.rmw = client;
     taken_response.seq = seq;
   } else if (exec_client != NULL && rcl_client != NULL && !run_started) {
-    callback_added(rcl_client, exec_client, 0, exec_client);
+    callback_added(rcl_client, exec_client, OF_CLIENT, exec_client);
     tracepoint(roscope_ros2, callback_input, exec_client, client, seq);
     ros_trace_callback_start(exec_client, false);
     run_started = 1;
@@ -306,8 +324,10 @@ EXPORT rmw_ret_t rcl_take_request(const void *service, rmw_request_id_t *request
  * cancel, result) on the same thread, without a tracepoint. An execute that handles such a take
  * is a run: of a service callback on the server (rclcpp_service_callback_added: the rcl
  * service, itself as the callback), of a client callback on the client (client_callback_added:
- * the rcl client, itself as the callback; callback_input names the response). Feedback and
- * status messages and expired goals: no run. Both are virtual, reached through the vtables of
+ * the rcl client, itself as the callback; callback_input names the response), of a subscription
+ * callback on the client for a feedback or status message (rclcpp_subscription_init and
+ * callback_added: the rcl subscription as rclcpp's and as the callback; rcl_take's and the rmw's
+ * events before it name the message). Expired goals: no run. Both are virtual, reached through the vtables of
  * the program's rclcpp_action::Server<T> / Client<T>, which name these symbols. */
 typedef void execute_fn(void *self, const void *data);
 
@@ -323,7 +343,7 @@ static void leave_take_data(int *unused) {
 #define TAKE_DATA(sym, ...)                                                   \
   {                                                                          \
     REAL(sym, NULL);                                                         \
-    if (in_take_data == 0) taken_request.rcl = taken_response.rcl = NULL;    \
+    if (in_take_data == 0) taken_request.rcl = taken_response.rcl = taken_message = NULL; \
     __attribute__((cleanup(leave_take_data))) int depth = ++in_take_data;    \
     (void)depth;                                                             \
     return real_fn(__VA_ARGS__);                                             \
@@ -345,16 +365,30 @@ static void action_execute(execute_fn *real, void *self, const void *data, int s
   const void *cb = NULL;
   if (server && taken_request.rcl != NULL) {
     cb = taken_request.rcl;
-    callback_added(cb, cb, 1, self);
+    callback_added(cb, cb, OF_SERVICE, self);
   } else if (!server && taken_response.rcl != NULL) {
     cb = taken_response.rcl;
-    callback_added(cb, cb, 0, self);
+    callback_added(cb, cb, OF_CLIENT, self);
     tracepoint(roscope_ros2, callback_input, cb, taken_response.rmw, taken_response.seq);
+  } else if (!server && taken_message != NULL) {
+    cb = taken_message;  /* a feedback or status message: rcl_take's events name it */
+    callback_added(cb, cb, OF_SUBSCRIPTION, self);
   }
-  taken_request.rcl = taken_response.rcl = NULL;
+  taken_request.rcl = taken_response.rcl = taken_message = NULL;
   if (cb != NULL) ros_trace_callback_start(cb, false);
   __attribute__((cleanup(end_run))) const void *run = cb;
   real(self, data);
+}
+
+/* rcl_take (rcl_ret_t rcl_take(const rcl_subscription_t *, void *, rmw_message_info_t *,
+ * rmw_subscription_allocation_t *)): inside an action client's take_data, the feedback or
+ * status message it takes (rcl_action_take_feedback / _status) is the next execute's. Elsewhere
+ * it only passes the call on. */
+EXPORT int rcl_take(const void *subscription, void *ros_message, void *message_info, void *allocation) {
+  REAL(rcl_take, 1 /* RCL_RET_ERROR */);
+  int ret = real_fn(subscription, ros_message, message_info, allocation);
+  if (in_take_data > 0 && ret == 0 /* RCL_RET_OK */) taken_message = subscription;
+  return ret;
 }
 
 /* rclcpp_action::ServerBase::execute(std::shared_ptr<void> const&) */
