@@ -1,7 +1,7 @@
 """Shared pytest fixtures for roscope's tests (generic; any test may use them).
 
 * ``shared_traces``      -- the directory of real traces (../shared/traces
-                            beside the checkout, or $ROSCOPE_TRACES: shared.py); skips when absent.
+                            beside the checkout, or $ROSCOPE_TRACES: support/shared.py); skips when absent.
 * ``roscope_cmd``        -- argv prefix that runs the roscope CLI; skips with a
                             clear reason when the ``roscope`` module is not
                             importable.  $ROSCOPE_CLI (a path) overrides it.
@@ -71,7 +71,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from shared import TRACES
+
+from tests.support import recordings
+from tests.support.shared import TRACES
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(TESTS_DIR)
@@ -88,17 +90,6 @@ def pytest_configure(config):
     default, as at a terminal."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-def _load_recordings():
-    spec = importlib.util.spec_from_file_location(
-        "roscope_test_recordings", os.path.join(FIXTURES_DIR, "recordings.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-recordings = _load_recordings()
 
 
 def copy_with_cut_metadata(src: str, dst) -> Path:
@@ -227,7 +218,7 @@ def lttng_session(lttng_ready, tmp_path):
 
 @pytest.fixture(scope="session")
 def ust_traces(fx_emit, tmp_path_factory) -> dict:
-    """Live recordings of tests/fixtures/fx_emit (see fixtures/recordings.py):
+    """Live recordings of tests/fixtures/fx_emit (see support/recordings.py):
     {"uid": dir, "pid": dir, "discard": dir, "multi": dir}."""
     base = tmp_path_factory.mktemp("ust-fixtures")
     try:

@@ -28,7 +28,8 @@ import subprocess
 
 import pytest
 import yaml
-from shared import TRACES as SHARED_TRACES
+
+from tests.support.shared import TRACES as SHARED_TRACES
 
 E2E = os.path.join(SHARED_TRACES, "ros2", "caret-end-to-end-cyclonedds")
 #: caret_analyze's commit whose samples the shared traces are (PROVENANCE.md).

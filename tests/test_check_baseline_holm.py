@@ -20,7 +20,8 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from shared import TRACES as SHARED_TRACES
+
+from tests.support.shared import TRACES as SHARED_TRACES
 
 TRACE = os.path.join(SHARED_TRACES, "ros2", "caret-end-to-end-cyclonedds")
 

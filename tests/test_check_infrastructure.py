@@ -19,7 +19,8 @@ import subprocess
 import sys
 
 import pytest
-from shared import TRACES as SHARED_TRACES
+
+from tests.support.shared import TRACES as SHARED_TRACES
 
 TRACE = os.path.join(SHARED_TRACES, "ros2", "caret-end-to-end-cyclonedds")
 pytestmark = pytest.mark.skipif(not os.path.isdir(TRACE), reason=f"no shared trace at {TRACE}")

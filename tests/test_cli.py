@@ -28,7 +28,8 @@ import roscope.loading
 import roscope.stats
 from roscope import cli
 from roscope.commands import _common as C
-from shared import TRACES
+
+from tests.support.shared import TRACES
 
 PINGPONG = os.path.join(TRACES, "ros2", "pingpong-rolling-2021")
 TALKER = os.path.join(TRACES, "ros2", "caret-talker-listener-galactic")

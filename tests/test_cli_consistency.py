@@ -15,7 +15,8 @@ import subprocess
 import sys
 
 import pytest
-from shared import TRACES
+
+from tests.support.shared import TRACES
 
 TL = os.path.join(TRACES, "ros2", "caret-talker-listener-galactic")
 E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")

@@ -35,7 +35,8 @@ from collections.abc import Callable
 
 import oracle
 import pytest
-from shared import TRACES
+
+from tests.support.shared import TRACES
 
 PINGPONG = os.path.join(TRACES, "ros2", "pingpong-rolling-2021")
 E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")

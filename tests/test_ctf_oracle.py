@@ -20,7 +20,8 @@ import tempfile
 
 import oracle
 import pytest
-from shared import TRACES as SHARED_TRACES
+
+from tests.support.shared import TRACES as SHARED_TRACES
 
 BIG = "ros2/autoware-carla-galactic"
 FIXTURES = ("uid", "pid", "discard", "multi")

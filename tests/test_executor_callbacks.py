@@ -13,7 +13,8 @@ import subprocess
 import sys
 
 import pytest
-from shared import TRACES
+
+from tests.support.shared import TRACES
 
 PYTHON = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings are the oracle")

@@ -46,8 +46,9 @@ import oracle
 import pytest
 from faults import mutations, runner
 from faults.bases import BASES, PACKET_SIZE_AT, TS_BEGIN_AT, UUID_AT
-from shared import TRACES
 from test_ctf_oracle import assert_clean_stderr
+
+from tests.support.shared import TRACES
 
 PINGPONG = os.path.join(TRACES, BASES["pingpong"])
 ROS1 = os.path.join(TRACES, BASES["ros1"])

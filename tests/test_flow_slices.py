@@ -20,7 +20,8 @@ pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
 import roscope  # noqa: E402
 from roscope import flow as fl  # noqa: E402
-from shared import TRACES
+
+from tests.support.shared import TRACES
 
 SHARED = sorted(
     os.path.join(TRACES, d, t) for d in ("ros2", "ros1") if os.path.isdir(os.path.join(TRACES, d))

@@ -24,8 +24,9 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import recordings
-from shared import TRACES
+
+from tests.support import recordings
+from tests.support.shared import TRACES
 
 E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")
 AUTOWARE = os.path.join(TRACES, "ros2", "autoware-carla-galactic")

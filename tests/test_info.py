@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from roscope import flavour, info
 from roscope.trace import Trace
-from shared import TRACES
+
+from tests.support.shared import TRACES
 
 CARET = ["caret-talker-listener-galactic", "caret-end-to-end-cyclonedds", "caret-intra-process-galactic"]
 REPO = Path(__file__).resolve().parents[1]

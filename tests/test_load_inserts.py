@@ -14,7 +14,8 @@ import os
 import duckdb
 import pytest
 from roscope import loading
-from shared import TRACES
+
+from tests.support.shared import TRACES
 
 AUTOWARE = os.path.join(TRACES, "ros2", "autoware-carla-galactic")
 

@@ -18,7 +18,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from shared import TRACES as SHARED_TRACES
+
+from tests.support.shared import TRACES as SHARED_TRACES
 
 TRACES = Path(SHARED_TRACES)
 ROS2 = ["pingpong-rolling-2021", "caret-talker-listener-galactic", "caret-end-to-end-cyclonedds",

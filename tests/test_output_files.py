@@ -29,7 +29,8 @@ import stat
 import subprocess
 
 import pytest
-from shared import TRACES
+
+from tests.support.shared import TRACES
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(REPO, "python", "roscope")

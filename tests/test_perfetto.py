@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from shared import TRACES as SHARED_TRACES
+
+from tests.support.shared import TRACES as SHARED_TRACES
 
 pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2",
                          reason="the perfetto package (pip install perfetto) parses the exported file back")

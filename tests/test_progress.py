@@ -20,7 +20,8 @@ import time
 
 import pytest
 from roscope import progress
-from shared import TRACES
+
+from tests.support.shared import TRACES
 
 E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")
 PYTHON = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")

@@ -29,7 +29,8 @@ from decimal import Decimal, InvalidOperation
 
 import oracle
 import pytest
-from shared import TRACES
+
+from tests.support.shared import TRACES
 
 PINGPONG = os.path.join(TRACES, "ros2", "pingpong-rolling-2021")
 E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")

@@ -26,7 +26,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from shared import TRACES as SHARED_TRACES
+
+from tests.support.shared import TRACES as SHARED_TRACES
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (pip install playwright) drives the browser")
 pytest.importorskip("roscope._core", reason="the roscope core is not built")

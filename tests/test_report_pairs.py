@@ -26,7 +26,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from shared import TRACES as SHARED_TRACES
+
+from tests.support.shared import TRACES as SHARED_TRACES
 
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) are the oracle of the ROS graph")
 pytest.importorskip("roscope._core", reason="the roscope core is not built")

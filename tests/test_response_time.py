@@ -20,7 +20,8 @@ import collections
 import os
 
 import pytest
-from shared import TRACES as SHARED_TRACES
+
+from tests.support.shared import TRACES as SHARED_TRACES
 
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) are the oracle")
 

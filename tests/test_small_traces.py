@@ -18,7 +18,8 @@ import pytest
 from conftest import copy_with_cut_metadata
 from roscope import loading, opening
 from roscope.commands import stats as stats_command
-from shared import TRACES
+
+from tests.support.shared import TRACES
 
 DEFAULT_THREADS = duckdb.connect().execute("SELECT current_setting('threads')").fetchone()[0]
 SMALL = ["ros2/pingpong-rolling-2021", "ros2/caret-end-to-end-cyclonedds", "ros2/caret-intra-process-galactic",

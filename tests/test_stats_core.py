@@ -19,7 +19,8 @@ import pytest
 from conftest import copy_with_cut_metadata
 from roscope import loading, opening, stats_core
 from roscope.commands import stats as stats_command
-from shared import TRACES
+
+from tests.support.shared import TRACES
 
 SHARED = ["ros2/pingpong-rolling-2021", "ros2/caret-end-to-end-cyclonedds", "ros2/caret-intra-process-galactic",
           "ros2/caret-talker-listener-galactic", "ros1/nodes-pipeline-melodic", "ros2/autoware-carla-galactic"]

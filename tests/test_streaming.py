@@ -23,7 +23,8 @@ import pyarrow as pa
 import pytest
 from conftest import floats_only_differ
 from roscope import cli, loading, opening
-from shared import TRACES
+
+from tests.support.shared import TRACES
 
 SHARED = sorted(
     os.path.join(TRACES, d, t) for d in ("ros2", "ros1") if os.path.isdir(os.path.join(TRACES, d))

@@ -5,5 +5,5 @@ from __future__ import annotations
 
 import os
 
-CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRACES = os.environ.get("ROSCOPE_TRACES", os.path.join(os.path.dirname(CHECKOUT), "shared", "traces"))
