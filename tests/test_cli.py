@@ -371,7 +371,7 @@ def test_load_and_stats_on_its_database_report_warnings(capfd, truncated_trace, 
 @pytest.mark.parametrize("verb", sorted(VERBS) + ["load"])
 def test_every_verb_reports_lost_events(verb, capfd, ust_traces, tmp_path):
     """The discard fixture really lost events (babeltrace2 counts them): every verb says so."""
-    import oracle
+    from tests.support import oracle
 
     trace = ust_traces["discard"]
     ref = oracle.Reading(trace, full=lambda ts, name: False).run()
@@ -427,7 +427,7 @@ def test_units_and_json_cleaning():
 def esc_trace(tmp_path_factory) -> str:
     """The ping-pong trace with ESC in the node, process and topic names of `ping`
     (same length, so every packet stays valid), checked with babeltrace2."""
-    import oracle
+    from tests.support import oracle
 
     dst = copy_trace(PINGPONG, tmp_path_factory.mktemp("esc") / "pingpong")
     replaced = 0
@@ -460,7 +460,7 @@ def test_text_output_escapes_trace_strings(verb, capfd, esc_trace):
 
 
 def _bt2_counts_by_topic(path: str, event: str) -> collections.Counter:
-    import oracle
+    from tests.support import oracle
 
     counts = collections.Counter()
     for ev in oracle.Reading(path, full=lambda ts, name: name == event).events():
@@ -505,7 +505,7 @@ def test_stats_text_shows_both_unmatched_counts(capfd):
 def test_stats_caret_takes_all_matched(capfd):
     """CARET talker/listener: babeltrace2 finds the source stamp of every
     dispatched message among the publish-side stamps, so no take is unmatched."""
-    import oracle
+    from tests.support import oracle
 
     stamps, dispatched = set(), []
     for ev in oracle.Reading(TALKER).events():
@@ -573,7 +573,7 @@ def test_a_command_imports_only_its_own_modules(capfd):
     p = subprocess.run([sys.executable, "-c", code, "info", E2E, "--json"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "imported: []" in p.stderr, p.stderr
-    import oracle
+    from tests.support import oracle
 
     assert json.loads(p.stdout)["events"] == sum(1 for _ in oracle.Reading(E2E, full=lambda ts, name: False).events())
     names = sorted(m.name for m in pkgutil.iter_modules(roscope.commands.__path__) if not m.name.startswith("_"))

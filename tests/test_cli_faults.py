@@ -33,9 +33,9 @@ import threading
 import time
 from collections.abc import Callable
 
-import oracle
 import pytest
 
+from tests.support import oracle
 from tests.support.shared import TRACES
 
 PINGPONG = os.path.join(TRACES, "ros2", "pingpong-rolling-2021")

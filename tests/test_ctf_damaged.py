@@ -18,9 +18,10 @@ import os
 import re
 import shutil
 
-import oracle
 import pytest
 from test_ctf_oracle import assert_clean_stderr
+
+from tests.support import oracle
 
 BASES = {
     "pingpong": "ros2/pingpong-rolling-2021/ust/uid/1000/64-bit",   # UST, large headers, 19 packets

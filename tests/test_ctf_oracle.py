@@ -18,9 +18,9 @@ import os
 import subprocess
 import tempfile
 
-import oracle
 import pytest
 
+from tests.support import oracle
 from tests.support.shared import TRACES as SHARED_TRACES
 
 BIG = "ros2/autoware-carla-galactic"

@@ -325,7 +325,7 @@ def _callback_start_jitter_ms(trace_dir: Path, symbol_part: str) -> float:
     contains `symbol_part`, decoded by babeltrace2 (the independent oracle)."""
     import statistics as pystats
 
-    from oracle import Reading
+    from tests.support.oracle import Reading
 
     cbs, starts = set(), []
     for ev in Reading(str(trace_dir)).events():
@@ -408,8 +408,9 @@ def test_profile_flame_graph(tmp_path, roscope_cmd):
 def test_trace_metrics_on_a_shared_ros2_trace(shared_traces):
     """Trace metrics by name on a real ROS 2 trace: the executor thread of 'ping' and its
     callback, against babeltrace2's count of rclcpp_executor_execute and callback_start."""
-    from oracle import Reading
     from roscope.experiment.tracemetrics import trace_metrics
+
+    from tests.support.oracle import Reading
 
     trace = Path(shared_traces) / "ros2" / "pingpong-rolling-2021"
     execs: dict = {}

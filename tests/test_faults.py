@@ -42,12 +42,12 @@ import stat
 import subprocess
 import time
 
-import oracle
 import pytest
-from faults import mutations, runner
-from faults.bases import BASES, PACKET_SIZE_AT, TS_BEGIN_AT, UUID_AT
 from test_ctf_oracle import assert_clean_stderr
 
+from tests.faults import mutations, runner
+from tests.faults.bases import BASES, PACKET_SIZE_AT, TS_BEGIN_AT, UUID_AT
+from tests.support import oracle
 from tests.support.shared import TRACES
 
 PINGPONG = os.path.join(TRACES, BASES["pingpong"])

@@ -98,7 +98,7 @@ def test_roscope_info_text_and_json(run_roscope):
 
 def _bt2_ros_vpids(path: str) -> tuple[set, set]:
     """(vpids that emitted a ROS event other than process_init, all vpids), by babeltrace2."""
-    import oracle
+    from tests.support import oracle
 
     ros, every = set(), set()
     for ev in oracle.Reading(path).events():
@@ -164,7 +164,7 @@ def test_processes_without_ros_events_are_folded(tmp_path, fx_emit):
 def test_info_on_a_database(run_roscope, tmp_path):
     """`roscope info DB` (issue 10: it said "not a trace directory"): the database's
     source, versions and tables; its event count is babeltrace2's."""
-    import oracle
+    from tests.support import oracle
 
     path = os.path.join(TRACES, "ros2", "caret-talker-listener-galactic")
     db = tmp_path / "t.duckdb"

@@ -188,7 +188,7 @@ def test_refuses_to_overwrite(tmp_path):
 
 @pytest.mark.lttng
 def test_lost_events_marked(ust_traces, tmp_path):
-    import oracle
+    from tests.support import oracle
 
     trace = ust_traces["discard"]
     out = tmp_path / "t.pftrace"

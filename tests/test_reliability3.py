@@ -27,9 +27,9 @@ import time
 import xml.etree.ElementTree as ET
 from decimal import Decimal, InvalidOperation
 
-import oracle
 import pytest
 
+from tests.support import oracle
 from tests.support.shared import TRACES
 
 PINGPONG = os.path.join(TRACES, "ros2", "pingpong-rolling-2021")

@@ -10,9 +10,10 @@ import os
 from collections import Counter
 
 import pytest
-from oracle import Reading
 from roscope import cli, numbers, selector
 from roscope.errors import InputError
+
+from tests.support.oracle import Reading
 
 SHARED = os.environ.get("ROSCOPE_TRACES", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                                        "..", "shared", "traces"))

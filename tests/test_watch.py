@@ -18,8 +18,9 @@ import time
 import bt2
 import pytest
 import roscope
-from oracle import find_traces
 from roscope import _core, live, stats, watch
+
+from tests.support.oracle import find_traces
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros1]
 

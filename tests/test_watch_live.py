@@ -20,10 +20,11 @@ import time
 
 import bt2
 import pytest
-from oracle import find_traces
 from roscope import _core
 from roscope.record import lttng
 from roscope.record.relay import Relay
+
+from tests.support.oracle import find_traces
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SYSTEM = os.path.join(REPO, "examples", "ros1_pipeline", "system.sh")

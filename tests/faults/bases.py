@@ -12,7 +12,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
-import oracle
+from tests.support import oracle
 
 #: Small real traces of every layout the shared set has: ROS 2 UST with large
 #: event headers (pingpong), CARET (two), ROS 1 UST and kernel with compact

@@ -12,7 +12,7 @@ import random
 import struct
 from dataclasses import dataclass, field
 
-from faults.bases import (
+from tests.faults.bases import (
     CONTENT_SIZE_AT,
     HEADER_BYTES,
     PACKET_SIZE_AT,

@@ -13,10 +13,12 @@ import sys
 import tempfile
 import time
 
-from faults import bases as fb
-from faults.mutations import Applied, Case, generate
+from tests.faults import bases as fb
+from tests.faults.mutations import Applied, Case, generate
 
-WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
+#: The worker, run as a module from the repository root (it imports tests.support and tests.faults).
+WORKER = "tests.faults.worker"
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class Worker:
@@ -30,7 +32,7 @@ class Worker:
 
     def _start(self) -> None:
         self.err = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([sys.executable, WORKER, self.bases_pickle], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", WORKER, self.bases_pickle], stdin=subprocess.PIPE, cwd=REPO,
                                      stdout=subprocess.PIPE, stderr=self.err, start_new_session=True)
         self.starts += 1
 

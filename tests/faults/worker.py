@@ -1,6 +1,6 @@
 """A process that reads damaged traces with roscope's core, case after case.
 
-    python tests/faults/worker.py BASES.pickle
+    python -m tests.faults.worker BASES.pickle      (from the repository root)
 
 reads one JSON request per line on stdin ({"case": ..., "root": working copy
 of the case's base}), reads the damaged trace in-process with
@@ -19,12 +19,9 @@ import sys
 import tempfile
 import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-import oracle  # noqa: E402
-
-from faults.bases import Base  # noqa: E402
-from faults.mutations import Case  # noqa: E402
+from tests.faults.bases import Base
+from tests.faults.mutations import Case
+from tests.support import oracle
 
 AT_BYTE = re.compile(r"^(?P<file>.+?): at byte (?P<off>[0-9]+): ")
 #: The start of a dump line up to its stream: ts, and (trace, stream) as text.

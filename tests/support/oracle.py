@@ -5,7 +5,7 @@ of ``roscope dump`` (docs/dump-format.md), so tests can compare the two.
 Nothing here uses roscope.  Everything streams (generators), so a large trace
 is never held in memory.
 
-    from oracle import Reading, compare, read_dump_lines
+    from tests.support.oracle import Reading, compare, read_dump_lines
     reading = Reading("/path/above/traces")
     compare(reading.events(), read_dump_lines(proc.stdout))
     reading.discarded_events   # {(trace, stream file name): count}, filled while iterating
