@@ -32,7 +32,7 @@ import pytest
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
 
-import ros2_tracing_tools as R  # noqa: E402  (tests/ is on sys.path: conftest.py)
+from tests.support import ros2_tracing_tools as R  # noqa: E402
 import ros2_truth as T  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,6 +54,9 @@ TRACED = {
     ("/controller", "controller.on_path"): ("subscription", "/path"),
     ("/controller", "controller.step"): ("timer", 50_000_000),
 }
+#: The action client's subscriptions whose messages' handling roscope's tracer library (preloaded
+#: here) makes runs of (rclcpp_action has no tracepoint for them; docs/rclcpp.md).
+ACTION_SUBSCRIPTIONS = {"/follow/_action/feedback", "/follow/_action/status"}
 #: Context fields `ros2 trace` enables by default (tracetools_trace.tools.names.DEFAULT_CONTEXT).
 CONTEXT = {"procname", "vpid", "vtid"}
 
@@ -162,7 +165,8 @@ def test_roscope_reads_ros2_traces_runs_per_callback_exact(r2t, run_roscope):
 
 def test_roscope_reads_ros2_traces_topics(r2t, run_roscope):
     """Every topic the example published on, with its publications (exact when no other process
-    of the user was traced beside it), and the subscriptions' topics."""
+    of the user was traced beside it), and the subscriptions' topics (rclcpp's, and the action
+    client's feedback and status subscriptions roscope's tracer library gives runs)."""
     stats = _stats(run_roscope, r2t)
     pids = set(r2t["gt"].pids().values())
     foreign = {c["pid"] for c in stats["callbacks"]} - pids
@@ -173,7 +177,7 @@ def test_roscope_reads_ros2_traces_topics(r2t, run_roscope):
     wrong = {t: (topics[t]["publications"], n) for t, n in logged.items()
              if (topics[t]["publications"] != n if not foreign else topics[t]["publications"] < n)}
     assert not wrong, f"(roscope's publications, logged) per topic (other processes traced: {sorted(foreign)}): {wrong}"
-    subs = {what for (_n, _cb), (kind, what) in TRACED.items() if kind == "subscription"}
+    subs = {what for (_n, _cb), (kind, what) in TRACED.items() if kind == "subscription"} | ACTION_SUBSCRIPTIONS
     got = {c["topic"] for c in stats["callbacks"] if c["pid"] in pids and c["kind"] == "subscription"} - {"/parameter_events"}
     assert got == subs, (got, subs)
 
