@@ -2,7 +2,7 @@
 every shape, recorded for real: a bound method, a free function, a lambda (their runs start and
 end inside the callable's frame), a functools.partial and a callable object (timed around the
 call), a callable that raises, a callback that runs another traced one inside it, and a call
-that fails on its arguments before the callable runs (tests/rclpy_hook_shapes.py, run by the
+that fails on its arguments before the callable runs (tests/support/rclpy_hook_shapes.py, run by the
 distro's Python under `roscope record`).
 
 Oracle: babeltrace2's reading of the trace (callback_start/end and their handles) against the
@@ -20,7 +20,7 @@ import ros2_truth
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
 
-SCRIPT = Path(__file__).with_name("rclpy_hook_shapes.py")
+SCRIPT = Path(__file__).parent / "support" / "rclpy_hook_shapes.py"
 CALLS = 30  # each case's calls (the script's loop)
 
 

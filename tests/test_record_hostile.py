@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
-from procs import descendants
 from test_record import REPO, children_of, lttng_sessions, manifest_of, processes_mentioning, start_ticks, wait_for
 from test_ros1_pipeline import EXAMPLE, build_all
+
+from tests.support.procs import descendants
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros1]
 

@@ -28,7 +28,7 @@ from test_report import E2E_PAIR, TRACES, Opened, make_report, open_report, unfo
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (pip install playwright) drives the browser")
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) say which events the trace has")
 
-import ros_graph  # noqa: E402  (needs bt2)
+from tests.support import ros_graph  # noqa: E402  (needs bt2)
 
 WIDTH = 1400
 MAX_HEIGHT = 12_000
@@ -67,7 +67,7 @@ def autoware(wide, report_page):
 
 
 def annotated(trace: Path) -> bool:
-    """Whether the trace has causal-link annotation events (babeltrace2's event names: tests/ros_graph.py's
+    """Whether the trace has causal-link annotation events (babeltrace2's event names: tests/support/ros_graph.py's
     decoding, which test_report_pairs reads too, made once per session)."""
     return any("message_link" in name for name in ros_graph.read(trace).events)
 

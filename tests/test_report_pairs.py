@@ -1,6 +1,6 @@
 """The report's automatic data-flow pairs (roscope.report.pairs) on real traces.
 
-The expected sources and sinks come from babeltrace2 (tests/ros_graph.py: the
+The expected sources and sinks come from babeltrace2 (tests/support/ros_graph.py: the
 nodes, publishers, subscriptions and publish events of the trace, and the rule of
 docs/report.md applied to them). Whatever the trace, an automatic pair never holds an
 infrastructure topic (/rosout, /parameter_events, /clock, /caret/*; /tf* never as a
@@ -32,7 +32,7 @@ from tests.support.shared import TRACES as SHARED_TRACES
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) are the oracle of the ROS graph")
 pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
-import ros_graph  # noqa: E402  (needs bt2)
+from tests.support import ros_graph  # noqa: E402  (needs bt2)
 
 TRACES = Path(SHARED_TRACES)
 REPO = Path(__file__).resolve().parents[1]

@@ -3,7 +3,7 @@ and ros2_tracing's own reader reads the trace `roscope record` writes.
 
 ros2_tracing 8.2.2's `lttngpy` (built against the system's liblttng-ctl, LTTng 2.13),
 `tracetools_trace` and `tracetools_read` come from the unmodified archive in ../shared/third_party,
-built into the user's cache by tests/ros2_tracing_tools.py. No wheel serves ros2cli for Jazzy, so
+built into the user's cache by tests/support/ros2_tracing_tools.py. No wheel serves ros2cli for Jazzy, so
 `ros2 trace start NAME -p DIR` / `ros2 trace stop NAME` are run as ros2trace's verbs run them
 (`tracetools_trace.trace.start` / `stop` with `tracetools_trace.tools.args`' parser). The traced
 processes get roscope's libtracetools preloaded (`roscope env --ros2 jazzy --shell`): the wheel's
@@ -32,8 +32,9 @@ import pytest
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
 
-from tests.support import ros2_tracing_tools as R  # noqa: E402
 import ros2_truth as T  # noqa: E402
+
+from tests.support import ros2_tracing_tools as R  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "ros2_cpp_pipeline"

@@ -1,5 +1,5 @@
 """The systems ros2_tracing's authors wrote (issue 38): `test_tracetools`' C++ test nodes,
-built from the unmodified archive (tests/ros2_tracing_nodes.py) against real rclcpp 28 (Jazzy),
+built from the unmodified archive (tests/support/ros2_tracing_nodes.py) against real rclcpp 28 (Jazzy),
 recorded for real with `roscope record --ros2 jazzy` (ros2_tracing's own tracepoints in rclcpp;
 roscope's tracer library only carries them to the system's LTTng).
 
@@ -18,8 +18,9 @@ from pathlib import Path
 
 import bt2
 import pytest
-import ros2_tracing_nodes as nodes
 from test_ctf_oracle import check_dump
+
+from tests.support import ros2_tracing_nodes as nodes
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
 

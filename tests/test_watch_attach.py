@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
-from procs import descendants
 from ros2_truth import CALLBACKS, EXAMPLE, REPO, env_of
+
+from tests.support.procs import descendants
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
 

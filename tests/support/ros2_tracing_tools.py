@@ -32,7 +32,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from ros2_tracing_nodes import ARCHIVE, ENV, REPO, unpack  # noqa: F401  (REPO: for the importers of this module)
+from tests.support.ros2_tracing_nodes import ARCHIVE, ENV, REPO, unpack  # noqa: F401  (REPO: for the importers of this module)
 
 PY = ENV / "bin" / "python"
 #: The pure-Python packages of the archive copied as they are.
@@ -73,7 +73,7 @@ def build() -> Path | str:
     cache.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".ros2-tracing-tools-", dir=cache))
     try:
-        bad = unpack(ARCHIVE, work / "src")   # (tests/ros2_tracing_nodes.py: one check of the archive)
+        bad = unpack(ARCHIVE, work / "src")   # (tests/support/ros2_tracing_nodes.py: one check of the archive)
         if bad:
             return bad
         src = next((work / "src").glob("*/lttngpy")).parent
@@ -197,7 +197,7 @@ def declared_events() -> dict | str:
 
 
 if __name__ == "__main__":
-    # `python3 tests/ros2_tracing_tools.py`: build (if need be) and print the site directory;
+    # `python3 -m tests.support.ros2_tracing_tools` (from the checkout): build (if need be) and print the site directory;
     # `... start NAME -p DIR` / `... stop NAME` (pause, resume): what `ros2 trace VERB ...` runs.
     site = build()
     if isinstance(site, str):

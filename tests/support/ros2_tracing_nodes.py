@@ -17,7 +17,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PROJECT = REPO / "tests" / "fixtures" / "ros2_tracing_nodes"
 ARCHIVE = Path(os.environ.get("ROSCOPE_THIRD_PARTY") or REPO.parent / "shared" / "third_party") / "ros2-jazzy" / "ros2_tracing-jazzy.tar.gz"
 ENV = REPO / ".ros2" / "jazzy"
