@@ -81,8 +81,8 @@ test: setup
 bench: setup
 	$(PY) bench/decode.py
 	$(PY) bench/load.py
-	$(PY) bench/flow.py
-	$(PY) bench/flow_truth.py
+	$(PY) -m bench.flow
+	$(PY) -m bench.flow_truth
 
 fuzz:
 	bash crates/ctf/fuzz/run.sh

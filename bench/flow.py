@@ -10,7 +10,7 @@
    database and rules, on the first N output messages; µs per data flow of both,
    and the check that both find the same flows for those outputs.
 
-    .venv/bin/python bench/flow.py [--outputs 300] [--implicit auto|all] [--duration 31.5]
+    .venv/bin/python -m bench.flow [--outputs 300] [--implicit auto|all] [--duration 31.5]
 
 A shorter --duration (seconds of simulated time; 31.5 s gives > 10M events) makes a
 smaller trace, cached apart (bench/results/flow-<duration>s), for quick comparisons
@@ -24,11 +24,10 @@ import os
 import sys
 import time
 
+from bench.decode import RESULTS, bt2_count, run_measured
+from tests.support.big_trace import DEFAULT_DURATION, FROM, TO, ensure_trace, trace_dir
+
 BENCH = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, BENCH)
-sys.path.insert(0, os.path.join(os.path.dirname(BENCH), "tests"))  # helpers shared with the tests
-from big_trace import DEFAULT_DURATION, FROM, TO, ensure_trace, trace_dir  # noqa: E402
-from decode import RESULTS, bt2_count, run_measured  # noqa: E402
 
 
 def main() -> int:
@@ -49,9 +48,10 @@ def main() -> int:
     s = fj["summary"]
 
     # The reference, on the first N outputs, and the same outputs through roscope.
-    import flow_reference
     import roscope
     from roscope import flow as fl
+
+    from tests.support import flow_reference
 
     d = roscope.open(db)
     pairs = flow_reference.implicit_pairs(d, a.implicit)

@@ -13,7 +13,7 @@ be equal, bit for bit, but each `std_ns`, which is DuckDB's own `stddev_samp` an
 varies in its last digits from one run of the same query to the next (its threads
 sum in whatever order they run); for those the largest relative difference is shown.
 
-    .venv/bin/python bench/flow_select.py --before ../before/python [--db FILE] [--repeat 1] [--memory 64M]
+    .venv/bin/python -m bench.flow_select --before ../before/python [--db FILE] [--repeat 1] [--memory 64M]
 
 Prints a table and writes bench/results/flow_select.json.
 """
@@ -26,13 +26,12 @@ import subprocess
 import sys
 import tempfile
 
+from bench.scale import measured
+from tests.support.big_trace import ensure_trace
+
 BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
 RESULTS = os.path.join(BENCH, "results")
-sys.path.insert(0, BENCH)
-sys.path.insert(0, os.path.join(REPO, "tests"))
-from big_trace import ensure_trace  # noqa: E402  (tests/ and bench/ are not packages)
-from scale import measured  # noqa: E402
 
 
 def compare(a, b, where: str = "") -> tuple[list[str], float]:

@@ -17,7 +17,7 @@ database, and once with them (auto) as the reference; and, when data_flows has
 `all_paths`, the data-flow paper's rule of one flow per candidate path (implicit
 'all', all_paths=True).
 
-    .venv/bin/python bench/flow_truth.py [--duration 5] [--reuse]
+    .venv/bin/python -m bench.flow_truth [--duration 5] [--reuse]
 
 Prints the table and writes bench/results/flow_truth.json.
 """
@@ -32,13 +32,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tests.support import flow_truth as ft
+
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 RESULTS = BENCH / "results"
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO / "python"))
 
-import flow_truth as ft  # noqa: E402
 
 
 def recording(system: str, duration: float, reuse: bool) -> tuple[Path, Path]:

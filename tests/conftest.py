@@ -264,7 +264,7 @@ def pipeline_deps(tmp_path_factory) -> dict:
     """`roscope deps -p BUILD -o BUILD/deps.json` on examples/ros1_pipeline/src/*.cpp with a
     compile_commands.json made from its Makefile (flow_truth.dependency_run): {"path",
     "doc" (the file, parsed), "stdout", "seconds"}."""
-    import flow_truth
+    from tests.support import flow_truth
 
     return flow_truth.dependency_run("ros1_pipeline", tmp_path_factory.mktemp("pipeline_deps"), argv=roscope_argv())
 
@@ -273,7 +273,7 @@ def pipeline_deps(tmp_path_factory) -> dict:
 def unannotated_deps(tmp_path_factory) -> dict:
     """pipeline_deps for examples/ros1_unannotated (the same run of `roscope deps`, the same
     dict), once per session: test_deps and test_flow_truth read it."""
-    import flow_truth
+    from tests.support import flow_truth
 
     return flow_truth.dependency_run("ros1_unannotated", tmp_path_factory.mktemp("unannotated_deps"), argv=roscope_argv())
 
@@ -302,7 +302,7 @@ def ros2_pipeline_run(lttng_ready, tmp_path_factory):
     tests)}: `roscope record --kernel` of examples/ros2_pipeline/launch.py -d 8 run by the
     distro's python3 (its environment first on PATH), made on the first call per distro and
     shared by every later one."""
-    import ros2_truth
+    from tests.support import ros2_truth
 
     made: dict = {}
 
@@ -329,7 +329,7 @@ ROS2_PIPELINE_SLOWED = ("mapper.plan_path", 20)
 def ros2_pipeline_slowed(lttng_ready, tmp_path_factory) -> dict:
     """{"trace", "gt", "stderr"}: `roscope record --kernel` of examples/ros2_pipeline (Jazzy) for
     4 s with ROS2_PIPELINE_SLOW=mapper.plan_path:20 (roscope check's tests and its pytest plugin's)."""
-    import ros2_truth
+    from tests.support import ros2_truth
 
     if not (ros2_truth.env_of("jazzy") / "bin" / "python").exists():
         pytest.skip("ROS 2 jazzy from PyPI is not installed (make setup)")

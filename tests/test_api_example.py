@@ -103,7 +103,7 @@ def check(ns: dict, oracle: dict) -> None:
     assert len(paths) == 1 and paths[0]["path"].startswith("/sensor_dummy_node timer -> [/topic1] -> ")
     assert paths[0]["path"].endswith("-> /timer_driven_node timer -> [/topic4]")
     # The same flows as the plain-Python Algorithm 1 (tests/flow_reference.py).
-    import flow_reference
+    from tests.support import flow_reference
 
     model = flow_reference.load(db)
     outs, ref = flow_reference.run(db, FROM, TO, flow_reference.implicit_pairs(db, "auto"), model=model)

@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 
 import pytest
-import ros2_truth as T
+
+from tests.support import ros2_truth as T
 
 bt2 = pytest.importorskip("bt2", reason="babeltrace2 Python bindings (python3-bt2) are needed")
 pytest.importorskip("roscope._core", reason="the roscope core is not built")

@@ -18,8 +18,9 @@ import sys
 
 import numpy as np
 import pytest
-import ros2_truth
 from roscope import cli
+
+from tests.support import ros2_truth
 
 pytestmark = [pytest.mark.ros2, pytest.mark.lttng]
 

@@ -277,7 +277,7 @@ def test_a_node_budget_on_a_recorded_rclpy_system(ros2_pipeline_run, tmp_path):
     callback_start), so `callback: "^/planner "` with a p99 budget exited 2. Now it passes, its
     lines are the planner's own callbacks (the example's sources: ros2_truth.CALLBACKS), and with
     `--infrastructure keep` the lines with no runs are exactly the ones bt2 saw never run."""
-    import ros2_truth as T
+    from tests.support import ros2_truth as T
 
     r = ros2_pipeline_run("jazzy")
     t = T.read_trace(r["trace"])

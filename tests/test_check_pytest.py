@@ -14,7 +14,8 @@ import re
 import subprocess
 
 import pytest
-import ros2_truth
+
+from tests.support import ros2_truth
 
 pytestmark = [pytest.mark.ros2, pytest.mark.lttng]
 pytest_plugins = ["pytester"]

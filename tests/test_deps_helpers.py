@@ -24,8 +24,9 @@ import os
 import re
 from pathlib import Path
 
-import flow_truth as ft
 import pytest
+
+from tests.support import flow_truth as ft
 
 REPO = Path(__file__).resolve().parents[1]
 STUB = REPO / "tests" / "fixtures" / "deps" / "rclcpp_stub"

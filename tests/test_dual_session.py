@@ -17,8 +17,9 @@ import subprocess
 import time
 
 import pytest
-import ros2_truth as T
 import test_attach as A
+
+from tests.support import ros2_truth as T
 
 pytest.importorskip("roscope._core", reason="the roscope core is not built")
 bt2 = pytest.importorskip("bt2", reason="babeltrace2 Python bindings (python3-bt2) are needed")

@@ -18,8 +18,9 @@ import subprocess
 import sys
 from collections import Counter, defaultdict
 
-import flow_reference  # tests/flow_reference.py (tests/ is on sys.path: conftest.py)
 import pytest
+
+from tests.support import flow_reference
 
 pytestmark = pytest.mark.lttng
 

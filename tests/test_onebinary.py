@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.lttng, pytest.mark.ros1, pytest.mark.slow]
 pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) are the oracle")
 pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
-import flow_truth as ft  # noqa: E402  (tests/ is on sys.path: conftest.py)
+from tests.support import flow_truth as ft  # noqa: E402
 
 SYSTEM = "ros1_onebinary"
 DURATION = 5.0

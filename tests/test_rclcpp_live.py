@@ -18,8 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
-import ros2_truth as T
 from test_rclcpp_pipeline import EXAMPLE, REPO, TRACED
+
+from tests.support import ros2_truth as T
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
 

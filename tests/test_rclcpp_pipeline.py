@@ -26,7 +26,7 @@ import pytest
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
 
-import ros2_truth as T  # noqa: E402  (tests/ is on sys.path: conftest.py)
+from tests.support import ros2_truth as T  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "ros2_cpp_pipeline"

@@ -16,7 +16,8 @@ import json
 from pathlib import Path
 
 import pytest
-import ros2_truth
+
+from tests.support import ros2_truth
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
 

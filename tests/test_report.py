@@ -240,7 +240,7 @@ def test_ros1_example(browser, lttng_ready, ros1_pipeline_run, tmp_path):
 
 def big_trace() -> Path:
     """The 10M-event ros2sim trace of bench/flow.py (tests/big_trace.py, made when missing)."""
-    import big_trace
+    from tests.support import big_trace
 
     return Path(big_trace.ensure_trace())
 
@@ -248,7 +248,7 @@ def big_trace() -> Path:
 @pytest.mark.slow
 @pytest.mark.lttng
 def test_ten_million_events(browser, lttng_ready, tmp_path):
-    import big_trace as bt
+    from tests.support import big_trace as bt
 
     trace = big_trace()
     pair = (bt.FROM, bt.TO)

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ros2_truth import REPO, env_of
+
+from tests.support.ros2_truth import REPO, env_of
 
 pytestmark = [pytest.mark.ros2]
 

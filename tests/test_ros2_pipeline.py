@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
 pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) are the oracle")
 pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
-import ros2_truth as T  # noqa: E402  (tests/ is on sys.path: conftest.py)
+from tests.support import ros2_truth as T  # noqa: E402
 
 DISTROS = ["jazzy", "kilted"]
 US = 1000

@@ -32,9 +32,8 @@ import pytest
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
 
-import ros2_truth as T  # noqa: E402
-
 from tests.support import ros2_tracing_tools as R  # noqa: E402
+from tests.support import ros2_truth as T  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "ros2_cpp_pipeline"

@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
-from ros2_truth import CALLBACKS, EXAMPLE, REPO, env_of
 
 from tests.support.procs import descendants
+from tests.support.ros2_truth import CALLBACKS, EXAMPLE, REPO, env_of
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
 

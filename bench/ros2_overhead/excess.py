@@ -22,7 +22,7 @@ example recorded with it (`roscope record --ros2 DISTRO`):
 - ``excess``: roscope's run (callback_frame) minus the log's = frame_to_log + log_to_return;
 - ``excess_events``: callback_start to callback_end minus the log's = all four.
 
-usage: excess.py [--distros jazzy,kilted] [--seconds 15]
+usage: python -m bench.ros2_overhead.excess [--distros jazzy,kilted] [--seconds 15]
 Results: bench/results/ros2_excess-<time>.json and a table per distro.
 """
 from __future__ import annotations
@@ -40,12 +40,13 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+from roscope import ros2_pip
+
+from tests.support import ros2_truth as T
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO / "python"))
-sys.path.insert(0, str(REPO / "tests"))
-import ros2_truth as T  # noqa: E402
-from roscope import ros2_pip  # noqa: E402
+
 
 PARTS = ("start_write", "frame_to_log", "log_to_return", "return_to_clock", "excess", "excess_events")
 

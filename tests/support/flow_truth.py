@@ -60,7 +60,7 @@ SYSTEMS = {
 }
 
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 class TruthError(Exception):

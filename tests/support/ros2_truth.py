@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "ros2_pipeline"
 ENVS = Path(os.environ.get("ROSCOPE_ROS2_ENVS") or REPO / ".ros2")
 
