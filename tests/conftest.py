@@ -68,7 +68,6 @@ import shutil
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -90,29 +89,6 @@ def pytest_configure(config):
     default, as at a terminal."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-def copy_with_cut_metadata(src: str, dst) -> Path:
-    """A copy of the trace `src` at `dst` whose metadata file is cut in half; returns that
-    file (what a reader of the copy must name in its error)."""
-    shutil.copytree(src, dst)
-    (meta,) = list(Path(dst).rglob("metadata"))
-    meta.chmod(0o644)
-    meta.write_bytes(meta.read_bytes()[:meta.stat().st_size // 2])
-    return meta
-
-
-def floats_only_differ(a, b) -> bool:
-    """Whether `a` and `b` (JSON-like: dicts, lists, tuples) have the same shape and
-    equal values of the same types, floats within 1e-12 of each other: what two runs
-    give when DuckDB sums the same rows in another order (std to the last digits)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(floats_only_differ(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(floats_only_differ(x, y) for x, y in zip(a, b))
-    if isinstance(a, float) and isinstance(b, float):
-        return a == pytest.approx(b, rel=1e-12, abs=0)
-    return type(a) is type(b) and a == b
 
 
 @pytest.fixture(scope="session")

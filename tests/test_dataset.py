@@ -16,10 +16,11 @@ import shutil
 import statistics
 
 import pytest
-from conftest import floats_only_differ
 from roscope import cli
 from roscope import dataset as ds
 from roscope import dataset_queries as Q
+
+from tests.support.compare import floats_only_differ
 
 TRACES = os.environ.get("ROSCOPE_TRACES", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "shared", "traces"))

@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import floats_only_differ
+
+from tests.support.compare import floats_only_differ
 
 pytest.importorskip("roscope._core", reason="the roscope core is not built")
 

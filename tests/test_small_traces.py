@@ -15,10 +15,10 @@ import sys
 
 import duckdb
 import pytest
-from conftest import copy_with_cut_metadata
 from roscope import loading, opening
 from roscope.commands import stats as stats_command
 
+from tests.support.damage import copy_with_cut_metadata
 from tests.support.shared import TRACES
 
 DEFAULT_THREADS = duckdb.connect().execute("SELECT current_setting('threads')").fetchone()[0]

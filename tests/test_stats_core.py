@@ -16,10 +16,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import copy_with_cut_metadata
 from roscope import loading, opening, stats_core
 from roscope.commands import stats as stats_command
 
+from tests.support.damage import copy_with_cut_metadata
 from tests.support.shared import TRACES
 
 SHARED = ["ros2/pingpong-rolling-2021", "ros2/caret-end-to-end-cyclonedds", "ros2/caret-intra-process-galactic",

@@ -21,9 +21,9 @@ import sys
 import duckdb
 import pyarrow as pa
 import pytest
-from conftest import floats_only_differ
 from roscope import cli, loading, opening
 
+from tests.support.compare import floats_only_differ
 from tests.support.shared import TRACES
 
 SHARED = sorted(
