@@ -17,7 +17,8 @@ import subprocess
 import sys
 
 import pytest
-from test_record_ros2 import DRIVER, build_ros2sim, ground_truth, load_db, roscope_links, run_roscope, truth_links
+
+from tests.support.ros2sim import DRIVER, build_ros2sim, ground_truth, load_db, roscope_links, run_roscope, truth_links
 
 pytestmark = pytest.mark.lttng
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) are the oracle of the events")

@@ -13,7 +13,8 @@ import subprocess
 import sys
 
 import pytest
-from test_record_ros2 import DRIVER, build_ros2sim, ground_truth
+
+from tests.support.ros2sim import DRIVER, build_ros2sim, ground_truth
 
 pytestmark = pytest.mark.lttng
 

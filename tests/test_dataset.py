@@ -384,7 +384,7 @@ def test_two_hosts_are_partitions(tmp_path, capfd):
 
     if os.geteuid() != 0:
         pytest.skip("ros2sim hosts need unshare (root)")
-    from test_record_ros2 import DRIVER, build_ros2sim
+    from tests.support.ros2sim import DRIVER, build_ros2sim
 
     build_ros2sim()
     (tmp_path / "system.json").write_text(json.dumps(TWO_HOSTS))

@@ -21,8 +21,8 @@ import subprocess
 import sys
 
 import pytest
-from test_record_ros2 import DRIVER, build_ros2sim, ground_truth, run_roscope
 
+from tests.support.ros2sim import DRIVER, build_ros2sim, ground_truth, run_roscope
 from tests.support.shared import TRACES as SHARED_TRACES
 
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) are the oracle of the events")
