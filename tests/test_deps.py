@@ -414,7 +414,8 @@ def _annotation_truth(events: list[dict]) -> set[tuple[int, int]]:
 @pytest.mark.ros1
 def test_trace_edges_on_a_recorded_pipeline(pipeline, ros1_pipeline_run):
     import roscope
-    from test_ros1_pipeline import read_trace
+
+    from tests.support.ros1 import read_trace
 
     out = ros1_pipeline_run["trace"]  # the example recorded by its run.sh (tests/conftest.py)
     events, _ = read_trace(out)
@@ -444,7 +445,8 @@ def test_trace_edges_match_lambdas_and_free_functions_by_symbol(ros1_fixtures, t
     """The fixtures, built by GCC and recorded: every callback, lambdas in main included,
     is found by its symbol, and the edges land on the right trace callbacks."""
     import roscope
-    from test_ros1_pipeline import read_trace, roscope_record
+
+    from tests.support.ros1 import read_trace, roscope_record
 
     subprocess.run(["make", "-s", "-C", str(REPO / "instrument" / "ros1")], check=True, capture_output=True)
     subprocess.run(["make", "-s", "-C", str(FX)], check=True, capture_output=True)

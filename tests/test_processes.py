@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.procs import marked, start_ticks
+
 SYSTEM = r'''
 import json, os, signal, subprocess, sys, threading, time
 
@@ -94,23 +96,6 @@ def write_experiment(tmp: Path, scenario: str, mark: str) -> Path:
           - name: {scenario}
         """))
     return y
-
-
-def marked(mark: str) -> list[int]:
-    """Every process of the machine (zombies aside) whose environment carries the marker."""
-    needle = f"ROSCOPE_TEST_MARK={mark}".encode()
-    found = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            env = (d / "environ").read_bytes()
-            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if needle in env.split(b"\0") and state != "Z":
-            found.append(int(d.name))
-    return found
 
 
 def ground_truth(tmp: Path) -> dict[str, int]:
@@ -259,14 +244,6 @@ while :; do sleep 0.05; done
 '''
 
 
-def start_ticks(pid: int) -> int | None:
-    try:
-        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return None if f[0] == "Z" else int(f[19])
-
-
 def boot() -> str:
     return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
 
@@ -384,7 +361,7 @@ def test_recover_kill_children_after_a_pid_was_reused(tmp_path, roscope_cmd):
 OUTPUT_PROG = r'''
 import json, os, sys, time
 from roscope.processes import group
-from test_processes import marked
+from tests.support.procs import marked
 t0 = time.monotonic()
 r = group.output("t", ["sh", "-c", sys.argv[1]], timeout=float(sys.argv[2]))
 seconds = time.monotonic() - t0
@@ -410,7 +387,7 @@ def test_a_short_commands_output_and_nothing_it_left_behind(case, tracking, tmp_
     daemon = "(setsid sleep 300 </dev/null >/dev/null 2>&1 &)"
     script = {"finished": f"{daemon}; echo done", "timeout": f"{daemon}; echo partial; exec sleep 300"}[case]
     env = dict(os.environ, ROSCOPE_PROCESS_TRACKING=tracking, ROSCOPE_TEST_MARK=mark,
-               PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
     p = subprocess.run([sys.executable, "-c", OUTPUT_PROG, script, "30" if case == "finished" else "1"],
                        env=env, capture_output=True, text=True, timeout=60)
     try:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -20,7 +19,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from test_ros1_pipeline import EXAMPLE, REPO, TraceModel, build_all, read_ground_truth, read_trace, roscope_record
+
+from tests.support.procs import children_of, lttng_sessions, processes_mentioning, start_ticks, wait_for
+from tests.support.ros1 import EXAMPLE, REPO, TraceModel, build_all, manifest_of, read_ground_truth, read_trace, roscope_record
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros1]
 
@@ -34,10 +35,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def manifest_of(out: Path) -> dict:
-    return json.loads((out / "roscope-manifest.json").read_text())
 
 
 def runs_by_namespace(model: TraceModel) -> collections.Counter:
@@ -290,42 +287,6 @@ def test_subcommands_take_options_in_any_order_and_are_never_programs(tmp_path):
 # issue 15: a failed setup cleans up and says so; recover after kill -9
 # --------------------------------------------------------------------------
 
-def lttng_sessions() -> dict[str, str]:
-    """{name: output path} as LTTng itself lists them (the oracle; not roscope's parser)."""
-    p = subprocess.run(["lttng", "--mi", "xml", "list"], capture_output=True, text=True)
-    return dict(re.findall(r"<session><name>([^<]*)</name><path>([^<]*)</path>", p.stdout))
-
-
-def processes_mentioning(text: str) -> list[int]:
-    """Live (not zombie) processes whose command line contains `text` (from /proc)."""
-    found = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            argv = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text in argv and state != "Z":
-            found.append(int(d.name))
-    return found
-
-
-def start_ticks(pid: int) -> int | None:
-    try:
-        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return None if f[0] == "Z" else int(f[19])
-
-
-def children_of(pid: int) -> list[int]:
-    kids = []
-    for t in Path(f"/proc/{pid}/task").iterdir():
-        kids += [int(x) for x in (t / "children").read_text().split()]
-    return kids
-
 
 def programs_of(pids: list[int]) -> dict[int, str]:
     """{pid: argv[0]} of those still there."""
@@ -448,13 +409,6 @@ def test_missing_command_leaves_nothing(tmp_path, lttng_ready):
 
 def recover(state: Path, *args: str) -> subprocess.CompletedProcess:
     return roscope_record(["recover", *args], env=dict(os.environ, XDG_STATE_HOME=str(state)))
-
-
-def wait_for(pred, timeout: float, what: str) -> None:
-    end = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < end, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 def test_recover_after_kill_9_stops_what_record_started_and_nothing_else(tmp_path, lttng_ready):

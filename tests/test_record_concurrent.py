@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-from test_ros1_pipeline import EXAMPLE, REPO, build_all, read_ground_truth, read_trace
+
+from tests.support.ros1 import EXAMPLE, REPO, build_all, read_ground_truth, read_trace
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros1]
 

@@ -16,10 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
-from test_record import REPO, children_of, lttng_sessions, manifest_of, processes_mentioning, start_ticks, wait_for
-from test_ros1_pipeline import EXAMPLE, build_all
 
-from tests.support.procs import descendants
+from tests.support.procs import children_of, descendants, lttng_sessions, processes_mentioning, start_ticks, wait_for
+from tests.support.ros1 import EXAMPLE, REPO, build_all, manifest_of
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros1]
 

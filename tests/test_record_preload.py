@@ -25,7 +25,8 @@ import socket
 import subprocess
 
 import pytest
-from test_ros1_pipeline import REPO, read_trace, roscope_record
+
+from tests.support.ros1 import REPO, read_trace, roscope_record
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros1]
 

@@ -12,7 +12,8 @@ import collections
 import json
 
 import pytest
-from test_ros1_pipeline import EXAMPLE, TraceModel, build_all, match_receptions, read_ground_truth, read_trace, roscope_record
+
+from tests.support.ros1 import EXAMPLE, TraceModel, build_all, match_receptions, read_ground_truth, read_trace, roscope_record
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros1]
 

@@ -25,7 +25,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_ros1_pipeline import EXAMPLE, build_all, read_trace, roscope_record
+
+from tests.support.ros1 import EXAMPLE, build_all, read_trace, roscope_record
 
 
 def recorded(test):

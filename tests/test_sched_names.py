@@ -28,7 +28,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_ros1_pipeline import REPO, read_trace, roscope_record
+
+from tests.support.ros1 import REPO, read_trace, roscope_record
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros1]
 

@@ -1,6 +1,10 @@
-"""Processes as /proc shows them, for the tests that start systems (no roscope code: an oracle)."""
+"""Processes as /proc shows them, and LTTng's sessions as `lttng list` shows them, for the tests
+that start systems (no roscope code: an oracle)."""
 from __future__ import annotations
 
+import re
+import subprocess
+import time
 from pathlib import Path
 
 
@@ -20,3 +24,64 @@ def descendants(pid: int) -> set[int]:
         out |= kids
         todo += kids
     return out
+
+
+def lttng_sessions() -> dict[str, str]:
+    """{name: output path} as LTTng itself lists them (the oracle; not roscope's parser)."""
+    p = subprocess.run(["lttng", "--mi", "xml", "list"], capture_output=True, text=True)
+    return dict(re.findall(r"<session><name>([^<]*)</name><path>([^<]*)</path>", p.stdout))
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Live (not zombie) processes whose command line contains `text` (from /proc)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            argv = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in argv and state != "Z":
+            found.append(int(d.name))
+    return found
+
+
+def start_ticks(pid: int) -> int | None:
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if f[0] == "Z" else int(f[19])
+
+
+def children_of(pid: int) -> list[int]:
+    kids = []
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        kids += [int(x) for x in (t / "children").read_text().split()]
+    return kids
+
+
+def wait_for(pred, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < end, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def marked(mark: str) -> list[int]:
+    """Every process of the machine (zombies aside) whose environment carries the marker."""
+    needle = f"ROSCOPE_TEST_MARK={mark}".encode()
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            env = (d / "environ").read_bytes()
+            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in env.split(b"\0") and state != "Z":
+            found.append(int(d.name))
+    return found
