@@ -1250,10 +1250,9 @@ def test_percentiles_by_selection_are_those_of_quantile_cont():
     import roscope
     from roscope import flow, percentiles
 
-    sources = [(flow.PATH_SOURCE.format(c=c), ["path_id"], "") for c in flow.COMPONENTS]
-    sources += list(flow.COMPONENT_SOURCES.values())
     with roscope.open(AUTOWARE) as db:
-        flow.data_flows(db, ".", ".")
+        paths, components = flow.sources(flow.data_flows(db, ".", "."))
+        sources = [(src, ["path_id"], "") for src in paths] + list(components.values())
         nulls = 0
         for source, by, extra in sources:
             fast = db.records(f"SELECT {', '.join(by)}, {percentiles.aggregates('x', quartiles=True)}"

@@ -160,7 +160,8 @@ def test_flows_go_to_a_scratch_file_not_to_temporary_tables(tmp_path):
     views: DuckDB compresses them and keeps no per-block bookkeeping of a spilled
     temporary table in memory (with temporary tables, RSS grew by 100 MiB over
     5.7 GB spilled). The database read stays untouched, the tables hold the flows
-    the search counted, a second search replaces them, and close() removes the file."""
+    the search counted, a second search shows its own under the names and leaves the first's
+    result (a value) as it was, and close() removes the file."""
     import hashlib
     import subprocess
     import sys
@@ -171,7 +172,7 @@ def test_flows_go_to_a_scratch_file_not_to_temporary_tables(tmp_path):
     assert p.returncode == 0, p.stderr
     digest = hashlib.sha256(open(db_path, "rb").read()).hexdigest()
     db = roscope.open(db_path, memory=16 << 20)
-    seen = []
+    seen, searches = [], []
     for kw in ({}, {"all_paths": True}):
         res = fl.data_flows(db, ".", ".", **kw)
         counted = {"data_flows": res.summary["flows"], "paths": res.summary["paths"]}
@@ -182,9 +183,12 @@ def test_flows_go_to_a_scratch_file_not_to_temporary_tables(tmp_path):
         assert {n: kinds.get(n) for n in fl.FLOW_TABLES} == {n: "VIEW" for n in fl.FLOW_TABLES}
         stored = dict(db.con.execute("SELECT table_name, estimated_size FROM duckdb_tables() "
                                      "WHERE database_name = 'roscope_scratch'").fetchall())
-        assert set(fl.FLOW_TABLES) <= set(stored)
+        assert {res.sql(n).split(".", 1)[1].strip('"') for n in fl.FLOW_TABLES} <= set(stored)  # this search's own
         for name, n in counted.items():
             assert db.con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0] == n
+        searches.append((res, counted))
+    for res, counted in searches:  # each search's result a value: the second left the first's rows alone
+        assert {n: res.results[n].count() for n in counted} == counted
     [(scratch,)] = db.con.execute("SELECT path FROM duckdb_databases() WHERE database_name = 'roscope_scratch'").fetchall()
     assert os.path.isfile(scratch) and os.path.dirname(scratch) == db.private_dir
     db.close()

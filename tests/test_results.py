@@ -4,7 +4,8 @@ database (and hide a stored table of the same name on that connection only);
 stored ones are tables of the database, written in one transaction, refused on a
 read-only database with a message naming it; an Appender fills schema tables
 chunk by chunk, in the Database's scratch file when it has a private directory,
-and leaves nothing behind when it fails."""
+and leaves nothing behind when it fails. Each result is a value: a later result of the
+same name does not change it, and its private table goes once nothing refers to it."""
 from __future__ import annotations
 
 import os
@@ -105,13 +106,15 @@ def test_an_appender_fills_schema_tables_chunk_by_chunk_in_the_scratch_file(tmp_
             out.append("causal_links", _links([(0, 1, 2, "direct"), (3, 4, 5, "inferred")]))
             out.append("causal_links", _links([]))
             out.append("causal_links", _links([(6, None, 7, "periodic_async")]))
-            assert out.target("causal_links") == f'{SCRATCH}."causal_links"'
+            assert out.target("causal_links").startswith(f'{SCRATCH}."_roscope_causal_links_')
+            private = out.target("causal_links").split(".", 1)[1].strip('"')
         rows = db.con.execute("SELECT * FROM causal_links ORDER BY in_publication_id").fetchall()
+        assert out.results["causal_links"].relation().order("in_publication_id").fetchall() == rows
         assert rows == [(0, 1, 2, "direct"), (3, 4, 5, "inferred"), (6, None, 7, "periodic_async")]
         # The schema's columns and types (crates/model/src/schema.rs), whatever the chunks held.
         types = db.con.execute("SELECT column_name, data_type FROM information_schema.columns "
-                               "WHERE table_name = 'causal_links' AND table_catalog = ? ORDER BY ordinal_position",
-                               [SCRATCH]).fetchall()
+                               "WHERE table_name = ? AND table_catalog = ? ORDER BY ordinal_position",
+                               [private, SCRATCH]).fetchall()
         assert types == [("in_publication_id", "BIGINT"), ("in_run_id", "BIGINT"), ("out_publication_id", "BIGINT"),
                          ("kind", "VARCHAR")]
         assert os.path.isfile(os.path.join(db.private_dir, "scratch.duckdb"))
@@ -125,7 +128,7 @@ def test_an_appender_that_fails_leaves_nothing(dbfile):
         with results.Appender(db, ["causal_links"]) as out:
             out.append("causal_links", _links([(0, 1, 2, "direct")]))
             raise RuntimeError("the analysis failed")
-    assert db.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'causal_links'"
+    assert db.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name LIKE '%causal_links%'"
                           ).fetchall() == [(0,)]
     # Stored: rolled back, the database as it was.
     with pytest.raises(RuntimeError):
@@ -144,3 +147,42 @@ def test_an_appender_stores_in_the_database_with_store(dbfile):
         out.append("causal_links", _links([(1, 2, 3, "partial_sync")]))
     db.close()
     assert _stored(dbfile, "SELECT * FROM causal_links") == [(1, 2, 3, "partial_sync")]
+
+
+def test_a_result_is_a_value_that_a_later_result_of_its_name_leaves_alone(tmp_path):
+    """Two results of one name on one connection: each reads its own rows through its
+    value (`Result.sql`, `relation()`), the name shows the newest; a private table no
+    value refers to any more is dropped when the next result is made, the one shown
+    under the name stays."""
+    db = _db(":memory:")
+    db.limit_memory(64 << 20)
+    try:
+        firsts = []
+        for rows in ([(0, 1, 2, "direct")], [(3, 4, 5, "inferred"), (6, 7, 8, "direct")]):
+            with results.Appender(db, ["causal_links"]) as out:
+                out.append("causal_links", _links(rows))
+            firsts.append(out.results["causal_links"])
+        a, b = firsts
+        assert a.sql != b.sql
+        assert a.relation().fetchall() == [(0, 1, 2, "direct")]
+        assert sorted(b.relation().fetchall()) == [(3, 4, 5, "inferred"), (6, 7, 8, "direct")]
+        assert db.con.execute("SELECT count(*) FROM causal_links").fetchall() == [(2,)]  # the newest shown
+        assert results.shown(db, "causal_links") is b
+        q = results.publish_query(db, "busy", f"SELECT count(*) AS n FROM {a.sql}", keep=[a])
+        assert q.relation().fetchall() == [(1,)]
+
+        def private_tables() -> set:
+            return {r[0] for r in db.con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = ?",
+                                                 [SCRATCH]).fetchall()}
+
+        names = {r.sql.split(".", 1)[1].strip('"') for r in (a, b)}
+        assert names <= private_tables()
+        del firsts, a, q  # the view `busy` (shown) keeps q, hence a, alive
+        results.publish_query(db, "other", "SELECT 1")
+        assert names <= private_tables()
+        results.publish_query(db, "busy", "SELECT 2 AS n")  # q no longer shown: it and a go
+        results.publish_query(db, "other", "SELECT 3")
+        assert private_tables() == {b.sql.split(".", 1)[1].strip('"')}
+        assert db.con.execute("SELECT n FROM busy").fetchall() == [(2,)]
+    finally:
+        db.close()

@@ -18,14 +18,15 @@ Without CARET's executor structure events an executor is shown only as the threa
 it ran on.
 
 Nothing is written into the database unless `store=True`: the per-message waits are
-visible to SQL on the database's connection as `run_input_waits` (a view), or
-stored as a table of that name with `store`.
+a `results.Result` (`run_input_waits(db)`), shown to SQL on the database's
+connection as `run_input_waits` (a view), or stored as a table of that name with
+`store`.
 """
 from __future__ import annotations
 
 from roscope import percentiles
 from roscope.database import Database
-from roscope.results import publish_query
+from roscope.results import Result, publish_query
 
 #: Per delivered message (transport link to a callback run): the wait from
 #: publication to callback start, and the part of it during which the run's thread
@@ -96,23 +97,22 @@ def threads(db: Database) -> list[dict]:
     return rows
 
 
-def run_input_waits(db: Database, *, store: bool = False):
-    """The per-message waits (see `RUN_INPUT_WAITS_SQL`), visible to SQL as
-    `run_input_waits` (a temporary view; a table of the database with `store`);
-    returns it as a DuckDB relation."""
-    publish_query(db, "run_input_waits", RUN_INPUT_WAITS_SQL, store)
-    return db.con.table("run_input_waits")
+def run_input_waits(db: Database, *, store: bool = False) -> Result:
+    """The per-message waits (see `RUN_INPUT_WAITS_SQL`), a `results.Result` (a
+    temporary view; a table of the database with `store`), shown to SQL as
+    `run_input_waits`."""
+    return publish_query(db, "run_input_waits", RUN_INPUT_WAITS_SQL, store)
 
 
 def input_waits(db: Database, *, store: bool = False) -> list[dict]:
     """Per subscription callback: count and statistics of its input waits (ns, from
     publication to callback start), and the mean and max time the executor thread was
     busy with other callbacks during a wait."""
-    run_input_waits(db, store=store)
+    waits = run_input_waits(db, store=store)
     return db.records(f"""
         SELECT c.node, c.topic, c.symbol, {percentiles.aggregates('w.wait_ns', quartiles=True)},
                avg(w.executor_busy_ns) AS executor_busy_mean_ns, max(w.executor_busy_ns) AS executor_busy_max_ns
-        FROM run_input_waits w JOIN callbacks_info c USING (callback_id)
+        FROM {waits.sql} w JOIN callbacks_info c USING (callback_id)
         GROUP BY ALL ORDER BY mean_ns DESC""")
 
 

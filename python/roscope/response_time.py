@@ -1,4 +1,4 @@
-"""Response time of the paths of the last `roscope.flow.data_flows`, under a named
+"""Response time of the paths of one data-flow search (`roscope.flow.data_flows`' result), under a named
 definition of where a path starts and ends, and CARET's response-time cases
 (docs/analyses.md, "Response time").
 
@@ -36,11 +36,13 @@ the rows, counted in ``left_out``); under ``caret`` its ``best`` case too, as CA
 (0.7.3) leaves that output out altogether; under ``dataflow`` its ``best`` stays (the
 data flow is exact).
 
-API: `response_times(db, definition="dataflow", end=None, store=False)` -> list of
-dicts per (path, end callback) with the statistics of each case (None for a case
-with no row kept) and `left_out` (case -> rows left out); the rows are published
-as `response_times` (path_id, end_callback_id, output_publication_id, end_ts,
-case, input_publication_id, response_ns, left_out).
+API: `response_times(db, definition="dataflow", end=None, store=False, flows=...)`
+-> list of dicts per (path, end callback) with the statistics of each case (None
+for a case with no row kept) and `left_out` (case -> rows left out);
+`response_time_rows(...)` -> the rows, a `results.Result` (path_id,
+end_callback_id, output_publication_id, end_ts, case, input_publication_id,
+response_ns, left_out), shown as `response_times`. `flows` is the search's result
+(a `roscope.flow.DataFlows`).
 """
 from __future__ import annotations
 
@@ -48,15 +50,16 @@ from roscope import percentiles
 from roscope.choices import CASES, DEFINITIONS, ENDS, one_of
 from roscope.database import Database
 from roscope.errors import InputError
-from roscope.results import publish_query
+from roscope.results import Result, publish_query, shown
 
 # The definitions, their ends and the cases are roscope.choices' (re-exported here).
-__all__ = ["CASES", "DEFINITIONS", "ENDS", "response_times"]
+__all__ = ["CASES", "DEFINITIONS", "ENDS", "response_time_rows", "response_times"]
 
 
-def _query(definition: str, end: str) -> str:
-    """The SQL of every case's rows. Written in roscope's code: `definition` and
-    `end` only choose between fixed fragments (checked by the caller)."""
+def _query(definition: str, end: str, flows: str) -> str:
+    """The SQL of every case's rows over the data flows in table `flows` (a result's
+    SQL name). Written in roscope's code: `definition` and `end` only choose between
+    fixed fragments (checked by the caller)."""
     start_of = ("coalesce(r.start_ts, p.ts)" if definition == "dataflow" else "p.ts")
     # The first output of a path (and end) has no previous output: its cycle's oldest input
     # may lie before the trace began, so its worst and all cases are left out; CARET leaves
@@ -75,7 +78,7 @@ def _query(definition: str, end: str) -> str:
         FROM publications p LEFT JOIN callback_runs r ON r.run_id = p.run_id),
     f AS (
         SELECT d.path_id, d.output_publication_id, d.input_publication_id, d.end_ts, i.publisher_id, i.pub_ts
-        FROM data_flows d JOIN inputs i ON i.publication_id = d.input_publication_id),
+        FROM {flows} d JOIN inputs i ON i.publication_id = d.input_publication_id),
     e AS ({ends}),
     c AS (  -- each output with the newest input of the previous output of its path and end
         SELECT e.*,
@@ -102,19 +105,32 @@ def _query(definition: str, end: str) -> str:
     FROM c JOIN inputs i ON i.publication_id = c.prev_input"""
 
 
-def response_times(db: Database, definition: str = "dataflow", end: str | None = None, *, store: bool = False) -> list[dict]:
-    """Per (path, end callback) of the last `data_flows`: the statistics of each case
-    (count, min_ns ... max_ns with quartiles). See the module's doc."""
+def response_time_rows(db: Database, definition: str = "dataflow", end: str | None = None, *, store: bool = False,
+                       flows=None) -> Result:
+    """Every case's rows (see the module's doc) of the data flows `flows` (a
+    `roscope.flow.DataFlows`; None: the flows shown last on `db` under `data_flows`,
+    as a user's `roscope sql` reads them), shown as `response_times`."""
     one_of(definition, DEFINITIONS, "response-time definition")
     end = end or ENDS[definition][0]
     if end not in ENDS[definition]:
         raise InputError(f"definition {definition!r} ends at {' or '.join(ENDS[definition])}, not {end!r}")
-    publish_query(db, "response_times", _query(definition, end), store)
+    flow_rows = shown(db, "data_flows") if flows is None else flows.results["data_flows"]
+    source, keep = ('"data_flows"', ()) if flow_rows is None else (flow_rows.sql, (flow_rows,))  # None: a stored table
+    return publish_query(db, "response_times", _query(definition, end, source), store, keep=keep)
+
+
+def response_times(db: Database, definition: str = "dataflow", end: str | None = None, *, store: bool = False,
+                   flows=None) -> list[dict]:
+    """Per (path, end callback) of the data flows `flows` (a `roscope.flow.DataFlows`;
+    None: those shown last on `db`): the statistics of each case (count, min_ns ...
+    max_ns with quartiles). See the module's doc."""
+    res = response_time_rows(db, definition, end, store=store, flows=flows)
+    end = end or ENDS[definition][0]
     agg = percentiles.aggregates("CASE WHEN NOT t.left_out THEN t.response_ns END", quartiles=True)
     rows = db.records(f"""
         SELECT t.path_id, t.end_callback_id, c.node AS end_node, c.topic AS end_topic, t."case",
                count(*) FILTER (WHERE t.left_out) AS left_out, {agg}
-        FROM response_times t LEFT JOIN callbacks_info c ON c.callback_id = t.end_callback_id
+        FROM {res.sql} t LEFT JOIN callbacks_info c ON c.callback_id = t.end_callback_id
         GROUP BY ALL ORDER BY t.path_id, t.end_callback_id""")
     out: dict[tuple, dict] = {}
     for r in rows:

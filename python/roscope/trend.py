@@ -97,12 +97,12 @@ def run_flows(dataset: str, run_id: str, request: FlowRequest) -> dict:
     db = ds.open(dataset, [run_id])
     try:
         try:
-            data_flows(db, request)
+            flows = data_flows(db, request)
         except InputError as exc:  # e.g. no topic of this run matches
             return {"run": run_id, "latency": {"count": 0}, "paths": [], "note": str(exc)}
-        cur = db.con.execute(f"SELECT {stat_columns('latency_ns')} FROM data_flows")
+        cur = db.con.execute(f"SELECT {stat_columns('latency_ns')} FROM {flows.sql('data_flows')}")
         cols = [d[0] for d in cur.description]
-        return {"run": run_id, "latency": dict(zip(cols, cur.fetchall()[0])), "paths": path_stats(db), "note": None}
+        return {"run": run_id, "latency": dict(zip(cols, cur.fetchall()[0])), "paths": path_stats(flows), "note": None}
     finally:
         db.close()
 

@@ -52,11 +52,11 @@ def trace_metrics(trace_dir, metrics: dict) -> tuple[dict, list[str]]:
                 v = hit[0].get(m["stat"])
             else:
                 try:
-                    data_flows(db, FlowRequest(m["flow"]["from"], m["flow"]["to"]))
+                    flows = data_flows(db, FlowRequest(m["flow"]["from"], m["flow"]["to"]))
                 except Exception as e:  # noqa: BLE001 - no matching topic is a per-trial finding, not fatal
                     warnings.append(f"metric {name}: {e}")
                     continue
-                rows = db.records(f"SELECT {_aggregates()} FROM data_flows")
+                rows = db.records(f"SELECT {_aggregates()} FROM {flows.sql('data_flows')}")
                 v = rows[0].get(m["stat"]) if rows else None
             if v is None:
                 continue

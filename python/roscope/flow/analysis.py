@@ -31,17 +31,19 @@ def analyse(db: Database, request: FlowRequest, window: tuple[int, int] | None =
     the search, C's malloc gives back what the search freed (`memory.give_back`)."""
     links = causal_link_table(db, store=request.store, slice_publications=request.slice_publications)
     db.renew()
-    summary = dict(data_flows(db, request))
+    flows = data_flows(db, request)
+    summary = dict(flows)
     db.renew()
     give_back()
     flow_warnings = summary.pop("warnings")
     prog = progress.current()
     prog.phase("path statistics")
-    paths = path_stats(db, window)
+    paths = path_stats(flows, window)
     prog.phase("component statistics")
     out = {"summary": summary, "causal_links": links["links"], "paths": paths,
-           "components": component_stats(db), "warnings": db.warnings + flow_warnings, "losses": db.losses}
+           "components": component_stats(flows), "warnings": db.warnings + flow_warnings, "losses": db.losses}
     if request.definition:
         prog.phase("response times")
-        out["response_times"] = response_time.response_times(db, request.definition, request.end, store=request.store)
+        out["response_times"] = response_time.response_times(db, request.definition, request.end, store=request.store,
+                                                             flows=flows)
     return out

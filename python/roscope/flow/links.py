@@ -2,8 +2,8 @@
 
 - `causal_links(db)`: every causal link (direct, periodic asynchronous, partial
   synchronous, inferred) of the model in memory, as a pyarrow Table;
-- `causal_link_table(db)`: the same made visible to SQL as `causal_links` and
-  never held whole: over slices of the model on a long trace;
+- `causal_link_table(db)`: the same as a `results.Result` (shown to SQL as
+  `causal_links`), never held whole: over slices of the model on a long trace;
 - `message_graph(db, publication_id)`: one message's flow, forward and backward
   (over the database, by its causal links, on a long trace).
 """
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def causal_links(db: Database, ctx: FlowContext | None = None, infer: bool = True, *, store: bool = False):
     """Every causal link: a pyarrow Table (in_publication_id, in_run_id,
-    out_publication_id, kind), also visible to SQL as `causal_links`. The table is
+    out_publication_id, kind), also shown to SQL as `causal_links`. The table is
     in memory whole: on a long trace, `causal_link_table` keeps it in the database."""
     ctx = ctx or context(db)
     t = table_from_core(ctx.model.causal_links(infer))
@@ -35,13 +35,14 @@ def causal_links(db: Database, ctx: FlowContext | None = None, infer: bool = Tru
 
 def causal_link_table(db: Database, infer: bool = True, *, store: bool = False,
                       slice_publications: int | None = SLICE_PUBLICATIONS, reach_ns: int = SLICE_REACH_NS) -> dict:
-    """Every causal link, made visible to SQL as `causal_links` (a temporary view of
-    the connection over the scratch file, `results.Appender`, or a stored table with `store`) and never held whole: over slices
+    """Every causal link, a `results.Result` (a table of the scratch file,
+    `results.Appender`, or a stored table with `store`), shown to SQL as
+    `causal_links`, and never held whole: over slices
     of the model on a database with more than `slice_publications` publications (as
     `data_flows`, and like it with DuckDB's budget at most `SEARCH_MEMORY`: it reads
     slices and appends, what it would keep beyond is a cache of blocks; at 136M events
     it filled flow's whole budget, the peak of `flow`). Returns {"links": count,
-    "slices": what the slicing did}."""
+    "slices": what the slicing did, "result": the Result}."""
     with at_most(db.con, SEARCH_MEMORY):
         return _causal_link_table(db, infer, store, slice_publications, reach_ns)
 
@@ -65,8 +66,8 @@ def _causal_link_table(db: Database, infer: bool, store: bool, slice_publication
         else:
             run(context(db).model, _core.Ids.whole(), None)
             slices = dict(ONE_SLICE)
-    n = db.con.execute("SELECT count(*) FROM causal_links").fetchall()[0][0]
-    return {"links": n, "slices": slices}
+    links = out.results["causal_links"]
+    return {"links": links.count(), "slices": slices, "result": links}
 
 
 def message_graph(db: Database, publication_id: int, ctx: FlowContext | None = None, forward=True, backward=True, *,
@@ -82,8 +83,8 @@ def message_graph(db: Database, publication_id: int, ctx: FlowContext | None = N
     if not 0 <= int(publication_id) < n_pubs:
         raise InputError(f"--message {publication_id}: no publication {publication_id}")
     if ctx is None and slice_publications is not None and sliced(db, slice_publications):
-        causal_link_table(db, slice_publications=slice_publications)
-        pubs, runs, edges = _graph_in_database(db, int(publication_id), forward, backward)
+        links = causal_link_table(db, slice_publications=slice_publications)["result"]
+        pubs, runs, edges = _graph_in_database(db, links.sql, int(publication_id), forward, backward)
     else:
         ctx = ctx or context(db)
         try:
@@ -102,7 +103,8 @@ def message_graph(db: Database, publication_id: int, ctx: FlowContext | None = N
             "nodes": info}
 
 
-#: SQL of `_graph_in_database`, over the publications `$f` of a walk's frontier.
+#: SQL of `_graph_in_database`, over the publications `$f` of a walk's frontier
+#: (`{links}`: the SQL name of the causal links' table, filled in there).
 #: A node's own reception of its message is not a flow segment (crates/flow
 #: graph.rs): `_OTHER_NODE` keeps a run unless its node is known and is the
 #: publication's.
@@ -120,26 +122,26 @@ _GRAPH_SQL = {
                                                              pub_node="f.node")}""",
     "caused": _FRONTIER + f"""
         SELECT DISTINCT cl.in_run_id, cl.out_publication_id, cl.kind FROM f
-        JOIN causal_links cl ON cl.in_publication_id = f.p
+        JOIN {{links}} cl ON cl.in_publication_id = f.p
         WHERE {_OTHER_NODE.format(run_node=_NODE_OF_RUN.format(run="cl.in_run_id"), pub_node="f.node")}""",
     # backward: the run that published a frontier message, and the messages that caused it
     "published_in": _FRONTIER + """
         SELECT f.run_of_p, f.p FROM f WHERE f.run_of_p IS NOT NULL""",
     "causes": _FRONTIER + f"""
         SELECT DISTINCT cl.in_publication_id, cl.in_run_id, cl.out_publication_id, cl.kind FROM f
-        JOIN causal_links cl ON cl.out_publication_id = f.p
+        JOIN {{links}} cl ON cl.out_publication_id = f.p
         LEFT JOIN publications ip ON ip.publication_id = cl.in_publication_id
         LEFT JOIN publishers iu ON iu.publisher_id = ip.publisher_id
         WHERE {_OTHER_NODE.format(run_node=_NODE_OF_RUN.format(run="cl.in_run_id"), pub_node="iu.node_id")}""",
 }
 
 
-def _graph_in_database(db: Database, start: int, forward: bool, backward: bool) -> tuple[list, list, list]:
+def _graph_in_database(db: Database, links: str, start: int, forward: bool, backward: bool) -> tuple[list, list, list]:
     """`_core.FlowModel.message_graph` walked over the database, frontier by
-    frontier, with the table `causal_links`: (publications, runs, edges as
-    (from_kind, from, to_kind, to, kind)), each sorted."""
+    frontier, with the causal links of table `links` (a result's SQL name):
+    (publications, runs, edges as (from_kind, from, to_kind, to, kind)), each sorted."""
     def rows(name: str, frontier) -> list:
-        return db.con.execute(_GRAPH_SQL[name], {"f": sorted(frontier)}).fetchall()
+        return db.con.execute(_GRAPH_SQL[name].format(links=links), {"f": sorted(frontier)}).fetchall()
 
     seen_p, seen_r, edges = {start}, set(), set()
     if forward:

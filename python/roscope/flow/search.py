@@ -5,7 +5,8 @@ paths, each flow's latency split into communication, idle and computation.
 `data_flows(db, request)` runs one `FlowRequest`: over the whole model, or slice
 after slice on a long trace (`roscope.flow.slices`); the flows stream into the
 database's connection (`results.Appender`) as they are found. It returns a
-`DataFlows`: the summary, with the warnings the user must read, and the tables.
+`DataFlows`: the summary, with the warnings the user must read, and the tables
+(values of this search: `results.Result`).
 """
 from __future__ import annotations
 
@@ -34,10 +35,12 @@ FLOW_TABLES = ("data_flows", "data_flow_steps", "data_flow_segments", "paths")
 @dataclass
 class DataFlows(Mapping):
     """The result of `data_flows`: the summary (read it as a dict: `res["flows"]`,
-    `res["warnings"]`) and the result tables, which live in the database's
+    `res["warnings"]`) and the result tables, each a `results.Result` of this search
+    alone (`results`; `sql(name)` names it in a query: a later search does not
+    change it); they are also shown to users under their names on the database's
     connection (temporary views over a scratch file, `results.Appender`, or stored
-    tables with `store=True`): query them
-    with SQL, or read one whole as a pyarrow Table through its attribute:
+    tables with `store=True`). Read one whole as a pyarrow Table through its
+    attribute:
 
     - `data_flows`: one row per flow: flow_id, path_id, output_publication_id,
       input_publication_id, first_run_id, start_ts, end_ts, latency_ns,
@@ -50,13 +53,23 @@ class DataFlows(Mapping):
     """
 
     summary: dict
-    db: Database = field(repr=False)
+    results: dict = field(repr=False)
+
+    @property
+    def db(self) -> Database:
+        return self.results["data_flows"].db
+
+    def sql(self, name: str) -> str:
+        """The SQL name of this search's result table `name` (one of FLOW_TABLES)."""
+        if name not in FLOW_TABLES:
+            raise KeyError(name)
+        return self.results[name].sql
 
     def table(self, name: str):
         """Result table `name` (one of FLOW_TABLES), read whole, as a pyarrow Table."""
         if name not in FLOW_TABLES:
             raise KeyError(name)
-        return self.db.con.table(name).arrow().read_all()
+        return self.results[name].arrow()
 
     data_flows = property(lambda self: self.table("data_flows"))
     data_flow_steps = property(lambda self: self.table("data_flow_steps"))
@@ -122,8 +135,9 @@ def data_flows(db: Database, request: FlowRequest | str, to_re: str | None = Non
 
     Flows are streamed into the database's connection as they are found (memory
     holds one chunk): `data_flows`, `data_flow_steps`, `data_flow_segments`,
-    `paths` (temporary views over a scratch file, `results.Appender`), or stored
-    tables with `request.store`. Returns a `DataFlows`. An (input message, output
+    `paths` (tables of a scratch file, `results.Appender`, shown under these
+    names), or stored tables with `request.store`. Returns a `DataFlows`, which
+    holds them as values (`DataFlows.sql`). An (input message, output
     message) pair is one flow (the candidate with the fewest fallback edges, then
     the most steps) unless `all_paths`; when a cap is reached, the summary says
     where and its `warnings` say so.
@@ -194,7 +208,7 @@ def _search(db: Database, req: FlowRequest, ctx: FlowContext | None) -> DataFlow
         out.append("paths", paths)
     summary = _summary(req, stats, paths.num_rows, topics, is_in, is_out, excluded, deps_report, slices)
     summary["warnings"] = _flow_warnings(db, summary, is_in, is_out, ctx)
-    return DataFlows(summary, db)
+    return DataFlows(summary, out.results)
 
 
 #: A search whose estimate (from the pace of its first outputs) exceeds this many

@@ -171,13 +171,13 @@ def flow_set(R: Report, ctx: FlowContext | None, i: int, req: FlowRequest) -> st
             f'{_codes(s["topics_to"], 6)}.</div>')
     if not s["flows"]:
         return head + doubts_box(s, 0, 0, False) + '<p class="note">No data flow connects these topics in this trace.</p>'
-    paths = fl.path_stats(R.db)
-    comps = fl.component_stats(R.db)
-    doubts = Q.path_doubts(R.con)
+    paths = fl.path_stats(res)
+    comps = fl.component_stats(res)
+    doubts = Q.path_doubts(R.con, res.sql("data_flows"))
     racy = any(d.get("uncertain") is not None for d in doubts.values())
     if racy:
         s["uncertain"] = sum(d.get("uncertain") or 0 for d in doubts.values())
-    steps = Q.representative_steps(R.con, "data_flows", "data_flow_steps", [p["path_id"] for p in paths])
+    steps = Q.representative_steps(R.con, res.sql("data_flows"), res.sql("data_flow_steps"), [p["path_id"] for p in paths])
     rows = [path_row(p, steps.get(p["path_id"], []), doubts.get(p["path_id"])) for p in paths]
     link_less = sum(1 for r in rows if r["newest"])
     n = R.budget["paths_drawn"]
@@ -191,18 +191,17 @@ def flow_set(R: Report, ctx: FlowContext | None, i: int, req: FlowRequest) -> st
     body += ("<h4>Data-flow graph of the top paths</h4>" + path_graph([steps.get(p, []) for p in ids], R.labels)
              + '<p class="caption">Laid out by Graphviz dot. Topics are ellipses; callbacks are boxes in one frame per node. '
              "Hover a box or an edge for what it is.</p>")
-    body += latency_figures(R, i, drawn, steps)
+    body += latency_figures(R, i, res, drawn, steps)
     body += fold("Tables I to IV: end-to-end latency per path and per component", tables(R, i, paths, comps))
     body += fold("One message's flow graph", message_section(R, ctx, i, steps.get(ids[0], [])))
-    # Last: the message-flow plot runs a second search, which replaces the result tables.
     body += "<h4>Message flow of the top path</h4>" + message_flow(R, ctx, i, req, drawn[0], steps.get(ids[0], []))
     return body
 
 
-def latency_figures(R: Report, i: int, drawn: list[dict], steps: dict) -> str:
+def latency_figures(R: Report, i: int, res: fl.DataFlows, drawn: list[dict], steps: dict) -> str:
     ids = [p["path_id"] for p in drawn]
     names = {p["path_id"]: f"path {p['path_id']} ({p['flows']:,} flows)" for p in drawn}
-    samples = Q.latency_samples(R.con, "data_flows", R.budget["violin"])
+    samples = Q.latency_samples(R.con, res.sql("data_flows"), R.budget["violin"])
     sampled = [p for p in ids if samples[p]["of"] > len(samples[p]["ms"])]
     cap = ("Violins of every flow's end-to-end latency (from the start of the callback run that published the input message "
            "to the publication of the output message), with the box of quartiles and the mean." if not sampled else

@@ -36,14 +36,15 @@ def lanes(steps: list[dict]) -> list[str]:
     return out
 
 
-def flow_points(R: Report, path_id: int, n: int) -> tuple[list[list[tuple[float, int]]], list[str]]:
-    """The first `n` flows of path `path_id` of the last search (all steps kept): per
+def flow_points(R: Report, res: fl.DataFlows, path_id: int, n: int) -> tuple[list[list[tuple[float, int]]], list[str]]:
+    """The first `n` flows of path `path_id` of the search `res` (all steps kept): per
     flow its points (ms from the trace's start, step index), and a hover text."""
-    rows = records(R.con, """
-        WITH f AS (SELECT flow_id, start_ts, latency_ns FROM data_flows WHERE path_id = ? ORDER BY start_ts, flow_id LIMIT ?)
+    rows = records(R.con, f"""
+        WITH f AS (SELECT flow_id, start_ts, latency_ns FROM {res.sql("data_flows")} WHERE path_id = ?
+                   ORDER BY start_ts, flow_id LIMIT ?)
         SELECT f.flow_id, f.latency_ns, s.step, s.is_run,
                coalesce(pi.publish_ts, r.start_ts) AS t0, CASE WHEN s.is_run = 1 THEN r.end_ts END AS t1
-        FROM f JOIN data_flow_steps s USING (flow_id)
+        FROM f JOIN {res.sql("data_flow_steps")} s USING (flow_id)
         LEFT JOIN callback_runs r ON s.is_run = 1 AND r.run_id = s.id
         LEFT JOIN publications_info pi ON s.is_run = 0 AND pi.publication_id = s.id
         ORDER BY f.start_ts, f.flow_id, s.step""", [path_id, n])
@@ -72,12 +73,12 @@ def message_flow(R: Report, ctx: FlowContext | None, i: int, req: FlowRequest, p
     budget, n = R.budget["msgflow_candidates"], R.budget["msgflow_flows"]
     again = dataclasses.replace(req, from_re=f"^{re.escape(topics[0])}$", to_re=f"^{re.escape(topics[-1])}$", all_steps=True,
                                 max_flows=budget, store=False, definition=None, end=None)
-    fl.data_flows(R.db, again, ctx=ctx)
-    found = R.con.execute("SELECT path_id FROM paths WHERE path = ?", [path["path"]]).fetchall()
+    res = fl.data_flows(R.db, again, ctx=ctx)
+    found = R.con.execute(f"SELECT path_id FROM {res.sql('paths')} WHERE path = ?", [path["path"]]).fetchall()
     if not found:
         return (f'<p class="note">No flow of path {path["path_id"]} among the first {budget:,} candidate flows from '
                 "its input topic to its output topic.</p>")
-    flows, hover = flow_points(R, found[0][0], n)
+    flows, hover = flow_points(R, res, found[0][0], n)
     lab = lanes(steps)
     fig = F.message_flow(lab, flows, hover, f"Message flow of path {path['path_id']}: the first {len(flows):,} flows in time")
     cap = (f"Each line is one data flow of path {path['path_id']} ({path['flows']:,} flows in all): it starts where the "

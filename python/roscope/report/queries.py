@@ -267,8 +267,9 @@ def representative_steps(con, flows: str, steps: str, path_ids: list[int]) -> di
     return out
 
 
-def path_doubts(con, flows: str = "data_flows") -> dict[int, dict]:
-    """Per path of the last data-flow search: its flows, how many rest on fallback
+def path_doubts(con, flows: str) -> dict[int, dict]:
+    """Per path of a data-flow search (`flows`: the SQL name of its `data_flows`
+    table, `DataFlows.sql`): its flows, how many rest on fallback
     intra-node edges, and, when the search marks racy flows (an `uncertain`
     column), how many are uncertain (else None)."""
     cols = {r[0] for r in con.execute(f"SELECT * FROM {flows} LIMIT 0").description}
