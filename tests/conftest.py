@@ -11,7 +11,7 @@
 * ``ust_traces``         -- live LTTng-UST recordings of tests/fixtures
                             (dict name -> directory), made once per test session.
 * ``fx_emit``            -- path of the built tests/fixtures/build/fx_emit.
-* ``sched_recording``    -- test_sched.py's recording of the ROS 1 example with
+* ``sched_recording``    -- support/sched.py's recording of the ROS 1 example with
                             kernel scheduling (perf), and its database, made once
                             per test session: test_sched.py and
                             test_report_why.py both read it.
@@ -42,6 +42,8 @@
                             launched once per session: test_report,
                             test_report_layout and test_report_why open their
                             pages in offline contexts of it.
+* ``browser``            -- an offline context of ``chromium``, 1300 px wide, per module;
+                            ``close_pages`` (autouse) closes the pages a test opened in it.
 * ``report_page``        -- factory: report_page(input, pairs=()) runs `roscope
                             report INPUT [--from A --to B]...` once per session for
                             those arguments and returns the page's path:
@@ -209,12 +211,12 @@ def ust_traces(fx_emit, tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="session")
 def sched_recording(lttng_ready, tmp_path_factory):
-    """(trace directory, database) of test_sched.record: the ROS 1 example pinned to one
+    """(trace directory, database) of tests/support/sched.record: the ROS 1 example pinned to one
     CPU with a SCHED_FIFO competitor under `roscope record --kernel`. Read-only for the
     tests that use it (they copy it before changing anything)."""
-    import test_sched
+    from tests.support import sched
 
-    return test_sched.record(tmp_path_factory)
+    return sched.record(tmp_path_factory)
 
 
 #: How long ros1_pipeline_run lets examples/ros1_pipeline run (s).
@@ -426,3 +428,22 @@ def chromium():
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
+    """An offline context of the session's chromium (conftest.py), 1300 px wide."""
+    ctx = chromium.new_context(offline=True, viewport={"width": 1300, "height": 1000})
+    yield ctx
+    ctx.close()
+
+
+@pytest.fixture(autouse=True)
+def close_pages(request):
+    """Closes the pages a test opened in `browser` when it ends: left open (the Autoware and
+    10M-event pages, every plot drawn), they kept Chromium busy and slowed the next tests' pages."""
+    yield
+    ctx = request.node.funcargs.get("browser")
+    if ctx is not None:
+        for pg in ctx.pages:
+            pg.close()

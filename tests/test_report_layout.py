@@ -23,7 +23,8 @@ import os
 from pathlib import Path
 
 import pytest
-from test_report import E2E_PAIR, TRACES, Opened, make_report, open_report, unfold
+
+from tests.support.report_pages import E2E_PAIR, TRACES, Opened, make_report, open_report, unfold
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (pip install playwright) drives the browser")
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) say which events the trace has")

@@ -16,8 +16,9 @@ import json
 from pathlib import Path
 
 import pytest
-from test_report import TRACES, browser, check_page, close_pages, make_report, open_report, roscope, same  # noqa: F401
-from test_sched import missed_switches, oracle_culprits, overlap, perf_saw_whole, recorded, recording, timehist  # noqa: F401
+
+from tests.support.report_pages import TRACES, check_page, make_report, open_report, roscope, same
+from tests.support.sched import missed_switches, oracle_culprits, overlap, perf_saw_whole, recorded, timehist
 
 TOP = 10  # the report's budget "why_rows"
 
@@ -38,8 +39,8 @@ def _waits(o, d: dict) -> None:
 
 
 @recorded
-def test_why_section_with_kernel_data(browser, recording, tmp_path):  # noqa: F811
-    out, db = recording
+def test_why_section_with_kernel_data(browser, sched_recording, tmp_path):
+    out, db = sched_recording
     o = open_report(browser, make_report(db, tmp_path / "why.html"))
     check_page(o, {"why": 2})
     d = _why(db)
@@ -108,7 +109,7 @@ def test_why_section_with_kernel_data(browser, recording, tmp_path):  # noqa: F8
     assert "record --kernel" not in o.page.inner_text("#why")
 
 
-def test_why_section_without_kernel_data(browser, report_page):  # noqa: F811
+def test_why_section_without_kernel_data(browser, report_page):
     trace = TRACES / "ros2" / "caret-end-to-end-cyclonedds"
     if not trace.is_dir():
         pytest.skip(f"{trace} is not there")

@@ -451,7 +451,8 @@ def test_why_and_report_on_the_real_stack(rec, tmp_path, run_roscope):
     the CPU or waiting for it: not looked into further); `report` writes its page with the
     service path."""
     from roscope.commands import why
-    from test_sched import missed_switches, perf_saw_whole
+
+    from tests.support.sched import missed_switches, perf_saw_whole
 
     # perf on this machine drops some switches (no loss record): a run whose thread lost one has
     # its sleep estimated as running (tests/test_sched.py); the check needs runs perf saw whole.
