@@ -123,7 +123,7 @@ def modified(tmp_path_factory):
 
 
 def test_caret_file_on_its_sample_gives_carets_response_times_with_no_fallback_edge(modified, run_roscope):
-    from test_response_time import _caret_073, _outputs
+    from tests.support.caret_paths import _caret_073, _outputs
 
     p = run_roscope("flow", E2E, "--paths", modified, "--definition", "caret", "--json", timeout=300)
     assert p.returncode == 0, p.stderr

@@ -19,9 +19,9 @@ import re
 import shutil
 
 import pytest
-from test_ctf_oracle import assert_clean_stderr
 
 from tests.support import oracle
+from tests.support.dump_check import assert_clean_stderr
 
 BASES = {
     "pingpong": "ros2/pingpong-rolling-2021/ust/uid/1000/64-bit",   # UST, large headers, 19 packets

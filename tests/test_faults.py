@@ -43,11 +43,11 @@ import subprocess
 import time
 
 import pytest
-from test_ctf_oracle import assert_clean_stderr
 
 from tests.faults import mutations, runner
 from tests.faults.bases import BASES, PACKET_SIZE_AT, TS_BEGIN_AT, UUID_AT
 from tests.support import oracle
+from tests.support.dump_check import assert_clean_stderr
 from tests.support.shared import TRACES
 
 PINGPONG = os.path.join(TRACES, BASES["pingpong"])

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import pickle
-import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.bt2_text import bt2_events
 from tests.support.shared import TRACES as SHARED_TRACES
 
 TRACES = Path(SHARED_TRACES)
@@ -31,28 +31,6 @@ roscope = pytest.importorskip("roscope._core", reason="the roscope core is not b
 def roscope_json(*args) -> dict:
     out = subprocess.run([sys.executable, "-m", "roscope", *args, "--json"], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
-
-
-_LINE = re.compile(r"^\[(\d+)\] \S+ (\S+): (.*)$")
-_FIELD = re.compile(r"(\w+) = (\"(?:[^\"\\]|\\.)*\"|0x[0-9A-Fa-f]+|-?\d+)")
-
-
-def bt2_events(path: Path, names: set[str]):
-    """(ts, name, fields) for events named in `names`, from babeltrace2's text output."""
-    proc = subprocess.Popen(["babeltrace2", "--clock-cycles", "--no-delta", str(path)], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        m = _LINE.match(line)
-        if not m or m.group(2) not in names:
-            continue
-        fields = {}
-        for k, v in _FIELD.findall(m.group(3)):
-            if v.startswith('"'):
-                fields[k] = v[1:-1]
-            else:
-                fields[k] = int(v, 16) if v.startswith("0x") else int(v)
-        yield int(m.group(1)), m.group(2), fields
-    assert proc.wait() == 0
 
 
 def pair_runs(events, start: str, end: str, key: str, is_run=lambda f: True):

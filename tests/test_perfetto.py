@@ -25,7 +25,7 @@ pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2",
                          reason="the perfetto package (pip install perfetto) parses the exported file back")
 pytest.importorskip("roscope._core", reason="the roscope core is not built")
 
-from test_model import bt2_events  # noqa: E402  (babeltrace2's text output, parsed)
+from tests.support.bt2_text import bt2_events  # noqa: E402  (babeltrace2's text output, parsed)
 
 TRACES = Path(SHARED_TRACES)
 SLICE_BEGIN, SLICE_END, INSTANT = 1, 2, 3

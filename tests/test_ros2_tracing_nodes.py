@@ -18,9 +18,9 @@ from pathlib import Path
 
 import bt2
 import pytest
-from test_ctf_oracle import check_dump
 
 from tests.support import ros2_tracing_nodes as nodes
+from tests.support.dump_check import check_dump
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
 

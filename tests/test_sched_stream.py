@@ -11,7 +11,8 @@ from __future__ import annotations
 import collections
 
 import pytest
-from test_sched_lttng import STATES, TRACE, oracle
+
+from tests.support.sched_lttng import STATES, TRACE, oracle
 
 
 @pytest.fixture(scope="module")
