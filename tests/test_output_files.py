@@ -56,7 +56,7 @@ WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC"}
 ALLOWED = {
     ("roscope/loading.py", "_write_outputs", "write_parquet"): "files.Staged.path: a private directory beside the file",
     ("roscope/dataset.py", "_export", "write_parquet"): "the run's directory from files.private_dir",
-    ("roscope/dataset.py", "_write_run_row", "write_table"): "the run's directory from files.private_dir",
+    ("roscope/dataset.py", "_write_run_row", "write_parquet"): "the run's directory from files.private_dir",
 }
 
 

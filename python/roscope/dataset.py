@@ -144,48 +144,63 @@ def verify(dataset: str, run_ids_: Sequence[str]) -> None:
     columns and, together, the rows the entry counts. A file deleted, replaced by
     another run's or another table's, or of another schema is an InputError naming
     the run and the file (a query would have left the run out, or read NULLs)."""
-    import pyarrow.parquet as pq  # not at the top: see `damaged_file`
+    import duckdb
 
     columns = {t["name"]: [c["name"] for c in t["columns"]] for t in json.loads(_core.schema())["tables"]}
-    columns[RUNS] = _runs_schema().names
-    for rid in run_ids_:
-        entry = table_files(dataset, RUNS, [rid])
-        rows = _check_files(dataset, rid, RUNS, entry, columns[RUNS])
-        try:
-            row = pq.read_table(entry[0]).to_pylist()[0] if rows == 1 and len(entry) == 1 else None
-            counts = json.loads(row["table_rows"]) if row else None
-        except (OSError, ValueError, TypeError) as exc:
-            raise InputError(f"{entry[0]}: unreadable entry of run {rid} ({exc}); {_redo(dataset, rid)}") from None
-        if row is None or row.get("run_id") != rid or not isinstance(counts, dict):
-            who = f"the entry of run {row.get('run_id')!r}" if row and row.get("run_id") != rid else "no entry of one run"
-            raise InputError(f"{dataset}: run {rid}: {entry[0]} holds {who}; {_redo(dataset, rid)}")
-        for table, n in sorted(counts.items()):
-            got = _check_files(dataset, rid, table, table_files(dataset, table, [rid]), columns.get(table))
-            if got != n:
-                raise InputError(f"{dataset}: run {rid}: the files of table {table} ({_run_dir(dataset, table, rid)}) "
-                                 f"hold {got:,} rows, the run's entry counts {n:,}: a file was deleted or replaced; "
-                                 f"{_redo(dataset, rid)}")
+    columns[RUNS] = [n for n, _t in RUNS_COLUMNS]
+    con = duckdb.connect()
+    try:
+        for rid in run_ids_:
+            _verify_run(con, dataset, rid, columns)
+    finally:
+        con.close()
 
 
-def _check_files(dataset: str, rid: str, table: str, files_: Sequence[str], columns: list[str] | None) -> int:
-    """The rows of one table's files of run `rid`, each checked (readable, roscope's columns)."""
-    import pyarrow.parquet as pq
+def _verify_run(con, dataset: str, rid: str, columns: dict[str, list[str]]) -> None:
+    """`verify` of one run (`con`: a DuckDB connection that reads the Parquet files)."""
+    import duckdb
 
+    entry = table_files(dataset, RUNS, [rid])
+    rows = _check_files(con, dataset, rid, RUNS, entry, columns[RUNS])
+    try:
+        if rows == 1 and len(entry) == 1:
+            rel = con.from_parquet(entry[0])
+            row = dict(zip(rel.columns, rel.fetchall()[0]))
+        else:
+            row = None
+        counts = json.loads(row["table_rows"]) if row else None
+    except (OSError, ValueError, TypeError, duckdb.Error) as exc:
+        raise InputError(f"{entry[0]}: unreadable entry of run {rid} ({exc}); {_redo(dataset, rid)}") from None
+    if row is None or row.get("run_id") != rid or not isinstance(counts, dict):
+        who = f"the entry of run {row.get('run_id')!r}" if row and row.get("run_id") != rid else "no entry of one run"
+        raise InputError(f"{dataset}: run {rid}: {entry[0]} holds {who}; {_redo(dataset, rid)}")
+    for table, n in sorted(counts.items()):
+        got = _check_files(con, dataset, rid, table, table_files(dataset, table, [rid]), columns.get(table))
+        if got != n:
+            raise InputError(f"{dataset}: run {rid}: the files of table {table} ({_run_dir(dataset, table, rid)}) "
+                             f"hold {got:,} rows, the run's entry counts {n:,}: a file was deleted or replaced; "
+                             f"{_redo(dataset, rid)}")
+
+
+def _check_files(con, dataset: str, rid: str, table: str, files_: Sequence[str], columns: list[str] | None) -> int:
+    """The rows of one table's files of run `rid`, each checked (readable, roscope's columns),
+    read by DuckDB (`con`) from the files' footers."""
     if not files_:
         raise InputError(f"{dataset}: run {rid}: the files of table {table} are missing (no Parquet file in "
                          f"{_run_dir(dataset, table, rid)}); {_redo(dataset, rid)}")
     rows = 0
     for f in files_:
         try:
-            md = pq.read_metadata(f)
-            names = md.schema.to_arrow_schema().names
+            rel = con.from_parquet(f)
+            names = list(rel.columns)
+            n = rel.count("*").fetchall()[0][0]  # from the footer's row groups
         except Exception as exc:  # noqa: BLE001 - any reason makes the file unreadable
             raise InputError(f"{f}: damaged Parquet file in the dataset (run {rid}: {exc}); "
                              f"{_redo(dataset, rid)}") from None
         if columns is not None and names != columns:
             raise InputError(f"{f}: not roscope's table {table} (run {rid}): its columns are {', '.join(names[:8])}"
                              f"{', ...' if len(names) > 8 else ''}; {_redo(dataset, rid)}")
-        rows += md.num_rows
+        rows += n
     return rows
 
 
@@ -214,14 +229,19 @@ def table_files(dataset: str, table: str, run_ids_: Sequence[str]) -> list[str]:
 
 
 def damaged_file(files: Sequence[str]) -> tuple[str, str] | None:
-    """The first file that is not a readable Parquet file, with why; None if all are."""
-    import pyarrow.parquet as pq  # not at the top: `roscope.open` of a trace imports it while the core builds
+    """The first file that is not a readable Parquet file (its footer, read by DuckDB),
+    with why; None if all are."""
+    import duckdb
 
-    for f in files:
-        try:
-            pq.read_metadata(f)
-        except Exception as exc:  # noqa: BLE001 - any reason makes the file unreadable
-            return f, str(exc)
+    con = duckdb.connect()
+    try:
+        for f in files:
+            try:
+                con.from_parquet(f)
+            except Exception as exc:  # noqa: BLE001 - any reason makes the file unreadable
+                return f, str(exc)
+    finally:
+        con.close()
     return None
 
 
@@ -384,27 +404,28 @@ def _run_row(con, run_id, paths, res, rows, man, config, commit, recorded_ns) ->
     }
 
 
-def _runs_schema():
-    import pyarrow as pa  # not at the top: see `damaged_file`
-
-    return pa.schema([
-        ("run_id", pa.string()), ("recorded_ns", pa.int64()), ("recorded_at", pa.string()), ("loaded_at", pa.string()),
-        ("commit", pa.string()), ("config", pa.string()), ("sources", pa.list_(pa.string())),
-        ("hosts", pa.list_(pa.string())), ("record_id", pa.string()), ("loaded_by", pa.string()),
-        ("roscope_version", pa.string()), ("events", pa.int64()), ("events_discarded", pa.int64()),
-        ("packets_lost", pa.int64()), ("callback_runs", pa.int64()), ("publications", pa.int64()),
-        ("warnings", pa.int64()), ("table_rows", pa.string()), ("manifest", pa.string()),
-    ])
+#: The columns of the runs table and their types (one row per run).
+RUNS_COLUMNS = (
+    ("run_id", "VARCHAR"), ("recorded_ns", "BIGINT"), ("recorded_at", "VARCHAR"), ("loaded_at", "VARCHAR"),
+    ("commit", "VARCHAR"), ("config", "VARCHAR"), ("sources", "VARCHAR[]"), ("hosts", "VARCHAR[]"),
+    ("record_id", "VARCHAR"), ("loaded_by", "VARCHAR"), ("roscope_version", "VARCHAR"), ("events", "BIGINT"),
+    ("events_discarded", "BIGINT"), ("packets_lost", "BIGINT"), ("callback_runs", "BIGINT"), ("publications", "BIGINT"),
+    ("warnings", "BIGINT"), ("table_rows", "VARCHAR"), ("manifest", "VARCHAR"),
+)
+#: The run's row as one SELECT of its values (parameters), each of its type: roscope's own names.
+_RUN_ROW_SQL = "SELECT " + ", ".join(f'${n}::{t} AS "{n}"' for n, t in RUNS_COLUMNS)
 
 
 def _write_run_row(row: dict, out: str) -> None:
-    import pyarrow as pa  # not at the top: see `damaged_file`
-    import pyarrow.parquet as pq
+    import duckdb
 
-    tbl = pa.Table.from_pylist([row], schema=_runs_schema())
     d = _run_dir(out, RUNS, row["run_id"])
     os.makedirs(d)
-    pq.write_table(tbl, os.path.join(d, "part-0.parquet"))
+    con = duckdb.connect()
+    try:
+        con.sql(_RUN_ROW_SQL, params={n: row.get(n) for n, _t in RUNS_COLUMNS}).write_parquet(os.path.join(d, "part-0.parquet"))
+    finally:
+        con.close()
 
 
 def _existing_dirs(dataset: str, run_id: str) -> list[str]:

@@ -11,6 +11,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "clang": ("deps", "roscope deps (C++ sources parsed by libclang)"),
     "pyspark": ("spark", "roscope spark"),
     "pandas": ("pandas", "DataFrames from the Python API (Database.sql, Database.table)"),
+    "pyarrow": ("arrow", "pyarrow Tables from the Python API (Database.arrow, Trace.batches, causal_links, a flow search's tables)"),
 }
 
 

@@ -34,17 +34,22 @@ def is_ros_event(name: str) -> bool:
 
 
 def _non_ros_counts(trace_path: str, names: list[str]) -> dict[int, int]:
-    """vpid -> events of the given (non-ROS) names in one trace; one columnar pass."""
-    import pyarrow.compute as pc
+    """vpid -> events of the given (non-ROS) names in one trace; one columnar pass, each
+    batch counted by DuckDB (no pyarrow)."""
+    import duckdb
 
     counts: dict[int, int] = {}
-    for b in Trace([trace_path]).batches(names):
-        if "vpid" not in b.batch.schema.names:
-            continue
-        vc = pc.value_counts(b.batch.column("vpid"))
-        for vpid, n in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
-            if vpid is not None:
-                counts[vpid] = counts.get(vpid, 0) + n
+    con = duckdb.connect()
+    try:
+        for _ti, _name, table in Trace([trace_path]).core_batches(names):
+            rel = con.from_arrow(table)
+            if "vpid" not in rel.columns:
+                continue
+            for vpid, n in rel.aggregate("vpid, count(*)", "vpid").fetchall():
+                if vpid is not None:
+                    counts[vpid] = counts.get(vpid, 0) + n
+    finally:
+        con.close()
     return counts
 
 

@@ -8,7 +8,8 @@ Two sources:
   (its sched samples and COMM records, in ``perf script``'s order); a file it does not
   handle (pipe mode, compressed, ...) is read through perf's own reader, ``perf
   script`` with a fixed field list, its text parsed by pyarrow (CSV reader, regular
-  expressions over whole columns), never line by line in Python;
+  expressions over whole columns), never line by line in Python: the one path here that
+  needs pyarrow, which the core install does not have (`pip install 'roscope[arrow]'`);
 - LTTng kernel traces with ``sched_switch`` / ``sched_wakeup`` (/``sched_wakeup_new``,
   ``sched_process_exec``, ``task_rename``), read by roscope's CTF reader.
 
@@ -16,7 +17,9 @@ Both feed the core's streamed builder (``_core.KernelBuilder``,
 crates/model/src/kernel): per-thread state intervals (running on a CPU, runnable,
 blocked), preemptions, migrations and thread names in one pass, holding only what is
 still open; its rows come in chunks into temporary tables of the load's database, and
-the tables are made from them by one join with the threads' processes. Timestamps are
+the tables are made from them by one join with the threads' processes. The model's
+tables it needs (`NEEDS`) are read back from the load's database, and the builder's
+chunks go into it as the core's Arrow streams: no pyarrow. Timestamps are
 ns of CLOCK_MONOTONIC, the clock of the UST events (perf ``-k mono``; LTTng's monotonic
 clock); a perf file recorded with another clock, or whose time range does not overlap
 the trace's, is refused with an error naming the file.
@@ -29,7 +32,7 @@ import re
 import subprocess
 from collections.abc import Iterator, Sequence
 
-from roscope import _core
+from roscope import _core, extras
 from roscope.database import columns_sql
 from roscope.errors import InputError
 from roscope.processes import group
@@ -37,7 +40,8 @@ from roscope.processes import group
 #: The tables this module adds to every database (empty without kernel data).
 TABLES = ("kernel_threads", "thread_states", "preemptions", "migrations")
 
-#: The model's tables `store` reads (small: one row per trace, process, thread, host).
+#: The model's tables `store` reads from the load's database (small: one row per trace,
+#: process, thread, host).
 NEEDS = ("traces", "processes", "threads", "clock_sync")
 
 #: `perf script` fields: the current task (pid/tid), CPU, time, event, its payload.
@@ -267,18 +271,27 @@ def create_empty(con) -> dict[str, int]:
     return dict.fromkeys(TABLES, 0)
 
 
-def _ust_range(arrow: dict, trace_ids: set[int]) -> tuple[int, int] | None:
-    import pyarrow as pa
-    import pyarrow.compute as pc
+def _has_table(con, name: str) -> bool:
+    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND NOT temporary",
+                            [name]).fetchall()[0][0])
 
-    p = arrow.get("processes")
-    if p is None or not p.num_rows:
+
+def _rows(con, table: str, columns: Sequence[str]) -> list[dict]:
+    """The rows of one of the model's small tables (`NEEDS`) in the load's database, as
+    dicts ([] when the model has no such table)."""
+    if not _has_table(con, table):
+        return []
+    rel = con.table(table).select(*columns)  # roscope's own names, relational API
+    return [dict(zip(columns, r)) for r in rel.fetchall()]
+
+
+def _ust_range(con, trace_ids: set[int]) -> tuple[int, int] | None:
+    """(first, last) time of the UST events of the traces' processes, None without any."""
+    if not _has_table(con, "processes"):
         return None
-    keep = pc.is_in(p.column("trace_id"), value_set=pa.array(sorted(trace_ids), "int64"))
-    p = p.filter(keep)
-    if not p.num_rows:
-        return None
-    return pc.min(p.column("first_ts")).as_py(), pc.max(p.column("last_ts")).as_py()
+    n, lo, hi = con.execute("SELECT count(*), min(first_ts), max(last_ts) FROM processes WHERE list_contains(?, trace_id)",
+                            [sorted(trace_ids)]).fetchall()[0]
+    return (lo, hi) if n else None
 
 
 def _check_aligned(path: str, span: tuple[int, int] | None, ust: tuple[int, int] | None, clock: str | None) -> None:
@@ -298,13 +311,10 @@ def _check_aligned(path: str, span: tuple[int, int] | None, ust: tuple[int, int]
                          "not recorded with this trace, or on another machine or boot")
 
 
-def _kernel_trace_dirs(arrow: dict) -> list[tuple[str, int]]:
+def _kernel_trace_dirs(con) -> list[tuple[str, int]]:
     """(path, host_id) of the LTTng kernel traces whose metadata declares sched_switch."""
-    tr = arrow.get("traces")
-    if tr is None:
-        return []
     out = []
-    for row in tr.select(["path", "host_id", "domain"]).to_pylist():  # one row per trace directory
+    for row in _rows(con, "traces", ["path", "host_id", "domain"]):  # one row per trace directory
         if row["domain"] != "kernel":
             continue
         meta = os.path.join(row["path"], "metadata")
@@ -318,14 +328,11 @@ def _kernel_trace_dirs(arrow: dict) -> list[tuple[str, int]]:
     return out
 
 
-def _clock_maps(arrow: dict) -> dict:
+def _clock_maps(con) -> dict:
     """{host_id: (x0_ns, ref_at_x0_ns, slope)} of the hosts whose clock the model maps
     onto a reference host's (table `clock_sync`)."""
-    cs = arrow.get("clock_sync")
-    if cs is None or not cs.num_rows:
-        return {}
     out = {}
-    for r in cs.select(["host_id", "x0_ns", "ref_at_x0_ns", "slope"]).to_pylist():  # one row per host
+    for r in _rows(con, "clock_sync", ["host_id", "x0_ns", "ref_at_x0_ns", "slope"]):  # one row per host
         if r["slope"] is not None and r["x0_ns"] is not None and r["ref_at_x0_ns"] is not None:
             out[r["host_id"]] = (r["x0_ns"], r["ref_at_x0_ns"], r["slope"])
     return out
@@ -357,10 +364,8 @@ class RowStore:
         con.execute("CREATE TEMP TABLE kernel_threads_raw (host_id BIGINT, tid BIGINT, pid BIGINT, name VARCHAR, rewrite BIGINT)")
 
     def put(self, name: str, table) -> None:
-        import pyarrow as pa
-
-        # the core's chunks have the tables' columns, in order
-        self.con.from_arrow(pa.table(table)).insert_into(name)
+        # the core's chunks (Arrow C streams, read by DuckDB) have the tables' columns, in order
+        self.con.from_arrow(table).insert_into(name)
 
     def drop(self) -> None:
         self.con.execute("DROP TABLE IF EXISTS temp.kernel_threads_raw")
@@ -397,14 +402,13 @@ def _perf_warnings(f: dict) -> list[str]:
     return out
 
 
-def _read_sources(kb, inputs: Sequence[str], arrow: dict, warnings: list[str], put) -> bool:
+def _read_sources(kb, inputs: Sequence[str], con, warnings: list[str], put) -> bool:
     """Feeds the builder every kernel source of a load (the perf.data beside the traces,
     the LTTng kernel traces); False when there is none."""
-    tr = arrow.get("traces")
-    if tr is None or not tr.num_rows:
+    rows = _rows(con, "traces", ["trace_id", "host_id", "path", "domain"])  # one row per trace directory
+    if not rows:
         return False
-    rows = tr.select(["trace_id", "host_id", "path", "domain"]).to_pylist()  # one row per trace directory
-    maps = _clock_maps(arrow)
+    maps = _clock_maps(con)
     found = False
     for perf, dirs in find_perf(inputs, [r["path"] for r in rows]):
         mine = [r for r in rows if r["path"] in dirs]
@@ -427,14 +431,19 @@ def _read_sources(kb, inputs: Sequence[str], arrow: dict, warnings: list[str], p
                                 "`roscope record --kernel`; e.g. a CPU profile)")
                 continue
             facts = _perf_script_events(kb, perf, host, m, put)
+        except ImportError as exc:  # perf script's text is parsed by pyarrow, not in the core install
+            if (msg := extras.missing_message(exc)) is None:
+                raise
+            raise InputError(f"{perf}: the core's reader does not handle this perf.data (read through `perf script`): "
+                             f"{msg}") from None
         except ValueError as exc:
             raise InputError(f"{perf}: {exc}") from None
         found = True
-        _check_aligned(perf, facts["span"], _ust_range(arrow, {r["trace_id"] for r in mine}), facts["clock"])
+        _check_aligned(perf, facts["span"], _ust_range(con, {r["trace_id"] for r in mine}), facts["clock"])
         warnings += [f"{perf}: perf lost events while recording ({w}): thread states near the gaps may be "
                      "wrong" if " lost " in w else f"{perf}: perf: {w}" for w in facts["warnings"]]
         _warn_missed(warnings, perf, kb.missed_switches - missed)
-    for path, host in _kernel_trace_dirs(arrow):
+    for path, host in _kernel_trace_dirs(con):
         missed = kb.missed_switches
         kb.add_lttng(path, host, maps.get(host), put)
         _warn_missed(warnings, path, kb.missed_switches - missed)
@@ -451,31 +460,33 @@ def _warn_missed(warnings: list[str], path: str, n: int) -> None:
                         "each of those runs is estimated")
 
 
-def _ust_threads(arrow: dict):
-    import pyarrow as pa
-
-    th, pr = arrow.get("threads"), arrow.get("processes")
-    if th is None or pr is None:
-        return pa.table({"host_id": pa.array([], "int64"), "tid": pa.array([], "int64"), "pid": pa.array([], "int64")})
-    return th.select(["proc_id", "tid"]).join(pr.select(["proc_id", "host_id", "pid"]), "proc_id").select(
-        ["host_id", "tid", "pid"])
+#: (host_id, tid, pid) of the threads of the UST events (one row per thread).
+UST_THREADS_SQL = """
+    SELECT p.host_id::BIGINT AS host_id, t.tid::BIGINT AS tid, p.pid::BIGINT AS pid
+    FROM threads t JOIN processes p USING (proc_id)"""
 
 
-def store(con, inputs: Sequence[str], arrow: dict, warnings: list[str]) -> dict[str, int]:
+def _ust_threads(con, kb) -> None:
+    """Hands the builder the UST threads' processes, as a DuckDB result's Arrow stream."""
+    if _has_table(con, "threads") and _has_table(con, "processes"):
+        kb.ust_pids(con.sql(UST_THREADS_SQL))
+
+
+def store(con, inputs: Sequence[str], warnings: list[str]) -> dict[str, int]:
     """Creates the kernel tables (`TABLES`) of a load in the DuckDB connection `con`
-    (the database being written) and returns their row counts. Built from the
-    perf.data beside the traces and the LTTng kernel traces with sched events (`arrow`:
-    the model's tables `traces`, `processes`, `threads`, `clock_sync`) by the core's
-    streamed builder, whose rows go chunk by chunk into the tables, so memory stays
-    bounded whatever the length of the recording; then the few rows written before
-    their thread's process was known are corrected. Empty when there are none."""
-    if not _has_sources(inputs, arrow):
+    (the database being written, the model's tables `NEEDS` already in it) and returns
+    their row counts. Built from the perf.data beside the traces and the LTTng kernel
+    traces with sched events by the core's streamed builder, whose rows go chunk by
+    chunk into the tables, so memory stays bounded whatever the length of the
+    recording; then the few rows written before their thread's process was known are
+    corrected. Empty when there are none."""
+    if not _has_sources(inputs, con):
         return create_empty(con)
     rows = RowStore(con)
     try:
         kb = _core.KernelBuilder(CHUNK_ROWS)
-        kb.ust_pids(_ust_threads(arrow))
-        _read_sources(kb, inputs, arrow, warnings, rows.put)
+        _ust_threads(con, kb)
+        _read_sources(kb, inputs, con, warnings, rows.put)
         kb.finish(rows.put)
         return _build(con)
     finally:
@@ -483,13 +494,11 @@ def store(con, inputs: Sequence[str], arrow: dict, warnings: list[str]) -> dict[
             rows.drop()
 
 
-def _has_sources(inputs: Sequence[str], arrow: dict) -> bool:
+def _has_sources(inputs: Sequence[str], con) -> bool:
     """Whether the load has a kernel source: a perf.data beside a trace, or an LTTng
     kernel trace with sched events."""
-    tr = arrow.get("traces")
-    if tr is None or not tr.num_rows:
-        return False
-    return bool(find_perf(inputs, tr.column("path").to_pylist()) or _kernel_trace_dirs(arrow))
+    paths = [r["path"] for r in _rows(con, "traces", ["path"])]
+    return bool(paths) and bool(find_perf(inputs, paths) or _kernel_trace_dirs(con))
 
 
 def _build(con) -> dict[str, int]:

@@ -20,7 +20,6 @@ from roscope import _core, memory, regex, stats
 from roscope.database import Database, columns_sql, create_views
 from roscope.errors import NoTopicMatch
 from roscope.flow import FlowRequest, data_flows, path_stats
-from roscope.trace import table_from_core
 
 #: Tables `_core.LiveModel.feed` hands over in chunks, and the column of each that
 #: says when its record happened (what leaves the database once the window passed).
@@ -46,6 +45,18 @@ RENEW_NS = 30_000_000_000
 #: Further from 0 than any record's time (the open end of a range).
 _END = 2**62
 
+
+
+class _Stream:
+    """A DuckDB result handed to another DuckDB instance as an Arrow C stream
+    (`__arrow_c_stream__`), without pyarrow: DuckDB does not read a relation of another
+    instance itself."""
+
+    def __init__(self, rel):
+        self.rel = rel
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self.rel.__arrow_c_stream__(requested_schema)
 
 class WatchedPath:
     """A watched path: its `FlowRequest`, and a deadline (ns) or None."""
@@ -127,7 +138,7 @@ class LiveWindows:
         deleted rows goes with it."""
         old, con = self.con, self._new_con()
         for name in self._tables:
-            con.from_arrow(old.sql(f'SELECT * FROM "{name}"').to_arrow_table()).insert_into(name)
+            con.from_arrow(_Stream(old.sql(f'SELECT * FROM "{name}"'))).insert_into(name)
         self.con = con
         self.db = Database(con, ":memory:", meta={"live": True})
         old.close()
@@ -137,7 +148,7 @@ class LiveWindows:
 
     def _put(self, chunks) -> None:
         for name, tbl in chunks:
-            self.con.from_arrow(table_from_core(tbl)).insert_into(name)
+            self.con.from_arrow(tbl).insert_into(name)
 
     def feed(self, chunk_dir: str, upto: int | None = None, after: list | None = None) -> None:
         """Reads one archived chunk (a trace directory); a live source's mini chunk only up
@@ -147,10 +158,10 @@ class LiveWindows:
         # The objects known so far replace the previous ones (a few rows per object), where
         # they changed.
         for name, tbl in self.model.objects():
-            tbl = table_from_core(tbl)
-            if name in self._objects and self._objects[name].equals(tbl):
+            rows = self.con.from_arrow(tbl).fetchall()  # a few rows per object
+            if name in self._objects and self._objects[name] == rows:
                 continue
-            self._objects[name] = tbl
+            self._objects[name] = rows
             self._objects_version += 1
             self.con.execute(f'DELETE FROM "{name}"').fetchall()
             self.con.from_arrow(tbl).insert_into(name)
@@ -268,7 +279,7 @@ class LiveWindows:
         for name in self._tables:
             if name in _DENSE or (objects and name in self._objects):
                 fcon.execute(f'DELETE FROM "{name}"').fetchall()
-                fcon.from_arrow(con.sql(_DENSE.get(name, f'SELECT * FROM "{name}"')).to_arrow_table()).insert_into(name)
+                fcon.from_arrow(_Stream(con.sql(_DENSE.get(name, f'SELECT * FROM "{name}"')))).insert_into(name)
         return self._fdb
 
     def _path_entry(self, p: WatchedPath, lo: int, hi: int) -> dict:

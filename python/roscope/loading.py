@@ -218,21 +218,20 @@ def _fill_small(con, paths: Sequence[str], early: _EarlyBuild, with_kernel: bool
         put(name, chunk)
     del chunks[:]
     names = list(arrow)
-    needs = {k: arrow[k] for k in kernel.NEEDS if k in arrow}
     for name in names:
         put(name, arrow.pop(name))
     con.commit()
-    return names, rows, stats, warnings, losses, _kernel_tables(con, paths, needs, warnings, with_kernel)
+    return names, rows, stats, warnings, losses, _kernel_tables(con, paths, warnings, with_kernel)
 
 
-def _kernel_tables(con, paths: Sequence[str], needs: dict, warnings: list[str], with_kernel: bool) -> dict[str, int]:
+def _kernel_tables(con, paths: Sequence[str], warnings: list[str], with_kernel: bool) -> dict[str, int]:
     """The kernel tables, once the model's are stored: as `kernel.store` makes them
-    (`needs`: the model's tables it reads, as the core's Arrow streams), or, when there
-    is no kernel source, empty and made from the schema, without importing pyarrow.
+    (reading the model's tables it needs from `con`), or, when there is no kernel
+    source, empty and made from the schema; pyarrow is not imported either way.
     Returns their row counts."""
     traces = con.execute("SELECT path, domain FROM traces").fetchall()
     if with_kernel and (any(d == "kernel" for _p, d in traces) or kernel.find_perf(paths, [p for p, _d in traces])):
-        return kernel.store(con, paths, {k: table_from_core(v) for k, v in needs.items()}, warnings)
+        return kernel.store(con, paths, warnings)
     return kernel.create_empty(con)
 
 
@@ -436,14 +435,13 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
             # The model's tables go in first (and the ones held to the end are freed); then
             # the kernel tables are made in the database itself, under its memory limit.
             names = list(arrow)
-            needs = {k: arrow[k] for k in kernel.NEEDS if k in arrow}
             progress_shown.current().phase("storing the model")
             for name in names:
                 ins.put(name, arrow.pop(name))
             ins.close()
             rows = ins.rows
             progress_shown.current().phase("kernel scheduling data")
-            kernel_rows = _kernel_tables(con, paths, needs, warnings, with_kernel)
+            kernel_rows = _kernel_tables(con, paths, warnings, with_kernel)
         meta = {
             "schema_version": SCHEMA_VERSION,
             "roscope_version": __version__,

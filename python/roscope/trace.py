@@ -18,8 +18,10 @@ TraceError = _core.TraceError
 
 
 def table_from_core(obj) -> pyarrow.Table:  # noqa: F821
-    """A pyarrow Table over a core table (Arrow C stream, no copy). Not `pa.table(obj)`:
-    that one imports pandas to check its argument (a quarter of a second at start-up)."""
+    """A pyarrow Table over a core table (Arrow C stream, no copy), for the Python API
+    (pyarrow is not in the core install: `pip install 'roscope[arrow]'`; the verbs hand
+    the core's tables to DuckDB as they are). Not `pa.table(obj)`: that one imports
+    pandas to check its argument (a quarter of a second at start-up)."""
     import pyarrow as pa
 
     return pa.RecordBatchReader.from_stream(obj).read_all()
@@ -91,18 +93,24 @@ class Trace:
             self.losses = t.losses()
 
     def batches(self, events: Sequence[str] | None = None, max_rows: int = 1 << 18) -> Iterator[Batch]:
-        """Columnar batches, one table per (trace, event class), as Arrow record batches."""
+        """Columnar batches, one table per (trace, event class), as pyarrow record batches
+        (pyarrow: `pip install 'roscope[arrow]'`)."""
         import pyarrow as pa
 
+        for trace_idx, name, table in self.core_batches(events, max_rows):
+            # One record batch over the core's buffers (Arrow C data interface, no copy).
+            yield Batch(trace_idx, name, pa.record_batch(table))
+
+    def core_batches(self, events: Sequence[str] | None = None, max_rows: int = 1 << 18) -> Iterator[tuple[int, str, object]]:
+        """(trace index, event name, table) per batch, the table as the core hands it over:
+        an Arrow C stream (`__arrow_c_stream__`) that DuckDB or pyarrow read without a copy."""
         t = self._open()
         ev = list(events) if events is not None else None
         while True:
             got = t.read_batches(ev, max_rows)
             if got is None:
                 break
-            for trace_idx, name, table in got:
-                # One record batch over the core's buffers (Arrow C data interface, no copy).
-                yield Batch(trace_idx, name, pa.record_batch(table))
+            yield from got
         self.warnings = t.warnings()
         self.losses = t.losses()
 

@@ -62,11 +62,14 @@ def run(args) -> int:
         db = s.open_inputs()
         causal = None
         if not args.no_causal:
-            from roscope import flow as fl
+            import numpy as np
+
+            from roscope.flow.slices import context
 
             s.progress.phase("causal links")
-            t = fl.causal_links(db)
-            causal = {k: t.column(k).to_numpy(zero_copy_only=False) for k in ("in_run_id", "out_publication_id")}
+            # the core's table of links read by DuckDB into numpy arrays (no pyarrow)
+            links = db.con.from_arrow(context(db).model.causal_links(True)).select("in_run_id", "out_publication_id")
+            causal = {k: np.asarray(v) for k, v in links.fetchnumpy().items()}
         s.progress.phase("writing the Perfetto trace")
         res = perfetto.export(db, path, causal=causal, force=args.force, inputs=args.inputs)
     C.report_from(db)
