@@ -5,16 +5,22 @@ analyses as the checkout does.
 One wheel per version of its sources (cached in ~/.cache/roscope/test-package/wheels/<hash>: a
 rebuild is `maturin build --release` of the core, ~1-2 min after `make core` on 2 cores, as it
 shares make core's compiled dependencies); one virtual environment per module, its packages from
-a cache of downloaded wheels (pip download once, then --no-index). In it: `roscope doctor`, then
-`roscope record` of the ROS 1 example (the ROS 1 tracer built from the wheel's sources into a
-fresh cache on first use), of the rclpy example (ROS 2 Jazzy from PyPI: roscope's ROS 2 tracer,
-built from the wheel's sources too) and of a stock ros2_tracing system (ros2sim, with the
-ROS_VERSION=2 a sourced ROS 2 leaves: nothing of roscope's preloaded); then stats, flow, executor,
-why, check and info on each, exit 0, and all but check and info equal to the checkout's on the same
-trace; a verb whose extra is missing names it; the pytest plugin loads. Cost here: ~2 min (the venv
-and its install ~35 s, the three recordings ~40 s, the analyses ~30 s), plus ~10-60 s for the
-wheel's build when its sources changed (after make core), plus ~30 s once per version of the
-tracers' sources to build them (cached in ~/.cache/roscope/test-package/xdg)."""
+a cache of downloaded wheels (pip download once, then --no-index). In it (the core install: no pyarrow, pandas, plotly, libclang, pyspark): `roscope doctor`, then
+`roscope record` of each ROS 1 example (examples/ros1_*: the ROS 1 tracer built from the wheel's
+sources into a fresh cache on first use), of the rclpy example (ROS 2 Jazzy from PyPI: roscope's
+ROS 2 tracer, built from the wheel's sources too), of a stock ros2_tracing system (ros2sim, with
+the ROS_VERSION=2 a sourced ROS 2 leaves: nothing of roscope's preloaded) and of the rclcpp
+example; then stats, flow, executor, why, check and info on each, and on each ROS 1 example what
+`make demo` runs besides (load, stats of the database, export --perfetto), exit 0, and all but
+check and info equal to the checkout's on the same trace (the Perfetto files byte for byte); a
+verb whose extra is missing names it; the pytest plugin loads. A second environment follows
+docs/ci.md's recipe (the wheel with [report]): doctor, record --kernel, check --junit --github,
+and report of each ROS 1 example, equal to the checkout's. Cost here: 7 min 7 s at load 10 on 2
+cores (the core venv 21 s; the CI venv 86 s, the first time: [report]'s packages downloaded once
+into CACHE/deps; the eight recordings and the rclcpp build 103 s; the analyses 2.5 min, of which
+the four new ROS 1 examples 75 s; the reports 55 s), plus ~10-60 s for the wheel's build when its
+sources changed (after make core), plus ~30 s once per version of the tracers' sources to build
+them (cached in ~/.cache/roscope/test-package/xdg)."""
 from __future__ import annotations
 
 import hashlib
@@ -37,6 +43,7 @@ def live(test):
 
 
 REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "traces"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "roscope" / "test-package"
 JAZZY = REPO / ".ros2" / "jazzy"
 #: The core's dependencies (pyproject.toml), downloaded once into CACHE/deps.
@@ -97,27 +104,36 @@ def wheel() -> Path:
     return sorted(d.glob("roscope-*.whl"))[0]
 
 
-@pytest.fixture(scope="module")
-def env(wheel, tmp_path_factory) -> dict:
-    """A fresh virtual environment outside the checkout with the wheel installed (its core
-    dependencies from CACHE/deps, downloaded there once), and a directory outside the checkout
-    to run in, with a cache of its own (the tracers are built from the wheel's sources)."""
-    base = tmp_path_factory.mktemp("package")
-    assert REPO not in base.resolve().parents, base
+def _install(base: Path, requirement: str) -> Path:
+    """A fresh virtual environment `base`/venv with `requirement` (the wheel, maybe with extras)
+    installed by pip as a user would, its dependencies from CACHE/deps (downloaded there once,
+    then --no-index); returns its python."""
     venv = base / "venv"
     p = run([getattr(sys, "_base_executable", None) or "/usr/bin/python3", "-m", "venv", venv])
     assert p.returncode == 0, p.stderr
     py = venv / "bin" / "python"
     deps = CACHE / "deps"
     pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    p = run([*pip, "--no-index", "--find-links", deps, wheel], cwd=base)
+    p = run([*pip, "--no-index", "--find-links", deps, requirement], cwd=base)
     if p.returncode != 0:   # the first time (or new requirements): download them once
-        d = run([py, "-m", "pip", "download", "-q", "--disable-pip-version-check", "-d", deps, wheel], cwd=base)
+        d = run([py, "-m", "pip", "download", "-q", "--disable-pip-version-check", "-d", deps, requirement], cwd=base)
         if d.returncode != 0 and _offline(d.stderr):
             pytest.skip(f"the wheel's dependencies cannot be downloaded (no package index?): {d.stderr.strip()[-300:]}")
         assert d.returncode == 0, d.stderr
-        p = run([*pip, "--no-index", "--find-links", deps, wheel], cwd=base)
+        p = run([*pip, "--no-index", "--find-links", deps, requirement], cwd=base)
     assert p.returncode == 0, p.stdout + p.stderr
+    return py
+
+
+@pytest.fixture(scope="module")
+def env(wheel, tmp_path_factory) -> dict:
+    """A fresh virtual environment outside the checkout with the wheel installed (the core:
+    `pip install roscope-*.whl`), and a directory outside the checkout to run in, with a
+    cache of its own (the tracers are built from the wheel's sources)."""
+    base = tmp_path_factory.mktemp("package")
+    assert REPO not in base.resolve().parents, base
+    py = _install(base, str(wheel))
+    venv = py.parent.parent
     work = base / "work"
     work.mkdir()
     environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "ROSCOPE_ROS1_TRACER")}
@@ -149,8 +165,8 @@ def test_installed_from_the_wheel_not_the_checkout(env):
               "include/roscope/roscope_attach_tp.h"):
         assert (Path(inst) / f).is_file(), f
     assert not list(Path(inst).rglob("*.so")) and not list(Path(inst).rglob("*.o")), "a build in the wheel"
-    # the extras are not in the core install
-    p = run([env["py"], "-c", "import importlib.util as u; print([m for m in ('plotly', 'clang', 'pyspark', 'pandas') "
+    # the extras are not in the core install (pyarrow neither: DuckDB reads the core's Arrow streams itself)
+    p = run([env["py"], "-c", "import importlib.util as u; print([m for m in ('plotly', 'clang', 'pyspark', 'pandas', 'pyarrow') "
                               "if u.find_spec(m)])"], env=env["env"])
     assert p.stdout.strip() == "[]", p.stdout
     # the pytest plugin is registered for pytest to load
@@ -161,8 +177,9 @@ def test_installed_from_the_wheel_not_the_checkout(env):
 
 @live
 def test_a_verb_whose_extra_is_missing_names_it(env):
-    """The core install has no plotly nor libclang: report and deps say which extra brings them."""
-    trace = REPO.parent / "shared" / "traces" / "ros2" / "caret-end-to-end-cyclonedds"
+    """The core install has no plotly, libclang nor pyspark: report, deps and spark say which
+    extra brings them."""
+    trace = SHARED / "ros2" / "caret-end-to-end-cyclonedds"
     if not trace.is_dir():
         pytest.skip(f"the shared traces are not at {trace}")
     p = roscope(env, "report", trace, "-o", env["work"] / "report.html")
@@ -172,6 +189,28 @@ def test_a_verb_whose_extra_is_missing_names_it(env):
     src.write_text("int main() { return 0; }\n")
     p = roscope(env, "deps", src, "-o", env["work"] / "deps.yaml")
     assert p.returncode == 1 and "pip install 'roscope[deps]'" in p.stderr, p.stderr
+    ds = env["work"] / "dataset"
+    p = roscope(env, "load", trace, "--dataset", ds, "--run-id", "e2e")  # the dataset: Parquet by DuckDB, no pyarrow
+    assert p.returncode == 0, p.stderr
+    p = roscope(env, "spark", "stats", ds)
+    assert p.returncode == 1 and "pip install 'roscope[spark]'" in p.stderr, p.stderr
+
+
+def test_spark_without_pyspark_names_the_extra(tmp_path):
+    """`roscope spark` where pyspark cannot be imported (the import itself fails: the module
+    is blocked in sys.modules, as an environment without it fails): exit 1, naming
+    `pip install 'roscope[spark]'`, and no traceback. Quick: a dataset of one shared trace."""
+    trace = SHARED / "ros2" / "caret-talker-listener-galactic"
+    if not trace.is_dir():
+        pytest.skip(f"the shared traces are not at {trace}")
+    e = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    p = run([sys.executable, "-m", "roscope", "load", trace, "--dataset", tmp_path / "ds", "--run-id", "r1"], env=e)
+    assert p.returncode == 0, p.stderr
+    for verb in (["stats"], ["flow", "--from", "^/chatter$", "--to", "^/chatter$"]):
+        p = run([sys.executable, "-c", "import sys; sys.modules['pyspark'] = None; from roscope.cli import main; "
+                                       "sys.exit(main(sys.argv[1:]))", "spark", *verb, tmp_path / "ds"], env=e)
+        assert p.returncode == 1, (verb, p.stdout, p.stderr)
+        assert "pip install 'roscope[spark]'" in p.stderr and "Traceback" not in p.stderr, (verb, p.stderr)
 
 
 @live
@@ -205,19 +244,42 @@ def test_doctor_says_recording_will_work(env):
     assert p.returncode == 1 and "FAIL" in p.stdout and "apt install lttng-tools" in p.stdout, p.stdout + p.stderr
 
 
+#: The other ROS 1 examples (examples/ros1_*; ros1_pipeline is "ros1"), each recorded for 2 s:
+#: the command (in examples/) and the topics of flow's --from and --to. ros1_manipulation's
+#: system.sh runs until SIGINT: `timeout` sends it (and exits with its status, 0).
+ROS1_EXAMPLES = {
+    "ros1-helpers": (["ros1_helpers/system.sh", "-d", "2"], r"^/hs/(scan|imu)$", r"^/hs/(plan|echo|status)$"),
+    "ros1-onebinary": (["ros1_onebinary/system.sh", "-d", "2"], r"^/ob/(scan|objects|imu|cmd)$", r"^/ob/(control|plan|cmd_echo)$"),
+    "ros1-unannotated": (["ros1_unannotated/system.sh", "-d", "2"], r"^/(sensing/(lidar|imu|camera|gnss)|vehicle/status)$",
+                         r"^/(control/command|localization/gnss_pose|vehicle/velocity)$"),
+    "ros1-manipulation": (["timeout", "--preserve-status", "-s", "INT", "3", "ros1_manipulation/system.sh"], r"^/joint_states$",
+                          r"^/tf$"),
+}
+
+
 @pytest.fixture(scope="module")
 def recordings(env):
-    """The three recordings, made by the installed roscope."""
-    for d in (REPO / "examples" / "ros1_pipeline", REPO / "tools" / "ros2sim"):
+    """The recordings, made by the installed roscope."""
+    examples = REPO / "examples"
+    scripts = [next(a for a in cmd if a.endswith(".sh")) for cmd, _f, _t in ROS1_EXAMPLES.values()]
+    for d in (examples / "ros1_pipeline", REPO / "tools" / "ros2sim", *(examples / a.split("/")[0] for a in scripts)):
         b = run(["make", "-s", "-C", d])
         assert b.returncode == 0, b.stdout + b.stderr
     out = {}
     w = env["work"]
     # ROS 1: the example's nodes (roscpp) under the ROS 1 tracer, built now into the fresh cache
-    p = roscope(env, "record", "-o", w / "ros1", "--", REPO / "examples" / "ros1_pipeline" / "system.sh", "-d", "3",
+    p = roscope(env, "record", "-o", w / "ros1", "--", examples / "ros1_pipeline" / "system.sh", "-d", "3",
                 "-g", w / "gt-ros1")
     assert p.returncode == 0, p.stdout + p.stderr
     out["ros1"] = w / "ros1"
+    # every other ROS 1 example (roscpp, one binary of several roles, rospy with actionlib and tf2)
+    for name, (cmd, _f, _t) in ROS1_EXAMPLES.items():
+        argv = [str(examples / a) if a.endswith(".sh") else a for a in cmd]
+        if cmd[0] != "timeout":
+            argv += ["-g", str(w / f"gt-{name}")]
+        p = roscope(env, "record", "-o", w / name, "--", *argv)
+        assert p.returncode == 0, (name, p.stdout[-2000:], p.stderr[-2000:])
+        out[name] = w / name
     # rclpy: ROS 2 Jazzy from PyPI, roscope's ROS 2 tracer built from the wheel's sources
     if not (JAZZY / "bin" / "python").exists():
         pytest.skip(f"ROS 2 Jazzy from PyPI is not installed at {JAZZY} (make setup)")
@@ -248,7 +310,7 @@ def recordings(env):
 
 @live
 def test_each_recording_preloads_only_what_it_needs(env, recordings):
-    want = {"ros1": ["ros1"], "rclpy": ["ros2-pypi"], "stock": [], "rclcpp": ["ros2-pypi"]}
+    want = {"ros1": ["ros1"], "rclpy": ["ros2-pypi"], "stock": [], "rclcpp": ["ros2-pypi"], **dict.fromkeys(ROS1_EXAMPLES, ["ros1"])}
     for name, trace in recordings.items():
         m = json.loads((trace / "roscope-manifest.json").read_text())
         assert m["state"] == "complete" and m["exit_code"] == 0, (name, m.get("state"), m.get("exit_code"))
@@ -275,16 +337,21 @@ def _untimed(text: str) -> str:
 
 
 ANALYSES = {
-    "ros1": [["stats"], ["flow", "--from", "^/lidar$", "--to", "^/lidar_filtered$"], ["executor"], ["why", "--top", "3"]],
+    "ros1": [["stats"], ["flow", "--from", "^/lidar$", "--to", "^/lidar_filtered$"],
+             ["flow", "--from", "^/(lidar|imu|camera)$", "--to", "^/plan$"], ["executor"], ["why", "--top", "3"]],
     "rclpy": [["stats"], ["flow", "--from", "^/(lidar|imu)$", "--to", "^/cmd$"], ["executor"], ["why", "--top", "3"]],
     "stock": [["stats"], ["flow", "--from", "^/raw$", "--to", "^/filtered$"], ["executor"], ["why", "--top", "3"]],
     "rclcpp": [["stats"], ["flow", "--from", "^/image$", "--to", "^/cmd$"], ["executor"], ["why", "--top", "3"]],
+    **{name: [["stats"], ["flow", "--from", f, "--to", t], ["executor"], ["why", "--top", "3"]]
+       for name, (_c, f, t) in ROS1_EXAMPLES.items()},
 }
-BUDGETS = {"ros1": "^/lidar$", "rclpy": "^/imu$", "stock": "^/raw$", "rclcpp": "^/image$"}
+BUDGETS = {"ros1": "^/lidar$", "rclpy": "^/imu$", "stock": "^/raw$", "rclcpp": "^/image$", "ros1-helpers": "^/hs/scan$",
+           "ros1-onebinary": "^/ob/scan$", "ros1-unannotated": "^/sensing/lidar$", "ros1-manipulation": "^/joint_states$"}
+ROS1 = ["ros1", *ROS1_EXAMPLES]
 
 
 @live
-@pytest.mark.parametrize("name", ["ros1", "rclpy", "stock", "rclcpp"])
+@pytest.mark.parametrize("name", ["rclpy", "stock", "rclcpp", *ROS1])
 def test_analyses_exit_0_and_equal_the_checkouts(env, recordings, name):
     if name not in recordings:
         pytest.skip("rclcpp is not built here (scripts/rclcpp_setup.sh --prefix: ../shared/third_party absent)")
@@ -302,6 +369,73 @@ def test_analyses_exit_0_and_equal_the_checkouts(env, recordings, name):
     assert p.returncode == 0, p.stdout + p.stderr
     p = roscope(env, "info", trace)
     assert p.returncode == 0 and "tracers preloaded" in p.stdout, p.stdout + p.stderr
+    if name not in ROS1:
+        return
+    # what `make demo` runs besides on a ROS 1 recording: load, then the analyses on the database; export
+    db = env["work"] / f"{name}.duckdb"
+    p = roscope(env, "load", trace, "-o", db)
+    assert p.returncode == 0, p.stdout + p.stderr
+    mine, theirs = roscope(env, "stats", db), checkout("stats", db, cwd=env["work"])
+    assert mine.returncode == theirs.returncode == 0 and mine.stdout == theirs.stdout, (mine.stderr, theirs.stderr)
+    mine_pf, theirs_pf = env["work"] / f"{name}-mine.pftrace", env["work"] / f"{name}-theirs.pftrace"
+    p = roscope(env, "export", trace, "--perfetto", mine_pf)
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = checkout("export", trace, "--perfetto", theirs_pf, cwd=env["work"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert mine_pf.read_bytes() == theirs_pf.read_bytes() and mine_pf.stat().st_size > 1000
+
+
+@pytest.fixture(scope="module")
+def ci_env(wheel, env, tmp_path_factory) -> dict:
+    """docs/ci.md's recipe: a second fresh virtual environment with `pip install "WHEEL[report]"`
+    (the extra a CI job needs for `roscope report` and the pytest plugin's reports)."""
+    base = tmp_path_factory.mktemp("package-ci")
+    py = _install(base, f"{wheel}[report]")
+    work = base / "work"
+    work.mkdir()
+    return {**env, "base": base, "venv": py.parent.parent, "roscope": py.parent / "roscope", "py": py, "work": work}
+
+
+@live
+def test_the_ci_recipe(ci_env):
+    """docs/ci.md's steps, as written there, in the environment its pip line makes: doctor
+    --start-daemon, record --kernel of a ROS 1 system, check --junit --github, report: each
+    exits 0 (kernel data recorded, the JUnit file written, the report a page)."""
+    w = ci_env["work"]
+    p = roscope(ci_env, "doctor", "--start-daemon")
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = roscope(ci_env, "record", "-o", w / "trace", "--kernel", "--", REPO / "examples" / "ros1_pipeline" / "system.sh", "-d", "2",
+                "-g", w / "gt")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (w / "trace" / "perf" / "perf.data").is_file()
+    (w / "budgets.yaml").write_text("budgets:\n  - topic: '^/lidar$'\n    rate: {min: 1 Hz}\n"
+                                    "  - callback: '^/planner '\n    duration: {p99: 1000 ms}\n")
+    p = roscope(ci_env, "check", "budgets.yaml", "trace", "--junit", "check.xml", "--github")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "<testsuite" in (w / "check.xml").read_text()
+    p = roscope(ci_env, "report", "trace", "-o", "report.html")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (w / "report.html").read_text().rstrip().endswith("</html>")
+
+
+@live
+@pytest.mark.parametrize("name", ROS1)
+def test_report_of_each_ros1_example_equals_the_checkouts(ci_env, recordings, name):
+    """`roscope report` (the [report] extra) on each ROS 1 example's recording: the page the
+    checkout writes for the same trace."""
+    trace = recordings[name]
+    _c, f, t = ROS1_EXAMPLES.get(name, (None, "^/(lidar|imu|camera)$", "^/plan$"))
+    mine, theirs = ci_env["work"] / f"{name}-mine.html", ci_env["work"] / f"{name}-theirs.html"
+    p = roscope(ci_env, "report", trace, "-o", mine, "--from", f, "--to", t)
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = checkout("report", trace, "-o", theirs, "--from", f, "--to", t, cwd=ci_env["work"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _unstamped(mine.read_text()) == _unstamped(theirs.read_text())
+
+
+def _unstamped(html: str) -> str:
+    """A report without what differs between two writes of it (the time it was made)."""
+    return re.sub(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?", "TIME", html)
 
 
 def _needed(elf: Path) -> list[str]:

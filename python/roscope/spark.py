@@ -43,6 +43,7 @@ from roscope import dataset as ds
 from roscope import dataset_queries as Q
 from roscope import trend
 from roscope.errors import InputError, UserError, user_message
+from roscope.extras import install_hint, missing_message
 from roscope.flow import FlowRequest
 from roscope.processes import group
 from roscope.text import clean
@@ -56,8 +57,9 @@ def check() -> None:
     """Raises SparkUnavailable, saying what to install, if pyspark or Java is missing."""
     try:
         import pyspark  # noqa: F401
-    except ImportError:
-        raise SparkUnavailable("pyspark is not installed (`make setup` installs it; or pip install 'pyspark>=3.5,<4')") from None
+    except ImportError as exc:
+        raise SparkUnavailable(missing_message(exc, "spark") or f"roscope spark cannot import pyspark ({exc}): "
+                               f"{install_hint('pyspark')}") from None
     java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
     if not java or not os.path.exists(java):
         raise SparkUnavailable("Spark needs Java: no `java` on PATH and no JAVA_HOME "
