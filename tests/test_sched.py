@@ -172,8 +172,8 @@ def test_runnable_time_attributed_to_the_competitor_equals_timehist(recording):
     with _open(db) as d:
         from roscope import sched
 
-        sched.run_sched(d)
-        got = d.con.execute("SELECT sum(c.ns) FROM run_culprits c JOIN kernel_threads k "
+        res = sched.run_sched(d)
+        got = d.con.execute(f"SELECT sum(c.ns) FROM {res.culprits.sql} c JOIN kernel_threads k "
                             "ON k.host_id = c.host_id AND k.tid = c.by_tid WHERE k.name = ?",
                             [COMPETITOR]).fetchall()[0][0]
     assert got == pytest.approx(want, rel=0.01)
