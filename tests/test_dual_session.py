@@ -17,8 +17,8 @@ import subprocess
 import time
 
 import pytest
-import test_attach as A
 
+from tests.support import attach as A
 from tests.support import ros2_truth as T
 
 pytest.importorskip("roscope._core", reason="the roscope core is not built")
@@ -116,9 +116,9 @@ def test_every_object_is_named_from_the_snapshot(dual):
 
 
 def test_runs_publications_and_links_in_the_runtime_window_equal_the_logs(dual):
-    A.test_callback_runs_in_the_window_are_named_and_are_the_logged_ones(dual)
+    A.check_runs_in_window(dual)
     assert len(A._match_publications(dual)) > 300
-    A.test_links_in_the_window_are_the_logged_receptions(dual)
+    A.check_links_in_window(dual)
 
 
 def test_the_gap_before_the_runtime_session_is_reported(dual):

@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-import test_attach as A
+
+from tests.support import attach as A
 
 pytest.importorskip("roscope._core", reason="the roscope core is not built")
 pytest.importorskip("bt2", reason="babeltrace2 Python bindings (python3-bt2) are needed")
@@ -113,5 +114,5 @@ def test_the_snapshot_equals_the_logs_over_its_window(flight):
     rec = {**flight, "window": (m["complete_from_ns"] + A.EDGE, m["complete_until_ns"] - A.EDGE)}
     ids = A._match_publications(rec)
     assert len(ids) > 300
-    A.test_callback_runs_in_the_window_are_named_and_are_the_logged_ones(rec)
-    A.test_links_in_the_window_are_the_logged_receptions(rec)
+    A.check_runs_in_window(rec)
+    A.check_links_in_window(rec)

@@ -5,7 +5,7 @@ and dumps it when a session asks (`--attach`, the flight recorder's init session
 
 The example (examples/ros2_cpp_pipeline) is started with the variables `roscope env --ros2 jazzy
 --shell` prints, run by bash. What must be named comes from the example's traced callbacks
-(test_rclcpp_pipeline.TRACED, from its sources) and its ground-truth log; which processes a
+(tests/support/rclcpp_example.TRACED, from its sources) and its ground-truth log; which processes a
 snapshot names, from babeltrace2's reading of the snapshot."""
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
-from test_rclcpp_pipeline import EXAMPLE, REPO, TRACED
 
 from tests.support import ros2_truth as T
+from tests.support.rclcpp_example import EXAMPLE, REPO, TRACED
 
 pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
 

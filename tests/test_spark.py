@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import math
 import os
 import shutil
 
@@ -23,23 +22,7 @@ from roscope import cli
 from roscope import dataset as ds
 from roscope import dataset_queries as Q
 
-TRACES = os.environ.get("ROSCOPE_TRACES", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "shared", "traces"))
-ROS2 = os.path.join(TRACES, "ros2")
-SMALL = ["caret-end-to-end-cyclonedds", "caret-intra-process-galactic", "caret-talker-listener-galactic",
-         "pingpong-rolling-2021"]
-BIG = "autoware-carla-galactic"
-
-
-def _spark_missing() -> str | None:
-    try:
-        from roscope import spark
-
-        spark.check()
-    except Exception as exc:  # noqa: BLE001 - any reason is the skip reason
-        return f"Spark cannot run here: {exc}"
-    return None
-
+from tests.support.spark import BIG, ROS2, SMALL, _spark_missing, close, same_rows
 
 pytestmark = [
     pytest.mark.spark, pytest.mark.slow,
@@ -74,23 +57,6 @@ def loaded(spark, tmp_path_factory) -> tuple[str, list[dict]]:
     runs = plan()
     res = rs.load([t for _r, t in runs], d, [r for r, _t in runs], spark=spark, config={"engine": "spark"})
     return d, res
-
-
-def close(a, b) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
-
-
-def same_rows(a: list[dict], b: list[dict], name: str) -> None:
-    assert len(a) == len(b), name
-    for x, y in zip(a, b):
-        assert x.keys() == y.keys(), name
-        for k in x:
-            if isinstance(x[k], float) or isinstance(y[k], float):
-                assert close(x[k], y[k]), (name, k, x, y)
-            else:
-                assert x[k] == y[k] and type(x[k]) is type(y[k]), (name, k, x[k], y[k])
 
 
 def test_one_task_per_run_in_executors(loaded):

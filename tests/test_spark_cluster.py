@@ -36,9 +36,9 @@ from roscope import cli
 from roscope import dataset as ds
 from roscope import dataset_queries as Q
 from roscope.flow import FlowRequest
-from test_spark import ROS2, SMALL, _spark_missing, close, same_rows
 
 from tests.support import oracle
+from tests.support.spark import ROS2, SMALL, _spark_missing, close, same_rows
 
 PLAN = [(f"c{i}", os.path.join(ROS2, SMALL[i % len(SMALL)])) for i in range(8)]
 FROM, TO = "^/(topic1|ping)$", "^/(drive|topic2|pong)$"   # flows in three of the four traces

@@ -1,0 +1,31 @@
+"""The C++ example (examples/ros2_cpp_pipeline, real rclcpp) as its tests know it from its sources."""
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "ros2_cpp_pipeline"
+
+
+#: The example's callbacks with runs: rclcpp traces a timer's, a subscription's (intra-process
+#: ones too) and a service's (callback_start/end); roscope's tracer library gives the others
+#: theirs (test_rclcpp_pipeline.OURS). (node, cb of the ground truth) -> (kind, topic or service, or the timer's
+#: period in ns).
+TRACED = {
+    ("/camera", "camera.tick"): ("timer", 50_000_000),
+    ("/lidar", "lidar.tick"): ("timer", 100_000_000),
+    ("/detector", "detector.on_image"): ("subscription", "/image"),
+    ("/detector", "detector.on_scan"): ("subscription", "/scan"),
+    ("/detector", "detector.health"): ("timer", 200_000_000),
+    ("/planner", "planner.on_detections"): ("subscription", "/detections"),
+    ("/planner", "planner.on_scan"): ("subscription", "/scan"),
+    ("/mapper", "mapper.plan"): ("service", "/plan"),
+    ("/planner", "planner.on_plan"): ("client", "/plan"),
+    ("/planner", "planner.on_goal_response"): ("client", "/follow/_action/send_goal"),
+    ("/planner", "planner.on_result"): ("client", "/follow/_action/get_result"),
+    ("/planner", "planner.on_feedback"): ("subscription", "/follow/_action/feedback"),
+    ("/controller", "controller.on_goal"): ("service", "/follow/_action/send_goal"),
+    ("/mapper", "mapper.tick"): ("timer", 500_000_000),
+    ("/controller", "controller.on_path"): ("subscription", "/path"),
+    ("/controller", "controller.step"): ("timer", 50_000_000),
+}
