@@ -250,6 +250,10 @@ def test_baseline_on_the_real_system_reads_every_kind_and_says_too_few_runs(slow
     ("budgets:\n  - callback: x\n    duration:\n      p99: 5\n", 4, "budgets[0].duration.p99", "has no unit"),
     ("budgets:\n  - path: {from: a}\n    latency: {p99: 1 ms}\n", 2, "budgets[0].path", "needs 'to'"),
     ("budgets:\n  - executor: x\n    utilization: {max: 120 %}\n", 3, "budgets[0].utilization.max", "at most 100"),
+    ("budgets:\n  - executor: x\n    utilization: {min: 60 %, max: 50 %}\n", 3, "budgets[0].utilization",
+     "min is above max"),
+    ("budgets:\n  - topic: x\n    rate: {max: 5 Hz, min: 10 Hz}\n", 3, "budgets[0].rate", "min is above max"),
+    ("budgets:\n  - callback: x\n    deadline: {over: 5 ms}\n", 3, "budgets[0].deadline", "count: N or share"),
     ("budgets:\n  - lost: 0\n  - callback: x\n    rate: {min: 1 Hz}\n", 4, "budgets[1].rate",
      "a measure of topic budgets"),
 ])

@@ -3,7 +3,7 @@ trace recorded by others: CARET's 6-node end-to-end sample (ros2/caret-end-to-en
 where every rclcpp node has six parameter services that never ran and a TimeSource
 subscription to /parameter_events that did.
 
-The oracle is babeltrace2 (tests/oracle.py, bt2): each node's callbacks from the
+The oracle is babeltrace2 (tests/support/oracle.py, bt2): each node's callbacks from the
 registration events (rcl_node_init, rcl_service_init + rclcpp_service_callback_added,
 rcl_subscription_init + rclcpp_subscription_init + rclcpp_subscription_callback_added,
 rclcpp_timer_link_node + rclcpp_timer_callback_added), and each callback's runs from
@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from tests.support.shared import TRACES as SHARED_TRACES
@@ -195,6 +196,31 @@ def test_the_pytest_api_leaves_out_what_never_ran_and_infrastructure(truth):
             t.callback("^/filter_node /filter_node/", infrastructure="keep").duration.max  # noqa: B018
         pe = max(truth["/filter_node"][("subscription", "/parameter_events")]["runs"])
         assert float(t.callback("^/filter_node /parameter_events ", infrastructure="keep").duration.max) == pe
+    finally:
+        t.close()
+
+
+def test_the_pytest_api_reads_each_kinds_measures(truth):
+    """A subject's attributes are its kind's measures (roscope.check.kinds), each read from the
+    measured values: a callback's deadline count and share and its duration's median equal
+    the oracle's runs'; a topic has no duration (the error names its measures)."""
+    from roscope.check.api import Trace
+    from roscope.check.units import SHARE
+
+    runs = sorted(truth["/filter_node"][("subscription", "/topic1")]["runs"])
+    over = runs[len(runs) // 2]
+    t = Trace(TRACE)
+    try:
+        cb = t.callback("^/filter_node ")
+        assert float(cb.duration.p50) == pytest.approx(float(np.percentile(runs, 50)), abs=1)
+        late = sum(1 for d in runs if d > over)
+        assert late > 0
+        assert float(cb.deadline(over).count) == late
+        share = cb.deadline(over).share
+        assert float(share) == pytest.approx(late / len(runs)) and share.reading.kind == SHARE
+        assert repr(share).endswith(f"(deadline {over / 1e6:g} ms share of {share.reading.subject})")
+        with pytest.raises(AttributeError, match="a topic has no measure 'duration' .*rate, latency"):
+            t.topic("^/topic1$").duration  # noqa: B018
     finally:
         t.close()
 

@@ -1,6 +1,7 @@
 """The assertion API of the pytest plugin (roscope.pytest_plugin; docs/ci.md, "pytest"):
-a trace's measures that read like the budgets, each measured by `roscope check`'s own
-evaluation (roscope.check.measure, so by the verbs' library functions):
+a trace's measures that read like the budgets, each measured as `roscope check` measures
+it (its kind's entry in roscope.check.kinds, so by the verbs' library functions), read from
+the measured values directly:
 
     trace.flow("^/sensors/", "^/cmd$").latency.p99 <= ms(50)
     trace.callback("Planner.*onTimer").duration.max <= ms(5)
@@ -13,91 +14,94 @@ A callback or topic regular expression leaves infrastructure (parameter services
 with `infrastructure="keep"` (per subject, or for the whole Trace); of the callbacks it
 selects, those that never ran are left out too (they cannot break a limit).
 
-A measure is a `Measured` (a float) that knows its budget line, so that a failing
+A subject's attributes are its kind's measures (`MeasureSpec.read`: `.duration.p99`,
+`.rate`, `.deadline(ms(30)).share`). A measure is a `Measured` (a float) that knows its
+`Reading` (subject, measure, unit), so that a failing
 comparison explains itself: the plugin's `pytest_assertrepr_compare` shows the measured
 value, the limit, where the time went (`why`, when the trace has kernel data) and writes
 the HTML report of the trace (its path in the message).
 """
 from __future__ import annotations
 
-import math
 import os
+from dataclasses import dataclass
 
 from roscope import opening, report
 from roscope.check import infrastructure as infra
 from roscope.check import units
-from roscope.check.budgets import PATH_KEYS, Budget, Limit, Measure
-from roscope.check.measure import ERROR, Context, Line, evaluate
-from roscope.check.units import COUNT, DURATION, RATE, SHARE
+from roscope.check.kind import Context, Selection
+from roscope.check.kinds import KINDS
+from roscope.check.kinds.path import PATH_KEYS
+from roscope.check.limits import MeasureSpec
 from roscope.errors import InputError, UserError, user_message
 
 
-class Measured(float):
-    """A measured value (ns, Hz, a fraction or a count) and the budget line it came from."""
+@dataclass(frozen=True)
+class Reading:
+    """One measured value of one subject, as the API read it: `kind` is its unit (duration,
+    rate, share, count), `what` its measure and statistic ("duration p99"), `budget` the
+    selection it came from."""
+    budget: Selection
+    subject: str
+    what: str
+    value: float
+    kind: str
 
-    line: Line
+
+class Measured(float):
+    """A measured value (ns, Hz, a fraction or a count) and the reading it came from."""
+
+    reading: Reading
     trace: Trace
 
-    def __new__(cls, line: Line, trace: Trace):
-        v = super().__new__(cls, line.value)
-        v.line, v.trace = line, trace
+    def __new__(cls, reading: Reading, trace: Trace):
+        v = super().__new__(cls, reading.value)
+        v.reading, v.trace = reading, trace
         return v
 
     def __repr__(self) -> str:
-        return f"{units.show(float(self), self.line.kind)} ({self.line.what} of {self.line.subject})"
+        return f"{units.show(float(self), self.reading.kind)} ({self.reading.what} of {self.reading.subject})"
 
 
 class _Stats:
-    """The statistics of one measure of one subject: `.p99`, `.max`, ... (or `.min` of a rate)."""
+    """The statistics of one measure of one subject: `.p99`, `.max`, ... (or `.count` of a deadline)."""
 
-    def __init__(self, subject: Subject, measure: str, unit: str, over: float | None = None):
-        self._s, self._measure, self._unit, self._over = subject, measure, unit, over
+    def __init__(self, subject: Subject, spec: MeasureSpec, over: float | None = None):
+        self._s, self._spec, self._over = subject, spec, over
 
     def __getattr__(self, stat: str) -> Measured:
         if stat.startswith("_"):
             raise AttributeError(stat)
-        unit = SHARE if self._measure == "deadline" and stat == "share" else self._unit
-        return self._s.measure(self._measure, stat, unit, self._over)
+        return self._s.measure(self._spec, stat, self._over)
 
 
 class Subject:
-    """What a budget selects: a callback, topic, path or executor; its measures as attributes."""
+    """What a budget selects: a callback, topic, path or executor; its kind's measures as
+    attributes (roscope.check.kinds: `MeasureSpec.read` says how each is read)."""
 
     def __init__(self, trace: Trace, kind: str, select, infrastructure: str | None = None):
         if infrastructure is not None and infrastructure not in infra.CHOICES:
             raise InputError(f"infrastructure={infrastructure!r}: expected one of {', '.join(infra.CHOICES)}")
-        self._t, self._kind, self._select, self._infra = trace, kind, select, infrastructure
+        self._t = trace
+        self._sel = Selection(kind, None if kind == "path" else select, select if kind == "path" else (),
+                              infrastructure)
 
-    def measure(self, measure: str, stat: str, unit: str, over: float | None = None) -> Measured:
-        return self._t.measure(self._kind, self._select, measure, stat, unit, over, infrastructure=self._infra)
+    def measure(self, spec: MeasureSpec, stat: str, over: float | None = None) -> Measured:
+        return Measured(self._t.reading(self._sel, spec, stat, over), self._t)
 
-    @property
-    def duration(self) -> _Stats:
-        return _Stats(self, "duration", DURATION)
-
-    @property
-    def latency(self) -> _Stats:
-        return _Stats(self, "latency", DURATION)
-
-    @property
-    def why(self) -> _Stats:
-        return _Stats(self, "why", SHARE)
-
-    @property
-    def jitter(self) -> Measured:
-        return self.measure("jitter", "max", DURATION)
-
-    @property
-    def rate(self) -> Measured:
-        return self.measure("rate", "min", RATE)
-
-    @property
-    def utilization(self) -> Measured:
-        return self.measure("utilization", "max", SHARE)
-
-    def deadline(self, over_ns: float) -> _Stats:
-        """The runs or flows over `over_ns` (e.g. ms(30)): `.count` and `.share`."""
-        return _Stats(self, "deadline", COUNT, float(over_ns))
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        kind = KINDS[self._sel.kind]
+        spec = kind.measures.get(name)
+        if spec is None:
+            raise AttributeError(f"a {kind.name} has no measure {name!r} (its measures: {', '.join(kind.measures)})")
+        if spec.form == "deadline":
+            def deadline(over_ns: float) -> _Stats:
+                """The runs or flows over `over_ns` (e.g. ms(30)): `.count` and `.share`."""
+                return _Stats(self, spec, float(over_ns))
+            return deadline
+        return self.measure(spec, spec.read) if spec.read else _Stats(self, spec)
 
 
 class Trace:
@@ -137,50 +141,53 @@ class Trace:
     @property
     def lost(self) -> Measured:
         """Events and packets lost (summed)."""
-        lines = evaluate(self.db, [Budget("lost", (Measure("lost", (Limit("events", "<=", 0, COUNT),
-                                                                   Limit("packets", "<=", 0, COUNT))),))], self.ctx)
-        total = Line(lines[0].budget, lines[0].measure, lines[0].limit, "events and packets lost",
-                     "lost", sum(x.value for x in lines), kind=COUNT)
-        return Measured(total, self)
+        kind = KINDS["lost"]
+        spec = kind.spec("lost")
+        got = kind.measure(self.ctx, Selection("lost"), [("lost", None)]).subjects
+        total = sum(s.values[("lost", None)].of(s.stats[0]) for s in got)
+        return Measured(Reading(Selection("lost"), "events and packets lost", spec.what(spec.stats[0]), total,
+                                spec.unit_of(spec.stats[0])), self)
 
-    def line(self, kind: str, select, measure: str, stat: str, unit: str, over: float | None = None, *,
-             infrastructure: str | None = None) -> Line:
-        """The one budget line of `measure`'s `stat` on the subject `select` selects (of the
-        callbacks it selects, those that ran)."""
-        op = ">=" if (measure == "rate" and stat == "min") or stat == "min" and measure == "utilization" else "<="
-        m = Measure(measure, (Limit(stat, op, math.inf if op == "<=" else 0, unit),), over=over)
-        b = Budget(kind, (m,), select=None if kind == "path" else select, path=select if kind == "path" else (),
-                   infrastructure=infrastructure)
-        lines = evaluate(self.db, [b], self.ctx)
-        if lines and all(x.status == ERROR for x in lines):
-            raise InputError(f"{kind} {b.title()}: {lines[0].message}")
-        errors = [x for x in lines if x.status == ERROR]
-        lines = [x for x in lines if x.status != ERROR and not x.no_runs]
-        if not lines:   # what ran has no complete run; the rest never ran
-            raise InputError(f"{kind} {b.title()}: {errors[0].message}")
-        if len({x.subject for x in lines}) > 1:
-            raise InputError(f"{kind} {select!r} selects {len(lines)}: {', '.join(x.subject for x in lines)}; "
+    def reading(self, sel: Selection, spec: MeasureSpec, stat: str, over: float | None = None) -> Reading:
+        """`spec`'s `stat` on the one subject `sel` selects (of the callbacks it selects,
+        those that ran): read from the values its kind measured."""
+        kind = KINDS[sel.kind]
+        what = spec.what(stat, over)
+        measured = kind.measure(self.ctx, sel, [(spec.name, over)])
+        if measured.missing is not None:
+            raise InputError(f"{kind.title(sel)}: {measured.missing}")
+        got, errors = [], []
+        for s in (s for s in measured.subjects if not s.no_runs):
+            label = _label(kind, sel, s)
+            v = s.values.get((spec.name, over))
+            problem = s.missing or v.missing or (f"no value of {what} for {label}" if v.of(stat) is None else None)
+            if problem:
+                errors.append(problem)
+            else:
+                got.append(Reading(sel, label, what, v.of(stat), spec.unit_of(stat)))
+        if not got:   # what ran has no value; the rest never ran
+            raise InputError(f"{kind.title(sel)}: {errors[0] if errors else 'nothing measured'}")
+        if len(got) > 1:
+            raise InputError(f"{sel.kind} {(sel.select if sel.select is not None else sel.path)!r} selects "
+                             f"{len(got)}: {', '.join(x.subject for x in got)}; "
                              "write a regular expression that selects one")
-        return lines[0]
+        return got[0]
 
-    def measure(self, kind: str, select, measure: str, stat: str, unit: str, over: float | None = None, *,
-                infrastructure: str | None = None) -> Measured:
-        return Measured(self.line(kind, select, measure, stat, unit, over, infrastructure=infrastructure), self)
-
-    def why_text(self, line: Line) -> str | None:
-        """Where the time went for a duration or latency line: its `why` split (kernel data), or None."""
-        if line.kind != DURATION or line.budget.kind not in ("callback", "path") or not self.ctx.kernel:
+    def why_text(self, line) -> str | None:
+        """Where the time went for a duration or latency line (a `Reading`, or a budget's
+        `roscope.check.measure.Line`): its `why` split (kernel data), or None."""
+        sel = line.budget.selection if hasattr(line.budget, "selection") else line.budget
+        kind = KINDS[sel.kind]
+        if line.kind != units.DURATION or not kind.why_split or not self.ctx.kernel:
             return None
-        parts = ("on_cpu", "cpu_wait", "blocked", "unknown") if line.budget.kind == "callback" else (
-            "on_cpu", "cpu_wait", "blocked", "queued", "transport", "unknown")
-        m = Measure("why", tuple(Limit(p, "<=", 1, SHARE) for p in parts))
-        b = Budget(line.budget.kind, (m,), select=line.budget.select, path=line.budget.path,
-                   infrastructure=line.budget.infrastructure)
-        got = [x for x in evaluate(self.db, [b], self.ctx) if x.subject == line.subject and x.value is not None]
-        if not got:
+        why = ("why", None)
+        got = [s.values[why] for s in kind.measure(self.ctx, sel, [why]).subjects
+               if not s.no_runs and s.missing is None and _label(kind, sel, s) == line.subject]
+        parts = [(p, got[0].of(p)) for p in kind.why_split] if got and got[0].missing is None else []
+        parts = [(p, x) for p, x in parts if x is not None]
+        if not parts:
             return None
-        return "where the time went (roscope why): " + ", ".join(f"{x.limit.stat} {units.show(x.value, SHARE)}"
-                                                                  for x in got)
+        return "where the time went (roscope why): " + ", ".join(f"{p} {units.show(x, units.SHARE)}" for p, x in parts)
 
     def write_report(self, name: str) -> str | None:
         """The HTML report of this trace in `report_dir` (once per trace); its path."""
@@ -203,18 +210,23 @@ class Trace:
         return out
 
 
+def _label(kind, sel: Selection, s) -> str:
+    """A subject's label, as a budget's line names it (a path: by the selection's name or title)."""
+    return s.label or sel.name or kind.title(sel)
+
+
 def explain(left, op: str, right, report_name: str | None) -> list[str] | None:
     """The lines of a failing comparison of a `Measured` (pytest_assertrepr_compare)."""
     m = left if isinstance(left, Measured) else right if isinstance(right, Measured) else None
     if m is None:
         return None
     other = right if m is left else left
-    kind = getattr(other, "kind", m.line.kind)
+    kind = getattr(other, "kind", m.reading.kind)
+    r = m.reading
     limit = units.show(float(other), kind) if isinstance(other, (int, float)) else repr(other)
-    out = [f"{m.line.what} of {m.line.subject}: measured {units.show(float(m), m.line.kind)}, limit {op} {limit}"
-           if m is left else f"limit {limit} {op} measured {units.show(float(m), m.line.kind)} "
-           f"({m.line.what} of {m.line.subject})"]
-    why = m.trace.why_text(m.line)
+    out = [f"{r.what} of {r.subject}: measured {units.show(float(m), r.kind)}, limit {op} {limit}"
+           if m is left else f"limit {limit} {op} measured {units.show(float(m), r.kind)} ({r.what} of {r.subject})"]
+    why = m.trace.why_text(r)
     if why:
         out.append(why)
     if report_name:

@@ -51,8 +51,9 @@ def line_id(line: Line) -> tuple:
 
 
 def lower_is_worse(line: Line) -> bool:
-    """Whether a lower value is the worse one (a topic's rate); else a higher one is."""
-    return line.measure.name == "rate"
+    """Whether a lower value is the worse one (a topic's rate: its measure's `lower_is_worse`); else a
+    higher one is."""
+    return line.spec.lower_is_worse
 
 
 def baseline_runs(path: str, runs: str | None, exclude: str | None = None) -> list[str]:
