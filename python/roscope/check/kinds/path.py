@@ -10,6 +10,7 @@ roscope.flow.FlowRequest's, and roscope.response_time's definition, end and case
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from roscope import choices, percentiles, response_time, sched
 from roscope.check.kind import (
@@ -31,6 +32,9 @@ from roscope.check.limits import FileErrors, MeasureSpec
 from roscope.check.units import COUNT, DURATION, SHARE
 from roscope.errors import InputError
 from roscope.flow import FlowRequest, data_flows
+
+if TYPE_CHECKING:
+    from roscope.database import Database
 
 #: The options of a path (roscope.flow.FlowRequest's, and roscope.response_time's).
 PATH_KEYS = ("from", "to", "definition", "end", "case", "implicit", "fallback", "exclude", "uncertain", "deps",
@@ -69,7 +73,7 @@ def path_values(ctx: Context, sel) -> str:
             f"WHERE \"case\" = '{case}' AND NOT left_out")
 
 
-def run_path(db, sel, *, why: bool = False) -> tuple[dict, list[dict] | None]:
+def run_path(db: Database, sel, *, why: bool = False) -> tuple[dict, list[dict] | None]:
     """Runs a path's data-flow search (and its response times): (the search's summary,
     with `why` every flow's scheduling split from `roscope.sched.flow_sched`, which makes
     that same search with every flow's steps). InputError when a regex matches no topic."""
