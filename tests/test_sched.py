@@ -320,8 +320,8 @@ def test_flow_split_against_timehist(recording):
         from roscope.flow import FlowRequest
 
         res = sched.flow_sched(d, FlowRequest("^/lidar$", "^/plan$"), top=20)
-        segs = d.con.execute("SELECT flow_id, tid, a, b FROM flow_thread_segments").fetchall()
-        waits = d.con.execute("SELECT flow_id, sum(wait_ns) FROM flow_wait_segments GROUP BY 1").fetchall()
+        segs = d.con.execute(f"SELECT flow_id, tid, a, b FROM {res['thread_segments'].sql}").fetchall()
+        waits = d.con.execute(f"SELECT flow_id, sum(wait_ns) FROM {res['wait_segments'].sql} GROUP BY 1").fetchall()
     flows = {f["flow_id"]: f for f in res["flows"]}
     assert len(flows) >= 10 and res["kernel"]
     want = collections.defaultdict(collections.Counter)

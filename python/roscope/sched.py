@@ -493,7 +493,10 @@ def flow_sched(db: Database, request: FlowRequest, path: int | None = None, top:
     segments, the time its threads were on a CPU, runnable and blocked; over its
     communication segments (input waits), transport, queued, wake-up and rest. The
     flows are `flow.data_flows`' (with every flow's steps: `request.all_steps` is
-    set if it is not); durations in ns."""
+    set if it is not); durations in ns. Returns {kernel, flows, summary, search: the
+    search's `DataFlows` (its tables, as values), thread_segments and wait_segments:
+    the segments' tables (`results.Result`, shown as `flow_thread_segments` and
+    `flow_wait_segments`)}."""
     kernel = has_kernel_data(db)
     if not request.all_steps:
         request = dataclasses.replace(request, all_steps=True)
@@ -538,7 +541,8 @@ def flow_sched(db: Database, request: FlowRequest, path: int | None = None, top:
         if not kernel:  # not measured: unknown (all of it is in unknown_ns), never zeros
             r.update(on_cpu_ns=None, runnable_ns=None, blocked_ns=None)
         r["explanation"] = explain_flow(r, kernel)
-    return {"kernel": kernel, "flows": rows, "summary": summary}
+    return {"kernel": kernel, "flows": rows, "summary": summary, "search": res, "thread_segments": thread_segs,
+            "wait_segments": wait_segs}
 
 
 def why_no_waits(db: Database, callback: str | None = None) -> str:
