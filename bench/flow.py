@@ -6,7 +6,7 @@
 2. `roscope load` it into a database (timed, peak RSS).
 3. `roscope flow DB --from SENSORS --to COMMANDS` (timed in a child process, peak
    RSS; the Rust part's time per data flow is reported by roscope itself).
-4. The reference: tests/flow_reference.py, Algorithm 1 in plain Python on the same
+4. The reference: tests/support/flow_reference.py, Algorithm 1 in plain Python on the same
    database and rules, on the first N output messages; µs per data flow of both,
    and the check that both find the same flows for those outputs.
 
@@ -14,7 +14,7 @@
 
 A shorter --duration (seconds of simulated time; 31.5 s gives > 10M events) makes a
 smaller trace, cached apart (bench/results/flow-<duration>s), for quick comparisons
-(tests/big_trace.py makes them; the tests read them too).
+(tests/support/big_trace.py makes them; the tests read them too).
 """
 from __future__ import annotations
 

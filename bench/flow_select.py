@@ -4,7 +4,7 @@
 the same run on the same database, and their statistics compared value by value.
 
 The database is loaded once from the 10M-event ros2sim recording (bench/flow.py's,
-tests/big_trace.py) unless one is given. `--before DIR` is the other roscope's
+tests/support/big_trace.py) unless one is given. `--before DIR` is the other roscope's
 `python/` directory (e.g. ../before/python, or an export of the commit before);
 both roscopes read the same database file (read-only).
 

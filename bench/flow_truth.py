@@ -5,7 +5,7 @@ Records examples/ros1_unannotated, examples/ros1_onebinary and examples/ros1_pip
 `roscope record` (--duration seconds) into bench/results/flow_truth/<system>/
 (replacing an earlier recording there; --reuse measures the recordings already
 there), then measures `roscope.flow.data_flows` against the nodes' own
-ground-truth logs (tests/flow_truth.py: identities and latencies from the logs and
+ground-truth logs (tests/support/flow_truth.py: identities and latencies from the logs and
 babeltrace2, independent of roscope): precision and recall of the (input message,
 output message) pairs, pairs counted more than once, latency error; and, where
 races make flows uncertain (examples/ros1_onebinary's 2-thread mapper), how many

@@ -78,9 +78,6 @@ from tests.support.shared import TRACES
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(TESTS_DIR)
-FIXTURES_DIR = os.path.join(TESTS_DIR, "fixtures")
-if TESTS_DIR not in sys.path:
-    sys.path.insert(0, TESTS_DIR)
 
 
 def pytest_configure(config):

@@ -7,7 +7,7 @@ the topic regexes are put in (the CARET end-to-end sample: a sensor timer publis
 oracle is babeltrace2 (bt2): the /topic4 publications (every output of a flow), the
 time each was published (its rclcpp_publish), and the callback runs of the sensor
 that published /topic1 (where each flow starts). The flows themselves are compared
-with tests/flow_reference.py, a separate plain-Python Algorithm 1.
+with tests/support/flow_reference.py, a separate plain-Python Algorithm 1.
 """
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def check(ns: dict, oracle: dict) -> None:
     assert all(f["latency_ns"] == f["end_ts"] - f["start_ts"] == f["parts"] > 0 for f in flows)
     assert len(paths) == 1 and paths[0]["path"].startswith("/sensor_dummy_node timer -> [/topic1] -> ")
     assert paths[0]["path"].endswith("-> /timer_driven_node timer -> [/topic4]")
-    # The same flows as the plain-Python Algorithm 1 (tests/flow_reference.py).
+    # The same flows as the plain-Python Algorithm 1 (tests/support/flow_reference.py).
     from tests.support import flow_reference
 
     model = flow_reference.load(db)

@@ -2,7 +2,7 @@
 
 For every real trace in the shared folder, the whole ROS 1 folder (kernel +
 UST merged) and every live LTTng-UST fixture recording:
-* ``roscope dump PATH`` must print exactly the events bt2 decodes (tests/oracle.py
+* ``roscope dump PATH`` must print exactly the events bt2 decodes (tests/support/oracle.py
   turns bt2's decoding into the dump format of docs/dump-format.md);
 * ``roscope info --json PATH`` must report the event counts by name, the
   hostnames and the discarded events / lost packets bt2 counts.

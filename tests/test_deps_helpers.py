@@ -15,7 +15,7 @@ callback depends on which are written below by hand from the example's sources
 (the header comment of each src/*.cpp; callbacks are named by the `// [process/what]`
 comment on their registration line); the flows' truth is the nodes' own log of every
 message's inputs, matched to the trace's publications by babeltrace2
-(tests/flow_truth.py).
+(tests/support/flow_truth.py).
 """
 from __future__ import annotations
 

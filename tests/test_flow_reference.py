@@ -1,4 +1,4 @@
-"""`roscope flow` against a plain-Python Algorithm 1 (tests/flow_reference.py), on
+"""`roscope flow` against a plain-Python Algorithm 1 (tests/support/flow_reference.py), on
 small ros2sim systems recorded through real LTTng: the same data flows (output,
 input, first run, steps), grouped into the same paths, with the same latencies and
 the same split into communication, idle and computation.

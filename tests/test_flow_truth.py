@@ -7,7 +7,7 @@ causal-link annotations: direct, partial synchronous, periodic asynchronous
 nodes, a subscription and a timer sharing state, a control subscription in the
 planner's node, two independent pipelines in one node) and
 examples/ros1_pipeline with its annotations removed from the loaded database.
-Their nodes log every message's true inputs; tests/flow_truth.py matches those
+Their nodes log every message's true inputs; tests/support/flow_truth.py matches those
 logs to the trace's publications with babeltrace2 and derives the true
 (input message, output message) pairs and their latencies, independently of
 roscope. Measured here: precision, recall, pairs counted more than once, and

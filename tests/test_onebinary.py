@@ -7,7 +7,7 @@ callback bumps through one helper lambda, and a node (the mapper) on a 2-thread
 AsyncSpinner whose /ob/scan subscription writes what its 20 Hz timer reads, while
 the timer runs now and then. The nodes log every message's true inputs, and the
 mapper logs each of its runs (first to last statement, by its own clock):
-tests/flow_truth.py matches the logs to the trace with babeltrace2 and says which
+tests/support/flow_truth.py matches the logs to the trace with babeltrace2 and says which
 true pairs a race touches (a scan run overlapped, on the other thread, the timer
 run that published), independently of roscope.
 

@@ -3,7 +3,7 @@ package's own protobuf classes (perfetto_trace_pb2, an independent decoder).
 
 Oracles: callback runs paired from babeltrace2's text output (per thread, with
 nesting, as tests/test_model.py does); the tracer's discarded-event reports as
-babeltrace2 counts them (tests/oracle.py); process ids, thread ids and names as
+babeltrace2 counts them (tests/support/oracle.py); process ids, thread ids and names as
 babeltrace2 shows them in the event contexts. Link counts and the nodes a thread
 ran come from the model's tables, which tests/test_model.py checks against
 babeltrace2.

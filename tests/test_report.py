@@ -114,7 +114,7 @@ def test_ros1_example(browser, lttng_ready, ros1_pipeline_run, tmp_path):
 
 
 def big_trace() -> Path:
-    """The 10M-event ros2sim trace of bench/flow.py (tests/big_trace.py, made when missing)."""
+    """The 10M-event ros2sim trace of bench/flow.py (tests/support/big_trace.py, made when missing)."""
     from tests.support import big_trace
 
     return Path(big_trace.ensure_trace())

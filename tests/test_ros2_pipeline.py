@@ -4,7 +4,7 @@
 distro (its environment first on PATH: roscope finds the pip-installed ROS 2, preloads its own
 tracer library and the rclpy hook), once per distro per session (tests/conftest.py's
 ros2_pipeline_run). Expected values come from the nodes' ground-truth logs and from babeltrace2's
-decoding of the trace (tests/ros2_truth.py), never from roscope: callbacks and their runs,
+decoding of the trace (tests/support/ros2_truth.py), never from roscope: callbacks and their runs,
 publications, deliveries, service calls (an action's goal and result too), and the data flows
 from the sensors to the controller, through a service and an action. `why` (kernel data) and
 `report` run on the recording; a recording without roscope's tracer records no ROS 2 event and

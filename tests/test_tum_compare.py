@@ -11,17 +11,13 @@ rows nor the loop paths that TUM's has.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-spec = importlib.util.spec_from_file_location("tum_compare", os.path.join(REPO, "bench", "tum_compare.py"))
-tc = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(tc)
+from bench import tum_compare as tc
 
 OUTPUTS = 20  # the first output messages TUM's tool searches (its full run took 28 minutes here)
 

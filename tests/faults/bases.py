@@ -2,7 +2,7 @@
 
 For every stream file of a base trace: its packets (LTTng's index file:
 offset, sizes, times) and the events babeltrace2 (bt2) decodes from each
-packet, in the dump format (docs/dump-format.md, see tests/oracle.py). Nothing
+packet, in the dump format (docs/dump-format.md, see tests/support/oracle.py). Nothing
 here uses roscope.
 """
 from __future__ import annotations
