@@ -59,8 +59,7 @@ _COMM = _HEAD + r"PERF_RECORD_COMM(?: exec)?: (?P<comm>.*):(?P<cpid>-?\d+)/(?P<w
 _CLOCKID = re.compile(r"^# clockid: (\S+)")
 #: Bytes of `perf script` text parsed at a time. The process's peak RSS grows with it
 #: (by far more than Arrow's own allocations, which stay under 6 blocks), and with 16
-#: MiB it also grew with the file (511 MiB reading a 314 MiB perf.data, 319 MiB at
-#: 69 MiB); at 2 MiB it is 223 and 198 MiB, and no slower.
+#: MiB it also grew with the file; at 2 MiB it does not, and is no slower (bench/README.md).
 PERF_BLOCK = 2 << 20
 
 
@@ -200,7 +199,7 @@ def _parse_perf_lines(lines):
     out = []
     for pattern, kind, tag in ((_SWITCH, "switch", "sched:sched_switch:"), (_WAKEUP, "wakeup", "sched:sched_wakeup:"),
                                (_COMM, "rename", "PERF_RECORD_COMM")):
-        # the regular expression only on the lines of its event (3 times faster than on all)
+        # the regular expression only on the lines of its event (faster than on all: bench/README.md)
         mine = pc.match_substring(lines, tag)
         st = pc.extract_regex(pc.filter(lines, mine), pattern)
         ok = pc.is_valid(st)

@@ -152,9 +152,9 @@ def _put(con: duckdb.DuckDBPyConnection, name: str, tbl, exists: bool) -> None:
 
 
 #: Chunks of a streaming build are stored in inserts of about this many bytes
-#: (all tables together): DuckDB inserts large batches twice as fast as the
-#: builder's chunks one by one (within a transaction, 16 MiB cost no more
-#: CPU than 32 MiB, and 16 MiB less memory).
+#: (all tables together): DuckDB inserts large batches faster than the
+#: builder's chunks one by one, and within a transaction 16 MiB cost no more
+#: CPU than 32 MiB, in less memory (bench/load_speed.py, bench/README.md).
 INSERT_BYTES = 16 << 20
 
 #: ... and committed every this many bytes: one commit per insert costs DuckDB

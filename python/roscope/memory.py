@@ -100,8 +100,7 @@ def at_most(con: duckdb.DuckDBPyConnection, budget: int):
 
 
 #: `hand_back_freed`: DuckDB's allocator gives back what it freed in one go from this
-#: size on (DuckDB's default is 512 MB). Measured: 1 MB and 2 MB alike; 4 MB and more
-#: no better than the default.
+#: size on (DuckDB's default is 512 MB); the sizes tried are in bench/README.md.
 FLUSH_FREED = "2MB"
 
 
@@ -109,9 +108,8 @@ def hand_back_freed(con: duckdb.DuckDBPyConnection) -> None:
     """DuckDB's allocator (`allocator_bulk_deallocation_flush_threshold`) gives back the
     memory of a query's results and of deleted rows when they are freed, instead of
     keeping it for later queries: for a connection of small queries that live long
-    (`roscope watch`: over a 30-minute soak RSS within 7.1 % instead of 16.7 %, CPU 16.9 %
-    of a core instead of 16.5 %) or that run right after a small load (`roscope stats` on
-    a 170k-event trace: peak 116 -> 103 MiB)."""
+    (`roscope watch`: a flatter RSS over a soak at the same CPU) or that run right after a
+    small load (`roscope stats`: a lower peak); bench/README.md has the figures."""
     con.execute("SET allocator_bulk_deallocation_flush_threshold = ?", [FLUSH_FREED])
 
 

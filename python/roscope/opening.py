@@ -15,9 +15,9 @@ from roscope.loading import load
 from roscope.memory import MEMORY_BUDGET, private_dir, remove_private_dir
 
 #: Traces opened for analysis (`open`) are loaded in memory up to this share of
-#: DuckDB's budget (their size on disk; a model takes about 0.8 times its trace's
-#: size in DuckDB), into a temporary database file beyond: a file costs about
-#: 0.2 s of writing, memory would leave the queries too little of the budget.
+#: DuckDB's budget (their size on disk; a model takes less than its trace's size in
+#: DuckDB), into a temporary database file beyond: a file costs some writing,
+#: memory would leave the queries too little of the budget (bench/README.md).
 IN_MEMORY_SHARE = 4
 
 

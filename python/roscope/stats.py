@@ -345,9 +345,9 @@ def _negative_warnings(rows: list[dict], services) -> list[str]:
             "(negative_latencies, negative_transports, server_negative, rtt_negative in --json)"]
 
 
-#: The counts of `summary`, as the rows of one UNION ALL (one query instead of ten:
-#: 4 ms instead of 7 on a 113,754-event trace; as ten scalar subqueries of one SELECT,
-#: DuckDB's join-order search over them took 48 ms).
+#: The counts of `summary`, as the rows of one UNION ALL: one query instead of ten, and
+#: not ten scalar subqueries of one SELECT, over which DuckDB searches a join order
+#: (both slower: bench/README.md, "Figures behind choices in the code").
 _SUMMARY_COUNTS = {
     "processes": "SELECT count(*) FROM processes",
     "nodes": "SELECT count(*) FROM nodes",

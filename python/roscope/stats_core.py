@@ -4,9 +4,9 @@ A trace small enough to be built whole (`loading.SMALL_TRACE_BYTES`, about 400k
 events) needs no DuckDB for its statistics: the core builds its model and computes
 the parts that `roscope.stats` reads with SQL (crates/model/src/stats.rs: the same
 joins, NULLs and groups as the views of `roscope.database`, and DuckDB's arithmetic
-for means and percentiles), and `roscope.stats`'s own functions assemble them. On a
-107k-event trace `roscope stats` then takes 28 MB and 0.14 s instead of 96 MB and
-0.39 s (bench/startup.py): short recordings are what CI checks.
+for means and percentiles), and `roscope.stats`'s own functions assemble them, in less
+memory and time than a load into DuckDB (bench/startup.py measures both; bench/README.md
+has the figures): short recordings are what CI checks.
 
     applies(inputs, window) -> bool
                             whether `roscope stats` of these inputs can take this path:

@@ -21,22 +21,22 @@ MAX_FLOWS = 10_000_000
 #: A database with more publications than this has its data-flow search run over
 #: slices of the model, this many publications each (docs/analyses.md, "Slices"):
 #: about a quarter of a million events of trace (bench/scale.py measures the memory it
-#: leads to; on 10M events 50,000 peaked 30 MiB higher, 12,500 15 MiB lower, in the same time).
+#: leads to; bench/README.md has the sizes tried).
 SLICE_PUBLICATIONS = 25_000
 #: How far before (and after) its outputs a slice reaches at first (ns); doubled
 #: whenever an output's flows reach further.
 SLICE_REACH_NS = 200_000_000
 #: DuckDB's budget for `roscope flow` (bytes; `--memory`): with slices, DuckDB's
 #: buffers for the result tables are most of what the flow holds, and the per-path
-#: statistics fill them. 104 MiB: on the 10M-event trace they peak 25 MiB lower
-#: than with 128 MiB in the same time (exact percentiles by `quantile_cont` still;
-#: below 100 MiB by selection, the same values in 3x the CPU), so that the whole
-#: of `roscope flow --from . --to .` stays under 300 MiB (bench/flow_phases.py).
+#: statistics fill them. 104 MiB: lower than 128 MiB in the same time, with exact
+#: percentiles by `quantile_cont` still (below 100 MiB DuckDB computes them by
+#: selection, the same values at more CPU), so that the whole of `roscope flow
+#: --from . --to .` stays under 300 MiB (bench/flow_phases.py; figures in bench/README.md).
 FLOW_MEMORY = 104 << 20
 #: DuckDB's budget during the data-flow search (bytes; at most `--memory`): its
 #: queries are small (a slice of the model, lookups), and what DuckDB keeps up to its
 #: limit meanwhile is a cache of blocks of the model and of the result tables
-#: (122 MiB of 128 MiB at the search's peak on 10M events, bench/flow_phases.py).
+#: (nearly all of a 128 MiB budget at the search's peak: bench/flow_phases.py, bench/README.md).
 SEARCH_MEMORY = 48 << 20
 
 

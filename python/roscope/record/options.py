@@ -12,8 +12,8 @@ DEFAULT_EVENTS = ["ros2:*", "ros2_caret:*", "dds:*", "roscope_ros1:*", "roscope_
 # The contexts `ros2 trace` adds by default.
 DEFAULT_CONTEXTS = ["vpid", "vtid", "procname"]
 DEFAULT_CHANNEL = "roscope"
-# Per CPU, per user: 8 x 1 MiB. The example pipeline writes ~60 KiB/s of
-# events; the overhead benchmark at 1 kHz ~200 KiB/s. Both lose nothing.
+# Per CPU, per user: 8 x 1 MiB, with which the example pipeline and the overhead
+# benchmark at 1 kHz lose nothing (their event rates: bench/README.md).
 DEFAULT_SUBBUF_SIZE = "1M"
 DEFAULT_NUM_SUBBUF = 8
 STOP_GRACE_S = 10.0
