@@ -124,3 +124,19 @@ def test_readme_example_on_a_loaded_database(e2e, oracle, loaded):
     ns["db"].close()
     # Opened read-only, nothing was written into the database.
     assert hashlib.sha256(open(loaded, "rb").read()).hexdigest() == before
+
+
+def test_database_arrow_and_records_give_babeltrace2s_publications(e2e, oracle):
+    """`Database.arrow` (a pyarrow Table) and `Database.records` on one query give the same
+    rows, and the /topic4 publications' times are babeltrace2's (the rclcpp_publish of each
+    /topic4 message, every one a flow's output)."""
+    pytest.importorskip("pyarrow", reason="Database.arrow gives pyarrow Tables (the arrow extra)")
+    import roscope
+
+    db = roscope.open(e2e)
+    q = "SELECT publish_ts FROM publications_info WHERE topic = ? ORDER BY publish_ts"
+    table = db.arrow(q, ["/topic4"])
+    assert type(table).__name__ == "Table" and table.column_names == ["publish_ts"]
+    times = table.column("publish_ts").to_pylist()
+    assert times == [r["publish_ts"] for r in db.records(q, ["/topic4"])]
+    assert times == oracle["out_times"]

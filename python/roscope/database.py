@@ -169,8 +169,10 @@ class Database:
         return self.con.table(name).df()
 
     def arrow(self, query: str, params=None):
-        """Runs SQL; returns an Arrow table."""
-        return self.con.execute(query, params or []).arrow()
+        """Runs SQL; returns a pyarrow Table (the `arrow` extra: pip install 'roscope[arrow]')."""
+        rel = self.con.sql(query, params=params or None)
+        # DuckDB >= 1.4 names it to_arrow_table (arrow() gives a batch reader in 2.0)
+        return rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()
 
     def tables(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()]
