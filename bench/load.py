@@ -22,8 +22,7 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from decode import RESULTS, TRACES, bt2_count, run_measured  # noqa: E402
+from decode import RESULTS, TRACES, bt2_count, run_measured  # bench/ is the script's directory
 
 ROSCOPE = [sys.executable, "-m", "roscope"]
 

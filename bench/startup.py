@@ -35,11 +35,11 @@ import subprocess
 import sys
 import tempfile
 
+from scale import measured  # bench/ is the script's directory
+
 BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
 RESULTS = os.path.join(BENCH, "results")
-sys.path.insert(0, BENCH)
-from scale import measured  # noqa: E402  (bench/ is not a package)
 
 TRACE = os.path.join(RESULTS, "startup-jazzy-100k")
 
