@@ -33,7 +33,7 @@ PARAMETER_SERVICES = {"get_parameters", "get_parameter_types", "set_parameters",
 @pytest.fixture(scope="module")
 def truth() -> dict:
     """{node: {(kind, topic or service or "timer"): {"runs": [durations ns], "ran": bool}}} from bt2."""
-    oracle = pytest.importorskip("oracle")
+    oracle = pytest.importorskip("tests.support.oracle")
     if oracle.bt2 is None:
         pytest.skip("bt2 (babeltrace2's Python bindings) is not importable")
     nodes, services, subs, sub_objs, timers, cb_of = {}, {}, {}, {}, {}, {}
@@ -161,7 +161,7 @@ def test_a_budget_whose_callbacks_never_ran_cannot_be_evaluated(truth, tmp_path)
 
 
 def test_topic_budgets_leave_out_infrastructure_topics(tmp_path):
-    oracle = pytest.importorskip("oracle")
+    oracle = pytest.importorskip("tests.support.oracle")
     if oracle.bt2 is None:
         pytest.skip("bt2 is not importable")
     pubs, published = {}, set()
