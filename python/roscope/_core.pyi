@@ -128,8 +128,39 @@ class LiveModel:
     def held_messages(self) -> int:
         """Entries the ROS 1 message matching holds (publications, receptions, writes on
         connections, message ids and objects): those older than the linker's horizon are gone."""
+    def changed_objects(self) -> list[tuple[str, ArrowTable]]:
+        """The object tables (as `objects`) that changed since the last call (every one at
+        the first)."""
     def close(self) -> list[tuple[str, ArrowTable]]:
         """After the last chunk: every record still held."""
+
+class FlowInput:
+    """What a live watch's data-flow searches read (`roscope.live_flows`): the callback
+    runs, publications and links handed over, held from chunk to chunk."""
+
+    def __init__(self) -> None: ...
+    def add(self, name: str, table: ArrowStream) -> None:
+        """Keeps the records of `table` (callback_runs, publications or links of
+        `LiveModel.feed`; other tables are left)."""
+    def forget_before(self, t: int) -> None:
+        """Forgets the runs and publications before `t`, and the links of publications
+        no longer held."""
+    @property
+    def held(self) -> tuple[int, int, int]:
+        """Runs, publications and links held."""
+    def published(self, since: int, until: int, publishers: Sequence[int]) -> bool:
+        """Whether one of `publishers` published at a time (as the flow reads it) in
+        [since, until)."""
+    def model(self, objects: Mapping[str, ArrowStream]) -> FlowModel:
+        """The flow's model of the records held (ids 0..n in their order) and the object
+        tables `objects` (by name; one missing is empty)."""
+    def races(self, callbacks: ArrowStream) -> list[ArrowTable]:
+        """The runs held of each process whose callbacks ran on more than one thread, as
+        `FlowSearch.add_overlaps` reads them."""
+
+def table_rows(table: ArrowStream, columns: Sequence[str]) -> list[tuple[Any, ...]]:
+    """The rows of a small table (a search's flows, an object table), the named columns
+    only, as tuples (null: None). Not for a table of events."""
 
 class LiveClient:
     """A client of an `lttng-relayd`'s viewer port (LTTng's live protocol): each `poll`

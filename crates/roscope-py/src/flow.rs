@@ -18,7 +18,7 @@ pub struct FlowModel {
     links: Option<Vec<roscope_flow::CausalLink>>,
 }
 
-fn input_err(e: roscope_flow::InputError) -> PyErr {
+pub(crate) fn input_err(e: roscope_flow::InputError) -> PyErr {
     PyValueError::new_err(format!("the model's tables cannot feed the flow: {}", e))
 }
 
@@ -77,6 +77,13 @@ fn stats<'py>(py: Python<'py>, res: &roscope_flow::FlowResult, seconds: f64) -> 
     stats.set_item("cache_hits", res.cache_hits)?;
     stats.set_item("seconds", seconds)?;
     Ok(stats)
+}
+
+impl FlowModel {
+    /// A model built in Rust (`live_flows::FlowInput`).
+    pub(crate) fn from_model(m: roscope_flow::Model) -> Self {
+        FlowModel { m, links: None }
+    }
 }
 
 #[pymethods]

@@ -24,6 +24,8 @@ pub struct LiveModel {
     seen: HashMap<(String, String), (u64, Option<u64>)>,
     /// Events read so far (every event of every chunk, as babeltrace2 counts a trace's).
     events: u64,
+    /// Per object table, its content when `changed_objects` last handed it over.
+    objects_seen: HashMap<&'static str, Vec<u8>>,
 }
 
 type Chunks = Vec<(String, ArrowTable)>;
@@ -39,7 +41,12 @@ impl LiveModel {
     fn new(heuristics: bool, record_ids: Option<Vec<String>>, window_ns: u64, attach: bool) -> Self {
         let opts = roscope_model::Options { heuristics, progress: false, sync: false, window_ns: Some(window_ns.max(1)), flush_every: 0 };
         let scope = roscope_model::Scope { record_ids: record_ids.unwrap_or_default(), attach };
-        LiveModel { b: Some(roscope_model::Builder::incremental(opts, scope)), seen: HashMap::new(), events: 0 }
+        LiveModel {
+            b: Some(roscope_model::Builder::incremental(opts, scope)),
+            seen: HashMap::new(),
+            events: 0,
+            objects_seen: HashMap::new(),
+        }
     }
 
     /// Reads the chunk under `paths` (later than every chunk fed before).
@@ -105,6 +112,21 @@ impl LiveModel {
         to_py(b.object_tables())
     }
 
+    /// The object tables (as `objects`) that changed since the last call (every one
+    /// at the first): a watch writes again only those.
+    fn changed_objects(&mut self) -> PyResult<Chunks> {
+        let b = self.b.as_ref().ok_or_else(|| PyRuntimeError::new_err("changed_objects() after close()"))?;
+        let mut out = Vec::new();
+        for t in b.object_tables() {
+            let now = table_bytes(&t);
+            if self.objects_seen.get(t.name) != Some(&now) {
+                self.objects_seen.insert(t.name, now);
+                out.push(t);
+            }
+        }
+        to_py(out)
+    }
+
     /// After the last chunk: every record still held.
     fn close(&mut self, py: Python<'_>) -> PyResult<Chunks> {
         let Some(mut b) = self.b.take() else { return Ok(vec![]) };
@@ -115,6 +137,30 @@ impl LiveModel {
         });
         to_py(tables)
     }
+}
+
+/// A table's content as bytes (its columns' values and validity, in order): equal
+/// bytes, equal tables.
+fn table_bytes(t: &Table) -> Vec<u8> {
+    use roscope_model::table::Data;
+    let mut out = (t.rows as u64).to_le_bytes().to_vec();
+    for c in &t.cols {
+        out.extend_from_slice(c.name.as_bytes());
+        out.push(c.any_null as u8);
+        if c.any_null {
+            out.extend_from_slice(&c.valid);
+        }
+        match &c.data {
+            Data::I64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            Data::U64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            Data::F64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_bits().to_le_bytes())),
+            Data::Str(b, o) => {
+                o.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+                out.extend_from_slice(b);
+            }
+        }
+    }
+    out
 }
 
 /// (events discarded, packets lost) in this chunk, from the counters of the
