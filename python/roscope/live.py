@@ -13,13 +13,14 @@ memory is bounded by the window, not by the run.
 from __future__ import annotations
 
 import json
+import threading
 
 import duckdb
 
 from roscope import _core, memory, regex, stats
 from roscope.database import Database, columns_sql, create_views
-from roscope.errors import NoTopicMatch
-from roscope.flow import FlowRequest, data_flows, path_stats
+from roscope.flow import FlowRequest
+from roscope.live_flows import REACH_NS, LiveFlows
 
 #: Tables `_core.LiveModel.feed` hands over in chunks, and the column of each that
 #: says when its record happened (what leaves the database once the window passed).
@@ -33,18 +34,16 @@ INSTANCES = {"callback_runs": "start_ts", "publications": "ts", "takes": "ts", "
 #: them. A window (and a deadline check) waits for 2 of these after its end.
 HOLD_NS = 40_000_000
 
-#: How far before a window's start the records stay when paths are watched: a flow
-#: that ends in the window and started up to this much earlier is found whole.
-REACH_NS = 2_000_000_000
-
 #: How often (ns of trace time) the records held move into a fresh DuckDB instance
-#: (`_renew`): DuckDB keeps the memory of deleted rows and of the flow database's
-#: refills until its instance closes (the RSS of a soak grew for minutes without it).
+#: (`_renew`): DuckDB keeps the memory of deleted rows until its instance closes (the
+#: RSS of a soak grew for minutes without it).
 RENEW_NS = 30_000_000_000
 
-#: Further from 0 than any record's time (the open end of a range).
-_END = 2**62
+#: Chunks whose records wait for the next window before they go into the database at
+#: most (a window not ready for long: they go in anyway).
+PENDING_CHUNKS = 200
 
+__all__ = ["HOLD_NS", "INSTANCES", "REACH_NS", "RENEW_NS", "LiveWindows", "WatchedPath"]
 
 
 class _Stream:
@@ -58,6 +57,7 @@ class _Stream:
     def __arrow_c_stream__(self, requested_schema=None):
         return self.rel.__arrow_c_stream__(requested_schema)
 
+
 class WatchedPath:
     """A watched path: its `FlowRequest`, and a deadline (ns) or None."""
 
@@ -69,49 +69,34 @@ class WatchedPath:
         self.name = f"{from_re}->{to_re}"
 
 
-#: The instance tables with dense ids (`LiveWindows._flow_db`): _rm, _pm, _tm map the
-#: run, publication and take ids held to 0..n; a reference to a record not held is null.
-_DENSE = {
-    "callback_runs": """SELECT m.nid AS run_id, r.callback_id, r.thread_id, r.start_ts, r.end_ts, r.duration_ns, r.is_intra,
-                               r.depth, pm.nid AS parent_run_id
-                        FROM callback_runs r JOIN _rm m USING (run_id) LEFT JOIN _rm pm ON pm.run_id = r.parent_run_id""",
-    "publications": """SELECT m.nid AS publication_id, p.publisher_id, p.thread_id, rm.nid AS run_id, p.ts, p.rclcpp_ts, p.rcl_ts,
-                              p.rmw_ts, p.message, p.source_ts, p.is_intra
-                       FROM publications p JOIN _pm m USING (publication_id) LEFT JOIN _rm rm ON rm.run_id = p.run_id""",
-    "takes": """SELECT m.nid AS take_id, t.subscription_id, t.thread_id, rm.nid AS run_id, t.ts, t.rmw_ts, t.rcl_ts, t.rclcpp_ts,
-                       t.message, t.source_ts, t.taken, t.is_intra
-                FROM takes t JOIN _tm m USING (take_id) LEFT JOIN _rm rm ON rm.run_id = t.run_id""",
-    "links": """SELECT pm.nid AS publication_id, tm.nid AS take_id, rm.nid AS run_id, l.method, l.heuristic
-                FROM links l JOIN _pm pm USING (publication_id) LEFT JOIN _tm tm ON tm.take_id = l.take_id
-                LEFT JOIN _rm rm ON rm.run_id = l.run_id""",
-    "executor_states": "SELECT * FROM executor_states",
-}
-
-
 class LiveWindows:
-    """The model of one live session, fed chunk by chunk; `ready()` gives the windows
-    whose records are all in, `window_stats(lo, hi)` their statistics."""
+    """The model of one live session, fed chunk by chunk; `check()` tells the deadline
+    misses of the flows that ended since the last check, `windows()` gives the windows
+    whose records are all in, with their statistics."""
 
     def __init__(self, window_ns: int, step_ns: int = 1_000_000_000, heuristics: bool = True,
                  record_ids: list[str] | None = None, paths: list[WatchedPath] | None = None, attach: bool = False):
         self.window_ns, self.step_ns = int(window_ns), int(step_ns)
         self.paths = list(paths or [])
-        #: Flows that end before this were checked against their deadline (`misses`).
+        #: Flows that end before this were checked against their deadline (`check`).
         self.checked_until: int | None = None
-        #: The records with dense ids, for the data-flow search of one step (`_flow_db`).
-        self.fdb: Database | None = None
         # attach: the processes without a recording id (started before the session, or with
         # `roscope env`) are the recording's, as in `roscope load` of an --attach recording
         self.model = _core.LiveModel(heuristics, record_ids or None, HOLD_NS, attach)
         self._tables = [t["name"] for t in json.loads(_core.schema())["tables"]]
         self.con = self._new_con()
-        #: The tables `_core.LiveModel.objects` fills, as last inserted (a table that did
-        #: not change is not written again), and how many times any of them changed.
-        self._objects: dict = {}
-        self._objects_version = 0
-        self._fdb: Database | None = None
-        self._fdb_objects = -1     # the `_objects_version` the flow database's objects are of
         self.db = Database(self.con, ":memory:", meta={"live": True})
+        #: Held by whoever uses the database (`window_stats_of` may run on a thread of its own).
+        self.lock = threading.Lock()
+        #: The watched paths' flows, searched after each chunk (`roscope.live_flows`).
+        self.flows = LiveFlows(self.paths, self._database)
+        #: Records and changed objects not in the database yet: they go in when a window
+        #: is computed (`_flush`), one insert per table, not one per chunk.
+        self._pending: dict[str, list] = {}
+        self._pending_chunks = 0
+        self._objects: set[str] = set()
+        #: Each object table as last handed over.
+        self._latest: dict = {}
         self._renewed: int | None = None  # the trace time of the last `_renew`
         #: The first event's time (the trace's start, as `roscope stats` counts it).
         self.first: int | None = None
@@ -133,45 +118,74 @@ class LiveWindows:
         return con
 
     def _renew(self) -> None:
-        """Moves the records held into a fresh DuckDB instance and closes the old one
-        (and the flow database, made again at the next search): what DuckDB kept of
-        deleted rows goes with it."""
+        """Moves the records held into a fresh DuckDB instance and closes the old one:
+        what DuckDB kept of deleted rows goes with it."""
         old, con = self.con, self._new_con()
         for name in self._tables:
             con.from_arrow(_Stream(old.sql(f'SELECT * FROM "{name}"'))).insert_into(name)
         self.con = con
         self.db = Database(con, ":memory:", meta={"live": True})
         old.close()
-        if self._fdb is not None:
-            self._fdb.con.close()
-            self._fdb, self.fdb, self._fdb_objects = None, None, -1
+
+    def _flush(self, records: dict, objects: set) -> None:
+        """Objects that changed (their names) and records handed over (by table), into the
+        database: each object table written again as it is now, each instance table's chunks in one insert
+        (`_core.ArrowTable.concat`: no copy). The caller holds `lock`."""
+        for name in objects:   # the latest of each (a later flush may have written it already)
+            self.con.execute(f'DELETE FROM "{name}"').fetchall()
+            self.con.from_arrow(self._latest[name]).insert_into(name)
+        for name, tbls in records.items():
+            self.con.from_arrow(_core.ArrowTable.concat(tbls)).insert_into(name)
+
+    def _flush_pending(self) -> None:
+        with self.lock:
+            self._flush(self._pending, self._objects)
+        self._pending, self._objects, self._pending_chunks = {}, set(), 0
+
+    def _database(self) -> Database:
+        """The database with everything handed over so far (callback labels, for a watched
+        path's --exclude)."""
+        self._flush_pending()
+        return self.db
 
     def _put(self, chunks) -> None:
+        """Records handed over by the core: to the database at the next flush, and to the
+        watched paths' searches."""
         for name, tbl in chunks:
-            self.con.from_arrow(tbl).insert_into(name)
+            if tbl.num_rows:
+                self._pending.setdefault(name, []).append(tbl)
+        if self.paths:
+            self.flows.add(chunks)
+        self._pending_chunks += 1
+        if self._pending_chunks >= PENDING_CHUNKS:
+            self._flush_pending()
+
+    def _threads_range(self, i: int) -> int | None:
+        """The least first event (i=0) or the greatest last event (i=1) of the threads known."""
+        if "threads" not in self._latest:
+            return None
+        got = [r[0] for r in _core.table_rows(self._latest["threads"], ["first_ts" if i == 0 else "last_ts"]) if r[0] is not None]
+        return (min(got) if i == 0 else max(got)) if got else None
 
     def feed(self, chunk_dir: str, upto: int | None = None, after: list | None = None) -> None:
         """Reads one archived chunk (a trace directory); a live source's mini chunk only up
         to `upto`, and its stream files in `after` after their time (`_core.LiveModel.feed`)."""
         chunks, last, discarded, packets = self.model.feed([chunk_dir], upto, after)
         self._put(chunks)
-        # The objects known so far replace the previous ones (a few rows per object), where
-        # they changed.
-        for name, tbl in self.model.objects():
-            rows = self.con.from_arrow(tbl).fetchall()  # a few rows per object
-            if name in self._objects and self._objects[name] == rows:
-                continue
-            self._objects[name] = rows
-            self._objects_version += 1
-            self.con.execute(f'DELETE FROM "{name}"').fetchall()
-            self.con.from_arrow(tbl).insert_into(name)
+        # The objects that changed (a few rows per object) replace the previous ones.
+        changed = self.model.changed_objects()
+        for name, tbl in changed:
+            self._latest[name] = tbl
+            self._objects.add(name)
+        if self.paths:
+            self.flows.objects(changed)
         self.lost_events += discarded
         self.lost_packets += packets
         if last is not None:
             if discarded or packets:
                 self.lost_in_window.append((last, discarded))
             if self.first is None:
-                self.first = self.con.execute("SELECT min(first_ts) FROM threads").fetchall()[0][0]
+                self.first = self._threads_range(0)
             self.complete_until = last - 2 * HOLD_NS
 
     @property
@@ -183,7 +197,7 @@ class LiveWindows:
         """After the last chunk: everything the core still held."""
         self._put(self.model.close())
         if self.first is not None:
-            self.complete_until = self.con.execute("SELECT max(last_ts) FROM threads").fetchall()[0][0] + 1
+            self.complete_until = self._threads_range(1) + 1
 
     def ready(self, final: bool = False) -> list[tuple[int, int]]:
         """The windows (start, end) not given yet whose records are all in: one ending
@@ -209,129 +223,89 @@ class LiveWindows:
         return self.windows(final), alerts
 
     def check(self, on_alert=None) -> list[dict]:
-        """The deadline misses of the flows that ended since the last check (`_misses`),
-        found by a search of the paths with a deadline over the records of the last
-        `REACH_NS` before those flows only (work that does not grow with the window);
-        they go to `on_alert` (a list) at once."""
+        """The deadline misses of the flows that ended since the last check: the watched
+        paths' flows of the outputs published since then are searched (over the records
+        of the last `REACH_NS` before them: `roscope.live_flows`) and kept for the
+        windows; the misses go to `on_alert` (a list) at once."""
         alerts: list[dict] = []
         if not self.paths or self.complete_until is None or self.first is None:
             return alerts
         since = self.checked_until if self.checked_until is not None else self.first
-        watched = [p for p in self.paths if p.deadline_ns is not None]
-        if watched and since < self.complete_until:
-            self.fdb = self._flow_db(since - REACH_NS)
-            for p in watched:
-                if self._search(p):
-                    alerts += self._misses(p, since, self.complete_until)
+        if since < self.complete_until:
+            alerts = self.flows.check(since, self.complete_until, self.first)
             if alerts and on_alert is not None:
                 on_alert(alerts)
         self.checked_until = self.complete_until
         return alerts
 
     def windows(self, final: bool = False) -> list[dict]:
-        """The windows now complete (`ready`), each with its statistics (`window_stats`)
-        and its paths' entries (a search over every record held); then the records no
-        later window counts leave (`prune`)."""
+        """The windows now complete (`ready`), each with its statistics and its paths'
+        entries (`take_windows`, then `window_stats_of`)."""
+        return self.window_stats_of(self.take_windows(final))
+
+    def take_windows(self, final: bool = False) -> dict | None:
+        """What the windows now complete (`ready`) are computed from, or None: their
+        bounds, their paths' entries (from the flows the checks found: `check` first),
+        the records and objects not in the database yet, the lost events; the flows no
+        later window counts leave. `window_stats_of` computes them, on another thread if
+        need be: the database is its alone (`lock`)."""
         bounds = self.ready(final)
         if not bounds:   # nothing to show, and nothing more to prune than at the last window
+            return None
+        entries = self.flows.entries(bounds) if self.paths else {}
+        keep = self.next_end - self.window_ns
+        self.flows.prune(keep)
+        job = {"bounds": bounds, "entries": entries, "keep": keep, "next_end": self.next_end,
+               "records": self._pending, "objects": self._objects,
+               "lost": (list(self.lost_in_window), self.lost_events, self.lost_packets)}
+        self._pending, self._objects, self._pending_chunks = {}, set(), 0
+        self.lost_in_window = [x for x in self.lost_in_window if x[0] >= keep]
+        return job
+
+    def window_stats_of(self, job: dict | None) -> list[dict]:
+        """The windows of `take_windows`: their records into the database, each window's
+        statistics (`window_stats`) with its paths' entries; then the records no later
+        window counts leave (`prune`)."""
+        if job is None:
             return []
-        entries: dict[int, list] = {}
-        if self.paths and bounds:
-            self.fdb = self._flow_db(None)
-            for k, p in enumerate(self.paths):
-                if self._search(p):
-                    entries[k] = [self._path_entry(p, lo, hi) for lo, hi in bounds]
-        out = []
-        for i, (lo, hi) in enumerate(bounds):
-            w = self.window_stats(lo, hi)
-            w["paths"] = [entries[k][i] for k in sorted(entries)]
-            out.append(w)
-        self.prune()
+        with self.lock:
+            self._flush(job["records"], job["objects"])
+            out = []
+            for i, (lo, hi) in enumerate(job["bounds"]):
+                w = self.window_stats(lo, hi, job["lost"])
+                w["paths"] = [job["entries"][k][i] for k in sorted(job["entries"])]
+                out.append(w)
+            self.prune(job["keep"], job["next_end"])
         return out
 
-    def _search(self, p: WatchedPath) -> bool:
-        """The data flows of `p` over the records in `self.fdb` (False: its topics not
-        seen yet). Any other error (a bad regex: `WatchedPath` compiles them first) is
-        the user's and ends the watch."""
-        try:
-            data_flows(self.fdb, p.request)
-        except NoTopicMatch:
-            return False
-        return True
-
-    def _flow_db(self, since: int | None) -> Database:
-        """The records held (those from `since` on, with it), in a database of their own
-        with dense ids (the flow's model wants ids 0..n; the window's records are a run of
-        ids, with gaps where the core still holds a record): the same records, times and
-        objects, ids renumbered. Made once, refilled at each search; its objects are
-        written again only when they changed."""
-        con = self.con
-        for name, (table, col, ts) in {"_rm": ("callback_runs", "run_id", "start_ts"),
-                                       "_pm": ("publications", "publication_id", "ts"),
-                                       "_tm": ("takes", "take_id", "ts")}.items():
-            con.execute(f'CREATE OR REPLACE TEMP TABLE {name} AS SELECT {col}, row_number() OVER (ORDER BY {col}) - 1 '
-                        f'AS nid FROM "{table}" WHERE {ts} >= {int(since) if since is not None else -_END}').fetchall()
-        if self._fdb is None:
-            self._fdb = Database(self._new_con(), ":memory:", meta={"live": True})
-        fcon = self._fdb.con
-        objects = self._fdb_objects != self._objects_version
-        self._fdb_objects = self._objects_version
-        for name in self._tables:
-            if name in _DENSE or (objects and name in self._objects):
-                fcon.execute(f'DELETE FROM "{name}"').fetchall()
-                fcon.from_arrow(_Stream(con.sql(_DENSE.get(name, f'SELECT * FROM "{name}"')))).insert_into(name)
-        return self._fdb
-
-    def _path_entry(self, p: WatchedPath, lo: int, hi: int) -> dict:
-        rows = path_stats(self.fdb, (lo, hi))
-        out = {"path": p.name, "deadline_ns": p.deadline_ns, "routes": []}
-        for r in rows:
-            lat = r["latency"]
-            misses = None if p.deadline_ns is None else self.fdb.con.execute(
-                "SELECT count(*) FROM data_flows d JOIN paths q USING (path_id) WHERE q.path = ? AND d.end_ts >= ? "
-                "AND d.end_ts < ? AND d.latency_ns > ?", [r["path"], lo, hi, p.deadline_ns]).fetchall()[0][0]
-            out["routes"].append({"route": r["path"], "flows": r["flows"], "p50_ns": lat["p50_ns"], "p99_ns": lat["p99_ns"],
-                                  "max_ns": lat["max_ns"], "misses": misses})
-        return out
-
-    def _misses(self, p: WatchedPath, lo: int, hi: int) -> list[dict]:
-        """The flows of `p` that ended in [lo, hi) later than its deadline, oldest first."""
-        rows = self.fdb.con.execute(
-            "SELECT d.start_ts, d.end_ts, d.latency_ns, q.path, d.output_publication_id FROM data_flows d "
-            "JOIN paths q USING (path_id) WHERE d.end_ts >= ? AND d.end_ts < ? AND d.latency_ns > ? ORDER BY d.end_ts",
-            [lo, hi, p.deadline_ns]).fetchall()
-        return [{"path": p.name, "deadline_ns": p.deadline_ns, "start_ns": a, "end_ns": b, "latency_ns": n, "route": r,
-                 "end_s": (b - self.first) / 1e9} for a, b, n, r, _o in rows]
-
-    def window_stats(self, lo: int, hi: int) -> dict:
+    def window_stats(self, lo: int, hi: int, lost: tuple | None = None) -> dict:
         """The statistics of the window [lo, hi): per callback, per topic, lost events
-        (and per watched path, filled by `step`)."""
+        (`lost`: as `take_windows` saw them; else now) (and per watched path, filled by
+        `window_stats_of`)."""
         w = (lo, hi)
+        lost_in_window, lost_events, lost_packets = lost or (self.lost_in_window, self.lost_events, self.lost_packets)
         return {
             "window": {"start_ns": lo, "end_ns": hi, "start_s": (lo - self.first) / 1e9, "end_s": (hi - self.first) / 1e9,
                        "stats_window": f"{_seconds(lo - self.first)}:{_seconds(hi - self.first)}"},
             "callbacks": stats.callbacks(self.db, w),
             "topics": [t for t in stats.topics(self.db, w) if t["publications"] or t["takes"]],
-            "lost_events": sum(n for t, n in self.lost_in_window if lo <= t < hi + 2 * HOLD_NS),
-            "lost_events_total": self.lost_events,
-            "packets_lost_total": self.lost_packets,
+            "lost_events": sum(n for t, n in lost_in_window if lo <= t < hi + 2 * HOLD_NS),
+            "lost_events_total": lost_events,
+            "packets_lost_total": lost_packets,
             "paths": [],
         }
 
-    def prune(self) -> None:
-        """Drops the records no later window will count (memory bounded by the window)."""
-        if self.next_end is None:
-            return
-        keep = self.next_end - self.window_ns - (REACH_NS if self.paths else 0)
+    def prune(self, keep: int, next_end: int) -> None:
+        """Drops the records that start before `keep` (no later window counts them: memory
+        bounded by the window); every `RENEW_NS` of trace the database is made afresh."""
         for name, col in INSTANCES.items():
             if col is not None:
                 self.con.execute(f'DELETE FROM "{name}" WHERE "{col}" < ?', [keep - 2 * HOLD_NS]).fetchall()
         self.con.execute("DELETE FROM links WHERE publication_id NOT IN (SELECT publication_id FROM publications)").fetchall()
-        self.lost_in_window = [x for x in self.lost_in_window if x[0] >= keep]
         if self._renewed is None:
-            self._renewed = self.next_end
-        elif self.next_end - self._renewed >= RENEW_NS:
-            self._renewed = self.next_end
+            self._renewed = next_end
+        elif next_end - self._renewed >= RENEW_NS:
+            self._renewed = next_end
             self._renew()
 
 

@@ -17,6 +17,7 @@ complete trace that `roscope load` reads.
 """
 from __future__ import annotations
 
+import queue
 import shutil
 import signal
 import sys
@@ -30,7 +31,7 @@ from roscope.alerts import EXIT_MISSED, OnMiss
 from roscope.live import LiveWindows, WatchedPath
 from roscope.loading import record_ids
 from roscope.processes import group
-from roscope.record.options import DEFAULT_EVENTS, RecordOptions
+from roscope.record.options import DEFAULT_EVENTS, RecordError, RecordOptions
 from roscope.record.session import Recording
 
 #: The channel's monitor timer under watch (us): a rotation completes within about this
@@ -112,6 +113,15 @@ class Watch:
         self.windows = 0
         self._mtime: int | None = None   # the archive directory's, at the last listing
         self._listed = 0.0               # time.monotonic() of the last listing
+        #: The windows' statistics are computed on a thread of their own (`_windows_thread`),
+        #: so that they never hold up the next chunk's check; what it and the loop tell goes
+        #: out under one lock, a line at a time.
+        self._jobs: queue.Queue = queue.Queue()
+        self._worker: threading.Thread | None = None
+        self._worker_error: BaseException | None = None
+        #: The live source's relay failed (told once: the end is not read from it).
+        self._relay_failed = False
+        self._out = threading.Lock()
 
     def _read_new(self, force: bool = False) -> None:
         """Feeds the chunks archived since the last look and checks the deadlines at
@@ -140,7 +150,11 @@ class Watch:
         """Feeds what the live client has complete (a mini chunk) and checks the deadlines;
         returns whether the session's every stream ended."""
         d = self._mini / str(self._n)
-        packets, _bytes, ended, upto, after = self.client.poll(str(d))
+        try:
+            packets, _bytes, ended, upto, after = self.client.poll(str(d))
+        except _core.TraceError as e:   # the relay's connection failed: say whether it died, and where its log is
+            self._relay_failed = True
+            raise RecordError(self.rec.relay.failure(str(e))) from None
         if packets:
             self._n += 1
             try:
@@ -156,8 +170,11 @@ class Watch:
         parent = "/dev/shm" if Path("/dev/shm").is_dir() else files.temp_root()
         files.sweep_private_dirs(parent, "roscope-live-", 60.0)  # those of a watch that was killed
         self._mini = Path(files.private_dir(parent, "roscope-live-"))
-        self.client = _core.LiveClient(self.rec.relay.viewer_addr)
-        self.client.attach(self.rec.name, ATTACH_S)
+        try:
+            self.client = _core.LiveClient(self.rec.relay.viewer_addr)
+            self.client.attach(self.rec.name, ATTACH_S)
+        except _core.TraceError as e:
+            raise RecordError(self.rec.relay.failure(str(e))) from None
 
     def _archive_changed(self) -> bool:
         """Whether a chunk may have been archived since the last listing: the archive
@@ -175,31 +192,65 @@ class Watch:
         return True
 
     def _show(self, final: bool) -> None:
+        """The windows now complete: handed to the windows' thread; with `final`, after
+        the last check and every window before, the last ones here."""
         if final:
             self.live.check(self._alert)
-        for w in self.live.windows(final):
-            self.show(w)
-            self.windows += 1
+            self._stop_windows()
+            self._tell(self.live.windows(True))
+            return
+        job = self.live.take_windows(False)
+        if job is None:
+            return
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._windows_thread, name="roscope-watch-windows", daemon=True)
+            self._worker.start()
+        self._jobs.put(job)
+
+    def _windows_thread(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                if self._worker_error is None:
+                    self._tell(self.live.window_stats_of(job))
+            except BaseException as e:   # told by the loop (`_loop`), which ends the watch
+                self._worker_error = e
+
+    def _stop_windows(self) -> None:
+        """Waits for the windows' thread to compute what it was given, and ends it."""
+        if self._worker is not None:
+            self._jobs.put(None)
+            self._worker.join()
+            self._worker = None
+        if self._worker_error is not None:
+            e, self._worker_error = self._worker_error, None
+            raise e
+
+    def _tell(self, windows: list[dict]) -> None:
+        with self._out:
+            for w in windows:
+                self.show(w)
+                self.windows += 1
 
     def _alert(self, misses: list[dict]) -> None:
         """The deadline misses of one check, told at once: every line first, then their
         --on-miss commands (starting one takes longer than printing a line)."""
-        for a in misses:
-            # when it was told (CLOCK_MONOTONIC: LTTng's clock, the trace's times)
-            a["alerted_ns"] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-            self.misses += 1
-            if self.alert is not None:
-                self.alert({"alert": "deadline_miss", **a})
-            self.on_miss.tell(a)
+        with self._out:
+            for a in misses:
+                # when it was told (CLOCK_MONOTONIC: LTTng's clock, the trace's times)
+                a["alerted_ns"] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+                self.misses += 1
+                if self.alert is not None:
+                    self.alert({"alert": "deadline_miss", **a})
+                self.on_miss.tell(a)
         for a in misses:
             self.on_miss(a, self.rec.out)
 
     def _last_chunks(self) -> dict:
         """After the session's end: the chunks not read yet, then every event read and
         lost (LTTng's counters) for the manifest."""
-        if self.client is not None:   # the session is destroyed: the relay hands over its end
+        if self.client is not None:   # the session is destroyed: the relay hands over its end (if it still runs)
             t0 = time.monotonic()
-            while not self._read_live():
+            while not self._relay_failed and not self._read_live():
                 if time.monotonic() - t0 > END_S:
                     print(f"roscope: warning: the relay did not hand over the session's end within {END_S:g} s",
                           file=sys.stderr)
@@ -243,9 +294,11 @@ class Watch:
             self.result["interrupted"] = interrupted or bool(rec.interrupted)
             # destroys the session (the last chunk is archived), then reads the rest: the
             # manifest's counts are watch's own (no second pass over the trace)
-            rec.finish(self.result, counts=self._last_chunks if self.live is not None else None)
-            if self._mini is not None:
-                files.remove_private_dir(str(self._mini))
+            try:
+                rec.finish(self.result, counts=self._last_chunks if self.live is not None else None)
+            finally:
+                if self._mini is not None:
+                    files.remove_private_dir(str(self._mini))
         if self.live is None:   # interrupted before the first chunk
             print(f"roscope: trace written to {rec.out} (interrupted at its start)", file=sys.stderr)
             return 130
@@ -265,6 +318,8 @@ class Watch:
         interrupted = False
         while True:
             self._read_new()
+            if self._worker_error is not None:
+                self._stop_windows()
             rec.serve_snapshots()
             if waiter is not None and not waiter.is_alive():
                 return interrupted

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import signal
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -81,6 +82,23 @@ class Relay:
             group.stop(self.proc, 1.0)
             self.proc = None
         raise RecordError(f"could not start lttng-relayd ({why}; see {self.out / 'relayd.log'})")
+
+    def failure(self, error: str) -> str:
+        """What to tell when the connection to the relay's viewer port failed (`error`):
+        whether the relay died (its exit status), and where its log is."""
+        log = self.out / "relayd.log"
+        p = self.proc
+        if p is not None:
+            try:   # a relay that died closes its sockets just before it can be reaped
+                p.popen.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                pass
+        if p is not None and not p.alive():
+            rc = p.popen.poll()
+            how = f"was killed by signal {-rc}" if rc is not None and rc < 0 else f"exited with status {rc}"
+            return (f"lttng-relayd (pid {p.popen.pid}, viewer port {self.viewer_addr}) {how} while the live session "
+                    f"was read; the trace up to then is in {self.out}; see {log}")
+        return f"lost the connection to lttng-relayd at {self.viewer_addr} ({error}); see {log}"
 
     def stop(self) -> None:
         """Stops the relay (once the session was destroyed and its viewer read the end)."""
