@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 
@@ -22,7 +23,7 @@ import bt2
 import pytest
 from roscope import _core
 from roscope.record import lttng
-from roscope.record.relay import Relay
+from roscope.record.relay import Relay, is_relay_of
 
 from tests.support.oracle import find_traces
 
@@ -136,3 +137,39 @@ def test_rotation_source_alerts_for_exactly_the_slowed_flows(lttng_ready, roscop
     assert m["state"] == "complete" and m["options"]["rotate_us"] == 250_000 and m["options"]["live_timer_us"] is None
     assert n > 1000 and m["events_recorded"] == n
     assert m["events_discarded"] == 0 and m["packets_lost"] == 0
+
+
+@pytest.mark.lttng
+def test_relay_death_ends_the_watch_with_a_clear_error(lttng_ready, roscope_cmd, tmp_path):
+    """The live source's relay killed (SIGKILL) while watch reads it: watch stops at once with
+    exit 1 and one line naming the relay (its pid, how it ended) and its log, not the core's
+    socket error; its session is destroyed. ~5 s."""
+    out = tmp_path / "trace"
+    p = subprocess.Popen([*roscope_cmd, "watch", "--json", "-o", str(out), "--", "sleep", "60"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    relay, deadline = None, time.monotonic() + 60
+    while relay is None and time.monotonic() < deadline and p.poll() is None:
+        relay = next((pid for pid, argv in _processes() if is_relay_of(out)(argv)), None)
+        time.sleep(0.1)
+    assert relay is not None, p.stderr.read() if p.poll() is not None else "no relay"
+    time.sleep(2)   # reading the session
+    os.kill(relay, signal.SIGKILL)
+    _out, err = p.communicate(timeout=60)
+    assert p.returncode == 1, err
+    lines = [x for x in err.splitlines() if x.startswith("roscope: error:")]
+    assert len(lines) == 1 and "warning" not in err, err
+    assert f"lttng-relayd (pid {relay}, viewer port 127.0.0.1:" in lines[0], err
+    assert "was killed by signal 9" in lines[0] and str(out / "relayd.log") in lines[0], err
+    session = err.split("recording session ", 1)[1].split()[0]
+    assert session not in lttng.lttng_sessions()
+
+
+def _processes():
+    """(pid, argv) of every process readable in /proc."""
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    yield int(d), [a.decode(errors="replace") for a in f.read().split(b"\0")[:-1]]
+            except OSError:
+                continue
