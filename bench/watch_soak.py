@@ -2,16 +2,22 @@
 """Soak of `roscope watch` (docs/watch.md, "Soak"): --duration seconds (default 1800) of
 the real ROS 1 example examples/ros1_pipeline plus tests/fixtures fx_emit emitting R
 roscope_fx:tick events per second (default 50,000, paced every ms), both under one
-`roscope watch --json --event roscope_fx:*` in command mode.
+`roscope watch --json --event roscope_fx:* --deadline DEADLINE` in command mode. With a
+deadline (default '^/lidar$->^/lidar_filtered$=1', and the example's filter made to spin
+--slow-ms ms longer in every run, PIPELINE_SLOW: every flow of that path misses, ~20 a
+second) each alert's latency is its `alerted_ns` minus its flow's end (`end_ns`: the late
+output's publication, CLOCK_MONOTONIC as the trace); --deadline '' watches no path.
 
 Every 10 s it samples the watch process's RSS (/proc/PID/status VmRSS) and CPU time
 (utime + stime of /proc/PID/stat); at the end it reports: RSS at 60 s, the lowest and
-highest after 60 s and the spread relative to the 60 s value; CPU per second of run
-(percent of one core), overall and after 60 s; the windows printed; events lost as
-LTTng counted them (the last window's lost_events_total), and the emitted count.
+highest after 60 s and the spread relative to the 60 s value, and per minute; CPU per second
+of run (percent of one core), overall and after 60 s; the windows printed; events lost as
+LTTng counted them (the last window's lost_events_total), and the emitted count; the alerts'
+latency (p50, p99, max) per minute of run and over it (those told after --duration, once the
+command ended, apart), and their count.
 Results into bench/results/watch_soak.json.
 
-    PYTHONPATH=python python3 bench/watch_soak.py [--duration 1800] [--rate 50000]
+    PYTHONPATH=python python3 bench/watch_soak.py [--duration 1800] [--rate 50000] [--deadline D] [--slow-ms 2]
 """
 from __future__ import annotations
 
@@ -40,10 +46,23 @@ def sample(pid: int) -> tuple[int, float]:
     return rss, (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def _stats(xs: list[float]) -> dict:
+    """n, p50, p99, max of latencies (nearest rank)."""
+    if not xs:
+        return {"n": 0}
+    xs = sorted(xs)
+
+    def q(f: float) -> float:
+        return round(xs[min(len(xs) - 1, round(f * (len(xs) - 1)))], 1)
+    return {"n": len(xs), "p50": q(0.5), "p99": q(0.99), "max": round(xs[-1], 1)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--duration", type=int, default=1800)
     ap.add_argument("--rate", type=int, default=50_000)
+    ap.add_argument("--deadline", default="^/lidar$->^/lidar_filtered$=1", help="a watched deadline ('': none)")
+    ap.add_argument("--slow-ms", type=int, default=2, help="the example's filter spins this much longer per run")
     a = ap.parse_args()
     subprocess.run(["make", "-s", "-C", os.path.join(REPO, "tests", "fixtures")], check=True)
     subprocess.run(["make", "-s", "-C", os.path.dirname(SYSTEM)], check=True)
@@ -51,20 +70,27 @@ def main() -> None:
     out = os.path.join(work, "trace")
     # A fixed script (no data in it): the example in the background, the emitter in front.
     script = '"$1" -d "$2" -g "$3" & "$4" rate "$5" "$2"; wait'
-    cmd = [sys.executable, "-m", "roscope", "watch", "--json", "--event", "roscope_fx:*", "-o", out, "--",
+    deadline = ["--deadline", a.deadline] if a.deadline else []
+    cmd = [sys.executable, "-m", "roscope", "watch", "--json", "--event", "roscope_fx:*", *deadline, "-o", out, "--",
            "bash", "-c", script, "soak", SYSTEM, str(a.duration), os.path.join(work, "gt"), EMIT, str(a.rate)]
     env = {**os.environ, "PYTHONPATH": os.path.join(REPO, "python")}
+    if a.deadline and a.slow_ms:
+        env["PIPELINE_SLOW"] = f"filter.onLidar:{a.slow_ms}"
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(os.path.join(work, "watch.err"), "w"), env=env)
     lines: list[dict] = []
+    alerts: list[tuple[float, float]] = []   # (s of run when told, latency ms from the flow's end)
 
     def read():
         for line in p.stdout:
             d = json.loads(line)
+            if d.get("alert"):
+                alerts.append((time.monotonic() - t0, (d["alerted_ns"] - d["end_ns"]) / 1e6))
+                continue
             lines.append({"end_s": d["window"]["end_s"], "lost": d["lost_events_total"],
                           "packets_lost": d["packets_lost_total"], "callbacks": len(d["callbacks"])})
+    t0 = time.monotonic()
     th = threading.Thread(target=read, daemon=True)
     th.start()
-    t0 = time.monotonic()
     samples = []
     while p.poll() is None:
         try:
@@ -88,6 +114,14 @@ def main() -> None:
         "lost_events_total": lines[-1]["lost"] if lines else None,
         "packets_lost_total": lines[-1]["packets_lost"] if lines else None,
         "emitted_fx_events": a.rate * a.duration, "load_average": os.getloadavg(), "work_dir": work,
+        "rss_mib_per_minute": [round(s[1] / 1024, 1) for s in samples if s[0] >= 60 and int(s[0]) % 60 < 10],
+        # while the command ran (told within --duration of watch's start); those told after it
+        # ended (the session's end read back from the relay) apart
+        "alerts": len(alerts), "alert_latency_ms": _stats([x for t, x in alerts if t < a.duration]),
+        "alert_latency_ms_per_minute": [{"minute": m + 1, **_stats([x for t, x in alerts if m * 60 <= t < (m + 1) * 60])}
+                                        for m in range(a.duration // 60)],
+        "alert_latency_ms_after_duration": _stats([x for t, x in alerts if t >= a.duration]),
+        "alerts_over_1s": [(round(t, 1), round(x, 1)) for t, x in alerts if x > 1000],
         "samples": samples,
     }
     os.makedirs(os.path.join(BENCH, "results"), exist_ok=True)
