@@ -158,19 +158,30 @@ def data_flows(db: Database, request: FlowRequest | str, to_re: str | None = Non
         return _search(db, req, ctx)
 
 
-def _search(db: Database, req: FlowRequest, ctx: FlowContext | None) -> DataFlows:
-    """`data_flows` of `req`."""
-    per_slice = req.slice_publications
-    in_slices = ctx is None and per_slice is not None and sliced(db, per_slice)
-    if in_slices:
-        ctx = FlowContext(slice_model(db, 0, 0, 0, 0))  # callbacks and topics only
-    ctx = ctx or context(db)
+@dataclass
+class SearchSetup:
+    """What the core's search of one request runs with over a model (`search_setup`):
+    its options, the topic masks, the topics and callbacks --exclude removes (masks, and
+    what they are) and the dependency file's match."""
+
+    options: _core.SearchOptions
+    is_in: list[bool]
+    is_out: list[bool]
+    ex_t: list[bool] | None
+    ex_c: list[bool] | None
+    excluded: dict
+    deps_report: dict | None
+
+
+def search_setup(db: Database | None, ctx: FlowContext, req: FlowRequest) -> SearchSetup:
+    """The core's options for `req` over the topics and callbacks of `ctx`. NoTopicMatch when
+    --from or --to matches none of the topics (a mistake; a trace without topics simply has
+    no data flows). `db` (its callbacks' labels, a dependency file's match) is read only
+    for --exclude and --deps: None without them."""
     topics = ctx.topics
     is_in = _topic_mask(topics, req.from_re, "--from")
     is_out = _topic_mask(topics, req.to_re, "--to")
     shown = ", ".join(topics[:20]) + (", ..." if len(topics) > 20 else "")
-    # A regex that matches none of the topics is a mistake; a trace without topics
-    # (nothing ROS-related) simply has no data flows.
     if topics and not any(is_in):
         raise NoTopicMatch(f"no topic matches --from {req.from_re!r} (topics: {shown})")
     if topics and not any(is_out):
@@ -182,6 +193,20 @@ def _search(db: Database, req: FlowRequest, ctx: FlowContext | None) -> DataFlow
         max_flows_per_output=req.max_flows_per_output, max_flows=req.max_flows, all_paths=req.all_paths,
         all_steps=req.all_steps, excluded_topics=ex_t, excluded_callbacks=ex_c, deps=edges,
         deps_callbacks=deps_callbacks, deps_unseen=deps_unseen, drop_uncertain=req.uncertain == "drop")
+    return SearchSetup(options, is_in, is_out, ex_t, ex_c, excluded, deps_report)
+
+
+def _search(db: Database, req: FlowRequest, ctx: FlowContext | None) -> DataFlows:
+    """`data_flows` of `req`."""
+    per_slice = req.slice_publications
+    in_slices = ctx is None and per_slice is not None and sliced(db, per_slice)
+    if in_slices:
+        ctx = FlowContext(slice_model(db, 0, 0, 0, 0))  # callbacks and topics only
+    ctx = ctx or context(db)
+    topics = ctx.topics
+    setup = search_setup(db, ctx, req)
+    options, is_in, is_out, ex_t, ex_c = setup.options, setup.is_in, setup.is_out, setup.ex_t, setup.ex_c
+    excluded, deps_report = setup.excluded, setup.deps_report
     meter = _core.Meter()
     _show_progress(db, req, topics, is_in, is_out, ex_t, ex_c, meter)
     with Appender(db, FLOW_TABLES, req.store) as out:
