@@ -17,7 +17,7 @@ import threading
 
 import duckdb
 
-from roscope import _core, memory, regex, stats
+from roscope import _core, memory, percentiles, regex, stats
 from roscope.database import Database, columns_sql, create_views
 from roscope.flow import FlowRequest
 from roscope.live_flows import REACH_NS, LiveFlows
@@ -273,10 +273,25 @@ class LiveWindows:
             out = []
             for i, (lo, hi) in enumerate(job["bounds"]):
                 w = self.window_stats(lo, hi, job["lost"])
-                w["paths"] = [job["entries"][k][i] for k in sorted(job["entries"])]
+                w["paths"] = [self._path_entry(job["entries"][k][i]) for k in sorted(job["entries"])]
                 out.append(w)
             self.prune(job["keep"], job["next_end"])
         return out
+
+    def _path_entry(self, entry: dict) -> dict:
+        """A path's entry in a window (`LiveFlows.entries`: per route, the latencies of its
+        flows in the window) with p50/p99/max of each route's latencies as `path_stats`
+        computes them over a window (`percentiles.aggregates`: DuckDB's exact percentiles)."""
+        routes = entry["routes"]
+        if routes:
+            ids = [i for i, r in enumerate(routes) for _x in r["latencies"]]
+            xs = [x for r in routes for x in r["latencies"]]
+            got = {r["i"]: r for r in self.db.records(
+                f"SELECT i, {percentiles.aggregates('x', quartiles=True)} FROM "
+                "(SELECT unnest($i::BIGINT[]) AS i, unnest($x::BIGINT[]) AS x) GROUP BY i", {"i": ids, "x": xs})}
+        rows = [{"route": r["route"], "flows": r["flows"], "p50_ns": got[i]["p50_ns"], "p99_ns": got[i]["p99_ns"],
+                 "max_ns": got[i]["max_ns"], "misses": r["misses"]} for i, r in enumerate(routes)]
+        return {"path": entry["path"], "deadline_ns": entry["deadline_ns"], "routes": rows}
 
     def window_stats(self, lo: int, hi: int, lost: tuple | None = None) -> dict:
         """The statistics of the window [lo, hi): per callback, per topic, lost events

@@ -13,18 +13,17 @@ record held that keeps the flows ending in [since, until), at a cost that follow
 new outputs, not the window. A check in which no publisher of a path's --to topics
 published builds no model. The flows found are kept (their route, times and latency:
 a few per output message) until `prune`; each window's path entries come from them
-(`entries`: per route, the flows ending in the window, p50/p99/max of their latency as
-`roscope flow --window` computes them, misses) without searching again.
+(`entries`: per route, the latencies of the flows ending in the window, and misses)
+without searching again.
 """
 from __future__ import annotations
 
-import math
 from bisect import bisect_left
 
 from roscope import _core, regex
-from roscope.flow.search import _deps_edges, _exclusions
+from roscope.errors import NoTopicMatch
+from roscope.flow.search import search_setup
 from roscope.flow.slices import FlowContext
-from roscope.percentiles import _interpolate
 
 #: How far before the first output a check searches reaches (ns): a flow that ends in
 #: the check's range and started up to this much earlier is found whole (a longer one
@@ -39,16 +38,6 @@ _ALL = -(2**63)
 _NONE = 2**63 - 1
 #: The columns of a search's `data_flows` and `paths` a watch keeps.
 _FLOW_COLUMNS = ["path_id", "start_ts", "end_ts", "latency_ns"]
-
-
-def percentile(xs: list[int], f: float) -> float | None:
-    """The f-th quantile of the sorted integers `xs`, as `roscope.percentiles` (DuckDB's
-    `quantile_cont`) computes it, to the bit."""
-    if not xs:
-        return None
-    p = (len(xs) - 1) * f
-    lo, hi = math.floor(p), math.ceil(p)
-    return float(xs[lo]) if lo == hi else _interpolate(xs[lo], xs[hi], p - lo)
 
 
 class LiveFlows:
@@ -131,20 +120,11 @@ class LiveFlows:
         `req` for the outputs in [since, until), or None when its topics are not seen yet.
         As `roscope.flow.data_flows` runs one request (the same options, races,
         dependency file), over the model whole."""
-        topics = ctx.topics
-        is_in = regex.compile(req.from_re, "--from").mask(topics)
-        is_out = regex.compile(req.to_re, "--to").mask(topics)
-        if topics and (not any(is_in) or not any(is_out)):
+        try:
+            setup = search_setup(self._db() if req.exclude or req.deps is not None else None, ctx, req)
+        except NoTopicMatch:
             return None
-        db = self._db() if req.exclude or req.deps is not None else None
-        ex_t, ex_c, _excluded = _exclusions(db, ctx, req.exclude)
-        edges, _report, deps_callbacks, deps_unseen = _deps_edges(db, req.deps)
-        options = _core.SearchOptions(
-            is_input=is_in, is_output=is_out, implicit=req.implicit, fallback=req.fallback, exact_links=req.exact_links,
-            max_flows_per_output=req.max_flows_per_output, max_flows=req.max_flows, all_paths=req.all_paths,
-            all_steps=req.all_steps, excluded_topics=ex_t, excluded_callbacks=ex_c, deps=edges,
-            deps_callbacks=deps_callbacks, deps_unseen=deps_unseen, drop_uncertain=req.uncertain == "drop")
-        search = _core.FlowSearch(ctx.model, options, None)
+        search = _core.FlowSearch(ctx.model, setup.options, None)
         if req.implicit != "none" and "callbacks" in self._objects:   # races matter on intra-node edges only
             for runs in self.input.races(self._objects["callbacks"]):
                 search.add_overlaps(runs)
@@ -170,9 +150,9 @@ class LiveFlows:
 
     def entries(self, bounds: list[tuple[int, int]]) -> dict[int, list[dict]]:
         """Per path whose topics are seen, its entry in each window of `bounds`: per route,
-        the flows that end in the window, p50/p99/max of their latency (as `path_stats`
-        over the window, `roscope flow --window`: exact percentiles) and the misses of
-        its deadline; routes by flows, most first."""
+        the latencies of the flows that end in the window (sorted; `roscope.live` computes
+        their statistics as `path_stats` does) and the misses of its deadline; routes by
+        flows, most first."""
         out = {}
         for k, p in enumerate(self.paths):
             if not self.matched[k]:
@@ -188,8 +168,7 @@ class LiveFlows:
                 rows = []
                 for r, xs in sorted(routes.items(), key=lambda x: (-len(x[1]), x[0])):
                     xs.sort()
-                    rows.append({"route": names[r], "flows": len(xs), "p50_ns": percentile(xs, 0.5),
-                                 "p99_ns": percentile(xs, 0.99), "max_ns": xs[-1],
+                    rows.append({"route": names[r], "flows": len(xs), "latencies": xs,
                                  "misses": None if p.deadline_ns is None else sum(x > p.deadline_ns for x in xs)})
                 per.append({"path": p.name, "deadline_ns": p.deadline_ns, "routes": rows})
             out[k] = per
