@@ -172,6 +172,8 @@ def roscope_live_reader(addr: str, sess: str, out: str, stop_after: float, resul
     c = _core.LiveClient(addr)
     c.attach(sess, 20.0)
     lat: list = []
+    late: list = []   # chunks whose oldest event was read over 250 ms late: (s from the first event, ms, events)
+    first = None
     n = chunks = 0
     last_upto = -1
     deadline = time.monotonic() + stop_after
@@ -184,7 +186,12 @@ def roscope_live_reader(addr: str, sess: str, out: str, stop_after: float, resul
             # the events handed over by this poll (a straddling packet comes again with the next)
             arr = arr[(arr > last_upto) & (arr <= (upto if upto is not None else np.iinfo(np.int64).max))]
             last_upto = upto if upto is not None else last_upto
-            lat.append(time.clock_gettime_ns(time.CLOCK_MONOTONIC) - arr)
+            now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            lat.append(now - arr)
+            if len(arr):
+                first = arr.min() if first is None else first
+                if now - arr.min() > 250_000_000:   # where the tail is: its chunk's time into the run
+                    late.append((round((arr.min() - first) / 1e9, 3), round((now - arr.min()) / 1e6, 1), len(arr)))
             n += len(arr)
             shutil.rmtree(d)
         if ended:
@@ -192,6 +199,7 @@ def roscope_live_reader(addr: str, sess: str, out: str, stop_after: float, resul
         time.sleep(0.02)
     result["events"] = n
     result["chunks"] = chunks
+    result["late_chunks"] = late
     result["lat"] = np.concatenate(lat) if lat else []
 
 
@@ -305,7 +313,7 @@ def run_case(name: str, rate: int, duration: float, out: str) -> dict:
         th.join(120)
         if reader is not None:
             reader.wait(30)
-        result.update({k: res.get(k) for k in ("events", "chunks")})
+        result.update({k: res.get(k) for k in ("events", "chunks", "late_chunks") if k in res})
         result["latency"] = percentiles(res.get("lat", []))
         result["cpu_percent"] = {k: round(100 * (cpu1[k] - cpu0[k]) / wall, 2) for k in cpu1}
         result["cpu_percent"]["reader"] = round(100 * reader_cpu / wall, 2)
