@@ -61,18 +61,11 @@ class Context:
         return self.once("kernel", lambda: bool(sched.has_kernel_data(self.db)))
 
 
-def newest_result(ctx: Context, analysis: str) -> str:
-    """The SQL name of the newest result of `analysis` on ctx.db, read back by its table name:
-    `run_sched` (roscope.sched.run_sched, made once per trace here), `data_flows`
-    (roscope.flow.data_flows) or `response_times` (roscope.response_time.response_times),
-    the last two as the path kind just ran them. The one place roscope.check reads an
-    analysis' result by a shared name (issue 40, "results as values": when each analysis
-    returns its own relation, this is what changes)."""
-    if analysis == "run_sched":
-        ctx.once("run_sched", lambda: sched.run_sched(ctx.db))
-    elif analysis not in ("data_flows", "response_times"):
-        raise ValueError(f"not an analysis whose result check reads: {analysis!r}")
-    return analysis
+def run_sched(ctx: Context) -> str:
+    """The SQL name of `roscope.sched.run_sched`'s result (per finished callback run, its
+    scheduling split) on ctx.db: made once per trace, the value kept by `ctx` (so nothing
+    is read back by a shared table name)."""
+    return ctx.once("run_sched", lambda: sched.run_sched(ctx.db)).sql
 
 
 def column(ctx: Context, sql: str, params: list) -> np.ndarray:

@@ -27,8 +27,8 @@ from roscope.check.kind import (
     column,
     exact,
     left_out,
-    newest_result,
     per_run,
+    run_sched,
     shown,
     suggested,
     yaml_text,
@@ -96,7 +96,7 @@ def _why(ctx: Context, cb, _over) -> Values:
     if not ctx.kernel:
         return Values(missing=NO_KERNEL)
     cid = cb[0]
-    runs = newest_result(ctx, "run_sched")
+    runs = run_sched(ctx)
     r = ctx.db.records(f"""SELECT sum(duration_ns) AS d, sum(on_cpu_ns) AS on_cpu, sum(runnable_ns) AS cpu_wait,
                                   sum(blocked_ns) AS blocked, sum(unknown_ns) AS unknown
                            FROM {runs} WHERE callback_id = ?""", [cid])[0]

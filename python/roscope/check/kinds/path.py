@@ -10,6 +10,7 @@ roscope.flow.FlowRequest's, and roscope.response_time's definition, end and case
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from roscope import choices, percentiles, response_time, sched
@@ -23,7 +24,6 @@ from roscope.check.kind import (
     Subject,
     Values,
     column,
-    newest_result,
     per_run,
     suggested,
     yaml_text,
@@ -60,33 +60,39 @@ def flow_request(sel, **extra) -> FlowRequest:
                        **({"fallback": p["fallback"]} if "fallback" in p else {}), **extra)
 
 
-def path_values(ctx: Context, sel) -> str:
-    """The SQL of a path's values `x` (one per flow, or per response time of its case),
-    over the results of the last `data_flows` / `response_times` on ctx.db."""
-    p = sel.path_options
-    if not p.get("definition"):
-        return f"SELECT 1 AS g, latency_ns AS x FROM {newest_result(ctx, 'data_flows')}"
-    case = next(c for c in choices.CASES if c == p.get("case", choices.CASE_DEFAULT))  # one of roscope's own names
-    # the cases `roscope flow --definition` leaves out of its statistics (a path's first output,
-    # whose cycle may begin before the trace) are left out here too
-    return (f"SELECT 1 AS g, response_ns AS x FROM {newest_result(ctx, 'response_times')} "
-            f"WHERE \"case\" = '{case}' AND NOT left_out")
+@dataclass
+class PathRun:
+    """A path's search on one trace: its summary, every flow's scheduling split (None: not
+    asked), the SQL of its values `x` (one per flow, or per response time of its case) and
+    the results that SQL reads (held here: a result no value refers to is dropped)."""
+    summary: dict
+    flows: list[dict] | None
+    values: str
+    held: tuple
 
 
-def run_path(db: Database, sel, *, why: bool = False) -> tuple[dict, list[dict] | None]:
-    """Runs a path's data-flow search (and its response times): (the search's summary,
-    with `why` every flow's scheduling split from `roscope.sched.flow_sched`, which makes
-    that same search with every flow's steps). InputError when a regex matches no topic."""
+def run_path(db: Database, sel, *, why: bool = False) -> PathRun:
+    """Runs a path's data-flow search (with `why`, `roscope.sched.flow_sched`'s, which makes
+    that search with every flow's steps and splits each flow) and, under a definition, its
+    response times. InputError when a regex matches no topic."""
     rows = None
     if why:
         res = sched.flow_sched(db, flow_request(sel, all_steps=True), None, ALL_FLOWS)
-        summary, rows = res["summary"], res["flows"]
+        search, summary, rows = res["search"], res["summary"], res["flows"]
     else:
-        summary = dict(data_flows(db, flow_request(sel)))
+        search = data_flows(db, flow_request(sel))
+        summary = dict(search)
     p = sel.path_options
-    if p.get("definition") and summary["flows"]:
-        response_time.response_times(db, p["definition"], p.get("end"))
-    return summary, rows
+    if not p.get("definition"):
+        return PathRun(summary, rows, f"SELECT 1 AS g, latency_ns AS x FROM {search.sql('data_flows')}", (search,))
+    if not summary["flows"]:
+        return PathRun(summary, rows, "", (search,))
+    times = response_time.response_time_rows(db, p["definition"], p.get("end"), flows=search)
+    case = next(c for c in choices.CASES if c == p.get("case", choices.CASE_DEFAULT))  # one of roscope's own names
+    # the cases `roscope flow --definition` leaves out of its statistics (a path's first output,
+    # whose cycle may begin before the trace) are left out here too
+    return PathRun(summary, rows, f"SELECT 1 AS g, response_ns AS x FROM {times.sql} "
+                                  f"WHERE \"case\" = '{case}' AND NOT left_out", (search, times))
 
 
 def flow_shares(flows: list[dict], part: str) -> list[float]:
@@ -107,10 +113,9 @@ class _Flows:
     """What a path's measures read: its values' SQL and statistics, the flows' scheduling split
     (None: not asked, or no kernel data) and, when the check keeps samples, the values."""
 
-    def __init__(self, ctx: Context, src: str, st: dict, flows: list[dict] | None):
-        self.src, self.st, self.flows = src, st, flows
-        # read now: the next path's search replaces the tables `src` reads
-        self.xs = column(ctx, f"SELECT x FROM ({src})", []) if ctx.samples else None
+    def __init__(self, ctx: Context, run: PathRun, st: dict):
+        self.run, self.src, self.st, self.flows = run, run.values, st, run.flows
+        self.xs = column(ctx, f"SELECT x FROM ({self.src})", []) if ctx.samples else None
 
 
 # ---------------------------------------------------------------- its measures: (ctx, _Flows, over) -> Values
@@ -178,20 +183,19 @@ class Path(Kind):
         """One subject, named by the selection's title."""
         why = any(name == "why" for name, _ in asks) and ctx.kernel
         try:
-            summary, flows = run_path(ctx.db, sel, why=why)
+            run = run_path(ctx.db, sel, why=why)
         except InputError as e:
             return Measurement(missing=str(e))
-        if not summary["flows"]:
-            reason = next((w for w in summary["warnings"] if w.startswith("no data flow")), "no data flow")
+        if not run.summary["flows"]:
+            reason = next((w for w in run.summary["warnings"] if w.startswith("no data flow")), "no data flow")
             return Measurement(missing=f"0 flows: {reason}")
-        src = path_values(ctx, sel)
-        rows = percentiles.grouped(ctx.db, src, ["g"], quartiles=True, what="budget path latency")
+        rows = percentiles.grouped(ctx.db, run.values, ["g"], quartiles=True, what="budget path latency")
         st = rows[0] if rows else {}
         if not st.get("count"):
             return Measurement(missing=f"0 response times of the case {sel.path_options.get('case', 'best')!r} in "
-                                       f"its {summary['flows']} flows")
+                                       f"its {run.summary['flows']} flows")
         return Measurement([Subject(None, ref={"path": sel.path_options},
-                                    values=self.values(ctx, asks, _Flows(ctx, src, st, flows)))])
+                                    values=self.values(ctx, asks, _Flows(ctx, run, st)))])
 
     def observe(self, ctx: Context, paths) -> dict:
         """The latency p99 of each path asked for (`--from`/`--to`), by its place among them."""
