@@ -13,7 +13,8 @@
 //!   subtree caching), paths grouped by their callback/topic sequence, each flow's
 //!   latency split into communication, idle and computation.
 //! - `tables`: the results as tables, kinds as text; `search`: a search slice by
-//!   slice of the model (`FlowSearch`).
+//!   slice of the model (`FlowSearch`); `slices`: the slice driver, which plans the
+//!   slices and hands them to a search (`over_slices`, over a `SliceSource`).
 //!
 //! Ids are row positions of the model's tables; `NONE` (-1) is "none".
 
@@ -27,6 +28,7 @@ pub mod model;
 pub mod options;
 pub mod races;
 pub mod search;
+pub mod slices;
 pub mod tables;
 
 #[cfg(test)]
@@ -45,4 +47,8 @@ pub use model::{Annotation, AnnotationKind, CallbackKind, Kind, Model, Part, NON
 pub use options::{search_options, SearchSpec};
 pub use races::OverlapSweep;
 pub use search::{data_flow_tables, stream_data_flow_tables, FlowSearch, CHUNK_ROWS};
+pub use slices::{
+    causal_links_of_slice, over_slices, Beyond, BlockRows, Blocks, Counts, History, Ranges, SliceError, SliceSearch, SliceSource,
+    SliceStats, SlicedFlowSearch,
+};
 pub use tables::{causal_links_table, path_label, FlowTables};

@@ -64,6 +64,18 @@ impl OverlapSweep {
         Ok(())
     }
 
+    /// `push_kept` of runs as columns: process (or any grouping), thread, callback,
+    /// start, end.
+    pub fn push_columns(&mut self, cols: &[&[i64]], keep: impl Fn(i64, i64) -> bool) -> Result<(), String> {
+        let [k, th, cb, s, e] = cols else {
+            return Err(format!("runs come as 5 columns (process, thread, callback, start, end), not {}", cols.len()));
+        };
+        for ((((&k, &th), &cb), &s), &e) in k.iter().zip(*th).zip(*cb).zip(*s).zip(*e) {
+            self.push_kept(k, th, cb, s, e, &keep)?;
+        }
+        Ok(())
+    }
+
     /// The overlaps found, sorted.
     pub fn finish(self) -> Vec<(i64, i64, i64)> {
         let mut v: Vec<_> = self.found.into_iter().collect();

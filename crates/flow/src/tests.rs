@@ -8,6 +8,8 @@ use roscope_model::table::{Data, Table};
 use crate::model::Kind;
 use crate::*;
 
+mod slices;
+
 /// A small model, written as the model builder's tables.
 #[derive(Default, Clone)]
 struct Spec {
