@@ -315,105 +315,6 @@ class Facts:
     @property
     def pairs(self) -> list[tuple[int, int]]: ...
 
-class Ids:
-    """A slice's ids to the model's: its publications are the model's `pub_base`..
-    (`pub_n` of them) then `pub_extra`; its runs likewise."""
-
-    def __init__(self, *, pub_base: int, pub_n: int, pub_extra: Sequence[int], run_base: int, run_n: int,
-                 run_extra: Sequence[int]) -> None: ...
-    @staticmethod
-    def whole() -> Ids:
-        """The ids of the whole model (the identity)."""
-    @property
-    def pub_base(self) -> int: ...
-    @property
-    def pub_n(self) -> int: ...
-    @property
-    def pub_extra(self) -> list[int]: ...
-    @property
-    def run_base(self) -> int: ...
-    @property
-    def run_n(self) -> int: ...
-    @property
-    def run_extra(self) -> list[int]: ...
-
-class Window:
-    """The part of the model a slice holds, [lo, hi), and the outputs it searches: from
-    (out_from_ts, out_from_id), the id in the slice's ids, up to out_to; per callback and
-    per publisher its horizon (empty: `lo`)."""
-
-    def __init__(self, *, lo: int, hi: int, out_from_ts: int, out_from_id: int, out_to: int, lo_cb: Sequence[int],
-                 lo_pub: Sequence[int]) -> None: ...
-    @property
-    def lo(self) -> int: ...
-    @property
-    def hi(self) -> int: ...
-    @property
-    def out_from_ts(self) -> int: ...
-    @property
-    def out_from_id(self) -> int: ...
-    @property
-    def out_to(self) -> int: ...
-    @property
-    def lo_cb(self) -> list[int]: ...
-    @property
-    def lo_pub(self) -> list[int]: ...
-
-class Answers:
-    """Lookups answered from the whole model, in the slice's ids (-1: none)."""
-
-    def __init__(self, *, runs_before: Sequence[tuple[int, int, int]], newest_before: Sequence[tuple[int, int, int]],
-                 complete_runs: Sequence[int], complete_pubs: Sequence[int]) -> None:
-        """(callback, time, run) of the latest completed run before a time; (topic, time,
-        publication) of the newest publication before a time; the runs and publications
-        whose references the slice holds whole."""
-    @property
-    def runs_before(self) -> list[tuple[int, int, int]]: ...
-    @property
-    def newest_before(self) -> list[tuple[int, int, int]]: ...
-    @property
-    def complete_runs(self) -> list[int]: ...
-    @property
-    def complete_pubs(self) -> list[int]: ...
-
-class NeedNode:
-    """What a slice lacked: a node with its references (a run's linked publications, a
-    publication's run); ids the model's."""
-
-    @property
-    def publication(self) -> bool:
-        """True: a publication; False: a callback run."""
-    @property
-    def id(self) -> int: ...
-
-class NeedRunBefore:
-    """What a slice lacked: the latest completed run of a callback before `ts`."""
-
-    @property
-    def callback_id(self) -> int: ...
-    @property
-    def ts(self) -> int: ...
-
-class NeedNewestBefore:
-    """What a slice lacked: the newest publication on a topic (its index among the
-    model's topics) before `ts`."""
-
-    @property
-    def topic(self) -> int: ...
-    @property
-    def ts(self) -> int: ...
-
-class Uncertain:
-    """An output (time, publication id: the model's) whose flows or links reach beyond
-    the slice, and what the slice lacked there (none from the causal links)."""
-
-    @property
-    def ts(self) -> int: ...
-    @property
-    def publication_id(self) -> int: ...
-    @property
-    def needs(self) -> list[NeedNode | NeedRunBefore | NeedNewestBefore]: ...
-
 class FlowSearch:
     """A data-flow search over the whole model, or over a model handed over in
     slices (docs/analyses.md, "Slices"), slice after slice in output time order."""
@@ -423,18 +324,21 @@ class FlowSearch:
         """`model`: the model or any slice of it (its callbacks and topics name things);
         `facts`: the whole trace's, or None to take them from `model` (the whole model);
         `meter`: counts, once per output message, outputs searched, flows and candidates."""
-    def run(
-        self,
-        model: FlowModel,
-        ids: Ids,
-        window: Window | None,
-        sink: Callable[[str, ArrowTable], object],
-        answers: Answers | None = None,
-    ) -> Uncertain | None:
-        """Searches the outputs of one slice; data_flows, data_flow_steps and
-        data_flow_segments go to `sink(name, table)` in chunks, with the model's ids.
-        Returns None, or the output whose flows reach beyond the slice and what the slice
-        lacked there."""
+    def run(self, model: FlowModel, sink: Callable[[str, ArrowTable], object],
+            outputs: tuple[int, int] | None = None) -> None:
+        """Searches the outputs of the whole model `model` (`outputs`: those published in
+        [since, until) only); data_flows, data_flow_steps and data_flow_segments go to
+        `sink(name, table)` in chunks."""
+    def run_slices(self, reads: Any, sink: Callable[[str, ArrowTable], object], per_slice: int,
+                   reach_ns: int) -> dict[str, Any]:
+        """Searches the model slice after slice (crates/flow slices.rs plans them: about
+        `per_slice` publications each, reaching `reach_ns` before and after its outputs),
+        read through `reads` (`roscope.flow.slices.Reads`: its methods return Arrow
+        streams of integer columns, `counts` a tuple, `slice` a `FlowModel`); chunks to
+        `sink` with the model's ids. Returns what the slicing did: count, restarts,
+        answered_from_database, reach_ns, peak_instances, publications_per_slice,
+        rest_from (the time from which no output was searched when a cap stopped the
+        search, else None)."""
     def add_overlaps(self, runs: ArrowStream) -> int:
         """Adds the overlaps of `runs` (as `overlapping_runs` reads them) that an
         intra-node edge of the search depends on (the only ones that can make a flow
@@ -456,9 +360,12 @@ class CausalSearch:
     """Causal links over the whole model or slice after slice (as `FlowSearch`)."""
 
     def __init__(self, infer_timer_inputs: bool = True) -> None: ...
-    def run(self, model: FlowModel, ids: Ids, window: Window | None) -> tuple[ArrowTable, Uncertain | None]:
-        """The links of the slice's publications in `window`, with the model's ids, and
-        the publication from which the slice does not hold what they need."""
+    def run(self, model: FlowModel, sink: Callable[[str, ArrowTable], object]) -> None:
+        """The links of the whole model `model` to `sink("causal_links", table)`."""
+    def run_slices(self, reads: Any, sink: Callable[[str, ArrowTable], object], per_slice: int,
+                   reach_ns: int) -> dict[str, Any]:
+        """The links slice after slice (as `FlowSearch.run_slices`), one table per slice
+        to `sink("causal_links", table)`; returns what the slicing did."""
 
 def overlapping_runs(runs: ArrowStream) -> list[tuple[int, int, int]]:
     """Runs that another callback's run overlapped on another thread of the process:

@@ -33,9 +33,6 @@ REACH_NS = 2_000_000_000
 #: The object tables the flow's model reads (`_core.FlowModel.inputs()`): a change of
 #: one of them changes the topics, callbacks and the options of the searches.
 _OBJECTS = {name for name, _cols in _core.FlowModel.inputs()} - {"callback_runs", "publications", "links"}
-#: Every output of a check's range, and the whole model as it is held.
-_ALL = -(2**63)
-_NONE = 2**63 - 1
 #: The columns of a search's `data_flows` and `paths` a watch keeps.
 _FLOW_COLUMNS = ["path_id", "start_ts", "end_ts", "latency_ns"]
 
@@ -133,8 +130,7 @@ class LiveFlows:
         def sink(name: str, table) -> None:
             if name == "data_flows":
                 flows.extend(_core.table_rows(table, _FLOW_COLUMNS))
-        window = _core.Window(lo=_ALL, hi=_NONE, out_from_ts=since, out_from_id=_ALL, out_to=until, lo_cb=[], lo_pub=[])
-        search.run(ctx.model, _core.Ids.whole(), window, sink)
+        search.run(ctx.model, sink, outputs=(since, until))
         paths, _stats = search.finish(sink)
         return flows, _core.table_rows(paths, ["path_id", "path"])
 

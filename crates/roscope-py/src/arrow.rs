@@ -317,3 +317,31 @@ pub fn each_i64_batch(
     }
     Ok(())
 }
+
+/// The columns of an Arrow stream (all of them, in order; int64 or int32), read
+/// whole, nulls as None: small results (a few values per block of ids, a lookup's
+/// row); `what` names the read in errors.
+pub fn i64_columns(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<Option<i64>>>> {
+    let reader = read_stream(obj)?;
+    let schema = reader.schema();
+    let mut out: Vec<Vec<Option<i64>>> = vec![Vec::new(); schema.fields().len()];
+    for f in schema.fields() {
+        if !matches!(f.data_type(), DataType::Int64 | DataType::Int32) {
+            return Err(PyValueError::new_err(format!("{}: column {} is {}, not an integer", what, f.name(), f.data_type())));
+        }
+    }
+    for b in reader {
+        let b = b.map_err(arrow_err)?;
+        for (c, a) in out.iter_mut().zip(b.columns()) {
+            let nulls = a.logical_nulls();
+            let valid = |i: usize| nulls.as_ref().is_none_or(|n| n.is_valid(i));
+            match a.data_type() {
+                DataType::Int32 => {
+                    c.extend(a.as_primitive::<Int32Type>().values().iter().enumerate().map(|(i, &v)| valid(i).then_some(v as i64)))
+                }
+                _ => c.extend(a.as_primitive::<Int64Type>().values().iter().enumerate().map(|(i, &v)| valid(i).then_some(v))),
+            }
+        }
+    }
+    Ok(out)
+}

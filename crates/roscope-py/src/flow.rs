@@ -1,20 +1,20 @@
 //! The flow's Python classes: `FlowModel` (the flow's input, built from the model's
-//! tables, with the analyses over one whole model) and `FlowSearch` (a data-flow
-//! search over a model handed over in slices, docs/analyses.md "Slices").
-
-use std::time::Instant;
+//! tables, with the analyses over one whole model), `FlowSearch` and `CausalSearch`
+//! (over one whole model, or slice after slice by roscope-flow's driver,
+//! docs/analyses.md "Slices").
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::arrow::{self, ArrowTable};
-use crate::search::{window_of, Answers, Facts, Ids, SearchOptions, Uncertain, Window};
+use crate::search::{Facts, SearchOptions};
+use crate::slices::{slice_err, stats_dict, Reads};
 
 /// The flow's input model (roscope-flow), built from the model's tables.
 #[pyclass(module = "roscope._core")]
 pub struct FlowModel {
-    m: roscope_flow::Model,
+    pub(crate) m: roscope_flow::Model,
     links: Option<Vec<roscope_flow::CausalLink>>,
 }
 
@@ -155,19 +155,51 @@ impl FlowModel {
     }
 }
 
-/// A data-flow search over a model handed over in slices (docs/analyses.md,
-/// "Slices"): `run` searches the outputs of one slice (a `FlowModel` of part of the
-/// runs and publications, ids rebased to start at 0) and `finish` ends the search.
-/// Flow and path ids, the distinct segments, caps and counts carry on from slice to
-/// slice, so that slices whose outputs follow each other in time give the tables of
-/// one search over the whole model.
+/// A data-flow search (`roscope_flow::SlicedFlowSearch`): over one whole model
+/// (`run`), or over a model handed over in slices (`run_slices`, docs/analyses.md
+/// "Slices"), which the driver in roscope-flow plans and reads through a Python
+/// object (`roscope.flow.slices.Reads`). Flow and path ids, the distinct segments,
+/// caps and counts carry on from slice to slice: the tables of one search.
 #[pyclass(module = "roscope._core")]
 pub struct FlowSearch {
-    search: Option<roscope_flow::FlowSearch>,
-    o: roscope_flow::FlowOptions,
-    max_flows: usize,
-    statics: roscope_flow::Model,
-    seconds: f64,
+    search: Option<roscope_flow::SlicedFlowSearch>,
+}
+
+impl FlowSearch {
+    fn search(&mut self) -> PyResult<&mut roscope_flow::SlicedFlowSearch> {
+        self.search.as_mut().ok_or_else(|| PyRuntimeError::new_err("the search is finished"))
+    }
+}
+
+/// `roscope_flow::SliceSearch` of a data-flow search: the search without the GIL,
+/// its chunks to `sink`.
+struct FlowSlices<'a, 'py> {
+    py: Python<'py>,
+    search: &'a mut roscope_flow::SlicedFlowSearch,
+    sink: &'a Py<PyAny>,
+}
+
+impl roscope_flow::SliceSearch for FlowSlices<'_, '_> {
+    type Error = PyErr;
+
+    fn run(
+        &mut self,
+        m: &roscope_flow::Model,
+        ids: roscope_flow::IdMap,
+        w: roscope_flow::Window,
+    ) -> PyResult<Option<roscope_flow::Beyond>> {
+        let (search, sink) = (&mut *self.search, self.sink);
+        let mut failed: Option<PyErr> = None;
+        let r = self.py.allow_threads(|| search.run(m, ids, w, &mut emitter(sink, &mut failed)));
+        match failed {
+            Some(e) => Err(e),
+            None => r.map_err(PyValueError::new_err),
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.search.stopped()
+    }
 }
 
 #[pymethods]
@@ -189,56 +221,45 @@ impl FlowSearch {
         let facts = facts.map(|f| roscope_flow::Facts::from_counts(m, &f.runs, &f.pairs));
         let mut o = options.options(m, facts.as_ref())?;
         o.meter = meter.map(|x| x.m.clone());
-        Ok(FlowSearch {
-            search: Some(roscope_flow::FlowSearch::new(options.all_steps, options.chunk_rows)),
-            max_flows: o.max_flows,
-            o,
-            statics: m.statics(),
-            seconds: 0.0,
-        })
+        Ok(FlowSearch { search: Some(roscope_flow::SlicedFlowSearch::new(m, o, options.all_steps, options.chunk_rows)) })
     }
 
-    /// Searches the outputs of slice `model`, whose ids map to the model's by `ids`
-    /// (`Ids`); `window` (`Window`; None: the whole model) says which outputs, the
-    /// output id in the slice's ids. `answers` are lookups answered from the whole
-    /// model (`Answers`). Chunks of results go to `sink(name, table)` with the model's
-    /// ids. Returns None, or the output from which the flows reach beyond the slice
-    /// and what the slice lacked there (`Uncertain`), ids the model's.
-    #[pyo3(signature = (model, ids, window, sink, answers=None))]
-    fn run(
-        &mut self,
-        py: Python<'_>,
-        model: PyRef<'_, FlowModel>,
-        ids: PyRef<'_, Ids>,
-        window: Option<PyRef<'_, Window>>,
-        sink: Bound<'_, PyAny>,
-        answers: Option<PyRef<'_, Answers>>,
-    ) -> PyResult<Option<Uncertain>> {
-        let Some(search) = self.search.as_mut() else {
-            return Err(PyRuntimeError::new_err("the search is finished"));
-        };
-        if model.m.cb_label.len() != self.statics.cb_label.len() || model.m.topics != self.statics.topics {
-            return Err(PyValueError::new_err("the slice's callbacks or topics are not those of the search's model"));
-        }
-        self.o.window = window_of(window);
-        if let Some(a) = answers {
-            a.apply(&mut self.o.window);
-        }
-        self.o.max_flows = self.max_flows.saturating_sub(search.result.candidates);
-        let (m, o) = (&model.m, &self.o);
+    /// Searches the outputs of the whole model `model` (`outputs`: those published in
+    /// [since, until) only); chunks of results go to `sink(name, table)`.
+    #[pyo3(signature = (model, sink, outputs=None))]
+    fn run(&mut self, py: Python<'_>, model: PyRef<'_, FlowModel>, sink: Bound<'_, PyAny>, outputs: Option<(i64, i64)>) -> PyResult<()> {
         let sink = sink.unbind();
-        let mut failed: Option<PyErr> = None;
-        let t0 = Instant::now();
-        let ids = ids.id_map();
-        let uncertain = py.allow_threads(|| {
-            let ix = roscope_flow::Index::new(m);
-            search.run(&ix, o, ids, &mut emitter(&sink, &mut failed))
-        });
-        self.seconds += t0.elapsed().as_secs_f64();
-        if let Some(e) = failed {
-            return Err(e);
+        let search = self.search()?;
+        let mut w = roscope_flow::Window::all();
+        if let Some((since, until)) = outputs {
+            (w.out_from, w.out_to) = ((since, i64::MIN), until);
         }
-        Ok(uncertain.map(|((ts, publication_id), needs)| Uncertain { ts, publication_id, needs }))
+        let mut s = FlowSlices { py, search, sink: &sink };
+        roscope_flow::SliceSearch::run(&mut s, &model.m, roscope_flow::IdMap::identity(), w)?;
+        Ok(())
+    }
+
+    /// Searches the model slice after slice (`roscope_flow::over_slices`): about
+    /// `per_slice` publications each, reaching `reach_ns` before and after its outputs,
+    /// read through `reads` (`roscope.flow.slices.Reads`); chunks of results go to
+    /// `sink(name, table)` with the model's ids. Returns what the slicing did (a dict;
+    /// "rest_from": the time from which no output was searched when a cap stopped the
+    /// search, else None).
+    fn run_slices<'py>(
+        &mut self,
+        py: Python<'py>,
+        reads: Bound<'py, PyAny>,
+        sink: Bound<'py, PyAny>,
+        per_slice: i64,
+        reach_ns: i64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        check_slicing(per_slice, reach_ns)?;
+        let sink = sink.unbind();
+        let search = self.search()?;
+        let mut history = roscope_flow::History::new(search.statics.topics.clone());
+        let mut s = FlowSlices { py, search, sink: &sink };
+        let st = roscope_flow::over_slices(&mut Reads(reads), &mut s, per_slice, reach_ns, Some(&mut history)).map_err(slice_err)?;
+        stats_dict(py, &st)
     }
 
     /// Adds to the search's overlaps (`SearchOptions.overlaps`) those of `runs` (see
@@ -248,17 +269,16 @@ impl FlowSearch {
     /// on the 10M-event ros2sim trace, held in Python as 36 MiB). Returns how many
     /// the search now holds.
     fn add_overlaps(&mut self, runs: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let (o, m) = (&self.o, &self.statics);
+        let search = self.search()?;
         let mut sweep = roscope_flow::OverlapSweep::default();
-        sweep_runs(runs, &mut sweep, |a, b| o.depends_on(m, a, b))?;
-        self.o.overlaps.extend(sweep.found);
-        Ok(self.o.overlaps.len())
+        sweep_runs(runs, &mut sweep, |a, b| search.keeps_overlap(a, b))?;
+        Ok(search.add_overlaps(sweep))
     }
 
     /// Whether the search is over: `max_flows` reached, or a sink refused a chunk.
     #[getter]
     fn stopped(&self) -> bool {
-        self.search.as_ref().is_none_or(|s| s.refused || s.result.stopped_at.is_some())
+        self.search.as_ref().is_none_or(|s| s.stopped())
     }
 
     /// Segments found again after the search forgot them (see `finish`).
@@ -275,21 +295,54 @@ impl FlowSearch {
         };
         let sink = sink.unbind();
         let mut failed: Option<PyErr> = None;
-        let (paths, res) = search.finish(&self.statics, &mut emitter(&sink, &mut failed));
+        let seconds = search.seconds;
+        let (paths, res) = search.finish(&mut emitter(&sink, &mut failed));
         if let Some(e) = failed {
             return Err(e);
         }
-        Ok((ArrowTable::from_table(paths)?, stats(py, &res, self.seconds)?))
+        Ok((ArrowTable::from_table(paths)?, stats(py, &res, seconds)?))
     }
 }
 
-/// Causal links over a model handed over in slices (docs/analyses.md, "Slices"):
-/// `run` gives the links of one slice's publications, and what partial-synchronous
-/// groups carry to the next slice stays here.
+fn check_slicing(per_slice: i64, reach_ns: i64) -> PyResult<()> {
+    if per_slice < 1 || reach_ns < 0 {
+        return Err(PyValueError::new_err(format!("slices of {} publications reaching {} ns: both must be positive", per_slice, reach_ns)));
+    }
+    Ok(())
+}
+
+/// Causal links over the whole model (`run`) or over a model handed over in slices
+/// (`run_slices`, as `FlowSearch.run_slices`); what partial-synchronous groups carry
+/// to the next slice stays here.
 #[pyclass(module = "roscope._core")]
 pub struct CausalSearch {
     policy: roscope_flow::Policy,
     state: roscope_flow::CausalState,
+}
+
+/// `roscope_flow::SliceSearch` of the causal links: each slice's to `sink`.
+struct CausalSlices<'a, 'py> {
+    py: Python<'py>,
+    policy: roscope_flow::Policy,
+    state: &'a mut roscope_flow::CausalState,
+    sink: &'a Bound<'py, PyAny>,
+}
+
+impl roscope_flow::SliceSearch for CausalSlices<'_, '_> {
+    type Error = PyErr;
+
+    fn run(
+        &mut self,
+        m: &roscope_flow::Model,
+        ids: roscope_flow::IdMap,
+        w: roscope_flow::Window,
+    ) -> PyResult<Option<roscope_flow::Beyond>> {
+        let (policy, state) = (self.policy, &mut *self.state);
+        let (links, beyond) = self.py.allow_threads(|| roscope_flow::causal_links_of_slice(m, policy, &w, state, &ids));
+        let t = Py::new(self.py, ArrowTable::from_table(roscope_flow::causal_links_table(&links))?)?;
+        self.sink.call1(("causal_links", t))?;
+        Ok(beyond)
+    }
 }
 
 #[pymethods]
@@ -300,32 +353,27 @@ impl CausalSearch {
         CausalSearch { policy: roscope_flow::Policy { infer_timer_inputs }, state: roscope_flow::CausalState::default() }
     }
 
-    /// The causal links whose output publications are in `window` (as in
-    /// `FlowSearch.run`) of slice `model` (ids mapped by `ids`, as there), with the
-    /// model's ids, and the publication from which the slice does not hold what the
-    /// links need (`Uncertain`, without needs), or None.
-    #[pyo3(signature = (model, ids, window))]
-    fn run(
+    /// The causal links of the whole model `model`, to `sink("causal_links", table)`.
+    fn run(&mut self, py: Python<'_>, model: PyRef<'_, FlowModel>, sink: Bound<'_, PyAny>) -> PyResult<()> {
+        let mut s = CausalSlices { py, policy: self.policy, state: &mut self.state, sink: &sink };
+        roscope_flow::SliceSearch::run(&mut s, &model.m, roscope_flow::IdMap::identity(), roscope_flow::Window::all())?;
+        Ok(())
+    }
+
+    /// The causal links slice after slice (as `FlowSearch.run_slices`), one table per
+    /// slice to `sink("causal_links", table)`. Returns what the slicing did.
+    fn run_slices<'py>(
         &mut self,
-        py: Python<'_>,
-        model: PyRef<'_, FlowModel>,
-        ids: PyRef<'_, Ids>,
-        window: Option<PyRef<'_, Window>>,
-    ) -> PyResult<(ArrowTable, Option<Uncertain>)> {
-        let (m, policy, state) = (&model.m, self.policy, &mut self.state);
-        let w = window_of(window);
-        let (mut links, uncertain) = py.allow_threads(|| {
-            let ix = roscope_flow::Index::new(m);
-            roscope_flow::causal_links_in(&ix, policy, &w, state)
-        });
-        let ids = ids.id_map();
-        for l in links.iter_mut() {
-            l.in_pub = ids.publication(l.in_pub);
-            l.in_run = ids.run(l.in_run);
-            l.out_pub = ids.publication(l.out_pub);
-        }
-        let uncertain = uncertain.map(|(ts, p)| Uncertain { ts, publication_id: ids.publication(p), needs: Vec::new() });
-        Ok((ArrowTable::from_table(roscope_flow::causal_links_table(&links))?, uncertain))
+        py: Python<'py>,
+        reads: Bound<'py, PyAny>,
+        sink: Bound<'py, PyAny>,
+        per_slice: i64,
+        reach_ns: i64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        check_slicing(per_slice, reach_ns)?;
+        let mut s = CausalSlices { py, policy: self.policy, state: &mut self.state, sink: &sink };
+        let st = roscope_flow::over_slices(&mut Reads(reads), &mut s, per_slice, reach_ns, None).map_err(slice_err)?;
+        stats_dict(py, &st)
     }
 }
 
@@ -344,11 +392,5 @@ pub fn overlapping_runs(runs: &Bound<'_, PyAny>) -> PyResult<Vec<(i64, i64, i64)
 /// for which `keep(a, b)` holds.
 fn sweep_runs(runs: &Bound<'_, PyAny>, sweep: &mut roscope_flow::OverlapSweep, keep: impl Fn(i64, i64) -> bool) -> PyResult<()> {
     let cols = ["proc_id", "thread_id", "callback_id", "start_ts", "end_ts"];
-    arrow::each_i64_batch("overlapping_runs", &cols, runs, |c| {
-        let [k, th, cb, s, e] = c else { unreachable!("five columns asked for") };
-        for ((((&k, &th), &cb), &s), &e) in k.iter().zip(*th).zip(*cb).zip(*s).zip(*e) {
-            sweep.push_kept(k, th, cb, s, e, &keep)?;
-        }
-        Ok(())
-    })
+    arrow::each_i64_batch("overlapping_runs", &cols, runs, |c| sweep.push_columns(c, &keep))
 }

@@ -24,6 +24,7 @@ mod kernel;
 mod live;
 mod live_flows;
 mod search;
+mod slices;
 mod stats;
 mod user_regex;
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from roscope import _core, progress
 from roscope.errors import InputError
 from roscope.flow.request import SEARCH_MEMORY, SLICE_PUBLICATIONS, SLICE_REACH_NS
-from roscope.flow.slices import ONE_SLICE, FlowContext, context, over_slices, sliced
+from roscope.flow.slices import ONE_SLICE, FlowContext, Reads, context, sliced
 from roscope.memory import at_most
 from roscope.results import Appender, publish
 from roscope.trace import table_from_core
@@ -54,17 +54,15 @@ def _causal_link_table(db: Database, infer: bool, store: bool, slice_publication
     with Appender(db, ["causal_links"], store) as out:
         search = _core.CausalSearch(infer)
 
-        def run(model: _core.FlowModel, ids: _core.Ids, window: _core.Window | None, _answers=None) -> _core.Uncertain | None:
-            links, uncertain = search.run(model, ids, window)
-            out.append("causal_links", links)
+        def sink(name: str, links: _core.ArrowTable) -> None:  # one table per slice
+            out.append(name, links)
             prog.step()
-            return uncertain
 
         if in_slices:
-            slices = over_slices(db, run, slice_publications, reach_ns)
+            slices = search.run_slices(Reads(db), sink, slice_publications, reach_ns)
             slices.pop("rest_from")
         else:
-            run(context(db).model, _core.Ids.whole(), None)
+            search.run(context(db).model, sink)
             slices = dict(ONE_SLICE)
     links = out.results["causal_links"]
     return {"links": links.count(), "slices": slices, "result": links}

@@ -19,7 +19,7 @@ from roscope.deps.matching import trace_edges
 from roscope.deps.matching import warnings as deps_warnings
 from roscope.errors import NoTopicMatch
 from roscope.flow.request import SEARCH_MEMORY, FlowRequest
-from roscope.flow.slices import ONE_SLICE, FlowContext, History, context, facts, over_slices, pub_ts, slice_model, sliced
+from roscope.flow.slices import ONE_SLICE, FlowContext, Reads, context, facts, pub_ts, slice_model, sliced
 from roscope.memory import at_most
 from roscope.overlaps import add_overlaps
 from roscope.results import Appender
@@ -217,10 +217,9 @@ def _search(db: Database, req: FlowRequest, ctx: FlowContext | None) -> DataFlow
         if req.implicit != "none":  # races matter on intra-node edges only
             add_overlaps(db, search)
         if in_slices:
-            slices = over_slices(db, lambda m, ids, w, ans: search.run(m, ids, w, sink, ans), per_slice, req.reach_ns,
-                                 History(db, topics), stopped=lambda: search.stopped)
+            slices = search.run_slices(Reads(db), sink, per_slice, req.reach_ns)
         else:
-            search.run(ctx.model, _core.Ids.whole(), None, sink)
+            search.run(ctx.model, sink)
             slices = dict(ONE_SLICE)
         # Segments found again after a slice forgot them: maybe twice in the table.
         slices["segments_found_again"] = unsure = search.segments_unsure
