@@ -182,14 +182,15 @@ def test_flows_go_to_a_scratch_file_not_to_temporary_tables(tmp_path):
                                     "WHERE table_catalog = 'temp'").fetchall())
         assert {n: kinds.get(n) for n in fl.FLOW_TABLES} == {n: "VIEW" for n in fl.FLOW_TABLES}
         stored = dict(db.con.execute("SELECT table_name, estimated_size FROM duckdb_tables() "
-                                     "WHERE database_name = 'roscope_scratch'").fetchall())
+                                     "WHERE database_name = ?", [db.scratch_catalog()]).fetchall())
         assert {res.sql(n).split(".", 1)[1].strip('"') for n in fl.FLOW_TABLES} <= set(stored)  # this search's own
         for name, n in counted.items():
             assert db.con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0] == n
         searches.append((res, counted))
     for res, counted in searches:  # each search's result a value: the second left the first's rows alone
         assert {n: res.results[n].count() for n in counted} == counted
-    [(scratch,)] = db.con.execute("SELECT path FROM duckdb_databases() WHERE database_name = 'roscope_scratch'").fetchall()
+    [(scratch,)] = db.con.execute("SELECT path FROM duckdb_databases() WHERE database_name = ?",
+                                  [db.scratch_catalog()]).fetchall()
     assert os.path.isfile(scratch) and os.path.dirname(scratch) == db.private_dir
     db.close()
     assert not os.path.exists(scratch)

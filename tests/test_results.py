@@ -14,7 +14,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 from roscope import results
-from roscope.database import SCRATCH, Database
+from roscope.database import Database
 from roscope.errors import DatabaseError
 
 
@@ -106,7 +106,7 @@ def test_an_appender_fills_schema_tables_chunk_by_chunk_in_the_scratch_file(tmp_
             out.append("causal_links", _links([(0, 1, 2, "direct"), (3, 4, 5, "inferred")]))
             out.append("causal_links", _links([]))
             out.append("causal_links", _links([(6, None, 7, "periodic_async")]))
-            assert out.target("causal_links").startswith(f'{SCRATCH}."_roscope_causal_links_')
+            assert out.target("causal_links").startswith(f'{db.scratch_catalog()}."_roscope_causal_links_')
             private = out.target("causal_links").split(".", 1)[1].strip('"')
         rows = db.con.execute("SELECT * FROM causal_links ORDER BY in_publication_id").fetchall()
         assert out.results["causal_links"].relation().order("in_publication_id").fetchall() == rows
@@ -114,7 +114,7 @@ def test_an_appender_fills_schema_tables_chunk_by_chunk_in_the_scratch_file(tmp_
         # The schema's columns and types (crates/model/src/schema.rs), whatever the chunks held.
         types = db.con.execute("SELECT column_name, data_type FROM information_schema.columns "
                                "WHERE table_name = ? AND table_catalog = ? ORDER BY ordinal_position",
-                               [private, SCRATCH]).fetchall()
+                               [private, db.scratch_catalog()]).fetchall()
         assert types == [("in_publication_id", "BIGINT"), ("in_run_id", "BIGINT"), ("out_publication_id", "BIGINT"),
                          ("kind", "VARCHAR")]
         assert os.path.isfile(os.path.join(db.private_dir, "scratch.duckdb"))
@@ -173,7 +173,7 @@ def test_a_result_is_a_value_that_a_later_result_of_its_name_leaves_alone(tmp_pa
 
         def private_tables() -> set:
             return {r[0] for r in db.con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = ?",
-                                                 [SCRATCH]).fetchall()}
+                                                 [db.scratch_catalog()]).fetchall()}
 
         names = {r.sql.split(".", 1)[1].strip('"') for r in (a, b)}
         assert names <= private_tables()
@@ -186,3 +186,27 @@ def test_a_result_is_a_value_that_a_later_result_of_its_name_leaves_alone(tmp_pa
         assert db.con.execute("SELECT n FROM busy").fetchall() == [(2,)]
     finally:
         db.close()
+
+
+def test_two_databases_of_one_file_keep_their_own_scratch_files(dbfile):
+    """Two Databases of one file in one process share DuckDB's instance (and what is attached to
+    it): each keeps its results in its own scratch file, so the first one closing (its private
+    directory removed) or a new connection of the second (`renew`, as `roscope flow` takes one
+    after its causal links) leaves the second's results whole. With one catalog name for both,
+    the second wrote into the first's scratch file, and its renewed connection failed
+    ("Table ... does not exist": `roscope flow` after `roscope check` in one process)."""
+    first, second = _db(dbfile), _db(dbfile)
+    first.limit_memory(64 << 20)
+    second.limit_memory(64 << 20)
+    with results.Appender(first, ["causal_links"]) as out:
+        out.append("causal_links", _links([(0, 1, 2, "direct")]))
+    with results.Appender(second, ["causal_links"]) as out:
+        out.append("causal_links", _links([(3, 4, 5, "inferred"), (6, 7, 8, "direct")]))
+    mine = out.results["causal_links"]
+    assert first.scratch_catalog() != second.scratch_catalog()
+    assert mine.sql.startswith(f'{second.scratch_catalog()}."')
+    first.close()
+    assert sorted(mine.relation().fetchall()) == [(3, 4, 5, "inferred"), (6, 7, 8, "direct")]
+    assert second.renew()
+    assert sorted(second.con.execute("SELECT * FROM causal_links").fetchall()) == [(3, 4, 5, "inferred"), (6, 7, 8, "direct")]
+    second.close()

@@ -14,6 +14,7 @@ trace, a database file and a dataset is `roscope.opening`'s.
 from __future__ import annotations
 
 import builtins
+import itertools
 import json
 import os
 import weakref
@@ -108,8 +109,13 @@ def columns_sql(name: str) -> str:
     raise KeyError(f"no table {name!r} in the schema")
 
 
-#: The catalog of a Database's scratch database file (`Database.scratch_catalog`).
+#: The catalogs of Databases' scratch database files (`Database.scratch_catalog`): this
+#: prefix and a number of each Database's own. Two Databases of one file in one process share
+#: DuckDB's instance (its cache of open databases), and with it what is attached: one name for
+#: all would hand the second Database the first one's scratch file, whose tables go with the
+#: first's private directory.
 SCRATCH = "roscope_scratch"
+_SCRATCH_NUMBERS = itertools.count(1)
 
 
 def connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -138,6 +144,7 @@ class Database:
         #: The runs of a dataset it shows (`roscope.dataset.open`), else None.
         self.runs = runs
         self._spill: str | None = None
+        self._scratch = f"{SCRATCH}_{next(_SCRATCH_NUMBERS)}"
         self._spill_cleanup = None
 
     @property
@@ -215,11 +222,11 @@ class Database:
         dbs = con.execute("SELECT database_name, path, readonly FROM duckdb_databases() WHERE NOT internal").fetchall()
         main = con.execute("SELECT current_database()").fetchall()[0][0]
         own = [d for d in dbs if d[0] == main]
-        others = [d for d in dbs if d[0] not in (main, SCRATCH)]
+        others = [d for d in dbs if d[0] not in (main, self._scratch)]
         if not own or not own[0][1] or others:
             return False
         path, read_only = own[0][1], bool(own[0][2])
-        scratch = any(d[0] == SCRATCH for d in dbs)
+        scratch = any(d[0] == self._scratch for d in dbs)
         if con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchall()[0][0]:
             return False
         views = con.execute("SELECT sql FROM duckdb_views() WHERE temporary AND NOT internal ORDER BY view_oid").fetchall()
@@ -264,11 +271,18 @@ class Database:
         if not self._spill:
             return None
         if not self.con.execute("SELECT count(*) FROM duckdb_databases() WHERE database_name = ?",
-                                [SCRATCH]).fetchall()[0][0]:
-            self.con.execute(f"ATTACH ? AS {SCRATCH} (READ_ONLY false)", [os.path.join(self._spill, "scratch.duckdb")])
-        return SCRATCH
+                                [self._scratch]).fetchall()[0][0]:
+            self.con.execute(f"ATTACH ? AS {self._scratch} (READ_ONLY false)", [os.path.join(self._spill, "scratch.duckdb")])
+        return self._scratch
 
     def close(self) -> None:
+        if self._spill:  # another Database of the file may keep DuckDB's instance, and so what is attached
+            import duckdb
+
+            try:
+                self.con.execute(f"DETACH DATABASE IF EXISTS {self._scratch}")
+            except duckdb.Error:
+                pass  # a connection already closed
         self.con.close()
         if self._spill:
             self._spill_cleanup()
