@@ -1,7 +1,7 @@
 # roscope: the two commands that matter are `make demo` and `make test`.
 #   make setup      install everything (scripts/setup.sh), build the Rust core into .venv
 #   make lint       cargo fmt --check, clippy -D warnings, ruff
-#   make test-fast  Rust tests + the quick pytest tier (no LTTng, no ROS 1 or 2, nothing slow): < 2 min
+#   make test-fast  Rust tests + the quick pytest tier (no LTTng, no ROS 1 or 2, nothing slow): README says how long
 #   make test       setup, lint, Rust tests, the whole pytest suite (what CI runs: .ci/run)
 SHELL := /bin/bash
 VENV  := .venv
