@@ -166,7 +166,7 @@ def test_public_functions_that_take_a_database_say_so():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
                 a = node.args
                 for arg in a.posonlyargs + a.args + a.kwonlyargs:
-                    if arg.arg == "db" and (arg.annotation is None or ast.unparse(arg.annotation) != "Database"):
+                    if arg.arg == "db" and (arg.annotation is None or ast.unparse(arg.annotation) not in ("Database", "Database | None")):
                         untyped.append(f"  {rel}:{node.lineno} {node.name}")
     assert not untyped, "functions taking an untyped db:\n" + "\n".join(untyped)
 
