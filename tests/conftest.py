@@ -73,7 +73,7 @@ import sys
 
 import pytest
 
-from tests.support import recordings
+from tests.support import cli, recordings
 from tests.support.shared import TRACES
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -102,19 +102,9 @@ def shared_traces() -> str:
 # the roscope CLI
 # --------------------------------------------------------------------------
 
-def roscope_argv() -> list[str] | None:
-    """How to run the roscope CLI from the tests, or None if it cannot be."""
-    override = os.environ.get("ROSCOPE_CLI")
-    if override:
-        return override.split()
-    if importlib.util.find_spec("roscope") is None:
-        return None
-    return [sys.executable, "-m", "roscope"]
-
-
 @pytest.fixture(scope="session")
 def roscope_cmd() -> list[str]:
-    argv = roscope_argv()
+    argv = cli.argv()
     if argv is None:
         pytest.skip(f"the roscope module is not importable from {sys.executable} "
                     "(build it: make setup, then run pytest with .venv/bin/python)")
@@ -123,10 +113,7 @@ def roscope_cmd() -> list[str]:
 
 @pytest.fixture(scope="session")
 def run_roscope(roscope_cmd):
-    def run(*args: str, timeout: float = 600, **kw) -> subprocess.CompletedProcess:
-        return subprocess.run([*roscope_cmd, *args], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, timeout=timeout, **kw)
-    return run
+    return cli.roscope
 
 
 # --------------------------------------------------------------------------
@@ -241,7 +228,7 @@ def pipeline_deps(tmp_path_factory) -> dict:
     "doc" (the file, parsed), "stdout", "seconds"}."""
     from tests.support import flow_truth
 
-    return flow_truth.dependency_run("ros1_pipeline", tmp_path_factory.mktemp("pipeline_deps"), argv=roscope_argv())
+    return flow_truth.dependency_run("ros1_pipeline", tmp_path_factory.mktemp("pipeline_deps"), argv=cli.argv())
 
 
 @pytest.fixture(scope="session")
@@ -250,7 +237,7 @@ def unannotated_deps(tmp_path_factory) -> dict:
     dict), once per session: test_deps and test_flow_truth read it."""
     from tests.support import flow_truth
 
-    return flow_truth.dependency_run("ros1_unannotated", tmp_path_factory.mktemp("unannotated_deps"), argv=roscope_argv())
+    return flow_truth.dependency_run("ros1_unannotated", tmp_path_factory.mktemp("unannotated_deps"), argv=cli.argv())
 
 
 class _Recording(dict):
@@ -330,7 +317,7 @@ def ros2_pipeline_dataset(ros2_pipeline_run, ros2_pipeline_slowed, tmp_path_fact
     ds = tmp_path_factory.mktemp("ros2_pipeline-dataset") / "dataset"
     out = {"dataset": str(ds)}
     for rid, r in (("base", ros2_pipeline_run("jazzy")), ("slowed", ros2_pipeline_slowed)):
-        p = subprocess.run([*roscope_argv(), "load", str(r["trace"]), "--dataset", str(ds), "--run-id", rid],
+        p = subprocess.run([*cli.argv(), "load", str(r["trace"]), "--dataset", str(ds), "--run-id", rid],
                            capture_output=True, text=True, timeout=600)
         assert p.returncode == 0, f"roscope load of {r['trace']} failed:\n{p.stderr}"
         out[rid] = r

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -43,6 +42,7 @@ from tests.support.attach import (
     ready,
     wait_until,
 )
+from tests.support.cli import roscope
 
 bt2 = pytest.importorskip("bt2", reason="babeltrace2 Python bindings (python3-bt2) are needed")
 pytest.importorskip("roscope._core", reason="the roscope core is not built")
@@ -55,9 +55,7 @@ TRACER = REPO / "instrument" / "ros1" / "build" / "libroscope_ros1.so"
 
 
 def _roscope(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = _env({"PYTHONPATH": str(REPO / "python")})
-    return subprocess.run([sys.executable, "-m", "roscope", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    return roscope(*args, timeout=timeout, env=_env({}))
 
 
 @pytest.fixture(scope="module")

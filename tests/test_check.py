@@ -7,9 +7,7 @@ that the slowdown happened. tests/data/check/ros2_pipeline.yaml has every budget
 """
 from __future__ import annotations
 
-import contextlib
 import csv
-import io
 import json
 import os
 import re
@@ -18,9 +16,8 @@ import sys
 
 import numpy as np
 import pytest
-from roscope import cli
 
-from tests.support import ros2_truth
+from tests.support import cli, ros2_truth
 
 pytestmark = [pytest.mark.ros2, pytest.mark.lttng]
 
@@ -34,17 +31,7 @@ MAPPER = "/mapper /plan_path __main__.plan_path"  # the callback's label (node, 
 def _roscope(*args, env=None) -> subprocess.CompletedProcess:
     """`roscope ARGS`: in this process (roscope.cli.main, as the program runs it; no interpreter start
     and imports per call), or as a program when it needs the environment `env`."""
-    argv = [str(a) for a in args]
-    if env is not None:
-        return subprocess.run([sys.executable, "-m", "roscope", *argv], capture_output=True, text=True,
-                              timeout=600, env=env)
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = cli.main(argv)
-        except SystemExit as exc:  # argparse
-            rc = exc.code
-    return subprocess.CompletedProcess(argv, rc, out.getvalue(), err.getvalue())
+    return cli.in_process(*args) if env is None else cli.roscope(*args, env=env)
 
 
 def _load(trace, out) -> str:

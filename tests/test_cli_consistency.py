@@ -11,23 +11,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
+from tests.support.cli import roscope
 from tests.support.shared import TRACES
 
 TL = os.path.join(TRACES, "ros2", "caret-talker-listener-galactic")
 E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")
-PYTHON = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
 pytestmark = pytest.mark.skipif(not (os.path.isdir(TL) and os.path.isdir(E2E)), reason="no shared traces")
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings are the oracle")
-
-
-def roscope(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "roscope", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": PYTHON}, timeout=600)
 
 
 def bt2_names(path: str) -> dict:

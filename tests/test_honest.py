@@ -20,27 +20,21 @@ import json
 import os
 import random
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from tests.support import recordings
+from tests.support.cli import roscope
 from tests.support.shared import TRACES
 
 E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")
 AUTOWARE = os.path.join(TRACES, "ros2", "autoware-carla-galactic")
 ROS1 = os.path.join(TRACES, "ros1", "nodes-pipeline-melodic")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PYTHON = os.path.join(REPO, "python")
 RCLPY_PLAIN = os.path.join(REPO, "tests", "fixtures", "rclpy_plain.py")
 
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings are the oracle")
-
-
-def roscope(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "roscope", *args], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": PYTHON}, timeout=600)
 
 
 def events(path: str):

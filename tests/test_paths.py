@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
+from tests.support.cli import roscope
 from tests.support.shared import TRACES
 
 E2E = os.path.join(TRACES, "ros2", "caret-end-to-end-cyclonedds")
@@ -23,13 +22,7 @@ INTRA = os.path.join(TRACES, "ros2", "caret-intra-process-galactic")
 HERE = os.path.dirname(os.path.abspath(__file__))
 PATHS = os.path.join(HERE, "fixtures", "paths", "caret-end-to-end.paths.yaml")
 ARCH = os.path.join(HERE, "fixtures", "paths", "caret-end-to-end.architecture.yaml")
-PYTHON = os.path.join(os.path.dirname(HERE), "python")
 pytestmark = pytest.mark.skipif(not os.path.isdir(E2E), reason="no shared traces")
-
-
-def roscope(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "roscope", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": PYTHON}, timeout=600)
 
 
 def flow_json(*args: str) -> dict:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support import cli
 from tests.support.shared import TRACES as SHARED_TRACES
 
 TRACES = Path(SHARED_TRACES)
@@ -24,9 +24,7 @@ E2E_PAIR = ("^/topic1$", "^/topic3$")
 
 
 def roscope(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    p = subprocess.run([sys.executable, "-m", "roscope", *args], capture_output=True, text=True, timeout=timeout)
-    assert p.returncode == 0, f"roscope {' '.join(args)} failed:\n{p.stderr}"
-    return p
+    return cli.roscope(*args, timeout=timeout, check=True)
 
 
 def make_report(inp, out: Path, pairs=(), extra=()) -> Path:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import collections
 import csv
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support import cli
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = REPO / "tools" / "ros2sim" / "ros2sim.py"
@@ -18,10 +18,7 @@ duckdb = pytest.importorskip("duckdb", reason="DuckDB reads the database roscope
 
 
 def run_roscope(*args: str, timeout: float = 240, env: dict | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ if env is None else env)
-    env["PYTHONPATH"] = str(REPO / "python") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return subprocess.run([sys.executable, "-m", "roscope", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    return cli.roscope(*args, timeout=timeout, env=env)
 
 
 def build_ros2sim() -> None:
