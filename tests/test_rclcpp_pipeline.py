@@ -27,17 +27,10 @@ import pytest
 pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
 
 from tests.support import ros2_truth as T  # noqa: E402
-from tests.support.rclcpp_example import EXAMPLE, REPO, TRACED  # noqa: E402
+from tests.support.rclcpp_example import EXAMPLE, OURS, REPO, TRACED  # noqa: E402
 
 SECONDS = 4.0
 
-#: Runs rclcpp 28 gives no tracepoint, made by roscope's tracer library
-#: (instrument/ros2/src/rmw_services.c): a client's response callback (Client::handle_response
-#: in Executor::execute_client) and rclcpp_action's (its Waitable::execute after a request or
-#: response taken: the server's goal handling, the client's goal response and result; or a
-#: feedback message taken: the client's feedback). Each is rclcpp's handling of the request,
-#: response or message around the user's callback.
-OURS = {"planner.on_plan", "planner.on_goal_response", "planner.on_result", "planner.on_feedback", "controller.on_goal"}
 #: Logged callbacks without a run of their own: the goal's accepted callback runs inside the
 #: server's run of the goal (after its response is sent).
 NOT_TRACED = {"controller.on_accepted"}

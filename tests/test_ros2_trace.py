@@ -34,26 +34,17 @@ pytestmark = [pytest.mark.lttng, pytest.mark.ros2]
 
 from tests.support import ros2_tracing_tools as R  # noqa: E402
 from tests.support import ros2_truth as T  # noqa: E402
+from tests.support.rclcpp_example import OURS  # noqa: E402
+from tests.support.rclcpp_example import TRACED as EXAMPLE_TRACED  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "ros2_cpp_pipeline"
 SECONDS = 3.0
 
-#: The example's callbacks that rclcpp traces, (node, cb of the ground truth) -> (kind, topic or
-#: service, or the timer's period in ns) (as tests/test_rclcpp_pipeline.py).
-TRACED = {
-    ("/camera", "camera.tick"): ("timer", 50_000_000),
-    ("/lidar", "lidar.tick"): ("timer", 100_000_000),
-    ("/detector", "detector.on_image"): ("subscription", "/image"),
-    ("/detector", "detector.on_scan"): ("subscription", "/scan"),
-    ("/detector", "detector.health"): ("timer", 200_000_000),
-    ("/planner", "planner.on_detections"): ("subscription", "/detections"),
-    ("/planner", "planner.on_scan"): ("subscription", "/scan"),
-    ("/mapper", "mapper.plan"): ("service", "/plan"),
-    ("/mapper", "mapper.tick"): ("timer", 500_000_000),
-    ("/controller", "controller.on_path"): ("subscription", "/path"),
-    ("/controller", "controller.step"): ("timer", 50_000_000),
-}
+#: The example's callbacks that rclcpp traces itself (tests/support/rclcpp_example.py's, less
+#: those roscope's tracer library makes runs of): (node, cb of the ground truth) -> (kind, topic
+#: or service, or the timer's period in ns).
+TRACED = {k: v for k, v in EXAMPLE_TRACED.items() if k[1] not in OURS}
 #: The action client's subscriptions whose messages' handling roscope's tracer library (preloaded
 #: here) makes runs of (rclcpp_action has no tracepoint for them; docs/rclcpp.md).
 ACTION_SUBSCRIPTIONS = {"/follow/_action/feedback", "/follow/_action/status"}

@@ -9,7 +9,7 @@ EXAMPLE = REPO / "examples" / "ros2_cpp_pipeline"
 
 #: The example's callbacks with runs: rclcpp traces a timer's, a subscription's (intra-process
 #: ones too) and a service's (callback_start/end); roscope's tracer library gives the others
-#: theirs (test_rclcpp_pipeline.OURS). (node, cb of the ground truth) -> (kind, topic or service, or the timer's
+#: theirs (OURS). (node, cb of the ground truth) -> (kind, topic or service, or the timer's
 #: period in ns).
 TRACED = {
     ("/camera", "camera.tick"): ("timer", 50_000_000),
@@ -29,3 +29,10 @@ TRACED = {
     ("/controller", "controller.on_path"): ("subscription", "/path"),
     ("/controller", "controller.step"): ("timer", 50_000_000),
 }
+#: Runs rclcpp 28 gives no tracepoint, made by roscope's tracer library
+#: (instrument/ros2/src/rmw_services.c): a client's response callback (Client::handle_response
+#: in Executor::execute_client) and rclcpp_action's (its Waitable::execute after a request or
+#: response taken: the server's goal handling, the client's goal response and result; or a
+#: feedback message taken: the client's feedback). Each is rclcpp's handling of the request,
+#: response or message around the user's callback.
+OURS = {"planner.on_plan", "planner.on_goal_response", "planner.on_result", "planner.on_feedback", "controller.on_goal"}
