@@ -131,6 +131,9 @@ class LiveModel:
     def changed_objects(self) -> list[tuple[str, ArrowTable]]:
         """The object tables (as `objects`) that changed since the last call (every one at
         the first)."""
+    def pending_takes_since(self) -> int | None:
+        """The earliest time of a take not handed over yet (None if none): a window is
+        complete only before it."""
     def close(self) -> list[tuple[str, ArrowTable]]:
         """After the last chunk: every record still held."""
 

@@ -100,7 +100,8 @@ class LiveWindows:
         self._renewed: int | None = None  # the trace time of the last `_renew`
         #: The first event's time (the trace's start, as `roscope stats` counts it).
         self.first: int | None = None
-        #: Records that start before this are all in the database.
+        #: Records that start before this are all in the database (and in the flows' records):
+        #: HOLD_NS twice before the last event read, and before every take still held.
         self.complete_until: int | None = None
         #: The end of the last window given by `ready`.
         self.next_end: int | None = None
@@ -186,7 +187,10 @@ class LiveWindows:
                 self.lost_in_window.append((last, discarded))
             if self.first is None:
                 self.first = self._threads_range(0)
-            self.complete_until = last - 2 * HOLD_NS
+            # a take still held (ROS 1: made when its callback starts, with its message's
+            # earlier queueing time) keeps every window that would hold it waiting
+            pending = self.model.pending_takes_since()
+            self.complete_until = last - 2 * HOLD_NS if pending is None else min(last - 2 * HOLD_NS, pending)
 
     @property
     def events(self) -> int:
@@ -235,7 +239,7 @@ class LiveWindows:
             alerts = self.flows.check(since, self.complete_until, self.first)
             if alerts and on_alert is not None:
                 on_alert(alerts)
-        self.checked_until = self.complete_until
+        self.checked_until = max(since, self.complete_until)  # the bound can step back (a take held)
         return alerts
 
     def windows(self, final: bool = False) -> list[dict]:

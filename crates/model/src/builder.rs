@@ -689,6 +689,15 @@ impl Builder {
         self.r1.prune(forget);
     }
 
+    /// Streaming: the earliest time (its trace's clock, as `feed_where` returns) of a take
+    /// not handed over yet, or None. Takes are drained in the order they were made, but a
+    /// ROS 1 take is made when its callback starts and has its message's queueing time, so
+    /// an old take can wait behind a younger one made before it: what is complete up to a
+    /// time (a live window) must also end before this one.
+    pub fn pending_takes_since(&self) -> Option<i64> {
+        self.takes.least_recent(|t| t.ts as i64)
+    }
+
     /// A record's time in the merged order's terms: plus its trace's clock offset.
     pub(crate) fn merged_ts(&self, ts: u64, thread: usize) -> i64 {
         merged(&self.info.offsets, &self.procs, &self.threads, ts, thread)

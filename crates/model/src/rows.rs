@@ -95,6 +95,11 @@ impl<T> Rows<T> {
         out
     }
 
+    /// The least `key` of the records not yet drained (none held), or None.
+    pub fn least_recent<K: Ord>(&self, key: impl Fn(&T) -> K) -> Option<K> {
+        self.recent.iter().map(key).min()
+    }
+
     /// Every record in memory, in id order, leaving none.
     pub fn drain_all(&mut self) -> Vec<(usize, T)> {
         let mut out: Vec<(usize, T)> = self.held.drain().collect();
@@ -145,5 +150,23 @@ mod tests {
         assert_eq!(r.created(), 7);
         assert_eq!(r.in_memory(), 0);
         assert_eq!(r.push((10, true)), 7);
+    }
+
+    #[test]
+    fn an_old_record_behind_a_younger_one_is_the_least_recent() {
+        // Times out of id order (a ROS 1 take: made when its callback starts, timed when its
+        // message was queued): 2 is old, but waits behind 1, which is not.
+        let mut r: Rows<(u64, bool)> = Rows::default();
+        for t in [1, 8, 2, 9] {
+            r.push((t, true));
+        }
+        let out = r.drain(|x| x.0 < 5, |x| x.1);
+        assert_eq!(out.iter().map(|x| x.0).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(r.least_recent(|x| x.0), Some(2));
+        let out = r.drain(|x| x.0 < 9, |x| x.1);
+        assert_eq!(out.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(r.least_recent(|x| x.0), Some(9));
+        r.drain_all();
+        assert_eq!(r.least_recent(|x| x.0), None);
     }
 }

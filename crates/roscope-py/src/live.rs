@@ -105,6 +105,12 @@ impl LiveModel {
         self.b.as_ref().map_or(0, |b| b.r1.held())
     }
 
+    /// The earliest time of a take not handed over yet (None if none): a window is complete
+    /// only before it (`Builder::pending_takes_since`).
+    fn pending_takes_since(&self) -> Option<i64> {
+        self.b.as_ref().and_then(|b| b.pending_takes_since())
+    }
+
     /// The objects known so far (hosts, processes, threads, nodes, publishers,
     /// subscriptions, timers, services, clients, callbacks), as (name, ArrowTable).
     fn objects(&self) -> PyResult<Chunks> {
