@@ -259,8 +259,6 @@ THREADS_SQL = """
 PID_COLUMNS = (("thread_states", "tid", "pid"), ("preemptions", "tid", "pid"), ("preemptions", "by_tid", "by_pid"),
                ("migrations", "tid", "pid"))
 
-#: Read perf.data with the core's own reader (False: always through `perf script`).
-READ_PERF = True
 
 def create_empty(con) -> dict[str, int]:
     """The kernel tables with no rows (a load without kernel data), made from the schema's
