@@ -14,10 +14,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
-import sys
 
 import pytest
+
+from tests.support.cli import roscope as run_roscope
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FROM, TO = "^/topic1$", "^/topic4$"
@@ -82,7 +82,7 @@ def oracle(e2e) -> dict:
 @pytest.fixture(scope="module")
 def loaded(e2e, tmp_path_factory) -> str:
     out = str(tmp_path_factory.mktemp("api") / "run.duckdb")
-    subprocess.run([sys.executable, "-m", "roscope", "load", e2e, "-o", out], check=True, capture_output=True, timeout=300)
+    run_roscope("load", e2e, "-o", out, check=True, timeout=300)
     return out
 
 

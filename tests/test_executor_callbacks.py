@@ -9,14 +9,12 @@ from __future__ import annotations
 import collections
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
+from tests.support.cli import roscope as run_roscope
 from tests.support.shared import TRACES
 
-PYTHON = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings are the oracle")
 
 
@@ -48,8 +46,7 @@ def test_callbacks_per_executor_thread_equal_babeltrace2s(name):
     if not os.path.isdir(path):
         pytest.skip("no shared traces")
     want, executor = bt2_threads(path)
-    p = subprocess.run([sys.executable, "-m", "roscope", "executor", path, "--json"], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": PYTHON}, timeout=600)
+    p = run_roscope("executor", path, "--json", timeout=600)
     assert p.returncode == 0, p.stderr
     got = collections.defaultdict(lambda: [0, 0])
     for t in json.loads(p.stdout)["executors"]:
@@ -70,8 +67,7 @@ def test_the_report_has_the_executor_table(tmp_path):
         pytest.skip("no shared traces")
     want, _executor = bt2_threads(path)
     out = tmp_path / "r.html"
-    p = subprocess.run([sys.executable, "-m", "roscope", "report", path, "-o", str(out)], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": PYTHON}, timeout=600)
+    p = run_roscope("report", path, "-o", str(out), timeout=600)
     assert p.returncode == 0, p.stderr
     html = out.read_text()
     assert f"Callbacks per executor thread ({len({tid for tid, _s in want})} threads)" in html

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections import Counter, defaultdict
 
 import pytest
 
 from tests.support import flow_reference
+from tests.support.cli import roscope as run_roscope
 
 pytestmark = pytest.mark.lttng
 
@@ -45,8 +44,7 @@ def databases(tmp_path_factory, ros2sim_run) -> dict:
     for preset, distro, secs, *_ in CASES:
         run = ros2sim_run(preset, distro, secs)
         db = str(base / f"{preset}-{distro}.duckdb")
-        subprocess.run([sys.executable, "-m", "roscope", "load", str(run / "traces"), "-o", db],
-                       check=True, capture_output=True, timeout=300)
+        run_roscope("load", str(run / "traces"), "-o", db, check=True, timeout=300)
         out[preset] = db
     return out
 
@@ -56,10 +54,9 @@ def roscope_flow(db: str, from_re: str, to_re: str, implicit: str, all_paths: bo
     """`roscope flow --store --json`: its JSON, and the flows and first steps it stored."""
     import roscope
 
-    r = subprocess.run([sys.executable, "-m", "roscope", "flow", db, "--from", from_re, "--to", to_re,
+    r = run_roscope("flow", db, "--from", from_re, "--to", to_re,
                         "--implicit", implicit, "--fallback", "pairs", "--store", "--json",
-                        *(["--all-paths"] if all_paths else []), *extra],
-                       capture_output=True, text=True, timeout=300)
+                        *(["--all-paths"] if all_paths else []), *extra, timeout=300)
     assert r.returncode == 0, r.stderr
     with roscope.open(db) as d:
         flows = d.records("SELECT * FROM data_flows")

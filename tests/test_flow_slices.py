@@ -22,6 +22,7 @@ pytest.importorskip("roscope._core", reason="the roscope core is not built")
 import roscope  # noqa: E402
 from roscope import flow as fl  # noqa: E402
 
+from tests.support.cli import roscope as run_roscope
 from tests.support.shared import TRACES
 
 SHARED = sorted(
@@ -163,12 +164,9 @@ def test_flows_go_to_a_scratch_file_not_to_temporary_tables(tmp_path):
     the search counted, a second search shows its own under the names and leaves the first's
     result (a value) as it was, and close() removes the file."""
     import hashlib
-    import subprocess
-    import sys
 
     db_path = str(tmp_path / "aw.duckdb")
-    p = subprocess.run([sys.executable, "-m", "roscope", "load", os.path.join(TRACES, "ros2", "autoware-carla-galactic"),
-                        "-o", db_path], capture_output=True, text=True)
+    p = run_roscope("load", os.path.join(TRACES, "ros2", "autoware-carla-galactic"), "-o", db_path)
     assert p.returncode == 0, p.stderr
     digest = hashlib.sha256(open(db_path, "rb").read()).hexdigest()
     db = roscope.open(db_path, memory=16 << 20)
@@ -204,14 +202,11 @@ def test_a_renewed_connection_shows_the_same_results(tmp_path):
     shows the same result tables with the same rows, keeps the memory budget and the
     private directory, and the statistics over it equal those over the old one. A
     database in memory, or one showing a registered Python object, is left as it is."""
-    import subprocess
-    import sys
 
     import pyarrow as pa
 
     db_path = str(tmp_path / "aw.duckdb")
-    p = subprocess.run([sys.executable, "-m", "roscope", "load", os.path.join(TRACES, "ros2", "autoware-carla-galactic"),
-                        "-o", db_path], capture_output=True, text=True)
+    p = run_roscope("load", os.path.join(TRACES, "ros2", "autoware-carla-galactic"), "-o", db_path)
     assert p.returncode == 0, p.stderr
     db = roscope.open(db_path, memory=16 << 20)
     fl.causal_link_table(db)
@@ -269,7 +264,7 @@ def test_a_sliced_flow_imports_no_pyarrow(tmp_path):
     if not os.path.isdir(trace):
         pytest.skip(f"{trace} is not there")
     db = tmp_path / "aw.duckdb"
-    p = subprocess.run([sys.executable, "-m", "roscope", "load", trace, "-o", str(db)], capture_output=True, text=True)
+    p = run_roscope("load", trace, "-o", str(db))
     assert p.returncode == 0, p.stderr
     code = ("import sys; from roscope import cli; "
             "rc = cli.main(['flow', sys.argv[1], '--from', '.', '--to', '.', '--slice', '500', '--json']); "

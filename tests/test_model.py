@@ -11,14 +11,13 @@ import io
 import json
 import pickle
 import shutil
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 from tests.support.bt2_text import bt2_events
+from tests.support.cli import roscope as run_roscope
 from tests.support.shared import TRACES as SHARED_TRACES
 
 TRACES = Path(SHARED_TRACES)
@@ -29,7 +28,7 @@ roscope = pytest.importorskip("roscope._core", reason="the roscope core is not b
 
 
 def roscope_json(*args) -> dict:
-    out = subprocess.run([sys.executable, "-m", "roscope", *args, "--json"], capture_output=True, text=True, check=True)
+    out = run_roscope(*args, "--json", check=True)
     return json.loads(out.stdout)
 
 
@@ -135,12 +134,11 @@ def test_load_writes_database_and_parquet_and_refuses_to_overwrite(tmp_path):
     trace = TRACES / "ros2" / "caret-end-to-end-cyclonedds"
     db = tmp_path / "run.duckdb"
     pq = tmp_path / "pq"
-    r = subprocess.run([sys.executable, "-m", "roscope", "load", str(trace), "-o", str(db), "--parquet", str(pq)],
-                       capture_output=True, text=True)
+    r = run_roscope("load", str(trace), "-o", str(db), "--parquet", str(pq))
     assert r.returncode == 0, r.stderr
     assert db.is_file() and (pq / "callback_runs.parquet").is_file()
     before = db.stat().st_mtime_ns
-    r = subprocess.run([sys.executable, "-m", "roscope", "load", str(trace), "-o", str(db)], capture_output=True, text=True)
+    r = run_roscope("load", str(trace), "-o", str(db))
     assert r.returncode != 0 and "already exists" in r.stderr and "Traceback" not in r.stderr
     assert db.stat().st_mtime_ns == before
     import pyarrow.parquet as papq
@@ -225,7 +223,7 @@ def test_truncated_trace_loads_with_warning(tmp_path):
     size = stream.stat().st_size
     with open(stream, "r+b") as f:
         f.truncate(size // 2 + 3)
-    r = subprocess.run([sys.executable, "-m", "roscope", "stats", str(dst), "--json"], capture_output=True, text=True)
+    r = run_roscope("stats", str(dst), "--json")
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr and "panicked" not in r.stderr
     assert stream.name in r.stderr and "truncated" in r.stderr

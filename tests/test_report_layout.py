@@ -30,6 +30,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (pip in
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) say which events the trace has")
 
 from tests.support import ros_graph  # noqa: E402  (needs bt2)
+from tests.support.cli import roscope as run_roscope  # noqa: E402
 
 WIDTH = 1400
 MAX_HEIGHT = 12_000
@@ -376,14 +377,11 @@ def test_zero_on_a_log_axis(wide, tmp_path):
 
 def test_without_graphviz_the_page_says_so(tmp_path):
     """dot not on PATH: the report is written all the same, and says, where the graph would be, why it is not."""
-    import subprocess
-    import sys
 
     trace = _trace("caret-end-to-end-cyclonedds")
     out = tmp_path / "nodot.html"
     env = {**os.environ, "PATH": str(tmp_path)}
-    p = subprocess.run([sys.executable, "-m", "roscope", "report", str(trace), "-o", str(out), "--from", E2E_PAIR[0], "--to",
-                        E2E_PAIR[1]], capture_output=True, text=True, env=env, timeout=300)
+    p = run_roscope("report", str(trace), "-o", str(out), "--from", E2E_PAIR[0], "--to", E2E_PAIR[1], env=env, timeout=300)
     assert p.returncode == 0, p.stderr
     page = out.read_text(encoding="utf-8")
     assert "The data-flow graph is not drawn: Graphviz is not installed" in page and "<svg class=\"dot-graph\"" not in page
