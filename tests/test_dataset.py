@@ -20,6 +20,7 @@ from roscope import cli
 from roscope import dataset as ds
 from roscope import dataset_queries as Q
 
+from tests.support.cli import in_process
 from tests.support.compare import floats_only_differ
 
 TRACES = os.environ.get("ROSCOPE_TRACES", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -71,15 +72,11 @@ def stats_json(capfd, *args) -> dict:
 @pytest.fixture(scope="module")
 def ref_stats() -> dict:
     """{trace name: `roscope stats TRACE --json`}."""
-    import contextlib
-    import io
-
     out = {}
     for n in NAMES:
-        buf = io.StringIO()
-        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
-            assert cli.main(["stats", "--json", os.path.join(ROS2, n)]) == 0
-        out[n] = json.loads(buf.getvalue())
+        p = in_process("stats", "--json", os.path.join(ROS2, n))
+        assert p.returncode == 0, p.stderr
+        out[n] = json.loads(p.stdout)
     return out
 
 

@@ -11,8 +11,6 @@ One Spark session for the module (its start costs seconds).
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -22,6 +20,7 @@ from roscope import cli
 from roscope import dataset as ds
 from roscope import dataset_queries as Q
 
+from tests.support.cli import in_process
 from tests.support.spark import BIG, ROS2, SMALL, _spark_missing, close, same_rows
 
 pytestmark = [
@@ -82,10 +81,9 @@ def test_spark_equals_duckdb(spark, loaded):
         same_rows(got[n], want[n], n)
     assert len(got["callbacks"]) > 342 and {r["run"] for r in got["callbacks"]} == {r for r, _t in plan()}
     # and both equal `roscope stats TRACE --json` of the run's trace
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
-        assert cli.main(["stats", "--json", os.path.join(ROS2, BIG)]) == 0
-    ref = {c["callback_id"]: c for c in json.loads(buf.getvalue())["callbacks"] if c["count"]}
+    p = in_process("stats", "--json", os.path.join(ROS2, BIG))
+    assert p.returncode == 0, p.stderr
+    ref = {c["callback_id"]: c for c in json.loads(p.stdout)["callbacks"] if c["count"]}
     mine = {r["callback_id"]: r for r in got["callbacks"] if r["run"] == "s00"}
     assert set(mine) == set(ref)
     for cid, c in ref.items():

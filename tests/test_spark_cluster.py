@@ -25,19 +25,17 @@ after tests/test_spark.py in one pytest (the driver's JVM already warm).
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import sys
 
 import pytest
-from roscope import cli
 from roscope import dataset as ds
 from roscope import dataset_queries as Q
 from roscope.flow import FlowRequest
 
 from tests.support import oracle
+from tests.support.cli import in_process
 from tests.support.spark import ROS2, SMALL, _spark_missing, close, same_rows
 
 PLAN = [(f"c{i}", os.path.join(ROS2, SMALL[i % len(SMALL)])) for i in range(8)]
@@ -55,10 +53,8 @@ pytestmark = [
 
 def cli_json(argv: list[str]) -> tuple[int, dict | None, str]:
     """`roscope ARGV` in this process: exit status, its JSON (None if it printed none), its stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli.main(argv)
-    return rc, (json.loads(out.getvalue()) if out.getvalue().strip() else None), err.getvalue()
+    p = in_process(*argv)
+    return p.returncode, (json.loads(p.stdout) if p.stdout.strip() else None), p.stderr
 
 
 @pytest.fixture(scope="module")

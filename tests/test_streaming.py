@@ -11,18 +11,15 @@ publications forgotten by the linker.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
-import subprocess
-import sys
 
 import duckdb
 import pyarrow as pa
 import pytest
-from roscope import cli, loading, opening
+from roscope import loading, opening
 
+from tests.support.cli import in_process, roscope
 from tests.support.compare import floats_only_differ
 from tests.support.shared import TRACES
 
@@ -92,19 +89,15 @@ def test_a_small_window_bounds_what_is_held():
 
 
 def _cli(*args):
-    p = subprocess.run([sys.executable, "-m", "roscope", *args], capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr
-    return p.stdout
+    return roscope(*args, check=True).stdout
 
 
 def _main(*args):
     """`roscope ARGS` run in this process (`cli.main`: the same parser, command and
     output, without a Python start and roscope's import per run): its stdout."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli.main(list(args))
-    assert rc == 0, err.getvalue()
-    return out.getvalue()
+    p = in_process(*args)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
 
 
 #: The trace whose loads and verbs run as `roscope` processes; the others' run in this process.
