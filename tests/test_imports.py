@@ -24,6 +24,12 @@ LAZY = {
     # the package, and `info` for a database file, open the storage layer when called.
     ("roscope", "roscope.opening"),
     ("roscope.info", "roscope.opening"),
+    # `roscope info` reads a pip-installed ROS 2's tracer warnings (ros2_pip: the recorder's
+    # helpers, ~13 ms of imports) only from a manifest of such a recording.
+    ("roscope.info", "roscope.ros2_pip"),
+    # `roscope stats` of a short recording (roscope.stats_core) reads percentiles' names only:
+    # the storage layer's memory module (files, tempfile, ctypes) loads with DuckDB's queries.
+    ("roscope.percentiles", "roscope.memory"),
     # `roscope experiment run` loads the analyses (DuckDB, the core) only once a
     # trial's trace is measured.
     ("roscope.experiment.runner", "roscope.experiment.tracemetrics"),

@@ -35,13 +35,14 @@ from roscope.database import Database, connect, create_views
 from roscope.errors import InputError
 from roscope.files import interrupts_deferred
 from roscope.loading import write
+from roscope.manifest import DATASET_MARKER as MARKER
+from roscope.manifest import is_dataset  # noqa: F401 - dataset.is_dataset, as its callers name it
 from roscope.trace import check_paths
 from roscope.version import __version__
 
 # DuckDB is imported in the functions that use it: the CLI's parser (every command's
 # defaults, `roscope --help`) and `roscope info` start without it.
 
-MARKER = "roscope-dataset.json"
 FORMAT = "roscope-dataset"
 VERSION = 1
 #: The table of runs (one row per run, its manifest).
@@ -57,11 +58,6 @@ TMP_MIN_AGE = 60
 
 
 # ---------------------------------------------------------------- the directory
-
-
-def is_dataset(path) -> bool:
-    """Whether `path` is a directory holding a roscope dataset's marker file."""
-    return os.path.isdir(path) and os.path.isfile(os.path.join(path, MARKER))
 
 
 def _check_dataset(path: str) -> None:

@@ -35,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from roscope import _core, extras
 from roscope.database import columns_sql
 from roscope.errors import InputError
+from roscope.manifest import find_perf
 from roscope.processes import group
 
 #: The tables this module adds to every database (empty without kernel data).
@@ -69,34 +70,6 @@ def _arrow():
     import pyarrow.csv as pcsv
 
     return pa, pc, pcsv
-
-
-# --------------------------------------------------------------------------
-# finding perf.data beside a trace
-# --------------------------------------------------------------------------
-
-def find_perf(inputs: Sequence[str], trace_paths: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """(perf.data, [trace directories it belongs to]) for each ``perf/perf.data``
-    (as `roscope record --kernel` writes it) or ``perf.data`` found in an input
-    directory, beside it, or in a directory above one of the traces up to the input."""
-    roots = [os.path.abspath(p) for p in inputs]
-    found: dict[str, list[str]] = {}
-    for tp in trace_paths:
-        d = os.path.abspath(tp)
-        root = next((r for r in roots if d == r or d.startswith(r.rstrip(os.sep) + os.sep)), None)
-        stop = os.path.dirname(root) if root else d
-        while True:
-            for cand in (os.path.join(d, "perf", "perf.data"), os.path.join(d, "perf.data")):
-                if os.path.isfile(cand):
-                    found.setdefault(cand, []).append(tp)
-                    break
-            else:
-                if d == stop or os.path.dirname(d) == d:
-                    break
-                d = os.path.dirname(d)
-                continue
-            break
-    return sorted(found.items())
 
 
 # --------------------------------------------------------------------------

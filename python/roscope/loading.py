@@ -23,11 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from roscope import _core, files, kernel, manifest, memory
+from roscope import _core, files, kernel, memory
 from roscope import progress as progress_shown
 from roscope.database import SCHEMA_VERSION, Database, connect, create_views
 from roscope.errors import DatabaseError, database_error, interrupted
-from roscope.trace import check_paths, table_from_core
+from roscope.manifest import attached, find_perf, record_ids
+from roscope.trace import SMALL_TRACE_BYTES, check_paths, table_from_core, trace_bytes
 from roscope.version import __version__
 
 # DuckDB is imported in the functions that use it: the CLI's parser (every command's
@@ -49,24 +50,6 @@ def _import_arrow() -> None:
     import pyarrow  # noqa: F401
 
 
-def record_ids(paths: Sequence[str]) -> list[str]:
-    """The recording names of `roscope record` manifests at, above or inside the
-    given paths (a trace directory, or a folder of several)."""
-    ids = []
-    for _m, man in manifest.find(paths, below=True):
-        rid = man.get("record_id") if isinstance(man, dict) else None
-        if rid and rid not in ids:
-            ids.append(rid)
-    return ids
-
-
-def attached(paths: Sequence[str]) -> bool:
-    """Whether a `roscope record --attach` manifest is at, above or inside the given paths:
-    the processes that were running when its session started belong to the recording
-    (their state dumps name them; docs/ros1-tracer.md, "Attaching")."""
-    return any(isinstance(man, dict) and man.get("attach") is True for _m, man in manifest.find(paths, below=True))
-
-
 #: A streaming build keeps the records of this much trace time (ns) in memory:
 #: older ones that nothing will change go to the database in chunks (docs/model.md).
 WINDOW_NS = 1_000_000_000
@@ -77,27 +60,6 @@ WINDOW_NS = 1_000_000_000
 #: what is stored, so that it keeps reading while DuckDB stores an insert
 #: (2 made it wait through every insert; each chunk more is memory).
 STREAM_QUEUE = 16
-
-
-#: Traces of at most this many bytes in all (about 400k events) are built whole and
-#: stored table by table as the core hands them over, without pyarrow: `roscope stats`
-#: on a short recording then starts without importing pyarrow and numpy (0.3 s, 40 MB).
-SMALL_TRACE_BYTES = 16 << 20
-
-
-def trace_bytes(paths: Sequence[str], limit: int) -> int:
-    """The bytes of the files under `paths`, counted up to just past `limit`."""
-    total = 0
-    for p in paths:
-        for d, _dirs, names in os.walk(p):
-            for f in names:
-                try:
-                    total += os.stat(os.path.join(d, f)).st_size
-                except OSError:
-                    continue
-                if total > limit:
-                    return total
-    return total
 
 
 def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None = None, sync: bool = True,
@@ -230,7 +192,7 @@ def _kernel_tables(con, paths: Sequence[str], warnings: list[str], with_kernel: 
     source, empty and made from the schema; pyarrow is not imported either way.
     Returns their row counts."""
     traces = con.execute("SELECT path, domain FROM traces").fetchall()
-    if with_kernel and (any(d == "kernel" for _p, d in traces) or kernel.find_perf(paths, [p for p, _d in traces])):
+    if with_kernel and (any(d == "kernel" for _p, d in traces) or find_perf(paths, [p for p, _d in traces])):
         return kernel.store(con, paths, warnings)
     return kernel.create_empty(con)
 

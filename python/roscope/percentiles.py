@@ -40,10 +40,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from fractions import Fraction
 from typing import TYPE_CHECKING
-
-from roscope.memory import within_memory
 
 if TYPE_CHECKING:
     from roscope.database import Database
@@ -106,6 +103,8 @@ def _interpolate(lo: int | float, hi: int | float, d: float) -> float:
     """`quantile_cont`'s value between two neighbouring ranks, bit for bit: DuckDB
     computes lo * (1 - d) + hi * d with the first product and the sum fused into one
     rounding (its build contracts them into an FMA), so it is emulated exactly here."""
+    from fractions import Fraction  # here: the selection's path only (fractions imports decimal)
+
     a, b = float(lo), float(hi)
     return float(Fraction(a) * Fraction(1.0 - d) + Fraction(b * d))
 
@@ -125,6 +124,8 @@ def grouped(db: Database, source: str, by: list[str], *, quartiles: bool = False
     (`memory.within_memory`), with a warning naming `what`. `by` and `extra` are SQL
     written in roscope's code."""
     import duckdb
+
+    from roscope.memory import within_memory  # here: `roscope stats` of a short recording starts without it
 
     k = ", ".join(by)
     tail = f", {extra}" if extra else ""

@@ -32,7 +32,7 @@ import shutil
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from roscope.text import escape
 
@@ -59,8 +59,7 @@ def wanted(flag: bool | None, json: bool = False, stream=None) -> bool:
         return False
 
 
-@dataclass
-class State:
+class State(NamedTuple):
     """What a phase has done so far, as a watcher sees it."""
 
     phase: str

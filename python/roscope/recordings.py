@@ -23,15 +23,17 @@ to the loader. Reading only the metadata (`_core.Trace.traces`), no events.
 """
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
 import json
 import os
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from roscope import _core
 from roscope import manifest as _manifest
+
+if TYPE_CHECKING:
+    import datetime as dt
 
 #: Sessions of different hosts created this close together are one recording.
 SAME_RECORDING_S = 600
@@ -40,18 +42,24 @@ _ENV = re.compile(r"\benv\s*\{(.*?)\}", re.S)
 _FIELD = re.compile(r"(\w+)\s*=\s*(\"(?:[^\"\\]|\\.)*\"|[^;]+);")
 
 
-@dataclasses.dataclass
 class Session:
-    hostname: str
-    name: str
-    created: str
-    traces: list[str] = dataclasses.field(default_factory=list)
+    """One LTTng session: its host, name and creation time (as its metadata's `env` has
+    them), and its trace directories."""
+
+    def __init__(self, hostname: str, name: str, created: str, traces: list[str] | None = None):
+        self.hostname, self.name, self.created = hostname, name, created
+        self.traces = [] if traces is None else traces
+
+    def __repr__(self) -> str:
+        return f"Session({self.hostname!r}, {self.name!r}, {self.created!r}, {self.traces!r})"
 
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.hostname, self.name, self.created)
 
     def created_at(self) -> dt.datetime | None:
+        import datetime as dt  # here: only a folder of several sessions compares their times
+
         try:
             return dt.datetime.strptime(self.created, "%Y%m%dT%H%M%S%z")
         except ValueError:
@@ -111,6 +119,8 @@ def separate(paths: Sequence[str]) -> list[list[Session]]:
     ss = sessions(paths)
     if len(ss) < 2 or _manifest_covers(ss):
         return []
+    import datetime as dt  # here, as in Session.created_at
+
     groups: list[list[Session]] = []
     for s in sorted(ss, key=lambda s: (s.created_at() is None, s.created_at() or dt.datetime.min, s.hostname)):
         g = next((g for g in groups if _together(g, s)), None)

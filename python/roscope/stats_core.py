@@ -1,6 +1,6 @@
 """`roscope stats` of a short recording, without a database.
 
-A trace small enough to be built whole (`loading.SMALL_TRACE_BYTES`, about 400k
+A trace small enough to be built whole (`trace.SMALL_TRACE_BYTES`, about 400k
 events) needs no DuckDB for its statistics: the core builds its model and computes
 the parts that `roscope.stats` reads with SQL (crates/model/src/stats.rs: the same
 joins, NULLs and groups as the views of `roscope.database`, and DuckDB's arithmetic
@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import os
 
-from roscope import _core, kernel
+from roscope import _core
 from roscope import progress as progress_shown
 from roscope import stats as st
-from roscope.dataset import is_dataset
-from roscope.loading import SMALL_TRACE_BYTES, attached, record_ids, trace_bytes
-from roscope.trace import check_paths
+from roscope.manifest import attached, find_perf, is_dataset, record_ids
+from roscope.trace import SMALL_TRACE_BYTES, check_paths, trace_bytes
 
 
 def applies(inputs, window=None) -> bool:
@@ -45,7 +44,7 @@ def parts(inputs, *, heuristics: bool = True, sync: bool = True) -> dict | None:
     or None when they hold kernel data. Raises what loading them raises."""
     paths = check_paths(list(inputs))
     doc, traces = compute(paths, heuristics=heuristics, sync=sync)
-    if any(d == "kernel" for _p, d in traces) or kernel.find_perf(paths, [t for t, _d in traces]):
+    if any(d == "kernel" for _p, d in traces) or find_perf(paths, [t for t, _d in traces]):
         return None
     return doc
 

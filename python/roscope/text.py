@@ -5,8 +5,6 @@ an error saying a selection matched nothing) and values made JSON-ready
 `commands._common` hands them to the verbs)."""
 from __future__ import annotations
 
-import datetime as _dt
-import decimal
 import math
 import re
 import sys
@@ -72,11 +70,11 @@ def clean(v):
         return {str(k): clean(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [clean(x) for x in v]
-    if isinstance(v, decimal.Decimal):
+    if _instance(v, "decimal", "Decimal"):
         if not v.is_finite():
             return None
         return int(v) if v == v.to_integral_value() else float(v)
-    if isinstance(v, (_dt.datetime, _dt.date, _dt.time)):
+    if _instance(v, "datetime", "datetime", "date", "time"):
         return v.isoformat()
     if hasattr(v, "tolist") and hasattr(v, "dtype"):  # numpy scalar or array
         return clean(v.tolist())
@@ -85,3 +83,10 @@ def clean(v):
     if isinstance(v, bytes):
         return v.decode("utf-8", "backslashreplace")
     return str(v)
+
+
+def _instance(v, module: str, *types: str) -> bool:
+    """isinstance(v, (module.type, ...)), without importing `module` (for `clean`: a value
+    of its types exists only once something imported it; the CLI starts without them)."""
+    m = sys.modules.get(module)
+    return m is not None and isinstance(v, tuple(getattr(m, t) for t in types))

@@ -9,12 +9,31 @@ import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, NamedTuple
 
 from roscope import _core
 
 TraceError = _core.TraceError
+
+#: Traces of at most this many bytes in all (about 400k events) are built whole: `roscope
+#: stats` computes their statistics in the core (roscope.stats_core), and a load stores their
+#: tables as the core hands them over, without pyarrow (roscope.loading).
+SMALL_TRACE_BYTES = 16 << 20
+
+
+def trace_bytes(paths: Sequence[str], limit: int) -> int:
+    """The bytes of the files under `paths`, counted up to just past `limit`."""
+    total = 0
+    for p in paths:
+        for d, _dirs, names in os.walk(p):
+            for f in names:
+                try:
+                    total += os.stat(os.path.join(d, f)).st_size
+                except OSError:
+                    continue
+                if total > limit:
+                    return total
+    return total
 
 
 def table_from_core(obj) -> pyarrow.Table:  # noqa: F821
@@ -27,8 +46,7 @@ def table_from_core(obj) -> pyarrow.Table:  # noqa: F821
     return pa.RecordBatchReader.from_stream(obj).read_all()
 
 
-@dataclass
-class Batch:
+class Batch(NamedTuple):
     trace: int
     event: str
     batch: pyarrow.RecordBatch  # noqa: F821
@@ -50,14 +68,13 @@ def check_paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[
     return out
 
 
-@dataclass
 class Trace:
     """One or more CTF traces (a directory anywhere above `metadata` files)."""
 
     paths: list[str]
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str]
     #: (stream file, events discarded, packets lost) for streams that lost any.
-    losses: list[tuple[str, int, int]] = field(default_factory=list)
+    losses: list[tuple[str, int, int]]
 
     def __init__(self, paths):
         self.paths = check_paths(paths)

@@ -29,7 +29,7 @@ from pathlib import Path
 from roscope import _core, files
 from roscope.alerts import EXIT_MISSED, OnMiss
 from roscope.live import LiveWindows, WatchedPath
-from roscope.loading import record_ids
+from roscope.manifest import record_ids
 from roscope.processes import group
 from roscope.record.options import DEFAULT_EVENTS, RecordError, RecordOptions
 from roscope.record.session import Recording

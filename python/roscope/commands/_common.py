@@ -65,14 +65,13 @@ Output:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import os
 import re
 import sys
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from roscope.errors import InputError
 from roscope.text import TextOut, cell, clean, escape
@@ -320,10 +319,10 @@ def output_path(text: str) -> str:
 # ---------------------------------------------------------------- opening
 
 
-@dataclasses.dataclass(frozen=True)
-class Inputs:
+class Inputs(NamedTuple):
     """What opening a verb's inputs reads from its arguments (`add_inputs`, `add_heuristics`),
-    as one typed value."""
+    as one typed value (a NamedTuple, not a dataclass: `dataclasses` imports `inspect`, ~5 ms
+    of every verb's start)."""
     paths: tuple[str, ...]
     merge: bool = False
     run: str | None = None
@@ -337,12 +336,12 @@ class Inputs:
         """The Inputs of parsed arguments (`args.inputs` and the options of `add_inputs` and
         `add_heuristics` a verb has; the others their defaults), with `changes` (e.g. `paths`)."""
         if isinstance(args, Inputs):
-            return dataclasses.replace(args, **changes)
+            return args._replace(**changes)
         given = vars(args)
         made = cls(paths=tuple(given["inputs"]), merge=bool(given.get("merge", False)), run=given.get("run"),
                    runs=given.get("runs"), memory=given.get("memory"),
                    heuristics=not given.get("no_heuristics", False), sync=not given.get("no_sync", False))
-        return dataclasses.replace(made, **{k: tuple(v) if k == "paths" else v for k, v in changes.items()})
+        return made._replace(**{k: tuple(v) if k == "paths" else v for k, v in changes.items()})
 
 
 def open_inputs(inputs, writable: bool = False):
