@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::error::{CtfError, Result, Warning};
 use crate::tsdl::{self, Decl, Value};
-use crate::types::{body_program, byte_order, collect_refs, program, Linker, Op, Resolver, Ty};
+use crate::types::{body_program, byte_order, collect_refs, program, HeaderFast, Linker, Op, Resolver, Ty};
 
 pub const METADATA_MAGIC: u32 = 0x75D1_1D57;
 
@@ -66,6 +66,8 @@ pub struct StreamClass {
     /// Event classes of this stream, by id.
     pub events: HashMap<u64, usize>,
     pub event_header_prog: Vec<Op>,
+    /// The event header read without its program, when it has LTTng's shape.
+    pub header_fast: Option<HeaderFast>,
     pub event_context_prog: Vec<Op>,
 }
 
@@ -260,6 +262,7 @@ fn empty_stream_class(id: u64) -> StreamClass {
         event_context: None,
         events: HashMap::new(),
         event_header_prog: Vec::new(),
+        header_fast: None,
         event_context_prog: Vec::new(),
     }
 }
@@ -422,6 +425,7 @@ fn link_and_compile(md: &mut Metadata, file: &str) -> Result<()> {
     }
     for s in md.streams.iter_mut() {
         s.event_header_prog = program(s.event_header.as_ref());
+        s.header_fast = HeaderFast::of(&s.event_header_prog);
         s.event_context_prog = program(s.event_context.as_ref());
     }
     for e in events.iter_mut() {

@@ -632,6 +632,80 @@ pub struct VariantOp {
     pub options: Vec<Vec<Op>>,
 }
 
+/// LTTng's event headers (`event_header_compact`: a 5-bit id and a 27-bit timestamp;
+/// `event_header_large`: a 16-bit id and a 32-bit timestamp; both with an extended form, a
+/// 32-bit id and a 64-bit timestamp, when the id is all ones), read without running their
+/// program: the places of every value are known once the id is. Only little-endian headers
+/// of exactly that shape are recognised (`HeaderFast::of`); any other runs its program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderFast {
+    /// The struct's alignment (bits).
+    pub align: u32,
+    pub id_size: u32,
+    pub id_align: u32,
+    /// The id's register (the variant's tag).
+    pub id_reg: u32,
+    /// The id meaning "extended".
+    pub extended: u64,
+    pub ts_size: u32,
+    pub ts_align: u32,
+    /// The extended form's alignment (bits).
+    pub ext_align: u32,
+    /// The extended id's register, u32::MAX when none.
+    pub ext_id_reg: u32,
+}
+
+impl HeaderFast {
+    pub fn of(prog: &[Op]) -> Option<HeaderFast> {
+        let (align, rest) = match prog {
+            [Op::Align(a), rest @ ..] => (*a, rest),
+            rest => (1, rest),
+        };
+        let [Op::Int { size: id_size, align: id_align, le: true, signed: false, role: Role::EventId, reg: Some(id_reg) }, Op::Variant(v)] =
+            rest
+        else {
+            return None;
+        };
+        let extended = (1u64 << *id_size) - 1;
+        let ranges_ok = v.reg == *id_reg
+            && !v.tag_signed
+            && v.options.len() == 2
+            && v.ranges.len() == 2
+            && v.ranges.contains(&(0, extended as i128 - 1, 0))
+            && v.ranges.contains(&(extended as i128, extended as i128, 1));
+        if !ranges_ok || *id_size > 32 {
+            return None;
+        }
+        let (ts_size, ts_align) = match v.options[0].as_slice() {
+            [Op::Int { size, align, le: true, signed: false, role: Role::Clock, reg: None }] => (*size, *align),
+            [Op::Align(a), Op::Int { size, align, le: true, signed: false, role: Role::Clock, reg: None }] if a == align => (*size, *align),
+            _ => return None,
+        };
+        let (ext_align, ext_id_reg) = match v.options[1].as_slice() {
+            [Op::Align(a), Op::Int { size: 32, align: 8, le: true, signed: false, role: Role::EventId, reg }, Op::Int { size: 64, align: 8, le: true, signed: false, role: Role::Clock, reg: None }]
+                if *a == 8 =>
+            {
+                (8, reg.unwrap_or(u32::MAX))
+            }
+            _ => return None,
+        };
+        if ts_size > 32 || !matches!(align, 1 | 8 | 16 | 32 | 64) {
+            return None;
+        }
+        Some(HeaderFast {
+            align,
+            id_size: *id_size,
+            id_align: *id_align,
+            id_reg: *id_reg,
+            extended,
+            ts_size,
+            ts_align,
+            ext_align,
+            ext_id_reg,
+        })
+    }
+}
+
 /// One value of an `Op::Fixed`: at byte `off` from its start, an integer of
 /// `64 - shift` bits (sign-extended when `signed`; kept in register `reg`
 /// unless u32::MAX), or a text array of `text` bytes.

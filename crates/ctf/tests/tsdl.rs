@@ -551,3 +551,71 @@ fn packet_sequence_number_gaps_count_lost_packets() {
     assert_eq!(d.loss[0].packets_lost, 5);
     assert_eq!(d.loss[0].events_discarded, 0);
 }
+
+/// Metadata with LTTng's own `event_header_compact`: a 5-bit enumeration id selecting a
+/// variant, the compact form a 27-bit timestamp, the extended form (id 31) a 32-bit id and
+/// a 64-bit timestamp, the whole aligned to a byte. Event 40 needs the extended form.
+fn lttng_compact_metadata() -> String {
+    let md = std_metadata(
+        "le",
+        r#"event { id = 3; name = "tick"; stream_id = 0; fields := struct { uint8_t k; }; };
+event { id = 40; name = "far"; stream_id = 0; fields := struct { uint8_t k; }; };"#,
+    );
+    md.replace(
+        "event.header := struct {\n        uint8_t id;\n        uint64_clock_t timestamp;\n    };",
+        "event.header := struct {
+        enum : integer { size = 5; align = 1; signed = false; } { compact = 0 ... 30, extended = 31 } id;
+        variant <id> {
+            struct { integer { size = 27; align = 1; signed = false; map = clock.c.value; } timestamp; } compact;
+            struct { uint32_t id; uint64_clock_t timestamp; } extended;
+        } v;
+    } align(8);",
+    )
+}
+
+#[test]
+fn lttngs_variant_event_header_is_read_in_both_forms() {
+    let dir = TempDir::new("lttng-compact");
+    let md = lttng_compact_metadata();
+    assert!(md.contains("extended = 31"));
+    dir.write("metadata", md.as_bytes());
+    let parsed = roscope_ctf::metadata::parse(&md, "metadata").unwrap();
+    // The shape the reader reads without running the header's program.
+    let h = parsed.streams[0].header_fast.expect("LTTng's compact header is recognised");
+    assert_eq!((h.id_size, h.ts_size, h.extended), (5, 27, 31));
+    let mut evs = Vec::new();
+    // compact: bits 0-4 the id, 5-31 the timestamp's low 27 bits, then the payload byte
+    let compact = |ts27: u32, k: u8| {
+        let mut w = W::le();
+        w.u32(3 | ts27 << 5).u8(k);
+        w.b
+    };
+    evs.extend(compact(0x7FFFFF5, 0)); // 134217717
+    evs.extend(compact(0x0000003, 1)); // wrapped: 0x08000003 = 134217731
+                                       // extended: id 31 in bits 0-4 (the rest of the byte padding), then at byte 1 the
+                                       // 32-bit id 40 and the 64-bit timestamp 0x08000010 = 134217744, then the payload
+    let mut w = W::le();
+    w.u8(31).u32(40).u64(0x800_0010).u8(2);
+    evs.extend(w.b);
+    evs.extend(compact(0x0000011, 3)); // after the extended one: 0x08000011 = 134217745
+    let mut pk = Pkt::new(false);
+    pk.ts_begin = 0x7FFFFF0;
+    pk.ts_end = 0x8000011;
+    let mut file = pk.build(&evs);
+    // A second packet whose content ends 2 bytes into an event's header: the decoder says
+    // so (the same words as for any field past the content) and keeps the events before.
+    let mut evs = compact(0x0000020, 4); // 0x08000020 = 134217760
+    evs.extend([0x03, 0x00]);
+    pk.ts_begin = 0x8000020;
+    pk.ts_end = 0x8000020;
+    pk.seq = 1;
+    file.extend(pk.build(&evs));
+    dir.write("chan_0", &file);
+    let d = dump(dir.path());
+    assert_eq!(d.ts, vec![134217717, 134217731, 134217744, 134217745, 134217760]);
+    assert_eq!(d.names, vec!["tick", "tick", "far", "tick", "tick"]);
+    let ks: Vec<String> = d.payloads();
+    assert_eq!(ks, vec![r#"{"k":0}"#, r#"{"k":1}"#, r#"{"k":2}"#, r#"{"k":3}"#, r#"{"k":4}"#]);
+    assert_eq!(d.warnings.len(), 1, "{:?}", d.warnings);
+    assert!(d.warnings[0].contains("27-bit field runs past the end of the packet content"), "{:?}", d.warnings);
+}
