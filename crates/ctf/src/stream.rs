@@ -184,6 +184,15 @@ pub struct StreamReader {
     /// the work on arrays of zero-size elements).
     work: u64,
     pub tape: Vec<Val>,
+    /// Per event class: whether its events' every value is wanted on the tape (empty: all
+    /// are). For a class marked false only the first `partial_values` values are kept (the
+    /// stream event context: what `info` reads of most events), the rest read and skipped.
+    pub whole: Vec<bool>,
+    pub partial_values: usize,
+    /// Values the current event may put on the tape (`whole`); usize::MAX outside events.
+    limit: usize,
+    /// Values of the current event read but not put on the tape (for the tape's size bound).
+    skipped: usize,
     hdr_tape: Vec<Val>,
     /// Tape index where the event context and the payload begin.
     pub ctx_start: usize,
@@ -251,6 +260,10 @@ impl StreamReader {
             work: 0,
             tape: Vec::with_capacity(64),
             hdr_tape: Vec::with_capacity(8),
+            whole: Vec::new(),
+            partial_values: 0,
+            limit: usize::MAX,
+            skipped: 0,
             ctx_start: 0,
             payload_start: 0,
             cur_class: 0,
@@ -1041,6 +1054,10 @@ impl StreamReader {
         };
         self.cur_class = class;
         self.cur_ts = self.to_ns(self.clock);
+        if !self.whole.get(class).copied().unwrap_or(true) {
+            self.limit = self.partial_values;
+            self.skipped = 0;
+        }
         let mut tape = std::mem::take(&mut self.tape);
         tape.clear();
         let ec = &md.events[class];
@@ -1061,6 +1078,7 @@ impl StreamReader {
             r
         };
         self.tape = tape;
+        self.limit = usize::MAX;
         r
     }
 
@@ -1191,18 +1209,28 @@ impl StreamReader {
                     // Each integer is read as the 8 bytes at its place, so 8
                     // bytes past the values must be in the file.
                     if pos & 7 == 0 && pos + bits <= end && base + f.bytes as usize + 8 <= d.len() {
-                        for it in &f.items {
-                            let b = base + it.off as usize;
-                            if let Some(len) = it.text {
-                                out.push(Val::Str(b as u64, len));
-                                continue;
+                        let n = f.items.len();
+                        let len = out.len();
+                        if self.limit.saturating_sub(len) >= n {
+                            // Written in place: one capacity check for the whole run.
+                            out.reserve(n);
+                            let spare = &mut out.spare_capacity_mut()[..n];
+                            for (slot, it) in spare.iter_mut().zip(&f.items) {
+                                slot.write(fixed_value(d, base, it, &mut self.regs));
                             }
-                            let w = u64::from_le_bytes(d[b..b + 8].try_into().unwrap()) << it.shift;
-                            let val = if it.signed { ((w as i64) >> it.shift) as u64 } else { w >> it.shift };
-                            if it.reg != u32::MAX {
-                                self.regs[it.reg as usize] = val;
+                            // SAFETY: the `n` slots after `len` were just written.
+                            unsafe { out.set_len(len + n) };
+                        } else {
+                            // Past the values wanted: registers only (sequence lengths).
+                            let room = self.limit.saturating_sub(len);
+                            self.skipped += n - room.min(n);
+                            for (j, it) in f.items.iter().enumerate() {
+                                if j < room {
+                                    out.push(fixed_value(d, base, it, &mut self.regs));
+                                } else if it.reg != u32::MAX {
+                                    fixed_value(d, base, it, &mut self.regs);
+                                }
                             }
-                            out.push(if it.signed { Val::I(val as i64) } else { Val::U(val) });
                         }
                         pos += bits;
                     } else {
@@ -1357,6 +1385,8 @@ impl StreamReader {
     }
 
     fn check_count(&mut self, n: u64, elem: &Ty, tape_len: usize) -> DResult<()> {
+        // Values read past `limit` count as if on the tape: the bound is the same either way.
+        let tape_len = tape_len + if self.limit == usize::MAX { 0 } else { self.skipped };
         let min_bits = min_size_bits(elem);
         let left = self.end.saturating_sub(self.pos);
         if min_bits > 0 && n.saturating_mul(min_bits) > left {
@@ -1388,7 +1418,30 @@ impl StreamReader {
         if let Some(r) = reg {
             self.regs[r as usize] = val;
         }
-        out.push(if signed { Val::I(val as i64) } else { Val::U(val) });
+        if out.len() < self.limit {
+            out.push(if signed { Val::I(val as i64) } else { Val::U(val) });
+        } else {
+            self.skipped += 1;
+        }
+    }
+}
+
+/// One value of an `Op::Fixed` whose bytes start at `base` (its register set).
+#[inline(always)]
+fn fixed_value(d: &[u8], base: usize, it: &crate::types::FixedItem, regs: &mut [u64]) -> Val {
+    let b = base + it.off as usize;
+    if let Some(len) = it.text {
+        return Val::Str(b as u64, len);
+    }
+    let w = u64::from_le_bytes(d[b..b + 8].try_into().unwrap()) << it.shift;
+    let val = if it.signed { ((w as i64) >> it.shift) as u64 } else { w >> it.shift };
+    if it.reg != u32::MAX {
+        regs[it.reg as usize] = val;
+    }
+    if it.signed {
+        Val::I(val as i64)
+    } else {
+        Val::U(val)
     }
 }
 

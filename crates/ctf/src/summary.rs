@@ -59,6 +59,11 @@ pub fn static_index(ty: Option<&Ty>, names: &[&str]) -> Option<usize> {
     None
 }
 
+/// Tape values of a stream event context, when fixed (0 without one).
+fn context_width(ty: Option<&Ty>) -> Option<usize> {
+    ty.map_or(Some(0), tape_width)
+}
+
 fn tape_width(ty: &Ty) -> Option<usize> {
     match ty {
         Ty::Int(_) | Ty::Enum(_) | Ty::Float(_) | Ty::Str => Some(1),
@@ -109,11 +114,21 @@ fn count_streams(traces: &[Trace], ctx: &[Vec<[Option<usize>; 3]>], mine: Vec<(u
     for (si, s) in mine {
         // Classes seen in this stream: its first event of a class is its
         // earliest (a stream is in time order); the earliest over streams is kept.
-        let mut seen = vec![false; traces[s.trace].md.events.len()];
+        let classes = traces[s.trace].md.events.len();
+        let mut seen = vec![false; classes];
+        // Of later events only the stream event context is read onto the tape (when its
+        // width is fixed): the first of each class is written whole.
+        if let Some(w) = context_width(traces[s.trace].md.streams[s.sc].event_context.as_ref()) {
+            s.whole = vec![true; classes];
+            s.partial_values = w;
+        }
         while s.advance() {
             let (t, c, ts) = (s.trace, s.cur_class, s.cur_ts);
             if !seen[c] {
                 seen[c] = true;
+                if let Some(w) = s.whole.get_mut(c) {
+                    *w = false;
+                }
                 let earlier = part.first.get(&(t, c)).is_none_or(|f| (ts, si) < (f.0, f.1));
                 if earlier {
                     let mut line = Vec::new();
@@ -153,10 +168,12 @@ fn count_streams(traces: &[Trace], ctx: &[Vec<[Option<usize>; 3]>], mine: Vec<(u
                 // text only when its bytes differ from those it was made from.
                 if (ts, si) >= *named {
                     *named = (ts, si);
-                    let raw = bytes_at(s.data(), *off, *len);
-                    if raw != raws[k].as_slice() {
+                    // The field's whole bytes (17 for LTTng's procname), not cut at the NUL.
+                    let (a, n) = (*off as usize, *len as usize);
+                    let Some(raw) = s.data().get(a..a + n) else { continue };
+                    if !same_bytes(raw, &raws[k]) {
                         raws[k] = raw.to_vec();
-                        let name = String::from_utf8_lossy(raw);
+                        let name = String::from_utf8_lossy(bytes_at(s.data(), *off, *len));
                         if e.procname != name {
                             e.procname = name.into_owned();
                         }
@@ -167,6 +184,21 @@ fn count_streams(traces: &[Trace], ctx: &[Vec<[Option<usize>; 3]>], mine: Vec<(u
     }
     part.procs = index.into_iter().map(|(key, k)| (key, std::mem::take(&mut rows[k]))).collect();
     part
+}
+
+/// `a == b`, inline for names of 16 to 32 bytes (LTTng's procname field is 17: the comparison
+/// is made for every event, and the library's `memcmp` call cost 8 % of `info`).
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let n = a.len();
+    if (16..=32).contains(&n) {
+        let word = |x: &[u8], at: usize| u128::from_le_bytes(x[at..at + 16].try_into().unwrap());
+        return word(a, 0) == word(b, 0) && word(a, n - 16) == word(b, n - 16);
+    }
+    a == b
 }
 
 /// Streams dealt to `n` workers, largest first, each to the least loaded.
