@@ -234,3 +234,16 @@ def test_live_model_forgets_old_ros1_messages(watched):
     whole = 3 * len(times["roscope_ros1:publish"]) + len(times["roscope_ros1:link_rx_message"]) + len(times["roscope_ros1:link_tx_write"])
     assert recent["roscope_ros1:link_rx_message"] > 1000 and whole > 1.4 * bound  # long enough to tell
     assert 0 < model.held_messages <= bound, (model.held_messages, bound, whole)
+
+
+def test_watch_databases_start_no_thread():
+    """watch's DuckDB instances, one made afresh every `live.RENEW_NS` of trace, start no thread
+    of their own (`live.DUCKDB_CONFIG`): 9 new threads every 30 s spread watch's memory over ever
+    more of malloc's arenas, and a soak's RSS grew for as long as it ran (docs/watch.md, "Soak").
+    The threads as the kernel lists them (/proc/self/task)."""
+    before = set(os.listdir("/proc/self/task"))
+    lw = live.LiveWindows(5_000_000_000)
+    for _ in range(3):
+        lw._renew()
+        assert set(os.listdir("/proc/self/task")) <= before
+    lw.con.close()

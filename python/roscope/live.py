@@ -39,11 +39,19 @@ HOLD_NS = 40_000_000
 #: RSS of a soak grew for minutes without it).
 RENEW_NS = 30_000_000_000
 
+#: The settings of watch's DuckDB instances: no thread of their own. By default each instance
+#: starts 9 (a worker and 8 for asynchronous I/O, which an in-memory database does not use),
+#: and `_renew` makes one every `RENEW_NS`: the threads made afresh every 30 s took their
+#: memory from ever more of glibc's malloc arenas (up to 16 on 2 cores), each keeping what was
+#: freed in it, and watch's RSS grew for as long as it ran (docs/watch.md, "Soak"). The
+#: queries are a window's (a few thousand records): one thread is as fast.
+DUCKDB_CONFIG = {"threads": 1, "async_threads": 0}
+
 #: Chunks whose records wait for the next window before they go into the database at
 #: most (a window not ready for long: they go in anyway).
 PENDING_CHUNKS = 200
 
-__all__ = ["HOLD_NS", "INSTANCES", "REACH_NS", "RENEW_NS", "LiveWindows", "WatchedPath"]
+__all__ = ["DUCKDB_CONFIG", "HOLD_NS", "INSTANCES", "REACH_NS", "RENEW_NS", "LiveWindows", "WatchedPath"]
 
 
 class _Stream:
@@ -111,7 +119,7 @@ class LiveWindows:
 
     def _new_con(self) -> duckdb.DuckDBPyConnection:
         """A DuckDB instance in memory with the model's tables and views."""
-        con = duckdb.connect(":memory:")
+        con = duckdb.connect(":memory:", )
         memory.hand_back_freed(con)   # each step deletes rows: RSS flat over hours
         for name in self._tables:
             con.execute(f'CREATE TABLE "{name}" ({columns_sql(name)})').fetchall()
