@@ -119,7 +119,7 @@ class LiveWindows:
 
     def _new_con(self) -> duckdb.DuckDBPyConnection:
         """A DuckDB instance in memory with the model's tables and views."""
-        con = duckdb.connect(":memory:", )
+        con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
         memory.hand_back_freed(con)   # each step deletes rows: RSS flat over hours
         for name in self._tables:
             con.execute(f'CREATE TABLE "{name}" ({columns_sql(name)})').fetchall()
