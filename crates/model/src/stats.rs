@@ -11,7 +11,7 @@
 //! to a double), `quantile_cont` (linear between two ranks, fused
 //! multiply-add), `stddev_samp` (Welford's update, in the order of the rows).
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::schema::node_name;
 use crate::table::{Col, Data, Table};
@@ -209,15 +209,39 @@ impl<'a> T<'a> {
     }
 
     /// Row of each id (the first column named `id`): the rows a join on it finds.
-    fn index(&self, id: &str) -> HashMap<i64, usize> {
+    fn index(&self, id: &str) -> Index {
         let c = self.col(id);
-        (0..self.rows()).filter_map(|i| c.int(i).map(|v| (v, i))).collect()
+        let first = if self.rows() > 0 { c.int(0) } else { None };
+        if let Some(first) = first {
+            if (0..self.rows()).all(|i| c.int(i) == first.checked_add(i as i64)) {
+                return Index::Offset { first, rows: self.rows() };
+            }
+        }
+        Index::Map((0..self.rows()).filter_map(|i| c.int(i).map(|v| (v, i))).collect())
+    }
+}
+
+/// The row of an id in a table (`T::index`).
+enum Index {
+    /// The model numbers most tables' rows: the id of row i is the first row's plus i
+    /// (no map to build, and no lookup that misses the cache).
+    Offset { first: i64, rows: usize },
+    /// Any other ids (gaps, NULLs, another order): the last row of each.
+    Map(FxHashMap<i64, usize>),
+}
+
+impl Index {
+    fn row(&self, id: i64) -> Option<usize> {
+        match self {
+            Index::Offset { first, rows } => id.checked_sub(*first).and_then(|r| usize::try_from(r).ok()).filter(|r| r < rows),
+            Index::Map(m) => m.get(&id).copied(),
+        }
     }
 }
 
 /// The nodes table: full name (`node_name`) and process of each node id.
 struct Nodes {
-    at: HashMap<i64, (Option<String>, Option<i64>)>,
+    at: FxHashMap<i64, (Option<String>, Option<i64>)>,
 }
 
 impl Nodes {
@@ -261,6 +285,18 @@ pub struct Group<K> {
     pub heuristic: u64,
     /// rows whose x was negative, left out of `d` (latencies: `Gather::push_latency`)
     pub negative: u64,
+}
+
+impl<K> Group<K> {
+    /// The same group under the key `f` makes of its key.
+    fn map_key<J>(self, f: impl FnOnce(K) -> J) -> Group<J> {
+        Group { key: f(self.key), d: self.d, rows: self.rows, sum: self.sum, heuristic: self.heuristic, negative: self.negative }
+    }
+}
+
+/// A topic name borrowed from the model, as the owned key of a part of `Stats`.
+fn owned(t: Option<&str>) -> Option<String> {
+    t.map(str::to_owned)
 }
 
 /// Per callback: the mean and sample deviation of its timer's periods.
@@ -357,20 +393,24 @@ pub struct Stats {
 /// A value per key (a GROUP BY's groups), in the order the keys first come.
 struct Groups<K, V> {
     groups: Vec<(K, V)>,
-    at: HashMap<K, usize>,
+    at: FxHashMap<K, usize>,
 }
 
 impl<K: std::hash::Hash + Eq + Clone, V: Default> Groups<K, V> {
     fn new() -> Self {
-        Groups { groups: Vec::new(), at: HashMap::new() }
+        Groups { groups: Vec::new(), at: FxHashMap::default() }
     }
 
-    /// The value of `k`'s group, made when `k` first comes.
+    /// The value of `k`'s group, made when `k` first comes (the key is cloned then only).
     fn entry(&mut self, k: &K) -> &mut V {
-        let i = *self.at.entry(k.clone()).or_insert_with(|| {
-            self.groups.push((k.clone(), V::default()));
-            self.groups.len() - 1
-        });
+        let i = match self.at.get(k) {
+            Some(&i) => i,
+            None => {
+                self.groups.push((k.clone(), V::default()));
+                self.at.insert(k.clone(), self.groups.len() - 1);
+                self.groups.len() - 1
+            }
+        };
         &mut self.groups[i].1
     }
 }
@@ -404,8 +444,14 @@ impl<K: std::hash::Hash + Eq + Clone> Gather<K> {
     /// A latency: a negative one is a row, counted as `negative`, without an x (it
     /// measures no time: an event emitted after what it reports).
     fn push_latency(&mut self, k: &K, x: Option<i64>, heuristic: bool) {
-        self.push(k, x.filter(|&x| x >= 0), heuristic);
-        self.0.entry(k).negative += x.is_some_and(|x| x < 0) as u64;
+        let g = self.0.entry(k);
+        g.rows += 1;
+        g.heuristic += heuristic as u64;
+        match x {
+            Some(x) if x >= 0 => g.xs.push(x),
+            Some(_) => g.negative += 1,
+            None => {}
+        }
     }
 
     fn finish(self) -> Vec<Group<K>> {
@@ -427,8 +473,8 @@ struct Pubs<'a> {
     publisher: C<'a>,
     layers: [C<'a>; 4],
     /// publisher id -> (name, node id)
-    publishers: HashMap<i64, (Option<&'a str>, Option<i64>)>,
-    at: HashMap<i64, usize>,
+    publishers: FxHashMap<i64, (Option<&'a str>, Option<i64>)>,
+    at: Index,
 }
 
 impl<'a> Pubs<'a> {
@@ -510,7 +556,7 @@ fn summary(m: &Model, s: &mut Stats, runs: &T, complete: &[usize]) {
         ("packets_lost", sum_of(traces.col("packets_lost"))),
     ];
     let method = links.col("method");
-    let mut methods: HashMap<Option<&str>, u64> = HashMap::new();
+    let mut methods: FxHashMap<Option<&str>, u64> = FxHashMap::default();
     for i in 0..links.rows() {
         *methods.entry(method.text(i)).or_default() += 1;
     }
@@ -554,12 +600,12 @@ fn durations_and_periods(s: &mut Stats, runs: &T, complete: &[usize]) {
 
 /// The `topics` view: every name a publisher or a subscription has, with their counts.
 fn topic_names(m: &Model) -> Vec<(String, TopicCounts)> {
-    let mut topics: Groups<String, TopicCounts> = Groups::new();
+    let mut topics: Groups<&str, TopicCounts> = Groups::new();
     for (table, is_pub) in [("publishers", true), ("subscriptions", false)] {
         let t = T::of(m, table);
         let name = t.col("name");
         for n in (0..t.rows()).filter_map(|i| name.text(i)) {
-            let c = topics.entry(&n.to_owned());
+            let c = topics.entry(&n);
             if is_pub {
                 c.publishers += 1;
             } else {
@@ -567,47 +613,47 @@ fn topic_names(m: &Model) -> Vec<(String, TopicCounts)> {
             }
         }
     }
-    topics.groups
+    topics.groups.into_iter().map(|(t, c)| (t.to_owned(), c)).collect()
 }
 
 /// Per topic: publications and those no link names; takes (taken) and those no link names.
 fn counts_per_topic(m: &Model, s: &mut Stats, pubs: &Pubs, links: &T, takes: &T) {
     let (l_pub, l_take) = (links.col("publication_id"), links.col("take_id"));
-    let linked_pubs: HashSet<i64> = (0..links.rows()).filter_map(|i| l_pub.int(i)).collect();
-    let linked_takes: HashSet<i64> = (0..links.rows()).filter_map(|i| l_take.int(i)).collect();
-    let mut per: Groups<String, (u64, u64)> = Groups::new();
-    let mut times: Groups<String, Vec<i64>> = Groups::new();
+    let linked_pubs: FxHashSet<i64> = (0..links.rows()).filter_map(|i| l_pub.int(i)).collect();
+    let linked_takes: FxHashSet<i64> = (0..links.rows()).filter_map(|i| l_take.int(i)).collect();
+    let mut per: Groups<&str, (u64, u64)> = Groups::new();
+    let mut times: Groups<&str, Vec<i64>> = Groups::new();
     for i in 0..pubs.n {
         if let Some(t) = pubs.topic(i) {
-            let c = per.entry(&t.to_owned());
+            let c = per.entry(&t);
             c.0 += 1;
             c.1 += !pubs.id.int(i).is_some_and(|id| linked_pubs.contains(&id)) as u64;
             if let Some(ts) = pubs.publish_ts(i) {
-                times.entry(&t.to_owned()).push(ts);
+                times.entry(&t).push(ts);
             }
         }
     }
-    s.publications = per.groups.into_iter().map(|(t, (n, u))| (t, n, u)).collect();
-    s.publication_times = times.groups.into_iter().map(|(topic, ts)| topic_times(topic, ts)).collect();
+    s.publications = per.groups.into_iter().map(|(t, (n, u))| (t.to_owned(), n, u)).collect();
+    s.publication_times = times.groups.into_iter().map(|(topic, ts)| topic_times(topic.to_owned(), ts)).collect();
 
     let subs = T::of(m, "subscriptions");
-    let sub_name: HashMap<i64, Option<&str>> = {
+    let sub_name: FxHashMap<i64, Option<&str>> = {
         let (id, name) = (subs.col("subscription_id"), subs.col("name"));
         (0..subs.rows()).filter_map(|i| Some((id.int(i)?, name.text(i)))).collect()
     };
     let (take_id, take_sub, taken) = (takes.col("take_id"), takes.col("subscription_id"), takes.col("taken"));
-    let mut per: Groups<String, (u64, u64)> = Groups::new();
+    let mut per: Groups<&str, (u64, u64)> = Groups::new();
     for i in 0..takes.rows() {
         if taken.int(i) != Some(1) {
             continue;
         }
         // JOIN subscriptions, WHERE s.name IS NOT NULL
         let Some(Some(name)) = take_sub.int(i).and_then(|s| sub_name.get(&s)) else { continue };
-        let c = per.entry(&(*name).to_owned());
+        let c = per.entry(name);
         c.0 += 1;
         c.1 += !take_id.int(i).is_some_and(|id| linked_takes.contains(&id)) as u64;
     }
-    s.takes = per.groups.into_iter().map(|(t, (n, u))| (t, n, u)).collect();
+    s.takes = per.groups.into_iter().map(|(t, (n, u))| (t.to_owned(), n, u)).collect();
 }
 
 /// A topic's `TopicTimes` from its publications' times.
@@ -631,27 +677,27 @@ fn topic_times(topic: String, mut ts: Vec<i64>) -> TopicTimes {
 
 /// `links_info`: the links whose publication exists, with its take and run; per topic,
 /// publication to callback start (delivery) and publication to take (transport).
-fn latencies(s: &mut Stats, pubs: &Pubs, links: &T, takes: &T, take_at: &HashMap<i64, usize>, runs: &T) {
+fn latencies(s: &mut Stats, pubs: &Pubs, links: &T, takes: &T, take_at: &Index, runs: &T) {
     let (l_pub, l_take, l_run, l_heur) = (links.col("publication_id"), links.col("take_id"), links.col("run_id"), links.col("heuristic"));
     let (take_ts, run_start) = (takes.col("ts"), runs.col("start_ts"));
     let run_at = runs.index("run_id");
     let mut lat = Gather::new();
     let mut trans = Gather::new();
     for i in 0..links.rows() {
-        let Some(&p) = l_pub.int(i).and_then(|id| pubs.at.get(&id)) else { continue };
-        let topic = pubs.topic(p).map(str::to_owned);
+        let Some(p) = l_pub.int(i).and_then(|id| pubs.at.row(id)) else { continue };
+        let topic = pubs.topic(p);
         let publish = pubs.publish_ts(p);
-        let start = l_run.int(i).and_then(|r| run_at.get(&r)).and_then(|&r| run_start.int(r));
+        let start = l_run.int(i).and_then(|r| run_at.row(r)).and_then(|r| run_start.int(r));
         if let Some(start) = start {
             lat.push_latency(&topic, publish.map(|p| start - p), l_heur.int(i) == Some(1));
         }
-        let take = l_take.int(i).and_then(|t| take_at.get(&t)).and_then(|&t| take_ts.int(t));
+        let take = l_take.int(i).and_then(|t| take_at.row(t)).and_then(|t| take_ts.int(t));
         if let Some(take) = take {
             trans.push_latency(&topic, publish.map(|p| take - p), false);
         }
     }
-    s.latencies = lat.finish();
-    s.transports = trans.finish();
+    s.latencies = lat.finish().into_iter().map(|g| g.map_key(owned)).collect();
+    s.transports = trans.finish().into_iter().map(|g| g.map_key(owned)).collect();
 }
 
 fn callback_info<'a>(m: &'a Model, nodes: &Nodes) -> Vec<CallbackInfo> {
@@ -678,11 +724,11 @@ fn callback_info<'a>(m: &'a Model, nodes: &Nodes) -> Vec<CallbackInfo> {
     let mut out = Vec::with_capacity(cbs.rows());
     for i in 0..cbs.rows() {
         // JOIN processes, JOIN hosts: a callback without either is left out
-        let Some(&p) = c_proc.int(i).and_then(|x| proc_at.get(&x)) else { continue };
-        let Some(&h) = p_host.int(p).and_then(|x| host_at.get(&x)) else { continue };
+        let Some(p) = c_proc.int(i).and_then(|x| proc_at.row(x)) else { continue };
+        let Some(h) = p_host.int(p).and_then(|x| host_at.row(x)) else { continue };
         let kind = c_kind.text(i);
         let own = c_owner.int(i);
-        let name_in = |name: C<'a>, at: &HashMap<i64, usize>| own.and_then(|o| at.get(&o)).and_then(|&r| name.text(r));
+        let name_in = |name: C<'a>, at: &Index| own.and_then(|o| at.row(o)).and_then(|r| name.text(r));
         let topic = match kind {
             Some("subscription") => name_in(sub_name, &sub_at),
             Some("service") => name_in(srv_name, &srv_at),
@@ -690,7 +736,7 @@ fn callback_info<'a>(m: &'a Model, nodes: &Nodes) -> Vec<CallbackInfo> {
             _ => None,
         };
         let period = match kind {
-            Some("timer") => own.and_then(|o| tim_at.get(&o)).and_then(|&r| tim_period.int(r)),
+            Some("timer") => own.and_then(|o| tim_at.row(o)).and_then(|r| tim_period.int(r)),
             _ => None,
         };
         out.push(CallbackInfo {
@@ -712,14 +758,14 @@ fn callback_info<'a>(m: &'a Model, nodes: &Nodes) -> Vec<CallbackInfo> {
 /// `subscription_drops`, summed per topic: per subscription and publisher it
 /// receives from by exact links, the publisher's messages between the first
 /// and the last it received that it never received.
-fn drops(pubs: &Pubs, links: &T, takes: &T, take_at: &HashMap<i64, usize>) -> Vec<(Option<String>, i128)> {
+fn drops(pubs: &Pubs, links: &T, takes: &T, take_at: &Index) -> Vec<(Option<String>, i128)> {
     let (l_pub, l_take, l_heur) = (links.col("publication_id"), links.col("take_id"), links.col("heuristic"));
     let take_sub = takes.col("subscription_id");
     // per (subscription, publisher): the first and last publish time of its exact links
     let mut pairs: Groups<(i64, i64), (Option<i64>, Option<i64>)> = Groups::new();
-    let mut delivered: HashSet<(i64, i64)> = HashSet::new();
+    let mut delivered: FxHashSet<(i64, i64)> = FxHashSet::default();
     for i in 0..links.rows() {
-        let Some(&t) = l_take.int(i).and_then(|x| take_at.get(&x)) else { continue };
+        let Some(t) = l_take.int(i).and_then(|x| take_at.row(x)) else { continue };
         let sub = take_sub.int(t);
         if let (Some(p), Some(s)) = (l_pub.int(i), sub) {
             delivered.insert((p, s));
@@ -727,7 +773,7 @@ fn drops(pubs: &Pubs, links: &T, takes: &T, take_at: &HashMap<i64, usize>) -> Ve
         if l_heur.int(i) != Some(0) {
             continue;
         }
-        let Some(&p) = l_pub.int(i).and_then(|x| pubs.at.get(&x)) else { continue };
+        let Some(p) = l_pub.int(i).and_then(|x| pubs.at.row(x)) else { continue };
         let (Some(sub), Some(publisher)) = (sub, pubs.publisher.int(p)) else { continue };
         let b = pairs.entry(&(sub, publisher));
         if let Some(ts) = pubs.publish_ts(p) {
@@ -736,13 +782,13 @@ fn drops(pubs: &Pubs, links: &T, takes: &T, take_at: &HashMap<i64, usize>) -> Ve
         }
     }
     // each publisher's publications: (publish time, id, row)
-    let mut by_publisher: HashMap<i64, Vec<(i64, Option<i64>, usize)>> = HashMap::new();
+    let mut by_publisher: FxHashMap<i64, Vec<(i64, Option<i64>, usize)>> = FxHashMap::default();
     for i in 0..pubs.n {
         if let (Some(p), Some(ts)) = (pubs.publisher.int(i), pubs.publish_ts(i)) {
             by_publisher.entry(p).or_default().push((ts, pubs.id.int(i), i));
         }
     }
-    let mut per: Groups<Option<String>, i128> = Groups::new();
+    let mut per: Groups<Option<&str>, i128> = Groups::new();
     for ((sub, publisher), (first, last)) in &pairs.groups {
         let (Some(first), Some(last)) = (first, last) else { continue };
         // grouped by (subscription, topic): each candidate's topic is its publication's
@@ -750,10 +796,10 @@ fn drops(pubs: &Pubs, links: &T, takes: &T, take_at: &HashMap<i64, usize>) -> Ve
             if ts < *first || ts > *last {
                 continue;
             }
-            *per.entry(&pubs.topic(row).map(str::to_owned)) += !id.is_some_and(|id| delivered.contains(&(id, *sub))) as i128;
+            *per.entry(&pubs.topic(row)) += !id.is_some_and(|id| delivered.contains(&(id, *sub))) as i128;
         }
     }
-    per.groups
+    per.groups.into_iter().map(|(t, n)| (owned(t), n)).collect()
 }
 
 fn services(m: &Model, nodes: &Nodes) -> Vec<ServiceRow> {
@@ -763,7 +809,7 @@ fn services(m: &Model, nodes: &Nodes) -> Vec<ServiceRow> {
     let (pb, tk) = (T::of(m, "publications"), T::of(m, "takes"));
     let (pb_at, tk_at) = (pb.index("publication_id"), tk.index("take_id"));
     let (pb_ts, tk_ts) = (pb.col("ts"), tk.col("ts"));
-    let at_ts = |at: &HashMap<i64, usize>, ts: C, id: Option<i64>| id.and_then(|x| at.get(&x)).and_then(|&r| ts.int(r));
+    let at_ts = |at: &Index, ts: C, id: Option<i64>| id.and_then(|x| at.row(x)).and_then(|r| ts.int(r));
     let (c_cli, c_srv, c_method) = (calls.col("client_id"), calls.col("service_id"), calls.col("method"));
     let (rq_p, rq_t, rs_p, rs_t) = (
         calls.col("request_publication_id"),
@@ -775,7 +821,7 @@ fn services(m: &Model, nodes: &Nodes) -> Vec<ServiceRow> {
     struct Acc {
         server_node: Option<String>,
         calls: u64,
-        clients: HashSet<i64>,
+        clients: FxHashSet<i64>,
         answered: u64,
         server: Vec<i64>,
         rtt: Vec<i64>,
@@ -784,14 +830,14 @@ fn services(m: &Model, nodes: &Nodes) -> Vec<ServiceRow> {
         heuristic: u64,
     }
     let (srv_name, srv_node, cli_name) = (srv.col("name"), srv.col("node_id"), cli.col("name"));
-    let mut g: Groups<String, Acc> = Groups::new();
+    let mut g: Groups<&str, Acc> = Groups::new();
     for i in 0..calls.rows() {
-        let s = c_srv.int(i).and_then(|x| srv_at.get(&x)).copied();
-        let c = c_cli.int(i).and_then(|x| cli_at.get(&x)).copied();
+        let s = c_srv.int(i).and_then(|x| srv_at.row(x));
+        let c = c_cli.int(i).and_then(|x| cli_at.row(x));
         let name = s.and_then(|r| srv_name.text(r)).or_else(|| c.and_then(|r| cli_name.text(r)));
         let Some(name) = name else { continue };
         let node = s.and_then(|r| srv_node.int(r)).and_then(|n| nodes.name(Some(n)));
-        let a = g.entry(&name.to_owned());
+        let a = g.entry(&name);
         if a.server_node.is_none() {
             a.server_node = node; // any_value: the first that is not NULL
         }
@@ -825,7 +871,7 @@ fn services(m: &Model, nodes: &Nodes) -> Vec<ServiceRow> {
         .groups
         .into_iter()
         .map(|(service, a)| ServiceRow {
-            service,
+            service: service.to_owned(),
             server_node: a.server_node,
             calls: a.calls,
             clients: a.clients.len() as u64,
@@ -844,7 +890,7 @@ fn services(m: &Model, nodes: &Nodes) -> Vec<ServiceRow> {
 fn node_rows(m: &Model, nodes: &Nodes, info: &[CallbackInfo], runs: &T, complete: &[usize], pubs: &Pubs) -> Vec<NodeRow> {
     let (run_cb, run_id, run_dur) = (runs.col("callback_id"), runs.col("run_id"), runs.col("duration_ns"));
     // per callback: its complete runs (with an id) and their durations
-    let mut per_cb: HashMap<i64, (u64, Option<i128>)> = HashMap::new();
+    let mut per_cb: FxHashMap<i64, (u64, Option<i128>)> = FxHashMap::default();
     for &i in complete {
         let Some(cb) = run_cb.int(i) else { continue };
         let e = per_cb.entry(cb).or_insert((0, None));
@@ -855,7 +901,7 @@ fn node_rows(m: &Model, nodes: &Nodes, info: &[CallbackInfo], runs: &T, complete
     }
     type Key = (String, Option<String>, Option<i64>);
     // per (node, hostname, pid): its callbacks, their complete runs and busy time
-    let mut g: Groups<Key, (HashSet<i64>, u64, i128)> = Groups::new();
+    let mut g: Groups<Key, (FxHashSet<i64>, u64, i128)> = Groups::new();
     for c in info {
         let Some(node) = &c.node else { continue };
         let a = g.entry(&(node.clone(), c.hostname.clone(), c.pid));
@@ -869,17 +915,17 @@ fn node_rows(m: &Model, nodes: &Nodes, info: &[CallbackInfo], runs: &T, complete
     }
     // publications per (node name, pid): publications_info JOIN nodes JOIN processes
     let procs = T::of(m, "processes");
-    let proc_pid: HashMap<i64, Option<i64>> = {
+    let proc_pid: FxHashMap<i64, Option<i64>> = {
         let (id, pid) = (procs.col("proc_id"), procs.col("pid"));
         (0..procs.rows()).filter_map(|i| Some((id.int(i)?, pid.int(i)))).collect()
     };
-    let mut pb: HashMap<(String, Option<i64>), u64> = HashMap::new();
+    let mut pb: FxHashMap<(&str, Option<i64>), u64> = FxHashMap::default();
     for i in 0..pubs.n {
         let Some(n) = pubs.node_id(i).and_then(|n| nodes.at.get(&n)) else { continue };
         let Some(pid) = n.1.and_then(|p| proc_pid.get(&p)) else { continue };
         // a NULL node name joins no node row of `cb`
         if let Some(name) = &n.0 {
-            *pb.entry((name.clone(), *pid)).or_default() += 1;
+            *pb.entry((name.as_str(), *pid)).or_default() += 1;
         }
     }
     let mut out: Vec<NodeRow> = g
@@ -887,7 +933,7 @@ fn node_rows(m: &Model, nodes: &Nodes, info: &[CallbackInfo], runs: &T, complete
         .into_iter()
         .map(|((node, hostname, pid), (cbs, runs, busy))| {
             // USING (node, pid): a NULL pid joins nothing
-            let publications = pid.and_then(|p| pb.get(&(node.clone(), Some(p)))).copied().unwrap_or(0);
+            let publications = pid.and_then(|p| pb.get(&(node.as_str(), Some(p)))).copied().unwrap_or(0);
             NodeRow { node, hostname, pid, callbacks: cbs.len() as u64, runs, busy_ns: busy, publications }
         })
         .collect();
