@@ -18,9 +18,10 @@ latency (p50, p99, max) per minute of run (the first and last apart) and over it
 after --duration, once the command ended, apart), and their count. --vs DIR soaks a second
 roscope (another checkout's python directory, e.g. a worktree of the code before a change) at
 the same time, each with its own example and emitter: before and after under the same load.
+--probe S measures each watch from inside as well (bench/watch_probe.py).
 Results ("this", and "vs") into bench/results/watch_soak.json.
 
-    PYTHONPATH=python python3 bench/watch_soak.py [--duration 1800] [--rate 50000] [--deadline D] [--slow-ms 2] [--vs REF/python]
+    PYTHONPATH=python python3 bench/watch_soak.py [--duration 1800] [--rate 50000] [--deadline D] [--slow-ms 2] [--vs REF/python] [--probe 60]
 """
 from __future__ import annotations
 
@@ -77,9 +78,13 @@ def soak(a, python_dir: str, label: str) -> dict:
     # A fixed script (no data in it): the example in the background, the emitter in front.
     script = '"$1" -d "$2" -g "$3" & "$4" rate "$5" "$2"; wait'
     deadline = ["--deadline", a.deadline] if a.deadline else []
-    cmd = [sys.executable, "-m", "roscope", "watch", "--json", "--event", "roscope_fx:*", *deadline, "-o", out, "--",
+    # --probe: the watch measured from inside too (bench/watch_probe.py), every --probe seconds
+    run = [sys.executable, "-m", "roscope"] if not a.probe else [sys.executable, os.path.join(BENCH, "watch_probe.py")]
+    cmd = [*run, "watch", "--json", "--event", "roscope_fx:*", *deadline, "-o", out, "--",
            "bash", "-c", script, "soak", SYSTEM, str(a.duration), os.path.join(work, "gt"), EMIT, str(a.rate)]
     env = {**os.environ, "PYTHONPATH": python_dir}
+    if a.probe:
+        env.update(PROBE_OUT=os.path.join(BENCH, "results", f"watch_probe-{label}.jsonl"), PROBE_S=str(a.probe))
     if a.deadline and a.slow_ms:
         env["PIPELINE_SLOW"] = f"filter.onLidar:{a.slow_ms}"
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(os.path.join(work, "watch.err"), "w"), env=env)
@@ -146,7 +151,11 @@ def main() -> None:
     ap.add_argument("--slow-ms", type=int, default=2, help="the example's filter spins this much longer per run")
     ap.add_argument("--vs", metavar="PYTHONPATH", help="also soak this roscope (a reference checkout's python "
                     "directory, its core built) at the same time, over an example and emitter of its own")
+    ap.add_argument("--probe", type=float, metavar="S", help="measure each watch from inside every S seconds "
+                    "(bench/watch_probe.py: malloc's arenas, Python's objects, the watch's state, DuckDB's memory) "
+                    "into bench/results/watch_probe-{this,vs}.jsonl")
     a = ap.parse_args()
+    os.makedirs(os.path.join(BENCH, "results"), exist_ok=True)
     subprocess.run(["make", "-s", "-C", os.path.join(REPO, "tests", "fixtures")], check=True)
     subprocess.run(["make", "-s", "-C", os.path.dirname(SYSTEM)], check=True)
     runs = {"this": os.path.join(REPO, "python"), **({"vs": os.path.abspath(a.vs)} if a.vs else {})}
@@ -160,7 +169,6 @@ def main() -> None:
     for th in threads:
         th.join()
     res["load_average_at_end"] = os.getloadavg()
-    os.makedirs(os.path.join(BENCH, "results"), exist_ok=True)
     with open(os.path.join(BENCH, "results", "watch_soak.json"), "w") as f:
         json.dump(res, f, indent=1)
     print(json.dumps({k: {x: y for x, y in v.items() if x not in ("samples", "alert_latency_ms_per_minute")}
