@@ -40,7 +40,8 @@ pub struct TraceSet {
     /// Where a reader of the whole set (the model builder) says how far it got:
     /// bytes read of the total, and events (`Meter`); None: nobody asks.
     pub meter: Option<Arc<Meter>>,
-    heap: BinaryHeap<Reverse<(i64, u32)>>,
+    /// (time, stream) packed in one integer (`packed`): one comparison per step.
+    heap: BinaryHeap<Reverse<u128>>,
     pending: Option<u32>,
     started: bool,
 }
@@ -322,16 +323,16 @@ impl TraceSet {
             for i in 0..self.streams.len() {
                 if self.streams[i].advance() {
                     let k = self.key(i);
-                    self.heap.push(Reverse((k, i as u32)));
+                    self.heap.push(Reverse(packed(k, i as u32)));
                 }
             }
         } else if let Some(p) = self.pending.take() {
             let p = p as usize;
             if self.streams[p].advance() {
-                let k = self.key(p);
+                let k = packed(self.key(p), p as u32);
                 // Fast path: still the earliest? Then no heap traffic.
                 match self.heap.peek() {
-                    Some(Reverse(top)) if *top < (k, p as u32) => self.heap.push(Reverse((k, p as u32))),
+                    Some(Reverse(top)) if *top < k => self.heap.push(Reverse(k)),
                     _ => {
                         self.pending = Some(p as u32);
                         return Some(p);
@@ -339,7 +340,8 @@ impl TraceSet {
                 }
             }
         }
-        let Reverse((_, i)) = self.heap.pop()?;
+        let Reverse(top) = self.heap.pop()?;
+        let i = top as u32;
         self.pending = Some(i);
         Some(i as usize)
     }
@@ -421,4 +423,11 @@ impl TraceSet {
         }
         w
     }
+}
+
+/// A time and a stream index as one integer ordered as the pair (the time's sign bit flipped
+/// so that negative times sort first).
+#[inline(always)]
+fn packed(ns: i64, stream: u32) -> u128 {
+    (((ns as u64) ^ (1 << 63)) as u128) << 32 | stream as u128
 }
