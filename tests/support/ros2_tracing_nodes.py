@@ -2,7 +2,8 @@
 authors), built from the unmodified archive in ../shared/third_party against the pip-installed
 Jazzy and the rclcpp `scripts/rclcpp_setup.sh` built (docs/rclcpp.md). Nothing of the archive is
 copied into the repository: it is unpacked into the user's cache, and the build goes there too,
-keyed by the archive's, the CMake project's and rclcpp's identity (a fresh clone reuses it).
+keyed by what the build reads and does (key(): a fresh clone, or a commit that changes none of it,
+reuses it).
 
     nodes = build()         # a Path holding test_ping, test_pong, test_intra, ...; or a skip reason (str)
     env = run_env(nodes)    # LD_LIBRARY_PATH for them
@@ -10,6 +11,7 @@ keyed by the archive's, the CMake project's and rclcpp's identity (a fresh clone
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 import shutil
 import subprocess
@@ -41,12 +43,8 @@ def build() -> Path | str:
     prefix = rclcpp_prefix()
     if isinstance(prefix, str):
         return prefix
-    h = hashlib.sha256()
-    for f in (ARCHIVE, PROJECT / "CMakeLists.txt", REPO / "instrument" / "ros2" / "cmake" / "rclcpp_program.cmake", Path(__file__)):
-        h.update(hashlib.sha256(f.read_bytes()).digest())
-    h.update(str(prefix).encode())
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "roscope"
-    out = cache / f"ros2-tracing-nodes-{h.hexdigest()[:16]}"
+    out = cache / f"ros2-tracing-nodes-{key(prefix)}"
     if all((out / n).is_file() for n in NODES):
         return out
     cache.mkdir(parents=True, exist_ok=True)
@@ -77,6 +75,25 @@ def build() -> Path | str:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
+
+
+#: What the build reads besides the archive and rclcpp: the CMake project and the two CMake files of
+#: instrument/ros2/cmake it includes (rclcpp_program.cmake) or is given (wheel_mends.cmake).
+CMAKE_FILES = (PROJECT / "CMakeLists.txt", REPO / "instrument" / "ros2" / "cmake" / "rclcpp_program.cmake",
+               REPO / "instrument" / "ros2" / "cmake" / "wheel_mends.cmake")
+
+
+def key(prefix: Path) -> str:
+    """The build's cache key: what it is built from (the archive, CMAKE_FILES, rclcpp's prefix, the
+    ROS 2 environment whose paths the programs keep in their RPATH) and how (build()'s code, NODES);
+    not the rest of this file, so that a change elsewhere in it (or a commit that leaves all these
+    alone) finds the same build."""
+    h = hashlib.sha256()
+    for f in (ARCHIVE, *CMAKE_FILES):
+        h.update(hashlib.sha256(f.read_bytes()).digest())
+    h.update(inspect.getsource(build).encode())   # the recipe, not the rest of this file
+    h.update(f"{prefix}\n{ENV}\n{' '.join(NODES)}".encode())
+    return h.hexdigest()[:16]
 
 
 def unpack(archive: Path, dest: Path) -> str | None:
