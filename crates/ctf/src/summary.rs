@@ -2,6 +2,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use rustc_hash::FxHashMap;
+
 use crate::json::{bytes_at, write_str};
 use crate::metadata::EnvValue;
 use crate::reader::{Trace, TraceSet};
@@ -109,7 +111,9 @@ fn count_streams(traces: &[Trace], ctx: &[Vec<[Option<usize>; 3]>], mine: Vec<(u
     let mut rows: Vec<(ProcessSummary, (u64, usize))> = Vec::new();
     // Per row: the bytes its procname was made from.
     let mut raws: Vec<Vec<u8>> = Vec::new();
-    let mut index: HashMap<(usize, i64), usize> = HashMap::new();
+    // Looked up whenever the process changes between events (often, in a per-CPU stream):
+    // FxHash, not SipHash (3.6 % of `info`), the keys being the trace's own numbers.
+    let mut index: FxHashMap<(usize, i64), usize> = FxHashMap::default();
     let mut last: Option<((usize, i64), usize)> = None;
     for (si, s) in mine {
         // Classes seen in this stream: its first event of a class is its
