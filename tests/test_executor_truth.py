@@ -19,10 +19,12 @@ import collections
 import csv
 import json
 import subprocess
-import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from tests.support.ros2sim import simulate_many
 
 pytestmark = pytest.mark.lttng
 
@@ -58,31 +60,27 @@ SYSTEM = {"processes": [
 ]}
 
 
-def simulate(out: Path, distro: str, duration: float, *, preset: str | None = None) -> Path:
-    if preset:
-        spec = ["--preset", preset]
-    else:
-        desc = out.parent / f"{out.name}.json"
-        desc.write_text(json.dumps(SYSTEM))
-        spec = ["--system", str(desc)]
-    r = subprocess.run([sys.executable, str(DRIVER), "run", *spec, "--distro", distro, "--duration", str(duration),
-                        "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
-    assert r.returncode == 0, r.stdout
-    return out
+def own_run(out: Path, distro: str, duration: float) -> tuple[Path, list[str]]:
+    """The job (tests/support/ros2sim.simulate_many) of SYSTEM under `distro` for `duration` s."""
+    desc = out.parent / f"{out.name}.json"
+    desc.write_text(json.dumps(SYSTEM))
+    return out, ["--system", str(desc), "--distro", distro, "--duration", str(duration)]
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, ros2sim_run):
     subprocess.run(["make", "-s", "-C", str(DRIVER.parent)], check=True, stdout=subprocess.DEVNULL)
     base = tmp_path_factory.mktemp("executor-truth")
-    return {
+    # this module's two runs while the session's Autoware one is made (if not yet): three ros2sim
+    # runs at once, each host in its own namespaces (tests/support/ros2sim.simulate_many)
+    with ThreadPoolExecutor(1) as pool:
+        own = pool.submit(simulate_many, [own_run(base / "own-jazzy", "jazzy", 3.0), own_run(base / "own-humble", "humble", 3.0)])
         # The issue's case: the Autoware reference system in 4 processes, perception on a
         # 2-thread executor, Jazzy's layouts.
-        "autoware_mp-jazzy": ros2sim_run("autoware_reference_system_mp", "jazzy", 4.0),
-        "own-jazzy": simulate(base / "own-jazzy", "jazzy", 3.0),
-        # Humble: intra-process deliveries only as callback_start(is_intra_process=1).
-        "own-humble": simulate(base / "own-humble", "humble", 3.0),
-    }
+        mp = ros2sim_run("autoware_reference_system_mp", "jazzy", 4.0)
+        jazzy, humble = own.result()
+    # Humble: intra-process deliveries only as callback_start(is_intra_process=1).
+    return {"autoware_mp-jazzy": mp, "own-jazzy": jazzy, "own-humble": humble}
 
 
 EXECUTOR_EVENTS = ("ros2:rclcpp_executor_get_next_ready", "ros2:rclcpp_executor_wait_for_work",

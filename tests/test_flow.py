@@ -13,9 +13,12 @@ import json
 import subprocess
 import sys
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from tests.support.ros2sim import simulate_many
 
 pytestmark = pytest.mark.lttng
 
@@ -35,31 +38,22 @@ DROPS = {"processes": [
 ]}
 
 
-def simulate(out: Path, preset: str, distro: str, duration: float) -> Path:
-    if preset == "drops":
-        desc = out.parent / "drops.json"
-        desc.write_text(json.dumps(DROPS))
-        spec = ["--system", str(desc)]
-    else:
-        spec = ["--preset", preset]
-    cmd = [sys.executable, str(DRIVER), "run", *spec, "--distro", distro,
-           "--duration", str(duration), "--out", str(out)]
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
-    assert r.returncode == 0, r.stdout
-    return out
-
-
 @pytest.fixture(scope="module")
 def sims(tmp_path_factory, ros2sim_run):
     """The presets through tests/conftest.py's ros2sim_run (test_flow_reference.py reads some
-    of the same runs), the drops system here."""
+    of the same runs), the drops system here, run meanwhile (tests/support/ros2sim.simulate_many:
+    each ros2sim host in its own namespaces)."""
     subprocess.run(["make", "-s", "-C", str(REPO / "tools" / "ros2sim")], check=True, stdout=subprocess.DEVNULL)
     base = tmp_path_factory.mktemp("flowsims")
+    desc = base / "drops.json"
+    desc.write_text(json.dumps(DROPS))
     presets = [("mfa_fig5_direct", "rolling", 1.5), ("mfa_fig6a_periodic_async", "rolling", 1.5),
                ("mfa_fig6b_partial_sync", "rolling", 1.5), ("mfa_fig6a_periodic_async", "jazzy", 1.5),
                ("mfa_fig6b_partial_sync", "jazzy", 1.5), ("autoware_reference_system", "rolling", 2.0)]
-    runs = {(p, d): out for (p, d, _), out in zip(presets, ros2sim_run.many(presets))}
-    runs[("drops", "jazzy")] = simulate(base / "drops-jazzy", "drops", "jazzy", 1.5)
+    with ThreadPoolExecutor(1) as pool:
+        drops = pool.submit(simulate_many, [(base / "drops-jazzy", ["--system", str(desc), "--distro", "jazzy", "--duration", "1.5"])])
+        runs = {(p, d): out for (p, d, _), out in zip(presets, ros2sim_run.many(presets))}
+        runs[("drops", "jazzy")] = drops.result()[0]
     return runs
 
 

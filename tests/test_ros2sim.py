@@ -15,6 +15,8 @@ import sys
 
 import pytest
 
+from tests.support.ros2sim import simulate_many
+
 bt2 = pytest.importorskip('bt2')
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -115,14 +117,6 @@ class Run:
         return [e for h in self.manifest['hosts'] for e in self.events(h['name'])]
 
 
-def simulate(out, distro, duration, preset=None, system=None, extra=()):
-    cmd = [sys.executable, DRIVER, 'run', '--out', out, '--distro', distro, '--duration', str(duration)]
-    cmd += ['--preset', preset] if preset else ['--system', system]
-    r = subprocess.run(cmd + list(extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=180)
-    assert r.returncode == 0, r.stdout
-    return Run(out)
-
-
 STRESS = {
     'processes': [
         {'name': 'fast', 'nodes': [{'name': 'fast_pub', 'publishers': [{'topic': '/burst'}],
@@ -169,18 +163,21 @@ def runs(tmp_path_factory, ros2sim_run):
         stress.write_text(json.dumps(STRESS))
     hosts = base / 'hosts.json'
     hosts.write_text(json.dumps(HOSTS))
-    R = {
-        'humble_async': simulate(str(base / 'humble_async'), 'humble', 1.5, preset='mfa_fig6a_periodic_async'),
-        'humble_stress': simulate(str(base / 'humble_stress'), 'humble', 1.5, system=str(stress)),
-        'jazzy_intra': simulate(str(base / 'jazzy_intra'), 'jazzy', 1.0, preset='intra_process_pipeline'),
-        # the same runs as test_flow.py's (tests/conftest.py's ros2sim_run: once per session);
-        # Jazzy's layouts are those of jazzy_intra and jazzy_autoware
-        'rolling_direct': Run(str(ros2sim_run('mfa_fig5_direct', 'rolling', 1.5))),
-        'rolling_sync': Run(str(ros2sim_run('mfa_fig6b_partial_sync', 'rolling', 1.5))),
-        'rolling_hosts': simulate(str(base / 'rolling_hosts'), 'rolling', 1.0, system=str(hosts)),
-        'jazzy_autoware': simulate(str(base / 'jazzy_autoware'), 'jazzy', 1.0, preset='autoware_reference_system',
-                                   extra=['--scale', '4']),
+    # this module's own runs, three at a time (tests/support/ros2sim.simulate_many)
+    own = {
+        'humble_async': ('humble', 1.5, ['--preset', 'mfa_fig6a_periodic_async']),
+        'humble_stress': ('humble', 1.5, ['--system', stress]),
+        'jazzy_intra': ('jazzy', 1.0, ['--preset', 'intra_process_pipeline']),
+        'rolling_hosts': ('rolling', 1.0, ['--system', hosts]),
+        'jazzy_autoware': ('jazzy', 1.0, ['--preset', 'autoware_reference_system', '--scale', '4']),
     }
+    simulate_many([(base / name, ['--distro', distro, '--duration', str(secs), *spec])
+                   for name, (distro, secs, spec) in own.items()])
+    R = {name: Run(str(base / name)) for name in own}
+    # the same runs as test_flow.py's (tests/conftest.py's ros2sim_run: once per session);
+    # Jazzy's layouts are those of jazzy_intra and jazzy_autoware
+    R['rolling_direct'] = Run(str(ros2sim_run('mfa_fig5_direct', 'rolling', 1.5)))
+    R['rolling_sync'] = Run(str(ros2sim_run('mfa_fig6b_partial_sync', 'rolling', 1.5)))
     yield R
     shutil.rmtree(base, ignore_errors=True)
 
