@@ -11,12 +11,10 @@ from __future__ import annotations
 import collections
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.support.ros2sim import DRIVER, build_ros2sim, ground_truth, load_db, roscope_links, truth_links
+from tests.support.ros2sim import build_ros2sim, ground_truth, load_db, roscope_links, simulate_many, truth_links
 
 pytestmark = pytest.mark.lttng
 bt2 = pytest.importorskip("bt2", reason="babeltrace2's Python bindings (python3-bt2) are the oracle of the events")
@@ -30,25 +28,24 @@ SYSTEM = {"processes": [
         {"topic": "/status", "depth": 10, "work": {"dist": "fixed", "us": 200}}]}]}]}
 
 
-def _run(base, dds: bool) -> dict:
-    system = base / "system.json"
-    system.write_text(json.dumps(SYSTEM))
-    out = base / ("dds" if dds else "plain")
-    p = subprocess.run([sys.executable, str(DRIVER), "run", "--system", str(system), "--distro", "humble",
-                        *(["--dds"] if dds else []), "--duration", "1.0", "--out", str(out)],
-                       capture_output=True, text=True, timeout=240)
-    assert p.returncode == 0, p.stdout + p.stderr
-    manifest = json.loads((out / "manifest.json").read_text())
-    return {"out": out, "trace": out / "traces", "gt": ground_truth(out), "base": base,
-            "pids": {p["vpid"] for p in manifest["processes"]}}
-
-
 @pytest.fixture(scope="module")
 def sims(tmp_path_factory):
+    """The system with and without the DDS events, the two runs at once (tests/support/ros2sim.simulate_many)."""
     if os.geteuid() != 0:
         pytest.skip("ros2sim hosts need unshare (root)")
     build_ros2sim()
-    return {dds: _run(tmp_path_factory.mktemp(f"dds-{dds}"), dds) for dds in (True, False)}
+    bases = {dds: tmp_path_factory.mktemp(f"dds-{dds}") for dds in (True, False)}
+    for base in bases.values():
+        (base / "system.json").write_text(json.dumps(SYSTEM))
+    outs = simulate_many([(base / ("dds" if dds else "plain"), ["--system", base / "system.json", "--distro", "humble",
+                                                                *(["--dds"] if dds else []), "--duration", "1.0"])
+                          for dds, base in bases.items()])
+    out = {}
+    for (dds, base), sim in zip(bases.items(), outs):
+        manifest = json.loads((sim / "manifest.json").read_text())
+        out[dds] = {"out": sim, "trace": sim / "traces", "gt": ground_truth(sim), "base": base,
+                    "pids": {p["vpid"] for p in manifest["processes"]}}
+    return out
 
 
 def test_the_trace_has_the_dds_layers_events(sims):
