@@ -29,12 +29,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.procs import interrupt
 
 
 def live(test):
@@ -304,13 +305,7 @@ def recordings(env):
             out[name] = w / name
     finally:   # a failure above: none left running (Ctrl-C: roscope record stops its session and system)
         for log, p in started.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGINT)
-                try:
-                    p.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            interrupt(p)
             log.close()
     # rclpy: ROS 2 Jazzy from PyPI, roscope's ROS 2 tracer built from the wheel's sources
     if not (JAZZY / "bin" / "python").exists():

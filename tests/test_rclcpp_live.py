@@ -115,7 +115,13 @@ def test_every_flight_recorder_snapshot_names_the_rclcpp_nodes(tmp_path, built):
         deadline = time.monotonic() + 60
         while not (out / "roscope-manifest.json").exists() and time.monotonic() < deadline:
             time.sleep(0.2)
-        time.sleep(10)   # the example's four processes run (launch.py starts them one after the other)
+        # the example's four processes run: launch.py starts them one after the other and says so
+        # once each said it was ready (its stderr is the recorder's, in the log), then 2 s of their work
+        while "launch.py: running for" not in Path(log.name).read_text() and time.monotonic() < deadline + 60:
+            assert rec.poll() is None, Path(log.name).read_text()[-2000:]
+            time.sleep(0.2)
+        assert "launch.py: running for" in Path(log.name).read_text(), "the example did not start in 2 minutes"
+        time.sleep(2)
         name = json.loads((out / "roscope-manifest.json").read_text())["session"]
         for i in range(8):
             p = subprocess.run([sys.executable, "-m", "roscope", "record", "snapshot", "--name", name, f"s{i}"],

@@ -3,6 +3,7 @@ that start systems (no roscope code: an oracle)."""
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -68,6 +69,18 @@ def wait_for(pred, timeout: float, what: str) -> None:
     while not pred():
         assert time.monotonic() < end, f"timed out waiting for {what}"
         time.sleep(0.1)
+
+
+def interrupt(p: subprocess.Popen, timeout: float = 60) -> None:
+    """Ctrl-C to `p` if it still runs (a roscope record stops its session and its system), SIGKILL
+    after `timeout` s; waits for it."""
+    if p.poll() is None:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
 
 def marked(mark: str) -> list[int]:
