@@ -331,37 +331,20 @@ def ros2sim_run(lttng_ready, tmp_path_factory):
     the first call with those arguments and shared by every later one;
     ros2sim_run.many([(preset, distro, seconds), ...]) -> their directories, the missing ones
     made a few at a time."""
-    sim = os.path.join(REPO_DIR, "tools", "ros2sim")
-    subprocess.run(["make", "-s", "-C", sim], check=True, stdout=subprocess.DEVNULL)
+    from tests.support.ros2sim import build_ros2sim, simulate_many
+
+    build_ros2sim()
     base = tmp_path_factory.mktemp("ros2sim-runs")
     made: dict = {}
 
-    def start(key) -> tuple:
-        preset, distro, seconds = key
-        out = base / f"{preset}-{distro}-{seconds:g}s"
-        p = subprocess.Popen([sys.executable, os.path.join(sim, "ros2sim.py"), "run", "--preset", preset, "--distro",
-                              distro, "--duration", str(seconds), "--out", str(out)],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        return key, out, p
-
-    def finish(job) -> None:
-        key, out, p = job
-        text, _ = p.communicate(timeout=240)
-        assert p.returncode == 0, text
-        made[key] = out
-
     def many(specs, parallel: int = 3) -> list:
         """The runs of [(preset, distro, seconds)], those not made yet made `parallel` at a
-        time: each host of a ros2sim run has its own namespaces and session daemon, so runs
-        at once do not see each other (a run is mostly LTTng's set-up and its start delay)."""
+        time (tests/support/ros2sim.simulate_many)."""
         keys = [(p, d, float(s)) for p, d, s in specs]
-        running: list = []
-        for key in dict.fromkeys(k for k in keys if k not in made):
-            if len(running) >= parallel:
-                finish(running.pop(0))
-            running.append(start(key))
-        for job in running:
-            finish(job)
+        todo = [k for k in dict.fromkeys(keys) if k not in made]
+        outs = simulate_many([(base / f"{p}-{d}-{s:g}s", ["--preset", p, "--distro", d, "--duration", str(s)])
+                              for p, d, s in todo], parallel=parallel)
+        made.update(zip(todo, outs))
         return [made[k] for k in keys]
 
     def run(preset: str, distro: str, seconds: float):

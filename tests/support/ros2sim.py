@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import csv
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,6 @@ def simulate_many(jobs: list[tuple[Path, list[str]]], parallel: int = 3, timeout
     other, and a run is mostly LTTng's set-up and its start delay: 5 one-second runs take ~35 s one
     after the other, ~15 s three at a time); their OUTs, each run's output in OUT.log. Fails naming
     the run that failed, with its output."""
-    import sys
-
     def start(out: Path, args: list[str]):
         log = open(f"{out}.log", "w+")
         return out, log, subprocess.Popen([sys.executable, str(DRIVER), "run", "--out", str(out), *map(str, args)],
