@@ -1104,7 +1104,7 @@ impl StreamReader {
             pos += h.ts_size as u64;
             (id, ts, h.ts_size)
         } else {
-            pos = align_at(pos, pkt, h.ext_align);
+            pos = align_at(pos, pkt, 8);
             if pos + 96 > end {
                 return false;
             }

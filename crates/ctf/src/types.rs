@@ -634,7 +634,7 @@ pub struct VariantOp {
 
 /// LTTng's event headers (`event_header_compact`: a 5-bit id and a 27-bit timestamp;
 /// `event_header_large`: a 16-bit id and a 32-bit timestamp; both with an extended form, a
-/// 32-bit id and a 64-bit timestamp, when the id is all ones), read without running their
+/// 32-bit id and a 64-bit timestamp, byte-aligned, when the id is all ones), read without running their
 /// program: the places of every value are known once the id is. Only little-endian headers
 /// of exactly that shape are recognised (`HeaderFast::of`); any other runs its program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -649,8 +649,6 @@ pub struct HeaderFast {
     pub extended: u64,
     pub ts_size: u32,
     pub ts_align: u32,
-    /// The extended form's alignment (bits).
-    pub ext_align: u32,
     /// The extended id's register, u32::MAX when none.
     pub ext_id_reg: u32,
 }
@@ -681,28 +679,18 @@ impl HeaderFast {
             [Op::Align(a), Op::Int { size, align, le: true, signed: false, role: Role::Clock, reg: None }] if a == align => (*size, *align),
             _ => return None,
         };
-        let (ext_align, ext_id_reg) = match v.options[1].as_slice() {
+        let ext_id_reg = match v.options[1].as_slice() {
             [Op::Align(a), Op::Int { size: 32, align: 8, le: true, signed: false, role: Role::EventId, reg }, Op::Int { size: 64, align: 8, le: true, signed: false, role: Role::Clock, reg: None }]
                 if *a == 8 =>
             {
-                (8, reg.unwrap_or(u32::MAX))
+                reg.unwrap_or(u32::MAX)
             }
             _ => return None,
         };
         if ts_size > 32 || !matches!(align, 1 | 8 | 16 | 32 | 64) {
             return None;
         }
-        Some(HeaderFast {
-            align,
-            id_size: *id_size,
-            id_align: *id_align,
-            id_reg: *id_reg,
-            extended,
-            ts_size,
-            ts_align,
-            ext_align,
-            ext_id_reg,
-        })
+        Some(HeaderFast { align, id_size: *id_size, id_align: *id_align, id_reg: *id_reg, extended, ts_size, ts_align, ext_id_reg })
     }
 }
 

@@ -432,26 +432,21 @@ impl<K: std::hash::Hash + Eq + Clone> Gather<K> {
         Gather(Groups::new())
     }
 
-    fn push(&mut self, k: &K, x: Option<i64>, heuristic: bool) {
+    /// A row of `k`'s group (with its x, if any); the group, for what else the row counts.
+    fn push(&mut self, k: &K, x: Option<i64>, heuristic: bool) -> &mut Xs {
         let g = self.0.entry(k);
         g.rows += 1;
         g.heuristic += heuristic as u64;
         if let Some(x) = x {
             g.xs.push(x);
         }
+        g
     }
 
     /// A latency: a negative one is a row, counted as `negative`, without an x (it
     /// measures no time: an event emitted after what it reports).
     fn push_latency(&mut self, k: &K, x: Option<i64>, heuristic: bool) {
-        let g = self.0.entry(k);
-        g.rows += 1;
-        g.heuristic += heuristic as u64;
-        match x {
-            Some(x) if x >= 0 => g.xs.push(x),
-            Some(_) => g.negative += 1,
-            None => {}
-        }
+        self.push(k, x.filter(|&x| x >= 0), heuristic).negative += x.is_some_and(|x| x < 0) as u64;
     }
 
     fn finish(self) -> Vec<Group<K>> {
