@@ -1,8 +1,7 @@
 //! Finding traces under the paths a user gives, and merging all their streams
 //! into one time-ordered sequence of events.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -40,10 +39,81 @@ pub struct TraceSet {
     /// Where a reader of the whole set (the model builder) says how far it got:
     /// bytes read of the total, and events (`Meter`); None: nobody asks.
     pub meter: Option<Arc<Meter>>,
-    /// (time, stream) packed in one integer (`packed`): one comparison per step.
-    heap: BinaryHeap<Reverse<u128>>,
+    /// The streams' next events in time order (`Tournament`).
+    merge: Tournament,
     pending: Option<u32>,
     started: bool,
+}
+
+/// A tournament tree of losers over the streams' next events: each stream's key is
+/// (time, stream) packed in one integer (`packed`; `u128::MAX`: no event left), each
+/// inner node holds the stream that lost the match there, the top the overall
+/// winner. After the winner advances, one replay up its path of log2(streams)
+/// matches, each one comparison and a branch-free select, gives the next winner
+/// (a binary heap's pop and push took twice the comparisons and mispredicted).
+/// Keys are distinct (the stream index is in them): the order is fully defined.
+struct Tournament {
+    /// Leaves: a power of two (at least 1); those beyond the streams never win.
+    leaves: usize,
+    keys: Vec<u128>,
+    /// nodes[0]: the winner; nodes[1..leaves]: the loser of each match.
+    nodes: Vec<u32>,
+    /// The winner's key.
+    top: u128,
+}
+
+impl Default for Tournament {
+    /// No stream: no winner.
+    fn default() -> Tournament {
+        Tournament::new(Vec::new())
+    }
+}
+
+impl Tournament {
+    fn new(keys: Vec<u128>) -> Tournament {
+        let leaves = keys.len().next_power_of_two().max(1);
+        let mut t = Tournament { leaves, keys, nodes: vec![0; leaves], top: u128::MAX };
+        t.keys.resize(leaves, u128::MAX);
+        // winners[n]: the winner below node n (leaves at leaves..2*leaves).
+        let mut winners = vec![0u32; 2 * leaves];
+        for (i, w) in winners[leaves..].iter_mut().enumerate() {
+            *w = i as u32;
+        }
+        for n in (1..leaves).rev() {
+            let (a, b) = (winners[2 * n], winners[2 * n + 1]);
+            let (win, lose) = if t.keys[b as usize] < t.keys[a as usize] { (b, a) } else { (a, b) };
+            winners[n] = win;
+            t.nodes[n] = lose;
+        }
+        t.nodes[0] = winners[1];
+        t.top = t.keys[t.nodes[0] as usize];
+        t
+    }
+
+    /// The winning stream, or None once every key is `u128::MAX`.
+    #[inline]
+    fn winner(&self) -> Option<usize> {
+        (self.top != u128::MAX).then(|| self.nodes[0] as usize)
+    }
+
+    /// Sets the key of `leaf` (the last winner) and plays its path again.
+    #[inline]
+    fn replay(&mut self, leaf: usize, key: u128) {
+        self.keys[leaf] = key;
+        let (mut w, mut wk) = (leaf as u32, key);
+        let mut n = (leaf + self.leaves) >> 1;
+        while n > 0 {
+            let l = self.nodes[n];
+            let lk = self.keys[l as usize];
+            let swap = lk < wk;
+            self.nodes[n] = if swap { w } else { l };
+            w = if swap { l } else { w };
+            wk = if swap { lk } else { wk };
+            n >>= 1;
+        }
+        self.nodes[0] = w;
+        self.top = wk;
+    }
 }
 
 /// Orders names so that `ros2_10` comes after `ros2_9`.
@@ -250,7 +320,15 @@ impl TraceSet {
     /// once, with a warning.
     /// A set of no traces (the start of an incremental model build).
     pub fn empty() -> TraceSet {
-        TraceSet { traces: vec![], streams: vec![], warnings: vec![], meter: None, heap: BinaryHeap::new(), pending: None, started: false }
+        TraceSet {
+            traces: vec![],
+            streams: vec![],
+            warnings: vec![],
+            meter: None,
+            merge: Tournament::default(),
+            pending: None,
+            started: false,
+        }
     }
 
     pub fn open<P: AsRef<Path>>(paths: &[P]) -> Result<TraceSet> {
@@ -301,7 +379,7 @@ impl TraceSet {
             }
         }
         let streams = dedup_streams(&traces, streams, &mut warnings);
-        Ok(TraceSet { traces, streams, warnings, meter: None, heap: BinaryHeap::new(), pending: None, started: false })
+        Ok(TraceSet { traces, streams, warnings, meter: None, merge: Tournament::default(), pending: None, started: false })
     }
 
     #[inline]
@@ -320,30 +398,18 @@ impl TraceSet {
     pub fn next(&mut self) -> Option<usize> {
         if !self.started {
             self.started = true;
-            for i in 0..self.streams.len() {
-                if self.streams[i].advance() {
-                    let k = self.key(i);
-                    self.heap.push(Reverse(packed(k, i as u32)));
-                }
-            }
+            let keys = (0..self.streams.len())
+                .map(|i| if self.streams[i].advance() { packed(self.key(i), i as u32) } else { u128::MAX })
+                .collect();
+            self.merge = Tournament::new(keys);
         } else if let Some(p) = self.pending.take() {
             let p = p as usize;
-            if self.streams[p].advance() {
-                let k = packed(self.key(p), p as u32);
-                // Fast path: still the earliest? Then no heap traffic.
-                match self.heap.peek() {
-                    Some(Reverse(top)) if *top < k => self.heap.push(Reverse(k)),
-                    _ => {
-                        self.pending = Some(p as u32);
-                        return Some(p);
-                    }
-                }
-            }
+            let k = if self.streams[p].advance() { packed(self.key(p), p as u32) } else { u128::MAX };
+            self.merge.replay(p, k);
         }
-        let Reverse(top) = self.heap.pop()?;
-        let i = top as u32;
-        self.pending = Some(i);
-        Some(i as usize)
+        let w = self.merge.winner()?;
+        self.pending = Some(w as u32);
+        Some(w)
     }
 
     /// Lost events and packets per stream. A stream may be split over several
@@ -430,4 +496,47 @@ impl TraceSet {
 #[inline(always)]
 fn packed(ns: i64, stream: u32) -> u128 {
     (((ns as u64) ^ (1 << 63)) as u128) << 32 | stream as u128
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{packed, Tournament};
+
+    /// Streams of ascending times (some empty, some with times equal across streams and
+    /// negative ones), merged by the tournament exactly as a sort of all (time, stream) pairs.
+    #[test]
+    fn tournament_merges_as_a_sort() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        for n in [0usize, 1, 2, 3, 5, 8, 31, 32, 33] {
+            let streams: Vec<Vec<i64>> = (0..n)
+                .map(|_| {
+                    let mut t = -50 + rnd(100) as i64;
+                    (0..rnd(40))
+                        .map(|_| {
+                            t += rnd(4) as i64;
+                            t
+                        })
+                        .collect()
+                })
+                .collect();
+            let mut want: Vec<(i64, usize)> = streams.iter().enumerate().flat_map(|(s, v)| v.iter().map(move |&t| (t, s))).collect();
+            want.sort();
+            let mut at = vec![0usize; n];
+            let key = |s: usize, at: &[usize]| streams[s].get(at[s]).map_or(u128::MAX, |&t| packed(t, s as u32));
+            let mut t = Tournament::new((0..n).map(|s| key(s, &at)).collect());
+            let mut got = Vec::new();
+            while let Some(w) = t.winner() {
+                got.push((streams[w][at[w]], w));
+                at[w] += 1;
+                t.replay(w, key(w, &at));
+            }
+            assert_eq!(got, want, "{n} streams");
+        }
+    }
 }
