@@ -62,8 +62,26 @@ WINDOW_NS = 1_000_000_000
 STREAM_QUEUE = 16
 
 
+def stream(paths: Sequence[str], heuristics: bool = True, progress: bool | None = None, sync: bool = True,
+           window_ns: int = WINDOW_NS, flush_every: int = 0):
+    """Starts a streaming build (`build` with `put`) and returns it running: the core's
+    builder reads on a thread of its own (up to `STREAM_QUEUE` chunks ahead) while the
+    caller goes on, e.g. imports DuckDB; `build(..., started=it)` takes its chunks."""
+    return _core.ModelStream(list(paths), heuristics, bool(progress), record_ids(paths) or None, sync, window_ns,
+                             flush_every=flush_every, queue=STREAM_QUEUE, meter=_meter(), attach=attached(paths))
+
+
+def _meter():
+    """The core's meter of a build, shown as its "reading the trace" phase: the current
+    `roscope.progress` display reads it (the core's own line on stderr only when asked
+    for with progress=True)."""
+    meter = _core.Meter()
+    progress_shown.current().phase("reading the trace", unit="MB", meter=meter, found="events", scale=1e6)
+    return meter
+
+
 def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None = None, sync: bool = True,
-          put=None, window_ns: int = WINDOW_NS, flush_every: int = 0, core: bool = False):
+          put=None, window_ns: int = WINDOW_NS, flush_every: int = 0, core: bool = False, started=None):
     """Runs the model builder; returns ({table: arrow table}, stats, warnings, losses).
     `sync`: synchronize several hosts' clocks from the messages between them.
     With `put(name, arrow_table)`, the build streams: the instance tables go to
@@ -73,28 +91,23 @@ def build(paths: Sequence[str], heuristics: bool = True, progress: bool | None =
     chunks (0: the core's default). Several hosts whose clocks are
     synchronized are held to the end (every message pair is needed first).
     `core`: the tables (and chunks) as the core's Arrow streams, not pyarrow Tables
-    (DuckDB reads either; pyarrow is then not imported)."""
-    # Progress: the current `roscope.progress` display reads the core's meter (the
-    # core's own line on stderr only when asked for with progress=True).
-    meter = _core.Meter()
-    progress_shown.current().phase("reading the trace", unit="MB", meter=meter, found="events", scale=1e6)
-    progress = bool(progress)
+    (DuckDB reads either; pyarrow is then not imported). `started`: the build
+    `stream` started (with these paths and options), its chunks to `put`."""
     convert = (lambda t: t) if core else table_from_core
     # The core leaves the GIL while it builds: import Arrow meanwhile.
     warm = threading.Thread(target=(lambda: None) if core else _import_arrow, daemon=True)
     warm.start()
     try:
         if put is None:
-            tables, stats, warnings, losses = _core.build_model(list(paths), heuristics, progress, record_ids(paths) or None,
-                                                                sync, meter=meter, attach=attached(paths))
+            tables, stats, warnings, losses = _core.build_model(list(paths), heuristics, bool(progress),
+                                                                record_ids(paths) or None, sync, meter=_meter(),
+                                                                attach=attached(paths))
         else:
-            stream = _core.ModelStream(list(paths), heuristics, progress, record_ids(paths) or None, sync, window_ns,
-                                       flush_every=flush_every, queue=STREAM_QUEUE, meter=meter,
-                                       attach=attached(paths))
+            running = started or stream(paths, heuristics, progress, sync, window_ns, flush_every)
             warm.join()
-            while (chunk := stream.next_chunk()) is not None:
+            while (chunk := running.next_chunk()) is not None:
                 put(chunk[0], convert(chunk[1]))
-            tables, stats, warnings, losses = stream.finish()
+            tables, stats, warnings, losses = running.finish()
     finally:
         # Also on an error: an interpreter that exits while this thread still
         # imports DuckDB/pyarrow can abort (issue 15, item 3).
@@ -115,9 +128,10 @@ def _put(con: duckdb.DuckDBPyConnection, name: str, tbl, exists: bool) -> None:
 
 #: Chunks of a streaming build are stored in inserts of about this many bytes
 #: (all tables together): DuckDB inserts large batches faster than the
-#: builder's chunks one by one, and within a transaction 16 MiB cost no more
-#: CPU than 32 MiB, in less memory (bench/load_speed.py, bench/README.md).
-INSERT_BYTES = 16 << 20
+#: builder's chunks one by one; 8 MiB rather than 16 lets more of the storing
+#: run while the builder reads, on the other core (`roscope load` of the Autoware
+#: trace 0.78x the wall time, same CPU; bench/README.md "Load").
+INSERT_BYTES = 8 << 20
 
 #: ... and committed every this many bytes: one commit per insert costs DuckDB
 #: about as much again (bench/load_speed.py), while DuckDB's memory cap still
@@ -385,15 +399,18 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
     done: dict = {}
     small = window_ns is None and trace_bytes(paths, SMALL_TRACE_BYTES) <= SMALL_TRACE_BYTES
     early = _EarlyBuild(paths, heuristics, sync) if small else None
+    # A larger trace's streaming build starts too before DuckDB is imported and connected
+    # (window_ns=0: the whole trace in memory, then stored: no streaming).
+    window = WINDOW_NS if window_ns is None else window_ns
+    started = stream(paths, heuristics, sync=sync, window_ns=window) if not small and window != 0 else None
 
     def fill(con) -> list[str]:
         if early is not None:
             names, rows, stats, warnings, losses, kernel_rows = _fill_small(con, paths, early, with_kernel)
         else:
             ins = _Inserts(con)
-            # window_ns=0: the whole trace in memory, then stored (no streaming).
-            arrow, stats, warnings, losses = build(paths, heuristics, sync=sync, put=ins.put if window_ns != 0 else None,
-                                                   window_ns=WINDOW_NS if window_ns is None else window_ns, core=True)
+            arrow, stats, warnings, losses = build(paths, heuristics, sync=sync, put=ins.put if started else None,
+                                                   window_ns=window, core=True, started=started)
             # The model's tables go in first (and the ones held to the end are freed); then
             # the kernel tables are made in the database itself, under its memory limit.
             names = list(arrow)
