@@ -161,6 +161,31 @@ class FlowInput:
         """The runs held of each process whose callbacks ran on more than one thread, as
         `FlowSearch.add_overlaps` reads them."""
 
+class LiveStats:
+    """The records and objects a live watch's windows count (`roscope.live`), held in the
+    model's own tables (no database), and each window's statistics from them."""
+
+    def __init__(self) -> None: ...
+    def add(self, name: str, table: ArrowStream) -> None:
+        """Adds the records of `table` (callback_runs, publications, takes or links of
+        `LiveModel.feed`; other tables are left)."""
+    def objects(self, name: str, table: ArrowStream) -> None:
+        """Replaces the object table `name` (`LiveModel.changed_objects`; one the statistics
+        do not read is left)."""
+    def prune(self, t: int) -> None:
+        """Forgets the runs that start, the publications and takes made before `t`, and the
+        links of publications no longer held."""
+    def window(self, start: int, end: int) -> dict[str, Any]:
+        """The statistics' parts of the window [start, end), as `model_statistics` gives a
+        whole trace's (`roscope.stats.callback_rows` and `topic_rows` assemble them)."""
+    @property
+    def rows(self) -> list[tuple[str, int]]:
+        """Rows held, per table."""
+    @staticmethod
+    def describe(xs: Sequence[int]) -> dict[str, Any]:
+        """count, min_ns, mean_ns, std_ns, p50_ns, p90_ns, p99_ns, max_ns of `xs`, as
+        `roscope stats` computes them (DuckDB's arithmetic)."""
+
 def table_rows(table: ArrowStream, columns: Sequence[str]) -> list[tuple[Any, ...]]:
     """The rows of a small table (a search's flows, an object table), the named columns
     only, as tuples (null: None). Not for a table of events."""

@@ -505,6 +505,20 @@ impl<'a> Pubs<'a> {
     }
 }
 
+/// A window of the trace, [start, end) in ns of its clock (`roscope stats --window`,
+/// `roscope watch`): a record is in it when its time is (a run's start, a publication's
+/// earliest layer time, a take's time; a delivery and a transport by its publication),
+/// as python/roscope/stats.py's `_within` says in SQL. None: the whole model.
+type Window = Option<(i64, i64)>;
+
+/// Whether a time is in the window (a NULL time is in no window, as SQL's comparison).
+fn within(w: Window, t: Option<i64>) -> bool {
+    match w {
+        None => true,
+        Some((lo, hi)) => t.is_some_and(|t| lo <= t && t < hi),
+    }
+}
+
 /// The statistics' parts of model `m`.
 pub fn stats(m: &Model) -> Stats {
     let mut s = Stats::default();
@@ -513,18 +527,51 @@ pub fn stats(m: &Model) -> Stats {
     let complete: Vec<usize> = (0..runs.rows()).filter(|&i| run_end.valid(i)).collect();
     summary(m, &mut s, &runs, &complete);
     let nodes = Nodes::of(m);
-    s.callback_info = callback_info(m, &nodes);
-    durations_and_periods(&mut s, &runs, &complete);
-    s.topics = topic_names(m);
-    let pubs = Pubs::of(m);
-    let (links, takes) = (T::of(m, "links"), T::of(m, "takes"));
-    counts_per_topic(m, &mut s, &pubs, &links, &takes);
+    let (pubs, links, takes) = per_callback_and_topic(m, &mut s, &nodes, &runs, &complete, None);
     let take_at = takes.index("take_id");
     s.drops = drops(&pubs, &links, &takes, &take_at);
-    latencies(&mut s, &pubs, &links, &takes, &take_at, &runs);
     s.services = services(m, &nodes);
     s.nodes = node_rows(m, &nodes, &s.callback_info, &runs, &complete, &pubs);
     s
+}
+
+/// The parts of `stats.callbacks` and `stats.topics` over the window [start, end) of
+/// model `m` (`roscope watch`'s windows, `roscope stats --window`'s definitions): per
+/// callback, its complete runs that start in it; per topic, its publications, takes,
+/// deliveries and transports in it (unmatched ones against every link `m` holds); the
+/// topics and callbacks `m` knows. `span` is the window; the summary, drops, services
+/// and nodes are left empty (a window has none).
+pub fn window_stats(m: &Model, start: i64, end: i64) -> Stats {
+    let mut s = Stats { span: (Some(start), Some(end)), ..Stats::default() };
+    let runs = T::of(m, "callback_runs");
+    let (run_end, run_start) = (runs.col("end_ts"), runs.col("start_ts"));
+    let w = Some((start, end));
+    let complete: Vec<usize> = (0..runs.rows()).filter(|&i| run_end.valid(i) && within(w, run_start.int(i))).collect();
+    let nodes = Nodes::of(m);
+    per_callback_and_topic(m, &mut s, &nodes, &runs, &complete, w);
+    s
+}
+
+/// The callbacks' and topics' parts (`complete`: the runs that count, their window's
+/// already): callback info, durations and periods, topic names, per-topic counts and
+/// latencies of the records in `w`. Returns the publications, links and takes read.
+fn per_callback_and_topic<'a>(
+    m: &'a Model,
+    s: &mut Stats,
+    nodes: &Nodes,
+    runs: &T,
+    complete: &[usize],
+    w: Window,
+) -> (Pubs<'a>, T<'a>, T<'a>) {
+    s.callback_info = callback_info(m, nodes);
+    durations_and_periods(s, runs, complete);
+    s.topics = topic_names(m);
+    let pubs = Pubs::of(m);
+    let (links, takes) = (T::of(m, "links"), T::of(m, "takes"));
+    counts_per_topic(m, s, &pubs, &links, &takes, w);
+    let take_at = takes.index("take_id");
+    latencies(s, &pubs, &links, &takes, &take_at, runs, w);
+    (pubs, links, takes)
 }
 
 /// The span, the traces, the summary's counts and the links per method.
@@ -611,15 +658,16 @@ fn topic_names(m: &Model) -> Vec<(String, TopicCounts)> {
     topics.groups.into_iter().map(|(t, c)| (t.to_owned(), c)).collect()
 }
 
-/// Per topic: publications and those no link names; takes (taken) and those no link names.
-fn counts_per_topic(m: &Model, s: &mut Stats, pubs: &Pubs, links: &T, takes: &T) {
+/// Per topic: publications and those no link names; takes (taken) and those no link names;
+/// those in `w` (a publication by its publish time, a take by its time).
+fn counts_per_topic(m: &Model, s: &mut Stats, pubs: &Pubs, links: &T, takes: &T, w: Window) {
     let (l_pub, l_take) = (links.col("publication_id"), links.col("take_id"));
     let linked_pubs: FxHashSet<i64> = (0..links.rows()).filter_map(|i| l_pub.int(i)).collect();
     let linked_takes: FxHashSet<i64> = (0..links.rows()).filter_map(|i| l_take.int(i)).collect();
     let mut per: Groups<&str, (u64, u64)> = Groups::new();
     let mut times: Groups<&str, Vec<i64>> = Groups::new();
     for i in 0..pubs.n {
-        if let Some(t) = pubs.topic(i) {
+        if let Some(t) = pubs.topic(i).filter(|_| within(w, pubs.publish_ts(i))) {
             let c = per.entry(&t);
             c.0 += 1;
             c.1 += !pubs.id.int(i).is_some_and(|id| linked_pubs.contains(&id)) as u64;
@@ -636,10 +684,10 @@ fn counts_per_topic(m: &Model, s: &mut Stats, pubs: &Pubs, links: &T, takes: &T)
         let (id, name) = (subs.col("subscription_id"), subs.col("name"));
         (0..subs.rows()).filter_map(|i| Some((id.int(i)?, name.text(i)))).collect()
     };
-    let (take_id, take_sub, taken) = (takes.col("take_id"), takes.col("subscription_id"), takes.col("taken"));
+    let (take_id, take_sub, taken, take_ts) = (takes.col("take_id"), takes.col("subscription_id"), takes.col("taken"), takes.col("ts"));
     let mut per: Groups<&str, (u64, u64)> = Groups::new();
     for i in 0..takes.rows() {
-        if taken.int(i) != Some(1) {
+        if taken.int(i) != Some(1) || !within(w, take_ts.int(i)) {
             continue;
         }
         // JOIN subscriptions, WHERE s.name IS NOT NULL
@@ -671,8 +719,9 @@ fn topic_times(topic: String, mut ts: Vec<i64>) -> TopicTimes {
 }
 
 /// `links_info`: the links whose publication exists, with its take and run; per topic,
-/// publication to callback start (delivery) and publication to take (transport).
-fn latencies(s: &mut Stats, pubs: &Pubs, links: &T, takes: &T, take_at: &Index, runs: &T) {
+/// publication to callback start (delivery) and publication to take (transport), of the
+/// publications in `w`.
+fn latencies(s: &mut Stats, pubs: &Pubs, links: &T, takes: &T, take_at: &Index, runs: &T, w: Window) {
     let (l_pub, l_take, l_run, l_heur) = (links.col("publication_id"), links.col("take_id"), links.col("run_id"), links.col("heuristic"));
     let (take_ts, run_start) = (takes.col("ts"), runs.col("start_ts"));
     let run_at = runs.index("run_id");
@@ -682,6 +731,9 @@ fn latencies(s: &mut Stats, pubs: &Pubs, links: &T, takes: &T, take_at: &Index, 
         let Some(p) = l_pub.int(i).and_then(|id| pubs.at.row(id)) else { continue };
         let topic = pubs.topic(p);
         let publish = pubs.publish_ts(p);
+        if !within(w, publish) {
+            continue;
+        }
         let start = l_run.int(i).and_then(|r| run_at.row(r)).and_then(|r| run_start.int(r));
         if let Some(start) = start {
             lat.push_latency(&topic, publish.map(|p| start - p), l_heur.int(i) == Some(1));

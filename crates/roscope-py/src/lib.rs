@@ -23,6 +23,7 @@ mod flow;
 mod kernel;
 mod live;
 mod live_flows;
+mod live_stats;
 mod search;
 mod slices;
 mod stats;
@@ -386,6 +387,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<live::LiveModel>()?;
     m.add_class::<live::LiveClient>()?;
     m.add_class::<live_flows::FlowInput>()?;
+    m.add_class::<live_stats::LiveStats>()?;
     m.add_class::<Meter>()?;
     m.add_class::<user_regex::Regex>()?;
     m.add_function(wrap_pyfunction!(build_model, m)?)?;

@@ -19,7 +19,7 @@ macro_rules! dict {
 
 /// The statistic set's values under `prefix`: count (when `count` names it),
 /// then min, mean, std, p50, p90, p99, max (`percentiles.keys`).
-fn describe(d: &Bound<'_, PyDict>, x: &Describe, prefix: &str, count: Option<&str>) -> PyResult<()> {
+pub(crate) fn describe(d: &Bound<'_, PyDict>, x: &Describe, prefix: &str, count: Option<&str>) -> PyResult<()> {
     if let Some(c) = count {
         d.set_item(c, x.count)?;
     }
@@ -53,7 +53,7 @@ fn rows<'py, T>(py: Python<'py>, items: &[T], row: impl Fn(&T) -> PyResult<Bound
     Ok(out)
 }
 
-fn to_py(py: Python<'_>, s: &Stats) -> PyResult<PyObject> {
+pub(crate) fn to_py(py: Python<'_>, s: &Stats) -> PyResult<PyObject> {
     let counts = PyDict::new_bound(py);
     for (k, v) in &s.counts {
         counts.set_item(*k, *v)?;
