@@ -11,8 +11,8 @@ a JSON line into the file PROBE_OUT with what holds its memory:
 - Python: allocated blocks (`sys.getallocatedblocks`) and gc objects by type (the 15 most);
 - the watch's own state: flows kept per path, records held by the flows' input (runs,
   publications, links) and by the ROS 1 message matching, windows waiting for the windows'
-  thread (`jobs`), chunks read, windows shown, misses; DuckDB's memory (`duckdb_memory()`) and
-  the rows of its instance tables;
+  thread (`jobs`), chunks read, windows shown, misses; the rows the windows' store holds per
+  table (an older roscope's: DuckDB's memory, `duckdb_memory()`, and its instance tables' rows);
 - the process's threads (/proc/self/task) and how many were new since the last line;
 - with PROBE_TRIM=1, `malloc_trim(0)` after each line and the RSS after it (changes the run).
 
@@ -76,16 +76,14 @@ def _state(w) -> dict:
          "ros1_messages_held": _retry(lambda: lv.model.held_messages), "jobs": w._jobs.qsize(),
          "chunks": w._n or len(w.seen), "windows": w.windows, "misses": w.misses}
     with lv.lock:
-        s["duckdb_memory"] = dict(lv.con.sql("SELECT tag, memory_usage_bytes FROM duckdb_memory() "
-                                             "WHERE memory_usage_bytes > 0").fetchall())
-        s["duckdb_rows"] = {t: lv.con.sql(f'SELECT count(*) FROM "{t}"').fetchall()[0][0]
-                            for t, col in sorted(_instances().items()) if col is not None}
+        if hasattr(lv, "store"):   # the windows' records in the core (`_core.LiveStats`)
+            s["store_rows"] = dict(lv.store.rows)
+        else:   # an older roscope (a reference): in a DuckDB instance
+            s["duckdb_memory"] = dict(lv.con.sql("SELECT tag, memory_usage_bytes FROM duckdb_memory() "
+                                                 "WHERE memory_usage_bytes > 0").fetchall())
+            s["duckdb_rows"] = {t: lv.con.sql(f'SELECT count(*) FROM "{t}"').fetchall()[0][0]
+                                for t in ("callback_runs", "publications", "takes", "executor_states")}
     return s
-
-
-def _instances() -> dict:
-    from roscope.live import INSTANCES
-    return INSTANCES
 
 
 def _probe(watches: list, libc) -> None:

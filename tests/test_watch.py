@@ -236,14 +236,26 @@ def test_live_model_forgets_old_ros1_messages(watched):
     assert 0 < model.held_messages <= bound, (model.held_messages, bound, whole)
 
 
-def test_watch_databases_start_no_thread():
-    """watch's DuckDB instances, one made afresh every `live.RENEW_NS` of trace, start no thread
-    of their own (`live.DUCKDB_CONFIG`): 9 new threads every 30 s spread watch's memory over ever
-    more of malloc's arenas, and a soak's RSS grew for as long as it ran (docs/watch.md, "Soak").
-    The threads as the kernel lists them (/proc/self/task)."""
-    before = set(os.listdir("/proc/self/task"))
-    lw = live.LiveWindows(5_000_000_000)
-    for _ in range(3):
-        lw._renew()
-        assert set(os.listdir("/proc/self/task")) <= before
-    lw.con.close()
+def test_windows_store_forgets_what_no_later_window_counts(watched):
+    """The windows' records (`_core.LiveStats`, in the core: no database) of a LiveWindows fed the
+    module's watch, after its last window, are the callback runs that start from the oldest
+    window still to come minus 2 holds (`LiveWindows.prune`), as many as babeltrace2 counts
+    callback starts then, not the run's (memory bounded by the window); and no thread was made."""
+    out = watched["trace"]
+    fed = [c for c in watch.chunks(out) if next(c.rglob("metadata"), None) is not None] or [out]
+    tasks = set(os.listdir("/proc/self/task"))
+    lw = live.LiveWindows(2_000_000_000)
+    for c in fed:
+        lw.feed(str(c))
+        lw.windows()
+    lw.close()
+    assert lw.windows(final=True)
+    assert set(os.listdir("/proc/self/task")) <= tasks
+    cutoff = lw.next_end - lw.window_ns - 2 * live.HOLD_NS
+    # the model's times are the trace clock's values (LTTng's monotonic clock, 1 GHz), not from its origin
+    starts = [msg.default_clock_snapshot.value for c in fed for t in find_traces(str(c))
+              for msg in bt2.TraceCollectionMessageIterator(t)
+              if type(msg) is bt2._EventMessageConst and msg.event.name == "roscope_ros1:callback_start"]
+    held = dict(lw.store.rows)["callback_runs"]
+    assert len(starts) > 5 * held > 0, (len(starts), held)   # the run's runs, against the window's
+    assert held == sum(ts >= cutoff for ts in starts), (held, cutoff)

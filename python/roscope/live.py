@@ -4,28 +4,24 @@
 `LiveWindows` feeds each trace chunk of the session (LTTng rotation: a complete CTF
 trace) to the core's incremental model builder (`_core.LiveModel`: objects, open runs
 and pending links persist across chunks; nothing per event in Python), keeps the
-records it hands back in an in-memory DuckDB database with the model's schema and
-views, and computes each window's statistics with `roscope.stats`' own functions
-restricted to the window: the same definitions (and exact percentiles) as
-`roscope stats --window`. Records older than the window leave the database, so
-memory is bounded by the window, not by the run.
+records it hands back in the core (`_core.LiveStats`: the model's own tables, no
+database), and computes each window's statistics there (`roscope_model::stats`, the
+code of a short recording's `roscope stats`) assembled by `roscope.stats`' own
+functions: the same definitions (and exact percentiles) as `roscope stats --window`.
+Records older than the window are forgotten, so memory is bounded by the window, not
+by the run.
 """
 from __future__ import annotations
 
-import json
 import threading
 
-import duckdb
-
-from roscope import _core, memory, percentiles, regex, stats
-from roscope.database import Database, columns_sql, create_views
+from roscope import _core, regex, stats
 from roscope.flow import FlowRequest
 from roscope.live_flows import REACH_NS, LiveFlows
 
-#: Tables `_core.LiveModel.feed` hands over in chunks, and the column of each that
-#: says when its record happened (what leaves the database once the window passed).
-INSTANCES = {"callback_runs": "start_ts", "publications": "ts", "takes": "ts", "links": None,
-             "executor_states": "start_ts"}
+#: Tables `_core.LiveModel.feed` hands over in chunks that the windows count
+#: (`_core.LiveStats`; the others, executor states, are not counted).
+INSTANCES = ("callback_runs", "publications", "takes", "links")
 
 #: How long (ns of trace time) the core holds records that may still change before
 #: handing them over: a take waits for 2 of these (its link), a run for 1 (a run still
@@ -34,36 +30,11 @@ INSTANCES = {"callback_runs": "start_ts", "publications": "ts", "takes": "ts", "
 #: them. A window (and a deadline check) waits for 2 of these after its end.
 HOLD_NS = 40_000_000
 
-#: How often (ns of trace time) the records held move into a fresh DuckDB instance
-#: (`_renew`): DuckDB keeps the memory of deleted rows until its instance closes (the
-#: RSS of a soak grew for minutes without it).
-RENEW_NS = 30_000_000_000
-
-#: The settings of watch's DuckDB instances: no thread of their own. By default each instance
-#: starts 9 (a worker and 8 for asynchronous I/O, which an in-memory database does not use),
-#: and `_renew` makes one every `RENEW_NS`: the threads made afresh every 30 s took their
-#: memory from ever more of glibc's malloc arenas (up to 16 on 2 cores), each keeping what was
-#: freed in it, and watch's RSS grew for as long as it ran (docs/watch.md, "Soak"). The
-#: queries are a window's (a few thousand records): one thread is as fast.
-DUCKDB_CONFIG = {"threads": 1, "async_threads": 0}
-
-#: Chunks whose records wait for the next window before they go into the database at
-#: most (a window not ready for long: they go in anyway).
+#: Chunks whose records wait for the next window before they go into the windows'
+#: store at most (a window not ready for long: they go in anyway).
 PENDING_CHUNKS = 200
 
-__all__ = ["DUCKDB_CONFIG", "HOLD_NS", "INSTANCES", "REACH_NS", "RENEW_NS", "LiveWindows", "WatchedPath"]
-
-
-class _Stream:
-    """A DuckDB result handed to another DuckDB instance as an Arrow C stream
-    (`__arrow_c_stream__`), without pyarrow: DuckDB does not read a relation of another
-    instance itself."""
-
-    def __init__(self, rel):
-        self.rel = rel
-
-    def __arrow_c_stream__(self, requested_schema=None):
-        return self.rel.__arrow_c_stream__(requested_schema)
+__all__ = ["HOLD_NS", "INSTANCES", "REACH_NS", "LiveWindows", "WatchedPath"]
 
 
 class WatchedPath:
@@ -91,24 +62,22 @@ class LiveWindows:
         # attach: the processes without a recording id (started before the session, or with
         # `roscope env`) are the recording's, as in `roscope load` of an --attach recording
         self.model = _core.LiveModel(heuristics, record_ids or None, HOLD_NS, attach)
-        self._tables = [t["name"] for t in json.loads(_core.schema())["tables"]]
-        self.con = self._new_con()
-        self.db = Database(self.con, ":memory:", meta={"live": True})
-        #: Held by whoever uses the database (`window_stats_of` may run on a thread of its own).
+        #: The records and objects the windows count (`_core.LiveStats`).
+        self.store = _core.LiveStats()
+        #: Held by whoever uses the store (`window_stats_of` may run on a thread of its own).
         self.lock = threading.Lock()
         #: The watched paths' flows, searched after each chunk (`roscope.live_flows`).
-        self.flows = LiveFlows(self.paths, self._database)
-        #: Records and changed objects not in the database yet: they go in when a window
-        #: is computed (`_flush`), one insert per table, not one per chunk.
+        self.flows = LiveFlows(self.paths)
+        #: Records and changed objects not in the store yet: they go in when a window
+        #: is computed (`_flush`), each table's chunks at once.
         self._pending: dict[str, list] = {}
         self._pending_chunks = 0
         self._objects: set[str] = set()
         #: Each object table as last handed over.
         self._latest: dict = {}
-        self._renewed: int | None = None  # the trace time of the last `_renew`
         #: The first event's time (the trace's start, as `roscope stats` counts it).
         self.first: int | None = None
-        #: Records that start before this are all in the database (and in the flows' records):
+        #: Records that start before this are all in the store (and in the flows' records):
         #: HOLD_NS twice before the last event read, and before every take still held.
         self.complete_until: int | None = None
         #: The end of the last window given by `ready`.
@@ -117,51 +86,25 @@ class LiveWindows:
         self.lost_packets = 0
         self.lost_in_window: list[tuple[int, int]] = []   # (chunk's last event time, events discarded)
 
-    def _new_con(self) -> duckdb.DuckDBPyConnection:
-        """A DuckDB instance in memory with the model's tables and views."""
-        con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
-        memory.hand_back_freed(con)   # each step deletes rows: RSS flat over hours
-        for name in self._tables:
-            con.execute(f'CREATE TABLE "{name}" ({columns_sql(name)})').fetchall()
-        create_views(con)
-        return con
-
-    def _renew(self) -> None:
-        """Moves the records held into a fresh DuckDB instance and closes the old one:
-        what DuckDB kept of deleted rows goes with it."""
-        old, con = self.con, self._new_con()
-        for name in self._tables:
-            con.from_arrow(_Stream(old.sql(f'SELECT * FROM "{name}"'))).insert_into(name)
-        self.con = con
-        self.db = Database(con, ":memory:", meta={"live": True})
-        old.close()
-
     def _flush(self, records: dict, objects: set) -> None:
         """Objects that changed (their names) and records handed over (by table), into the
-        database: each object table written again as it is now, each instance table's chunks in one insert
+        store: each object table as it is now, each instance table's chunks at once
         (`_core.ArrowTable.concat`: no copy). The caller holds `lock`."""
         for name in objects:   # the latest of each (a later flush may have written it already)
-            self.con.execute(f'DELETE FROM "{name}"').fetchall()
-            self.con.from_arrow(self._latest[name]).insert_into(name)
+            self.store.objects(name, self._latest[name])
         for name, tbls in records.items():
-            self.con.from_arrow(_core.ArrowTable.concat(tbls)).insert_into(name)
+            self.store.add(name, _core.ArrowTable.concat(tbls))
 
     def _flush_pending(self) -> None:
         with self.lock:
             self._flush(self._pending, self._objects)
         self._pending, self._objects, self._pending_chunks = {}, set(), 0
 
-    def _database(self) -> Database:
-        """The database with everything handed over so far (callback labels, for a watched
-        path's --exclude)."""
-        self._flush_pending()
-        return self.db
-
     def _put(self, chunks) -> None:
-        """Records handed over by the core: to the database at the next flush, and to the
+        """Records handed over by the core: to the windows' store at the next flush, and to the
         watched paths' searches."""
         for name, tbl in chunks:
-            if tbl.num_rows:
+            if tbl.num_rows and name in INSTANCES:
                 self._pending.setdefault(name, []).append(tbl)
         if self.paths:
             self.flows.add(chunks)
@@ -258,9 +201,9 @@ class LiveWindows:
     def take_windows(self, final: bool = False) -> dict | None:
         """What the windows now complete (`ready`) are computed from, or None: their
         bounds, their paths' entries (from the flows the checks found: `check` first),
-        the records and objects not in the database yet, the lost events; the flows no
+        the records and objects not in the store yet, the lost events; the flows no
         later window counts leave. `window_stats_of` computes them, on another thread if
-        need be: the database is its alone (`lock`)."""
+        need be: the store is its alone (`lock`)."""
         bounds = self.ready(final)
         if not bounds:   # nothing to show, and nothing more to prune than at the last window
             return None
@@ -275,7 +218,7 @@ class LiveWindows:
         return job
 
     def window_stats_of(self, job: dict | None) -> list[dict]:
-        """The windows of `take_windows`: their records into the database, each window's
+        """The windows of `take_windows`: their records into the store, each window's
         statistics (`window_stats`) with its paths' entries; then the records no later
         window counts leave (`prune`)."""
         if job is None:
@@ -287,53 +230,45 @@ class LiveWindows:
                 w = self.window_stats(lo, hi, job["lost"])
                 w["paths"] = [self._path_entry(job["entries"][k][i]) for k in sorted(job["entries"])]
                 out.append(w)
-            self.prune(job["keep"], job["next_end"])
+            self.prune(job["keep"])
         return out
 
-    def _path_entry(self, entry: dict) -> dict:
+    @staticmethod
+    def _path_entry(entry: dict) -> dict:
         """A path's entry in a window (`LiveFlows.entries`: per route, the latencies of its
         flows in the window) with p50/p99/max of each route's latencies as `path_stats`
-        computes them over a window (`percentiles.aggregates`: DuckDB's exact percentiles)."""
-        routes = entry["routes"]
-        if routes:
-            ids = [i for i, r in enumerate(routes) for _x in r["latencies"]]
-            xs = [x for r in routes for x in r["latencies"]]
-            got = {r["i"]: r for r in self.db.records(
-                f"SELECT i, {percentiles.aggregates('x', quartiles=True)} FROM "
-                "(SELECT unnest($i::BIGINT[]) AS i, unnest($x::BIGINT[]) AS x) GROUP BY i", {"i": ids, "x": xs})}
-        rows = [{"route": r["route"], "flows": r["flows"], "p50_ns": got[i]["p50_ns"], "p99_ns": got[i]["p99_ns"],
-                 "max_ns": got[i]["max_ns"], "misses": r["misses"]} for i, r in enumerate(routes)]
+        computes them over a window (DuckDB's exact percentiles: the core's
+        `LiveStats.describe`)."""
+        rows = []
+        for r in entry["routes"]:
+            d = _core.LiveStats.describe(r["latencies"])
+            rows.append({"route": r["route"], "flows": r["flows"], "p50_ns": d["p50_ns"], "p99_ns": d["p99_ns"],
+                         "max_ns": d["max_ns"], "misses": r["misses"]})
         return {"path": entry["path"], "deadline_ns": entry["deadline_ns"], "routes": rows}
 
     def window_stats(self, lo: int, hi: int, lost: tuple | None = None) -> dict:
         """The statistics of the window [lo, hi): per callback, per topic, lost events
         (`lost`: as `take_windows` saw them; else now) (and per watched path, filled by
         `window_stats_of`)."""
-        w = (lo, hi)
+        p = self.store.window(lo, hi)
         lost_in_window, lost_events, lost_packets = lost or (self.lost_in_window, self.lost_events, self.lost_packets)
+        topics = stats.topic_rows(p["topics"], p["publications"], p["publication_times"], p["linked"], p["takes"], None,
+                                  p["latencies"], p["transports"], hi - lo)
         return {
             "window": {"start_ns": lo, "end_ns": hi, "start_s": (lo - self.first) / 1e9, "end_s": (hi - self.first) / 1e9,
                        "stats_window": f"{_seconds(lo - self.first)}:{_seconds(hi - self.first)}"},
-            "callbacks": stats.callbacks(self.db, w),
-            "topics": [t for t in stats.topics(self.db, w) if t["publications"] or t["takes"]],
+            "callbacks": stats.callback_rows(p["callback_info"], p["durations"], p["periods"], hi - lo),
+            "topics": [t for t in topics if t["publications"] or t["takes"]],
             "lost_events": sum(n for t, n in lost_in_window if lo <= t < hi + 2 * HOLD_NS),
             "lost_events_total": lost_events,
             "packets_lost_total": lost_packets,
             "paths": [],
         }
 
-    def prune(self, keep: int, next_end: int) -> None:
-        """Drops the records that start before `keep` (no later window counts them: memory
-        bounded by the window); every `RENEW_NS` of trace the database is made afresh."""
-        for name, col in INSTANCES.items():
-            if col is not None:
-                self.con.execute(f'DELETE FROM "{name}" WHERE "{col}" < ?', [keep - 2 * HOLD_NS]).fetchall()
-        self.con.execute("DELETE FROM links WHERE publication_id NOT IN (SELECT publication_id FROM publications)").fetchall()
-        if self._renewed is None:
-            self._renewed = next_end
-        elif next_end - self._renewed >= RENEW_NS:
-            self._renewed = next_end
-            self._renew()
+    def prune(self, keep: int) -> None:
+        """Forgets the records that start before `keep` (minus the hold: no later window
+        counts them): memory bounded by the window."""
+        self.store.prune(keep - 2 * HOLD_NS)
 
 
 def _seconds(ns: int) -> str:

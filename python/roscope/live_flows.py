@@ -40,11 +40,8 @@ _FLOW_COLUMNS = ["path_id", "start_ts", "end_ts", "latency_ns"]
 class LiveFlows:
     """The flows of the watched paths (`roscope.live.WatchedPath`) of one live session."""
 
-    def __init__(self, paths: list, db):
+    def __init__(self, paths: list):
         self.paths = list(paths)
-        #: A callable giving the session's database as it is now (its objects: callback
-        #: labels for --exclude, a dependency file's match).
-        self._db = db
         self.input = _core.FlowInput()
         #: The object tables as `_core.LiveModel.changed_objects` last gave them, by name.
         self._objects: dict = {}
@@ -118,7 +115,7 @@ class LiveFlows:
         As `roscope.flow.data_flows` runs one request (the same options, races,
         dependency file), over the model whole."""
         try:
-            setup = search_setup(self._db() if req.exclude or req.deps is not None else None, ctx, req)
+            setup = search_setup(None, ctx, req)   # a watched path has no --exclude or --deps: no database read
         except NoTopicMatch:
             return None
         search = _core.FlowSearch(ctx.model, setup.options, None)
