@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 import pytest
-from roscope import loading, opening, stats_core
+from roscope import cli, loading, opening, stats_core
 from roscope.commands import stats as stats_command
 
 from tests.support.damage import copy_with_cut_metadata
@@ -138,9 +138,20 @@ def test_a_damaged_trace_gives_the_databases_error(tmp_path, monkeypatch, capsys
     assert said[True][0] != 0 and str(meta) in said[True][1], said
 
 
-def test_larger_traces_take_the_database():
-    """Beyond `loading.SMALL_TRACE_BYTES` (the Autoware trace, 29 MB) the statistics come
-    from the database, which streams the build instead of holding it whole."""
+def test_larger_traces_take_the_database(monkeypatch, capsys):
+    """Beyond `stats_core.CORE_BYTES` the statistics come from the database, which streams
+    the build instead of holding it whole; the Autoware trace (29 MB) is within it. With the
+    bound below that trace's size, `roscope stats` takes the database and says the same
+    (no shared trace exceeds 128 MiB)."""
     trace = os.path.join(TRACES, "ros2", "autoware-carla-galactic")
-    assert loading.trace_bytes([trace], loading.SMALL_TRACE_BYTES) > loading.SMALL_TRACE_BYTES
-    assert not stats_core.applies([trace])
+    size = loading.trace_bytes([trace], stats_core.CORE_BYTES)
+    assert 16 << 20 < size <= stats_core.CORE_BYTES and stats_core.applies([trace])
+    said = []
+    for bound in (stats_core.CORE_BYTES, size - 1):
+        monkeypatch.setattr(stats_core, "CORE_BYTES", bound)
+        taken = []
+        monkeypatch.setattr(stats_core, "compute", lambda *a, real=stats_core.compute, **k: taken.append(1) or real(*a, **k))
+        assert cli.main(["stats", trace]) == 0
+        said.append((bool(taken), capsys.readouterr().out))
+    assert [t for t, _ in said] == [True, False]
+    assert said[0][1] == said[1][1] and "callbacks" in said[0][1].lower()

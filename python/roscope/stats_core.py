@@ -1,18 +1,17 @@
-"""`roscope stats` of a short recording, without a database.
+"""`roscope stats` of a trace of up to `CORE_BYTES`, without a database.
 
-A trace small enough to be built whole (`trace.SMALL_TRACE_BYTES`, about 400k
-events) needs no DuckDB for its statistics: the core builds its model and computes
-the parts that `roscope.stats` reads with SQL (crates/model/src/stats.rs: the same
-joins, NULLs and groups as the views of `roscope.database`, and DuckDB's arithmetic
-for means and percentiles), and `roscope.stats`'s own functions assemble them, in less
-memory and time than a load into DuckDB (bench/startup.py measures both; bench/README.md
-has the figures): short recordings are what CI checks.
+Such a trace is built whole in the core, which computes the parts that `roscope.stats`
+reads with SQL (crates/model/src/stats.rs: the same joins, NULLs and groups as the views
+of `roscope.database`, and DuckDB's arithmetic for means and percentiles), and
+`roscope.stats`'s own functions assemble them, in less memory and time than a load into
+DuckDB (bench/startup.py and bench/README.md "Statistics in the core" measure both).
 
+    CORE_BYTES              the traces' bytes up to which this path is taken
     applies(inputs, window) -> bool
                             whether `roscope stats` of these inputs can take this path:
                             trace directories (not a database, a dataset or another
                             file: their own checks and messages are `opening`'s) of at
-                            most SMALL_TRACE_BYTES in all, and no --window
+                            most CORE_BYTES in all, and no --window
     parts(inputs, heuristics=True, sync=True) -> dict | None
                             the parts of `commands.stats.document`, or None when the
                             traces hold kernel scheduling data (its tables are made in
@@ -28,7 +27,15 @@ from roscope import _core
 from roscope import progress as progress_shown
 from roscope import stats as st
 from roscope.manifest import attached, find_perf, is_dataset, record_ids
-from roscope.trace import SMALL_TRACE_BYTES, check_paths, trace_bytes
+from roscope.trace import check_paths, trace_bytes
+
+
+#: Traces of at most this many bytes in all (about 3M events) have their statistics
+#: computed in the core, built whole: its peak memory grows with the trace (~70 bytes an
+#: event) while a load into DuckDB streams under a memory cap, and up to here it is the
+#: smaller one: 86 against 151 MB on the 30 MB Autoware trace, 213 against 225 MB on a
+#: 109 MB one, at a third and two fifths of the CPU (bench/README.md "Statistics in the core").
+CORE_BYTES = 128 << 20
 
 
 def applies(inputs, window=None) -> bool:
@@ -36,7 +43,7 @@ def applies(inputs, window=None) -> bool:
     paths = list(inputs)
     if window or not paths or not all(os.path.isdir(p) and not is_dataset(p) for p in paths):
         return False
-    return trace_bytes(paths, SMALL_TRACE_BYTES) <= SMALL_TRACE_BYTES
+    return trace_bytes(paths, CORE_BYTES) <= CORE_BYTES
 
 
 def parts(inputs, *, heuristics: bool = True, sync: bool = True) -> dict | None:

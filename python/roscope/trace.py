@@ -15,9 +15,9 @@ from roscope import _core
 
 TraceError = _core.TraceError
 
-#: Traces of at most this many bytes in all (about 400k events) are built whole: `roscope
-#: stats` computes their statistics in the core (roscope.stats_core), and a load stores their
-#: tables as the core hands them over, without pyarrow (roscope.loading).
+#: Traces of at most this many bytes in all (about 400k events) are loaded whole: a load
+#: stores their tables as the core hands them over, without pyarrow (roscope.loading).
+#: (`roscope stats` computes in the core up to its own, larger bound: stats_core.CORE_BYTES.)
 SMALL_TRACE_BYTES = 16 << 20
 
 
