@@ -146,11 +146,13 @@ def test_larger_traces_take_the_database(monkeypatch, capsys):
     trace = os.path.join(TRACES, "ros2", "autoware-carla-galactic")
     size = loading.trace_bytes([trace], stats_core.CORE_BYTES)
     assert 16 << 20 < size <= stats_core.CORE_BYTES and stats_core.applies([trace])
+    taken: list[int] = []
+    real = stats_core.compute
+    monkeypatch.setattr(stats_core, "compute", lambda *a, **k: taken.append(1) or real(*a, **k))
     said = []
     for bound in (stats_core.CORE_BYTES, size - 1):
         monkeypatch.setattr(stats_core, "CORE_BYTES", bound)
-        taken = []
-        monkeypatch.setattr(stats_core, "compute", lambda *a, real=stats_core.compute, **k: taken.append(1) or real(*a, **k))
+        taken.clear()
         assert cli.main(["stats", trace]) == 0
         said.append((bool(taken), capsys.readouterr().out))
     assert [t for t, _ in said] == [True, False]

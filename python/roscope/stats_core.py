@@ -29,7 +29,6 @@ from roscope import stats as st
 from roscope.manifest import attached, find_perf, is_dataset, record_ids
 from roscope.trace import check_paths, trace_bytes
 
-
 #: Traces of at most this many bytes in all (about 3M events) have their statistics
 #: computed in the core, built whole: its peak memory grows with the trace (~70 bytes an
 #: event) while a load into DuckDB streams under a memory cap, and up to here it is the
