@@ -130,7 +130,7 @@ def _put(con: duckdb.DuckDBPyConnection, name: str, tbl, exists: bool) -> None:
 #: (all tables together): DuckDB inserts large batches faster than the
 #: builder's chunks one by one; 8 MiB rather than 16 lets more of the storing
 #: run while the builder reads, on the other core (`roscope load` of the Autoware
-#: trace 0.78x the wall time, same CPU; bench/README.md "Load").
+#: trace 0.78x the wall time, same CPU; bench/README.md, issue 42 round 5).
 INSERT_BYTES = 8 << 20
 
 #: ... and committed every this many bytes: one commit per insert costs DuckDB
@@ -409,7 +409,7 @@ def _build_and_write(paths, out, heuristics, parquet_dir, force, sync=True, memo
             names, rows, stats, warnings, losses, kernel_rows = _fill_small(con, paths, early, with_kernel)
         else:
             ins = _Inserts(con)
-            arrow, stats, warnings, losses = build(paths, heuristics, sync=sync, put=ins.put if started else None,
+            arrow, stats, warnings, losses = build(paths, heuristics, sync=sync, put=ins.put if started is not None else None,
                                                    window_ns=window, core=True, started=started)
             # The model's tables go in first (and the ones held to the end are freed); then
             # the kernel tables are made in the database itself, under its memory limit.

@@ -65,6 +65,7 @@ Output:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -429,7 +430,12 @@ def report_from(obj) -> None:
 
 def print_json(obj, out=None) -> None:
     out = out or sys.stdout
-    json.dump(clean(obj), out, indent=1)
+    # The encoder's pieces written a few thousand at a time: json.dump writes each piece
+    # (76k writes, a fifth of `roscope stats --json` on the Autoware trace), json.dumps
+    # holds them all at once (several times the output's size).
+    pieces = json.JSONEncoder(indent=1).iterencode(clean(obj))
+    while batch := "".join(itertools.islice(pieces, 4096)):
+        out.write(batch)
     out.write("\n")
 
 
