@@ -659,7 +659,7 @@ impl StreamReader {
         if let Some(ph) = &md.packet_header {
             self.dec(ph, tape).map_err(|DErr(m)| DErr::new(format!("packet header cannot be read ({})", m)))?;
             for (name, v) in top_level_uints(ph, tape) {
-                match (name.as_str(), v) {
+                match (name, v) {
                     ("magic", Some(m)) if m != PACKET_MAGIC => {
                         if !lenient {
                             return Err(DErr::new(format!("wrong packet magic number 0x{:08x} (expected 0x{:08x})", m, PACKET_MAGIC)));
@@ -703,7 +703,7 @@ impl StreamReader {
             self.dec(pc, tape).map_err(|DErr(m)| DErr::new(format!("packet context cannot be read ({})", m)))?;
             for (name, v) in top_level_uints(pc, tape) {
                 let Some(v) = v else { continue };
-                match name.as_str() {
+                match name {
                     "content_size" => h.content_bits = Some(v),
                     "packet_size" => h.packet_bits = Some(v),
                     "timestamp_begin" => h.ts_begin = Some(v),
@@ -712,8 +712,8 @@ impl StreamReader {
                     "events_discarded" => h.discarded = Some(v),
                     _ => {}
                 }
-                if !BOOKKEEPING.contains(&name.as_str()) {
-                    h.fields.push((name, v));
+                if !BOOKKEEPING.contains(&name) {
+                    h.fields.push((name.to_string(), v));
                 }
             }
         }
@@ -1591,7 +1591,7 @@ pub fn skip(ty: &Ty, tape: &[Val], i: &mut usize) {
 }
 
 /// Top-level integer fields of a struct scope, by display name.
-fn top_level_uints(ty: &Ty, tape: &[Val]) -> Vec<(String, Option<u64>)> {
+fn top_level_uints<'t>(ty: &'t Ty, tape: &[Val]) -> Vec<(&'t str, Option<u64>)> {
     let mut out = Vec::new();
     if let Ty::Struct(s) = ty {
         let mut i = 0;
@@ -1601,7 +1601,7 @@ fn top_level_uints(ty: &Ty, tape: &[Val]) -> Vec<(String, Option<u64>)> {
                 (Ty::Int(_), Some(Val::I(v))) | (Ty::Enum(_), Some(Val::I(v))) => Some(*v as u64),
                 _ => None,
             };
-            out.push((f.name.clone(), v));
+            out.push((f.name.as_str(), v));
             skip(&f.ty, tape, &mut i);
         }
     }
