@@ -18,6 +18,7 @@ import sys
 import pytest
 from roscope import cli, loading, opening, stats_core
 from roscope.commands import stats as stats_command
+from roscope.commands._common import window_ns
 
 from tests.support.damage import copy_with_cut_metadata
 from tests.support.shared import TRACES
@@ -49,12 +50,13 @@ def differences(a, b, path="") -> list[str]:
     return [] if a == b else [f"{path}: {a!r} != {b!r}"]
 
 
-def both(paths: list[str]) -> tuple[dict, dict]:
-    """(`roscope stats`'s document from the core, from the database), JSON round-tripped."""
-    doc, _traces = stats_core.compute(paths)
+def both(paths: list[str], window=None) -> tuple[dict, dict]:
+    """(`roscope stats [--window]`'s document from the core, from the database), JSON
+    round-tripped; `window`: a --window's value (ns from the trace's start, END or None)."""
+    doc, _traces = stats_core.compute(paths, window=window)
     core = json.loads(json.dumps(stats_command.document(**doc)))
     with opening.open(paths) as db:
-        sql = json.loads(json.dumps(stats_command.collect(db)))
+        sql = json.loads(json.dumps(stats_command.collect(db, window_ns(window, db))))
     return core, sql
 
 
@@ -63,6 +65,20 @@ def test_the_cores_statistics_equal_the_databases(trace):
     core, sql = both([os.path.join(TRACES, trace)])
     assert differences(core, sql) == []
     assert core["callbacks"] or core["topics"]
+
+
+@pytest.mark.parametrize("trace", SHARED)
+@pytest.mark.parametrize("window", [(500_000_000, 2_500_000_000), (1_000_000_000, None), (0, 1)],
+                         ids=["0.5:2.5", "1:", "0:1ns"])
+def test_a_windows_statistics_from_the_core_equal_the_databases(trace, window):
+    """`roscope stats --window`: the callbacks and topics of the window (the summary,
+    services and nodes of the whole trace) the same from the core as from the database,
+    the window placed on the trace by the same rule (`numbers.window_in`); an open end and
+    a window of one ns (nothing in it) too."""
+    core, sql = both([os.path.join(TRACES, trace)], window)
+    assert differences(core, sql) == []
+    first, last = core["summary"]["first_ts"], core["summary"]["last_ts"]
+    assert core["window"] == {"start_ns": first + window[0], "end_ns": first + window[1] if window[1] else last + 1}
 
 
 @pytest.mark.lttng
@@ -109,12 +125,16 @@ def test_stats_of_a_short_recording_starts_without_duckdb():
     assert differences(json.loads(p.stdout), sql) == []
 
 
-def test_a_window_or_kernel_data_take_the_database(tmp_path):
-    """--window (the database's windows) and a trace with kernel scheduling data (its
-    tables and warnings are made in DuckDB) take the database path."""
+def test_a_window_takes_the_core_and_kernel_data_the_database(tmp_path):
+    """--window is computed by the core too (without DuckDB, the same document as the
+    database's); a trace with kernel scheduling data (its tables and warnings are made in
+    DuckDB) takes the database path."""
     trace = os.path.join(TRACES, "ros2", "caret-talker-listener-galactic")
     p = _cli(["stats", trace, "--window", "0:1", "--json"])
-    assert p.returncode == 0 and "duckdb" in p.stderr.strip().splitlines()[-1], p.stderr
+    assert p.returncode == 0 and p.stderr.strip().splitlines()[-1] == "[]", p.stderr
+    with opening.open(trace) as db:
+        sql = json.loads(json.dumps(stats_command.collect(db, window_ns((0, 1_000_000_000), db))))
+    assert differences(json.loads(p.stdout), sql) == []
     kernel = os.path.join(os.path.dirname(__file__), "data", "lttng-kernel-sched")
     assert stats_core.applies([kernel]) and stats_core.parts([kernel]) is None
     p = _cli(["stats", kernel, "--json"])

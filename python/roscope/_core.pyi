@@ -82,12 +82,15 @@ def model_statistics(
     sync: bool = True,
     meter: Meter | None = None,
     attach: bool = False,
-) -> tuple[dict, list[tuple[str, int]], list[str], list[tuple[str, int, int]]]:
-    """Builds the model as `build_model` does and returns (parts, stats, warnings, losses):
-    `parts`, what roscope.stats reads from a database, computed from the model held in
-    memory (crates/model/src/stats.rs; roscope.stats_core assembles them): span, counts,
+    place: Callable[[int, int], tuple[int, int]] | None = None,
+) -> tuple[dict, list[tuple[str, int]], list[str], list[tuple[str, int, int]], tuple[int, int] | None]:
+    """Builds the model as `build_model` does and returns (parts, stats, warnings, losses,
+    window): `parts`, what roscope.stats reads from a database, computed from the model held
+    in memory (crates/model/src/stats.rs; roscope.stats_core assembles them): span, counts,
     links_by_method, traces, callback_info, durations, periods, topics, publications,
-    linked, takes, drops, latencies, transports, services, nodes."""
+    linked, takes, drops, latencies, transports, services, nodes. `place(first, last)`, given
+    the trace's span, gives a window (start, end) ns: the callbacks' and topics' parts are
+    then that window's (`roscope stats --window`), and `window` is it; else None."""
 
 class ModelStream:
     """A streaming build: the builder runs in its own thread and hands over the

@@ -7,16 +7,16 @@ of `roscope.database`, and DuckDB's arithmetic for means and percentiles), and
 DuckDB (bench/startup.py and bench/README.md "Statistics in the core" measure both).
 
     CORE_BYTES              the traces' bytes up to which this path is taken
-    applies(inputs, window) -> bool
-                            whether `roscope stats` of these inputs can take this path:
+    applies(inputs) -> bool whether `roscope stats` of these inputs can take this path:
                             trace directories (not a database, a dataset or another
                             file: their own checks and messages are `opening`'s) of at
-                            most CORE_BYTES in all, and no --window
-    parts(inputs, heuristics=True, sync=True) -> dict | None
-                            the parts of `commands.stats.document`, or None when the
+                            most CORE_BYTES in all
+    parts(inputs, heuristics=True, sync=True, window=None) -> dict | None
+                            the parts of `commands.stats.document` (with --window's
+                            callbacks and topics of that window), or None when the
                             traces hold kernel scheduling data (its tables are made in
                             DuckDB, with their own warnings): the caller loads them then
-    compute(paths, heuristics=True, sync=True) -> (parts, [(trace path, domain)])
+    compute(paths, heuristics=True, sync=True, window=None) -> (parts, [(trace path, domain)])
                             the same for any traces, their kernel data not read
 """
 from __future__ import annotations
@@ -37,41 +37,56 @@ from roscope.trace import check_paths, trace_bytes
 CORE_BYTES = 128 << 20
 
 
-def applies(inputs, window=None) -> bool:
+def applies(inputs) -> bool:
     """Whether `roscope stats INPUTS [--window WINDOW]` takes this path (module docstring)."""
     paths = list(inputs)
-    if window or not paths or not all(os.path.isdir(p) and not is_dataset(p) for p in paths):
+    if not paths or not all(os.path.isdir(p) and not is_dataset(p) for p in paths):
         return False
     return trace_bytes(paths, CORE_BYTES) <= CORE_BYTES
 
 
-def parts(inputs, *, heuristics: bool = True, sync: bool = True) -> dict | None:
-    """The keyword arguments of `commands.stats.document` for the traces under `inputs`,
-    or None when they hold kernel data. Raises what loading them raises."""
+def parts(inputs, *, heuristics: bool = True, sync: bool = True, window=None) -> dict | None:
+    """The keyword arguments of `commands.stats.document` for the traces under `inputs`
+    (`window`: a --window's value, as `roscope.numbers` parses it), or None when they hold
+    kernel data. Raises what loading them raises."""
     paths = check_paths(list(inputs))
-    doc, traces = compute(paths, heuristics=heuristics, sync=sync)
+    doc, traces = compute(paths, heuristics=heuristics, sync=sync, window=window)
     if any(d == "kernel" for _p, d in traces) or find_perf(paths, [t for t, _d in traces]):
         return None
     return doc
 
 
-def compute(paths: list[str], *, heuristics: bool = True, sync: bool = True) -> tuple[dict, list[tuple[str, str]]]:
+def compute(paths: list[str], *, heuristics: bool = True, sync: bool = True,
+            window=None) -> tuple[dict, list[tuple[str, str]]]:
     """(the keyword arguments of `commands.stats.document` for the traces under `paths`,
     each trace's (path, domain)), built and computed by the core; kernel data, if any,
-    is not read."""
+    is not read. `window` (a --window's value: ns from the trace's start, END None for its
+    end): the callbacks and topics of that window (placed on the trace's span by
+    `numbers.window_in`, as `roscope stats --window` places it on a database's), the
+    summary, services and nodes of the whole trace."""
     meter = _core.Meter()
     progress_shown.current().phase("reading the trace", unit="MB", meter=meter, found="events", scale=1e6)
-    p, stats, warnings, losses = _core.model_statistics(list(paths), heuristics, record_ids(paths) or None, sync,
-                                                        meter=meter, attach=attached(paths))
+    place = None
+    if window is not None:
+        from roscope import numbers
+
+        def place(first: int, last: int) -> tuple[int, int]:
+            return numbers.window_in(window, first, last)
+    p, stats, warnings, losses, placed = _core.model_statistics(
+        list(paths), heuristics, record_ids(paths) or None, sync, meter=meter, attach=attached(paths), place=place)
     progress_shown.current().phase("statistics")
     span = p["span"][1] - p["span"][0]
+    # Over a window: its length for the rates and shares, and no drops (as `stats.topics`).
+    within = span if placed is None else placed[1] - placed[0]
     return {
         "summary": st.summary_of(p["span"], p["counts"], p["links_by_method"], dict(stats)),
-        "callbacks": st.callback_rows(p["callback_info"], p["durations"], p["periods"], span),
+        "callbacks": st.callback_rows(p["callback_info"], p["durations"], p["periods"], within),
         "topics": st.topic_rows(p["topics"], p["publications"], p["publication_times"], p["linked"], p["takes"],
-                                p["drops"], p["latencies"], p["transports"], None),
+                                p["drops"] if placed is None else None, p["latencies"], p["transports"],
+                                None if placed is None else within),
         "services": p["services"],
         "nodes": st.node_rows(p["nodes"], span),
         "warnings": list(warnings),
         "losses": [tuple(x) for x in losses],
+        "window": None if placed is None else tuple(placed),
     }, p["traces"]

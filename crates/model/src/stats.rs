@@ -390,6 +390,22 @@ pub struct Stats {
     pub nodes: Vec<NodeRow>,
 }
 
+impl Stats {
+    /// The callbacks' and topics' parts replaced by those of `w` (a `window_stats`):
+    /// `roscope stats --window`, whose summary, services and nodes are the whole trace's.
+    pub fn with_window_of(&mut self, w: Stats) {
+        self.callback_info = w.callback_info;
+        self.durations = w.durations;
+        self.periods = w.periods;
+        self.topics = w.topics;
+        self.publications = w.publications;
+        self.publication_times = w.publication_times;
+        self.takes = w.takes;
+        self.latencies = w.latencies;
+        self.transports = w.transports;
+    }
+}
+
 /// A value per key (a GROUP BY's groups), in the order the keys first come.
 struct Groups<K, V> {
     groups: Vec<(K, V)>,

@@ -107,11 +107,15 @@ pub(crate) fn to_py(py: Python<'_>, s: &Stats) -> PyResult<PyObject> {
 }
 
 /// Builds the model of the traces under `paths` (as `build_model`) and returns
-/// (parts, stats, warnings, losses): `parts`, the statistics' parts by name
-/// (python/roscope/stats_core.py), in place of the tables.
+/// (parts, stats, warnings, losses, window): `parts`, the statistics' parts by name
+/// (python/roscope/stats_core.py), in place of the tables. With `place`, a callable
+/// given the trace's span (first, last) ns and giving a window (start, end) ns
+/// (`roscope stats --window`, placed by python/roscope/numbers.py's `window_in`): the
+/// callbacks' and topics' parts are that window's (`roscope_model::stats::window_stats`),
+/// the rest the whole trace's, and `window` is (start, end); else None.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // the Python signature: keywords with defaults
-#[pyo3(signature = (paths, heuristics=true, record_ids=None, sync=true, meter=None, attach=false))]
+#[pyo3(signature = (paths, heuristics=true, record_ids=None, sync=true, meter=None, attach=false, place=None))]
 pub fn model_statistics(
     py: Python<'_>,
     paths: Vec<String>,
@@ -120,10 +124,11 @@ pub fn model_statistics(
     sync: bool,
     meter: Option<PyRef<'_, crate::Meter>>,
     attach: bool,
+    place: Option<PyObject>,
 ) -> PyResult<PyObject> {
     let mut set = TraceSet::open(&paths).map_err(crate::err)?;
     set.meter = meter.map(|m| m.m.clone());
-    let (model, parts) = py.allow_threads(|| {
+    let (model, mut parts) = py.allow_threads(|| {
         let model = roscope_model::build(
             &mut set,
             roscope_model::Options { heuristics, progress: false, sync, window_ns: None, flush_every: 0 },
@@ -133,7 +138,17 @@ pub fn model_statistics(
         (model, parts)
     });
     py.check_signals()?;
+    let window = match place {
+        Some(place) => {
+            let span = (parts.span.0.unwrap_or(0), parts.span.1.unwrap_or(0));
+            let (start, end): (i64, i64) = place.call1(py, span)?.extract(py)?;
+            let w = py.allow_threads(|| roscope_model::stats::window_stats(&model, start, end));
+            parts.with_window_of(w);
+            Some((start, end))
+        }
+        None => None,
+    };
     let mut warnings: Vec<String> = set.all_warnings().iter().map(|w| w.to_string()).collect();
     warnings.extend(model.warnings);
-    Ok((to_py(py, &parts)?, model.stats, warnings, crate::losses(&set)).into_py(py))
+    Ok((to_py(py, &parts)?, model.stats, warnings, crate::losses(&set), window).into_py(py))
 }

@@ -177,9 +177,10 @@ def run(args) -> int:
         s.opening()
         # A short recording: its statistics from the core, without a database.
         parts = None
-        if stats_core.applies(args.inputs, args.window):
+        if stats_core.applies(args.inputs):
             C.check_recordings(s.inputs)
-            parts = stats_core.parts(args.inputs, heuristics=s.inputs.heuristics, sync=s.inputs.sync)
+            parts = stats_core.parts(args.inputs, heuristics=s.inputs.heuristics, sync=s.inputs.sync,
+                                     window=args.window)
         if parts is not None:
             d = document(**parts)
         else:
