@@ -362,6 +362,15 @@ def test_stats_per_service(rec, source):
 
 #: The sensors' timers (examples/ros2_pipeline/nodes/sensors.py): topic -> Hz.
 SENSOR_HZ = {"/lidar": 20, "/imu": 50}
+#: How far a sensor topic's own rate may be from its timer's (a share): the nodes' log gives
+#: each run's true rate, which the tests compare exactly; this only keeps it near the timer.
+SENSOR_SLACK = 0.05
+
+
+def log_rate(gt, topic: str) -> float:
+    """A topic's own rate as the nodes' ground-truth log gives it: (n - 1) / (last - first)."""
+    times = sorted(r["mono_ns"] for r in gt.of("pub", topic=topic))
+    return (len(times) - 1) * 1e9 / (times[-1] - times[0])
 
 
 @pytest.mark.parametrize("source", ["database", "core"])
@@ -389,7 +398,9 @@ def test_topic_rate_is_the_topics_own(rec, source):
         assert t["period_jitter_ns"] is not None and t["period_jitter_ns"] >= 0
         compared += 1
     for topic, hz in SENSOR_HZ.items():
-        assert abs(got[topic]["rate_hz"] - hz) <= 0.5, (topic, got[topic]["rate_hz"])
+        # Near the timer's (the log's rate, asserted above, is the oracle: in some runs on this
+        # 2-core VM the sensors' ticks spanned ~0.26 s more than their periods, lowering both alike).
+        assert abs(got[topic]["rate_hz"] - hz) <= SENSOR_SLACK * hz, (topic, got[topic]["rate_hz"])
         # what the old definition (publications over the whole recording) read: far below it
         assert got[topic]["publications"] * 1e9 / (last - first) < 0.9 * hz
     assert compared == 5
@@ -411,13 +422,15 @@ def test_a_windows_rate_is_per_second_of_the_window(rec):
 
 
 def test_a_rate_budget_on_a_healthy_timer_passes(rec, tmp_path):
-    """`rate: {min: 49.5 Hz}` on the 50 Hz /imu and `{min: 19.8 Hz}` on the 20 Hz /lidar pass
-    (roscope check's budgets, measured by stats.topic_rate); 50.5 Hz fails."""
+    """`rate: {min: ...}` 0.5 % below the rate the nodes' log gives /imu (50 Hz timer) and
+    /lidar (20 Hz) pass (roscope check's budgets, measured by stats.topic_rate); 1 % above
+    /imu's fails."""
     from roscope.check import budgets, measure
 
+    imu, lidar = log_rate(rec.gt, "/imu"), log_rate(rec.gt, "/lidar")
     f = tmp_path / "budgets.yaml"
-    f.write_text("budgets:\n  - topic: '^/imu$'\n    rate: {min: 49.5 Hz}\n  - topic: '^/lidar$'\n    rate: {min: 19.8 Hz}\n"
-                 "  - topic: '^/imu$'\n    rate: {min: 50.5 Hz}\n")
+    f.write_text(f"budgets:\n  - topic: '^/imu$'\n    rate: {{min: {imu * 0.995:.3f} Hz}}\n  - topic: '^/lidar$'\n"
+                 f"    rate: {{min: {lidar * 0.995:.3f} Hz}}\n  - topic: '^/imu$'\n    rate: {{min: {imu * 1.01:.3f} Hz}}\n")
     lines = [x for x in measure.evaluate(rec.db, budgets.load(str(f)).budgets) if x.budget.kind == "topic"]
     assert [(x.subject, x.status) for x in lines] == [("/imu", "pass"), ("/lidar", "pass"), ("/imu", "fail")], \
         [(x.subject, x.status, x.value, x.message) for x in lines]
@@ -474,10 +487,10 @@ def test_why_and_report_on_the_real_stack(rec, tmp_path, run_roscope):
     assert p.returncode == 0, p.stderr
     html = out.read_text()
     assert "/plan_path:request" in html and "Controller.execute" in html
-    # the topic table's rate is each sensor topic's own (issue 39): its timer's, within 0.5 Hz
-    for topic, hz in SENSOR_HZ.items():
+    # the topic table's rate is each sensor topic's own (issue 39): the nodes' log's
+    for topic in SENSOR_HZ:
         m = re.search(rf'<tr data-id="{re.escape(topic)}">(?:(?!</tr>).)*?<td data-k="rate_hz" data-v="([^"]*)"', html)
-        assert m and abs(float(m.group(1)) - hz) <= 0.5, (topic, m and m.group(1))
+        assert m and float(m.group(1)) == pytest.approx(log_rate(rec.gt, topic), rel=2e-3), (topic, m and m.group(1))
 
 
 def test_dataset_stats_rate_is_the_topics_own(ros2_pipeline_dataset):
@@ -490,7 +503,7 @@ def test_dataset_stats_rate_is_the_topics_own(ros2_pipeline_dataset):
     for topic, hz in SENSOR_HZ.items():
         times = sorted(r["mono_ns"] for r in gt.of("pub", topic=topic))
         truth = (len(times) - 1) * 1e9 / (times[-1] - times[0])
-        assert rows[topic]["rate_hz"] == pytest.approx(truth, rel=2e-3) and abs(rows[topic]["rate_hz"] - hz) <= 0.5
+        assert rows[topic]["rate_hz"] == pytest.approx(truth, rel=2e-3) and abs(rows[topic]["rate_hz"] - hz) <= SENSOR_SLACK * hz
 
 
 # --------------------------------------------------------------------------
