@@ -18,7 +18,7 @@ import sys
 import pytest
 from roscope import cli, loading, opening, stats_core
 from roscope.commands import stats as stats_command
-from roscope.commands._common import window_ns
+from roscope.commands._common import window_ns, window_place
 
 from tests.support.damage import copy_with_cut_metadata
 from tests.support.shared import TRACES
@@ -53,7 +53,7 @@ def differences(a, b, path="") -> list[str]:
 def both(paths: list[str], window=None) -> tuple[dict, dict]:
     """(`roscope stats [--window]`'s document from the core, from the database), JSON
     round-tripped; `window`: a --window's value (ns from the trace's start, END or None)."""
-    doc, _traces = stats_core.compute(paths, window=window)
+    doc, _traces = stats_core.compute(paths, place=window_place(window))
     core = json.loads(json.dumps(stats_command.document(**doc)))
     with opening.open(paths) as db:
         sql = json.loads(json.dumps(stats_command.collect(db, window_ns(window, db))))

@@ -11,12 +11,12 @@ DuckDB (bench/startup.py and bench/README.md "Statistics in the core" measure bo
                             trace directories (not a database, a dataset or another
                             file: their own checks and messages are `opening`'s) of at
                             most CORE_BYTES in all
-    parts(inputs, heuristics=True, sync=True, window=None) -> dict | None
+    parts(inputs, heuristics=True, sync=True, place=None) -> dict | None
                             the parts of `commands.stats.document` (with --window's
                             callbacks and topics of that window), or None when the
                             traces hold kernel scheduling data (its tables are made in
                             DuckDB, with their own warnings): the caller loads them then
-    compute(paths, heuristics=True, sync=True, window=None) -> (parts, [(trace path, domain)])
+    compute(paths, heuristics=True, sync=True, place=None) -> (parts, [(trace path, domain)])
                             the same for any traces, their kernel data not read
 """
 from __future__ import annotations
@@ -45,33 +45,27 @@ def applies(inputs) -> bool:
     return trace_bytes(paths, CORE_BYTES) <= CORE_BYTES
 
 
-def parts(inputs, *, heuristics: bool = True, sync: bool = True, window=None) -> dict | None:
+def parts(inputs, *, heuristics: bool = True, sync: bool = True, place=None) -> dict | None:
     """The keyword arguments of `commands.stats.document` for the traces under `inputs`
-    (`window`: a --window's value, as `roscope.numbers` parses it), or None when they hold
-    kernel data. Raises what loading them raises."""
+    (`place`: a --window placed on the trace, as `compute` takes it), or None when they
+    hold kernel data. Raises what loading them raises."""
     paths = check_paths(list(inputs))
-    doc, traces = compute(paths, heuristics=heuristics, sync=sync, window=window)
+    doc, traces = compute(paths, heuristics=heuristics, sync=sync, place=place)
     if any(d == "kernel" for _p, d in traces) or find_perf(paths, [t for t, _d in traces]):
         return None
     return doc
 
 
 def compute(paths: list[str], *, heuristics: bool = True, sync: bool = True,
-            window=None) -> tuple[dict, list[tuple[str, str]]]:
+            place=None) -> tuple[dict, list[tuple[str, str]]]:
     """(the keyword arguments of `commands.stats.document` for the traces under `paths`,
     each trace's (path, domain)), built and computed by the core; kernel data, if any,
-    is not read. `window` (a --window's value: ns from the trace's start, END None for its
-    end): the callbacks and topics of that window (placed on the trace's span by
-    `numbers.window_in`, as `roscope stats --window` places it on a database's), the
-    summary, services and nodes of the whole trace."""
+    is not read. `place(first, last) -> (start, end)`: a --window placed on the trace's
+    span (`commands._common.window_place`, as `roscope stats --window` places it on a
+    database's): the callbacks and topics of that window, the summary, services and nodes
+    of the whole trace."""
     meter = _core.Meter()
     progress_shown.current().phase("reading the trace", unit="MB", meter=meter, found="events", scale=1e6)
-    place = None
-    if window is not None:
-        from roscope import numbers
-
-        def place(first: int, last: int) -> tuple[int, int]:
-            return numbers.window_in(window, first, last)
     p, stats, warnings, losses, placed = _core.model_statistics(
         list(paths), heuristics, record_ids(paths) or None, sync, meter=meter, attach=attached(paths), place=place)
     progress_shown.current().phase("statistics")

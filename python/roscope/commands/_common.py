@@ -16,7 +16,8 @@ Arguments (argparse):
                                   stretch of the trace) -> args.window, (start ns, end ns or None)
                                   from the trace's start, parsed by `window` (roscope.numbers.window);
                                   window_ns(window, db, within=False) places it in a database's
-                                  trace time (roscope.numbers.window_in)
+                                  trace time (roscope.numbers.window_in); window_place(window)
+                                  the same as a callable of a trace's span (first, last)
     regex                         argparse ``type=`` for a topic or callback regex: refused
                                   at once if roscope.regex (Rust's linear-time engine) cannot run it
     output_path, input_path       argparse ``type=`` for ``-o`` (refuses an empty path) and inputs:
@@ -82,7 +83,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Inputs", "Session", "session", "TextOut", "add_heuristics", "add_inputs", "add_json", "add_progress", "add_wide", "cell", "check_recordings", "clean", "escape", "int_range",
            "input_path", "ms", "number", "open_inputs", "output_path", "pct", "print_json", "progress", "regex", "report", "report_from", "show", "size",
-           "warn", "width", "window", "window_ns", "add_window"]
+           "warn", "width", "window", "window_ns", "window_place", "add_window"]
 
 PROG = "roscope"
 
@@ -271,15 +272,23 @@ def add_window(parser: argparse.ArgumentParser, help: str) -> None:  # noqa: A00
 
 
 def window_ns(window: tuple[int, int | None] | None, db: Database, *, within: bool = False) -> tuple[int, int] | None:
-    """A ``--window`` (`window`'s value) in `db`'s trace time (`roscope.numbers.window_in`):
+    """A ``--window`` (`window`'s value) in `db`'s trace time (`window_place`):
     (first + START, first + END), END empty: past the last event; `within`: a timeline's
     window, starting within the trace and cut at its end. None without one."""
     if window is None:
         return None
-    from roscope import numbers
     from roscope import stats as st
-    first, last = st.trace_span(db)
-    return numbers.window_in(window, first, last, within=within)
+    return window_place(window, within=within)(*st.trace_span(db))
+
+
+def window_place(window: tuple[int, int | None] | None, *, within: bool = False):
+    """A ``--window`` (`window`'s value) as a placement on a trace whose events span
+    [first, last] ns: `place(first, last) -> (start, end)` (`roscope.numbers.window_in`;
+    the core calls it once it knows the span: `roscope.stats_core`). None without one."""
+    if window is None:
+        return None
+    from roscope import numbers
+    return lambda first, last: numbers.window_in(window, first, last, within=within)
 
 
 def regex(text: str) -> str:

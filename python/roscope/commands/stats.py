@@ -180,7 +180,7 @@ def run(args) -> int:
         if stats_core.applies(args.inputs):
             C.check_recordings(s.inputs)
             parts = stats_core.parts(args.inputs, heuristics=s.inputs.heuristics, sync=s.inputs.sync,
-                                     window=args.window)
+                                     place=C.window_place(args.window))
         if parts is not None:
             d = document(**parts)
         else:
