@@ -390,22 +390,6 @@ pub struct Stats {
     pub nodes: Vec<NodeRow>,
 }
 
-impl Stats {
-    /// The callbacks' and topics' parts replaced by those of `w` (a `window_stats`):
-    /// `roscope stats --window`, whose summary, services and nodes are the whole trace's.
-    pub fn with_window_of(&mut self, w: Stats) {
-        self.callback_info = w.callback_info;
-        self.durations = w.durations;
-        self.periods = w.periods;
-        self.topics = w.topics;
-        self.publications = w.publications;
-        self.publication_times = w.publication_times;
-        self.takes = w.takes;
-        self.latencies = w.latencies;
-        self.transports = w.transports;
-    }
-}
-
 /// A value per key (a GROUP BY's groups), in the order the keys first come.
 struct Groups<K, V> {
     groups: Vec<(K, V)>,
@@ -525,7 +509,7 @@ impl<'a> Pubs<'a> {
 /// `roscope watch`): a record is in it when its time is (a run's start, a publication's
 /// earliest layer time, a take's time; a delivery and a transport by its publication),
 /// as python/roscope/stats.py's `_within` says in SQL. None: the whole model.
-type Window = Option<(i64, i64)>;
+pub type Window = Option<(i64, i64)>;
 
 /// Whether a time is in the window (a NULL time is in no window, as SQL's comparison).
 fn within(w: Window, t: Option<i64>) -> bool {
@@ -537,15 +521,24 @@ fn within(w: Window, t: Option<i64>) -> bool {
 
 /// The statistics' parts of model `m`.
 pub fn stats(m: &Model) -> Stats {
+    stats_within(m, None)
+}
+
+/// The statistics' parts of model `m`, those of the callbacks and topics over the window
+/// `w` ([start, end), `roscope stats --window`: its summary, services and nodes are the whole
+/// model's, and it counts no drops); None: the whole model.
+pub fn stats_within(m: &Model, w: Window) -> Stats {
     let mut s = Stats::default();
     let runs = T::of(m, "callback_runs");
-    let run_end = runs.col("end_ts");
-    let complete: Vec<usize> = (0..runs.rows()).filter(|&i| run_end.valid(i)).collect();
+    let complete = complete_runs(&runs, None);
     summary(m, &mut s, &runs, &complete);
     let nodes = Nodes::of(m);
-    let (pubs, links, takes) = per_callback_and_topic(m, &mut s, &nodes, &runs, &complete, None);
-    let take_at = takes.index("take_id");
-    s.drops = drops(&pubs, &links, &takes, &take_at);
+    let windowed = w.map(|_| complete_runs(&runs, w));
+    let counted = windowed.as_deref().unwrap_or(&complete);
+    let (pubs, links, takes, take_at) = per_callback_and_topic(m, &mut s, &nodes, &runs, counted, w);
+    if w.is_none() {
+        s.drops = drops(&pubs, &links, &takes, &take_at);
+    }
     s.services = services(m, &nodes);
     s.nodes = node_rows(m, &nodes, &s.callback_info, &runs, &complete, &pubs);
     s
@@ -560,17 +553,23 @@ pub fn stats(m: &Model) -> Stats {
 pub fn window_stats(m: &Model, start: i64, end: i64) -> Stats {
     let mut s = Stats { span: (Some(start), Some(end)), ..Stats::default() };
     let runs = T::of(m, "callback_runs");
-    let (run_end, run_start) = (runs.col("end_ts"), runs.col("start_ts"));
     let w = Some((start, end));
-    let complete: Vec<usize> = (0..runs.rows()).filter(|&i| run_end.valid(i) && within(w, run_start.int(i))).collect();
+    let complete = complete_runs(&runs, w);
     let nodes = Nodes::of(m);
     per_callback_and_topic(m, &mut s, &nodes, &runs, &complete, w);
     s
 }
 
+/// The rows of the complete runs (their end seen) that start in `w`.
+fn complete_runs(runs: &T, w: Window) -> Vec<usize> {
+    let (run_end, run_start) = (runs.col("end_ts"), runs.col("start_ts"));
+    (0..runs.rows()).filter(|&i| run_end.valid(i) && within(w, run_start.int(i))).collect()
+}
+
 /// The callbacks' and topics' parts (`complete`: the runs that count, their window's
 /// already): callback info, durations and periods, topic names, per-topic counts and
-/// latencies of the records in `w`. Returns the publications, links and takes read.
+/// latencies of the records in `w`. Returns the publications, links and takes read, and
+/// the takes' index by id.
 fn per_callback_and_topic<'a>(
     m: &'a Model,
     s: &mut Stats,
@@ -578,7 +577,7 @@ fn per_callback_and_topic<'a>(
     runs: &T,
     complete: &[usize],
     w: Window,
-) -> (Pubs<'a>, T<'a>, T<'a>) {
+) -> (Pubs<'a>, T<'a>, T<'a>, Index) {
     s.callback_info = callback_info(m, nodes);
     durations_and_periods(s, runs, complete);
     s.topics = topic_names(m);
@@ -587,14 +586,19 @@ fn per_callback_and_topic<'a>(
     counts_per_topic(m, s, &pubs, &links, &takes, w);
     let take_at = takes.index("take_id");
     latencies(s, &pubs, &links, &takes, &take_at, runs, w);
-    (pubs, links, takes)
+    (pubs, links, takes, take_at)
+}
+
+/// The trace's span: min(first_ts), max(last_ts) of the threads.
+pub fn span(m: &Model) -> (Option<i64>, Option<i64>) {
+    let threads = T::of(m, "threads");
+    let (f, l) = (threads.col("first_ts"), threads.col("last_ts"));
+    ((0..threads.rows()).filter_map(|i| f.int(i)).min(), (0..threads.rows()).filter_map(|i| l.int(i)).max())
 }
 
 /// The span, the traces, the summary's counts and the links per method.
 fn summary(m: &Model, s: &mut Stats, runs: &T, complete: &[usize]) {
-    let threads = T::of(m, "threads");
-    let (f, l) = (threads.col("first_ts"), threads.col("last_ts"));
-    s.span = ((0..threads.rows()).filter_map(|i| f.int(i)).min(), (0..threads.rows()).filter_map(|i| l.int(i)).max());
+    s.span = span(m);
     let traces = T::of(m, "traces");
     let (path, domain) = (traces.col("path"), traces.col("domain"));
     s.traces = (0..traces.rows()).map(|i| (path.text(i).map(str::to_owned), domain.text(i).map(str::to_owned))).collect();

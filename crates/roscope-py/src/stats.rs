@@ -111,7 +111,7 @@ pub(crate) fn to_py(py: Python<'_>, s: &Stats) -> PyResult<PyObject> {
 /// (python/roscope/stats_core.py), in place of the tables. With `place`, a callable
 /// given the trace's span (first, last) ns and giving a window (start, end) ns
 /// (`roscope stats --window`, placed by python/roscope/numbers.py's `window_in`): the
-/// callbacks' and topics' parts are that window's (`roscope_model::stats::window_stats`),
+/// callbacks' and topics' parts are that window's (`roscope_model::stats::stats_within`),
 /// the rest the whole trace's, and `window` is (start, end); else None.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // the Python signature: keywords with defaults
@@ -128,26 +128,22 @@ pub fn model_statistics(
 ) -> PyResult<PyObject> {
     let mut set = TraceSet::open(&paths).map_err(crate::err)?;
     set.meter = meter.map(|m| m.m.clone());
-    let (model, mut parts) = py.allow_threads(|| {
-        let model = roscope_model::build(
+    let model = py.allow_threads(|| {
+        roscope_model::build(
             &mut set,
             roscope_model::Options { heuristics, progress: false, sync, window_ns: None, flush_every: 0 },
             roscope_model::Scope { record_ids: record_ids.unwrap_or_default(), attach },
-        );
-        let parts = roscope_model::stats::stats(&model);
-        (model, parts)
+        )
     });
     py.check_signals()?;
-    let window = match place {
+    let window: Option<(i64, i64)> = match place {
         Some(place) => {
-            let span = (parts.span.0.unwrap_or(0), parts.span.1.unwrap_or(0));
-            let (start, end): (i64, i64) = place.call1(py, span)?.extract(py)?;
-            let w = py.allow_threads(|| roscope_model::stats::window_stats(&model, start, end));
-            parts.with_window_of(w);
-            Some((start, end))
+            let (first, last) = roscope_model::stats::span(&model);
+            Some(place.call1(py, (first.unwrap_or(0), last.unwrap_or(0)))?.extract(py)?)
         }
         None => None,
     };
+    let parts = py.allow_threads(|| roscope_model::stats::stats_within(&model, window));
     let mut warnings: Vec<String> = set.all_warnings().iter().map(|w| w.to_string()).collect();
     warnings.extend(model.warnings);
     Ok((to_py(py, &parts)?, model.stats, warnings, crate::losses(&set), window).into_py(py))
