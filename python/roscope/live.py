@@ -250,14 +250,12 @@ class LiveWindows:
         """The statistics of the window [lo, hi): per callback, per topic, lost events
         (`lost`: as `take_windows` saw them; else now) (and per watched path, filled by
         `window_stats_of`)."""
-        p = self.store.window(lo, hi)
+        callbacks, topics = stats.core_rows(self.store.window(lo, hi), hi - lo, hi - lo)
         lost_in_window, lost_events, lost_packets = lost or (self.lost_in_window, self.lost_events, self.lost_packets)
-        topics = stats.topic_rows(p["topics"], p["publications"], p["publication_times"], p["linked"], p["takes"], None,
-                                  p["latencies"], p["transports"], hi - lo)
         return {
             "window": {"start_ns": lo, "end_ns": hi, "start_s": (lo - self.first) / 1e9, "end_s": (hi - self.first) / 1e9,
                        "stats_window": f"{_seconds(lo - self.first)}:{_seconds(hi - self.first)}"},
-            "callbacks": stats.callback_rows(p["callback_info"], p["durations"], p["periods"], hi - lo),
+            "callbacks": callbacks,
             "topics": [t for t in topics if t["publications"] or t["takes"]],
             "lost_events": sum(n for t, n in lost_in_window if lo <= t < hi + 2 * HOLD_NS),
             "lost_events_total": lost_events,

@@ -181,6 +181,17 @@ def topic_rate(timed: int, first: int | None, last: int | None, window_ns: int |
     return (timed - 1) * 1e9 / (last - first)
 
 
+def core_rows(p: dict, span: int, window_ns: int | None = None) -> tuple[list[dict], list[dict]]:
+    """(`callbacks`' rows, `topics`' rows) from the core's parts (`_core.model_statistics`,
+    `_core.LiveStats.window`): over the whole recording of `span` ns, or over a window of
+    `window_ns` (as `callbacks(db, window)` and `topics(db, window)`: its length for the
+    shares and rates, drops not counted)."""
+    length = span if window_ns is None else window_ns
+    return (callback_rows(p["callback_info"], p["durations"], p["periods"], length),
+            topic_rows(p["topics"], p["publications"], p["publication_times"], p["linked"], p["takes"],
+                       p["drops"] if window_ns is None else None, p["latencies"], p["transports"], window_ns))
+
+
 #: The keys of a topic's rate and period in `topics`' rows (docs/analyses.md "Topic rate").
 RATE_KEYS = ("rate_hz", "first_publish_ts", "last_publish_ts", "period_mean_ns", "period_jitter_ns")
 

@@ -70,14 +70,11 @@ def compute(paths: list[str], *, heuristics: bool = True, sync: bool = True,
         list(paths), heuristics, record_ids(paths) or None, sync, meter=meter, attach=attached(paths), place=place)
     progress_shown.current().phase("statistics")
     span = p["span"][1] - p["span"][0]
-    # Over a window: its length for the rates and shares, and no drops (as `stats.topics`).
-    within = span if placed is None else placed[1] - placed[0]
+    callbacks, topics = st.core_rows(p, span, None if placed is None else placed[1] - placed[0])
     return {
         "summary": st.summary_of(p["span"], p["counts"], p["links_by_method"], dict(stats)),
-        "callbacks": st.callback_rows(p["callback_info"], p["durations"], p["periods"], within),
-        "topics": st.topic_rows(p["topics"], p["publications"], p["publication_times"], p["linked"], p["takes"],
-                                p["drops"] if placed is None else None, p["latencies"], p["transports"],
-                                None if placed is None else within),
+        "callbacks": callbacks,
+        "topics": topics,
         "services": p["services"],
         "nodes": st.node_rows(p["nodes"], span),
         "warnings": list(warnings),
