@@ -39,10 +39,9 @@ pub struct TraceSet {
     /// Where a reader of the whole set (the model builder) says how far it got:
     /// bytes read of the total, and events (`Meter`); None: nobody asks.
     pub meter: Option<Arc<Meter>>,
-    /// The streams' next events in time order (`Tournament`).
-    merge: Tournament,
+    /// The streams' next events in time order (`Tournament`); None until the first `next`.
+    merge: Option<Tournament>,
     pending: Option<u32>,
-    started: bool,
 }
 
 /// A tournament tree of losers over the streams' next events: each stream's key is
@@ -60,13 +59,6 @@ struct Tournament {
     nodes: Vec<u32>,
     /// The winner's key.
     top: u128,
-}
-
-impl Default for Tournament {
-    /// No stream: no winner.
-    fn default() -> Tournament {
-        Tournament::new(Vec::new())
-    }
 }
 
 impl Tournament {
@@ -320,15 +312,7 @@ impl TraceSet {
     /// once, with a warning.
     /// A set of no traces (the start of an incremental model build).
     pub fn empty() -> TraceSet {
-        TraceSet {
-            traces: vec![],
-            streams: vec![],
-            warnings: vec![],
-            meter: None,
-            merge: Tournament::default(),
-            pending: None,
-            started: false,
-        }
+        TraceSet { traces: vec![], streams: vec![], warnings: vec![], meter: None, merge: None, pending: None }
     }
 
     pub fn open<P: AsRef<Path>>(paths: &[P]) -> Result<TraceSet> {
@@ -379,7 +363,17 @@ impl TraceSet {
             }
         }
         let streams = dedup_streams(&traces, streams, &mut warnings);
-        Ok(TraceSet { traces, streams, warnings, meter: None, merge: Tournament::default(), pending: None, started: false })
+        Ok(TraceSet { traces, streams, warnings, meter: None, merge: None, pending: None })
+    }
+
+    /// Stream `i` advanced to its next event: that event's key (`packed`), u128::MAX at its end.
+    #[inline]
+    fn advanced_key(&mut self, i: usize) -> u128 {
+        if self.streams[i].advance() {
+            packed(self.key(i), i as u32)
+        } else {
+            u128::MAX
+        }
     }
 
     #[inline]
@@ -396,18 +390,14 @@ impl TraceSet {
     // such as collect() would read stale state.
     #[expect(clippy::should_implement_trait, reason = "a lending cursor over streams, not an Iterator")]
     pub fn next(&mut self) -> Option<usize> {
-        if !self.started {
-            self.started = true;
-            let keys = (0..self.streams.len())
-                .map(|i| if self.streams[i].advance() { packed(self.key(i), i as u32) } else { u128::MAX })
-                .collect();
-            self.merge = Tournament::new(keys);
+        if self.merge.is_none() {
+            let keys = (0..self.streams.len()).map(|i| self.advanced_key(i)).collect();
+            self.merge = Some(Tournament::new(keys));
         } else if let Some(p) = self.pending.take() {
-            let p = p as usize;
-            let k = if self.streams[p].advance() { packed(self.key(p), p as u32) } else { u128::MAX };
-            self.merge.replay(p, k);
+            let k = self.advanced_key(p as usize);
+            self.merge.as_mut()?.replay(p as usize, k);
         }
-        let w = self.merge.winner()?;
+        let w = self.merge.as_ref()?.winner()?;
         self.pending = Some(w as u32);
         Some(w)
     }
